@@ -1,0 +1,82 @@
+"""The FastAPI application: ``create_app(settings)`` builds it; nothing happens at import."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from seojobs import __version__
+from seojobs.api.problems import problem
+from seojobs.engine.worker import Worker
+from seojobs.kinds import load_registry
+from seojobs.services import Services
+from seojobs.settings import Settings
+from seojobs.store import migrate
+from seojobs.store.db import Database
+
+log = logging.getLogger("seojobs.api")
+
+
+def create_app(
+    settings: Settings, *, run_worker: bool = True, auto_migrate: bool = True
+) -> FastAPI:
+    db = Database(settings.database_url)
+    registry = load_registry(settings)
+    services = Services(db, settings, registry)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if auto_migrate:
+            await asyncio.to_thread(migrate.upgrade, db)
+        worker_task: asyncio.Task[None] | None = None
+        worker: Worker | None = None
+        if run_worker:
+            worker = Worker(db, settings, registry)
+            worker_task = asyncio.create_task(worker.run(), name="seojobs-worker")
+        app.state.worker = worker
+        try:
+            yield
+        finally:
+            if worker is not None and worker_task is not None:
+                worker.stop()
+                await worker_task
+            db.dispose()
+
+    app = FastAPI(
+        title="seojobs",
+        version=__version__,
+        description="SEO work as background jobs: submit, then poll until completed or failed.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.db = db
+    app.state.services = services
+
+    @app.get("/healthz", operation_id="healthz", tags=["health"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", operation_id="readyz", tags=["health"], response_model=None)
+    def readyz() -> Any:
+        """Readiness: the database answers and its schema is current."""
+        try:
+            with db.read() as conn:
+                conn.execute(text("SELECT 1"))
+            current = migrate.is_current(db)
+        except Exception as exc:
+            return problem(503, "Database unavailable", str(exc), code="database_unavailable")
+        if not current:
+            return problem(
+                503, "Schema out of date", "run `seojobs migrate`", code="schema_out_of_date"
+            )
+        return JSONResponse({"status": "ready", "database": db.dialect})
+
+    return app

@@ -1,0 +1,133 @@
+"""The ``seojobs`` command. Server commands import server code lazily, so the client-only
+install (``pip install seojobs``) still runs the client commands."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="seojobs: SEO work as background jobs. Server, worker and client commands.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+users_app = typer.Typer(help="Manage API users.", no_args_is_help=True)
+app.add_typer(users_app, name="users")
+
+
+def _settings():  # type: ignore[no-untyped-def]
+    try:
+        from seojobs.settings import Settings
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        typer.echo(
+            f"server extras are not installed: pip install 'seojobs[server]' ({exc})", err=True
+        )
+        raise typer.Exit(2) from None
+    return Settings()
+
+
+def _logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    no_worker: Annotated[
+        bool, typer.Option("--no-worker", help="API only; run workers apart.")
+    ] = False,
+) -> None:
+    """Run the API (and an in-process worker unless --no-worker). Migrates the schema first."""
+    import uvicorn
+
+    from seojobs.api import create_app
+
+    _logging()
+    settings = _settings()
+    uvicorn.run(
+        create_app(settings, run_worker=not no_worker), host=host, port=port, log_level="info"
+    )
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.", min=1)] = None,
+) -> None:
+    """Run a worker process. SIGTERM: jobs finish their current item and are handed back."""
+    import asyncio
+    import signal
+
+    from seojobs.engine.worker import Worker
+    from seojobs.kinds import load_registry
+    from seojobs.store import migrate
+    from seojobs.store.db import Database
+
+    _logging()
+    settings = _settings()
+    db = Database(settings.database_url)
+    if not migrate.is_current(db):
+        typer.echo("the database schema is not current: run `seojobs migrate` first", err=True)
+        raise typer.Exit(2)
+    w = Worker(db, settings, load_registry(settings), concurrency=concurrency)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, w.stop)
+        await w.run()
+
+    logging.getLogger("seojobs.worker").info("worker %s starting", w.worker_id)
+    asyncio.run(main())
+    db.dispose()
+
+
+@app.command("migrate")
+def migrate_cmd() -> None:
+    """Create or upgrade the database schema."""
+    from seojobs.store import migrate
+    from seojobs.store.db import Database
+
+    settings = _settings()
+    db = Database(settings.database_url)
+    migrate.upgrade(db)
+    typer.echo(f"schema at {migrate.current_revision(db)} ({db.dialect})")
+    db.dispose()
+
+
+@users_app.command("create")
+def users_create(
+    name: Annotated[str, typer.Argument(help="A name for the user.")],
+    rate_limit: Annotated[
+        int | None, typer.Option(help="Requests per minute (default: SEOJOBS_RATE_LIMIT).", min=1)
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print {user_id, api_key} as JSON.")
+    ] = False,
+) -> None:
+    """Create a user and print its API key. The key is shown only this once."""
+    from seojobs.kinds import load_registry
+    from seojobs.services import Services
+    from seojobs.store import migrate
+    from seojobs.store.db import Database
+
+    settings = _settings()
+    db = Database(settings.database_url)
+    migrate.upgrade(db)
+    services = Services(db, settings, load_registry(settings))
+    created = services.create_user(name, rate_limit=f"{rate_limit}/minute" if rate_limit else None)
+    db.dispose()
+    if as_json:
+        typer.echo(json.dumps({"user_id": created.user.id, "api_key": created.api_key}))
+    else:
+        typer.echo(f"user {created.user.id} ({name}) created.")
+        typer.echo(f"API key (shown once, store it now): {created.api_key}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,133 @@
+"""What a running job sees: its params, its items, and a way to record results."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord
+
+if TYPE_CHECKING:
+    from seojobs.engine.worker import Worker
+
+ITEM_PAGE = 200
+
+
+class JobFailed(Exception):
+    """Raised by a handler to end its job as ``failed`` with a code and message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Interrupted(Exception):
+    """The job must stop now: the worker is shutting down or lost the job's claim."""
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """A handler's verdict on one item."""
+
+    outcome: str | None = None
+    result: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error_code is not None
+
+    @classmethod
+    def error(cls, code: str, message: str, result: dict[str, Any] | None = None) -> ItemResult:
+        return cls(outcome="failed", result=result, error_code=code, error_message=message)
+
+
+ItemHandler = Callable[[ItemRecord], Awaitable[ItemResult]]
+
+
+class JobContext:
+    def __init__(self, worker: Worker, job: JobRecord, params: BaseModel) -> None:
+        self.worker = worker
+        self.job = job
+        self.params = params
+        self.counters: dict[str, int] = dict(job.counters)
+        self.result: dict[str, Any] | None = None
+        self.stopping = False  # set on SIGTERM: finish the current item, then release
+
+    @property
+    def job_id(self) -> int:
+        return self.job.id
+
+    @property
+    def settings(self) -> Any:
+        return self.worker.settings
+
+    def check(self) -> None:
+        """Raise ``Interrupted`` if the job should stop before its next unit of work."""
+        if self.stopping:
+            raise Interrupted("worker is shutting down")
+
+    async def open_items(self) -> AsyncIterator[ItemRecord]:
+        """Unfinished items in order; finished ones (from an earlier claim) are skipped."""
+        after = -1
+        while True:
+            page = await self.worker.run_db(self.worker.open_items, self.job.id, after, ITEM_PAGE)
+            if not page:
+                return
+            for item in page:
+                yield item
+            after = page[-1].seq
+
+    async def record(self, item: ItemRecord, verdict: ItemResult) -> None:
+        """Store one item's result now; raises ``Interrupted`` if the job was taken away."""
+        key = verdict.outcome or ("failed" if verdict.failed else "done")
+        self.counters[key] = self.counters.get(key, 0) + 1
+        outcome = ItemOutcome(
+            item_id=item.id,
+            failed=verdict.failed,
+            outcome=verdict.outcome,
+            result=verdict.result,
+            error_code=verdict.error_code,
+            error_message=verdict.error_message,
+        )
+        await self.worker.record_items(self, [outcome])
+
+    async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
+        """Run ``handle`` over every unfinished item, recording each result as it finishes.
+
+        Stops before the next item when the worker shuts down or the job is cancelled.
+        """
+        semaphore = asyncio.Semaphore(concurrency)
+        failures: list[BaseException] = []
+
+        async def one(item: ItemRecord) -> None:
+            try:
+                verdict = await handle(item)
+                await self.record(item, verdict)
+            except BaseException as exc:  # collected; re-raised after in-flight items settle
+                failures.append(exc)
+            finally:
+                semaphore.release()
+
+        interrupted: Interrupted | None = None
+        # Leaving the TaskGroup normally lets items in flight finish and be recorded; raising
+        # inside it would cancel them half done.
+        async with asyncio.TaskGroup() as group:
+            async for item in self.open_items():
+                await semaphore.acquire()
+                if failures or self.stopping:
+                    semaphore.release()
+                    if self.stopping:
+                        interrupted = Interrupted("worker is shutting down")
+                    break
+                group.create_task(one(item))
+        if failures:
+            raise failures[0]
+        if interrupted:
+            raise interrupted

@@ -1,0 +1,250 @@
+"""The service facade every surface (HTTP, CLI, dashboard) calls."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from seojobs.engine.maintenance import first_tick
+from seojobs.engine.registry import Registry
+from seojobs.settings import Settings
+from seojobs.store import accounts
+from seojobs.store import jobs as job_sql
+from seojobs.store import schedules as schedule_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.records import (
+    ItemRecord,
+    JobRecord,
+    NewJob,
+    ProjectRecord,
+    ScheduleRecord,
+    UserRecord,
+)
+
+API_KEY_PREFIX = "sj_"
+
+
+class NotFound(LookupError):
+    """The thing does not exist, or belongs to someone else (callers must not tell which)."""
+
+
+def hash_api_key(key: str) -> str:
+    # Keys are 256-bit random tokens, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CreatedUser:
+    user: UserRecord
+    api_key: str
+
+
+class Services:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        registry: Registry,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.registry = registry
+        self.clock = clock
+
+    # -- users and projects ---------------------------------------------------------------
+
+    def create_user(self, name: str, *, rate_limit: str | None = None) -> CreatedUser:
+        if not name.strip():
+            raise ValueError("name: must not be empty")
+        key = API_KEY_PREFIX + secrets.token_urlsafe(32)
+        with self.db.write() as conn:
+            user = accounts.create_user(
+                conn,
+                name=name,
+                api_key_hash=hash_api_key(key),
+                rate_limit=rate_limit,
+                now=self.clock(),
+            )
+        return CreatedUser(user=user, api_key=key)
+
+    def authenticate(self, api_key: str) -> UserRecord | None:
+        with self.db.read() as conn:
+            return accounts.user_by_key_hash(conn, hash_api_key(api_key))
+
+    def create_project(self, user: UserRecord, name: str) -> ProjectRecord:
+        with self.db.write() as conn:
+            return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
+
+    def project(self, user: UserRecord, project_id: int) -> ProjectRecord:
+        with self.db.read() as conn:
+            found = accounts.project(conn, project_id)
+        if found is None or found.user_id != user.id:
+            raise NotFound(f"project {project_id}")
+        return found
+
+    def projects(self, user: UserRecord) -> list[ProjectRecord]:
+        with self.db.read() as conn:
+            return accounts.projects_of(conn, user.id)
+
+    def delete_project(self, user: UserRecord, project_id: int) -> None:
+        """Delete a project with its jobs and schedules."""
+        self.project(user, project_id)
+        with self.db.write() as conn:
+            accounts.delete_project(conn, project_id)
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        user: UserRecord,
+        kind: str,
+        params: dict[str, Any],
+        *,
+        project_id: int | None = None,
+        title: str | None = None,
+        delay_seconds: float = 0.0,
+        run_at: datetime | None = None,
+        priority: int = 0,
+        parent_id: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[JobRecord, bool]:
+        """Validate and store a job. Returns ``(job, created)``; ``created`` is False when
+        the idempotency key named an existing job, which is returned unchanged.
+
+        Raises ``UnknownKind`` or ``InvalidParams`` before anything is stored.
+        """
+        model, items = self.registry.validate(kind, params)
+        project = project_id if project_id is not None else user.default_project_id
+        if project_id is not None:
+            self.project(user, project_id)
+        now = self.clock()
+        new = NewJob(
+            project_id=project,
+            kind=kind,
+            params=model.model_dump(mode="json"),
+            run_at=run_at or now + timedelta(seconds=delay_seconds),
+            items=items,
+            priority=priority,
+            title=title,
+            parent_id=parent_id,
+            idempotency_key=idempotency_key,
+        )
+        with self.db.write() as conn:
+            job_id, created = job_sql.insert_job(self.db, conn, new, now)
+            job = job_sql.get(conn, job_id)
+        assert job is not None
+        return job, created
+
+    def job(self, user: UserRecord, job_id: int) -> JobRecord:
+        with self.db.read() as conn:
+            job = job_sql.get(conn, job_id)
+            owner = accounts.project(conn, job.project_id) if job else None
+        if job is None or owner is None or owner.user_id != user.id:
+            raise NotFound(f"job {job_id}")
+        return job
+
+    def jobs(
+        self,
+        user: UserRecord,
+        *,
+        project_id: int | None = None,
+        kind: str | None = None,
+        states: Sequence[str] | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> list[JobRecord]:
+        if project_id is not None:
+            project_ids = [self.project(user, project_id).id]
+        else:
+            project_ids = [p.id for p in self.projects(user)]
+        with self.db.read() as conn:
+            return job_sql.list_for_projects(
+                conn, project_ids, kind=kind, states=states, before_id=before_id, limit=limit
+            )
+
+    def items(
+        self, user: UserRecord, job_id: int, *, after_seq: int = -1, limit: int = 500
+    ) -> list[ItemRecord]:
+        self.job(user, job_id)
+        with self.db.read() as conn:
+            return job_sql.items_page(conn, job_id, after_seq=after_seq, limit=limit)
+
+    def cancel_job(self, user: UserRecord, job_id: int) -> JobRecord:
+        """End an open job as ``failed`` with code ``cancelled``; a final job is returned as is."""
+        self.job(user, job_id)
+        with self.db.write() as conn:
+            job_sql.cancel(conn, job_id, self.clock(), "cancelled by the user")
+            job = job_sql.get(conn, job_id)
+        assert job is not None
+        return job
+
+    def state_counts(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return job_sql.count_by_state(conn)
+
+    # -- schedules ------------------------------------------------------------------------
+
+    def create_schedule(
+        self,
+        user: UserRecord,
+        *,
+        name: str,
+        kind: str,
+        params: dict[str, Any],
+        project_id: int | None = None,
+        every_days: float | None = None,
+        every_seconds: float | None = None,
+        cron: str | None = None,
+        start_at: datetime | None = None,
+    ) -> ScheduleRecord:
+        """A recurring job. ``every_days`` is in units of ``SEOJOBS_DAY_SECONDS``."""
+        model, _items = self.registry.validate(kind, params)
+        interval = _interval(every_days, every_seconds, cron, self.settings.day_seconds)
+        if cron is not None:
+            _check_cron(cron)
+        project = self.project(user, project_id) if project_id else None
+        now = self.clock()
+        start = start_at or now
+        with self.db.write() as conn:
+            return schedule_sql.create(
+                conn,
+                project_id=project.id if project else user.default_project_id,
+                name=name,
+                kind=kind,
+                params=model.model_dump(mode="json"),
+                interval_seconds=interval,
+                cron=cron,
+                start_at=start,
+                first_tick=first_tick(interval_seconds=interval, cron=cron, start_at=start),
+                now=now,
+            )
+
+
+def _interval(
+    every_days: float | None, every_seconds: float | None, cron: str | None, day_seconds: float
+) -> float | None:
+    given = [v is not None for v in (every_days, every_seconds, cron)]
+    if sum(given) != 1:
+        raise ValueError("schedule: give exactly one of every_days, every_seconds or cron")
+    if every_days is not None:
+        if every_days <= 0:
+            raise ValueError("every_days: must be greater than 0")
+        return every_days * day_seconds
+    if every_seconds is not None:
+        if every_seconds <= 0:
+            raise ValueError("every_seconds: must be greater than 0")
+        return every_seconds
+    return None
+
+
+def _check_cron(expression: str) -> None:
+    from croniter import croniter
+
+    if not croniter.is_valid(expression):
+        raise ValueError(f"cron: {expression!r} is not a valid cron expression")

@@ -1,0 +1,81 @@
+"""Users and projects SQL."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from seojobs.store.records import ProjectRecord, UserRecord
+from seojobs.store.tables import projects, users
+
+DEFAULT_PROJECT = "default"
+
+
+def create_user(
+    conn: Connection, *, name: str, api_key_hash: str, rate_limit: str | None, now: datetime
+) -> UserRecord:
+    user_id = conn.execute(
+        insert(users)
+        .values(name=name, api_key_hash=api_key_hash, rate_limit=rate_limit, created_at=now)
+        .returning(users.c.id)
+    ).scalar_one()
+    project = create_project(conn, user_id=user_id, name=DEFAULT_PROJECT, now=now, default=True)
+    return UserRecord(
+        id=user_id,
+        name=name,
+        rate_limit=rate_limit,
+        quotas=None,
+        created_at=now,
+        default_project_id=project.id,
+    )
+
+
+def _user_query() -> Any:
+    return select(
+        users.c.id,
+        users.c.name,
+        users.c.rate_limit,
+        users.c.quotas,
+        users.c.created_at,
+        projects.c.id.label("default_project_id"),
+    ).join(projects, (projects.c.user_id == users.c.id) & projects.c.is_default.is_(True))
+
+
+def user_by_key_hash(conn: Connection, api_key_hash: str) -> UserRecord | None:
+    row = conn.execute(_user_query().where(users.c.api_key_hash == api_key_hash)).first()
+    return UserRecord(**row._asdict()) if row else None
+
+
+def user_by_id(conn: Connection, user_id: int) -> UserRecord | None:
+    row = conn.execute(_user_query().where(users.c.id == user_id)).first()
+    return UserRecord(**row._asdict()) if row else None
+
+
+def create_project(
+    conn: Connection, *, user_id: int, name: str, now: datetime, default: bool = False
+) -> ProjectRecord:
+    row = conn.execute(
+        insert(projects)
+        .values(user_id=user_id, name=name, is_default=default, created_at=now)
+        .returning(*projects.c)
+    ).one()
+    return ProjectRecord(**row._asdict())
+
+
+def project(conn: Connection, project_id: int) -> ProjectRecord | None:
+    row = conn.execute(select(projects).where(projects.c.id == project_id)).first()
+    return ProjectRecord(**row._asdict()) if row else None
+
+
+def projects_of(conn: Connection, user_id: int) -> list[ProjectRecord]:
+    rows = conn.execute(
+        select(projects).where(projects.c.user_id == user_id).order_by(projects.c.id)
+    )
+    return [ProjectRecord(**r._asdict()) for r in rows]
+
+
+def delete_project(conn: Connection, project_id: int) -> bool:
+    """Delete a project; its jobs, items and schedules go with it (FK cascades)."""
+    return conn.execute(delete(projects).where(projects.c.id == project_id)).rowcount == 1

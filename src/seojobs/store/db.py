@@ -1,0 +1,134 @@
+"""The database handle: one SQLAlchemy engine configured for its dialect.
+
+SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` for every write transaction (a deferred
+transaction that later writes fails with SQLITE_BUSY at once, ignoring the timeout). Reads use
+plain ``BEGIN`` so they never wait for the writer lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import QueuePool, StaticPool
+
+NOTIFY_CHANNEL = "seojobs_jobs"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class Database:
+    """A database URL turned into an engine, plus the in-process wake-up hooks."""
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url = make_url(url)
+        self.dialect = self.url.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported database {self.dialect!r}: use sqlite or postgresql")
+        self.engine = self._make_engine(pool_size)
+        self._wake_hooks: list[Callable[[], None]] = []
+        self._hooks_lock = threading.Lock()
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    def _make_engine(self, pool_size: int) -> Engine:
+        if self.dialect == "postgresql":
+            url = self.url
+            if url.drivername == "postgresql":
+                url = url.set(drivername="postgresql+psycopg")
+            return create_engine(
+                url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+            )
+        database = self.url.database
+        if database and database != ":memory:":
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        pool: dict[str, Any] = {"poolclass": QueuePool, "pool_size": pool_size}
+        if database in (None, "", ":memory:"):
+            # One shared connection for an in-memory database, or each would see its own.
+            pool = {"poolclass": StaticPool}
+        engine = create_engine(
+            self.url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            **pool,
+        )
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+
+    # -- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A transaction that may write (``BEGIN IMMEDIATE`` on SQLite)."""
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(seojobs_write=True)
+            conn.info.pop("seojobs_wake", None)
+            with conn.begin():
+                yield conn
+            if conn.info.pop("seojobs_wake", False):
+                self.wake_local()
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    # -- wake-ups -----------------------------------------------------------------------
+
+    def notify(self, conn: Connection) -> None:
+        """Tell workers that jobs are ready. Sent at commit on PostgreSQL; in-process on SQLite."""
+        if self.dialect == "postgresql":
+            conn.execute(text("SELECT pg_notify(:ch, '')"), {"ch": NOTIFY_CHANNEL})
+        else:
+            # Woken after commit (see write()) so a woken worker sees the rows.
+            conn.info["seojobs_wake"] = True
+
+    def wake_local(self) -> None:
+        with self._hooks_lock:
+            hooks = list(self._wake_hooks)
+        for hook in hooks:
+            hook()
+
+    def add_wake_hook(self, hook: Callable[[], None]) -> None:
+        with self._hooks_lock:
+            self._wake_hooks.append(hook)
+
+    def remove_wake_hook(self, hook: Callable[[], None]) -> None:
+        with self._hooks_lock:
+            if hook in self._wake_hooks:
+                self._wake_hooks.remove(hook)
+
+    def psycopg_conninfo(self) -> str:
+        """libpq connection string for a dedicated LISTEN connection."""
+        return self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Take transaction control away from pysqlite so BEGIN is ours to emit.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")  # crash-safe in WAL mode
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    if conn.get_execution_options().get("seojobs_write"):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
+
+
+def connect(url: str, **kwargs: Any) -> Database:
+    return Database(url, **kwargs)

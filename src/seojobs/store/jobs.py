@@ -1,0 +1,387 @@
+"""Job and item SQL: create, claim, heartbeat, finish, rescue, cancel, prune.
+
+Every change a worker makes names the state and the claim (``attempt``, the fencing token) it
+expects, so a worker that lost its lease cannot overwrite what happened since. Rows in
+``completed`` or ``failed`` are never updated: every statement here excludes them, and a database
+trigger (see the migrations) refuses any update that tries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Row, and_, delete, func, insert, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from seojobs.store.db import Database
+from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewJob
+from seojobs.store.tables import job_items, jobs
+
+OPEN_STATES = ("pending", "processing")
+FINAL_STATES = ("completed", "failed")
+ITEM_INSERT_CHUNK = 1000
+
+
+class LeaseLost(Exception):
+    """The job is no longer ``processing`` under this claim (rescued, cancelled or finished)."""
+
+
+def _job(row: Row[Any]) -> JobRecord:
+    return JobRecord(**row._asdict())
+
+
+def _item(row: Row[Any]) -> ItemRecord:
+    return ItemRecord(**row._asdict())
+
+
+# -- create ---------------------------------------------------------------------------------
+
+
+def _job_values(new: NewJob, now: datetime) -> dict[str, Any]:
+    return {
+        "project_id": new.project_id,
+        "kind": new.kind,
+        "params": new.params,
+        "state": "pending",
+        "priority": new.priority,
+        "title": new.title,
+        "run_at": new.run_at,
+        "created_at": now,
+        "updated_at": now,
+        "attempt": 0,
+        "rescue_count": 0,
+        "items_total": len(new.items),
+        "items_done": 0,
+        "items_failed": 0,
+        "counters": {},
+        "parent_id": new.parent_id,
+        "idempotency_key": new.idempotency_key,
+        "schedule_id": new.schedule_id,
+        "schedule_tick": new.schedule_tick,
+    }
+
+
+def insert_job(db: Database, conn: Connection, new: NewJob, now: datetime) -> tuple[int, bool]:
+    """Insert a job and its items. Returns ``(job_id, created)``.
+
+    A job whose idempotency key or (schedule, tick) already exists is not inserted again; the
+    existing job's id is returned with ``created=False``.
+    """
+    values = _job_values(new, now)
+    dialect_insert = postgresql.insert if db.dialect == "postgresql" else sqlite.insert
+    stmt = dialect_insert(jobs).values(**values).on_conflict_do_nothing().returning(jobs.c.id)
+    job_id = conn.execute(stmt).scalar()
+    if job_id is None:
+        existing = conn.execute(_existing_job_query(new)).scalar()
+        if existing is None:  # the conflicting row was deleted under us; surface it
+            raise LookupError("conflicting job vanished during insert")
+        return int(existing), False
+    _insert_items(conn, int(job_id), new.items)
+    db.notify(conn)
+    return int(job_id), True
+
+
+def _existing_job_query(new: NewJob) -> Any:
+    if new.idempotency_key is not None:
+        return select(jobs.c.id).where(
+            jobs.c.project_id == new.project_id, jobs.c.idempotency_key == new.idempotency_key
+        )
+    return select(jobs.c.id).where(
+        jobs.c.schedule_id == new.schedule_id, jobs.c.schedule_tick == new.schedule_tick
+    )
+
+
+def _insert_items(conn: Connection, job_id: int, inputs: Sequence[str]) -> None:
+    for start in range(0, len(inputs), ITEM_INSERT_CHUNK):
+        chunk = inputs[start : start + ITEM_INSERT_CHUNK]
+        conn.execute(
+            insert(job_items),
+            [
+                {"job_id": job_id, "seq": start + i, "input": value, "state": "pending"}
+                for i, value in enumerate(chunk)
+            ],
+        )
+
+
+def insert_many_bare(db: Database, conn: Connection, news: Sequence[NewJob], now: datetime) -> None:
+    """Bulk insert of item-less jobs without idempotency checks (benchmarks, fan-out)."""
+    if not news:
+        return
+    conn.execute(insert(jobs), [_job_values(n, now) for n in news])
+    db.notify(conn)
+
+
+# -- read -----------------------------------------------------------------------------------
+
+
+def get(conn: Connection, job_id: int) -> JobRecord | None:
+    row = conn.execute(select(jobs).where(jobs.c.id == job_id)).first()
+    return _job(row) if row else None
+
+
+def list_for_projects(
+    conn: Connection,
+    project_ids: Sequence[int],
+    *,
+    kind: str | None = None,
+    states: Sequence[str] | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[JobRecord]:
+    query = select(jobs).where(jobs.c.project_id.in_(project_ids))
+    if kind:
+        query = query.where(jobs.c.kind == kind)
+    if states:
+        query = query.where(jobs.c.state.in_(states))
+    if before_id is not None:
+        query = query.where(jobs.c.id < before_id)
+    rows = conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))
+    return [_job(r) for r in rows]
+
+
+def count_by_state(conn: Connection) -> dict[str, int]:
+    rows = conn.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state))
+    return {state: int(n) for state, n in rows}
+
+
+def items_page(
+    conn: Connection, job_id: int, *, after_seq: int = -1, limit: int = 500, only_open: bool = False
+) -> list[ItemRecord]:
+    query = select(job_items).where(job_items.c.job_id == job_id, job_items.c.seq > after_seq)
+    if only_open:
+        query = query.where(job_items.c.state == "pending")
+    rows = conn.execute(query.order_by(job_items.c.seq).limit(limit))
+    return [_item(r) for r in rows]
+
+
+# -- claim ----------------------------------------------------------------------------------
+
+
+def claim(
+    db: Database, conn: Connection, worker_id: str, limit: int, now: datetime, lease: float
+) -> list[JobRecord]:
+    """Take up to ``limit`` due pending jobs in one statement; oldest first within priority."""
+    if limit <= 0:
+        return []
+    candidates = (
+        select(jobs.c.id)
+        .where(jobs.c.state == "pending", jobs.c.run_at <= now)
+        .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
+        .limit(limit)
+    )
+    values = {
+        "state": "processing",
+        "attempt": jobs.c.attempt + 1,
+        "worker_id": worker_id,
+        "lease_expires_at": now + timedelta(seconds=lease),
+        "started_at": func.coalesce(jobs.c.started_at, now),
+        "updated_at": now,
+    }
+    if db.dialect == "postgresql":
+        # A CTE fences the planner so LIMIT bounds the rows locked and updated (Oban's lesson).
+        picked = candidates.with_for_update(skip_locked=True).cte("picked")
+        stmt = update(jobs).where(jobs.c.id == picked.c.id)
+    else:
+        # SQLite serialises writers (BEGIN IMMEDIATE), so no row locks are needed.
+        stmt = update(jobs).where(jobs.c.id.in_(candidates.scalar_subquery()))
+    rows = conn.execute(stmt.values(**values).returning(*jobs.c)).all()
+    return sorted((_job(r) for r in rows), key=lambda j: (j.priority, j.run_at, j.id))
+
+
+def heartbeat(
+    conn: Connection, worker_id: str, held: Iterable[tuple[int, int]], now: datetime, lease: float
+) -> set[int]:
+    """Extend the leases this worker still holds; returns the ids it still holds."""
+    pairs = list(held)
+    if not pairs:
+        return set()
+    stmt = (
+        update(jobs)
+        .where(
+            tuple_(jobs.c.id, jobs.c.attempt).in_(pairs),
+            jobs.c.state == "processing",
+            jobs.c.worker_id == worker_id,
+        )
+        .values(lease_expires_at=now + timedelta(seconds=lease))
+        .returning(jobs.c.id)
+    )
+    return {int(r) for r in conn.execute(stmt).scalars()}
+
+
+def _held(job_id: int, attempt: int) -> Any:
+    return and_(jobs.c.id == job_id, jobs.c.attempt == attempt, jobs.c.state == "processing")
+
+
+def _finish_values(state: str, now: datetime) -> dict[str, Any]:
+    return {
+        "state": state,
+        "completed_at": now,
+        "updated_at": now,
+        "worker_id": None,
+        "lease_expires_at": None,
+    }
+
+
+def complete_many(
+    conn: Connection, done: Sequence[tuple[int, int, dict[str, Any] | None]], now: datetime
+) -> set[int]:
+    """Mark claimed jobs completed in one statement per distinct result shape.
+
+    Returns the ids that were completed; a job missing from it had lost its claim.
+    """
+    completed: set[int] = set()
+    plain = [(job_id, attempt) for job_id, attempt, result in done if result is None]
+    if plain:
+        stmt = (
+            update(jobs)
+            .where(tuple_(jobs.c.id, jobs.c.attempt).in_(plain), jobs.c.state == "processing")
+            .values(**_finish_values("completed", now))
+            .returning(jobs.c.id)
+        )
+        completed.update(int(r) for r in conn.execute(stmt).scalars())
+    for job_id, attempt, result in done:
+        if result is None:
+            continue
+        stmt = (
+            update(jobs)
+            .where(_held(job_id, attempt))
+            .values(result=result, **_finish_values("completed", now))
+            .returning(jobs.c.id)
+        )
+        completed.update(int(r) for r in conn.execute(stmt).scalars())
+    return completed
+
+
+def fail(
+    conn: Connection, job_id: int, attempt: int, code: str, message: str, now: datetime
+) -> bool:
+    stmt = (
+        update(jobs)
+        .where(_held(job_id, attempt))
+        .values(error_code=code, error_message=message, **_finish_values("failed", now))
+    )
+    return conn.execute(stmt).rowcount == 1
+
+
+def release(conn: Connection, held: Sequence[tuple[int, int]], now: datetime) -> int:
+    """Hand claimed jobs back (graceful shutdown): pending again, resumable at once."""
+    if not held:
+        return 0
+    stmt = (
+        update(jobs)
+        .where(tuple_(jobs.c.id, jobs.c.attempt).in_(held), jobs.c.state == "processing")
+        .values(state="pending", worker_id=None, lease_expires_at=None, run_at=now, updated_at=now)
+    )
+    return conn.execute(stmt).rowcount
+
+
+def record_items(
+    conn: Connection,
+    job_id: int,
+    attempt: int,
+    outcomes: Sequence[ItemOutcome],
+    counters: dict[str, int],
+    now: datetime,
+) -> None:
+    """Write finished items and the job's counters, or raise ``LeaseLost``.
+
+    The job row is updated first: on PostgreSQL that locks it, so a cancel or rescue either
+    happened before (and this raises) or waits until these items are written.
+    """
+    failed = sum(1 for o in outcomes if o.failed)
+    stmt = (
+        update(jobs)
+        .where(_held(job_id, attempt))
+        .values(
+            items_done=jobs.c.items_done + len(outcomes),
+            items_failed=jobs.c.items_failed + failed,
+            counters=counters,
+            updated_at=now,
+        )
+    )
+    if conn.execute(stmt).rowcount != 1:
+        raise LeaseLost(job_id)
+    for o in outcomes:
+        conn.execute(
+            update(job_items)
+            .where(
+                job_items.c.id == o.item_id,
+                job_items.c.job_id == job_id,
+                job_items.c.state == "pending",
+            )
+            .values(
+                state="failed" if o.failed else "done",
+                outcome=o.outcome,
+                result=o.result,
+                error_code=o.error_code,
+                error_message=o.error_message,
+                finished_at=now,
+            )
+        )
+
+
+def still_held(conn: Connection, job_id: int, attempt: int) -> bool:
+    return conn.execute(select(jobs.c.id).where(_held(job_id, attempt))).first() is not None
+
+
+# -- control and maintenance ----------------------------------------------------------------
+
+
+def cancel(conn: Connection, job_id: int, now: datetime, message: str) -> bool:
+    stmt = (
+        update(jobs)
+        .where(jobs.c.id == job_id, jobs.c.state.in_(OPEN_STATES))
+        .values(error_code="cancelled", error_message=message, **_finish_values("failed", now))
+    )
+    return conn.execute(stmt).rowcount == 1
+
+
+def rescue(conn: Connection, now: datetime, max_rescues: int) -> tuple[int, int]:
+    """Jobs whose lease expired go back to pending, or fail as ``worker_lost`` past the cap.
+
+    Returns ``(resumed, failed)``. The expired lease is part of the WHERE clause, so a job
+    completed or re-leased in the meantime is left alone.
+    """
+    expired = and_(jobs.c.state == "processing", jobs.c.lease_expires_at < now)
+    lost = conn.execute(
+        update(jobs)
+        .where(expired, jobs.c.rescue_count >= max_rescues)
+        .values(
+            error_code="worker_lost",
+            error_message=(
+                f"the worker running this job stopped responding {max_rescues + 1} times; "
+                "it was not retried again"
+            ),
+            rescue_count=jobs.c.rescue_count + 1,
+            **_finish_values("failed", now),
+        )
+    ).rowcount
+    resumed = conn.execute(
+        update(jobs)
+        .where(expired)
+        .values(
+            state="pending",
+            worker_id=None,
+            lease_expires_at=None,
+            rescue_count=jobs.c.rescue_count + 1,
+            run_at=now,
+            updated_at=now,
+        )
+    ).rowcount
+    return resumed, lost
+
+
+def prune(conn: Connection, finished_before: datetime, limit: int = 5000) -> int:
+    victims = (
+        select(jobs.c.id)
+        .where(jobs.c.state.in_(FINAL_STATES), jobs.c.completed_at < finished_before)
+        .limit(limit)
+    )
+    ids = [int(r) for r in conn.execute(victims).scalars()]
+    if not ids:
+        return 0
+    # Children keep existing with parent_id cleared (FK ON DELETE SET NULL).
+    conn.execute(delete(job_items).where(job_items.c.job_id.in_(ids)))
+    return conn.execute(delete(jobs).where(jobs.c.id.in_(ids))).rowcount

@@ -1,0 +1,125 @@
+"""Plain records the store hands to the layers above (no SQLAlchemy types leak out)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    id: int
+    project_id: int
+    kind: str
+    params: dict[str, Any]
+    state: str
+    priority: int
+    title: str | None
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    updated_at: datetime
+    completed_at: datetime | None
+    attempt: int
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    rescue_count: int
+    error_code: str | None
+    error_message: str | None
+    items_total: int
+    items_done: int
+    items_failed: int
+    counters: dict[str, int]
+    result: dict[str, Any] | None
+    parent_id: int | None
+    idempotency_key: str | None
+    schedule_id: int | None
+    schedule_tick: datetime | None
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in ("completed", "failed")
+
+    @property
+    def progress_percent(self) -> int:
+        if self.state == "completed":
+            return 100
+        if not self.items_total:
+            return 0
+        return min(100, (self.items_done * 100) // self.items_total)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRecord:
+    id: int
+    job_id: int
+    seq: int
+    input: str
+    state: str
+    outcome: str | None
+    result: dict[str, Any] | None
+    error_code: str | None
+    error_message: str | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemOutcome:
+    """What a worker writes for one finished item."""
+
+    item_id: int
+    failed: bool
+    outcome: str | None = None
+    result: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    project_id: int
+    kind: str
+    params: dict[str, Any]
+    run_at: datetime
+    items: list[str] = field(default_factory=list)
+    priority: int = 0
+    title: str | None = None
+    parent_id: int | None = None
+    idempotency_key: str | None = None
+    schedule_id: int | None = None
+    schedule_tick: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    id: int
+    name: str
+    rate_limit: str | None
+    quotas: dict[str, Any] | None
+    created_at: datetime
+    default_project_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRecord:
+    id: int
+    user_id: int
+    name: str
+    is_default: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecord:
+    id: int
+    project_id: int
+    name: str
+    kind: str
+    params: dict[str, Any]
+    interval_seconds: float | None
+    cron: str | None
+    start_at: datetime
+    next_tick_at: datetime
+    enabled: bool
+    created_at: datetime

@@ -1,0 +1,162 @@
+"""SQLAlchemy Core tables. Alembic migrations in ``migrations/`` must produce exactly these
+(``tests/integration/test_migrations.py`` compares them on both dialects)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from seojobs.store.coltypes import UTCDateTime
+
+# Stable constraint names so migrations and models agree on both dialects.
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets bigint identities.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+JOB_STATES = ("pending", "processing", "completed", "failed")
+ITEM_STATES = ("pending", "done", "failed")
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False),
+    # sha256 of the API key; the key itself is shown once and never stored.
+    Column("api_key_hash", String(64), nullable=False, unique=True),
+    Column("rate_limit", String(50), nullable=True),
+    Column("quotas", JSON, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("user_id", BigId, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("is_default", Boolean, nullable=False, default=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("user_id", "name"),
+)
+
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("project_id", BigId, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("kind", String(100), nullable=False),
+    Column("params", JSON, nullable=False),
+    # Either a fixed interval (in seconds, already scaled by SEOJOBS_DAY_SECONDS for "days")
+    # anchored at start_at, or a cron expression evaluated in UTC.
+    Column("interval_seconds", Float, nullable=True),
+    Column("cron", String(200), nullable=True),
+    Column("start_at", UTCDateTime, nullable=False),
+    Column("next_tick_at", UTCDateTime, nullable=False),
+    Column("enabled", Boolean, nullable=False, default=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    CheckConstraint("(interval_seconds IS NULL) <> (cron IS NULL)", name="one_of_interval_or_cron"),
+    UniqueConstraint("project_id", "name"),
+)
+Index("ix_schedules_due", schedules.c.enabled, schedules.c.next_tick_at)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("project_id", BigId, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(100), nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("priority", Integer, nullable=False, default=0),
+    Column("title", String(500), nullable=True),
+    Column("run_at", UTCDateTime, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime, nullable=True),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("completed_at", UTCDateTime, nullable=True),
+    # Lease: the claim's fencing token is ``attempt``; every write by a worker names it.
+    Column("attempt", Integer, nullable=False, default=0),
+    Column("worker_id", String(100), nullable=True),
+    Column("lease_expires_at", UTCDateTime, nullable=True),
+    Column("rescue_count", Integer, nullable=False, default=0),
+    Column("error_code", String(100), nullable=True),
+    Column("error_message", Text, nullable=True),
+    Column("items_total", Integer, nullable=False, default=0),
+    Column("items_done", Integer, nullable=False, default=0),
+    Column("items_failed", Integer, nullable=False, default=0),
+    # Per-outcome item counts ({"indexed": 3, "not_indexed": 1}); written only by the lease holder.
+    Column("counters", JSON, nullable=False),
+    Column("result", JSON, nullable=True),
+    Column("parent_id", BigId, ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True),
+    Column("idempotency_key", String(200), nullable=True),
+    Column("schedule_id", BigId, ForeignKey("schedules.id", ondelete="SET NULL"), nullable=True),
+    Column("schedule_tick", UTCDateTime, nullable=True),
+    CheckConstraint(
+        "state IN ('pending', 'processing', 'completed', 'failed')", name="state_known"
+    ),
+    CheckConstraint(
+        "(state IN ('completed', 'failed')) = (completed_at IS NOT NULL)",
+        name="completed_at_iff_final",
+    ),
+    # Exactly one job per (schedule, tick), whatever the number of leaders that raced.
+    UniqueConstraint("schedule_id", "schedule_tick"),
+    UniqueConstraint("project_id", "idempotency_key"),
+)
+# The claim query's index: pending jobs ordered as they are taken.
+Index("ix_jobs_claim", jobs.c.state, jobs.c.priority, jobs.c.run_at, jobs.c.id)
+Index("ix_jobs_lease", jobs.c.state, jobs.c.lease_expires_at)
+Index("ix_jobs_worker", jobs.c.worker_id)
+Index("ix_jobs_project", jobs.c.project_id, jobs.c.id)
+Index("ix_jobs_parent", jobs.c.parent_id)
+Index("ix_jobs_prune", jobs.c.completed_at)
+
+job_items = Table(
+    "job_items",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", BigId, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("input", Text, nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("outcome", String(50), nullable=True),
+    Column("result", JSON, nullable=True),
+    Column("error_code", String(100), nullable=True),
+    Column("error_message", Text, nullable=True),
+    Column("finished_at", UTCDateTime, nullable=True),
+    CheckConstraint("state IN ('pending', 'done', 'failed')", name="state_known"),
+    UniqueConstraint("job_id", "seq"),
+)
+Index("ix_job_items_open", job_items.c.job_id, job_items.c.state, job_items.c.seq)
+
+# One row per maintenance role; whoever holds an unexpired lease is the leader.
+leaders = Table(
+    "leaders",
+    metadata,
+    Column("name", String(50), primary_key=True),
+    Column("owner", String(100), nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
