@@ -75,6 +75,16 @@ async def items(ctx: JobContext) -> None:
     ctx.result = {"seen": ctx.counters.get("ok", 0)}
 
 
+async def log_run(ctx: JobContext) -> None:
+    """Logs one row per execution: the claimed-exactly-once tests count them."""
+
+    def write() -> None:
+        with ctx.worker.db.write() as conn:
+            conn.execute(insert(test_log).values(job_id=ctx.job_id, event="run", pid=os.getpid()))
+
+    await ctx.worker.run_db(write)
+
+
 async def sleep(ctx: JobContext) -> None:
     params = ctx.params
     assert isinstance(params, SleepParams)
@@ -93,4 +103,5 @@ def register(registry: Registry) -> None:
     registry.add(Kind("test_noop", NoopParams, noop))
     registry.add(Kind("test_items", ItemsParams, items, items=lambda p: list(p.urls)))
     registry.add(Kind("test_sleep", SleepParams, sleep))
+    registry.add(Kind("test_log_run", NoopParams, log_run))
     registry.add(Kind("test_fail", FailParams, fail))

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from seojobs.settings import Settings
 
 app = typer.Typer(
     help="seojobs: SEO work as background jobs. Server, worker and client commands.",
@@ -18,7 +21,7 @@ users_app = typer.Typer(help="Manage API users.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 
 
-def _settings():  # type: ignore[no-untyped-def]
+def _settings() -> Settings:
     try:
         from seojobs.settings import Settings
     except ImportError as exc:  # pragma: no cover - depends on the install

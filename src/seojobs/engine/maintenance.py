@@ -82,7 +82,8 @@ def run_once(db: Database, settings: Settings, owner: str, now: datetime) -> Mai
         if report.resumed:
             db.notify(conn)
     report.fired = fire_due_schedules(db, now)
-    cutoff = now - timedelta(seconds=settings.retention_days * settings.day_seconds)
+    # Real days, not DAY_SECONDS: a demo with short "days" must not delete results under users.
+    cutoff = now - timedelta(days=settings.retention_days)
     with db.write() as conn:
         report.pruned = job_sql.prune(conn, cutoff)
     if report.resumed or report.lost or report.fired or report.pruned:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -157,9 +158,9 @@ class Worker:
         self.claimed_total += 1
         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
         self.running[job.id] = (task, None, job)
-        task.add_done_callback(lambda _t, job_id=job.id: self._finished(job_id))
+        task.add_done_callback(functools.partial(self._finished, job.id))
 
-    def _finished(self, job_id: int) -> None:
+    def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self.running.pop(job_id, None)
         self._slot_free.set()
 
@@ -221,7 +222,10 @@ class Worker:
             with self.db.write() as conn:
                 return job_sql.release(conn, [(job.id, job.attempt)], self.clock())
 
-        if ctx.stopping and await self.run_db(write):
+        if not ctx.stopping:
+            return
+        released = await self.run_db(write)
+        if released:
             log.info("job %s released for another worker to resume", job.id)
             self.db.wake_local()
 

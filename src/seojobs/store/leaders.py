@@ -19,12 +19,12 @@ def acquire(
     stmt = dialect_insert(leaders).values(
         name=role, owner=owner, expires_at=now + timedelta(seconds=ttl)
     )
-    stmt = stmt.on_conflict_do_update(
+    upsert = stmt.on_conflict_do_update(
         index_elements=[leaders.c.name],
         set_={"owner": stmt.excluded.owner, "expires_at": stmt.excluded.expires_at},
         where=(leaders.c.owner == owner) | (leaders.c.expires_at < now),
     ).returning(leaders.c.owner)
-    return conn.execute(stmt).scalar() == owner
+    return conn.execute(upsert).scalar() == owner
 
 
 def resign(conn: Connection, role: str, owner: str) -> None:

@@ -1,0 +1,1 @@
+"""The seojobs client: talks HTTP only, installable without the server extras."""

@@ -1,0 +1,1 @@
+"""The one safe HTTP fetcher for page work (SSRF guard, robots.txt, politeness)."""

@@ -1,0 +1,1 @@
+"""Provider adapters: one module per external API (IndexNow, Google, SERP APIs, ...)."""

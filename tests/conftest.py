@@ -1,0 +1,152 @@
+"""Shared fixtures: real SQLite files and a real PostgreSQL server.
+
+PostgreSQL comes from ``SEOJOBS_TEST_PG_URL`` (default: the local server with trust auth). Each
+test gets its own database cloned from a migrated template. When the server is missing, the
+PostgreSQL tests skip on a developer machine and FAIL in CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from seojobs.engine.registry import Registry
+from seojobs.services import Services
+from seojobs.settings import Settings
+from seojobs.store import migrate
+from seojobs.store.db import Database
+from tests.kinds import log_metadata
+from tests.kinds import register as register_test_kinds
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get(
+    "SEOJOBS_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+STORES = ["sqlite", "postgresql"]
+
+
+def _pg_admin() -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+
+
+def _with_db(url: str, name: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{name}"
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A migrated template database; per-test databases are cloned from it."""
+    try:
+        admin = _pg_admin()
+    except psycopg.OperationalError as exc:
+        message = f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}"
+        if IN_CI:
+            pytest.fail(message + " (CI=true: PostgreSQL tests must run)", pytrace=False)
+        pytest.skip(message)
+    name = f"seojobs_tpl_{uuid.uuid4().hex[:8]}"
+    with admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = _with_db(PG_ADMIN_URL, name)
+    db = Database(url)
+    migrate.upgrade(db)
+    log_metadata.create_all(db.engine)
+    db.dispose()
+    yield name
+    with _pg_admin() as admin:
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+@pytest.fixture
+def pg_url(pg_template: str) -> Iterator[str]:
+    name = f"seojobs_t_{uuid.uuid4().hex[:10]}"
+    with _pg_admin() as admin:
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(pg_template)
+            )
+        )
+    yield _with_db(PG_ADMIN_URL, name)
+    with _pg_admin() as admin:
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'seojobs.db'}"
+    db = Database(url)
+    migrate.upgrade(db)
+    log_metadata.create_all(db.engine)
+    db.dispose()
+    return url
+
+
+@pytest.fixture(params=STORES)
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The contract-suite parameter: one run per store."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return str(request.getfixturevalue("sqlite_url"))
+
+
+def make_settings(url: str, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "database_url": url,
+        "plugins": ["tests.kinds"],
+        "lease_seconds": 5,
+        "poll_interval": 0.2,
+        "maintenance_interval": 0.2,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings(store_url: str) -> Settings:
+    return make_settings(store_url)
+
+
+@pytest.fixture
+def db(settings: Settings) -> Iterator[Database]:
+    database = Database(settings.database_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def registry() -> Registry:
+    reg = Registry()
+    register_test_kinds(reg)
+    return reg
+
+
+@pytest.fixture
+def services(db: Database, settings: Settings, registry: Registry) -> Services:
+    return Services(db, settings, registry)
+
+
+def subprocess_env(url: str, **extra: str) -> dict[str, str]:
+    """Environment for a real `seojobs` process that loads the test kinds."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
+    env.update(
+        {
+            "SEOJOBS_DATABASE_URL": url,
+            "SEOJOBS_PLUGINS": "tests.kinds",
+            "PYTHONPATH": str(ROOT),
+            "SEOJOBS_POLL_INTERVAL": "0.2",
+            "SEOJOBS_MAINTENANCE_INTERVAL": "0.2",
+        }
+    )
+    env.update(extra)
+    return env

@@ -1,0 +1,143 @@
+"""Real worker processes: several claim from one database, and one is SIGKILLed mid-job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from seojobs.services import Services
+from seojobs.store import jobs as job_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.records import NewJob
+from seojobs.store.tables import job_items
+from tests.conftest import subprocess_env
+from tests.kinds import test_log
+from tests.waiting import wait_until
+
+SEOJOBS = str(Path(sys.executable).parent / "seojobs")
+
+
+class Procs:
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url = url
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def worker(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
+        with open(self.tmp / f"worker{len(self.procs)}.log", "wb") as log:
+            proc = subprocess.Popen(
+                [SEOJOBS, "worker", *args],
+                env=subprocess_env(self.url, **env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def procs(store_url: str, tmp_path: Path) -> Iterator[Procs]:
+    p = Procs(store_url, tmp_path)
+    yield p
+    p.stop_all()
+
+
+@pytest.mark.slow
+def test_worker_processes_claim_every_job_exactly_once(services: Services, procs: Procs) -> None:
+    user = services.create_user("alice").user
+    with services.db.write() as conn:
+        job_sql.insert_many_bare(
+            services.db,
+            conn,
+            [
+                NewJob(
+                    project_id=user.default_project_id,
+                    kind="test_log_run",
+                    params={},
+                    run_at=utcnow(),
+                )
+                for _ in range(600)
+            ],
+            utcnow(),
+        )
+    for _ in range(3):
+        procs.worker("--concurrency", "20")
+
+    def all_completed() -> bool:
+        with services.db.read() as conn:
+            return job_sql.count_by_state(conn).get("completed", 0) == 600
+
+    wait_until(all_completed, timeout=90)
+    procs.stop_all()
+    assert all(p.returncode == 0 for p in procs.procs)
+    with services.db.read() as conn:
+        per_job = conn.execute(
+            select(test_log.c.job_id, func.count()).group_by(test_log.c.job_id)
+        ).all()
+        pids = set(conn.execute(select(test_log.c.pid)).scalars())
+    assert len(per_job) == 600
+    assert {n for _job, n in per_job} == {1}
+    assert len(pids) >= 2, "the work should have been shared between processes"
+
+
+@pytest.mark.slow
+def test_sigkilled_worker_is_rescued_and_no_finished_item_repeats(
+    services: Services, procs: Procs
+) -> None:
+    user = services.create_user("alice").user
+    urls = [f"https://site.test/page/{i}" for i in range(120)]
+    job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.02})
+    victim = procs.worker(SEOJOBS_LEASE_SECONDS="1.5")
+
+    def progressed() -> bool:
+        return services.job(user, job.id).items_done >= 20
+
+    wait_until(progressed, timeout=60)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    # What the database holds at the kill is what "finished" means.
+    with services.db.read() as conn:
+        finished_at_kill = set(
+            conn.execute(
+                select(job_items.c.input).where(
+                    job_items.c.job_id == job.id, job_items.c.state != "pending"
+                )
+            ).scalars()
+        )
+    assert services.job(user, job.id).state == "processing"  # stranded until rescued
+    procs.worker(SEOJOBS_LEASE_SECONDS="1.5")
+    wait_until(lambda: services.job(user, job.id).state == "completed", timeout=60)
+
+    done = services.job(user, job.id)
+    assert done.rescue_count == 1
+    assert done.items_done == 120 and done.counters == {"ok": 120}
+    with services.db.read() as conn:
+        starts = dict(
+            conn.execute(
+                select(test_log.c.item, func.count())
+                .where(test_log.c.job_id == job.id)
+                .group_by(test_log.c.item)
+            ).all()
+        )
+    assert set(starts) == set(urls)  # every item was processed
+    repeated = {item for item, n in starts.items() if n > 1}
+    assert not (repeated & finished_at_kill)  # no finished item ran again
+    assert len(repeated) <= 1  # only the one in flight at the kill (concurrency 1)

@@ -1,0 +1,328 @@
+"""The worker against both stores: run, fail, cancel, stop, resume, wake, schedule."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from sqlalchemy import func, select
+
+from seojobs.engine.registry import Registry
+from seojobs.engine.worker import Worker
+from seojobs.services import Services
+from seojobs.settings import Settings
+from seojobs.store import jobs as job_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.records import NewJob
+from seojobs.store.tables import jobs
+from tests.conftest import make_settings
+from tests.kinds import test_log
+from tests.waiting import await_until
+
+
+@contextlib.asynccontextmanager
+async def running(
+    db: Database, settings: Settings, registry: Registry, **kwargs: object
+) -> AsyncIterator[Worker]:
+    worker = Worker(db, settings, registry, **kwargs)  # type: ignore[arg-type]
+    task = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 30)
+
+
+async def state_of(services: Services, user, job_id: int) -> str:  # type: ignore[no-untyped-def]
+    job = await asyncio.to_thread(services.job, user, job_id)
+    return job.state
+
+
+async def until_state(services: Services, user, job_id: int, *states: str):  # type: ignore[no-untyped-def]
+    async def check():  # type: ignore[no-untyped-def]
+        job = await asyncio.to_thread(services.job, user, job_id)
+        return job if job.state in states else None
+
+    return await await_until(check)
+
+
+def starts_per_item(db: Database, job_id: int) -> dict[str, int]:
+    with db.read() as conn:
+        rows = conn.execute(
+            select(test_log.c.item, func.count())
+            .where(test_log.c.job_id == job_id, test_log.c.event == "start")
+            .group_by(test_log.c.item)
+        )
+        return {item: int(n) for item, n in rows}
+
+
+async def test_items_job_runs_to_completion(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
+    user = services.create_user("alice").user
+    urls = [f"https://example.test/{i}" for i in range(25)]
+    job, _ = services.create_job(user, "test_items", {"urls": urls, "fail_items": [urls[3]]})
+    async with running(db, settings, registry):
+        done = await until_state(services, user, job.id, "completed", "failed")
+    assert done.state == "completed"
+    assert done.items_done == 25 and done.items_failed == 1
+    assert done.counters == {"ok": 24, "failed": 1}
+    assert done.result == {"seen": 24}
+    assert done.progress_percent == 100
+    assert done.started_at is not None and done.completed_at is not None
+    items = services.items(user, job.id)
+    assert items[3].state == "failed" and items[3].error_code == "item_failed"
+    assert all(i.state == "done" for i in items if i.seq != 3)
+    assert set(starts_per_item(db, job.id).values()) == {1}
+
+
+async def test_job_failures_carry_code_and_message_and_are_not_retried(
+    services,
+    db,
+    settings,
+    registry,  # type: ignore[no-untyped-def]
+) -> None:
+    user = services.create_user("alice").user
+    told, _ = services.create_job(user, "test_fail", {"code": "site_unreachable", "message": "no"})
+    crashed, _ = services.create_job(user, "test_fail", {"crash": True, "message": "kaboom"})
+    async with running(db, settings, registry):
+        a = await until_state(services, user, told.id, "failed")
+        b = await until_state(services, user, crashed.id, "failed")
+        await asyncio.sleep(0)  # nothing may pick them up again
+    assert (a.error_code, a.error_message) == ("site_unreachable", "no")
+    assert b.error_code == "internal_error" and "kaboom" in (b.error_message or "")
+    assert a.attempt == 1 and b.attempt == 1
+
+
+async def test_unknown_kind_in_the_table_fails_cleanly(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
+    """A job whose kind this worker does not know (plug-in removed) fails; the worker lives on."""
+    user = services.create_user("alice").user
+    with db.write() as conn:
+        job_id, _ = job_sql.insert_job(
+            db,
+            conn,
+            NewJob(project_id=user.default_project_id, kind="gone", params={}, run_at=utcnow()),
+            utcnow(),
+        )
+    ok, _ = services.create_job(user, "test_noop", {})
+    async with running(db, settings, registry):
+        bad = await until_state(services, user, job_id, "failed")
+        await until_state(services, user, ok.id, "completed")
+    assert bad.error_code == "unknown_kind"
+
+
+async def test_cancel_stops_a_running_job_before_its_next_item(
+    services,
+    db,
+    settings,
+    registry,  # type: ignore[no-untyped-def]
+) -> None:
+    user = services.create_user("alice").user
+    urls = [f"u{i}" for i in range(200)]
+    job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.02})
+    async with running(db, settings, registry):
+
+        async def some_done():  # type: ignore[no-untyped-def]
+            return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 3
+
+        await await_until(some_done)
+        await asyncio.to_thread(services.cancel_job, user, job.id)
+        snapshot = await asyncio.to_thread(services.job, user, job.id)
+
+        # The worker notices at its next item write and stops; give it the chance to misbehave.
+        async def started_after_cancel() -> int:
+            return sum(starts_per_item(db, job.id).values())
+
+        before = await started_after_cancel()
+        await asyncio.sleep(settings.poll_interval * 3)
+        after = await started_after_cancel()
+    final = services.job(user, job.id)
+    assert final.state == "failed" and final.error_code == "cancelled"
+    assert final.items_done == snapshot.items_done  # nothing recorded after the cancel
+    assert after - before <= 1  # at most the item in flight when the cancel landed
+    assert after < 200
+
+
+async def test_graceful_stop_releases_and_another_worker_resumes(
+    services,
+    db,
+    settings,
+    registry,  # type: ignore[no-untyped-def]
+) -> None:
+    user = services.create_user("alice").user
+    urls = [f"u{i}" for i in range(60)]
+    job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.01})
+    first = Worker(db, settings, registry, worker_id="first")
+    task = asyncio.create_task(first.run())
+
+    async def some_done():  # type: ignore[no-untyped-def]
+        return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 5
+
+    await await_until(some_done)
+    first.stop()
+    await asyncio.wait_for(task, 30)
+    released = services.job(user, job.id)
+    assert released.state == "pending"
+    assert released.rescue_count == 0
+    assert 5 <= released.items_done < 60
+    async with running(db, settings, registry, worker_id="second"):
+        done = await until_state(services, user, job.id, "completed")
+    assert done.items_done == 60 and done.attempt == 2
+    assert set(starts_per_item(db, job.id).values()) == {1}  # nothing ran twice
+
+
+async def test_rescued_job_resumes_from_unfinished_items(services, store_url, registry) -> None:  # type: ignore[no-untyped-def]
+    """A worker whose heartbeats stop (a frozen process) loses the job to another."""
+    settings = make_settings(store_url, lease_seconds=0.6)
+    db = Database(store_url)
+    services = Services(db, settings, registry)
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_items", {"urls": [f"u{i}" for i in range(30)]})
+    claimed = _claim_now(db, settings)
+    items = services.items(user, job.id)
+    from seojobs.store.records import ItemOutcome
+
+    with db.write() as conn:
+        job_sql.record_items(
+            conn,
+            job.id,
+            claimed.attempt,
+            [ItemOutcome(item_id=i.id, failed=False, outcome="ok") for i in items[:10]],
+            {"ok": 10},
+            utcnow(),
+        )
+    # The claimant now goes silent; a live worker rescues and finishes the rest.
+    async with running(db, settings, registry):
+        done = await until_state(services, user, job.id, "completed")
+    assert done.rescue_count == 1
+    assert done.items_done == 30 and done.counters == {"ok": 30}
+    starts = starts_per_item(db, job.id)
+    assert set(starts) == {f"u{i}" for i in range(10, 30)}  # the first 10 never ran again
+    db.dispose()
+
+
+def _claim_now(db: Database, settings: Settings):  # type: ignore[no-untyped-def]
+    with db.write() as conn:
+        return job_sql.claim(db, conn, "silent", 1, utcnow(), settings.lease_seconds)[0]
+
+
+async def test_delayed_job_waits_for_run_at(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
+    user = services.create_user("alice").user
+    later, _ = services.create_job(user, "test_noop", {}, delay_seconds=1.0)
+    now_job, _ = services.create_job(user, "test_noop", {})
+    async with running(db, settings, registry):
+        await until_state(services, user, now_job.id, "completed")
+        early = services.job(user, later.id)
+        done = await until_state(services, user, later.id, "completed")
+    assert early.state == "pending" or early.started_at >= later.run_at
+    assert done.started_at >= later.run_at
+
+
+async def test_idle_worker_is_woken_without_waiting_for_the_poll(
+    store_url,
+    registry,  # type: ignore[no-untyped-def]
+) -> None:
+    """With a 60 s poll, a job enqueued to an idle worker still starts: the wake-up works.
+
+    On PostgreSQL the job is inserted through a separate Database object, so only
+    LISTEN/NOTIFY can carry the news; on SQLite the in-process hook does.
+    """
+    settings = make_settings(store_url, poll_interval=60)
+    db = Database(store_url)
+    producer_db = Database(store_url) if db.dialect == "postgresql" else db
+    services = Services(producer_db, settings, registry)
+    user = services.create_user("alice").user
+    async with running(db, settings, registry, maintenance=False) as worker:
+        await await_until(lambda: _async_true(worker._listener is not None))
+        await asyncio.sleep(0.3)  # let the worker go idle on its first empty claim
+        job, _ = services.create_job(user, "test_noop", {})
+        await until_state(services, user, job.id, "completed")
+    db.dispose()
+    if producer_db is not db:
+        producer_db.dispose()
+
+
+async def _async_true(value: bool) -> bool:
+    return value
+
+
+async def test_many_workers_claim_every_job_exactly_once(store_url, registry) -> None:  # type: ignore[no-untyped-def]
+    settings = make_settings(store_url)
+    dbs = [Database(store_url) for _ in range(4)]
+    services = Services(dbs[0], settings, registry)
+    user = services.create_user("alice").user
+    with dbs[0].write() as conn:
+        job_sql.insert_many_bare(
+            dbs[0],
+            conn,
+            [
+                NewJob(
+                    project_id=user.default_project_id,
+                    kind="test_log_run",
+                    params={},
+                    run_at=utcnow(),
+                )
+                for _ in range(300)
+            ],
+            utcnow(),
+        )
+    workers = [
+        Worker(d, settings, registry, concurrency=8, worker_id=f"w{i}") for i, d in enumerate(dbs)
+    ]
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+
+    async def all_done() -> bool:
+        with dbs[0].read() as conn:
+            return job_sql.count_by_state(conn).get("completed", 0) == 300
+
+    await await_until(all_done, timeout=60)
+    for w in workers:
+        w.stop()
+    await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    with dbs[0].read() as conn:
+        runs = conn.execute(
+            select(test_log.c.job_id, func.count()).group_by(test_log.c.job_id)
+        ).all()
+        attempts = set(conn.execute(select(jobs.c.attempt)).scalars())
+    assert len(runs) == 300 and {n for _j, n in runs} == {1}
+    assert attempts == {1}
+    assert sum(w.claimed_total for w in workers) == 300
+    for d in dbs:
+        d.dispose()
+
+
+async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registry) -> None:  # type: ignore[no-untyped-def]
+    settings = make_settings(store_url, day_seconds=0.5, maintenance_interval=0.05, lease_seconds=2)
+    dbs = [Database(store_url) for _ in range(3)]
+    services = Services(dbs[0], settings, registry)
+    user = services.create_user("alice").user
+    schedule = services.create_schedule(
+        user, name="daily rankings", kind="test_noop", params={}, every_days=1
+    )
+    workers = [Worker(d, settings, registry, worker_id=f"w{i}") for i, d in enumerate(dbs)]
+    tasks = [asyncio.create_task(w.run()) for w in workers]
+
+    async def enough_ticks() -> bool:
+        with dbs[0].read() as conn:
+            n = conn.execute(
+                select(func.count()).select_from(jobs).where(jobs.c.schedule_id == schedule.id)
+            ).scalar_one()
+        return n >= 5
+
+    await await_until(enough_ticks, timeout=30)
+    for w in workers:
+        w.stop()
+    await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    with dbs[0].read() as conn:
+        ticks = list(
+            conn.execute(
+                select(jobs.c.schedule_tick).where(jobs.c.schedule_id == schedule.id)
+            ).scalars()
+        )
+    assert len(ticks) == len(set(ticks))
+    step = timedelta(seconds=0.5)
+    for tick in ticks:
+        assert (tick - schedule.start_at) % step == timedelta(0)  # ticks are on the grid
+    for d in dbs:
+        d.dispose()

@@ -1,0 +1,110 @@
+"""The kind registry: validation naming fields, lookup, and plug-ins by entry point or module."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
+from seojobs.kinds import load_registry
+from seojobs.settings import Settings
+
+
+class Params(BaseModel):
+    urls: list[str] = Field(min_length=1, max_length=3)
+    engine: str = "google"
+
+
+async def handler(ctx: object) -> None:
+    return None
+
+
+def test_validate_returns_model_and_items() -> None:
+    reg = Registry()
+    reg.add(Kind("k", Params, handler, items=lambda p: p.urls))
+    model, items = reg.validate("k", {"urls": ["a", "b"]})
+    assert isinstance(model, Params) and model.engine == "google"
+    assert items == ["a", "b"]
+
+
+def test_invalid_params_name_every_field() -> None:
+    reg = Registry()
+    reg.add(Kind("k", Params, handler))
+    with pytest.raises(InvalidParams) as info:
+        reg.validate("k", {"urls": ["a", "b", "c", "d"], "engine": 5})
+    assert {e["field"] for e in info.value.errors} == {"urls", "engine"}
+    assert "urls" in str(info.value)
+
+
+def test_unknown_kind_lists_the_known_ones() -> None:
+    reg = Registry()
+    reg.add(Kind("alpha", Params, handler))
+    with pytest.raises(UnknownKind, match="alpha"):
+        reg.get("beta")
+
+
+def test_a_name_cannot_be_registered_twice() -> None:
+    reg = Registry()
+    reg.add(Kind("k", Params, handler))
+    with pytest.raises(ValueError, match="twice"):
+        reg.add(Kind("k", Params, handler))
+
+
+def test_plugins_setting_imports_modules() -> None:
+    reg = load_registry(Settings(database_url="sqlite://", plugins="tests.kinds"))  # type: ignore[arg-type]
+    assert {"test_noop", "test_items"} <= set(reg.names())
+
+
+def test_entry_point_plugin_registers_kinds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real installed-distribution layout on sys.path, found through importlib.metadata."""
+    (tmp_path / "acme_kinds.py").write_text(
+        textwrap.dedent(
+            """
+            from pydantic import BaseModel
+            from seojobs.engine.registry import Kind
+
+            class P(BaseModel):
+                pass
+
+            async def run(ctx):
+                return None
+
+            def register(registry):
+                registry.add(Kind("acme_audit", P, run))
+            """
+        )
+    )
+    dist = tmp_path / "acme_kinds-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-kinds\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[seojobs.kinds]\nacme = acme_kinds:register\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        reg = load_registry(Settings(database_url="sqlite://"))
+        assert "acme_audit" in reg
+    finally:
+        sys.modules.pop("acme_kinds", None)
+
+
+def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("SEOJOBS_DATABASE_URL", "SEOJOBS_PLUGINS", "SEOJOBS_DAY_SECONDS"):
+        monkeypatch.delenv(name, raising=False)
+    defaults = Settings()
+    assert defaults.database_url == f"sqlite:///{tmp_path / 'seojobs.db'}"
+    assert defaults.rate_limit == "120/minute" and defaults.day_seconds == 86400
+    assert defaults.lease_seconds <= 60 and defaults.max_rescues == 3
+    assert defaults.retention_days == 30
+    monkeypatch.setenv("SEOJOBS_DATABASE_URL", "postgresql://u@127.0.0.1/db")
+    monkeypatch.setenv("SEOJOBS_PLUGINS", "a.b, c")
+    monkeypatch.setenv("SEOJOBS_DAY_SECONDS", "2")
+    custom = Settings()
+    assert custom.database_url == "postgresql+psycopg://u@127.0.0.1/db"
+    assert custom.plugins == ["a.b", "c"]
+    assert custom.day_seconds == 2
