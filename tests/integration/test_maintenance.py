@@ -1,0 +1,66 @@
+"""One maintenance pass, as the elected leader runs it (both stores)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from seojobs.engine import maintenance
+from seojobs.services import Services
+from seojobs.store import jobs as job_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.tables import jobs
+
+
+def test_only_the_leader_does_maintenance(services: Services, db: Database) -> None:
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_noop", {})
+    now = utcnow()
+    with db.write() as conn:
+        job_sql.claim(db, conn, "dead-worker", 1, now, services.settings.lease_seconds)
+    later = now + timedelta(seconds=services.settings.lease_seconds + 1)
+    first = maintenance.run_once(db, services.settings, "a", later)
+    assert first.leader and first.resumed == 1
+    second = maintenance.run_once(db, services.settings, "b", later)
+    assert not second.leader
+    assert services.job(user, job.id).state == "pending"
+
+
+def test_pass_prunes_after_the_retention_period(services: Services, db: Database) -> None:
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_noop", {})
+    services.cancel_job(user, job.id)
+    soon = utcnow() + timedelta(days=29)
+    assert maintenance.run_once(db, services.settings, "a", soon).pruned == 0
+    late = utcnow() + timedelta(days=31)
+    assert maintenance.run_once(db, services.settings, "a", late).pruned == 1
+    with db.read() as conn:
+        assert conn.execute(jobs.select()).first() is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({}, "schedule"),
+        ({"every_days": 1, "cron": "0 3 * * *"}, "schedule"),
+        ({"every_days": 0}, "every_days"),
+        ({"every_seconds": -5}, "every_seconds"),
+        ({"cron": "every tuesday"}, "cron"),
+    ],
+)
+def test_bad_schedules_are_refused_with_the_field(
+    services: Services, kwargs: dict[str, object], field: str
+) -> None:
+    user = services.create_user("alice").user
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        services.create_schedule(user, name="s", kind="test_noop", params={}, **kwargs)  # type: ignore[arg-type]
+    assert _schedules(services, user.default_project_id) == []
+
+
+def _schedules(services: Services, project_id: int) -> list[object]:
+    from seojobs.store import schedules
+
+    with services.db.read() as conn:
+        return list(schedules.list_for_project(conn, project_id))
