@@ -3,8 +3,12 @@ install (``pip install seojobs``) still runs the client commands."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,16 +21,26 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 users_app = typer.Typer(help="Manage API users.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 
 
+SERVER_PACKAGES = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "pydantic_settings", "psycopg")
+
+
 def _settings() -> Settings:
+    """Check the server extras are installed, then read the settings. Call it first."""
+    import importlib
+
     try:
+        for name in SERVER_PACKAGES:
+            importlib.import_module(name)
         from seojobs.settings import Settings
-    except ImportError as exc:  # pragma: no cover - depends on the install
+    except ImportError as exc:
         typer.echo(
-            f"server extras are not installed: pip install 'seojobs[server]' ({exc})", err=True
+            f"this command needs the server extras: pip install 'seojobs[server]' ({exc})",
+            err=True,
         )
         raise typer.Exit(2) from None
     return Settings()
@@ -47,15 +61,29 @@ def serve(
     ] = False,
 ) -> None:
     """Run the API (and an in-process worker unless --no-worker). Migrates the schema first."""
+    settings = _settings()
     import uvicorn
 
     from seojobs.api import create_app
 
+    class Server(uvicorn.Server):
+        # uvicorn re-raises SIGTERM on itself after a graceful shutdown, so the process would
+        # exit -15; we have shut down cleanly and exit 0 instead.
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
     _logging()
-    settings = _settings()
-    uvicorn.run(
-        create_app(settings, run_worker=not no_worker), host=host, port=port, log_level="info"
-    )
+    app_ = create_app(settings, run_worker=not no_worker)
+    Server(uvicorn.Config(app_, host=host, port=port, log_level="info")).run()
 
 
 @app.command()
@@ -63,8 +91,8 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.", min=1)] = None,
 ) -> None:
     """Run a worker process. SIGTERM: jobs finish their current item and are handed back."""
+    settings = _settings()
     import asyncio
-    import signal
 
     from seojobs.engine.worker import Worker
     from seojobs.kinds import load_registry
@@ -72,7 +100,6 @@ def worker(
     from seojobs.store.db import Database
 
     _logging()
-    settings = _settings()
     db = Database(settings.database_url)
     if not migrate.is_current(db):
         typer.echo("the database schema is not current: run `seojobs migrate` first", err=True)
@@ -81,7 +108,7 @@ def worker(
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, w.stop)
         await w.run()
 
@@ -93,10 +120,10 @@ def worker(
 @app.command("migrate")
 def migrate_cmd() -> None:
     """Create or upgrade the database schema."""
+    settings = _settings()
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
-    settings = _settings()
     db = Database(settings.database_url)
     migrate.upgrade(db)
     typer.echo(f"schema at {migrate.current_revision(db)} ({db.dialect})")
@@ -114,12 +141,16 @@ def users_create(
     ] = False,
 ) -> None:
     """Create a user and print its API key. The key is shown only this once."""
+    if not name.strip():
+        raise typer.BadParameter("must not be empty", param_hint="NAME")
+    if len(name) > 200:
+        raise typer.BadParameter("at most 200 characters", param_hint="NAME")
+    settings = _settings()
     from seojobs.kinds import load_registry
     from seojobs.services import Services
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
-    settings = _settings()
     db = Database(settings.database_url)
     migrate.upgrade(db)
     services = Services(db, settings, load_registry(settings))

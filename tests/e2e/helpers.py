@@ -1,0 +1,229 @@
+"""Helpers for end-to-end tests: real `seojobs` processes, real databases, loopback HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+from sqlalchemy import func, inspect, select
+
+from seojobs.engine.registry import Registry
+from seojobs.services import Services
+from seojobs.store.db import Database
+from seojobs.store.records import JobRecord, UserRecord
+from seojobs.store.tables import job_items
+from tests import kinds
+from tests.conftest import make_settings
+from tests.waiting import wait_until
+
+# The installed console script, next to the interpreter running the tests.
+SEOJOBS = Path(sys.executable).parent / "seojobs"
+# Generous bounds for a process to do something; never used as a sleep.
+PROCESS_TIMEOUT = 20.0
+SCHEMA_TABLES = {"users", "projects", "schedules", "jobs", "job_items", "leaders"}
+
+
+def run_cli(
+    *args: str, env: dict[str, str], cwd: Path, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """Run one `seojobs` command to completion and capture its output."""
+    return subprocess.run(
+        [str(SEOJOBS), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def env_without_seojobs() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
+
+
+@dataclass
+class Proc:
+    """A running `seojobs` process whose combined output goes to a log file."""
+
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    _log_file: IO[bytes] = field(repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def output(self) -> str:
+        self._log_file.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def sigterm(self) -> None:
+        if self.alive():
+            self.popen.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float = PROCESS_TIMEOUT) -> int:
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"process {self.pid} still running after {timeout}s; output:\n{self.output()}"
+            ) from None
+
+    def stop(self) -> None:
+        """Teardown: SIGTERM, then SIGKILL if it does not go; always reaped."""
+        try:
+            if self.alive():
+                self.popen.send_signal(signal.SIGTERM)
+                try:
+                    self.popen.wait(timeout=PROCESS_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.popen.kill()
+                    self.popen.wait(timeout=PROCESS_TIMEOUT)
+        finally:
+            self._log_file.close()
+
+
+class Spawner:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.procs: list[Proc] = []
+
+    def __call__(self, *args: str, env: dict[str, str], name: str) -> Proc:
+        log_path = self.workdir / f"{name}-{len(self.procs)}.log"
+        log_file = log_path.open("wb")
+        try:
+            popen = subprocess.Popen(
+                [str(SEOJOBS), *args],
+                env=env,
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
+        except BaseException:
+            log_file.close()
+            raise
+        proc = Proc(popen, log_path, log_file)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        errors: list[BaseException] = []
+        for proc in reversed(self.procs):
+            try:
+                proc.stop()
+            except BaseException as exc:  # stop the others before reporting
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def _get_status(url: str) -> int | None:
+    try:
+        return httpx.get(url, timeout=2.0).status_code
+    except httpx.TransportError:
+        return None
+
+
+def wait_http_ok(proc: Proc, url: str) -> None:
+    """Wait until ``url`` answers 200, failing at once (with the log) if the process died."""
+
+    def check() -> bool:
+        if not proc.alive():
+            raise AssertionError(
+                f"process exited with {proc.popen.returncode} before {url} answered; "
+                f"output:\n{proc.output()}"
+            )
+        return _get_status(url) == 200
+
+    wait_until(check, timeout=PROCESS_TIMEOUT)
+
+
+@contextlib.contextmanager
+def open_services(url: str) -> Iterator[Services]:
+    """The service facade over ``url`` with the test kinds, in the test process."""
+    db = Database(url)
+    registry = Registry()
+    kinds.register(registry)
+    try:
+        yield Services(db, make_settings(url), registry)
+    finally:
+        db.dispose()
+
+
+def make_user(services: Services, name: str = "e2e") -> UserRecord:
+    return services.create_user(name).user
+
+
+def refresh(services: Services, user: UserRecord, job: JobRecord) -> JobRecord:
+    return services.job(user, job.id)
+
+
+def item_states(services: Services, job_id: int) -> dict[str, str]:
+    """input -> state for every item of a job."""
+    with services.db.read() as conn:
+        rows = conn.execute(
+            select(job_items.c.input, job_items.c.state).where(job_items.c.job_id == job_id)
+        ).all()
+    return {str(i): str(s) for i, s in rows}
+
+
+def log_starts(services: Services, job_id: int) -> list[tuple[str, int]]:
+    """(item, pid) of every "start" the test_items kind logged for a job, in order."""
+    table = kinds.test_log
+    with services.db.read() as conn:
+        rows = conn.execute(
+            select(table.c.item, table.c.pid)
+            .where(table.c.job_id == job_id, table.c.event == "start")
+            .order_by(table.c.id)
+        ).all()
+    return [(str(item), int(pid)) for item, pid in rows]
+
+
+def count_starts(services: Services, job_id: int) -> int:
+    table = kinds.test_log
+    with services.db.read() as conn:
+        return int(
+            conn.execute(
+                select(func.count())
+                .select_from(table)
+                .where(table.c.job_id == job_id, table.c.event == "start")
+            ).scalar_one()
+        )
+
+
+def table_names(url: str) -> set[str]:
+    db = Database(url)
+    try:
+        with db.engine.connect() as conn:
+            return set(inspect(conn).get_table_names())
+    finally:
+        db.dispose()
+
+
+def all_rows(url: str, table: Any) -> list[dict[str, Any]]:
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(select(table))]
+    finally:
+        db.dispose()

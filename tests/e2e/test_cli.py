@@ -1,0 +1,210 @@
+"""The `seojobs` command run as a real process: help, migrate, users create, worker preflight."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seojobs.store import migrate
+from seojobs.store.db import Database
+from seojobs.store.tables import users
+from tests.conftest import subprocess_env
+from tests.e2e.helpers import (
+    SCHEMA_TABLES,
+    all_rows,
+    env_without_seojobs,
+    open_services,
+    run_cli,
+    table_names,
+)
+
+
+def _is_current(url: str) -> bool:
+    db = Database(url)
+    try:
+        return migrate.is_current(db)
+    finally:
+        db.dispose()
+
+
+# -- help ---------------------------------------------------------------------------------
+
+
+def test_help_lists_every_command(tmp_path: Path) -> None:
+    done = run_cli("--help", env=env_without_seojobs(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for command in ("serve", "worker", "migrate", "users"):
+        assert command in done.stdout
+
+
+def test_users_help_lists_create(tmp_path: Path) -> None:
+    done = run_cli("users", "--help", env=env_without_seojobs(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "create" in done.stdout
+
+
+# -- migrate ------------------------------------------------------------------------------
+
+
+def _check_migrate_twice(url: str, cwd: Path) -> None:
+    env = subprocess_env(url)
+    first = run_cli("migrate", env=env, cwd=cwd)
+    assert first.returncode == 0, first.stderr
+    assert table_names(url) >= SCHEMA_TABLES
+    assert _is_current(url)
+    head = migrate.head_revision()
+    assert head is not None
+    assert head in first.stdout
+
+    second = run_cli("migrate", env=env, cwd=cwd)
+    assert second.returncode == 0, second.stderr
+    assert head in second.stdout
+    assert _is_current(url)
+
+
+def test_migrate_creates_schema_on_fresh_sqlite_file(fresh_sqlite_url: str, tmp_path: Path) -> None:
+    db_file = Path(fresh_sqlite_url.removeprefix("sqlite:///"))
+    assert not db_file.exists()
+    _check_migrate_twice(fresh_sqlite_url, tmp_path)
+    assert db_file.is_file()
+
+
+@pytest.mark.postgres
+def test_migrate_creates_schema_on_empty_postgresql(empty_pg_url: str, tmp_path: Path) -> None:
+    assert not (SCHEMA_TABLES & table_names(empty_pg_url))
+    _check_migrate_twice(empty_pg_url, tmp_path)
+
+
+def test_migrate_defaults_to_seojobs_db_in_cwd(tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = env_without_seojobs()
+    done = run_cli("migrate", env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    db_file = cwd / "seojobs.db"
+    assert db_file.is_file()
+    url = f"sqlite:///{db_file}"
+    assert table_names(url) >= SCHEMA_TABLES
+    assert _is_current(url)
+
+
+# -- worker preflight ---------------------------------------------------------------------
+
+
+def _check_worker_refuses(url: str, cwd: Path) -> None:
+    done = run_cli("worker", env=subprocess_env(url), cwd=cwd)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "seojobs migrate" in done.stderr
+    # It refused before doing anything: no schema was created behind the user's back.
+    assert not (SCHEMA_TABLES & table_names(url))
+
+
+def test_worker_refuses_unmigrated_sqlite(fresh_sqlite_url: str, tmp_path: Path) -> None:
+    _check_worker_refuses(fresh_sqlite_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_worker_refuses_unmigrated_postgresql(empty_pg_url: str, tmp_path: Path) -> None:
+    _check_worker_refuses(empty_pg_url, tmp_path)
+
+
+# -- users create -------------------------------------------------------------------------
+
+
+def _assert_key_not_stored(url: str, api_key: str) -> None:
+    rows = all_rows(url, users)
+    assert rows
+    for row in rows:
+        for column, value in row.items():
+            assert api_key not in str(value), f"users.{column} holds the raw API key"
+
+
+def test_users_create_json(store_url: str, tmp_path: Path) -> None:
+    done = run_cli(
+        "users", "create", "alice", "--json", env=subprocess_env(store_url), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    # Exactly one JSON document on stdout (json.loads rejects trailing data).
+    created = json.loads(done.stdout)
+    assert set(created) == {"user_id", "api_key"}
+    assert type(created["user_id"]) is int
+    assert isinstance(created["api_key"], str)
+    assert created["api_key"]
+    api_key = created["api_key"]
+
+    with open_services(store_url) as services:
+        user = services.authenticate(api_key)
+        assert user is not None
+        assert user.id == created["user_id"]
+        assert user.name == "alice"
+        assert services.authenticate(api_key + "x") is None
+    _assert_key_not_stored(store_url, api_key)
+    row = next(r for r in all_rows(store_url, users) if r["id"] == created["user_id"])
+    assert row["api_key_hash"]
+    assert row["api_key_hash"] != api_key
+
+
+def test_users_create_human_output_shows_key_once(sqlite_url: str, tmp_path: Path) -> None:
+    done = run_cli("users", "create", "bob", env=subprocess_env(sqlite_url), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with open_services(sqlite_url) as services:
+        keys = [token for token in done.stdout.split() if services.authenticate(token) is not None]
+        assert len(keys) == 1, done.stdout
+        api_key = keys[0]
+        assert done.stdout.count(api_key) == 1
+        user = services.authenticate(api_key)
+        assert user is not None
+        assert user.name == "bob"
+        assert str(user.id) in done.stdout
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(done.stdout)
+    _assert_key_not_stored(sqlite_url, api_key)
+
+
+def test_users_create_rate_limit(sqlite_url: str, tmp_path: Path) -> None:
+    done = run_cli(
+        "users",
+        "create",
+        "carol",
+        "--rate-limit",
+        "30",
+        "--json",
+        env=subprocess_env(sqlite_url),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    api_key = json.loads(done.stdout)["api_key"]
+    with open_services(sqlite_url) as services:
+        user = services.authenticate(api_key)
+    assert user is not None
+    assert user.rate_limit == "30/minute"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["dave", "--rate-limit", "0"], id="rate-limit-zero"),
+        pytest.param(["dave", "--rate-limit", "-5"], id="rate-limit-negative"),
+        pytest.param(["dave", "--rate-limit", "lots"], id="rate-limit-not-a-number"),
+        pytest.param([], id="missing-name"),
+    ],
+)
+def test_users_create_rejects_invalid_input(
+    sqlite_url: str, tmp_path: Path, args: list[str]
+) -> None:
+    done = run_cli("users", "create", *args, env=subprocess_env(sqlite_url), cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Usage" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    assert all_rows(sqlite_url, users) == []
+
+
+def test_users_create_rejects_blank_name(sqlite_url: str, tmp_path: Path) -> None:
+    done = run_cli("users", "create", "   ", env=subprocess_env(sqlite_url), cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "name" in done.stderr
+    assert all_rows(sqlite_url, users) == []

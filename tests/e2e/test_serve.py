@@ -1,0 +1,102 @@
+"""`seojobs serve` as a real process on a SQLite file: health, OpenAPI, in-process worker."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import subprocess_env
+from tests.e2e.helpers import (
+    Proc,
+    Spawner,
+    free_port,
+    log_starts,
+    make_user,
+    open_services,
+    refresh,
+    wait_http_ok,
+)
+from tests.waiting import wait_until
+
+
+def _serve(spawn: Spawner, url: str, *extra: str) -> tuple[str, Proc]:
+    port = free_port()
+    proc = spawn(
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *extra,
+        env=subprocess_env(url),
+        name="serve",
+    )
+    base = f"http://127.0.0.1:{port}"
+    wait_http_ok(proc, f"{base}/healthz")
+    return base, proc
+
+
+def test_serve_health_and_openapi(spawn: Spawner, sqlite_url: str) -> None:
+    base, _proc = _serve(spawn, sqlite_url)
+
+    health = httpx.get(f"{base}/healthz")
+    assert health.status_code == 200
+    assert health.json() == {"status": "ok"}
+
+    ready = httpx.get(f"{base}/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["status"] == "ready"
+
+    openapi = httpx.get(f"{base}/openapi.json")
+    assert openapi.status_code == 200
+    paths = openapi.json()["paths"]
+    assert "/healthz" in paths
+    assert "/readyz" in paths
+
+
+def test_serve_runs_jobs_in_process(spawn: Spawner, sqlite_url: str) -> None:
+    base, proc = _serve(spawn, sqlite_url)
+    wait_http_ok(proc, f"{base}/readyz")
+
+    with open_services(sqlite_url) as services:
+        user = make_user(services)
+        noop, _ = services.create_job(user, "test_noop", {})
+        items, _ = services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
+
+        wait_until(lambda: refresh(services, user, noop).state == "completed")
+        wait_until(lambda: refresh(services, user, items).state == "completed")
+        assert refresh(services, user, items).items_done == 1
+        # The server process itself ran the item: its worker is in-process.
+        assert log_starts(services, items.id) == [("https://example.com/a", proc.pid)]
+
+
+def test_serve_no_worker_leaves_jobs_for_a_worker_process(spawn: Spawner, sqlite_url: str) -> None:
+    base, server = _serve(spawn, sqlite_url, "--no-worker")
+    wait_http_ok(server, f"{base}/readyz")
+
+    with open_services(sqlite_url) as services:
+        user = make_user(services)
+        job, _ = services.create_job(user, "test_items", {"urls": ["https://example.com/b"]})
+        # The server keeps answering while the job sits there.
+        assert httpx.get(f"{base}/readyz").status_code == 200
+        assert refresh(services, user, job).state == "pending"
+        assert log_starts(services, job.id) == []
+
+        worker = spawn("worker", env=subprocess_env(sqlite_url), name="worker")
+        wait_until(lambda: refresh(services, user, job).state == "completed")
+        # The job was waiting for a worker: the separate worker process ran it, not the server.
+        assert log_starts(services, job.id) == [("https://example.com/b", worker.pid)]
+        assert server.alive()
+
+        worker.sigterm()
+        assert worker.wait() == 0, worker.output()
+
+
+def test_serve_exits_cleanly_on_sigterm(spawn: Spawner, sqlite_url: str) -> None:
+    base, proc = _serve(spawn, sqlite_url)
+    wait_http_ok(proc, f"{base}/readyz")
+    proc.sigterm()
+    returncode = proc.wait()
+    output = proc.output()
+    # Graceful: the lifespan (which stops the in-process worker) ran to its end.
+    assert "Application shutdown complete" in output
+    assert returncode == 0, output
