@@ -35,12 +35,61 @@ class Settings(BaseSettings):
     poll_interval: float = Field(default=1.0, gt=0, description="Worker poll fallback, seconds.")
     maintenance_interval: float = Field(default=1.0, gt=0)
     worker_concurrency: int = Field(default=10, ge=1)
+    # -- fetching (seojobs.fetch) -------------------------------------------------------
+    user_agent: str = "seojobs/0.1 (+https://github.com/seojobs/seojobs)"
+    fetch_timeout: float = Field(default=15.0, gt=0, description="Read timeout, seconds.")
+    fetch_connect_timeout: float = Field(default=5.0, gt=0)
+    fetch_max_bytes: int = Field(default=2_000_000, gt=0, description="Body size cap.")
+    fetch_max_redirects: int = Field(default=10, ge=0)
+    fetch_host_concurrency: int = Field(default=2, ge=1, description="Requests at once per host.")
+    fetch_host_delay: float = Field(
+        default=0.0, ge=0, description="Pause between requests to a host."
+    )
+    fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Hostnames exempt from the private-network guard (comma separated).",
+    )
+    # -- providers (seojobs.providers); every base URL is a setting so tests use local fakes
+    indexnow_key: str | None = None
+    indexnow_key_location: str | None = None
+    indexnow_endpoint: str = "https://api.indexnow.org/indexnow"
+    google_credentials_file: str | None = None
+    google_indexing_base_url: str = "https://indexing.googleapis.com"
+    url_inspection_base_url: str = "https://searchconsole.googleapis.com"
+    serpapi_key: str | None = None
+    serpapi_base_url: str = "https://serpapi.com"
+    dataforseo_login: str | None = None
+    dataforseo_password: str | None = None
+    dataforseo_base_url: str = "https://api.dataforseo.com"
+    serper_key: str | None = None
+    serper_base_url: str = "https://google.serper.dev"
+    # Which providers serve an engine, in the order tried (JSON in the environment).
+    submit_providers: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "google": ["google_indexing"],
+            "bing": ["indexnow"],
+            "yandex": ["indexnow"],
+        }
+    )
+    check_providers: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "google": ["url_inspection", "serper", "serpapi", "dataforseo"],
+            "bing": ["serpapi", "dataforseo"],
+            "yandex": ["serpapi", "dataforseo"],
+        }
+    )
+    provider_timeout: float = Field(default=30.0, gt=0)
+    provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
+    provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")
+    # -- quotas: URLs per user per UTC day (per-user overrides live on the user) ---------
+    quota_submit_daily: int = Field(default=10_000, ge=0)
+    quota_check_daily: int = Field(default=10_000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
     )
 
-    @field_validator("plugins", mode="before")
+    @field_validator("plugins", "fetch_allow_hosts", mode="before")
     @classmethod
     def _split_plugins(cls, value: object) -> object:
         if isinstance(value, str):

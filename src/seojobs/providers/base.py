@@ -1,0 +1,196 @@
+"""What every provider adapter shares: result types, one exception tree, bounded retries.
+
+An adapter turns one provider's wire format into :class:`SubmitResult` / :class:`CheckResult`.
+It never raises for a per-URL problem (that is a result with an ``error_code``); it raises
+:class:`ProviderError` only when the whole call failed (auth, quota, transport), with
+``retryable`` set for 429/5xx/transport errors so :func:`with_retries` can back off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, TypeVar
+
+import httpx
+
+from seojobs.settings import Settings
+
+T = TypeVar("T")
+
+CheckStatus = Literal["indexed", "not_indexed", "failed"]
+
+# Error codes shared by all adapters (stored on items and shown in reports).
+UPSTREAM_ERROR = "upstream_error"  # 429/5xx/transport, after the bounded retries
+MALFORMED_RESPONSE = "malformed_response"  # the answer was not of the documented shape
+AUTH_FAILED = "provider_auth_failed"  # bad or missing credentials: nothing can proceed
+QUOTA_EXHAUSTED = "provider_quota_exhausted"  # the provider's own quota is used up
+REJECTED = "provider_rejected"  # the provider refused this URL (e.g. 422 host mismatch)
+NOT_CONFIGURED = "provider_not_configured"
+
+
+class ProviderError(Exception):
+    """A whole provider call failed."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        # fatal: no other URL of this job can succeed with this provider (bad credentials).
+        self.fatal = fatal
+
+
+class ProviderNotConfigured(ProviderError):
+    def __init__(self, provider: str, settings_needed: list[str]) -> None:
+        names = ", ".join(f"SEOJOBS_{n.upper()}" for n in settings_needed)
+        super().__init__(NOT_CONFIGURED, f"{provider} is not configured: set {names}", fatal=True)
+        self.provider = provider
+        self.settings_needed = settings_needed
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    url: str
+    ok: bool
+    provider: str
+    error_code: str | None = None
+    error_message: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    url: str
+    status: CheckStatus
+    provider: str
+    error_code: str | None = None
+    error_message: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class Submitter(Protocol):
+    name: str
+    max_batch: int  # most URLs one submit() call takes
+
+    async def submit(self, urls: list[str]) -> list[SubmitResult]: ...
+
+
+class Checker(Protocol):
+    name: str
+
+    async def check(self, url: str, engine: str) -> CheckResult: ...
+
+
+def http_client(settings: Settings, **kwargs: Any) -> httpx.AsyncClient:
+    """The HTTP client adapters use for provider APIs (never for user pages)."""
+    timeout = httpx.Timeout(settings.provider_timeout, connect=settings.fetch_connect_timeout)
+    return httpx.AsyncClient(
+        timeout=timeout,
+        headers={"User-Agent": settings.user_agent},
+        follow_redirects=False,
+        **kwargs,
+    )
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """Parse Retry-After (seconds or an HTTP date)."""
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def error_for_status(response: httpx.Response, provider: str) -> ProviderError | None:
+    """The generic mapping of a non-2xx answer; adapters refine it where documented."""
+    status = response.status_code
+    if status < 400:
+        return None
+    snippet = response.text[:300]
+    if status in (401, 403):
+        return ProviderError(
+            AUTH_FAILED,
+            f"{provider} refused the credentials ({status}): {snippet}",
+            status=status,
+            fatal=True,
+        )
+    if status == 429:
+        return ProviderError(
+            UPSTREAM_ERROR,
+            f"{provider} rate limited the request (429)",
+            retryable=True,
+            retry_after=retry_after_seconds(response),
+            status=status,
+        )
+    if status >= 500:
+        return ProviderError(
+            UPSTREAM_ERROR,
+            f"{provider} failed with {status}: {snippet}",
+            retryable=True,
+            retry_after=retry_after_seconds(response),
+            status=status,
+        )
+    return ProviderError(
+        REJECTED, f"{provider} rejected the request ({status}): {snippet}", status=status
+    )
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    retries: int,
+    backoff: float,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    max_delay: float = 60.0,
+) -> T:
+    """Run ``call``; after a retryable ProviderError or a transport error, wait and retry.
+
+    Waits ``backoff * 2**n`` (with jitter, at least the provider's Retry-After, at most
+    ``max_delay``), ``retries`` times; then the last error propagates.
+    """
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except httpx.TransportError as exc:
+            error = ProviderError(UPSTREAM_ERROR, f"transport error: {exc!r}", retryable=True)
+            if attempt >= retries:
+                raise error from exc
+        except ProviderError as exc:
+            if not exc.retryable or attempt >= retries:
+                raise
+            error = exc
+        delay = backoff * (2**attempt) * (0.5 + random.random() / 2)
+        if error.retry_after is not None:
+            delay = max(delay, error.retry_after)
+        await sleep(min(delay, max_delay))
+        attempt += 1
+
+
+def malformed(provider: str, what: str) -> ProviderError:
+    return ProviderError(MALFORMED_RESPONSE, f"{provider} answered in an unexpected shape: {what}")
