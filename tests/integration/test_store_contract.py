@@ -186,9 +186,9 @@ def test_final_states_are_never_changed_by_the_store(services: Services, db: Dat
     claimed = {j.id: j for j in _claim(db)}
     now = utcnow()
     with db.write() as conn:
-        assert job_sql.complete_many(conn, [(done.id, claimed[done.id].attempt, None)], now) == {
-            done.id
-        }
+        assert job_sql.complete_many(
+            db, conn, [(done.id, claimed[done.id].attempt, None)], now
+        ) == {done.id}
         assert job_sql.fail(conn, failed.id, claimed[failed.id].attempt, "boom", "x", now)
     snapshot = {j: _get(db, j) for j in (done.id, failed.id)}
     far = now + timedelta(days=400)
@@ -196,7 +196,9 @@ def test_final_states_are_never_changed_by_the_store(services: Services, db: Dat
         for job_id in (done.id, failed.id):
             attempt = claimed[job_id].attempt
             assert not job_sql.fail(conn, job_id, attempt, "late", "late", far)
-            assert job_sql.complete_many(conn, [(job_id, attempt, {"late": True})], far) == set()
+            assert (
+                job_sql.complete_many(db, conn, [(job_id, attempt, {"late": True})], far) == set()
+            )
             assert not job_sql.cancel(conn, job_id, far, "late")
             assert job_sql.release(conn, [(job_id, attempt)], far) == 0
             with pytest.raises(job_sql.LeaseLost):
@@ -266,13 +268,14 @@ def test_rescue_then_late_completion_loses(services: Services, db: Database) -> 
     second = _claim(db, "w2", now=later)[0]
     with db.write() as conn:
         assert (
-            job_sql.complete_many(conn, [(job.id, first.attempt, {"by": "late"})], later) == set()
+            job_sql.complete_many(db, conn, [(job.id, first.attempt, {"by": "late"})], later)
+            == set()
         )
         assert not job_sql.fail(conn, job.id, first.attempt, "late", "late", later)
     current = _get(db, job.id)
     assert current.state == "processing" and current.worker_id == "w2"
     with db.write() as conn:
-        assert job_sql.complete_many(conn, [(job.id, second.attempt, {"by": "w2"})], later)
+        assert job_sql.complete_many(db, conn, [(job.id, second.attempt, {"by": "w2"})], later)
     assert _get(db, job.id).result == {"by": "w2"}
 
 
@@ -283,7 +286,7 @@ def test_late_completion_then_rescue_changes_nothing(services: Services, db: Dat
     later = utcnow() + timedelta(seconds=LEASE + 1)
     # The lease has expired, but the worker is not dead yet: its completion still wins the race.
     with db.write() as conn:
-        assert job_sql.complete_many(conn, [(job.id, first.attempt, None)], later) == {job.id}
+        assert job_sql.complete_many(db, conn, [(job.id, first.attempt, None)], later) == {job.id}
         assert job_sql.rescue(conn, later, 3) == (0, 0)
     assert _get(db, job.id).state == "completed"
 
@@ -300,7 +303,7 @@ def _race_completion_against_rescue(services: Services, store_url: str, user) ->
         barrier.wait()
         with dbs[0].write() as conn:
             results["completed"] = job_sql.complete_many(
-                conn, [(job.id, claimed.attempt, None)], later
+                dbs[0], conn, [(job.id, claimed.attempt, None)], later
             )
 
     def rescue() -> None:

@@ -225,12 +225,12 @@ async def test_idle_worker_is_woken_without_waiting_for_the_poll(
 ) -> None:
     """With a 60 s poll, a job enqueued to an idle worker still starts: the wake-up works.
 
-    On PostgreSQL the job is inserted through a separate Database object, so only
-    LISTEN/NOTIFY can carry the news; on SQLite the in-process hook does.
+    The job is inserted through a separate Database object (as another process would), so
+    only LISTEN/NOTIFY (PostgreSQL) or the data_version watch (SQLite) can carry the news.
     """
     settings = make_settings(store_url, poll_interval=60)
     db = Database(store_url)
-    producer_db = Database(store_url) if db.dialect == "postgresql" else db
+    producer_db = Database(store_url)
     services = Services(producer_db, settings, registry)
     user = services.create_user("alice").user
     async with running(db, settings, registry, maintenance=False) as worker:
@@ -239,8 +239,7 @@ async def test_idle_worker_is_woken_without_waiting_for_the_poll(
         job, _ = services.create_job(user, "test_noop", {})
         await until_state(services, user, job.id, "completed")
     db.dispose()
-    if producer_db is not db:
-        producer_db.dispose()
+    producer_db.dispose()
 
 
 async def _async_true(value: bool) -> bool:

@@ -108,3 +108,13 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert custom.database_url == "postgresql+psycopg://u@127.0.0.1/db"
     assert custom.plugins == ["a.b", "c"]
     assert custom.day_seconds == 2
+
+
+def test_job_record_fields_follow_the_table_columns() -> None:
+    """Rows become JobRecords by position (fast path); the orders must agree."""
+    from dataclasses import fields
+
+    from seojobs.store.records import JobRecord
+    from seojobs.store.tables import jobs
+
+    assert [f.name for f in fields(JobRecord)] == [c.name for c in jobs.columns]

@@ -59,6 +59,8 @@ class JobContext:
         self.counters: dict[str, int] = dict(job.counters)
         self.result: dict[str, Any] | None = None
         self.stopping = False  # set on SIGTERM: finish the current item, then release
+        # Counters are written as a snapshot, so writes of one job must not overtake each other.
+        self._record_lock = asyncio.Lock()
 
     @property
     def job_id(self) -> int:
@@ -86,17 +88,37 @@ class JobContext:
 
     async def record(self, item: ItemRecord, verdict: ItemResult) -> None:
         """Store one item's result now; raises ``Interrupted`` if the job was taken away."""
-        key = verdict.outcome or ("failed" if verdict.failed else "done")
-        self.counters[key] = self.counters.get(key, 0) + 1
-        outcome = ItemOutcome(
-            item_id=item.id,
-            failed=verdict.failed,
-            outcome=verdict.outcome,
-            result=verdict.result,
-            error_code=verdict.error_code,
-            error_message=verdict.error_message,
-        )
-        await self.worker.record_items(self, [outcome])
+        await self.record_many([(item, verdict)])
+
+    async def record_many(self, finished: list[tuple[ItemRecord, ItemResult]]) -> None:
+        """Store several items' results in one transaction (a provider batch)."""
+        outcomes = [
+            ItemOutcome(
+                item_id=item.id,
+                failed=verdict.failed,
+                outcome=verdict.outcome,
+                result=verdict.result,
+                error_code=verdict.error_code,
+                error_message=verdict.error_message,
+            )
+            for item, verdict in finished
+        ]
+        async with self._record_lock:
+            counters = dict(self.counters)
+            for _item, verdict in finished:
+                key = verdict.outcome or ("failed" if verdict.failed else "done")
+                counters[key] = counters.get(key, 0) + 1
+            await self.worker.record_items(self, outcomes, counters)
+            self.counters = counters
+
+    async def ensure_held(self) -> None:
+        """Raise ``Interrupted`` if the job was cancelled or taken away, or the worker stops.
+
+        Call it before work that cannot be undone, such as sending URLs to a provider.
+        """
+        self.check()
+        if not await self.worker.run_db(self.worker.still_held, self.job.id, self.job.attempt):
+            raise Interrupted(f"job {self.job.id} is no longer held by this worker")
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes.

@@ -1,7 +1,10 @@
-"""Wake-ups: LISTEN/NOTIFY on PostgreSQL, an in-process hook on SQLite; polling covers the rest."""
+"""Wake-ups: LISTEN/NOTIFY on PostgreSQL; on SQLite an in-process hook, plus a cheap watch of
+``PRAGMA data_version`` (it changes when another connection, e.g. another process, commits),
+so jobs enqueued by a separate API process start within ~50 ms instead of at the next poll."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -9,6 +12,7 @@ from collections.abc import Callable
 from seojobs.store.db import NOTIFY_CHANNEL, Database
 
 log = logging.getLogger("seojobs.listener")
+SQLITE_WATCH_INTERVAL = 0.05
 
 
 class Listener:
@@ -21,9 +25,9 @@ class Listener:
     def start(self) -> None:
         # In-process wake-ups work on both dialects (a job enqueued by this process's API).
         self.db.add_wake_hook(self.wake)
-        if self.db.dialect == "postgresql":
-            self._thread = threading.Thread(target=self._listen, name="seojobs-listen", daemon=True)
-            self._thread.start()
+        target = self._listen if self.db.dialect == "postgresql" else self._watch_sqlite
+        self._thread = threading.Thread(target=target, name="seojobs-listen", daemon=True)
+        self._thread.start()
 
     def stop(self) -> None:
         self.db.remove_wake_hook(self.wake)
@@ -45,4 +49,23 @@ class Listener:
                             self.wake()
             except Exception:
                 log.warning("LISTEN connection lost; polling until it is back", exc_info=True)
+                self._stop.wait(1.0)
+
+    def _watch_sqlite(self) -> None:
+        import sqlite3
+
+        path = self.db.url.database
+        if not path or path == ":memory:":
+            return  # one process by definition: the in-process hook is enough
+        last: int | None = None
+        while not self._stop.is_set():
+            try:
+                with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
+                    while not self._stop.wait(SQLITE_WATCH_INTERVAL):
+                        version = conn.execute("PRAGMA data_version").fetchone()[0]
+                        if last is not None and version != last:
+                            self.wake()
+                        last = version
+            except sqlite3.Error:
+                log.warning("watching the SQLite file failed; polling only", exc_info=True)
                 self._stop.wait(1.0)

@@ -43,7 +43,14 @@ class Database:
             if url.drivername == "postgresql":
                 url = url.set(drivername="postgresql+psycopg")
             return create_engine(
-                url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+                url,
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_pre_ping=True,
+                # No server-side prepared statements: their generic plans for the batched
+                # claim and ack were slower than planning each time (bench/queue.py), and
+                # they break behind PgBouncer in transaction mode.
+                connect_args={"prepare_threshold": None},
             )
         database = self.url.database
         if database and database != ":memory:":

@@ -89,6 +89,9 @@ class NewJob:
     idempotency_key: str | None = None
     schedule_id: int | None = None
     schedule_tick: datetime | None = None
+    # (code, message): store the job already failed, e.g. refused for quota, so the user sees
+    # the refusal where they look for results.
+    failure: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
