@@ -1,0 +1,251 @@
+"""The private-network (SSRF) guard: which addresses the fetcher may connect to.
+
+Users hand us arbitrary URLs, and the worker usually runs next to a database, a metadata
+service and other internal endpoints. So every host is resolved once by us, every resolved
+address is checked, and the connection is then made to one of exactly those addresses (see
+``transport.py``). If ANY address of a name is forbidden the name is refused: a resolver that
+mixes a public and a private answer is how DNS rebinding usually starts.
+
+Numeric host tricks (``http://2130706433/``, ``http://0x7f.1/``, ``http://127.1/``) are parsed
+the way browsers (WHATWG URL) and ``inet_aton`` do, so the guard sees the address the system
+would really connect to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import ipaddress
+import re
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+from seojobs.fetch.errors import DNSError, InvalidURL, SSRFRefused
+
+if TYPE_CHECKING:
+    from seojobs.settings import Settings
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# host -> addresses (strings), sync or async; injectable so tests never need real DNS.
+Resolver = Callable[[str], Awaitable[Iterable[str]] | Iterable[str]]
+
+# Cloud metadata endpoints. Refused even when private networks are allowed or the host is
+# allow-listed: they hand out credentials and are never a page anyone means to audit.
+METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, DigitalOcean, OCI, OpenStack
+        "169.254.170.2",  # AWS ECS task metadata
+        "fd00:ec2::254",  # AWS IMDS over IPv6
+        "100.100.100.200",  # Alibaba Cloud
+        "192.0.0.192",  # Oracle Cloud (classic)
+    )
+)
+
+# Listed explicitly (not only ``is_global``) so the verdict does not drift with the Python
+# patch release's special-purpose tables; ``is_global`` stays as the final net.
+_V4_FORBIDDEN: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
+    (ipaddress.IPv4Network(net), label)
+    for net, label in (
+        ("0.0.0.0/8", "unspecified"),
+        ("10.0.0.0/8", "private"),
+        ("100.64.0.0/10", "carrier-grade NAT"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link-local"),
+        ("172.16.0.0/12", "private"),
+        ("192.0.0.0/24", "IETF reserved"),
+        ("192.0.2.0/24", "documentation"),
+        ("192.88.99.0/24", "6to4 relay"),
+        ("192.168.0.0/16", "private"),
+        ("198.18.0.0/15", "benchmarking"),
+        ("198.51.100.0/24", "documentation"),
+        ("203.0.113.0/24", "documentation"),
+        ("224.0.0.0/4", "multicast"),
+        ("240.0.0.0/4", "reserved"),
+    )
+)
+_V6_FORBIDDEN: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
+    (ipaddress.IPv6Network(net), label)
+    for net, label in (
+        ("::/128", "unspecified"),
+        ("::1/128", "loopback"),
+        ("::/96", "IPv4-compatible (deprecated)"),
+        ("64:ff9b:1::/48", "local NAT64"),
+        ("100::/64", "discard-only"),
+        ("2001::/23", "IETF special purpose"),
+        ("2001:db8::/32", "documentation"),
+        ("fc00::/7", "unique-local"),
+        ("fe80::/10", "link-local"),
+        ("fec0::/10", "site-local (deprecated)"),
+        ("ff00::/8", "multicast"),
+    )
+)
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 form would really reach (mapped, 6to4, NAT64)."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def forbidden_reason(ip: IPAddress) -> str | None:
+    """Why the guard refuses ``ip`` (``None``: a public address the fetcher may reach)."""
+    if ip in METADATA_ADDRESSES:
+        return "cloud metadata address"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.scope_id:
+            return "scoped (link-local) IPv6 address"
+        inner = _embedded_ipv4(ip)
+        if inner is not None:
+            reason = forbidden_reason(inner)
+            return None if reason is None else f"{reason} (embedded IPv4 {inner})"
+        table: Iterable[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]] = _V6_FORBIDDEN
+    else:
+        table = _V4_FORBIDDEN
+    for network, label in table:
+        if ip in network:
+            return label
+    if ip.is_multicast:
+        return "multicast"
+    if not ip.is_global:
+        return "not globally routable"
+    return None
+
+
+def _ipv4_number(part: str) -> int | None:
+    if part[:2].lower() == "0x":
+        return int(part[2:] or "0", 16)
+    if len(part) > 1 and part.startswith("0"):
+        return int(part, 8) if all(c in "01234567" for c in part) else None
+    return int(part)
+
+
+def _whatwg_ipv4(labels: list[str], host: str) -> ipaddress.IPv4Address:
+    """Parse a host that ends in a number the way the WHATWG URL standard does."""
+    numbers: list[int] = []
+    for part in labels:
+        number = _ipv4_number(part) if _NUMERIC_LABEL.fullmatch(part) else None
+        if number is None:
+            raise InvalidURL(f"invalid IPv4 host {host!r}")
+        numbers.append(number)
+    if len(numbers) > 4 or any(n > 255 for n in numbers[:-1]):
+        raise InvalidURL(f"invalid IPv4 host {host!r}")
+    last = numbers[-1]
+    if last >= 256 ** (5 - len(numbers)):
+        raise InvalidURL(f"invalid IPv4 host {host!r}")
+    value = last
+    for index, number in enumerate(numbers[:-1]):
+        value += number * 256 ** (3 - index)
+    return ipaddress.IPv4Address(value)
+
+
+def parse_ip_host(host: str) -> IPAddress | None:
+    """The address an IP-literal host names, or ``None`` for a name that needs DNS.
+
+    Raises :class:`InvalidURL` for numeric-looking hosts that are not valid IPv4 (``1.2.3.4.5``),
+    because resolvers disagree on those and a guard must not guess.
+    """
+    text = unquote(host.strip("[]"))
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    labels = text.split(".")
+    if len(labels) > 1 and labels[-1] == "":
+        labels.pop()  # a trailing dot does not make a number a name
+    if not labels or not _NUMERIC_LABEL.fullmatch(labels[-1]):
+        return None
+    return _whatwg_ipv4(labels, host)
+
+
+def normalize_host(host: str) -> str:
+    return host.strip("[]").rstrip(".").lower()
+
+
+async def system_resolver(host: str) -> list[str]:
+    """The operating system's resolver (getaddrinfo), off the event loop."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+@dataclass(frozen=True)
+class GuardPolicy:
+    allow_private_networks: bool = False
+    allow_hosts: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GuardPolicy:
+        return cls(
+            allow_private_networks=settings.allow_private_networks,
+            allow_hosts=frozenset(normalize_host(h) for h in settings.fetch_allow_hosts),
+        )
+
+    def exempt(self, host: str) -> bool:
+        """Exact, case-insensitive hostname match; a redirect elsewhere is checked afresh."""
+        return self.allow_private_networks or normalize_host(host) in self.allow_hosts
+
+
+class AddressGuard:
+    """Resolve a host once and decide whether the fetcher may connect to what it names."""
+
+    def __init__(self, policy: GuardPolicy, resolver: Resolver | None = None) -> None:
+        self.policy = policy
+        self._resolver: Resolver = resolver or system_resolver
+
+    async def resolve(self, host: str) -> tuple[IPAddress, ...]:
+        """Addresses to connect to for ``host``, every one of them allowed; raises otherwise."""
+        literal = parse_ip_host(host)
+        if literal is not None:
+            addresses: tuple[IPAddress, ...] = (literal,)
+        else:
+            self._check_name(host)
+            addresses = await self._lookup(host)
+        self.check(host, addresses)
+        return addresses
+
+    def check(self, host: str, addresses: Iterable[IPAddress]) -> None:
+        addresses = tuple(addresses)
+        for address in addresses:
+            if address in METADATA_ADDRESSES:
+                raise SSRFRefused(f"{host} is a cloud metadata address ({address})")
+        if self.policy.exempt(host):
+            return
+        for address in addresses:
+            reason = forbidden_reason(address)
+            if reason is None:
+                continue
+            if parse_ip_host(host) == address:
+                raise SSRFRefused(f"{host} is a {reason} address")
+            raise SSRFRefused(f"{host} resolves to {address}, a {reason} address")
+
+    def _check_name(self, host: str) -> None:
+        # RFC 6761: "localhost" names are loopback whatever a resolver (or a stub) says.
+        name = normalize_host(host)
+        is_local = name == "localhost" or name.endswith(".localhost")
+        if is_local and not self.policy.exempt(host):
+            raise SSRFRefused(f"{host} is a loopback name")
+
+    async def _lookup(self, host: str) -> tuple[IPAddress, ...]:
+        try:
+            answer = self._resolver(host.lower())
+            raw = await answer if inspect.isawaitable(answer) else answer
+            found = [ipaddress.ip_address(str(a)) for a in raw]
+        except (OSError, LookupError, UnicodeError) as exc:
+            raise DNSError(f"cannot resolve {host}: {exc}") from exc
+        except ValueError as exc:
+            raise DNSError(f"resolver gave a non-address for {host}: {exc}") from exc
+        unique = tuple(dict.fromkeys(found))
+        if not unique:
+            raise DNSError(f"{host} has no addresses")
+        return unique
