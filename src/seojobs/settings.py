@@ -78,6 +78,7 @@ class Settings(BaseSettings):
             "yandex": ["serpapi", "dataforseo"],
         }
     )
+    index_check_concurrency: int = Field(default=8, ge=1, description="URLs checked at once.")
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")

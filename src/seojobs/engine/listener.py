@@ -57,13 +57,15 @@ class Listener:
         path = self.db.url.database
         if not path or path == ":memory:":
             return  # one process by definition: the in-process hook is enough
-        last: int | None = None
         while not self._stop.is_set():
             try:
                 with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
+                    last = conn.execute("PRAGMA data_version").fetchone()[0]
+                    # Commits before that first read were not seen as changes: claim once.
+                    self.wake()
                     while not self._stop.wait(SQLITE_WATCH_INTERVAL):
                         version = conn.execute("PRAGMA data_version").fetchone()[0]
-                        if last is not None and version != last:
+                        if version != last:
                             self.wake()
                         last = version
             except sqlite3.Error:

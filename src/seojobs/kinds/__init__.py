@@ -7,7 +7,10 @@ from seojobs.settings import Settings
 
 
 def load_registry(settings: Settings) -> Registry:
+    from seojobs.kinds import index_check, index_submit
+
     registry = Registry()
-    # Built-in kinds register here as they are added (index_submit, index_check, ...).
+    registry.add(index_submit.KIND)
+    registry.add(index_check.KIND)
     registry.load_plugins(settings.plugins)
     return registry

@@ -77,6 +77,25 @@ class Services:
         with self.db.read() as conn:
             return accounts.user_by_key_hash(conn, hash_api_key(api_key))
 
+    def user(self, user_id: int) -> UserRecord:
+        with self.db.read() as conn:
+            found = accounts.user_by_id(conn, user_id)
+        if found is None:
+            raise NotFound(f"user {user_id}")
+        return found
+
+    def set_quotas(self, user: UserRecord, quotas: dict[str, int]) -> UserRecord:
+        """Per-user daily URL quotas: ``{"submit_daily": n, "check_daily": n}``."""
+        allowed = {"submit_daily", "check_daily"}
+        for name, value in quotas.items():
+            if name not in allowed:
+                raise ValueError(f"quotas.{name}: unknown quota; known: {sorted(allowed)}")
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"quotas.{name}: must be a whole number >= 0")
+        with self.db.write() as conn:
+            accounts.set_quotas(conn, user.id, {**(user.quotas or {}), **quotas})
+        return self.user(user.id)
+
     def create_project(self, user: UserRecord, name: str) -> ProjectRecord:
         with self.db.write() as conn:
             return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
@@ -178,8 +197,10 @@ class Services:
     def cancel_job(self, user: UserRecord, job_id: int) -> JobRecord:
         """End an open job as ``failed`` with code ``cancelled``; a final job is returned as is."""
         self.job(user, job_id)
+        now = self.clock()
         with self.db.write() as conn:
-            job_sql.cancel(conn, job_id, self.clock(), "cancelled by the user")
+            if job_sql.cancel(conn, job_id, now, "cancelled by the user"):
+                job_sql.cancel_children(conn, job_id, now, f"parent job {job_id} was cancelled")
             job = job_sql.get(conn, job_id)
         assert job is not None
         return job

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, insert, select, update
 
 from seojobs.store.records import ProjectRecord, UserRecord
 from seojobs.store.tables import projects, users
@@ -79,3 +79,7 @@ def projects_of(conn: Connection, user_id: int) -> list[ProjectRecord]:
 def delete_project(conn: Connection, project_id: int) -> bool:
     """Delete a project; its jobs, items and schedules go with it (FK cascades)."""
     return conn.execute(delete(projects).where(projects.c.id == project_id)).rowcount == 1
+
+
+def set_quotas(conn: Connection, user_id: int, quotas: dict[str, int]) -> None:
+    conn.execute(update(users).where(users.c.id == user_id).values(quotas=quotas))

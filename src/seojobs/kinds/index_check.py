@@ -1,0 +1,78 @@
+"""``index_check``: is each URL in the engine's index, and if not, why might it not be?
+
+Every URL gets two answers side by side: the index provider's verdict (URL Inspection or a
+SERP API) and our own indexability diagnostics from fetching the page (status, redirects,
+robots.txt, noindex, canonical), so a user sees why a URL is not indexed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.registry import Kind
+from seojobs.fetch import Fetcher
+from seojobs.kinds import providers
+from seojobs.kinds.urls import UrlListParams, item_urls
+from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, ProviderError
+from seojobs.store.records import ItemRecord
+
+NAME = "index_check"
+
+
+class IndexCheckParams(UrlListParams):
+    pass
+
+
+async def _provider_verdict(checker: Checker, url: str, engine: str) -> CheckResult:
+    try:
+        return await checker.check(url, engine)
+    except ProviderError as exc:
+        if exc.fatal:
+            raise JobFailed(exc.code, exc.message) from None
+        return CheckResult(url, "failed", checker.name, exc.code, exc.message)
+
+
+async def run(ctx: JobContext) -> None:
+    params = ctx.params
+    assert isinstance(params, IndexCheckParams)
+    checker = providers.checker_for(ctx.settings, params.engine)
+
+    async def one(item: ItemRecord) -> ItemResult:
+        # Fetch the page while the provider answers; if the provider call ends the job, the
+        # fetch is cancelled and awaited rather than left running against a closing client.
+        inspecting = asyncio.create_task(fetcher.inspect(item.input))
+        try:
+            verdict = await _provider_verdict(checker, item.input, params.engine)
+        except BaseException:
+            inspecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await inspecting
+            raise
+        diagnostics = await inspecting
+        result = {
+            "provider": verdict.provider,
+            "provider_detail": verdict.detail,
+            "diagnostics": diagnostics.to_dict(),
+        }
+        if verdict.status == "failed":
+            return ItemResult.error(
+                verdict.error_code or UPSTREAM_ERROR, verdict.error_message or "", result=result
+            )
+        return ItemResult(outcome=verdict.status, result=result)
+
+    try:
+        async with Fetcher(ctx.settings) as fetcher:
+            await ctx.run_items(one, concurrency=ctx.settings.index_check_concurrency)
+    finally:
+        await providers.close(checker)
+
+
+KIND = Kind(
+    NAME,
+    IndexCheckParams,
+    run,
+    items=item_urls,
+    description="Check whether URLs are indexed, with indexability diagnostics per URL.",
+)

@@ -1,0 +1,58 @@
+"""URL lists as index jobs take them: validated one by one (errors name the index), deduped."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+MAX_URLS = 10_000
+MAX_URL_LENGTH = 2_048
+
+Engine = Literal["google", "bing", "yandex"]
+
+
+def check_url(value: str) -> str:
+    value = value.strip()
+    if len(value) > MAX_URL_LENGTH:
+        raise ValueError(f"URL longer than {MAX_URL_LENGTH} characters")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ValueError(f"not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError("must be an absolute http:// or https:// URL")
+    if not parts.hostname:
+        raise ValueError("URL has no host")
+    if any(c.isspace() for c in value):
+        raise ValueError("URL contains whitespace")
+    return value
+
+
+Url = Annotated[str, AfterValidator(check_url)]
+
+
+class UrlListParams(BaseModel):
+    """Base of every kind that takes a list of URLs (one item per URL)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    urls: list[Url] = Field(min_length=1, max_length=MAX_URLS)
+    engine: Engine = "google"
+    # Filled in by validation: how many duplicate URLs were dropped (order is kept).
+    duplicates_removed: int = 0
+
+    @model_validator(mode="after")
+    def _dedupe(self) -> UrlListParams:
+        seen: dict[str, None] = dict.fromkeys(self.urls)
+        removed = len(self.urls) - len(seen)
+        if removed:
+            self.urls = list(seen)
+            self.duplicates_removed += removed
+        return self
+
+
+def item_urls(params: UrlListParams) -> list[str]:
+    return list(params.urls)

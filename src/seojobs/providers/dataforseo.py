@@ -1,0 +1,228 @@
+"""DataForSEO Live SERP: a ``site:`` query on Google, Bing or Yandex, then a URL match.
+
+Wire format (reference/providers.md §5.3): ``POST {base}/v3/serp/<engine>/organic/live/regular``
+with HTTP Basic ``login:password`` and a JSON array of one task ``{"keyword", "location_code",
+"language_code", "depth"}``. The answer is an envelope with ``status_code`` at request level and
+at task level; results are ``tasks[0].result[0].items[]`` with ``type == "organic"`` and ``url``.
+The regular endpoint is used because only organic URLs matter and its items are fewer; the
+Live mode because a check is one synchronous call (no task_post/tasks_ready polling).
+
+Status mapping (both levels; HTTP is 200 except 401/402/404/500):
+
+=========================  =====================================================================
+20000                      ok: match the organic URLs
+40102 "No Search Results"  not indexed (the engine listed nothing for the query)
+HTTP 401, 40100            raise ``provider_auth_failed`` (fatal)
+HTTP 402, 402xx            raise ``provider_quota_exhausted`` (fatal: balance, cost limit, ...)
+40202 (rate limit/minute)  retry; after the retries raise ``upstream_error``
+40101 (engine error)       retry (DataForSEO's advice); after the retries raise ``upstream_error``
+HTTP 5xx, 5xxxx            retry; after the retries raise ``upstream_error``
+HTTP 404                   raise ``provider_rejected`` (fatal: the base URL or path is wrong)
+other codes                result ``failed`` / ``provider_rejected`` with the status message
+=========================  =====================================================================
+
+A malformed answer is a ``failed`` / ``malformed_response`` result, never an exception. Building
+the checker without SEOJOBS_DATAFORSEO_LOGIN and _PASSWORD raises ProviderNotConfigured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from seojobs.providers.base import (
+    AUTH_FAILED,
+    MALFORMED_RESPONSE,
+    QUOTA_EXHAUSTED,
+    REJECTED,
+    UPSTREAM_ERROR,
+    CheckResult,
+    ProviderError,
+    ProviderNotConfigured,
+    error_for_status,
+    http_client,
+    with_retries,
+)
+from seojobs.providers.urlmatch import MatchOptions, match, site_query
+from seojobs.settings import Settings
+
+OK = 20000
+NO_RESULTS = 40102
+_RETRYABLE = frozenset({40101, 40202})
+
+
+class _Malformed(Exception):
+    """The answer is not of the documented shape; becomes a ``malformed_response`` result."""
+
+
+class DataForSeoChecker:
+    name = "dataforseo"
+    engines = frozenset({"google", "bing", "yandex"})
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: httpx.AsyncClient | None = None,
+        options: MatchOptions | None = None,
+        location_code: int = 2840,
+        language_code: str = "en",
+        depth: int = 10,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """``client``: a shared client (the caller closes it); else one of its own (aclose).
+
+        ``location_code`` 2840 is the United States; DataForSEO requires a location.
+        """
+        login, password = settings.dataforseo_login, settings.dataforseo_password
+        if not login or not password:
+            names = ("dataforseo_login", "dataforseo_password")
+            raise ProviderNotConfigured(
+                self.name, [n for n, v in zip(names, (login, password), strict=True) if not v]
+            )
+        self._settings = settings
+        self._auth = (login, password)
+        self._own_client = client is None
+        self._client = client if client is not None else http_client(settings)
+        self._options = options
+        self._task = {
+            "location_code": location_code,
+            "language_code": language_code,
+            "depth": depth,
+        }
+        self._sleep = sleep
+
+    async def check(self, url: str, engine: str) -> CheckResult:
+        if engine not in self.engines:
+            raise ProviderError(
+                REJECTED, f"dataforseo checks {sorted(self.engines)}, not {engine!r}", fatal=True
+            )
+        try:
+            query = site_query(url)
+        except ValueError as exc:  # refuse before spending a paid task
+            return CheckResult(url, "failed", self.name, REJECTED, str(exc))
+        base = self._settings.dataforseo_base_url.rstrip("/")
+        endpoint = f"{base}/v3/serp/{engine}/organic/live/regular"
+        # DataForSEO URL-decodes the keyword, so a literal "%" or "+" must be sent escaped.
+        task = {"keyword": query.replace("%", "%25").replace("+", "%2B"), **self._task}
+        detail: dict[str, Any] = {"query": query, "engine": engine}
+        try:
+            return await with_retries(
+                lambda: self._attempt(endpoint, task, url, detail),
+                retries=self._settings.provider_retries,
+                backoff=self._settings.provider_backoff,
+                sleep=self._sleep,
+            )
+        except httpx.DecodingError as exc:  # a body its Content-Encoding cannot decode
+            message = f"dataforseo answered in an unexpected shape: undecodable body ({exc})"
+            return CheckResult(url, "failed", self.name, MALFORMED_RESPONSE, message, detail)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client unless the caller passed its own."""
+        if self._own_client:
+            await self._client.aclose()
+
+    async def _attempt(
+        self, endpoint: str, task: dict[str, Any], url: str, detail: dict[str, Any]
+    ) -> CheckResult:
+        response = await self._client.post(endpoint, json=[task], auth=self._auth)
+        detail = dict(detail)  # a fresh copy per attempt
+        error = _http_error(response)
+        if error is not None:
+            if error.code != REJECTED or error.fatal:
+                raise error
+            return CheckResult(url, "failed", self.name, REJECTED, error.message, detail)
+        try:
+            links = self._links(response, detail)
+        except _Malformed as exc:
+            message = f"dataforseo answered in an unexpected shape: {exc}"
+            return CheckResult(url, "failed", self.name, MALFORMED_RESPONSE, message, detail)
+        except _Rejected as exc:
+            return CheckResult(url, "failed", self.name, REJECTED, str(exc), detail)
+        if links is None:
+            return CheckResult(url, "not_indexed", self.name, detail={**detail, "results": 0})
+        found = match(url, links, self._options)
+        return CheckResult(
+            url,
+            "indexed" if found.listed else "not_indexed",
+            self.name,
+            detail={**detail, **found.detail()},
+        )
+
+    def _links(self, response: httpx.Response, detail: dict[str, Any]) -> list[object] | None:
+        """The organic URLs, or None for "No Search Results"; raises for other status codes."""
+        body = _object(_json(response), "the body")
+        _raise_for_code(body, "request")
+        tasks = body.get("tasks")
+        if not isinstance(tasks, list) or not tasks:
+            raise _Malformed("tasks is not a non-empty list")
+        task = _object(tasks[0], "tasks[0]")
+        for key in ("id", "cost"):
+            if key in task:
+                detail["task_" + key] = task[key]
+        if _raise_for_code(task, "task") == NO_RESULTS:
+            return None
+        results = task.get("result")
+        if not isinstance(results, list) or not results:
+            raise _Malformed("tasks[0].result is not a non-empty list")
+        result = _object(results[0], "tasks[0].result[0]")
+        if isinstance(result.get("check_url"), str):
+            detail["check_url"] = result["check_url"]
+        items = result.get("items") or []  # null when the page held no items
+        if not isinstance(items, list):
+            raise _Malformed("items is not a list")
+        return [i.get("url") for i in items if isinstance(i, dict) and i.get("type") == "organic"]
+
+
+class _Rejected(Exception):
+    """DataForSEO refused this task (a bad field, an unsupported query): a per-URL failure."""
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:  # also UnicodeDecodeError
+        raise _Malformed("the body is not JSON") from exc
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"{what} is not a JSON object")
+    return value
+
+
+def _raise_for_code(envelope: dict[str, Any], level: str) -> int:
+    """Check a ``status_code``; returns it when it is OK or NO_RESULTS (task level only)."""
+    code = envelope.get("status_code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise _Malformed(f"the {level} status_code is {code!r}")
+    if code == OK or (code == NO_RESULTS and level == "task"):
+        return code
+    message = f"dataforseo {level} status {code}: {envelope.get('status_message')!r}"
+    if code in _RETRYABLE or code >= 50000:
+        raise ProviderError(UPSTREAM_ERROR, message, retryable=True)
+    if code == 40100:
+        raise ProviderError(AUTH_FAILED, message, fatal=True)
+    if 40200 <= code < 40300:
+        raise ProviderError(QUOTA_EXHAUSTED, message, fatal=True)
+    raise _Rejected(message)
+
+
+def _http_error(response: httpx.Response) -> ProviderError | None:
+    status = response.status_code
+    snippet = response.text[:300]
+    if status == 402:
+        return ProviderError(
+            QUOTA_EXHAUSTED, f"dataforseo billing refused (402): {snippet}", status=402, fatal=True
+        )
+    if status == 404:
+        return ProviderError(
+            REJECTED,
+            f"dataforseo has no such endpoint (404; check SEOJOBS_DATAFORSEO_BASE_URL): {snippet}",
+            status=404,
+            fatal=True,
+        )
+    return error_for_status(response, "dataforseo")
