@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     )
     rate_limit: str = "120/minute"
     rate_limit_storage: str = "memory://"
+    max_body_bytes: int = Field(
+        default=22_000_000, gt=0, description="Request body cap (10,000 URLs of 2,048 chars fit)."
+    )
+    idempotency_ttl_seconds: float = Field(default=86400, gt=0)
     allow_private_networks: bool = False
     day_seconds: float = Field(default=86400, gt=0)
     lease_seconds: float = Field(

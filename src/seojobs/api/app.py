@@ -13,7 +13,10 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from seojobs import __version__
-from seojobs.api.problems import problem
+from seojobs.api import problems
+from seojobs.api.middleware import BodyLimit, RateLimitHeaders
+from seojobs.api.ratelimit import RateLimiter
+from seojobs.api.v1 import router as v1_router
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services
@@ -52,12 +55,21 @@ def create_app(
     app = FastAPI(
         title="seojobs",
         version=__version__,
-        description="SEO work as background jobs: submit, then poll until completed or failed.",
+        description=(
+            "SEO work as background jobs: submit, then poll until the job is `completed` or "
+            "`failed`. Authenticate with your API key in `Authorization` (raw or `Bearer`) or "
+            "`X-API-Key`. One rate limit per user covers every endpoint."
+        ),
         lifespan=lifespan,
     )
     app.state.settings = settings
     app.state.db = db
     app.state.services = services
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
+    problems.install(app)
+    app.include_router(v1_router)
+    app.add_middleware(RateLimitHeaders)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
     @app.get("/healthz", operation_id="healthz", tags=["health"])
     def healthz() -> dict[str, str]:
@@ -72,9 +84,11 @@ def create_app(
                 conn.execute(text("SELECT 1"))
             current = migrate.is_current(db)
         except Exception as exc:
-            return problem(503, "Database unavailable", str(exc), code="database_unavailable")
+            return problems.problem(
+                503, "Database unavailable", str(exc), code="database_unavailable"
+            )
         if not current:
-            return problem(
+            return problems.problem(
                 503, "Schema out of date", "run `seojobs migrate`", code="schema_out_of_date"
             )
         return JSONResponse({"status": "ready", "database": db.dialect})

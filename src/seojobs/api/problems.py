@@ -1,23 +1,124 @@
-"""RFC 9457 problem+json responses."""
+"""RFC 9457 problem+json: every error this API returns has this shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-PROBLEM_TYPE_BASE = "https://seojobs.dev/problems/"
+from seojobs.engine.registry import InvalidParams, UnknownKind
+from seojobs.services import NotFound
+
+PROBLEM_BASE = "https://seojobs.dev/problems/"
+MEDIA_TYPE = "application/problem+json"
+
+
+class Problem(Exception):
+    """Raise from a route to answer with a problem document."""
+
+    def __init__(
+        self,
+        status: int,
+        title: str,
+        detail: str | None = None,
+        *,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail or title)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.code = code
+        self.headers = headers or {}
+        self.extra = extra
 
 
 def problem(
-    status: int, title: str, detail: str | None = None, *, code: str | None = None, **extra: Any
+    status: int,
+    title: str,
+    detail: str | None = None,
+    *,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
 ) -> JSONResponse:
     body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + code if code else "about:blank",
+        "type": PROBLEM_BASE + code if code else "about:blank",
         "title": title,
         "status": status,
     }
     if detail:
         body["detail"] = detail
     body.update(extra)
-    return JSONResponse(body, status_code=status, media_type="application/problem+json")
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    # ("body", "urls", 3) -> "urls[3]"; the location prefix is implied by the request.
+    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def validation_problem(errors: list[dict[str, Any]]) -> JSONResponse:
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+    if len(errors) > 5:
+        detail += f"; and {len(errors) - 5} more"
+    return problem(422, "Invalid request", detail, code="validation_error", errors=errors)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into problem+json."""
+
+    @app.exception_handler(Problem)
+    async def _problem(request: Request, exc: Problem) -> JSONResponse:
+        return problem(
+            exc.status, exc.title, exc.detail, code=exc.code, headers=exc.headers, **exc.extra
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": _field(e.get("loc", ())), "message": str(e.get("msg", "invalid"))}
+            for e in exc.errors()
+        ]
+        return validation_problem(errors)
+
+    @app.exception_handler(InvalidParams)
+    async def _invalid_params(request: Request, exc: InvalidParams) -> JSONResponse:
+        return validation_problem(
+            [{"field": _field(_split(e["field"])), "message": e["message"]} for e in exc.errors]
+        )
+
+    @app.exception_handler(UnknownKind)
+    async def _unknown_kind(request: Request, exc: UnknownKind) -> JSONResponse:
+        return problem(422, "Unknown job kind", str(exc), code="unknown_kind")
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return problem(404, "Not found", f"{exc} does not exist", code="not_found")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers) if exc.headers else None
+        return problem(exc.status_code, _reason(exc.status_code), str(exc.detail), headers=headers)
+
+
+def _split(field: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in field.split(".")]
+
+
+def _reason(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from croniter import croniter
 
 from seojobs.settings import Settings
+from seojobs.store import idempotency, leaders
 from seojobs.store import jobs as job_sql
-from seojobs.store import leaders
 from seojobs.store import schedules as schedule_sql
 from seojobs.store.db import Database
 from seojobs.store.records import ScheduleRecord
@@ -86,6 +86,7 @@ def run_once(db: Database, settings: Settings, owner: str, now: datetime) -> Mai
     cutoff = now - timedelta(days=settings.retention_days)
     with db.write() as conn:
         report.pruned = job_sql.prune(conn, cutoff)
+        idempotency.prune(conn, now)
     if report.resumed or report.lost or report.fired or report.pruned:
         log.info(
             "maintenance: resumed=%d lost=%d fired=%d pruned=%d",

@@ -177,6 +177,8 @@ class Services:
         states: Sequence[str] | None = None,
         before_id: int | None = None,
         limit: int = 50,
+        ids: Sequence[int] | None = None,
+        updated_since: datetime | None = None,
     ) -> list[JobRecord]:
         if project_id is not None:
             project_ids = [self.project(user, project_id).id]
@@ -184,7 +186,14 @@ class Services:
             project_ids = [p.id for p in self.projects(user)]
         with self.db.read() as conn:
             return job_sql.list_for_projects(
-                conn, project_ids, kind=kind, states=states, before_id=before_id, limit=limit
+                conn,
+                project_ids,
+                kind=kind,
+                states=states,
+                before_id=before_id,
+                limit=limit,
+                ids=ids,
+                updated_since=updated_since,
             )
 
     def items(

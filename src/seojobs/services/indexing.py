@@ -129,10 +129,18 @@ def create(
     return job, created
 
 
-def follow_up(services: Services, job: JobRecord) -> JobRecord | None:
+def follow_ups(services: Services, jobs: list[JobRecord]) -> dict[int, JobRecord]:
+    """The follow-up check of each submission that asked for one, in one query."""
+    wanted = [j.id for j in jobs if j.kind == SUBMIT and j.params.get("checker")]
+    if not wanted:
+        return {}
     with services.db.read() as conn:
-        children = job_sql.children(conn, job.id, kind=CHECK)
-    return children[0] if children else None
+        found = job_sql.children(conn, wanted, kind=CHECK)
+    return {child.parent_id: child for child in found if child.parent_id is not None}
+
+
+def follow_up(services: Services, job: JobRecord) -> JobRecord | None:
+    return follow_ups(services, [job]).get(job.id)
 
 
 def _percent(part: int, whole: int) -> int:
@@ -153,8 +161,14 @@ def _common(job: JobRecord) -> dict[str, Any]:
     }
 
 
-def submission_status(services: Services, job: JobRecord) -> dict[str, Any]:
-    """The v1 index-submit status body (seed 000's field names)."""
+def submission_status(
+    services: Services, job: JobRecord, child: JobRecord | bool | None = True
+) -> dict[str, Any]:
+    """The v1 index-submit status body (seed 000's field names).
+
+    ``child`` is the follow-up check if the caller already has it (lists fetch them in one
+    query); True means look it up.
+    """
     if job.kind != SUBMIT:
         raise NotFound(f"job {job.id} is not an index submission")
     successful = job.counters.get("submitted", 0)
@@ -164,7 +178,9 @@ def submission_status(services: Services, job: JobRecord) -> dict[str, Any]:
         "success_percent": _percent(successful, job.items_done),
     }
     checker = job.params.get("checker")
-    child = follow_up(services, job) if checker else None
+    if child is True:
+        child = follow_up(services, job) if checker else None
+    assert child is None or isinstance(child, JobRecord)
     body |= {
         "scheduled_check_days": checker,
         "scheduled_check_status": child.state if child else None,

@@ -147,12 +147,18 @@ def list_for_projects(
     states: Sequence[str] | None = None,
     before_id: int | None = None,
     limit: int = 50,
+    ids: Sequence[int] | None = None,
+    updated_since: datetime | None = None,
 ) -> list[JobRecord]:
     query = select(jobs).where(jobs.c.project_id.in_(project_ids))
     if kind:
         query = query.where(jobs.c.kind == kind)
     if states:
         query = query.where(jobs.c.state.in_(states))
+    if ids is not None:
+        query = query.where(jobs.c.id.in_(ids))
+    if updated_since is not None:
+        query = query.where(jobs.c.updated_at >= updated_since)
     if before_id is not None:
         query = query.where(jobs.c.id < before_id)
     rows = conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))
@@ -433,8 +439,11 @@ def prune(conn: Connection, finished_before: datetime, limit: int = 5000) -> int
     return conn.execute(delete(jobs).where(jobs.c.id.in_(ids))).rowcount
 
 
-def children(conn: Connection, parent_id: int, *, kind: str | None = None) -> list[JobRecord]:
-    query = select(jobs).where(jobs.c.parent_id == parent_id)
+def children(
+    conn: Connection, parent_ids: int | Sequence[int], *, kind: str | None = None
+) -> list[JobRecord]:
+    wanted = [parent_ids] if isinstance(parent_ids, int) else list(parent_ids)
+    query = select(jobs).where(jobs.c.parent_id.in_(wanted))
     if kind:
         query = query.where(jobs.c.kind == kind)
     return [_job(r) for r in conn.execute(query.order_by(jobs.c.id))]

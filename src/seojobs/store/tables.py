@@ -152,6 +152,24 @@ job_items = Table(
 )
 Index("ix_job_items_open", job_items.c.job_id, job_items.c.state, job_items.c.seq)
 
+# HTTP Idempotency-Key records: the first answer to a POST, replayed to retries for 24 h.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("user_id", BigId, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("key", String(255), nullable=False),
+    Column("fingerprint", String(64), nullable=False),  # sha256 of method, path and body
+    Column("state", String(20), nullable=False),  # in_flight | done
+    Column("status_code", Integer, nullable=True),
+    Column("body", Text, nullable=True),
+    Column("headers", JSON, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    UniqueConstraint("user_id", "key"),
+)
+Index("ix_idempotency_keys_expires", idempotency_keys.c.expires_at)
+
 # One row per maintenance role; whoever holds an unexpired lease is the leader.
 leaders = Table(
     "leaders",

@@ -17,7 +17,8 @@ def lock_user(db: Database, conn: Connection, user_id: int) -> None:
 
 
 def urls_used(conn: Connection, user_id: int, kind: str, since: datetime) -> int:
-    """Items of ``kind`` jobs the user created since ``since``, minus those refused for quota."""
+    """URLs of ``kind`` jobs the user created since ``since`` (not counting jobs refused for
+    quota, nor follow-up checks spawned by a submission)."""
     refused = (jobs.c.state == "failed") & (jobs.c.error_code == "quota_exceeded")
     query = (
         select(func.coalesce(func.sum(jobs.c.items_total), 0))
@@ -26,6 +27,8 @@ def urls_used(conn: Connection, user_id: int, kind: str, since: datetime) -> int
             projects.c.user_id == user_id,
             jobs.c.kind == kind,
             jobs.c.created_at >= since,
+            # Follow-up checks are part of the submission that asked for them.
+            jobs.c.parent_id.is_(None),
             ~refused,
         )
     )

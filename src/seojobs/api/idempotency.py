@@ -1,0 +1,109 @@
+"""``Idempotency-Key`` on POSTs: same key and body replays the first answer; a different body
+is 422; a request still in flight is 409. Keys are scoped per user and live 24 hours."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+
+from seojobs.api.problems import Problem
+from seojobs.services import Services
+from seojobs.store import idempotency as store
+from seojobs.store.records import UserRecord
+
+MAX_KEY_LENGTH = 255
+IN_FLIGHT_SECONDS = 120  # a request that died in flight stops blocking its key after this
+HEADER = "Idempotency-Key"
+
+
+def _key(request: Request) -> str | None:
+    raw = request.headers.get(HEADER)
+    if raw is None:
+        return None
+    key = raw.strip()
+    # The draft sends a Structured-Field string ("..."); plain tokens are accepted too.
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        raise Problem(
+            400,
+            "Invalid Idempotency-Key",
+            f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable characters",
+            code="invalid_idempotency_key",
+        )
+    return key
+
+
+def fingerprint(request: Request, payload: Any) -> str:
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{request.method} {request.url.path}\n{canonical}".encode()).hexdigest()
+
+
+def run(
+    request: Request,
+    svc: Services,
+    user: UserRecord,
+    payload: Any,
+    produce: Callable[[], JSONResponse],
+) -> Response:
+    """Answer a POST through the idempotency record of its key (if it has one)."""
+    key = _key(request)
+    if key is None:
+        return produce()
+    settings = svc.settings
+    with svc.db.write() as conn:
+        outcome, stored = store.begin(
+            svc.db,
+            conn,
+            user_id=user.id,
+            key=key,
+            fingerprint=fingerprint(request, payload),
+            now=svc.clock(),
+            ttl=settings.idempotency_ttl_seconds,
+            in_flight_ttl=IN_FLIGHT_SECONDS,
+        )
+    if outcome == "mismatch":
+        raise Problem(
+            422,
+            "Idempotency-Key reused",
+            "this key was used with a different request; use a new key for a new request",
+            code="idempotency_key_reused",
+        )
+    if outcome == "in_flight":
+        raise Problem(
+            409,
+            "Request in progress",
+            "a request with this Idempotency-Key is still being processed; retry shortly",
+            code="idempotency_in_flight",
+            headers={"Retry-After": "1"},
+        )
+    if outcome == "replay" and stored is not None:
+        headers = {**stored.headers, "Idempotent-Replayed": "true"}
+        return Response(
+            stored.body,
+            status_code=stored.status_code,
+            headers=headers,
+            media_type="application/json",
+        )
+    try:
+        response = produce()
+    except BaseException:
+        with svc.db.write() as conn:
+            store.abandon(conn, user_id=user.id, key=key)
+        raise
+    kept = {k: v for k, v in response.headers.items() if k.lower() in ("location", "retry-after")}
+    with svc.db.write() as conn:
+        store.finish(
+            conn,
+            user_id=user.id,
+            key=key,
+            status_code=response.status_code,
+            body=bytes(response.body).decode(),
+            headers=kept,
+        )
+    return response

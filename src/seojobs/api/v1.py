@@ -1,0 +1,408 @@
+"""Seed 000's v1 indexing API: index-submit and index-check jobs, reports, usage."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from seojobs.api import idempotency, reports
+from seojobs.api.deps import Svc, User
+from seojobs.api.problems import Problem
+from seojobs.kinds.urls import MAX_URLS
+from seojobs.services import Services, indexing
+from seojobs.store.records import JobRecord, UserRecord
+
+router = APIRouter(prefix="/api/v1", tags=["v1 indexing"])
+
+KINDS = {"index-submit": indexing.SUBMIT, "index-check": indexing.CHECK}
+RETRY_AFTER = {"pending": 5, "processing": 10}
+MAX_WAIT = 30
+MAX_IDS = 1000
+
+
+class SubmitRequest(BaseModel):
+    urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
+    checker: int | None = Field(
+        default=None, ge=1, le=5, description="Check the URLs' index status N days later."
+    )
+    engine: Literal["google", "bing", "yandex"] = "google"
+    title: str | None = Field(default=None, max_length=500)
+
+
+class CheckRequest(BaseModel):
+    urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
+    engine: Literal["google", "bing", "yandex"] = "google"
+    title: str | None = Field(default=None, max_length=500)
+
+
+class JobError(BaseModel):
+    code: str
+    message: str | None
+
+
+class JobStatus(BaseModel):
+    job_id: int
+    status: str = Field(description="pending | processing | completed | failed")
+    title: str | None
+    total_urls: int
+    failed_count: int
+    progress_percent: int
+    created_at: datetime
+    completed_at: datetime | None
+    error: JobError | None
+
+
+class SubmitStatus(JobStatus):
+    submitted_urls: int
+    successful_count: int
+    success_percent: int
+    scheduled_check_days: int | None
+    scheduled_check_status: str | None
+    scheduled_check_at: datetime | None
+    scheduled_check_run_id: int | None
+
+
+class CheckStatus(JobStatus):
+    checked_urls: int
+    indexed_count: int
+    not_indexed_count: int
+
+
+class Created(BaseModel):
+    duplicates_removed: int = Field(description="Duplicate URLs dropped from the request.")
+
+
+class SubmitCreated(SubmitStatus, Created):
+    pass
+
+
+class CheckCreated(CheckStatus, Created):
+    pass
+
+
+class SubmitList(BaseModel):
+    jobs: list[SubmitStatus]
+    next_cursor: str | None
+
+
+class CheckList(BaseModel):
+    jobs: list[CheckStatus]
+    next_cursor: str | None
+
+
+class Quota(BaseModel):
+    limit: int
+    used: int
+    remaining: int
+    resets_at: datetime
+
+
+class Usage(BaseModel):
+    submit: Quota
+    check: Quota
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _body(svc: Services, job: JobRecord, child: JobRecord | bool | None = True) -> dict[str, Any]:
+    if job.kind == indexing.SUBMIT:
+        return indexing.submission_status(svc, job, child)
+    return indexing.check_status(job)
+
+
+def _job(svc: Services, user: UserRecord, kind: str, job_id: int) -> JobRecord:
+    job = svc.job(user, job_id)  # NotFound for unknown ids and other users' jobs
+    if job.kind != kind:
+        raise Problem(404, "Not found", f"job {job_id} does not exist", code="not_found")
+    return job
+
+
+def _headers(job: JobRecord) -> dict[str, str]:
+    if job.is_final:
+        return {}
+    return {"Retry-After": str(RETRY_AFTER.get(job.state, 10))}
+
+
+def _create(
+    request: Request, svc: Services, user: UserRecord, kind: str, body: BaseModel, path: str
+) -> Response:
+    payload = body.model_dump()
+    params = {k: v for k, v in payload.items() if k != "title" and v is not None}
+
+    def produce() -> JSONResponse:
+        job, _created = indexing.create(
+            svc,
+            user,
+            kind,
+            params,
+            title=payload.get("title"),
+        )
+        content = _body(svc, job) | {"duplicates_removed": job.params["duplicates_removed"]}
+        headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | _headers(job)
+        return JSONResponse(content, status_code=202, headers=headers)
+
+    return idempotency.run(request, svc, user, {"kind": kind, **payload}, produce)
+
+
+def _wait_seconds(prefer: str | None) -> float:
+    """``Prefer: wait=N`` (RFC 7240), capped at 30 s; anything unparseable means no wait."""
+    if not prefer:
+        return 0.0
+    for part in prefer.split(","):
+        name, _, value = part.strip().partition("=")
+        if name.strip().lower() == "wait":
+            try:
+                return max(0.0, min(float(value.strip().strip('"')), MAX_WAIT))
+            except ValueError:
+                return 0.0
+    return 0.0
+
+
+async def _status(
+    svc: Services, user: UserRecord, kind: str, job_id: int, prefer: str | None
+) -> Response:
+    job = await run_in_threadpool(_job, svc, user, kind, job_id)
+    wait = _wait_seconds(prefer)
+    if wait and not job.is_final:
+        # Long-poll: answer as soon as the job changes, or when the wait is over.
+        deadline = time.monotonic() + wait
+        seen = (job.state, job.updated_at)
+        while time.monotonic() < deadline:
+            await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+            job = await run_in_threadpool(_job, svc, user, kind, job_id)
+            if (job.state, job.updated_at) != seen:
+                break
+    body = await run_in_threadpool(_body, svc, job)
+    headers = _headers(job)
+    if wait:
+        headers["Preference-Applied"] = f"wait={int(wait)}"
+    return JSONResponse(body, headers=headers)
+
+
+def _list(
+    svc: Services,
+    user: UserRecord,
+    kind: str,
+    status: Sequence[str] | None,
+    ids: str | None,
+    updated_since: datetime | None,
+    cursor: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    id_list = _parse_ids(ids)
+    before = _parse_cursor(cursor)
+    found = svc.jobs(
+        user,
+        kind=kind,
+        states=status,
+        ids=id_list,
+        updated_since=updated_since,
+        before_id=before,
+        limit=limit + 1,
+    )
+    page, more = found[:limit], len(found) > limit
+    children = indexing.follow_ups(svc, page)
+    bodies = [_body(svc, job, children.get(job.id)) for job in page]
+    return {"jobs": bodies, "next_cursor": str(page[-1].id) if more and page else None}
+
+
+def _parse_ids(ids: str | None) -> list[int] | None:
+    if ids is None:
+        return None
+    parts = [p.strip() for p in ids.split(",") if p.strip()]
+    if len(parts) > MAX_IDS:
+        raise Problem(
+            422,
+            "Invalid request",
+            f"ids: at most {MAX_IDS} ids",
+            code="validation_error",
+            errors=[{"field": "ids", "message": f"at most {MAX_IDS} ids"}],
+        )
+    try:
+        return [int(p) for p in parts]
+    except ValueError:
+        raise Problem(
+            422,
+            "Invalid request",
+            "ids: comma-separated job ids",
+            code="validation_error",
+            errors=[{"field": "ids", "message": "comma-separated whole numbers"}],
+        ) from None
+
+
+def _parse_cursor(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    if not cursor.isdigit():
+        raise Problem(
+            422,
+            "Invalid request",
+            "cursor: use the next_cursor of a previous page",
+            code="validation_error",
+            errors=[{"field": "cursor", "message": "invalid cursor"}],
+        )
+    return int(cursor)
+
+
+StatusFilter = Annotated[
+    list[Literal["pending", "processing", "completed", "failed"]] | None,
+    Query(description="Only jobs in these states (repeat the parameter)."),
+]
+IdsFilter = Annotated[
+    str | None, Query(description=f"Comma-separated job ids (at most {MAX_IDS}).")
+]
+Since = Annotated[datetime | None, Query(description="Only jobs updated at or after this time.")]
+Cursor = Annotated[str | None, Query(description="next_cursor of the previous page.")]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Prefer = Annotated[
+    str | None, Header(description="`wait=N` (N ≤ 30): answer when the job changes or N s pass.")
+]
+Accept = Annotated[str | None, Header()]
+
+# -- index-submit -------------------------------------------------------------------------------
+
+
+@router.post(
+    "/index-submit/jobs",
+    status_code=202,
+    response_model=SubmitCreated,
+    operation_id="create_index_submit_job",
+)
+def create_submit(body: SubmitRequest, request: Request, user: User, svc: Svc) -> Response:
+    """Submit URLs for crawling. Answers 202 at once; poll the Location."""
+    return _create(request, svc, user, indexing.SUBMIT, body, "index-submit")
+
+
+@router.get("/index-submit/jobs", response_model=SubmitList, operation_id="list_index_submit_jobs")
+def list_submit(
+    user: User,
+    svc: Svc,
+    status: StatusFilter = None,
+    ids: IdsFilter = None,
+    updated_since: Since = None,
+    cursor: Cursor = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Submission jobs, newest first; filter by status, ids or updated_since to poll many."""
+    return _list(svc, user, indexing.SUBMIT, status, ids, updated_since, cursor, limit)
+
+
+@router.get(
+    "/index-submit/jobs/{job_id}",
+    response_model=SubmitStatus,
+    operation_id="get_index_submit_job",
+)
+async def get_submit(job_id: int, user: User, svc: Svc, prefer: Prefer = None) -> Response:
+    """A submission's status (200 in every state; `Retry-After` while not finished)."""
+    return await _status(svc, user, indexing.SUBMIT, job_id, prefer)
+
+
+@router.get(
+    "/index-submit/jobs/{job_id}/report",
+    operation_id="get_index_submit_report",
+    response_model=reports.ReportPage,
+    responses=reports.CSV_RESPONSE,
+)
+def report_submit(
+    job_id: int,
+    user: User,
+    svc: Svc,
+    cursor: Cursor = None,
+    limit: Limit = 500,
+    accept: Accept = None,
+) -> Response:
+    """One row per URL; JSON pages (cursor) or, with `Accept: text/csv`, the whole CSV."""
+    job = _job(svc, user, indexing.SUBMIT, job_id)
+    return reports.respond(svc, user, job, cursor, limit, accept)
+
+
+@router.post(
+    "/index-submit/jobs/{job_id}/cancel",
+    response_model=SubmitStatus,
+    operation_id="cancel_index_submit_job",
+)
+def cancel_submit(job_id: int, user: User, svc: Svc) -> dict[str, Any]:
+    """Stop a submission (and its pending follow-up check): it ends `failed`/`cancelled`."""
+    _job(svc, user, indexing.SUBMIT, job_id)
+    return _body(svc, svc.cancel_job(user, job_id))
+
+
+# -- index-check --------------------------------------------------------------------------------
+
+
+@router.post(
+    "/index-check/jobs",
+    status_code=202,
+    response_model=CheckCreated,
+    operation_id="create_index_check_job",
+)
+def create_check(body: CheckRequest, request: Request, user: User, svc: Svc) -> Response:
+    """Check whether URLs are indexed. Answers 202 at once; poll the Location."""
+    return _create(request, svc, user, indexing.CHECK, body, "index-check")
+
+
+@router.get("/index-check/jobs", response_model=CheckList, operation_id="list_index_check_jobs")
+def list_check(
+    user: User,
+    svc: Svc,
+    status: StatusFilter = None,
+    ids: IdsFilter = None,
+    updated_since: Since = None,
+    cursor: Cursor = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Check jobs, newest first; filter by status, ids or updated_since to poll many."""
+    return _list(svc, user, indexing.CHECK, status, ids, updated_since, cursor, limit)
+
+
+@router.get(
+    "/index-check/jobs/{job_id}", response_model=CheckStatus, operation_id="get_index_check_job"
+)
+async def get_check(job_id: int, user: User, svc: Svc, prefer: Prefer = None) -> Response:
+    """A check's status (200 in every state; `Retry-After` while not finished)."""
+    return await _status(svc, user, indexing.CHECK, job_id, prefer)
+
+
+@router.get(
+    "/index-check/jobs/{job_id}/report",
+    operation_id="get_index_check_report",
+    response_model=reports.ReportPage,
+    responses=reports.CSV_RESPONSE,
+)
+def report_check(
+    job_id: int,
+    user: User,
+    svc: Svc,
+    cursor: Cursor = None,
+    limit: Limit = 500,
+    accept: Accept = None,
+) -> Response:
+    """One row per URL with its verdict and indexability diagnostics; JSON pages or CSV."""
+    job = _job(svc, user, indexing.CHECK, job_id)
+    return reports.respond(svc, user, job, cursor, limit, accept)
+
+
+@router.post(
+    "/index-check/jobs/{job_id}/cancel",
+    response_model=CheckStatus,
+    operation_id="cancel_index_check_job",
+)
+def cancel_check(job_id: int, user: User, svc: Svc) -> dict[str, Any]:
+    """Stop a check: it ends `failed` with code `cancelled`."""
+    _job(svc, user, indexing.CHECK, job_id)
+    return _body(svc, svc.cancel_job(user, job_id))
+
+
+@router.get("/usage", response_model=Usage, operation_id="get_usage")
+def usage(user: User, svc: Svc) -> dict[str, Any]:
+    """Today's URL quota use (UTC day) and when it resets."""
+    return {name: quota.as_dict() for name, quota in indexing.usage(svc, user).items()}
