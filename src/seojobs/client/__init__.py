@@ -1,1 +1,46 @@
-"""The seojobs client: talks HTTP only, installable without the server extras."""
+"""The seojobs client: talks HTTP only, installable without the server extras.
+
+from seojobs.client import Client
+with Client("http://127.0.0.1:8000", api_key) as client:
+    job = client.submit(["https://example.com/"], engine="bing")
+    done = client.wait("index_submit", job.job_id)
+"""
+
+from seojobs.client.aio import AsyncClient
+from seojobs.client.errors import (
+    APIError,
+    AuthenticationError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    RateLimitedError,
+    SeojobsError,
+    ServerError,
+    TransportError,
+    WaitTimeout,
+)
+from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
+from seojobs.client.policy import PollPolicy
+from seojobs.client.sync import Client
+
+__all__ = [
+    "APIError",
+    "AsyncClient",
+    "AuthenticationError",
+    "CheckJob",
+    "Client",
+    "ConflictError",
+    "InvalidRequestError",
+    "Job",
+    "NotFoundError",
+    "PollPolicy",
+    "RateLimitedError",
+    "ReportRow",
+    "SeojobsError",
+    "ServerError",
+    "SubmitJob",
+    "TransportError",
+    "Usage",
+    "V2Task",
+    "WaitTimeout",
+]
