@@ -151,13 +151,11 @@ class StateFile:
     # -- reads -------------------------------------------------------------------------
 
     def get(self, local_id: int) -> Entry | None:
-        row = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM jobs WHERE local_id = ?", (local_id,)
-        ).fetchone()
+        row = self._conn.execute(_SELECT + " WHERE local_id = ?", (local_id,)).fetchone()
         return _entry(row) if row else None
 
     def entries(self, *, state: str | None = None, server: str | None = None) -> list[Entry]:
-        query = f"SELECT {_COLUMNS} FROM jobs WHERE 1 = 1"
+        query = _SELECT + " WHERE 1 = 1"
         args: list[Any] = []
         if state:
             query += " AND state = ?"
@@ -169,15 +167,16 @@ class StateFile:
 
     def find(self, server: str, kind: str, job_id: int) -> Entry | None:
         row = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM jobs WHERE server = ? AND kind = ? AND job_id = ?",
+            _SELECT + " WHERE server = ? AND kind = ? AND job_id = ?",
             (server, kind, job_id),
         ).fetchone()
         return _entry(row) if row else None
 
 
-_COLUMNS = (
-    "local_id, server, kind, idempotency_key, request, job_id, state, created_at, status,"
-    " result, follow_up_of"
+# Constant text only; every value goes in as a parameter.
+_SELECT = (
+    "SELECT local_id, server, kind, idempotency_key, request, job_id, state, created_at,"
+    " status, result, follow_up_of FROM jobs"
 )
 
 
