@@ -17,6 +17,7 @@ from seojobs.api import problems
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.v1 import router as v1_router
+from seojobs.api.v2 import router as v2_router
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services
@@ -68,6 +69,7 @@ def create_app(
     app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
     problems.install(app)
     app.include_router(v1_router)
+    app.include_router(v2_router)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
