@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from seojobs.client.cli_commands import register as register_client_commands
+
 if TYPE_CHECKING:
     from seojobs.settings import Settings
 
@@ -24,6 +26,9 @@ app = typer.Typer(
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 users_app = typer.Typer(help="Manage API users.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
+# Client commands (submit, check, wait, poll, report, jobs): client code only, see
+# seojobs.client.cli_commands.
+register_client_commands(app)
 
 
 SERVER_PACKAGES = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "pydantic_settings", "psycopg")

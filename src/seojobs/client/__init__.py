@@ -20,7 +20,8 @@ from seojobs.client.errors import (
     WaitTimeout,
 )
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
-from seojobs.client.policy import PollPolicy
+from seojobs.client.policy import PollPolicy, RetryPolicy
+from seojobs.client.scheduler import Scheduler
 from seojobs.client.sync import Client
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "PollPolicy",
     "RateLimitedError",
     "ReportRow",
+    "RetryPolicy",
+    "Scheduler",
     "SeojobsError",
     "ServerError",
     "SubmitJob",

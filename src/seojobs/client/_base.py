@@ -1,18 +1,23 @@
-"""What the sync and async clients share: requests, answers, errors and the wait machine.
+"""What the sync and async clients share: requests, answers, errors, pacing and the wait machine.
 
 Nothing here does I/O. The shells (``sync.Client``, ``aio.AsyncClient``) send the requests
-this module builds and feed the answers back, the way httpx keeps its logic out of its
-transports.
+this module builds, sleep for the delays it computes and feed the answers back, the way httpx
+keeps its logic out of its transports.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 import re
+import time
 import uuid
-from collections.abc import Generator, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -21,16 +26,18 @@ from pydantic import BaseModel
 from seojobs import __version__
 from seojobs.client import errors
 from seojobs.client.models import CheckJob, Job, SubmitJob
-from seojobs.client.policy import KNOWN, PollPolicy
+from seojobs.client.policy import KNOWN, PollPolicy, RetryPolicy
 
 log = logging.getLogger("seojobs.client")
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 MAX_IDS = 1000  # ids per list or v2 status request
 KIND_PATH = {"index_submit": "index-submit", "index_check": "index-check"}
 PATH_KIND = {v: k for k, v in KIND_PATH.items()}
-_RATELIMIT = re.compile(r'"?(?P<name>[^";]+)"?\s*;(?P<params>.*)')
+RETRYABLE = frozenset({502, 503, 504})
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 def kind_of(kind: str) -> str:
@@ -43,9 +50,6 @@ def kind_of(kind: str) -> str:
     return value
 
 
-T = TypeVar("T")
-
-
 def chunks(values: list[T], size: int) -> Iterator[list[T]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
@@ -55,24 +59,145 @@ def job_model(kind: str) -> type[Job]:
     return SubmitJob if kind == "index_submit" else CheckJob
 
 
+# -- Structured Fields (RFC 8941): just enough for the RateLimit fields -------------------------
+
+SFValue = str | int | float | bool
+SFMember = tuple[SFValue, dict[str, SFValue]]
+
+_SF_KEY = re.compile(r"[a-z*][a-z0-9_\-.*]*")
+_SF_STRING = re.compile(r'"((?:[^"\\\x00-\x1f\x7f]|\\["\\])*)"')
+_SF_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,3})?")
+_SF_TOKEN = re.compile(r"[A-Za-z*][A-Za-z0-9:/!#$%&'*+\-.^_`|~]*")
+_SF_BYTES = re.compile(r":[A-Za-z0-9+/=]*:")
+_SF_BOOLEAN = re.compile(r"\?[01]")
+
+
+def _sf_bare(text: str, pos: int) -> tuple[SFValue, int] | None:
+    if match := _SF_STRING.match(text, pos):
+        return re.sub(r"\\(.)", r"\1", match.group(1)), match.end()
+    if match := _SF_NUMBER.match(text, pos):
+        raw = match.group()
+        return (float(raw) if "." in raw else int(raw)), match.end()
+    if match := _SF_BOOLEAN.match(text, pos):
+        return match.group() == "?1", match.end()
+    for pattern in (_SF_TOKEN, _SF_BYTES):
+        if match := pattern.match(text, pos):
+            return match.group(), match.end()
+    return None
+
+
+def _sf_params(text: str, pos: int) -> tuple[dict[str, SFValue], int] | None:
+    params: dict[str, SFValue] = {}
+    while pos < len(text) and text[pos] == ";":
+        pos += 1
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        key = _SF_KEY.match(text, pos)
+        if key is None:
+            return None
+        pos = key.end()
+        value: SFValue = True
+        if pos < len(text) and text[pos] == "=":
+            bare = _sf_bare(text, pos + 1)
+            if bare is None:
+                return None
+            value, pos = bare
+        params[key.group()] = value
+    return params, pos
+
+
+def parse_sf_list(text: str | None) -> list[SFMember] | None:
+    """An RFC 8941 list of items with parameters; None when the field is malformed."""
+    if text is None:
+        return None
+    members: list[SFMember] = []
+    pos, end = 0, len(text)
+    while pos < end and text[pos] in " \t":
+        pos += 1
+    while pos < end:
+        bare = _sf_bare(text, pos)
+        if bare is None:
+            return None
+        item, pos = bare
+        parsed = _sf_params(text, pos)
+        if parsed is None:
+            return None
+        params, pos = parsed
+        members.append((item, params))
+        while pos < end and text[pos] in " \t":
+            pos += 1
+        if pos == end:
+            break
+        if text[pos] != ",":
+            return None
+        pos += 1
+        while pos < end and text[pos] in " \t":
+            pos += 1
+        if pos == end:
+            return None  # a trailing comma
+    return members
+
+
+def _whole(value: SFValue | None, *, positive: bool = False) -> int | None:
+    """A non-negative (or positive) sf-integer, else None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    if value < 0 or (positive and value == 0):
+        return None
+    return value
+
+
 @dataclass
 class RateLimitState:
-    """The budget the server last announced (IETF RateLimit fields), if any."""
+    """The budget the server last announced (IETF draft ``RateLimit-Policy``/``RateLimit``).
+
+    Malformed fields are ignored, as the draft requires of clients; with several policies the
+    most restrictive one (lowest quota per second) wins. ``observed_at`` is the client clock
+    when ``remaining``/``reset_in`` were read.
+    """
 
     limit: int | None = None
     window: float | None = None
     remaining: int | None = None
     reset_in: float | None = None
+    observed_at: float | None = None
+    policy_name: str | None = None
 
-    def update(self, headers: httpx.Headers) -> None:
-        policy = _parse_sf_params(headers.get("ratelimit-policy"))
-        if policy:
-            self.limit = _int(policy.get("q"), self.limit)
-            self.window = _float(policy.get("w"), self.window)
-        current = _parse_sf_params(headers.get("ratelimit"))
-        if current:
-            self.remaining = _int(current.get("r"), self.remaining)
-            self.reset_in = _float(current.get("t"), self.reset_in)
+    def update(self, headers: httpx.Headers, now: float | None = None) -> None:
+        self._update_policy(parse_sf_list(headers.get("ratelimit-policy")))
+        self._update_current(parse_sf_list(headers.get("ratelimit")), now)
+
+    def _update_policy(self, members: list[SFMember] | None) -> None:
+        best: tuple[float, str, int, int] | None = None
+        for name, params in members or ():
+            quota, window = _whole(params.get("q")), _whole(params.get("w"), positive=True)
+            if quota is None or window is None:
+                continue
+            candidate = (quota / window, str(name), quota, window)
+            if best is None or candidate[0] < best[0]:
+                best = candidate
+        if best is not None:
+            _, self.policy_name, self.limit, window = best
+            self.window = float(window)
+
+    def _update_current(self, members: list[SFMember] | None, now: float | None) -> None:
+        chosen: tuple[int, int | None] | None = None
+        for name, params in members or ():
+            remaining = _whole(params.get("r"))
+            if remaining is None:
+                continue
+            reset = _whole(params.get("t")) if "t" in params else None
+            if "t" in params and reset is None:
+                continue
+            if str(name) == self.policy_name:
+                chosen = (remaining, reset)
+                break
+            if chosen is None or remaining < chosen[0]:
+                chosen = (remaining, reset)
+        if chosen is not None:
+            self.remaining = chosen[0]
+            self.reset_in = float(chosen[1]) if chosen[1] is not None else None
+            self.observed_at = now
 
     @property
     def per_second(self) -> float | None:
@@ -80,44 +205,101 @@ class RateLimitState:
             return self.limit / self.window
         return None
 
-
-def _parse_sf_params(value: str | None) -> dict[str, str]:
-    # Malformed fields are ignored, as the draft requires of clients.
-    if not value:
-        return {}
-    match = _RATELIMIT.match(value.split(",")[0].strip())
-    if not match:
-        return {}
-    out = {}
-    for part in match.group("params").split(";"):
-        name, _, val = part.strip().partition("=")
-        if name and val:
-            out[name.strip()] = val.strip()
-    return out
+    def reset_left(self, now: float) -> float | None:
+        """Seconds left of the announced ``t`` (None when unknown or already over)."""
+        if self.reset_in is None or self.observed_at is None:
+            return None
+        left = self.observed_at + self.reset_in - now
+        return left if left > 0 else None
 
 
-def _int(value: str | None, default: int | None) -> int | None:
+class Budget:
+    """Client-side pacing shared by every call one client makes.
+
+    Never more requests within the server's window than its announced limit (counted from when
+    each answer arrived, so the server has certainly counted it by then), nothing while a 429's
+    Retry-After runs, and nothing while the server says ``r=0`` until its ``t`` has passed.
+    """
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self._done: deque[float] = deque(maxlen=keep)
+        self._in_flight = 0
+        self.blocked_until = float("-inf")
+
+    def delay(self, now: float, state: RateLimitState) -> float:
+        wait = self.blocked_until - now
+        if state.remaining == 0:
+            left = state.reset_left(now)
+            if left is not None:
+                wait = max(wait, left)
+        if state.limit and state.window:
+            while self._done and self._done[0] <= now - state.window:
+                self._done.popleft()
+            excess = len(self._done) + self._in_flight - state.limit + 1
+            if 0 < excess <= len(self._done):
+                wait = max(wait, self._done[excess - 1] + state.window - now)
+            elif excess > 0:
+                wait = max(wait, 0.05)  # every slot is in flight: look again shortly
+        return max(0.0, wait)
+
+    def begin(self) -> None:
+        self._in_flight += 1
+
+    def end(self, now: float) -> None:
+        self._in_flight = max(0, self._in_flight - 1)
+        self._done.append(now)
+
+    def hold(self, now: float, seconds: float) -> None:
+        self.blocked_until = max(self.blocked_until, now + seconds)
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Retry-After as seconds: delay-seconds or an HTTP-date; None when absent or malformed."""
+    if value is None:
+        return None
+    value = value.strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+        return float(value)
     try:
-        return int(value) if value is not None else default
-    except ValueError:
-        return default
-
-
-def _float(value: str | None, default: float | None) -> float | None:
-    try:
-        return float(value) if value is not None else default
-    except ValueError:
-        return default
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
+    return parse_retry_after(response.headers.get("retry-after"))
+
+
+_PROBLEM_MEMBERS = frozenset({"type", "title", "status", "detail", "instance", "errors", "code"})
+
+
+def error_from(response: httpx.Response) -> errors.APIError:
+    """The exception for an error answer, with the problem+json members when there are any."""
     try:
-        return max(0.0, float(value))
+        body: Any = response.json()
     except ValueError:
-        return None
+        body = None
+    problem: dict[str, Any] = body if isinstance(body, dict) else {}
+    cls = errors.error_class(response.status_code)
+    field_errors = problem.get("errors")
+    detail = problem.get("detail")
+    if not problem:
+        detail = response.text[:300] or None
+    return cls(
+        response.status_code,
+        str(problem.get("title") or response.reason_phrase or "Error"),
+        str(detail) if detail is not None else None,
+        type=str(problem.get("type") or "about:blank"),
+        instance=str(problem["instance"]) if problem.get("instance") else None,
+        code=str(problem["code"]) if problem.get("code") else None,
+        errors=field_errors if isinstance(field_errors, list) else None,
+        extensions={k: v for k, v in problem.items() if k not in _PROBLEM_MEMBERS},
+        retry_after=retry_after(response),
+        body=body,
+    )
 
 
 @dataclass
@@ -127,6 +309,7 @@ class Request:
     params: dict[str, Any] | list[tuple[str, Any]] | None = None
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    extra_time: float = 0.0  # added to the read timeout (a long poll is held this long)
 
 
 class Base:
@@ -139,19 +322,34 @@ class Base:
         *,
         timeout: float = 30.0,
         retries: int = 3,
+        retry_policy: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        pace: bool = True,
     ) -> None:
         self.base_url = (base_url or os.environ.get("SEOJOBS_URL") or DEFAULT_URL).rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("SEOJOBS_API_KEY")
         self.timeout = timeout
-        self.retries = retries
+        self.retry_policy = retry_policy or RetryPolicy(attempts=retries)
+        self.clock = clock
+        self.pace = pace
         self.rate_limit = RateLimitState()
+        self.budget = Budget()
+        self.rng = random.Random()
+        self.requests_sent = 0  # every HTTP attempt, retries included
         self._unknown_logged: set[str] = set()
+
+    @property
+    def retries(self) -> int:
+        return self.retry_policy.attempts
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": f"seojobs-client/{__version__}"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
+
+    def _timeout(self, request: Request) -> float | None:
+        return self.timeout + request.extra_time if request.extra_time else None
 
     # -- requests ----------------------------------------------------------------------
 
@@ -170,19 +368,26 @@ class Base:
             body["checker"] = checker
         if title is not None:
             body["title"] = title
-        # Always keyed: a POST retried after a lost answer must not make a second job.
+        # Always keyed, and the key made before the first send: a POST retried after a lost
+        # answer carries the same key and gets the same job back, not a second one.
         key = idempotency_key or str(uuid.uuid4())
         return Request(
             "POST",
             f"/api/v1/{KIND_PATH[kind]}/jobs",
             json=body,
-            headers={"Idempotency-Key": key},
+            headers={IDEMPOTENCY_HEADER: key},
         )
 
     @staticmethod
     def status_request(kind: str, job_id: int, long_poll: float = 0.0) -> Request:
-        headers = {"Prefer": f"wait={int(long_poll)}"} if long_poll >= 1 else {}
-        return Request("GET", f"/api/v1/{KIND_PATH[kind]}/jobs/{job_id}", headers=headers)
+        wait = int(long_poll)
+        headers = {"Prefer": f"wait={wait}"} if wait >= 1 else {}
+        return Request(
+            "GET",
+            f"/api/v1/{KIND_PATH[kind]}/jobs/{job_id}",
+            headers=headers,
+            extra_time=float(wait) if wait >= 1 else 0.0,
+        )
 
     @staticmethod
     def list_request(
@@ -213,29 +418,61 @@ class Base:
             headers=headers,
         )
 
+    @staticmethod
+    def cancel_request(kind: str, job_id: int) -> Request:
+        return Request("POST", f"/api/v1/{KIND_PATH[kind]}/jobs/{job_id}/cancel")
+
+    # -- pacing and retries ------------------------------------------------------------
+
+    def pace_delay(self) -> float:
+        """How long to hold the next request back (0 when pacing is off)."""
+        return self.budget.delay(self.clock(), self.rate_limit) if self.pace else 0.0
+
+    def retry_delay(
+        self, request: Request, attempt: int, error: errors.SeojobsError, *, retry_429: bool
+    ) -> float | None:
+        """Seconds to wait before trying ``request`` again, or None to give up with ``error``.
+
+        Connection errors and 502-504 are retried (a POST too: it carries its Idempotency-Key),
+        a 429 after at least its Retry-After, and a 409 of a keyed POST whose first try is
+        still being handled after its Retry-After.
+        """
+        if attempt >= self.retry_policy.attempts:
+            return None
+        backoff = self.retry_policy.delay(attempt, self.rng)
+        if isinstance(error, errors.TransportError):
+            return backoff
+        if not isinstance(error, errors.APIError):
+            return None
+        if isinstance(error, errors.RateLimitedError):
+            if not retry_429:
+                return None
+            told = error.retry_after
+            if told is None:
+                told = self.rate_limit.reset_left(self.clock()) or float(2**attempt)
+            return max(backoff, told)
+        if isinstance(error, errors.ServerError) and error.status in RETRYABLE:
+            return max(backoff, error.retry_after or 0.0)
+        keyed_post = request.method == "POST" and IDEMPOTENCY_HEADER in request.headers
+        if isinstance(error, errors.ConflictError) and keyed_post and error.retry_after is not None:
+            return max(backoff, error.retry_after)
+        return None
+
     # -- answers -----------------------------------------------------------------------
 
     def check(self, response: httpx.Response) -> httpx.Response:
         """Record the rate-limit fields; raise the matching APIError for an error status."""
-        self.rate_limit.update(response.headers)
+        now = self.clock()
+        self.rate_limit.update(response.headers, now)
         if response.status_code < 400:
             return response
-        body: Any = None
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        problem = body if isinstance(body, dict) else {}
-        cls = errors.error_class(response.status_code)
-        raise cls(
-            response.status_code,
-            str(problem.get("title") or response.reason_phrase or "Error"),
-            problem.get("detail") or (None if problem else response.text[:300] or None),
-            type=str(problem.get("type", "about:blank")),
-            errors=problem.get("errors") if isinstance(problem.get("errors"), list) else None,
-            retry_after=retry_after(response),
-            body=body,
-        )
+        error = error_from(response)
+        if isinstance(error, errors.RateLimitedError):
+            told = error.retry_after
+            if told is None:
+                told = self.rate_limit.reset_left(now) or 1.0
+            self.budget.hold(now, told)
+        raise error
 
     def job(self, kind: str, data: Any) -> Job:
         job = job_model(kind).model_validate(data)
@@ -262,25 +499,35 @@ class Outcome:
     job: Job | None = None
     rate_limited: errors.RateLimitedError | None = None
     transport: Exception | None = None
+    held: float = 0.0  # seconds the server held a long poll (Prefer: wait) before answering
 
 
 def wait_steps(
-    policy: PollPolicy, *, poll_first: bool, elapsed: Any
+    policy: PollPolicy,
+    *,
+    poll_first: bool,
+    elapsed: Callable[[], float],
+    rng: random.Random | None = None,
 ) -> Generator[Step, Outcome | None, Job]:
     """Yield ("poll", None) and ("sleep", s) steps until a poll returns a terminal job.
 
     After a submission (``poll_first=False``) the first poll comes ``policy.start`` seconds
     later and each unfinished poll multiplies the delay by ``policy.factor``; waiting on a job
-    of unknown state polls at once, then sleeps ``start``. A 429 doubles the delay and never
-    undercuts its Retry-After. ``elapsed()`` gives seconds since the wait began (an injected
-    clock); WaitTimeout, carrying the last job seen, is raised rather than sleeping past the
-    deadline.
+    of unknown state polls at once, then sleeps ``start``. A 429 multiplies the delay by
+    ``rate_limit_factor`` and the sleep never undercuts its Retry-After (jitter included). A
+    failed poll (connection, 5xx, after the client's own retries) counts as unfinished. Time
+    the server held a long poll is taken off the next sleep.
+
+    ``elapsed()`` gives seconds since the wait began (an injected clock). The machine never
+    sleeps past ``policy.deadline``: when the next sleep would cross it, it sleeps to the
+    deadline, polls one last time, then raises WaitTimeout carrying the last job seen.
     """
     delay = policy.start
     last: Job | None = None
-    grow = not poll_first
+    final = False
     if not poll_first:
-        yield from _sleep(policy, delay, elapsed, last)
+        final = yield from _pause(policy, delay, 0.0, elapsed, last, rng)
+    grow = not poll_first
     while True:
         outcome = yield ("poll", None)
         assert outcome is not None
@@ -288,22 +535,43 @@ def wait_steps(
             last = outcome.job
             if last.is_terminal:
                 return last
+        floor = 0.0
         if outcome.rate_limited is not None:
+            floor = outcome.rate_limited.retry_after or 0.0
             delay = policy.after_rate_limit(delay, outcome.rate_limited.retry_after)
         elif grow:
             delay = policy.after_unfinished(delay)
         grow = True
-        yield from _sleep(policy, delay, elapsed, last)
+        if final:
+            raise _timeout(policy, elapsed(), last)
+        pause = max(0.0, delay - outcome.held)
+        final = yield from _pause(policy, pause, floor, elapsed, last, rng)
 
 
-def _sleep(
-    policy: PollPolicy, delay: float, elapsed: Any, last: Job | None
-) -> Generator[Step, Outcome | None, None]:
+def _pause(
+    policy: PollPolicy,
+    delay: float,
+    floor: float,
+    elapsed: Callable[[], float],
+    last: Job | None,
+    rng: random.Random | None,
+) -> Generator[Step, Outcome | None, bool]:
+    """Sleep ``delay`` (jittered, never below ``floor``); True if the sleep ends at the deadline."""
     spent = float(elapsed())
-    if spent + delay > policy.deadline:
-        where = f"; last status {last.status!r}" if last else ""
-        raise errors.WaitTimeout(
-            f"job still not finished after {spent:.0f}s (deadline {policy.deadline:.0f}s){where}",
-            last,
-        )
-    yield ("sleep", policy.jittered(delay))
+    left = policy.deadline - spent
+    pause = policy.jittered(delay, rng, floor=floor)
+    if pause < left:
+        yield ("sleep", pause)
+        return False
+    if left <= 0 or floor > left:
+        raise _timeout(policy, spent, last)
+    yield ("sleep", left)
+    return True
+
+
+def _timeout(policy: PollPolicy, spent: float, last: Job | None) -> errors.WaitTimeout:
+    where = f"; last status {last.status!r}" if last else ""
+    return errors.WaitTimeout(
+        f"job still not finished after {spent:.0f}s (deadline {policy.deadline:.0f}s){where}",
+        last,
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -21,12 +20,12 @@ from seojobs.client._base import (
     wait_steps,
 )
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
-from seojobs.client.policy import PollPolicy
-
-RETRYABLE = (502, 503, 504)
+from seojobs.client.policy import PollPolicy, RetryPolicy
 
 
 class AsyncClient(Base):
+    """The asyncio twin of ``Client``: same requests, pacing, retries and wait machine."""
+
     def __init__(
         self,
         base_url: str | None = None,
@@ -34,13 +33,22 @@ class AsyncClient(Base):
         *,
         timeout: float = 30.0,
         retries: int = 3,
+        retry_policy: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        pace: bool = True,
     ) -> None:
-        super().__init__(base_url, api_key, timeout=timeout, retries=retries)
+        super().__init__(
+            base_url,
+            api_key,
+            timeout=timeout,
+            retries=retries,
+            retry_policy=retry_policy,
+            clock=clock,
+            pace=pace,
+        )
         self.sleep = sleep
-        self.clock = clock
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers()
         )
@@ -54,34 +62,50 @@ class AsyncClient(Base):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def send(self, request: Request, *, retry: bool = True) -> httpx.Response:
+    # -- plumbing ----------------------------------------------------------------------
+
+    async def send(
+        self, request: Request, *, retry: bool = True, retry_429: bool = True
+    ) -> httpx.Response:
         attempt = 0
         while True:
-            try:
-                response = await self._http.request(
-                    request.method,
-                    request.path,
-                    params=request.params,
-                    json=request.json,
-                    headers=request.headers,
-                )
-            except httpx.TransportError as exc:
-                if not retry or attempt >= self.retries:
-                    raise errors.TransportError(f"{request.method} {request.path}: {exc}") from exc
-                await self.sleep(_backoff(attempt))
-                attempt += 1
-                continue
-            try:
-                return self.check(response)
-            except (errors.RateLimitedError, errors.ServerError) as exc:
-                if (
-                    not retry
-                    or attempt >= self.retries
-                    or (isinstance(exc, errors.ServerError) and exc.status not in RETRYABLE)
-                ):
-                    raise
-                await self.sleep(max(_backoff(attempt), exc.retry_after or 0.0))
-                attempt += 1
+            outcome = await self._attempt(request)
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            wait = self.retry_delay(request, attempt, outcome, retry_429=retry_429)
+            if not retry or wait is None:
+                raise outcome
+            await self.sleep(wait)
+            attempt += 1
+
+    async def _attempt(self, request: Request) -> httpx.Response | errors.SeojobsError:
+        wait = self.pace_delay()
+        if wait > 0:
+            await self.sleep(wait)
+        timeout = self._timeout(request)
+        self.budget.begin()
+        self.requests_sent += 1
+        try:
+            response = await self._http.request(
+                request.method,
+                request.path,
+                params=request.params,
+                json=request.json,
+                headers=request.headers,
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        except httpx.TransportError as exc:
+            failure = errors.TransportError(f"{request.method} {request.path}: {exc}")
+            failure.__cause__ = exc
+            return failure
+        finally:
+            self.budget.end(self.clock())
+        try:
+            return self.check(response)
+        except errors.APIError as exc:
+            return exc
+
+    # -- v1 jobs -----------------------------------------------------------------------
 
     async def submit(
         self,
@@ -119,10 +143,12 @@ class AsyncClient(Base):
         assert isinstance(job, CheckJob)
         return job
 
-    async def get(self, kind: str, job_id: int, *, long_poll: float = 0.0) -> Job:
+    async def get(
+        self, kind: str, job_id: int, *, long_poll: float = 0.0, retry_429: bool = True
+    ) -> Job:
         kind = kind_of(kind)
-        response = await self.send(self.status_request(kind, job_id, long_poll), retry=False)
-        return self.job(kind, response.json())
+        request = self.status_request(kind, job_id, long_poll)
+        return self.job(kind, (await self.send(request, retry_429=retry_429)).json())
 
     async def jobs(
         self,
@@ -136,11 +162,11 @@ class AsyncClient(Base):
         if ids is not None:
             out: list[Job] = []
             for chunk in chunks(list(ids), MAX_IDS):
-                out.extend(await self._list(kind, chunk, status, MAX_IDS, everything=True))
+                out.extend(await self.list_pages(kind, chunk, status, MAX_IDS, everything=True))
             return out
-        return await self._list(kind, None, status, limit, everything=False)
+        return await self.list_pages(kind, None, status, limit, everything=False)
 
-    async def _list(
+    async def list_pages(
         self,
         kind: str,
         ids: Sequence[int] | None,
@@ -148,16 +174,21 @@ class AsyncClient(Base):
         limit: int,
         *,
         everything: bool,
+        retry_429: bool = True,
     ) -> list[Job]:
         out: list[Job] = []
         cursor: str | None = None
         while True:
             request = self.list_request(kind, ids=ids, status=status, cursor=cursor, limit=limit)
-            body = (await self.send(request)).json()
+            body = (await self.send(request, retry_429=retry_429)).json()
             out.extend(self.job(kind, item) for item in body["jobs"])
             cursor = body.get("next_cursor")
             if not cursor or (not everything and len(out) >= limit):
                 return out
+
+    async def cancel(self, kind: str, job_id: int) -> Job:
+        kind = kind_of(kind)
+        return self.job(kind, (await self.send(self.cancel_request(kind, job_id))).json())
 
     async def report(self, kind: str, job_id: int) -> AsyncIterator[ReportRow]:
         kind = kind_of(kind)
@@ -170,8 +201,29 @@ class AsyncClient(Base):
             if not cursor:
                 return
 
+    async def report_csv(self, kind: str, job_id: int) -> AsyncIterator[str]:
+        request = self.report_request(kind_of(kind), job_id, None, csv=True)
+        wait = self.pace_delay()
+        if wait > 0:
+            await self.sleep(wait)
+        self.requests_sent += 1
+        self.budget.begin()
+        try:
+            async with self._http.stream(
+                "GET", request.path, headers=request.headers, params=request.params
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                self.check(response)
+                async for text in response.aiter_text():
+                    yield text
+        finally:
+            self.budget.end(self.clock())
+
     async def usage(self) -> Usage:
         return Usage.model_validate((await self.send(Request("GET", "/api/v1/usage"))).json())
+
+    # -- waiting -----------------------------------------------------------------------
 
     async def wait(
         self,
@@ -184,7 +236,12 @@ class AsyncClient(Base):
         kind = kind_of(kind)
         policy = policy or PollPolicy.for_kind(kind)
         started = self.clock()
-        steps = wait_steps(policy, poll_first=poll_first, elapsed=lambda: self.clock() - started)
+        steps = wait_steps(
+            policy,
+            poll_first=poll_first,
+            elapsed=lambda: self.clock() - started,
+            rng=self.rng,
+        )
         outcome: Outcome | None = None
         try:
             while True:
@@ -200,12 +257,17 @@ class AsyncClient(Base):
             return result
 
     async def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome:
+        began = self.clock()
         try:
-            return Outcome(job=await self.get(kind, job_id, long_poll=long_poll))
+            job = await self.get(kind, job_id, long_poll=long_poll, retry_429=False)
         except errors.RateLimitedError as exc:
             return Outcome(rate_limited=exc)
         except (errors.TransportError, errors.ServerError) as exc:
             return Outcome(transport=exc)
+        held = self.clock() - began if long_poll >= 1 else 0.0
+        return Outcome(job=job, held=held)
+
+    # -- v2 ----------------------------------------------------------------------------
 
     async def v2_status(self, engine: str, task_type: str, task_ids: Sequence[str]) -> list[V2Task]:
         out: list[V2Task] = []
@@ -216,7 +278,3 @@ class AsyncClient(Base):
             body: dict[str, Any] = (await self.send(request)).json()
             out.extend(V2Task.model_validate(item) for item in body.get("result") or [])
         return out
-
-
-def _backoff(attempt: int) -> float:
-    return random.uniform(0, min(10.0, 0.5 * 2**attempt))

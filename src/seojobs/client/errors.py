@@ -14,7 +14,13 @@ class TransportError(SeojobsError):
 
 
 class APIError(SeojobsError):
-    """The server answered with an error (RFC 9457 problem+json when it could)."""
+    """The server answered with an error (RFC 9457 problem+json when it could).
+
+    ``type``, ``title``, ``status``, ``detail`` and ``instance`` are the RFC 9457 members;
+    ``code`` is the short name of the problem (the ``code`` member, else the last segment of
+    ``type``); ``errors`` lists field errors; ``extensions`` holds any other members (e.g.
+    ``violated_policies``); ``retry_after`` is the Retry-After in seconds, if sent.
+    """
 
     def __init__(
         self,
@@ -23,7 +29,10 @@ class APIError(SeojobsError):
         detail: str | None = None,
         *,
         type: str = "about:blank",
+        instance: str | None = None,
+        code: str | None = None,
         errors: list[dict[str, Any]] | None = None,
+        extensions: dict[str, Any] | None = None,
         retry_after: float | None = None,
         body: Any = None,
     ) -> None:
@@ -33,9 +42,19 @@ class APIError(SeojobsError):
         self.title = title
         self.detail = detail
         self.type = type
+        self.instance = instance
+        self.code = code if code is not None else _code_of(type)
         self.errors = errors or []
+        self.extensions = extensions or {}
         self.retry_after = retry_after
         self.body = body
+
+
+def _code_of(type_uri: str) -> str | None:
+    if not type_uri or type_uri == "about:blank":
+        return None
+    tail = type_uri.rstrip("/").rpartition("/")[2]
+    return tail.rpartition("#")[2] or None
 
 
 class AuthenticationError(APIError):

@@ -1,30 +1,48 @@
-"""Waiting on many jobs at once: one timer, batched reads, a share of the server's budget.
+"""Waiting on many jobs at once: one staggered timer, batched reads, a share of the budget.
 
 Seed 000 warns that one polling loop per job burns the shared 120 requests/minute (20 jobs
-every 10 s already use all of it). This scheduler instead reads every open job of a kind in
-one request (the v1 list with ``ids=``, 1,000 ids a request) on a single timer whose period is
-set by the budget: at most ``share`` of the server's announced limit (``RateLimit-Policy``,
-120/minute when absent). The period starts at ``min_period`` and stretches x1.5 while nothing
-changes (long jobs don't cost a request every few seconds for hours), back to ``min_period``
-when a job moves. A 429 pauses everything for at least its Retry-After and halves the share.
+every 10 s already use all of it). This scheduler instead reads the open jobs of a kind with
+one request per 1,000 (the v1 list with ``ids=``). The requests of a round are spread evenly
+over the round's period on a single timer ("staggered") rather than fired in a burst.
+
+How often: a round takes ``min_period`` while jobs are moving and stretches x1.5 per quiet
+round up to ``max_period`` (long jobs don't cost a request every few seconds for hours). Two
+floors keep it inside the budget: at most ``share`` of the server's announced limit
+(``RateLimit-Policy``, 120/minute when absent), and, when the server says only ``r`` requests
+are left for ``t`` seconds (``RateLimit``), at most ``share`` of those ``r`` within ``t`` --
+which also leaves room for other processes on the same key. A 429 pauses the timer for at
+least its Retry-After and halves ``share``; it recovers slowly over clean rounds.
 
 A submission created with ``checker`` is followed to its scheduled check: it stays open until
-the check has finished, then the check itself is reported through ``on_done`` as well.
+the check has finished (not polled at all before ``scheduled_check_at``), then the check itself
+is read and reported through ``on_done`` as well.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from seojobs.client import errors
 from seojobs.client._base import MAX_IDS, chunks, kind_of
 from seojobs.client.models import Job, SubmitJob
 from seojobs.client.sync import Client
 
+log = logging.getLogger("seojobs.client")
+
 DEFAULT_LIMIT = 120
 DEFAULT_WINDOW = 60.0
+MIN_SHARE = 0.05
+STRETCH = 1.5  # period growth per quiet round
+RECOVER = 1.1  # share growth per clean round, back up to the initial share
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -33,14 +51,18 @@ class Tracked:
     job_id: int
     last: Job | None = None
     follow_up_of: int | None = None  # for a scheduled check: its submission's id
+    not_before: float | None = None  # clock time before which it is not read (check not due)
 
 
 @dataclass
 class Stats:
-    requests: int = 0
-    rate_limited: int = 0
+    requests: int = 0  # HTTP requests made, retries included
+    rate_limited: int = 0  # 429 answers seen
+    errors: int = 0  # reads that failed after the client's own retries
     finished: int = 0
-    periods: list[float] = field(default_factory=list)
+    rounds: int = 0
+    missing: int = 0  # ids the server no longer knows (pruned, or not this key's)
+    periods: list[float] = field(default_factory=list)  # every sleep between two ticks
 
 
 class Scheduler:
@@ -53,19 +75,30 @@ class Scheduler:
         max_period: float = 60.0,
         on_done: Callable[[Job], None] | None = None,
         on_update: Callable[[Job], None] | None = None,
+        wall: Callable[[], datetime] = _utcnow,
     ) -> None:
         if not 0 < share <= 1:
             raise ValueError("share: must be in (0, 1]")
+        if not 0 < min_period <= max_period:
+            raise ValueError("periods: need 0 < min_period <= max_period")
         self.client = client
         self.share = share
+        self.initial_share = share
         self.min_period = min_period
         self.max_period = max_period
         self.on_done = on_done
         self.on_update = on_update
+        self.wall = wall
         self.open: dict[tuple[str, int], Tracked] = {}
         self.done: dict[tuple[str, int], Job] = {}
+        self.missing: set[tuple[str, int]] = set()
         self.stats = Stats()
         self.period = min_period
+        self._queue: deque[tuple[str, list[int]]] = deque()
+        self._round_size = 0
+        self._round_changed = False
+        self._round_limited = False
+        self._failures = 0
 
     # -- what to watch -----------------------------------------------------------------
 
@@ -81,6 +114,19 @@ class Scheduler:
 
     # -- budget ------------------------------------------------------------------------
 
+    def gap(self, now: float | None = None) -> float:
+        """The shortest time between two of our requests that keeps us within our share."""
+        now = self.client.clock() if now is None else now
+        state = self.client.rate_limit
+        limit = state.limit or DEFAULT_LIMIT
+        window = state.window or DEFAULT_WINDOW
+        gap = window / (self.share * limit)
+        left = state.reset_left(now)
+        if state.remaining is not None and left is not None:
+            spare = self.share * state.remaining
+            gap = max(gap, left / spare if spare > 0 else left)
+        return gap
+
     def requests_per_round(self) -> int:
         counts: dict[str, int] = {}
         for tracked in self.open.values():
@@ -88,25 +134,60 @@ class Scheduler:
         return sum(math.ceil(n / MAX_IDS) for n in counts.values())
 
     def budget_period(self) -> float:
-        """The shortest period that keeps a round within our share of the budget."""
-        limit = self.client.rate_limit.limit or DEFAULT_LIMIT
-        window = self.client.rate_limit.window or DEFAULT_WINDOW
-        per_second = self.share * limit / window
-        return self.requests_per_round() / per_second if per_second > 0 else self.max_period
+        """The shortest round that keeps a round of reads within our share of the budget."""
+        return self.requests_per_round() * self.gap()
 
-    # -- one round ---------------------------------------------------------------------
+    # -- reading -----------------------------------------------------------------------
 
-    def poll_once(self) -> bool:
-        """Read every open job once (batched). True if any job changed."""
+    def _due(self, now: float) -> list[tuple[str, list[int]]]:
         by_kind: dict[str, list[int]] = {}
         for tracked in self.open.values():
-            by_kind.setdefault(tracked.kind, []).append(tracked.job_id)
+            if tracked.not_before is None or tracked.not_before <= now:
+                by_kind.setdefault(tracked.kind, []).append(tracked.job_id)
+        return [
+            (kind, chunk)
+            for kind, ids in sorted(by_kind.items())
+            for chunk in chunks(sorted(ids), MAX_IDS)
+        ]
+
+    def _read(self, kind: str, ids: list[int], *, drop_missing: bool = True) -> bool:
+        """One batched read (one request for up to 1,000 ids). True if any job changed.
+
+        Ids the server does not return (pruned after their retention, or not this key's jobs)
+        would never finish: they go into ``missing`` and, with ``drop_missing``, stop being
+        read.
+        """
+        before = self.client.requests_sent
+        try:
+            jobs = self.client.list_pages(
+                kind, ids, None, MAX_IDS, everything=True, retry_429=False
+            )
+        finally:
+            self.stats.requests += self.client.requests_sent - before
         changed = False
-        for kind, ids in by_kind.items():
-            for chunk in chunks(sorted(ids), MAX_IDS):
-                self.stats.requests += 1
-                for job in self.client.jobs(kind, ids=chunk):
-                    changed |= self._update(kind, job)
+        seen = set()
+        for job in jobs:
+            seen.add(job.job_id)
+            changed |= self._update(kind, job)
+        for job_id in sorted(set(ids) - seen):
+            key = (kind, job_id)
+            if key not in self.missing:
+                log.warning("%s job %s is unknown to the server", kind, job_id)
+                self.missing.add(key)
+                self.stats.missing += 1
+            if drop_missing:
+                self.open.pop(key, None)
+        return changed
+
+    def poll_once(self) -> bool:
+        """Read every due job once, back to back. True if any job changed.
+
+        Unknown ids stay in ``open`` (with ``last`` None) for the caller to inspect; they are
+        listed in ``missing`` and dropped by the timer (``tick``/``run``).
+        """
+        changed = False
+        for kind, ids in self._due(self.client.clock()):
+            changed |= self._read(kind, ids, drop_missing=False)
         return changed
 
     def _update(self, kind: str, job: Job) -> bool:
@@ -119,7 +200,7 @@ class Scheduler:
         moved = before is None or _fingerprint(before) != _fingerprint(job)
         if moved and self.on_update:
             self.on_update(job)
-        if not job.is_terminal or self._awaiting_follow_up(job):
+        if not job.is_terminal or self._awaiting_follow_up(tracked, job):
             return moved
         del self.open[key]
         self.done[key] = job
@@ -128,19 +209,76 @@ class Scheduler:
             self.on_done(job)
         return True
 
-    def _awaiting_follow_up(self, job: Job) -> bool:
-        """A finished submission with a scheduled check stays open until the check ends;
-        then the check is added to the watch so its result is saved too."""
+    def _awaiting_follow_up(self, tracked: Tracked, job: Job) -> bool:
+        """A finished submission with a scheduled check stays open until the check ends (and
+        is not read again before the check is due); then the check is watched too."""
         if not isinstance(job, SubmitJob) or not job.scheduled_check_days:
             return False
         if job.scheduled_check_status in ("pending", "processing"):
+            tracked.not_before = None
+            due = job.scheduled_check_at
+            if job.scheduled_check_status == "pending" and due is not None:
+                if due.tzinfo is None:
+                    due = due.replace(tzinfo=UTC)
+                ahead = (due - self.wall()).total_seconds()
+                if ahead > 0:
+                    tracked.not_before = self.client.clock() + ahead
             return True
         # Finished, or never created (the submission was refused): nothing more to wait for.
         if job.scheduled_check_run_id is not None:
             self.add("index_check", job.scheduled_check_run_id, follow_up_of=job.job_id)
         return False
 
-    # -- the loop ----------------------------------------------------------------------
+    # -- the timer ---------------------------------------------------------------------
+
+    def tick(self, now: float | None = None) -> float:
+        """Make at most one read; return the seconds until the next tick."""
+        now = self.client.clock() if now is None else now
+        if not self._queue:
+            self._queue.extend(self._due(now))
+            self._round_size = len(self._queue)
+            self._round_changed = self._round_limited = False
+            if not self._queue:
+                return self._until_due(now)
+        kind, ids = self._queue[0]
+        ids = [i for i in ids if (kind, i) in self.open]
+        if not ids:
+            self._queue.popleft()
+            if not self._queue:
+                self._end_round()
+            return 0.0
+        try:
+            changed = self._read(kind, ids)
+        except errors.RateLimitedError as exc:
+            # The chunk stays at the head of the round; everything waits.
+            self.stats.rate_limited += 1
+            self._round_limited = True
+            self.share = max(self.share / 2, MIN_SHARE)
+            return max(exc.retry_after or 0.0, self.gap(), self.period)
+        except (errors.TransportError, errors.ServerError):
+            self.stats.errors += 1
+            self._failures += 1
+            backoff = min(self.max_period, self.period * 2.0 ** min(self._failures, 16))
+            return max(backoff, self.gap())
+        self._failures = 0
+        self._queue.popleft()
+        self._round_changed |= changed
+        if not self._queue:
+            self._end_round()
+        return max(self.period / max(1, self._round_size), self.gap())
+
+    def _end_round(self) -> None:
+        self.stats.rounds += 1
+        if self._round_changed:
+            self.period = self.min_period
+        else:
+            self.period = min(self.period * STRETCH, self.max_period)
+        if not self._round_limited:
+            self.share = min(self.initial_share, self.share * RECOVER)
+
+    def _until_due(self, now: float) -> float:
+        due = [t.not_before for t in self.open.values() if t.not_before is not None]
+        return max(0.0, min(due) - now) if due else self.min_period
 
     def run(
         self,
@@ -154,18 +292,7 @@ class Scheduler:
         clock = clock or self.client.clock
         started = clock()
         while self.open:
-            try:
-                changed = self.poll_once()
-                self.period = (
-                    self.min_period if changed else min(self.period * 1.5, self.max_period)
-                )
-                wait = max(self.period, self.budget_period())
-            except errors.RateLimitedError as exc:
-                self.stats.rate_limited += 1
-                self.share = max(self.share / 2, 0.05)
-                wait = max(exc.retry_after or 0.0, self.budget_period(), self.period * 2)
-            except (errors.TransportError, errors.ServerError):
-                wait = max(self.period * 2, self.budget_period())
+            wait = self.tick(clock())
             if not self.open:
                 break
             if timeout is not None and clock() - started + wait > timeout:
@@ -174,7 +301,8 @@ class Scheduler:
                     [t.last for t in self.open.values()],
                 )
             self.stats.periods.append(wait)
-            sleep(wait)
+            if wait > 0:
+                sleep(wait)
         return self.done
 
 

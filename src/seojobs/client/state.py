@@ -112,11 +112,48 @@ class StateFile:
         return entry
 
     def submitted(self, local_id: int, job_id: int, status: str) -> None:
-        self._conn.execute(
-            "UPDATE jobs SET job_id = ?, state = 'open', status = ?, updated_at = ?"
-            " WHERE local_id = ?",
-            (job_id, status, time.time(), local_id),
+        """Record the job id the POST answered with; the entry becomes open.
+
+        If that job is already in the file (a ``seojobs wait`` tracked it, or a replay by a
+        concurrent run saved it first) the submitting entry is dropped instead: one job, one row.
+        """
+        with self._transaction():
+            entry = self.get(local_id)
+            if entry is None or entry.job_id == job_id:
+                return
+            other = self.find(entry.server, entry.kind, job_id)
+            if other is not None and other.local_id != local_id:
+                self._conn.execute(
+                    "DELETE FROM jobs WHERE local_id = ? AND state = 'submitting'", (local_id,)
+                )
+                return
+            self._conn.execute(
+                "UPDATE jobs SET job_id = ?, state = 'open', status = ?, updated_at = ?"
+                " WHERE local_id = ? AND state = 'submitting'",
+                (job_id, status, time.time(), local_id),
+            )
+
+    def abandon(self, local_id: int) -> bool:
+        """Forget a submission the server refused (or never received): no job exists for it.
+
+        Only an entry still ``submitting`` goes; False if there was none.
+        """
+        cur = self._conn.execute(
+            "DELETE FROM jobs WHERE local_id = ? AND state = 'submitting'", (local_id,)
         )
+        return cur.rowcount == 1
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        # IMMEDIATE: take the write lock up front, so the read-then-write above is atomic
+        # against another process using the same file.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     def track(
         self, server: str, kind: str, job_id: int, *, follow_up_of: int | None = None
@@ -171,6 +208,13 @@ class StateFile:
             (server, kind, job_id),
         ).fetchone()
         return _entry(row) if row else None
+
+    def lookup(self, server: str, job_id: int) -> list[Entry]:
+        """Entries of this server with this job id, whatever their kind."""
+        rows = self._conn.execute(
+            _SELECT + " WHERE server = ? AND job_id = ? ORDER BY local_id", (server, job_id)
+        )
+        return [_entry(r) for r in rows]
 
 
 # Constant text only; every value goes in as a parameter.

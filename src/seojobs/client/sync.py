@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -20,15 +19,17 @@ from seojobs.client._base import (
     wait_steps,
 )
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
-from seojobs.client.policy import PollPolicy
-
-RETRYABLE = (502, 503, 504)
+from seojobs.client.policy import PollPolicy, RetryPolicy
 
 
 class Client(Base):
     """Talks to a seojobs server (or any IndexChex-compatible one) over HTTP.
 
-    ``sleep`` and ``clock`` are injectable so waits can be tested without waiting.
+    ``sleep`` and ``clock`` are injectable so waits can be tested without waiting. Every call
+    goes through one pacer (``pace=True``): never more requests in the server's window than
+    its ``RateLimit-Policy`` allows, nothing while a 429's Retry-After runs. Failed calls are
+    retried per ``retry_policy`` (``retries`` sets its attempts), separately from the polling
+    policy of ``wait``.
     """
 
     def __init__(
@@ -38,13 +39,22 @@ class Client(Base):
         *,
         timeout: float = 30.0,
         retries: int = 3,
+        retry_policy: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        pace: bool = True,
     ) -> None:
-        super().__init__(base_url, api_key, timeout=timeout, retries=retries)
+        super().__init__(
+            base_url,
+            api_key,
+            timeout=timeout,
+            retries=retries,
+            retry_policy=retry_policy,
+            clock=clock,
+            pace=pace,
+        )
         self.sleep = sleep
-        self.clock = clock
         self._http = httpx.Client(
             base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers()
         )
@@ -60,35 +70,49 @@ class Client(Base):
 
     # -- plumbing ----------------------------------------------------------------------
 
-    def send(self, request: Request, *, retry: bool = True) -> httpx.Response:
-        """Send once, or with bounded retries of transport errors, 429 and 502-504."""
+    def send(
+        self, request: Request, *, retry: bool = True, retry_429: bool = True
+    ) -> httpx.Response:
+        """Send ``request``; with ``retry``, retry it per ``retry_policy`` (429s too, unless
+        ``retry_429`` is False: then the caller handles them)."""
         attempt = 0
         while True:
-            try:
-                response = self._http.request(
-                    request.method,
-                    request.path,
-                    params=request.params,
-                    json=request.json,
-                    headers=request.headers,
-                )
-            except httpx.TransportError as exc:
-                if not retry or attempt >= self.retries:
-                    raise errors.TransportError(f"{request.method} {request.path}: {exc}") from exc
-                self.sleep(_backoff(attempt))
-                attempt += 1
-                continue
-            try:
-                return self.check(response)
-            except (errors.RateLimitedError, errors.ServerError) as exc:
-                if (
-                    not retry
-                    or attempt >= self.retries
-                    or (isinstance(exc, errors.ServerError) and exc.status not in RETRYABLE)
-                ):
-                    raise
-                self.sleep(max(_backoff(attempt), exc.retry_after or 0.0))
-                attempt += 1
+            outcome = self._attempt(request)
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            wait = self.retry_delay(request, attempt, outcome, retry_429=retry_429)
+            if not retry or wait is None:
+                raise outcome
+            self.sleep(wait)
+            attempt += 1
+
+    def _attempt(self, request: Request) -> httpx.Response | errors.SeojobsError:
+        """One paced try: the checked response, or the error it ended with."""
+        wait = self.pace_delay()
+        if wait > 0:
+            self.sleep(wait)
+        timeout = self._timeout(request)
+        self.budget.begin()
+        self.requests_sent += 1
+        try:
+            response = self._http.request(
+                request.method,
+                request.path,
+                params=request.params,
+                json=request.json,
+                headers=request.headers,
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        except httpx.TransportError as exc:
+            failure = errors.TransportError(f"{request.method} {request.path}: {exc}")
+            failure.__cause__ = exc
+            return failure
+        finally:
+            self.budget.end(self.clock())
+        try:
+            return self.check(response)
+        except errors.APIError as exc:
+            return exc
 
     # -- v1 jobs -----------------------------------------------------------------------
 
@@ -130,10 +154,12 @@ class Client(Base):
         assert isinstance(job, CheckJob)
         return job
 
-    def get(self, kind: str, job_id: int, *, long_poll: float = 0.0) -> Job:
+    def get(self, kind: str, job_id: int, *, long_poll: float = 0.0, retry_429: bool = True) -> Job:
+        """One job's status; ``long_poll`` asks the server to hold the answer until the job
+        changes or that many seconds pass (``Prefer: wait``)."""
         kind = kind_of(kind)
-        response = self.send(self.status_request(kind, job_id, long_poll), retry=False)
-        return self.job(kind, response.json())
+        request = self.status_request(kind, job_id, long_poll)
+        return self.job(kind, self.send(request, retry_429=retry_429).json())
 
     def jobs(
         self,
@@ -149,11 +175,11 @@ class Client(Base):
         if ids is not None:
             out: list[Job] = []
             for chunk in chunks(list(ids), MAX_IDS):
-                out.extend(self._list(kind, chunk, status, MAX_IDS, everything=True))
+                out.extend(self.list_pages(kind, chunk, status, MAX_IDS, everything=True))
             return out
-        return self._list(kind, None, status, limit, everything=False)
+        return self.list_pages(kind, None, status, limit, everything=False)
 
-    def _list(
+    def list_pages(
         self,
         kind: str,
         ids: Sequence[int] | None,
@@ -161,12 +187,13 @@ class Client(Base):
         limit: int,
         *,
         everything: bool,
+        retry_429: bool = True,
     ) -> list[Job]:
         out: list[Job] = []
         cursor: str | None = None
         while True:
             request = self.list_request(kind, ids=ids, status=status, cursor=cursor, limit=limit)
-            body = self.send(request).json()
+            body = self.send(request, retry_429=retry_429).json()
             out.extend(self.job(kind, item) for item in body["jobs"])
             cursor = body.get("next_cursor")
             if not cursor or (not everything and len(out) >= limit):
@@ -174,8 +201,7 @@ class Client(Base):
 
     def cancel(self, kind: str, job_id: int) -> Job:
         kind = kind_of(kind)
-        path = f"/api/v1/{kind.replace('_', '-')}/jobs/{job_id}/cancel"
-        return self.job(kind, self.send(Request("POST", path)).json())
+        return self.job(kind, self.send(self.cancel_request(kind, job_id)).json())
 
     def report(self, kind: str, job_id: int) -> Iterator[ReportRow]:
         """Every row of a job's report, fetched page by page."""
@@ -192,13 +218,21 @@ class Client(Base):
     def report_csv(self, kind: str, job_id: int) -> Iterator[str]:
         """The report as CSV text chunks, streamed."""
         request = self.report_request(kind_of(kind), job_id, None, csv=True)
-        with self._http.stream(
-            "GET", request.path, headers=request.headers, params=request.params
-        ) as response:
-            if response.status_code >= 400:
-                response.read()
+        wait = self.pace_delay()
+        if wait > 0:
+            self.sleep(wait)
+        self.requests_sent += 1
+        self.budget.begin()
+        try:
+            with self._http.stream(
+                "GET", request.path, headers=request.headers, params=request.params
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
                 self.check(response)
-            yield from response.iter_text()
+                yield from response.iter_text()
+        finally:
+            self.budget.end(self.clock())
 
     def usage(self) -> Usage:
         return Usage.model_validate(self.send(Request("GET", "/api/v1/usage")).json())
@@ -215,12 +249,19 @@ class Client(Base):
     ) -> Job:
         """Poll until the job is completed or failed (seed 000's back-off by default).
 
-        Raises WaitTimeout (carrying the last state) when the policy's deadline would pass.
+        ``poll_first=False`` right after submitting: the first read comes ``policy.start``
+        later. Raises WaitTimeout (carrying the last state) rather than sleep past the policy's
+        deadline; raises APIError at once for answers that polling cannot fix (401, 404).
         """
         kind = kind_of(kind)
         policy = policy or PollPolicy.for_kind(kind)
         started = self.clock()
-        steps = wait_steps(policy, poll_first=poll_first, elapsed=lambda: self.clock() - started)
+        steps = wait_steps(
+            policy,
+            poll_first=poll_first,
+            elapsed=lambda: self.clock() - started,
+            rng=self.rng,
+        )
         outcome: Outcome | None = None
         try:
             while True:
@@ -236,12 +277,15 @@ class Client(Base):
             return result
 
     def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome:
+        began = self.clock()
         try:
-            return Outcome(job=self.get(kind, job_id, long_poll=long_poll))
+            job = self.get(kind, job_id, long_poll=long_poll, retry_429=False)
         except errors.RateLimitedError as exc:
             return Outcome(rate_limited=exc)
         except (errors.TransportError, errors.ServerError) as exc:
             return Outcome(transport=exc)
+        held = self.clock() - began if long_poll >= 1 else 0.0
+        return Outcome(job=job, held=held)
 
     # -- v2 ----------------------------------------------------------------------------
 
@@ -255,8 +299,3 @@ class Client(Base):
             body: dict[str, Any] = self.send(request).json()
             out.extend(V2Task.model_validate(item) for item in body.get("result") or [])
         return out
-
-
-def _backoff(attempt: int) -> float:
-    # Full jitter (reference/api_conventions.md §5.4): fewest calls under contention.
-    return random.uniform(0, min(10.0, 0.5 * 2**attempt))

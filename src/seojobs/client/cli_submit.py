@@ -1,0 +1,170 @@
+"""``seojobs submit`` / ``check`` and ``seojobs wait``.
+
+A submission is written to the state file with its idempotency key *before* the POST; the job
+id is recorded when the answer arrives. If the process dies in between, ``seojobs poll``
+re-sends the same request with the same key and the server answers with the same job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from seojobs.client import errors
+from seojobs.client.cli_common import Conn, Guard, Output, UsageProblem, job_line, never_sent
+from seojobs.client.cli_watch import Watcher, exit_status
+from seojobs.client.models import Job
+from seojobs.client.state import StateFile
+from seojobs.client.sync import Client
+
+RESUME = "`seojobs wait {ids}` or `seojobs poll` picks them up again"
+
+
+@dataclass
+class SubmitArgs:
+    kind: str  # index_submit | index_check
+    urls: list[str]
+    engine: str = "google"
+    checker: int | None = None
+    title: str | None = None
+    wait: bool = False
+    timeout: float | None = None
+    interval: float = 5.0
+
+
+def request_body(args: SubmitArgs) -> dict[str, Any]:
+    """What the state file keeps to replay the POST byte for byte (same key, same body)."""
+    body: dict[str, Any] = {"urls": args.urls, "engine": args.engine}
+    if args.checker is not None:
+        body["checker"] = args.checker
+    if args.title is not None:
+        body["title"] = args.title
+    return body
+
+
+def post(client: Client, kind: str, request: dict[str, Any], key: str) -> Job:
+    """Send a recorded submission with its recorded key."""
+    engine = str(request.get("engine", "google"))
+    title = request.get("title")
+    if kind == "index_submit":
+        return client.submit(
+            request["urls"],
+            engine=engine,
+            checker=request.get("checker"),
+            title=title,
+            idempotency_key=key,
+        )
+    return client.check_urls(request["urls"], engine=engine, title=title, idempotency_key=key)
+
+
+def run_submit(conn: Conn, out: Output, args: SubmitArgs, guard: Guard) -> int:
+    with conn.client() as client, conn.state() as state:
+        entry = state.intend(conn.url, args.kind, request_body(args))
+        guard.interrupted_hint = (
+            "The submission stays in the state file: `seojobs poll` sends it again with the "
+            "same idempotency key, so it becomes exactly one job (see `seojobs jobs`)."
+        )
+        try:
+            job = post(client, args.kind, entry.request, entry.idempotency_key)
+        except errors.SeojobsError as exc:
+            if never_sent(exc):
+                state.abandon(entry.local_id)
+            else:
+                out.warn(
+                    "the server may have received the submission; `seojobs poll` sends it "
+                    "again with the same idempotency key, which cannot make a second job"
+                )
+            raise
+        state.submitted(entry.local_id, job.job_id, job.status)
+        guard.interrupted_hint = (
+            f"Job {job.job_id} keeps running on the server (not cancelled); "
+            + RESUME.format(ids=job.job_id)
+            + "."
+        )
+        out.info(f"submitted: {job_line(job)}")
+        if not args.wait:
+            _print_jobs(out, [job], single=True)
+            # A job can be refused at once (failed, e.g. over the daily quota).
+            return exit_status([job])
+        if not out.as_json:
+            out.data(str(job.job_id))  # the id first, so a script has it even if interrupted
+        watcher = Watcher(client, state, out, server=conn.url, interval=args.interval)
+        watcher.add(args.kind, job.job_id)
+        return _watch(watcher, out, [job], args.timeout, single=True)
+
+
+def run_wait(
+    conn: Conn,
+    out: Output,
+    guard: Guard,
+    ids: list[int],
+    *,
+    kind: str | None,
+    timeout: float | None,
+    interval: float,
+) -> int:
+    with conn.client() as client, conn.state() as state:
+        targets = resolve_jobs(client, state, conn.url, ids, kind)
+        for job_kind, job_id in targets:
+            state.track(conn.url, job_kind, job_id)
+        shown = " ".join(str(i) for i in ids)
+        guard.interrupted_hint = (
+            f"The jobs keep running on the server (not cancelled); {RESUME.format(ids=shown)}."
+        )
+        watcher = Watcher(client, state, out, server=conn.url, interval=interval)
+        for job_kind, job_id in targets:
+            follow = [e.follow_up_of for e in state.lookup(conn.url, job_id) if e.kind == job_kind]
+            watcher.add(job_kind, job_id, follow_up_of=follow[0] if follow else None)
+        return _watch(watcher, out, [], timeout, single=False)
+
+
+def _watch(
+    watcher: Watcher, out: Output, known: list[Job], timeout: float | None, *, single: bool
+) -> int:
+    try:
+        watcher.run(timeout=timeout)
+    except (errors.WaitTimeout, KeyboardInterrupt):
+        if out.as_json:  # the JSON document still describes the jobs, as last seen
+            _print_jobs(out, watcher.last() or known, single=single)
+        raise
+    finished = watcher.last()
+    for job in finished:
+        out.info(job_line(job))
+    if out.as_json or not single:  # submit --wait printed its job id already
+        _print_jobs(out, finished, single=single)
+    return exit_status(finished)
+
+
+def _print_jobs(out: Output, jobs: list[Job], *, single: bool) -> None:
+    """stdout: one JSON document (a body, or a list of bodies), else ids / id-kind-status."""
+    if out.as_json:
+        bodies = [job.model_dump(mode="json") for job in jobs]
+        out.json(bodies[0] if single and bodies else bodies)
+    elif single:
+        out.data(str(jobs[0].job_id))
+    else:
+        for job in jobs:
+            out.data(f"{job.job_id} {job.kind} {job.status}")
+
+
+def resolve_jobs(
+    client: Client, state: StateFile, server: str, ids: list[int], kind: str | None
+) -> list[tuple[str, int]]:
+    """Each job id with its kind: from the state file, else ``--kind``, else asking the
+    server (one batched read per kind). An id the server does not know is a usage error."""
+    found: dict[int, str] = {}
+    for job_id in ids:
+        entries = state.lookup(server, job_id)
+        if entries:
+            found[job_id] = entries[0].kind
+    unknown = [i for i in dict.fromkeys(ids) if i not in found]
+    for candidate in [kind] if kind else ["index_submit", "index_check"]:
+        if not unknown:
+            break
+        for job in client.jobs(candidate, ids=unknown):
+            found[job.job_id] = candidate
+        unknown = [i for i in unknown if i not in found]
+    if unknown:
+        listed = ", ".join(str(i) for i in unknown)
+        raise UsageProblem(f"no such job on {server}: {listed} (or not yours)")
+    return [(found[i], i) for i in dict.fromkeys(ids)]

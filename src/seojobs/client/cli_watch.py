@@ -1,0 +1,170 @@
+"""Watch jobs on one timer (the Scheduler) and save each final result into the state file.
+
+A job is marked done in the state file only together with its saved result (status body and
+report rows, one statement), so a run killed at any point leaves either an open job that the
+next run picks up or a done job with its result, never a done job without one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from seojobs.client import errors
+from seojobs.client.cli_common import Output, job_line
+from seojobs.client.models import Job, SubmitJob
+from seojobs.client.scheduler import Scheduler
+from seojobs.client.state import StateFile
+from seojobs.client.sync import Client
+
+# While nothing changes the gap between polls grows x1.5, up to this multiple of --interval.
+STRETCH = 12
+# Failures worth retrying later, when a result could not be saved this time.
+TRANSIENT = (errors.TransportError, errors.ServerError, errors.RateLimitedError)
+
+Key = tuple[str, int]
+
+
+class ProgressView:
+    """One bar per job on a terminal; otherwise one plain stderr line per change."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self._bars: Progress | None = None
+        self._tasks: dict[Key, TaskID] = {}
+
+    @contextmanager
+    def shown(self) -> Iterator[None]:
+        if not self.out.live:
+            yield
+            return
+        self._bars = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+            console=self.out.err,
+        )
+        with self._bars:
+            yield
+        self._bars = None
+
+    def update(self, job: Job) -> None:
+        if self._bars is None:
+            self.out.info(job_line(job))
+            return
+        key = (job.kind, job.job_id)
+        description = f"{job.kind} {job.job_id} {job.status}"
+        if key not in self._tasks:
+            self._tasks[key] = self._bars.add_task(description, total=100)
+        self._bars.update(self._tasks[key], description=description, completed=job.progress_percent)
+
+
+class Watcher:
+    def __init__(
+        self, client: Client, state: StateFile, out: Output, *, server: str, interval: float
+    ) -> None:
+        self.client = client
+        self.state = state
+        self.out = out
+        self.server = server
+        self.view = ProgressView(out)
+        self.scheduler = Scheduler(
+            client,
+            min_period=interval,
+            max_period=interval * STRETCH,
+            on_done=self._done,
+            on_update=self._update,
+        )
+        self.saved: list[Job] = []
+        self.unsaved: list[Job] = []
+
+    # -- what to watch -------------------------------------------------------------------
+
+    def add(self, kind: str, job_id: int, *, follow_up_of: int | None = None) -> None:
+        self.scheduler.add(kind, job_id, follow_up_of=follow_up_of)
+
+    @property
+    def open(self) -> list[Key]:
+        return list(self.scheduler.open)
+
+    def last(self) -> list[Job]:
+        """The last state seen of every job, finished or not."""
+        seen = [t.last for t in self.scheduler.open.values() if t.last is not None]
+        return [*self.scheduler.done.values(), *seen]
+
+    # -- polling -------------------------------------------------------------------------
+
+    def first_round(self) -> list[Key]:
+        """One batched read of every job; errors propagate (a run that cannot reach the
+        server says so at once). Returns the jobs the server does not know; they are dropped
+        from this run and stay open in the state file."""
+        self.scheduler.poll_once()
+        missing = [key for key in self.scheduler.open if key in self.scheduler.missing]
+        for key in missing:
+            del self.scheduler.open[key]
+        return missing
+
+    def run(self, *, once: bool = False, timeout: float | None = None) -> list[Key]:
+        """Poll until every job is finished (followed scheduled checks included), or raise
+        WaitTimeout; with ``once``, one batched round. Brief outages after the first round are
+        ridden out by the scheduler. Returns the jobs the server did not know."""
+        started = time.monotonic()
+        with self.view.shown():
+            missing = self.first_round()
+            if not once and self.scheduler.open:
+                spent = time.monotonic() - started
+                self.scheduler.run(timeout=None if timeout is None else max(0.0, timeout - spent))
+        self.retry_unsaved()
+        return missing
+
+    def retry_unsaved(self) -> None:
+        for job in list(self.unsaved):
+            self.save(job)  # a second failure propagates: exit 4, the job stays open
+            self.unsaved.remove(job)
+
+    # -- callbacks -----------------------------------------------------------------------
+
+    def _update(self, job: Job) -> None:
+        self.state.update_status(self.server, job.kind, job.job_id, job.status)
+        self.view.update(job)
+
+    def _done(self, job: Job) -> None:
+        if isinstance(job, SubmitJob) and job.scheduled_check_run_id is not None:
+            # Recorded before the submission is marked done, so a run killed in between
+            # still follows the check next time.
+            self.state.track(
+                self.server, "index_check", job.scheduled_check_run_id, follow_up_of=job.job_id
+            )
+        try:
+            self.save(job)
+        except TRANSIENT as exc:
+            self.unsaved.append(job)
+            self.out.warn(f"could not save {job.kind} job {job.job_id} yet: {exc}")
+
+    def save(self, job: Job) -> bool:
+        """Fetch the report, then save it with the final status and mark the job done.
+
+        False when another run saved it first (the state file keeps the first result)."""
+        result = {"job": job.model_dump(mode="json"), "report": self._report(job)}
+        if not self.state.finish(self.server, job.kind, job.job_id, job.status, result):
+            return False
+        self.saved.append(job)
+        self.out.info(f"saved {job.kind} job {job.job_id} ({job.status})")
+        return True
+
+    def _report(self, job: Job) -> list[dict[str, Any]] | None:
+        try:
+            return [row.model_dump(mode="json") for row in self.client.report(job.kind, job.job_id)]
+        except errors.NotFoundError:
+            return None
+
+
+def exit_status(jobs: list[Job]) -> int:
+    """0 if every job completed, 1 if any failed."""
+    return 1 if any(job.status == "failed" for job in jobs) else 0

@@ -1,0 +1,257 @@
+"""The wait machine and the poll policy: pure, with an injected clock, no sockets."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from collections.abc import Iterable, Iterator
+
+import httpx
+import pytest
+
+from seojobs.client import Client, PollPolicy, RateLimitedError, WaitTimeout
+from seojobs.client._base import Outcome, wait_steps
+from seojobs.client.models import CheckJob, Job
+from seojobs.client.policy import KIND_START, KIND_TIMING, RetryPolicy
+
+SEED_000 = [15.0, 22.5, 33.75, 50.625, 75.9375, 113.90625, 170.859375, 256.2890625, 300.0, 300.0]
+
+
+class FakeTime:
+    """A clock that only moves when something sleeps on it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def job(status: str, job_id: int = 7) -> Job:
+    return CheckJob(job_id=job_id, status=status)
+
+
+def unfinished() -> Outcome:
+    return Outcome(job=job("processing"))
+
+
+def limited(retry_after: float | None) -> Outcome:
+    return Outcome(rate_limited=RateLimitedError(429, "Too many requests", retry_after=retry_after))
+
+
+def drive(
+    policy: PollPolicy,
+    outcomes: Iterable[Outcome],
+    *,
+    poll_first: bool,
+    rng: random.Random | None = None,
+) -> tuple[Job | BaseException, list[float], list[float]]:
+    """Run the machine on a fake clock: (result or the exception, sleeps, poll times)."""
+    time = FakeTime()
+    answers: Iterator[Outcome] = iter(outcomes)
+    steps = wait_steps(policy, poll_first=poll_first, elapsed=time.clock, rng=rng)
+    polls: list[float] = []
+    outcome: Outcome | None = None
+    try:
+        while True:
+            action, value = steps.send(outcome)
+            outcome = None
+            if action == "sleep":
+                assert value is not None
+                time.sleep(value)
+            else:
+                polls.append(time.now)
+                outcome = next(answers)
+    except StopIteration as done:
+        return done.value, time.sleeps, polls
+    except WaitTimeout as exc:
+        return exc, time.sleeps, polls
+
+
+# -- seed 000's schedule --------------------------------------------------------------------------
+
+
+def test_after_submit_first_poll_at_15s_then_x1_5_capped_at_300() -> None:
+    outcomes = [*[unfinished()] * 9, Outcome(job=job("completed"))]
+    result, sleeps, polls = drive(PollPolicy(), outcomes, poll_first=False)
+    assert isinstance(result, Job) and result.status == "completed"
+    assert sleeps == SEED_000
+    assert polls[0] == 15.0
+    assert polls == list(itertools.accumulate(SEED_000))
+
+
+def test_unknown_state_polls_at_once_then_the_same_schedule() -> None:
+    outcomes = [*[unfinished()] * 4, Outcome(job=job("failed"))]
+    result, sleeps, polls = drive(PollPolicy(), outcomes, poll_first=True)
+    assert isinstance(result, Job) and result.status == "failed"  # failed is terminal too
+    assert polls[0] == 0.0
+    assert sleeps == SEED_000[:4]
+
+
+def test_429_doubles_the_delay_and_never_undercuts_retry_after() -> None:
+    outcomes = [
+        limited(7),  # doubled 15 -> 30, above Retry-After
+        limited(100),  # doubled 30 -> 60, but the server said 100
+        unfinished(),  # x1.5 from 100
+        limited(500),  # doubled 150 -> 300 (the ceiling); Retry-After wins, even past it
+        limited(None),  # no Retry-After: doubled from 500, capped at 300
+        Outcome(job=job("completed")),
+    ]
+    result, sleeps, _ = drive(PollPolicy(), outcomes, poll_first=False)
+    assert isinstance(result, Job)
+    assert sleeps == [15.0, 30.0, 100.0, 150.0, 500.0, 300.0]
+
+
+def test_a_failed_poll_counts_as_unfinished() -> None:
+    outcomes = [Outcome(transport=OSError("reset")), unfinished(), Outcome(job=job("completed"))]
+    _, sleeps, _ = drive(PollPolicy(), outcomes, poll_first=False)
+    assert sleeps == SEED_000[:3]
+
+
+def test_deadline_is_never_slept_past_and_the_timeout_carries_the_last_state() -> None:
+    result, sleeps, polls = drive(
+        PollPolicy(), itertools.repeat(unfinished(), 2000), poll_first=False
+    )
+    assert isinstance(result, WaitTimeout)
+    assert isinstance(result.last, Job) and result.last.status == "processing"
+    assert sum(sleeps) == pytest.approx(86_400.0)
+    assert max(polls) == pytest.approx(86_400.0)  # one last look at the deadline
+    assert max(sleeps) == 300.0
+    assert "processing" in str(result)
+
+
+def test_timeout_before_any_answer_carries_none() -> None:
+    policy = PollPolicy(start=10, deadline=25)
+    result, sleeps, polls = drive(policy, itertools.repeat(limited(60), 100), poll_first=False)
+    assert isinstance(result, WaitTimeout) and result.last is None
+    # A Retry-After beyond the deadline ends the wait instead of sleeping past it.
+    assert sleeps == [10.0] and polls == [10.0]
+
+
+def test_long_poll_time_is_taken_off_the_next_sleep() -> None:
+    held = [Outcome(job=job("processing"), held=20.0), Outcome(job=job("processing"), held=20.0)]
+    outcomes = [*held, Outcome(job=job("completed"))]
+    _, sleeps, _ = drive(PollPolicy(long_poll=20), outcomes, poll_first=True)
+    assert sleeps == [0.0, 2.5]  # 15 - 20 -> 0, then 22.5 - 20
+
+
+# -- jitter ---------------------------------------------------------------------------------------
+
+
+def test_jitter_stays_within_its_bounds_and_does_vary() -> None:
+    policy = PollPolicy(jitter=0.2)
+    outcomes = [*[unfinished()] * 9, Outcome(job=job("completed"))]
+    _, sleeps, _ = drive(policy, outcomes, poll_first=False, rng=random.Random(3))
+    assert len(sleeps) == len(SEED_000)
+    for slept, planned in zip(sleeps, SEED_000, strict=True):
+        assert planned * 0.8 <= slept <= planned * 1.2
+    assert sleeps != SEED_000  # the jitter is applied
+
+
+def test_jitter_never_goes_below_retry_after() -> None:
+    policy = PollPolicy(start=10, jitter=0.5, ceiling=20)
+    for seed in range(50):
+        outcomes = [limited(20), Outcome(job=job("completed"))]
+        _, sleeps, _ = drive(policy, outcomes, poll_first=False, rng=random.Random(seed))
+        assert sleeps[1] >= 20.0  # doubled to the ceiling (20) = Retry-After; jitter only adds
+
+
+def test_jitter_never_crosses_the_deadline() -> None:
+    policy = PollPolicy(start=40, jitter=0.5, deadline=100)
+    for seed in range(50):
+        result, sleeps, _ = drive(
+            policy, itertools.repeat(unfinished(), 2000), poll_first=False, rng=random.Random(seed)
+        )
+        assert isinstance(result, WaitTimeout)
+        assert sum(sleeps) <= 100.0 + 1e-9
+
+
+def test_jittered_bounds() -> None:
+    policy = PollPolicy(jitter=0.1)
+    rng = random.Random(1)
+    values = [policy.jittered(100.0, rng) for _ in range(1000)]
+    assert 90.0 <= min(values) < 92.0 and 108.0 < max(values) <= 110.0
+    assert all(policy.jittered(100.0, rng, floor=105.0) >= 105.0 for _ in range(100))
+    assert PollPolicy().jittered(42.0) == 42.0
+
+
+# -- intervals per kind (seed 001) and validation -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "start", "ceiling", "deadline"),
+    [
+        ("index_submit", 15, 300, 86_400),
+        ("index-check", 15, 300, 86_400),
+        ("rank_check", 30, 30, 3600),
+        ("backlink_analysis", 30, 30, 3600),
+        ("web_vitals", 15, 15, 3600),
+        ("site_audit", 30, 60, 7200),
+        ("ai_search", 10, 10, 3600),
+    ],
+)
+def test_policy_per_kind(kind: str, start: float, ceiling: float, deadline: float) -> None:
+    policy = PollPolicy.for_kind(kind)
+    assert (policy.start, policy.ceiling, policy.deadline) == (start, ceiling, deadline)
+
+
+def test_a_fixed_interval_kind_polls_at_that_interval() -> None:
+    outcomes = [*[unfinished()] * 3, Outcome(job=job("completed"))]
+    _, sleeps, _ = drive(PollPolicy.for_kind("ai_search"), outcomes, poll_first=False)
+    assert sleeps == [10.0, 10.0, 10.0, 10.0]
+    _, sleeps, _ = drive(PollPolicy.for_kind("site_audit"), outcomes, poll_first=False)
+    assert sleeps == [30.0, 45.0, 60.0, 60.0]
+
+
+def test_policy_overrides_and_unknown_kinds() -> None:
+    assert PollPolicy.for_kind("index_check", start=2, deadline=60) == PollPolicy(
+        start=2, deadline=60
+    )
+    assert PollPolicy.for_kind("something_new") == PollPolicy()
+    assert {kind: t.start for kind, t in KIND_TIMING.items()} == KIND_START
+
+
+@pytest.mark.parametrize(
+    "bad", [{"start": -1}, {"factor": 0.5}, {"jitter": 1.0}, {"rate_limit_factor": 0}]
+)
+def test_policy_rejects_nonsense(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        PollPolicy(**bad)
+
+
+def test_retry_policy_is_full_jitter_and_capped() -> None:
+    policy = RetryPolicy(attempts=5, base=0.5, cap=4.0)
+    rng = random.Random(2)
+    for attempt in range(8):
+        bound = min(4.0, 0.5 * 2**attempt)
+        values = [policy.delay(attempt, rng) for _ in range(200)]
+        assert min(values) >= 0 and max(values) <= bound
+        assert max(values) > bound * 0.8  # spread over the whole range
+
+
+# -- the machine inside a client: unknown statuses ------------------------------------------------
+
+
+def test_unknown_status_is_unfinished_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    answers = iter(["queued", "queued", "paused", "queued", "completed"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"job_id": 7, "status": next(answers)})
+
+    time = FakeTime()
+    transport = httpx.MockTransport(handler)
+    client = Client("http://api.test", "k", transport=transport, sleep=time.sleep, clock=time.clock)
+    with caplog.at_level(logging.WARNING, logger="seojobs.client"), client:
+        done = client.wait("index_check", 7, policy=PollPolicy(start=1, factor=1))
+    assert done.status == "completed"
+    assert time.sleeps == [1.0] * 4  # every unknown status was waited through
+    messages = [r.getMessage() for r in caplog.records if r.name == "seojobs.client"]
+    assert sum("'queued'" in m for m in messages) == 1
+    assert sum("'paused'" in m for m in messages) == 1
