@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from seojobs.api.problems import MEDIA_TYPE
@@ -58,7 +59,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge
+                    raise _TooLarge(self.limit)
             return message
 
         try:
@@ -89,5 +90,8 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": raw})
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    # An HTTPException, so FastAPI's body parsing lets it through (a plain exception would be
+    # reported as a 400 "error parsing the body") and the problem handler renders the 413.
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is limited to {limit} bytes")

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seojobs.engine.registry import InvalidParams, UnknownKind
@@ -14,6 +15,34 @@ from seojobs.services import NotFound
 
 PROBLEM_BASE = "https://seojobs.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
+
+
+class ProblemDocument(BaseModel):
+    """RFC 9457 problem details, as every error of this API is answered."""
+
+    type: str = Field(description="A URI naming the problem; about:blank when generic.")
+    title: str
+    status: int
+    detail: str | None = None
+    errors: list[dict[str, str]] | None = Field(
+        default=None, description="Validation errors: [{field, message}], fields like urls[3]."
+    )
+
+
+def _problem_response(description: str) -> dict[str, Any]:
+    schema = ProblemDocument.model_json_schema()
+    return {"description": description, "content": {MEDIA_TYPE: {"schema": schema}}}
+
+
+# Declared on every router so /openapi.json tells clients what errors look like; giving 422
+# here also replaces FastAPI's default application/json HTTPValidationError.
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: _problem_response("Missing or wrong API key"),
+    404: _problem_response("No such job (or not yours)"),
+    413: _problem_response("Request body too large"),
+    422: _problem_response("Invalid request; `errors` names each field"),
+    429: _problem_response("Over the per-user rate limit; see Retry-After"),
+}
 
 
 class Problem(Exception):

@@ -20,6 +20,7 @@ from seojobs.services import Services
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
 PAGE = 500
+MAX_SEQ = 2**31 - 1  # item sequence numbers are 32-bit
 CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/csv": {"schema": {"type": "string"}}}}
 }
@@ -88,8 +89,14 @@ def _flat(value: Any) -> str:
     if isinstance(value, list):
         return " -> ".join(_flat(v.get("url") if isinstance(v, dict) else v) for v in value)
     if isinstance(value, dict):
-        if "directives" in value:
-            return ",".join(str(d) for d in value.get("directives") or [])
+        directives = value.get("directives")
+        if isinstance(directives, dict):  # per user agent: {"*": ["noindex", "follow"]}
+            return "; ".join(
+                f"{agent}: {','.join(str(d) for d in (found or []))}"
+                for agent, found in directives.items()
+            )
+        if isinstance(directives, list):
+            return ",".join(str(d) for d in directives)
         return ";".join(f"{k}={v}" for k, v in value.items())
     return str(value)
 
@@ -137,7 +144,9 @@ def respond(
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
-    if cursor is not None and not cursor.lstrip("-").isdigit():
+    if cursor is not None and (
+        not cursor.lstrip("-").isdigit() or not -1 <= int(cursor) <= MAX_SEQ
+    ):
         raise Problem(
             422,
             "Invalid request",

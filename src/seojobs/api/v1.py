@@ -5,27 +5,29 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from seojobs.api import idempotency, reports
+from seojobs.api import idempotency, problems, reports
 from seojobs.api.deps import Svc, User
 from seojobs.api.problems import Problem
 from seojobs.kinds.urls import MAX_URLS
 from seojobs.services import Services, indexing
 from seojobs.store.records import JobRecord, UserRecord
 
-router = APIRouter(prefix="/api/v1", tags=["v1 indexing"])
+router = APIRouter(prefix="/api/v1", tags=["v1 indexing"], responses=problems.RESPONSES)
 
 KINDS = {"index-submit": indexing.SUBMIT, "index-check": indexing.CHECK}
 RETRY_AFTER = {"pending": 5, "processing": 10}
 MAX_WAIT = 30
 MAX_IDS = 1000
+MAX_ID = 2**63 - 1  # the database's bigint
+JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id.")]
 
 
 class SubmitRequest(BaseModel):
@@ -120,7 +122,7 @@ def _body(svc: Services, job: JobRecord, child: JobRecord | bool | None = True) 
 
 
 def _job(svc: Services, user: UserRecord, kind: str, job_id: int) -> JobRecord:
-    job = svc.job(user, job_id)  # NotFound for unknown ids and other users' jobs
+    job = svc.job(user, job_id, summary=True)  # NotFound: unknown ids, other users' jobs
     if job.kind != kind:
         raise Problem(404, "Not found", f"job {job_id} does not exist", code="not_found")
     return job
@@ -200,6 +202,7 @@ def _list(
 ) -> dict[str, Any]:
     id_list = _parse_ids(ids)
     before = _parse_cursor(cursor)
+    updated_since = _as_utc(updated_since)
     found = svc.jobs(
         user,
         kind=kind,
@@ -208,11 +211,28 @@ def _list(
         updated_since=updated_since,
         before_id=before,
         limit=limit + 1,
+        summary=True,
     )
     page, more = found[:limit], len(found) > limit
     children = indexing.follow_ups(svc, page)
     bodies = [_body(svc, job, children.get(job.id)) for job in page]
     return {"jobs": bodies, "next_cursor": str(page[-1].id) if more and page else None}
+
+
+def _as_utc(value: datetime | None) -> datetime | None:
+    """A time without an offset is taken as UTC; one that cannot be expressed in UTC is 422."""
+    if value is None:
+        return None
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise Problem(
+            422,
+            "Invalid request",
+            "updated_since: out of range",
+            code="validation_error",
+            errors=[{"field": "updated_since", "message": "a time between years 1 and 9999"}],
+        ) from None
 
 
 def _parse_ids(ids: str | None) -> list[int] | None:
@@ -227,22 +247,21 @@ def _parse_ids(ids: str | None) -> list[int] | None:
             code="validation_error",
             errors=[{"field": "ids", "message": f"at most {MAX_IDS} ids"}],
         )
-    try:
-        return [int(p) for p in parts]
-    except ValueError:
+    if not all(p.isdigit() and 0 < int(p) <= MAX_ID for p in parts):
         raise Problem(
             422,
             "Invalid request",
             "ids: comma-separated job ids",
             code="validation_error",
-            errors=[{"field": "ids", "message": "comma-separated whole numbers"}],
-        ) from None
+            errors=[{"field": "ids", "message": f"comma-separated whole numbers 1 to {MAX_ID}"}],
+        )
+    return [int(p) for p in parts]
 
 
 def _parse_cursor(cursor: str | None) -> int | None:
     if cursor is None:
         return None
-    if not cursor.isdigit():
+    if not cursor.isdigit() or int(cursor) > MAX_ID:
         raise Problem(
             422,
             "Invalid request",
@@ -301,7 +320,7 @@ def list_submit(
     response_model=SubmitStatus,
     operation_id="get_index_submit_job",
 )
-async def get_submit(job_id: int, user: User, svc: Svc, prefer: Prefer = None) -> Response:
+async def get_submit(job_id: JobId, user: User, svc: Svc, prefer: Prefer = None) -> Response:
     """A submission's status (200 in every state; `Retry-After` while not finished)."""
     return await _status(svc, user, indexing.SUBMIT, job_id, prefer)
 
@@ -313,7 +332,7 @@ async def get_submit(job_id: int, user: User, svc: Svc, prefer: Prefer = None) -
     responses=reports.CSV_RESPONSE,
 )
 def report_submit(
-    job_id: int,
+    job_id: JobId,
     user: User,
     svc: Svc,
     cursor: Cursor = None,
@@ -330,7 +349,7 @@ def report_submit(
     response_model=SubmitStatus,
     operation_id="cancel_index_submit_job",
 )
-def cancel_submit(job_id: int, user: User, svc: Svc) -> dict[str, Any]:
+def cancel_submit(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
     """Stop a submission (and its pending follow-up check): it ends `failed`/`cancelled`."""
     _job(svc, user, indexing.SUBMIT, job_id)
     return _body(svc, svc.cancel_job(user, job_id))
@@ -367,7 +386,7 @@ def list_check(
 @router.get(
     "/index-check/jobs/{job_id}", response_model=CheckStatus, operation_id="get_index_check_job"
 )
-async def get_check(job_id: int, user: User, svc: Svc, prefer: Prefer = None) -> Response:
+async def get_check(job_id: JobId, user: User, svc: Svc, prefer: Prefer = None) -> Response:
     """A check's status (200 in every state; `Retry-After` while not finished)."""
     return await _status(svc, user, indexing.CHECK, job_id, prefer)
 
@@ -379,7 +398,7 @@ async def get_check(job_id: int, user: User, svc: Svc, prefer: Prefer = None) ->
     responses=reports.CSV_RESPONSE,
 )
 def report_check(
-    job_id: int,
+    job_id: JobId,
     user: User,
     svc: Svc,
     cursor: Cursor = None,
@@ -396,7 +415,7 @@ def report_check(
     response_model=CheckStatus,
     operation_id="cancel_index_check_job",
 )
-def cancel_check(job_id: int, user: User, svc: Svc) -> dict[str, Any]:
+def cancel_check(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
     """Stop a check: it ends `failed` with code `cancelled`."""
     _job(svc, user, indexing.CHECK, job_id)
     return _body(svc, svc.cancel_job(user, job_id))

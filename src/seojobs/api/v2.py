@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from seojobs.api import idempotency
+from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User
 from seojobs.api.problems import Problem
 from seojobs.api.v2_models import (
@@ -63,7 +63,7 @@ from seojobs.services import NotFound, Services, indexing
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
 log = logging.getLogger("seojobs.api.v2")
-router = APIRouter(prefix="/v2", tags=["v2 SpeedyIndex-compatible"])
+router = APIRouter(prefix="/v2", tags=["v2 SpeedyIndex-compatible"], responses=problems.RESPONSES)
 
 SCAN_BATCH = 1000
 ITEM_BATCH = 1000
@@ -101,7 +101,7 @@ def _scan(
     start, total, picked = page * PAGE_SIZE, 0, []
     before: int | None = None
     while True:
-        batch = svc.jobs(user, kind=kind, before_id=before, limit=SCAN_BATCH)
+        batch = svc.jobs(user, kind=kind, before_id=before, limit=SCAN_BATCH, summary=True)
         for job in batch:
             if not _visible(job, engine):
                 continue
@@ -116,7 +116,7 @@ def _scan(
 def _one(svc: Services, user: UserRecord, engine: str, task_type: str, raw: int | str) -> JobRecord:
     job_id = parse_id(raw)
     try:
-        job = svc.job(user, job_id) if job_id is not None else None
+        job = svc.job(user, job_id, summary=True) if job_id is not None else None
     except NotFound:
         job = None
     if job is None or job.kind != KINDS[task_type] or not _visible(job, engine):
@@ -131,7 +131,7 @@ def _many(
     wanted = list(dict.fromkeys(i for i in map(parse_id, raw) if i is not None))
     if not wanted:
         return []
-    found = svc.jobs(user, kind=KINDS[task_type], ids=wanted, limit=len(wanted))
+    found = svc.jobs(user, kind=KINDS[task_type], ids=wanted, limit=len(wanted), summary=True)
     by_id = {job.id: job for job in found if _visible(job, engine)}
     return [by_id[i] for i in wanted if i in by_id]
 

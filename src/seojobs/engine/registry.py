@@ -32,6 +32,8 @@ class Kind:
     # item rows when the job is created. None for kinds without items.
     items: Callable[[Any], Sequence[str]] | None = None
     description: str = ""
+    # Small params that status reads need; the rest (e.g. 10,000 URLs) stays unread there.
+    summary_params: tuple[str, ...] = ()
 
 
 class UnknownKind(LookupError):
@@ -84,6 +86,9 @@ class Registry:
             return self._kinds[name]
         except KeyError:
             raise UnknownKind(name, self._kinds) from None
+
+    def summary_keys(self) -> tuple[str, ...]:
+        return tuple(sorted({key for kind in self._kinds.values() for key in kind.summary_params}))
 
     def names(self) -> list[str]:
         return sorted(self._kinds)

@@ -14,7 +14,7 @@ from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.registry import Kind
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
-from seojobs.kinds.urls import UrlListParams, item_urls
+from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls
 from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, ProviderError
 from seojobs.store.records import ItemRecord
 
@@ -74,5 +74,6 @@ KIND = Kind(
     IndexCheckParams,
     run,
     items=item_urls,
+    summary_params=SUMMARY_PARAMS,
     description="Check whether URLs are indexed, with indexability diagnostics per URL.",
 )

@@ -12,7 +12,7 @@ from pydantic import Field
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.registry import Kind
 from seojobs.kinds import providers
-from seojobs.kinds.urls import UrlListParams, item_urls
+from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls
 from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResult, Submitter
 from seojobs.store.records import ItemRecord
 
@@ -81,5 +81,6 @@ KIND = Kind(
     IndexSubmitParams,
     run,
     items=item_urls,
+    summary_params=SUMMARY_PARAMS,
     description="Submit URLs for crawling (IndexNow, Google Indexing API).",
 )

@@ -11,6 +11,8 @@ MAX_URLS = 10_000
 MAX_URL_LENGTH = 2_048
 
 Engine = Literal["google", "bing", "yandex"]
+# What status reads need of a URL job's params (everything but the URL list).
+SUMMARY_PARAMS = ("engine", "checker", "duplicates_removed")
 
 
 def check_url(value: str) -> str:

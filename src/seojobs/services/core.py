@@ -160,9 +160,12 @@ class Services:
         assert job is not None
         return job, created
 
-    def job(self, user: UserRecord, job_id: int) -> JobRecord:
+    def job(self, user: UserRecord, job_id: int, *, summary: bool = False) -> JobRecord:
+        """A job of the user's. ``summary`` leaves out large params (URL lists), keeping
+        only the keys kinds declare in ``summary_params``: what status answers need."""
+        keys = self.registry.summary_keys() if summary else None
         with self.db.read() as conn:
-            job = job_sql.get(conn, job_id)
+            job = job_sql.get(conn, job_id, param_keys=keys)
             owner = accounts.project(conn, job.project_id) if job else None
         if job is None or owner is None or owner.user_id != user.id:
             raise NotFound(f"job {job_id}")
@@ -179,6 +182,7 @@ class Services:
         limit: int = 50,
         ids: Sequence[int] | None = None,
         updated_since: datetime | None = None,
+        summary: bool = False,
     ) -> list[JobRecord]:
         if project_id is not None:
             project_ids = [self.project(user, project_id).id]
@@ -194,12 +198,13 @@ class Services:
                 limit=limit,
                 ids=ids,
                 updated_since=updated_since,
+                param_keys=self.registry.summary_keys() if summary else None,
             )
 
     def items(
         self, user: UserRecord, job_id: int, *, after_seq: int = -1, limit: int = 500
     ) -> list[ItemRecord]:
-        self.job(user, job_id)
+        self.job(user, job_id, summary=True)
         with self.db.read() as conn:
             return job_sql.items_page(conn, job_id, after_seq=after_seq, limit=limit)
 

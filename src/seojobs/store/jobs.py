@@ -19,6 +19,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     select,
     text,
     tuple_,
@@ -134,9 +135,33 @@ def insert_many_bare(db: Database, conn: Connection, news: Sequence[NewJob], now
 # -- read -----------------------------------------------------------------------------------
 
 
-def get(conn: Connection, job_id: int) -> JobRecord | None:
-    row = conn.execute(select(jobs).where(jobs.c.id == job_id)).first()
-    return _job(row) if row else None
+def _select(param_keys: Sequence[str] | None) -> Any:
+    """All columns; with ``param_keys``, only those keys of ``params`` are read.
+
+    Status reads use the slim form: a job's params can hold 10,000 URLs (item-based kinds),
+    and decoding them for every poll made a status read cost megabytes.
+    """
+    if param_keys is None:
+        return select(jobs)
+    columns = [c if c.name != "params" else literal(None).label("params") for c in jobs.c]
+    extracted = [jobs.c.params[key].label(f"param_{i}") for i, key in enumerate(param_keys)]
+    return select(*columns, *extracted)
+
+
+def _record(row: Row[Any], param_keys: Sequence[str] | None) -> JobRecord:
+    if param_keys is None:
+        return _job(row)
+    values = list(row)
+    width = len(jobs.c)
+    values[3] = {k: v for k, v in zip(param_keys, values[width:], strict=True) if v is not None}
+    return JobRecord(*values[:width])  # arity checked by a unit test
+
+
+def get(
+    conn: Connection, job_id: int, *, param_keys: Sequence[str] | None = None
+) -> JobRecord | None:
+    row = conn.execute(_select(param_keys).where(jobs.c.id == job_id)).first()
+    return _record(row, param_keys) if row else None
 
 
 def list_for_projects(
@@ -149,8 +174,9 @@ def list_for_projects(
     limit: int = 50,
     ids: Sequence[int] | None = None,
     updated_since: datetime | None = None,
+    param_keys: Sequence[str] | None = None,
 ) -> list[JobRecord]:
-    query = select(jobs).where(jobs.c.project_id.in_(project_ids))
+    query = _select(param_keys).where(jobs.c.project_id.in_(project_ids))
     if kind:
         query = query.where(jobs.c.kind == kind)
     if states:
@@ -162,7 +188,7 @@ def list_for_projects(
     if before_id is not None:
         query = query.where(jobs.c.id < before_id)
     rows = conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))
-    return [_job(r) for r in rows]
+    return [_record(r, param_keys) for r in rows]
 
 
 def count_by_state(conn: Connection) -> dict[str, int]:

@@ -1,0 +1,305 @@
+"""Shared helpers for the HTTP API tests: a real app on a loopback socket, users with keys,
+fake providers, and assertions on problem+json and rate-limit fields.
+
+The app is served by uvicorn with its lifespan ON (unlike ``tests.fakes.server.serve``), so
+``create_app``'s startup and shutdown run as in production: migrations, and the in-process
+worker when ``run_worker=True``. Nothing of ours is mocked; clients talk httpx to the socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from seojobs.api import create_app
+from seojobs.services import Services
+from seojobs.settings import Settings
+from seojobs.store.records import UserRecord
+from tests.conftest import IN_CI, make_settings
+from tests.fakes.indexnow import FakeIndexNow
+from tests.fakes.serp import FakeSerper
+from tests.fakes.server import serve
+from tests.fakes.site import FixtureSite, running_site
+
+PROBLEM_JSON = "application/problem+json"
+V1 = "/api/v1"
+TERMINAL = {"completed", "failed"}
+INDEXNOW_KEY = "0123456789abcdef"
+SERPER_KEY = "serper-key"
+
+# Seed 000's status fields, plus the ones the design adds (created_at, title, error).
+SUBMIT_FIELDS = {
+    "job_id",
+    "status",
+    "total_urls",
+    "submitted_urls",
+    "successful_count",
+    "failed_count",
+    "progress_percent",
+    "success_percent",
+    "completed_at",
+    "scheduled_check_days",
+    "scheduled_check_status",
+    "scheduled_check_at",
+    "scheduled_check_run_id",
+    "created_at",
+    "title",
+    "error",
+}
+CHECK_FIELDS = {
+    "job_id",
+    "status",
+    "total_urls",
+    "checked_urls",
+    "indexed_count",
+    "not_indexed_count",
+    "failed_count",
+    "progress_percent",
+    "completed_at",
+    "created_at",
+    "title",
+    "error",
+}
+FIELDS = {"index-submit": SUBMIT_FIELDS, "index-check": CHECK_FIELDS}
+
+_RATELIMIT = re.compile(r'^"user";r=(?P<r>\d+);t=(?P<t>\d+)$')
+_POLICY = re.compile(r'^"user";q=(?P<q>\d+);w=(?P<w>\d+)$')
+
+
+# -- serving ------------------------------------------------------------------------------------
+
+
+class _Server(uvicorn.Server):
+    def install_signal_handlers(self) -> None:  # not the main thread
+        return None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@contextlib.contextmanager
+def running(app: FastAPI) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 with its lifespan; yield the base URL; shut it down after."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    server = _Server(config)
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(server.serve(sockets=[sock]))
+        except BaseException as exc:  # reported to the test below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="seojobs-api", daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(f"the API failed to start: {failure!r}")
+        threading.Event().wait(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+        if thread.is_alive():
+            raise AssertionError("the API server did not shut down within 30 s")
+        if failure:
+            raise failure[0]
+
+
+@dataclass
+class Account:
+    user: UserRecord
+    key: str
+
+    def headers(self, form: str = "raw") -> dict[str, str]:
+        return auth_headers(self.key, form)
+
+
+def auth_headers(key: str, form: str = "raw") -> dict[str, str]:
+    """The three ways to present a key: seed 000's raw header, Bearer, seed 001's X-API-Key."""
+    if form == "raw":
+        return {"Authorization": key}
+    if form == "bearer":
+        return {"Authorization": f"Bearer {key}"}
+    if form == "x-api-key":
+        return {"X-API-Key": key}
+    raise ValueError(form)
+
+
+@dataclass
+class Api:
+    """A running app and a way to make users and clients for it."""
+
+    base: str
+    app: FastAPI
+    settings: Settings
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    @property
+    def services(self) -> Services:
+        found: Services = self.app.state.services
+        return found
+
+    def account(self, name: str = "alice", rate_limit: str | None = None) -> Account:
+        created = self.services.create_user(name, rate_limit=rate_limit)
+        return Account(created.user, created.api_key)
+
+    def client(self, account: Account | None = None, form: str = "raw") -> httpx.Client:
+        headers = {"Accept": "application/json"}
+        if account is not None:
+            headers |= account.headers(form)
+        made = httpx.Client(base_url=self.base, headers=headers, timeout=60.0)
+        self.clients.append(made)
+        return made
+
+    def close(self) -> None:
+        for made in self.clients:
+            made.close()
+
+
+@contextlib.contextmanager
+def api(settings: Settings, *, run_worker: bool = False) -> Iterator[Api]:
+    app = create_app(settings, run_worker=run_worker)
+    with running(app) as base:
+        made = Api(base, app, settings)
+        try:
+            yield made
+        finally:
+            made.close()
+
+
+# -- fake providers -----------------------------------------------------------------------------
+
+
+@dataclass
+class Providers:
+    """Local fakes for every provider the v1 kinds call, and the settings that point at them."""
+
+    indexnow: FakeIndexNow
+    serper: FakeSerper
+    site: FixtureSite
+    site_base: str
+    indexnow_endpoint: str
+
+    def settings(self, url: str, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "indexnow_key": INDEXNOW_KEY,
+            "indexnow_endpoint": self.indexnow_endpoint,
+            # Every engine submits through IndexNow, so google submissions run too.
+            "submit_providers": {"google": ["indexnow"], "bing": ["indexnow"]},
+            "serper_key": SERPER_KEY,
+            "serper_base_url": self.serper.base_url,
+            "check_providers": {"google": ["serper"]},
+            "allow_private_networks": True,  # the fixture site lives on loopback
+            "provider_backoff": 0.01,
+            "provider_retries": 1,
+        }
+        values.update(overrides)
+        return make_settings(url, **values)
+
+
+@contextlib.contextmanager
+def providers() -> Iterator[Providers]:
+    indexnow = FakeIndexNow()
+    serper = FakeSerper(key=SERPER_KEY)
+    with (
+        serve(indexnow.app()) as indexnow_base,
+        serve(serper.app) as serper_base,
+        running_site() as (site, site_base),
+    ):
+        serper.base_url = serper_base
+        yield Providers(indexnow, serper, site, site_base, indexnow_base + "/indexnow")
+
+
+# -- assertions ---------------------------------------------------------------------------------
+
+
+def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """An RFC 9457 problem document with this status; returns the body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].split(";")[0].strip() == PROBLEM_JSON
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert isinstance(body["title"], str) and body["title"]
+    assert isinstance(body.get("type", "about:blank"), str)
+    return body
+
+
+def error_fields(response: httpx.Response) -> list[str]:
+    """The ``field`` of each entry of a 422's ``errors`` list."""
+    body = assert_problem(response, 422)
+    assert isinstance(body.get("errors"), list) and body["errors"], body
+    return [str(e["field"]) for e in body["errors"]]
+
+
+def rate_limit_fields(response: httpx.Response) -> tuple[int, int, int, int]:
+    """(q, w, r, t) from ``RateLimit-Policy`` and ``RateLimit``; fails if either is missing."""
+    policy = _POLICY.match(response.headers.get("ratelimit-policy", ""))
+    current = _RATELIMIT.match(response.headers.get("ratelimit", ""))
+    assert policy, f"RateLimit-Policy missing or malformed: {response.headers!r}"
+    assert current, f"RateLimit missing or malformed: {response.headers!r}"
+    return int(policy["q"]), int(policy["w"]), int(current["r"]), int(current["t"])
+
+
+def retry_after(response: httpx.Response) -> int:
+    value = response.headers.get("retry-after")
+    assert value is not None and value.isdigit(), f"Retry-After: {value!r}"
+    return int(value)
+
+
+# -- Redis --------------------------------------------------------------------------------------
+
+REDIS_URL = os.environ.get("SEOJOBS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def redis_or_skip() -> str:
+    """The test Redis URL; skips when Redis is unreachable, and FAILS in CI (``CI=true``)."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3, socket_timeout=3)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        message = f"Redis is not reachable at {REDIS_URL}: {exc}"
+        if IN_CI:
+            pytest.fail(message + " (CI=true: Redis tests must run)", pytrace=False)
+        pytest.skip(message)
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+def forget_rate_limit_keys(url: str, user_ids: list[int]) -> None:
+    """Delete the limiter's windows of these user ids (keys are ``LIMITS:LIMITER/<id>/...``).
+
+    The limiter keys by user id only, and user ids restart at 1 in every test database, so a
+    window left by an earlier run would be charged to this test's users.
+    """
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        for user_id in user_ids:
+            for key in client.scan_iter(match=f"LIMITS:LIMITER/{user_id}/*"):
+                client.delete(key)
+    finally:
+        client.close()

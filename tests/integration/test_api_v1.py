@@ -1,0 +1,390 @@
+"""The v1 indexing API over real HTTP: creation (202), status bodies in every state, auth, 404s
+and ``Prefer: wait`` long-polls. Validation, idempotency, lists and reports have their own
+``test_api_v1_*.py`` files."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api_helpers import (
+    FIELDS,
+    SUBMIT_FIELDS,
+    TERMINAL,
+    V1,
+    Api,
+    Providers,
+    api,
+    assert_problem,
+    auth_headers,
+    providers,
+    retry_after,
+)
+from tests.conftest import make_settings
+from tests.waiting import wait_until
+
+KINDS = ["index-submit", "index-check"]
+
+
+@pytest.fixture
+def fakes() -> Iterator[Providers]:
+    with providers() as made:
+        yield made
+
+
+@pytest.fixture
+def idle(store_url: str) -> Iterator[Api]:
+    """The API without a worker: jobs stay pending (and no provider is ever called)."""
+    with api(make_settings(store_url), run_worker=False) as running:
+        yield running
+
+
+@pytest.fixture
+def working(store_url: str, fakes: Providers) -> Iterator[Api]:
+    """The API with its in-process worker, talking to the fake providers."""
+    with api(fakes.settings(store_url), run_worker=True) as running:
+        yield running
+
+
+def when(value: str) -> datetime:
+    """An ISO 8601 timestamp that must carry its UTC offset."""
+    parsed = datetime.fromisoformat(value)
+    assert parsed.tzinfo is not None, f"{value!r} has no UTC offset"
+    return parsed
+
+
+def create(client: httpx.Client, kind: str, urls: list[str], **extra: Any) -> httpx.Response:
+    return client.post(f"{V1}/{kind}/jobs", json={"urls": urls, **extra})
+
+
+def status(client: httpx.Client, kind: str, job_id: int, **headers: str) -> httpx.Response:
+    return client.get(f"{V1}/{kind}/jobs/{job_id}", headers=headers)
+
+
+def finished(client: httpx.Client, kind: str, job_id: int) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        body: dict[str, Any] = status(client, kind, job_id).json()
+        return body if body["status"] in TERMINAL else None
+
+    return wait_until(check)
+
+
+# -- creation -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_post_answers_202_with_status_body_location_and_retry_after(idle: Api, kind: str) -> None:
+    client = idle.client(idle.account())
+    urls = ["https://a.example/1", "https://a.example/2"]
+    before = datetime.now(UTC)
+    response = create(client, kind, urls, title="launch week")
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert set(body) == FIELDS[kind] | {"duplicates_removed"}
+    assert body["status"] == "pending"
+    assert (body["total_urls"], body["failed_count"], body["progress_percent"]) == (2, 0, 0)
+    assert body["title"] == "launch week" and body["error"] is None
+    assert body["completed_at"] is None and body["duplicates_removed"] == 0
+    assert when(body["created_at"]) >= before - timedelta(seconds=5)
+    assert retry_after(response) >= 1
+    # Location names the job's status resource, which answers at once (committed before 202).
+    location = response.headers["location"]
+    assert location.endswith(f"{V1}/{kind}/jobs/{body['job_id']}")
+    polled = client.get(httpx.URL(idle.base).join(location))
+    assert polled.status_code == 200
+    assert polled.json()["job_id"] == body["job_id"]
+    assert polled.json()["status"] == "pending" and retry_after(polled) >= 1
+
+
+def test_submit_status_fields_are_seed_000s_with_the_scheduled_check(idle: Api) -> None:
+    client = idle.client(idle.account())
+    body = create(client, "index-submit", ["https://a.example/1"], checker=3).json()
+    polled = status(client, "index-submit", body["job_id"])
+    assert polled.status_code == 200
+    got = polled.json()
+    assert set(got) == SUBMIT_FIELDS
+    assert got["job_id"] == body["job_id"] and got["status"] == "pending"
+    assert (got["submitted_urls"], got["successful_count"], got["success_percent"]) == (0, 0, 0)
+    assert got["scheduled_check_days"] == 3
+    assert got["scheduled_check_status"] == "pending"
+    assert got["scheduled_check_run_id"] is None  # only once the check has started
+    due = when(got["scheduled_check_at"]) - when(got["created_at"])
+    assert abs(due.total_seconds() - 3 * idle.settings.day_seconds) < 60
+
+
+def test_submit_without_checker_has_empty_scheduled_check_fields(idle: Api) -> None:
+    client = idle.client(idle.account())
+    job_id = create(client, "index-submit", ["https://a.example/1"]).json()["job_id"]
+    got = status(client, "index-submit", job_id).json()
+    assert {k: got[k] for k in SUBMIT_FIELDS if k.startswith("scheduled_check")} == {
+        "scheduled_check_days": None,
+        "scheduled_check_status": None,
+        "scheduled_check_at": None,
+        "scheduled_check_run_id": None,
+    }
+
+
+# -- status in every state ----------------------------------------------------------------------
+
+
+def test_check_status_is_200_in_every_state_with_retry_after_only_while_open(
+    working: Api, fakes: Providers
+) -> None:
+    client = working.client(working.account())
+    ok, held = fakes.site_base + "/ok", fakes.site_base + "/hold"
+    fakes.serper.index("google", ok)
+    job_id = create(client, "index-check", [ok, held]).json()["job_id"]
+
+    # processing: the worker holds the job while the fixture site holds /hold.
+    def processing() -> httpx.Response | None:
+        answer = status(client, "index-check", job_id)
+        return answer if answer.json()["status"] == "processing" else None
+
+    answer = wait_until(processing)
+    assert answer.status_code == 200 and set(answer.json()) == FIELDS["index-check"]
+    assert retry_after(answer) >= 1
+    assert answer.json()["completed_at"] is None
+
+    fakes.site.release.set()
+    done = finished(client, "index-check", job_id)
+    answer = status(client, "index-check", job_id)
+    assert answer.status_code == 200 and "retry-after" not in answer.headers
+    assert set(done) == FIELDS["index-check"]
+    assert done["status"] == "completed" and done["error"] is None
+    assert (done["total_urls"], done["checked_urls"], done["progress_percent"]) == (2, 2, 100)
+    assert (done["indexed_count"], done["not_indexed_count"], done["failed_count"]) == (1, 1, 0)
+    assert when(done["completed_at"]) >= when(done["created_at"])
+
+
+def test_failed_jobs_answer_200_with_error_and_no_retry_after(working: Api) -> None:
+    client = working.client(working.account())
+    # No check provider serves bing in these settings: the worker fails the job.
+    check_id = create(client, "index-check", ["https://a.example/1"], engine="bing").json()
+    submit_id = create(client, "index-submit", ["https://a.example/1"], engine="yandex").json()
+    for kind, job_id in (
+        ("index-check", check_id["job_id"]),
+        ("index-submit", submit_id["job_id"]),
+    ):
+        body = finished(client, kind, job_id)
+        answer = status(client, kind, job_id)
+        assert answer.status_code == 200 and "retry-after" not in answer.headers
+        assert set(body) == FIELDS[kind]
+        assert body["status"] == "failed"
+        assert body["error"]["code"] == "provider_not_configured"
+        assert body["error"]["message"]
+        assert body["completed_at"] is not None
+
+
+def test_submit_completes_with_seed_counts(working: Api, fakes: Providers) -> None:
+    client = working.client(working.account())
+    urls = [f"https://a.example/{i}" for i in range(4)]
+    job_id = create(client, "index-submit", urls, engine="bing").json()["job_id"]
+    body = finished(client, "index-submit", job_id)
+    assert body["status"] == "completed"
+    assert (body["total_urls"], body["submitted_urls"], body["successful_count"]) == (4, 4, 4)
+    assert (body["failed_count"], body["progress_percent"], body["success_percent"]) == (
+        0,
+        100,
+        100,
+    )
+    assert fakes.indexnow.urls_for("a.example") == urls
+    assert "retry-after" not in status(client, "index-submit", job_id).headers
+
+
+def test_cancelled_job_is_failed_with_code_cancelled(idle: Api) -> None:
+    client = idle.client(idle.account())
+    job_id = create(client, "index-submit", ["https://a.example/1"], checker=1).json()["job_id"]
+    cancelled = client.post(f"{V1}/index-submit/jobs/{job_id}/cancel")
+    assert cancelled.status_code == 200, cancelled.text
+    body = status(client, "index-submit", job_id).json()
+    assert body["status"] == "failed" and body["error"]["code"] == "cancelled"
+    assert body["scheduled_check_status"] == "failed"  # the follow-up went with it
+    again = client.post(f"{V1}/index-submit/jobs/{job_id}/cancel")
+    assert again.status_code == 200 and again.json()["status"] == "failed"
+
+
+# -- ownership and unknown ids ------------------------------------------------------------------
+
+
+def test_unknown_ids_and_other_users_jobs_are_404_problems(idle: Api) -> None:
+    alice, bob = idle.account("alice"), idle.account("bob")
+    as_alice, as_bob = idle.client(alice), idle.client(bob)
+    submit_id = create(as_alice, "index-submit", ["https://a.example/1"]).json()["job_id"]
+    check_id = create(as_alice, "index-check", ["https://a.example/1"]).json()["job_id"]
+    unknown = max(submit_id, check_id) + 1000
+
+    cases = [
+        (as_alice, "index-submit", unknown),
+        (as_alice, "index-check", unknown),
+        (as_alice, "index-submit", check_id),  # a check is not a submission
+        (as_alice, "index-check", submit_id),
+        (as_bob, "index-submit", submit_id),  # someone else's
+        (as_bob, "index-check", check_id),
+    ]
+    for client, kind, job_id in cases:
+        for method, path in (
+            ("GET", f"{V1}/{kind}/jobs/{job_id}"),
+            ("GET", f"{V1}/{kind}/jobs/{job_id}/report"),
+            ("POST", f"{V1}/{kind}/jobs/{job_id}/cancel"),
+        ):
+            answer = client.request(method, path)
+            problem = assert_problem(answer, 404)
+            # Someone else's job reads exactly like one that does not exist.
+            assert {k: problem[k] for k in ("type", "title")} == {
+                "type": "https://seojobs.dev/problems/not_found",
+                "title": "Not found",
+            }
+    # Bob's attempt to cancel changed nothing.
+    assert status(as_alice, "index-submit", submit_id).json()["status"] == "pending"
+
+
+def test_other_users_jobs_never_appear_in_lists(idle: Api) -> None:
+    alice, bob = idle.account("alice"), idle.account("bob")
+    as_alice, as_bob = idle.client(alice), idle.client(bob)
+    mine = create(as_alice, "index-submit", ["https://a.example/1"]).json()["job_id"]
+    theirs = create(as_bob, "index-submit", ["https://b.example/1"]).json()["job_id"]
+    listed = as_bob.get(f"{V1}/index-submit/jobs").json()
+    assert [j["job_id"] for j in listed["jobs"]] == [theirs]
+    filtered = as_bob.get(f"{V1}/index-submit/jobs", params={"ids": f"{mine},{theirs}"}).json()
+    assert [j["job_id"] for j in filtered["jobs"]] == [theirs]
+    only_foreign = as_bob.get(f"{V1}/index-submit/jobs", params={"ids": str(mine)}).json()
+    assert only_foreign == {"jobs": [], "next_cursor": None}
+
+
+# -- authentication -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["raw", "bearer", "x-api-key"])
+def test_each_auth_form_works(idle: Api, form: str) -> None:
+    account = idle.account()
+    client = idle.client(account, form=form)
+    created = create(client, "index-check", ["https://a.example/1"])
+    assert created.status_code == 202, created.text
+    assert status(client, "index-check", created.json()["job_id"]).status_code == 200
+    assert client.get(f"{V1}/usage").status_code == 200
+
+
+def test_401_is_the_same_problem_for_a_missing_and_a_wrong_key(idle: Api) -> None:
+    real = idle.account()
+    anonymous = idle.client()
+    wrong = "sj_" + "x" * 43
+    attempts = [
+        {},
+        auth_headers(wrong, "raw"),
+        auth_headers(wrong, "bearer"),
+        auth_headers(wrong, "x-api-key"),
+        auth_headers(real.key[:-1], "raw"),  # a near miss of a real key
+        {"Authorization": "Bearer"},  # the scheme without a key
+    ]
+    answers = []
+    for headers in attempts:
+        for method, path, body in (
+            ("GET", f"{V1}/usage", None),
+            ("GET", f"{V1}/index-submit/jobs/1", None),
+            ("POST", f"{V1}/index-check/jobs", {"urls": ["https://a.example/1"]}),
+        ):
+            answer = anonymous.request(method, path, headers=headers, json=body)
+            assert_problem(answer, 401)
+            answers.append((answer.json(), answer.headers.get("www-authenticate")))
+    assert all(a == answers[0] for a in answers), answers
+    # Nothing was created by the refused POSTs.
+    assert idle.client(real).get(f"{V1}/index-check/jobs").json()["jobs"] == []
+
+
+# -- Prefer: wait -------------------------------------------------------------------------------
+
+
+def test_prefer_wait_answers_with_the_changed_state(working: Api, fakes: Providers) -> None:
+    account = working.account()
+    client = working.client(account)
+    job_id = create(client, "index-check", [fakes.site_base + "/hold"]).json()["job_id"]
+    wait_until(lambda: status(client, "index-check", job_id).json()["status"] == "processing")
+    held = status(client, "index-check", job_id).json()
+    assert held["checked_urls"] == 0
+
+    # The long-poll is charged to the rate limit when the server takes it: that tells the test
+    # the request has arrived, so the change below happens while the server is waiting.
+    limiter = working.app.state.rate_limiter
+    item = limiter.item(account.user.rate_limit)
+
+    def remaining() -> int:
+        return int(limiter.limiter.get_window_stats(item, str(account.user.id)).remaining)
+
+    before = remaining()
+    answers: list[httpx.Response] = []
+    poller = threading.Thread(
+        target=lambda: answers.append(
+            status(working.client(account), "index-check", job_id, Prefer="wait=30")
+        )
+    )
+    poller.start()
+    try:
+        wait_until(lambda: remaining() < before)
+    finally:
+        fakes.site.release.set()
+        poller.join(timeout=60)
+    assert not poller.is_alive()
+    [answer] = answers
+    assert answer.status_code == 200
+    assert answer.headers.get("preference-applied", "").startswith("wait=")
+    body = answer.json()
+    # The answer shows the change that happened during the wait, not the state it started in.
+    assert body["checked_urls"] == 1 or body["status"] == "completed", body
+
+
+def test_prefer_wait_on_an_unchanging_job_returns_it_as_it_is(idle: Api) -> None:
+    client = idle.client(idle.account())
+    job_id = create(client, "index-submit", ["https://a.example/1"]).json()["job_id"]
+    answer = status(client, "index-submit", job_id, Prefer="wait=1")
+    assert answer.status_code == 200
+    assert answer.json()["status"] == "pending"
+    assert answer.headers.get("preference-applied") == "wait=1"
+    assert retry_after(answer) >= 1
+
+
+# -- out-of-range input is a client error, never a 500 ------------------------------------------
+
+HUGE = "9" * 20  # past a 64-bit id
+
+
+def test_ids_past_64_bits_are_client_errors(idle: Api) -> None:
+    account = idle.account()
+    job_id = create(idle.client(account), "index-check", ["https://a.example/1"]).json()["job_id"]
+    requests = [
+        ("GET", f"/index-check/jobs/{HUGE}", None),
+        ("GET", f"/index-submit/jobs/{HUGE}/report", None),
+        ("POST", f"/index-check/jobs/{HUGE}/cancel", None),
+        ("GET", "/index-submit/jobs", {"ids": HUGE}),
+        ("GET", "/index-submit/jobs", {"cursor": HUGE}),
+        ("GET", f"/index-check/jobs/{job_id}/report", {"cursor": HUGE}),
+    ]
+    wrong = []
+    for method, path, params in requests:
+        # A fresh connection each time: uvicorn closes the connection after a 500.
+        answer = httpx.request(
+            method, idle.base + V1 + path, params=params, headers=account.headers()
+        )
+        if answer.status_code not in (404, 422) or not answer.headers.get(
+            "content-type", ""
+        ).startswith("application/problem+json"):
+            wrong.append(f"{method} {path} {params}: {answer.status_code}")
+    assert wrong == []
+
+
+def test_updated_since_edge_values_are_not_server_errors(idle: Api) -> None:
+    account = idle.account()
+    wrong = []
+    for since in ("2026-01-01T00:00:00", "0001-01-01T00:00:00+08:00", "9999-12-31T23:59:59-08:00"):
+        answer = httpx.get(
+            f"{idle.base}{V1}/index-submit/jobs",
+            params={"updated_since": since},
+            headers=account.headers(),
+        )
+        if answer.status_code not in (200, 422):
+            wrong.append(f"{since}: {answer.status_code}")
+    assert wrong == []
