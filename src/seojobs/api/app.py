@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from seojobs import __version__
 from seojobs.api import problems
+from seojobs.api.deps import AuthCache
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.v1 import router as v1_router
@@ -67,6 +68,7 @@ def create_app(
     app.state.db = db
     app.state.services = services
     app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
+    app.state.auth_cache = AuthCache()
     problems.install(app)
     app.include_router(v1_router)
     app.include_router(v2_router)

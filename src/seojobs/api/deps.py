@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 
 from seojobs.api.problems import Problem
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.services import Services
 from seojobs.store.records import UserRecord
 
+AUTH_CACHE_SECONDS = 5.0  # a deleted user's key keeps working at most this long
 
-def services(request: Request) -> Services:
+
+async def services(request: Request) -> Services:
     found: Services = request.app.state.services
     return found
+
+
+class AuthCache:
+    """Key hash -> user for a few seconds: status polls are most of the traffic, and looking
+    the user up on every one cost more than the poll itself (bench/api.py)."""
+
+    def __init__(self, ttl: float = AUTH_CACHE_SECONDS, size: int = 10_000) -> None:
+        self.ttl = ttl
+        self.size = size
+        self._entries: dict[str, tuple[float, UserRecord]] = {}
+
+    def get(self, key: str) -> UserRecord | None:
+        found = self._entries.get(key)
+        if found is None or found[0] < time.monotonic():
+            return None
+        return found[1]
+
+    def put(self, key: str, user: UserRecord) -> None:
+        if len(self._entries) >= self.size:
+            self._entries.clear()  # crude but bounded; refills within one TTL
+        self._entries[key] = (time.monotonic() + self.ttl, user)
 
 
 def _presented_key(request: Request) -> str | None:
@@ -32,10 +57,10 @@ def _presented_key(request: Request) -> str | None:
     return auth
 
 
-def current_user(request: Request, svc: Annotated[Services, Depends(services)]) -> UserRecord:
+async def current_user(request: Request, svc: Annotated[Services, Depends(services)]) -> UserRecord:
     """Authenticate, then charge the request to the user's budget."""
     key = _presented_key(request)
-    user = svc.authenticate(key) if key else None
+    user = await _authenticate(request, svc, key) if key else None
     if user is None:
         # Same answer for a missing key, a wrong key and a deleted user: nothing to learn.
         raise Problem(
@@ -46,7 +71,10 @@ def current_user(request: Request, svc: Annotated[Services, Depends(services)]) 
             headers={"WWW-Authenticate": 'Bearer realm="seojobs"'},
         )
     limiter: RateLimiter = request.app.state.rate_limiter
-    verdict = limiter.hit(user.id, user.rate_limit)
+    if limiter.in_memory:
+        verdict = limiter.hit(user.id, user.rate_limit)
+    else:  # Redis is network I/O: keep it off the event loop
+        verdict = await run_in_threadpool(limiter.hit, user.id, user.rate_limit)
     if verdict is not None:
         request.state.rate_limit_headers = verdict.headers()
         if not verdict.allowed:
@@ -60,6 +88,16 @@ def current_user(request: Request, svc: Annotated[Services, Depends(services)]) 
                 violated_policies=["user"],
             )
     request.state.user = user
+    return user
+
+
+async def _authenticate(request: Request, svc: Services, key: str) -> UserRecord | None:
+    cache: AuthCache = request.app.state.auth_cache
+    user = cache.get(key)
+    if user is None:
+        user = await run_in_threadpool(svc.authenticate, key)
+        if user is not None:
+            cache.put(key, user)
     return user
 
 

@@ -42,6 +42,7 @@ class Verdict:
 class RateLimiter:
     def __init__(self, storage_uri: str, default: str) -> None:
         self.storage = storage.storage_from_string(storage_uri)
+        self.in_memory = storage_uri.startswith("memory://")
         self.limiter = MovingWindowRateLimiter(self.storage)
         self.default = parse(default)
         self._parsed: dict[str, RateLimitItem] = {}

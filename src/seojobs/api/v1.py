@@ -169,10 +169,16 @@ def _wait_seconds(prefer: str | None) -> float:
     return 0.0
 
 
+def _read(svc: Services, user: UserRecord, kind: str, job_id: int) -> tuple[JobRecord, Any]:
+    # The job and its answer in one thread-pool hop: each hop costs about as much as the read.
+    job = _job(svc, user, kind, job_id)
+    return job, _body(svc, job)
+
+
 async def _status(
     svc: Services, user: UserRecord, kind: str, job_id: int, prefer: str | None
 ) -> Response:
-    job = await run_in_threadpool(_job, svc, user, kind, job_id)
+    job, body = await run_in_threadpool(_read, svc, user, kind, job_id)
     wait = _wait_seconds(prefer)
     if wait and not job.is_final:
         # Long-poll: answer as soon as the job changes, or when the wait is over.
@@ -180,10 +186,9 @@ async def _status(
         seen = (job.state, job.updated_at)
         while time.monotonic() < deadline:
             await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
-            job = await run_in_threadpool(_job, svc, user, kind, job_id)
+            job, body = await run_in_threadpool(_read, svc, user, kind, job_id)
             if (job.state, job.updated_at) != seen:
                 break
-    body = await run_in_threadpool(_body, svc, job)
     headers = _headers(job)
     if wait:
         headers["Preference-Applied"] = f"wait={int(wait)}"

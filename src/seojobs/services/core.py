@@ -165,9 +165,8 @@ class Services:
         only the keys kinds declare in ``summary_params``: what status answers need."""
         keys = self.registry.summary_keys() if summary else None
         with self.db.read() as conn:
-            job = job_sql.get(conn, job_id, param_keys=keys)
-            owner = accounts.project(conn, job.project_id) if job else None
-        if job is None or owner is None or owner.user_id != user.id:
+            job = job_sql.get(conn, job_id, param_keys=keys, user_id=user.id)
+        if job is None:
             raise NotFound(f"job {job_id}")
         return job
 

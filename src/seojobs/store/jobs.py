@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from seojobs.store.db import Database
 from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewJob
-from seojobs.store.tables import job_items, jobs
+from seojobs.store.tables import job_items, jobs, projects
 
 OPEN_STATES = ("pending", "processing")
 FINAL_STATES = ("completed", "failed")
@@ -158,9 +158,18 @@ def _record(row: Row[Any], param_keys: Sequence[str] | None) -> JobRecord:
 
 
 def get(
-    conn: Connection, job_id: int, *, param_keys: Sequence[str] | None = None
+    conn: Connection,
+    job_id: int,
+    *,
+    param_keys: Sequence[str] | None = None,
+    user_id: int | None = None,
 ) -> JobRecord | None:
-    row = conn.execute(_select(param_keys).where(jobs.c.id == job_id)).first()
+    """One job; with ``user_id``, only if one of that user's projects holds it (one query)."""
+    query = _select(param_keys).where(jobs.c.id == job_id)
+    if user_id is not None:
+        owned = select(projects.c.id).where(projects.c.user_id == user_id)
+        query = query.where(jobs.c.project_id.in_(owned))
+    row = conn.execute(query).first()
     return _record(row, param_keys) if row else None
 
 

@@ -1,0 +1,145 @@
+"""One uvicorn process per system, started and stopped by ``bench/api.py``.
+
+Both processes get the same uvicorn options: one process (no ``--workers``), the asyncio loop,
+the h11 parser, access log off, log level warning. Only the app factory and its environment
+differ. Each process runs in its own session so a Ctrl-C at the terminal reaches only the
+benchmark, which then stops the servers itself (SIGTERM, then SIGKILL after 10 s).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+REPO = Path(__file__).resolve().parent.parent
+UVICORN_OPTIONS = (
+    "--host",
+    "127.0.0.1",
+    "--loop",
+    "asyncio",
+    "--http",
+    "h11",
+    "--no-access-log",
+    "--log-level",
+    "warning",
+)
+START_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _clean_env(extra: dict[str, str]) -> dict[str, str]:
+    """The caller's environment without any SEOJOBS_* setting, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
+    env.update(extra)
+    return env
+
+
+class Server:
+    """``uvicorn --factory <factory>`` on a free loopback port, until ``stop()``."""
+
+    def __init__(self, factory: str, ready_path: str, env: dict[str, str], log: Path) -> None:
+        self.factory = factory
+        self.ready_path = ready_path
+        self.env = _clean_env(env)
+        self.log = log
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            self.factory,
+            "--port",
+            str(self.port),
+            *UVICORN_OPTIONS,
+        ]
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.factory} exited at start-up:\n{self.log_tail()}")
+            if self._answers():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{self.factory} did not answer in {START_TIMEOUT:.0f} s")
+
+    def _answers(self) -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            conn.request("GET", self.ready_path)
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """One request, for the sanity check before the load."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request("GET", path, headers=headers)
+            response = conn.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"

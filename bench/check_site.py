@@ -1,0 +1,287 @@
+"""The local site and the fake Serper API for ``bench/check.py``, served in a child process.
+
+``python -m bench.check_site`` binds ``--site-ports`` loopback sockets for the site and one for
+the fake Serper API, prints their ports as one JSON line, then serves one raw ASGI app on all
+of them with uvicorn until stdin closes (the parent died or is done) or SIGTERM arrives.
+
+The site: ``/robots.txt`` and pages ``/p/<n>``, about 2 KB of HTML each, with a robots meta tag
+(``noindex`` on every 10th page) and a relative self-canonical (another page's on every 25th).
+The fake Serper answers ``POST /search`` with ``X-API-KEY`` and JSON ``{"q", "num"}`` in Serper's
+shape (``searchParameters``, ``organic[].link``, ``credits``). A ``site:`` query lists the
+indexed pages whose scheme-less URL starts with the query, as a real ``site:`` search does;
+page ``n`` is indexed unless ``n % 4 == 0``.
+
+Parent side: :class:`SiteProcess` starts the child, reads the ports, and stops it on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+API_KEY = "bench-serper-key"
+ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: /sitemap.xml\n"
+PAGE_FILLER = " ".join(f"Paragraph text about topic {i} with a few more words." for i in range(24))
+ROOT = Path(__file__).resolve().parent.parent
+
+Scope = dict[str, Any]
+
+
+def indexed(n: int) -> bool:
+    """Whether the fake Serper lists page ``n`` (what the check's counters are compared with)."""
+    return n % 4 != 0
+
+
+def page_html(n: int) -> bytes:
+    robots = "noindex, follow" if n % 10 == 0 else "index, follow"
+    canonical = f"/p/{n + 1}" if n % 25 == 0 else f"/p/{n}"
+    return (
+        "<!doctype html>\n<html lang=en><head>\n<meta charset=utf-8>\n"
+        f"<title>Page {n} | Bench site</title>\n"
+        '<meta name=viewport content="width=device-width, initial-scale=1">\n'
+        f'<meta name=description content="The description of page {n}.">\n'
+        f'<meta name=robots content="{robots}">\n'
+        f'<link rel=canonical href="{canonical}">\n'
+        '<link rel=stylesheet href="/static/site.css">\n'
+        "</head>\n<body>\n"
+        f"<h1>Page {n}</h1>\n<p>{PAGE_FILLER}</p>\n"
+        f'<p><a href="/p/{n + 1}">next</a> <a href="/p/{max(n - 1, 0)}">previous</a></p>\n'
+        "</body></html>\n"
+    ).encode()
+
+
+def _schemeless_page(query: str) -> tuple[str, int] | None:
+    """``("127.0.0.1:8000", 12)`` for ``site:127.0.0.1:8000/p/12``."""
+    target = query.removeprefix("site:")
+    origin, sep, path = target.partition("/p/")
+    if not sep or not path.isdigit():
+        return None
+    return origin, int(path)
+
+
+class App:
+    """One raw ASGI app for every socket: pages, robots.txt and the Serper endpoint."""
+
+    def __init__(self, pages: int) -> None:
+        self.pages = pages
+        self._cache: dict[int, bytes] = {}
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        if path == "/search" and scope["method"] == "POST":
+            status, ctype, body = await self._search(scope, receive)
+        elif path == "/robots.txt":
+            status, ctype, body = 200, b"text/plain", ROBOTS_TXT
+        elif path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < self.pages:
+            n = int(path[3:])
+            html = self._cache.get(n)
+            if html is None:
+                html = self._cache[n] = page_html(n)
+            status, ctype, body = 200, b"text/html; charset=utf-8", html
+        else:
+            status, ctype, body = 404, b"text/plain", b"not found\n"
+        headers = [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _search(self, scope: Scope, receive: Any) -> tuple[int, bytes, bytes]:
+        chunks = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        key = dict(scope["headers"]).get(b"x-api-key")
+        if key != API_KEY.encode():
+            return 403, b"application/json", b'{"message":"Unauthorized.","statusCode":403}'
+        try:
+            request = json.loads(b"".join(chunks))
+            query, num = str(request["q"]), int(request.get("num", 10))
+        except (ValueError, KeyError, TypeError):
+            return 400, b"application/json", b'{"message":"Query is required","statusCode":400}'
+        links = self._site_results(query, num)
+        answer = {
+            "searchParameters": {"q": query, "type": "search", "num": num, "engine": "google"},
+            "organic": [
+                {"title": f"Result {i}", "link": link, "snippet": "", "position": i}
+                for i, link in enumerate(links, start=1)
+            ],
+            "credits": 1,
+        }
+        return 200, b"application/json", json.dumps(answer).encode()
+
+    def _site_results(self, query: str, num: int) -> list[str]:
+        parsed = _schemeless_page(query)
+        if parsed is None:
+            return []
+        origin, n = parsed
+        # Pages whose number starts with n's digits: n itself, then n0..n9, n00.. (site: is a
+        # prefix match), so most answers carry a few near-miss links besides the page itself.
+        found: list[str] = []
+        width = 1
+        candidates = [n]
+        while len(found) < num and candidates and candidates[0] < self.pages:
+            found += [f"http://{origin}/p/{c}" for c in candidates if indexed(c) and c > 0]
+            candidates = [n * 10**width + d for d in range(10**width)]
+            candidates = [c for c in candidates if c < self.pages]
+            width += 1
+        return found[:num]
+
+
+def _bind() -> socket.socket:
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
+    # listening socket says TCP. With proto 0 every response (head and body written apart) waits
+    # ~40 ms for the client's delayed ACK (Nagle).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    return sock
+
+
+def serve(site_ports: int, pages: int, cpu: int | None) -> None:
+    import uvicorn
+
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    site = [_bind() for _ in range(site_ports)]
+    api = _bind()
+    ports = {"site": [s.getsockname()[1] for s in site], "serper": api.getsockname()[1]}
+    print(json.dumps(ports), flush=True)
+    config = uvicorn.Config(
+        App(pages),
+        http="h11",
+        loop="asyncio",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        backlog=2048,
+        timeout_keep_alive=60,
+    )
+    server = uvicorn.Server(config)
+
+    def watch_stdin() -> None:  # the parent closes our stdin when it is done (or dies)
+        sys.stdin.buffer.read()
+        server.should_exit = True
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    asyncio.run(server.serve(sockets=[*site, api]))
+
+
+def sched_seconds(pid: int | str = "self") -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one) of every thread of ``pid``.
+
+    From /proc/<pid>/task/*/schedstat (Linux); threads that already ended are not counted.
+    The wait is the direct measure of other load on the machine taking our CPU.
+    """
+    running = waiting = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            on_cpu, queued, _slices = (task / "schedstat").read_text().split()
+        except (OSError, ValueError):
+            continue
+        running += int(on_cpu)
+        waiting += int(queued)
+    return running / 1e9, waiting / 1e9
+
+
+class SiteProcess:
+    """The server child: ``with SiteProcess(...) as site:`` gives its base URLs."""
+
+    def __init__(self, site_ports: int, pages: int, cpu: int | None) -> None:
+        self._args = [
+            sys.executable,
+            "-m",
+            "bench.check_site",
+            "--site-ports",
+            str(site_ports),
+            "--pages",
+            str(pages),
+        ]
+        if cpu is not None:
+            self._args += ["--cpu", str(cpu)]
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.site_urls: list[str] = []
+        self.serper_url = ""
+
+    def __enter__(self) -> SiteProcess:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self._proc = subprocess.Popen(
+            self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line:
+            self.__exit__(None, None, None)
+            raise RuntimeError("the site process failed to start")
+        ports = json.loads(line)
+        self.site_urls = [f"http://127.0.0.1:{p}" for p in ports["site"]]
+        self.serper_url = f"http://127.0.0.1:{ports['serper']}"
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        self._proc = None
+        if proc.stdin is not None:
+            proc.stdin.close()  # the child's stdin watcher stops uvicorn
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def sched_seconds(self) -> tuple[float, float]:
+        assert self._proc is not None
+        return sched_seconds(self._proc.pid)
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        """Block until the first site port accepts connections."""
+        port = int(self.site_urls[0].rsplit(":", 1)[1])
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site-ports", type=int, default=4)
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
+    args = parser.parse_args()
+    serve(args.site_ports, args.pages, args.cpu)
+
+
+if __name__ == "__main__":
+    main()
