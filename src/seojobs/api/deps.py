@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from seojobs.api.problems import Problem
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.services import Services
+from seojobs.services.core import hash_api_key
 from seojobs.store.records import UserRecord
 
 AUTH_CACHE_SECONDS = 5.0  # a deleted user's key keeps working at most this long
@@ -93,11 +94,12 @@ async def current_user(request: Request, svc: Annotated[Services, Depends(servic
 
 async def _authenticate(request: Request, svc: Services, key: str) -> UserRecord | None:
     cache: AuthCache = request.app.state.auth_cache
-    user = cache.get(key)
+    digest = hash_api_key(key)  # the cache holds hashes, never raw keys
+    user = cache.get(digest)
     if user is None:
         user = await run_in_threadpool(svc.authenticate, key)
         if user is not None:
-            cache.put(key, user)
+            cache.put(digest, user)
     return user
 
 
