@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from seojobs.store.records import ProjectRecord, UserRecord
 from seojobs.store.tables import projects, users
@@ -43,8 +43,11 @@ def _user_query() -> Any:
     ).join(projects, (projects.c.user_id == users.c.id) & projects.c.is_default.is_(True))
 
 
+_BY_KEY_HASH = _user_query().where(users.c.api_key_hash == bindparam("key_hash"))
+
+
 def user_by_key_hash(conn: Connection, api_key_hash: str) -> UserRecord | None:
-    row = conn.execute(_user_query().where(users.c.api_key_hash == api_key_hash)).first()
+    row = conn.execute(_BY_KEY_HASH, {"key_hash": api_key_hash}).first()
     return UserRecord(**row._asdict()) if row else None
 
 
