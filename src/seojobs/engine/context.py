@@ -59,8 +59,10 @@ class JobContext:
         self.counters: dict[str, int] = dict(job.counters)
         self.result: dict[str, Any] | None = None
         self.stopping = False  # set on SIGTERM: finish the current item, then release
-        # Counters are written as a snapshot, so writes of one job must not overtake each other.
-        self._record_lock = asyncio.Lock()
+        # Results waiting for the next group commit, and the task writing them. One writer per
+        # job: counters are written as a snapshot, so writes must not overtake each other.
+        self._pending: list[tuple[list[tuple[ItemRecord, ItemResult]], asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     @property
     def job_id(self) -> int:
@@ -91,7 +93,38 @@ class JobContext:
         await self.record_many([(item, verdict)])
 
     async def record_many(self, finished: list[tuple[ItemRecord, ItemResult]]) -> None:
-        """Store several items' results in one transaction (a provider batch)."""
+        """Store items' results; returns once they are committed.
+
+        Group commit: results that finish while a write is in flight go together in the next
+        transaction, so a job's writes never queue up one by one (measured in bench/check.py:
+        one transaction per item, serialised, capped a job at ~200-250 items/s). Nothing
+        waits on purpose: the first result is written at once.
+        """
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((finished, done))
+        if self._flusher is None or self._flusher.done():
+            # A task of its own, so a cancelled caller cannot strand the others' results.
+            self._flusher = asyncio.create_task(self._flush())
+        await done
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            finished = [pair for pairs, _done in batch for pair in pairs]
+            try:
+                await self._write(finished)
+            except BaseException as exc:
+                for _pairs, done in batch:
+                    if not done.done():
+                        done.set_exception(_copy(exc))
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for _pairs, done in batch:
+                if not done.done():
+                    done.set_result(None)
+
+    async def _write(self, finished: list[tuple[ItemRecord, ItemResult]]) -> None:
         outcomes = [
             ItemOutcome(
                 item_id=item.id,
@@ -103,13 +136,12 @@ class JobContext:
             )
             for item, verdict in finished
         ]
-        async with self._record_lock:
-            counters = dict(self.counters)
-            for _item, verdict in finished:
-                key = verdict.outcome or ("failed" if verdict.failed else "done")
-                counters[key] = counters.get(key, 0) + 1
-            await self.worker.record_items(self, outcomes, counters)
-            self.counters = counters
+        counters = dict(self.counters)
+        for _item, verdict in finished:
+            key = verdict.outcome or ("failed" if verdict.failed else "done")
+            counters[key] = counters.get(key, 0) + 1
+        await self.worker.record_items(self, outcomes, counters)
+        self.counters = counters
 
     async def ensure_held(self) -> None:
         """Raise ``Interrupted`` if the job was cancelled or taken away, or the worker stops.
@@ -153,3 +185,10 @@ class JobContext:
             raise failures[0]
         if interrupted:
             raise interrupted
+
+
+def _copy(exc: BaseException) -> BaseException:
+    """One exception per waiting caller (raising one object in several tasks tangles tracebacks)."""
+    if isinstance(exc, Interrupted):
+        return Interrupted(str(exc))
+    return exc

@@ -401,23 +401,43 @@ def record_items(
     )
     if conn.execute(stmt).rowcount != 1:
         raise LeaseLost(job_id)
-    for o in outcomes:
-        conn.execute(
-            update(job_items)
-            .where(
-                job_items.c.id == o.item_id,
-                job_items.c.job_id == job_id,
-                job_items.c.state == "pending",
-            )
-            .values(
-                state="failed" if o.failed else "done",
-                outcome=o.outcome,
-                result=o.result,
-                error_code=o.error_code,
-                error_message=o.error_message,
-                finished_at=now,
-            )
-        )
+    if not outcomes:
+        return
+    # One executemany for the whole group rather than a statement per item.
+    conn.execute(
+        _RECORD_ITEM,
+        [
+            {
+                "b_id": o.item_id,
+                "b_job": job_id,
+                "b_state": "failed" if o.failed else "done",
+                "b_outcome": o.outcome,
+                "b_result": o.result,
+                "b_code": o.error_code,
+                "b_message": o.error_message,
+                "b_at": now,
+            }
+            for o in outcomes
+        ],
+    )
+
+
+_RECORD_ITEM = (
+    update(job_items)
+    .where(
+        job_items.c.id == bindparam("b_id"),
+        job_items.c.job_id == bindparam("b_job"),
+        job_items.c.state == "pending",
+    )
+    .values(
+        state=bindparam("b_state"),
+        outcome=bindparam("b_outcome"),
+        result=bindparam("b_result", type_=job_items.c.result.type),
+        error_code=bindparam("b_code"),
+        error_message=bindparam("b_message"),
+        finished_at=bindparam("b_at", type_=job_items.c.finished_at.type),
+    )
+)
 
 
 def still_held(conn: Connection, job_id: int, attempt: int) -> bool:
