@@ -130,3 +130,26 @@ def test_concurrent_retries_with_one_key_create_one_job(app: Api, kind: str) -> 
         1 for a in answers if a.status_code == 202 and "idempotent-replayed" not in a.headers
     )
     assert fresh == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_lost_idempotency_record_still_yields_the_same_job(app: Api, kind: str) -> None:
+    """The process dies after creating the job but before saving the answer: the key's record
+    is gone (or went stale). The retry must find the job, not create a second one."""
+    from seojobs.store.tables import idempotency_keys
+
+    client = app.client(app.account())
+    key = str(uuid.uuid4())
+    first = post(client, kind, key, BODY)
+    assert first.status_code == 202, first.text
+    services = app.app.state.services
+    with services.db.write() as conn:
+        assert conn.execute(idempotency_keys.delete()).rowcount == 1
+    again = post(client, kind, key, BODY)
+    assert again.status_code == 202, again.text
+    assert "idempotent-replayed" not in again.headers  # answered afresh, from the job itself
+    assert again.json()["job_id"] == first.json()["job_id"]
+    assert job_ids(client, kind) == [first.json()["job_id"]]
+    # The retry recorded the key again, so reusing it for another request is refused again.
+    other = post(client, kind, key, {**BODY, "urls": ["https://a.example/other"]})
+    assert_problem(other, 422)

@@ -49,20 +49,28 @@ def run(
     svc: Services,
     user: UserRecord,
     payload: Any,
-    produce: Callable[[], JSONResponse],
+    produce: Callable[[str | None], JSONResponse],
 ) -> Response:
-    """Answer a POST through the idempotency record of its key (if it has one)."""
+    """Answer a POST through the idempotency record of its key (if it has one).
+
+    ``produce`` gets a job-level key derived from the header and the request: stored on the
+    job (unique per project), it returns the same job even if this record was lost, e.g. the
+    process died after creating the job but before saving the answer, and the in-flight
+    record then went stale.
+    """
     key = _key(request)
     if key is None:
-        return produce()
+        return produce(None)
     settings = svc.settings
+    request_print = fingerprint(request, payload)
+    job_key = hashlib.sha256(f"{key}\n{request_print}".encode()).hexdigest()
     with svc.db.write() as conn:
         outcome, stored = store.begin(
             svc.db,
             conn,
             user_id=user.id,
             key=key,
-            fingerprint=fingerprint(request, payload),
+            fingerprint=request_print,
             now=svc.clock(),
             ttl=settings.idempotency_ttl_seconds,
             in_flight_ttl=IN_FLIGHT_SECONDS,
@@ -91,7 +99,7 @@ def run(
             media_type="application/json",
         )
     try:
-        response = produce()
+        response = produce(job_key)
     except BaseException:
         with svc.db.write() as conn:
             store.abandon(conn, user_id=user.id, key=key)

@@ -140,13 +140,9 @@ def _create(
     payload = body.model_dump()
     params = {k: v for k, v in payload.items() if k != "title" and v is not None}
 
-    def produce() -> JSONResponse:
+    def produce(job_key: str | None) -> JSONResponse:
         job, _created = indexing.create(
-            svc,
-            user,
-            kind,
-            params,
-            title=payload.get("title"),
+            svc, user, kind, params, title=payload.get("title"), idempotency_key=job_key
         )
         content = _body(svc, job) | {"duplicates_removed": job.params["duplicates_removed"]}
         headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | _headers(job)

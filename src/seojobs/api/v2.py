@@ -188,8 +188,10 @@ def _create(
     if body.checker is not None:
         params["checker"] = body.checker
 
-    def produce() -> JSONResponse:
-        job, _created = indexing.create(svc, user, KINDS[task_type], params, title=body.title)
+    def produce(job_key: str | None) -> JSONResponse:
+        job, _created = indexing.create(
+            svc, user, KINDS[task_type], params, title=body.title, idempotency_key=job_key
+        )
         if refused(job):
             message = job.error_message or "your daily quota is used up"
             return JSONResponse(V2Refused(message=message).model_dump())
