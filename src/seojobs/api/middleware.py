@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from seojobs.api.problems import MEDIA_TYPE
+from seojobs.api.problems import problem
 
 
 class RateLimitHeaders:
@@ -49,7 +47,7 @@ class BodyLimit:
             return
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
                 return
         seen = 0
 
@@ -65,29 +63,16 @@ class BodyLimit:
         try:
             await self.app(scope, counted, send)
         except _TooLarge:
-            await self._refuse(send)
+            await self._refuse(scope, receive, send)
 
-    async def _refuse(self, send: Send) -> None:
-        import json
-
-        body: dict[str, Any] = {
-            "type": "https://seojobs.dev/problems/body_too_large",
-            "title": "Request body too large",
-            "status": 413,
-            "detail": f"the request body is limited to {self.limit} bytes",
-        }
-        raw = json.dumps(body).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", MEDIA_TYPE.encode()),
-                    (b"content-length", str(len(raw)).encode()),
-                ],
-            }
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem(
+            413,
+            "Request body too large",
+            f"the request body is limited to {self.limit} bytes",
+            code="body_too_large",
         )
-        await send({"type": "http.response.body", "body": raw})
+        await response(scope, receive, send)
 
 
 class _TooLarge(HTTPException):

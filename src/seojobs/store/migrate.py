@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from alembic import command
@@ -44,7 +45,10 @@ def current_revision(db: Database) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+@functools.cache
 def head_revision() -> str | None:
+    # The scripts ship with the package and cannot change under a running process; reading
+    # them on every /readyz was file I/O for nothing.
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
