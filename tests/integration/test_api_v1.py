@@ -310,10 +310,9 @@ def test_prefer_wait_answers_with_the_changed_state(working: Api, fakes: Provide
     # The long-poll is charged to the rate limit when the server takes it: that tells the test
     # the request has arrived, so the change below happens while the server is waiting.
     limiter = working.app.state.rate_limiter
-    item = limiter.item(account.user.rate_limit)
 
     def remaining() -> int:
-        return int(limiter.limiter.get_window_stats(item, str(account.user.id)).remaining)
+        return int(limiter.remaining(account.user.id, account.user.rate_limit))
 
     before = remaining()
     answers: list[httpx.Response] = []

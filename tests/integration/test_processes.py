@@ -41,6 +41,14 @@ class Procs:
         self.procs.append(proc)
         return proc
 
+    def exits(self) -> str:
+        """Each worker's exit code and the end of its log, for assertion messages."""
+        return "\n".join(
+            f"worker{i}: exit {proc.returncode}: "
+            + (self.tmp / f"worker{i}.log").read_text(errors="replace")[-2000:]
+            for i, proc in enumerate(self.procs)
+        )
+
     def stop_all(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
@@ -87,7 +95,7 @@ def test_worker_processes_claim_every_job_exactly_once(services: Services, procs
 
     wait_until(all_completed, timeout=90)
     procs.stop_all()
-    assert all(p.returncode == 0 for p in procs.procs)
+    assert all(p.returncode == 0 for p in procs.procs), procs.exits()
     with services.db.read() as conn:
         per_job = conn.execute(
             select(test_log.c.job_id, func.count()).group_by(test_log.c.job_id)

@@ -52,6 +52,7 @@ def create_app(
             if worker is not None and worker_task is not None:
                 worker.stop()
                 await worker_task
+            await services.reads.close()
             db.dispose()
 
     app = FastAPI(

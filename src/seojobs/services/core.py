@@ -17,6 +17,7 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import schedules as schedule_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
+from seojobs.store.fastread import FastReads
 from seojobs.store.records import (
     ItemRecord,
     JobRecord,
@@ -56,6 +57,8 @@ class Services:
         self.settings = settings
         self.registry = registry
         self.clock = clock
+        # Status reads on the event loop (the API's hot path); opened on first use.
+        self.reads = FastReads(db, registry.summary_keys())
 
     # -- users and projects ---------------------------------------------------------------
 
@@ -166,6 +169,13 @@ class Services:
         keys = self.registry.summary_keys() if summary else None
         with self.db.read() as conn:
             job = job_sql.get(conn, job_id, param_keys=keys, user_id=user.id)
+        if job is None:
+            raise NotFound(f"job {job_id}")
+        return job
+
+    async def job_summary(self, user: UserRecord, job_id: int) -> JobRecord:
+        """``job(user, job_id, summary=True)`` for async callers, read on the event loop."""
+        job = await self.reads.job(job_id, user.id)
         if job is None:
             raise NotFound(f"job {job_id}")
         return job

@@ -143,6 +143,17 @@ def follow_up(services: Services, job: JobRecord) -> JobRecord | None:
     return follow_ups(services, [job]).get(job.id)
 
 
+async def status_body(services: Services, job: JobRecord) -> dict[str, Any]:
+    """A job's v1 status body, its follow-up check read on the event loop if it has one."""
+    if job.kind != SUBMIT:
+        return check_status(job)
+    child = None
+    if job.params.get("checker"):
+        found = await services.reads.children(job.id, CHECK)
+        child = found[-1] if found else None  # as follow_ups: the last one
+    return submission_status(services, job, child)
+
+
 def _percent(part: int, whole: int) -> int:
     return (part * 100) // whole if whole else 0
 
