@@ -5,8 +5,8 @@ each with one uvicorn process (``create_app(Settings(), run_worker=False)``), an
 ``GET /api/v1/index-check/jobs/{random id}`` with wrk beside a bare FastAPI endpoint that
 returns a constant, served by an identical uvicorn process. Prints req/s, p50/p99 latency,
 server CPU per request, the ratio to the bare endpoint and PASS/FAIL against the targets
-(>= 50 % of bare, p99 <= 25 ms); when a target fails, a py-spy profile of each server; and
-the what-if variants of ``bench/api_whatif.py``. See bench/README.md.
+(>= 50 % of bare, p99 <= 25 ms); and, when a target fails (or with ``--profile always``), a
+py-spy profile of each server by step of the request. See bench/README.md.
 
 As for ``bench/queue.py``: run as a script, this file's folder would come first on
 ``sys.path``, and ``bench/queue.py`` would shadow the standard library's ``queue``. So the

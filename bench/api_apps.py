@@ -7,11 +7,6 @@ benchmark pass the same uvicorn options to both processes (access log off, async
 ``uvicorn --factory bench.api_apps:bare`` is the ceiling: FastAPI with one ``async`` route that
 returns a constant dict, with no dependencies, no database and no middleware. The constant has
 the keys of an index-check status body, so both sides serialise a body of about the same size.
-
-``bare_hop1`` and ``bare_hop4`` are the same route awaiting one or four no-op
-``run_in_threadpool`` calls first: what the thread-pool hand-off alone costs (the shipped status
-GET makes four: the sync ``services`` and ``current_user`` dependencies, then ``_job`` and
-``_body``).
 """
 
 from __future__ import annotations
@@ -19,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.concurrency import run_in_threadpool
 
 BARE_PATH = "/const"
 
@@ -54,27 +48,3 @@ def bare() -> FastAPI:
         return CONSTANT
 
     return app
-
-
-def _noop() -> None:
-    return None
-
-
-def _bare_with_hops(hops: int) -> FastAPI:
-    app = FastAPI()
-
-    @app.get(BARE_PATH)
-    async def const() -> dict[str, Any]:
-        for _ in range(hops):
-            await run_in_threadpool(_noop)
-        return CONSTANT
-
-    return app
-
-
-def bare_hop1() -> FastAPI:
-    return _bare_with_hops(1)
-
-
-def bare_hop4() -> FastAPI:
-    return _bare_with_hops(4)

@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import api_load, api_profile, api_whatif
+from bench import api_load, api_profile
 from bench.api_apps import BARE_PATH, CONSTANT
 from bench.api_load import Load, Target
 from bench.api_report import median, progress, table, verdict
@@ -34,7 +34,17 @@ LABELS = {
     "sqlite": "seojobs, SQLite",
     "postgresql": "seojobs, PostgreSQL",
 }
-PACKAGES = ("fastapi", "starlette", "uvicorn", "h11", "anyio", "sqlalchemy", "psycopg", "limits")
+PACKAGES = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "h11",
+    "anyio",
+    "sqlalchemy",
+    "psycopg",
+    "psycopg-pool",
+    "limits",
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,7 @@ class Options:
     rate_limit: str
     profile: str
     profile_seconds: float
-    what_if: bool
-    what_if_seconds: float
+    profile_raw: Path | None
     loadgen: str
 
 
@@ -97,12 +106,12 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     p.add_argument("--profile-seconds", type=float, default=8.0)
     p.add_argument(
-        "--no-what-if",
-        dest="what_if",
-        action="store_false",
-        help="skip the what-if variants (bench/api_whatif.py)",
+        "--profile-raw",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also keep py-spy's raw folded stacks in DIR (one file per server)",
     )
-    p.add_argument("--what-if-seconds", type=float, default=4.0)
     p.add_argument(
         "--loadgen",
         choices=("auto", "wrk", "python"),
@@ -122,8 +131,7 @@ def parse_args(argv: list[str] | None) -> Options:
         rate_limit=a.rate_limit,
         profile=a.profile,
         profile_seconds=a.profile_seconds,
-        what_if=a.what_if,
-        what_if_seconds=a.what_if_seconds,
+        profile_raw=a.profile_raw,
         loadgen=a.loadgen,
     )
 
@@ -184,8 +192,6 @@ class Results:
     setup: list[str] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     profiles: list[api_profile.Profile] = field(default_factory=list)
-    what_if: dict[str, list[Sample]] = field(default_factory=dict)
-    hops: list[Sample] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -332,87 +338,10 @@ def run_profiles(driver: Driver, systems: list[System], results: Results) -> Non
         load = driver.load(system.target, c, opts.profile_seconds + 1)
         requests = round(load.rate * opts.profile_seconds)
         label = f"{system.label}, {c} connections"
-        prof = api_profile.finish(proc, out, tmp, label, opts.profile_seconds, requests)
+        keep = opts.profile_raw / f"{system.key}.txt" if opts.profile_raw else None
+        prof = api_profile.finish(proc, out, tmp, label, opts.profile_seconds, requests, keep)
         results.profiles.append(prof)
         progress(f"profiled {label}")
-
-
-def run_what_if(
-    driver: Driver,
-    bare: System,
-    dialect: str,
-    url: str,
-    seeded: Seeded,
-    stack: ExitStack,
-    log_dir: Path,
-    results: Results,
-) -> None:
-    opts = driver.opts
-    c = opts.connections[0]
-    variants = [("shipped", "bench.api_apps:ours")] + [
-        (step, f"bench.api_whatif:{step}")
-        for step in api_whatif.STEPS
-        if dialect == "postgresql" or step not in api_whatif.POSTGRES_ONLY
-    ]
-    systems = [bare]
-    for key, factory in variants:
-        server = stack.enter_context(
-            Server(factory, "/healthz", _ours_env(url, opts), log_dir / f"{dialect}_{key}.log")
-        )
-        target = Target(server.port, STATUS_PATH, seeded.first_id, seeded.count, seeded.api_key)
-        system = System(key, key, server, target)
-        _check_ours(system, seeded)
-        systems.append(system)
-    for system in systems:
-        driver.load(system.target, c, 1.0)
-    samples = [driver.measure(s, c, opts.what_if_seconds, 0) for s in systems]
-    results.what_if[dialect] = samples
-    for system in systems[1:]:
-        system.server.stop()
-    progress(f"what-if variants on {dialect} done")
-
-
-HOPS = (("bare_hop1", "bare + 1 no-op pool hop"), ("bare_hop4", "bare + 4 no-op pool hops"))
-
-
-def run_hops(
-    driver: Driver, bare: System, stack: ExitStack, log_dir: Path, results: Results
-) -> None:
-    """The bare endpoint with one and with four no-op thread-pool hops, beside the bare one."""
-    opts = driver.opts
-    c = opts.connections[0]
-    systems = [bare]
-    for key, _label in HOPS:
-        server = stack.enter_context(
-            Server(f"bench.api_apps:{key}", BARE_PATH, {}, log_dir / f"{key}.log")
-        )
-        systems.append(System(key, key, server, Target(server.port, BARE_PATH, 0, 0, "x")))
-    for system in systems:
-        driver.load(system.target, c, 1.0)
-    results.hops = [driver.measure(s, c, opts.what_if_seconds, 0) for s in systems]
-    for system in systems[1:]:
-        system.server.stop()
-    progress("thread-pool hop reference done")
-
-
-def _variant_table(samples: list[Sample], names: dict[str, str]) -> list[str]:
-    bare_rate = samples[0].load.rate
-    bare_cpu = samples[0].cpu_ms_per_request
-    return table(
-        ["variant", "req/s", "x bare", "p50 ms", "p99 ms", "CPU ms/req", "x bare CPU"],
-        [
-            [
-                names[s.key],
-                f"{s.load.rate:,.0f}",
-                f"{s.load.rate / bare_rate:.2f}",
-                f"{s.load.p50_ms:.1f}",
-                f"{s.load.p99_ms:.1f}",
-                f"{s.cpu_ms_per_request:.2f}",
-                f"{bare_cpu / s.cpu_ms_per_request:.2f}",
-            ]
-            for s in samples
-        ],
-    )
 
 
 # -- summary and report -----------------------------------------------------------------------
@@ -547,24 +476,6 @@ def render(results: Results, opts: Options) -> str:
             brief = prof.label.startswith(LABELS["bare"])
             out += [f"  {line}" if line else "" for line in api_profile.render(prof, brief)]
             out.append("")
-    if results.hops:
-        out += [
-            "",
-            f"Thread-pool hand-off alone: one run of {opts.what_if_seconds:.0f} s each at "
-            f"{results.hops[0].connections} connections (the shipped status GET makes 4 hops)",
-            "",
-        ]
-        out += _variant_table(results.hops, {"bare": LABELS["bare"], **dict(HOPS)})
-    for dialect, samples in results.what_if.items():
-        out += [
-            "",
-            f"What-if on {dialect} (bench/api_whatif.py; not shipped code): one run of "
-            f"{opts.what_if_seconds:.0f} s each at {samples[0].connections} connections, "
-            "cumulative steps",
-            "",
-        ]
-        names = {"bare": LABELS["bare"], "shipped": "seojobs as shipped", **api_whatif.LABELS}
-        out += _variant_table(samples, names)
     if results.notes:
         out += ["", *(f"  note: {n}" for n in results.notes)]
     return "\n".join(out) + "\n"
@@ -580,8 +491,9 @@ def _environment(driver: Driver, pg: ScratchPostgres | None) -> list[str]:
         versions,
         f"servers: one process each, uvicorn {' '.join(UVICORN_OPTIONS[2:])}; "
         "ours = create_app(Settings(), run_worker=False)",
-        f"ours: SEOJOBS_RATE_LIMIT={opts.rate_limit} (memory storage, moving window); "
-        "pool 10 + 10 overflow; anyio thread pool 40",
+        f"ours: SEOJOBS_RATE_LIMIT={opts.rate_limit} (in-process MemoryWindows, moving "
+        "window); status reads on the event loop (store/fastread.py: SQLite connection on the "
+        "loop, or psycopg async pool of 10 with batched lookups)",
         f"load: {driver.loadgen_name}; random job ids over the whole table; "
         f"Authorization header on every request (bare too)",
         f"load average at start: {_loadavg()}",
@@ -664,10 +576,6 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if opts.profile == "always" or (opts.profile == "auto" and _failing(results, opts)):
                 run_profiles(driver, systems, results)
-            if opts.what_if:
-                run_hops(driver, systems[0], stack, log_dir, results)
-                for key, (url, s) in seeded.items():
-                    run_what_if(driver, systems[0], key, url, s, stack, log_dir, results)
             results.environment.append(f"load average at end: {_loadavg()}")
     except KeyboardInterrupt:
         if results.samples:

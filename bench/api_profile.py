@@ -1,16 +1,30 @@
 """Where the API process spends its time under load: py-spy against the server's pid.
 
 ``py-spy record --gil --format raw`` samples only the thread that holds the GIL, so each sample
-is a moment of Python work in the process (any thread: the event loop or a pool worker). Time
-with no thread holding the GIL (waiting for the socket, for the database server, for a thread
-to be woken, inside SQLite's C code) is not sampled; ``gil_busy`` says how much of the wall
-time had a sample.
+is a moment of Python work in the process (any thread; on the status path that is the event
+loop alone). Time with no thread holding the GIL (waiting for the socket, for PostgreSQL,
+inside SQLite's C code, which releases the GIL while it steps) is not sampled; ``gil_busy``
+says how much of the wall time had a sample, and the report's CPU ms/req counts it all.
+py-spy pauses the process for each sample (no ``--nonblocking``: reading the stacks of the
+running process cut about 40 % of them short on this path, as coroutines were entered and
+left, and the inclusive steps then missed those samples). The pauses slow the profiled run
+and count as GIL time, so its us/request run higher than the CPU ms/req of the measured runs:
+read the shares, and us/request as relative sizes.
 
 Two views of the same samples:
 
 - by step of the status GET (inclusive: a sample counts for every step on its stack, so these
-  do not add up to 100 %), converted to microseconds of GIL time per request;
+  do not add up to 100 %; an indented step is part of the one above it), converted to
+  microseconds of GIL time per request;
 - by library of the innermost frame (exclusive: adds up to 100 %).
+
+The steps follow the request as ``v1._status`` serves it: no ``Depends`` (``current_user`` is
+called directly; only the ``job_id`` path parameter goes through ``solve_dependencies``), the
+job read on the event loop by ``store/fastread.py`` (raw ``sqlite3``, or one batched query per
+flush over a psycopg async pool, run by a task of its own, so outside the request's stack),
+and the in-process ``MemoryWindows`` limiter. The last rows are work that should be nearly
+absent from a status GET: thread hand-offs and SQLAlchemy (auth-cache refreshes every 5 s,
+the SQLite busy fallback).
 """
 
 from __future__ import annotations
@@ -28,42 +42,75 @@ from bench.api_report import table
 RATE = 200  # samples per second
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?)(?::\d+)?\)$")
 
-# (label, matcher on (function, file)); inclusive.
+# (label, (function, file)): a sample counts for the step when a frame on its stack has a
+# function (py-spy's qualified name) matching the regex in full, in a file whose path contains
+# the text. Inclusive; indentation shows nesting. Names are those of the installed versions
+# (FastAPI 0.165: its own APIRouter and _IncludedRouter do the route matching).
 STEPS: list[tuple[str, tuple[str, str]]] = [
-    ("uvicorn h11 protocol: parse request", ("H11Protocol.data_received", "uvicorn/")),
-    ("middleware + routing + FastAPI (whole app call)", ("FastAPI.__call__", "fastapi/")),
-    ("  FastAPI solve_dependencies", ("solve_dependencies", "fastapi/")),
-    ("  dep `services` (sync: runs in the pool)", ("services", "seojobs/api/deps.py")),
-    ("  dep `current_user` (sync: runs in the pool)", ("current_user", "seojobs/api/deps.py")),
-    ("    Services.authenticate (sha256 + user query)", ("Services.authenticate", "seojobs/")),
-    ("    RateLimiter.hit (limits, moving window)", ("RateLimiter.hit", "seojobs/")),
-    ("  handler get_check -> _status", ("_status", "seojobs/api/v1.py")),
-    ("    v1._job -> Services.job (job + project)", ("Services.job", "seojobs/")),
-    ("    v1._body (status dict)", ("_body", "seojobs/api/v1.py")),
-    ("    JSONResponse (build + json.dumps)", ("JSONResponse.render", "starlette/")),
-    ("  response send (middleware wrappers, h11)", ("Response.__call__", "starlette/")),
-    ("thread pool: event-loop side (run_in_threadpool)", ("run_in_threadpool", "starlette/")),
-    ("SQLAlchemy: engine.connect / pool checkout", ("Engine.connect", "sqlalchemy/")),
-    ("SQLAlchemy: transaction begin (+ SQLite BEGIN)", ("Connection.begin", "sqlalchemy/")),
-    ("SQLAlchemy: Connection.execute (all statements)", ("Connection.execute", "sqlalchemy/")),
-    ("SQLite connect hook (new pool connection)", ("_sqlite_on_connect", "seojobs/")),
-    ("limits storage expiry timer thread", ("Timer.run", "threading.py")),
+    ("h11/uvicorn: read + parse the request", (r"H11Protocol\.data_received", "uvicorn/")),
+    ("ASGI app call (middleware, routing, handler, send)", (r"FastAPI\.__call__", "fastapi/")),
+    (
+        "  FastAPI routing: match the route",
+        (r"(API)?Route\.matches|_IncludedRouter\.(_?match(es)?|effective_candidates)", "routing"),
+    ),
+    ("  FastAPI request handler", (r"get_request_handler\.<locals>\.app", "fastapi/")),
+    ("    solve_dependencies (job_id path param only)", (r"solve_dependencies", "fastapi/")),
+    ("    handler get_check -> v1._status", (r"_status", "seojobs/api/v1.py")),
+    ("      current_user (auth cache + rate limiter)", (r"current_user", "seojobs/api/deps.py")),
+    ("        _authenticate (sha256 of key, AuthCache)", (r"_authenticate", "seojobs/api/deps.py")),
+    ("        RateLimiter.hit (+ Verdict)", (r"RateLimiter\.hit", "seojobs/api/ratelimit.py")),
+    ("          MemoryWindows.hit (deque per user)", (r"MemoryWindows\.hit", "seojobs/api/")),
+    ("      Services.job_summary -> FastReads", (r"Services\.job_summary", "seojobs/services/")),
+    ("        FastReads.job (store/fastread.py)", (r"FastReads\.job", "seojobs/store/fastread.py")),
+    (
+        "          SQLite read on the loop (Python side)",
+        (r"FastReads\._sqlite_rows", "seojobs/store/fastread.py"),
+    ),
+    (
+        "          PostgreSQL: join the batch, wait",
+        (r"FastReads\._batch", "seojobs/store/fastread.py"),
+    ),
+    (
+        "          row conversion (-> JobRecord)",
+        (r"FastReads\._record", "seojobs/store/fastread.py"),
+    ),
+    ("      indexing.status_body", (r"status_body", "seojobs/services/indexing.py")),
+    ("      JSONResponse (build + json.dumps)", (r"JSONResponse\.render", "starlette/")),
+    ("  response send (middleware wrappers)", (r"Response\.__call__", "starlette/")),
+    ("    h11/uvicorn: write the response", (r"RequestResponseCycle\.send", "uvicorn/")),
+    (
+        "psycopg async pool + batch flush (own task)",
+        (r"FastReads\._flush", "seojobs/store/fastread.py"),
+    ),
+    (
+        "  pool checkout + return (psycopg_pool)",
+        (r"AsyncConnectionPool\.(connection|getconn|putconn)", "psycopg_pool/"),
+    ),
+    ("  AsyncCursor.execute (send query, read result)", (r"AsyncCursor\.execute", "psycopg/")),
+    ("  AsyncCursor.fetchall (rows -> tuples)", (r"AsyncCursor\.fetchall", "psycopg/")),
+    ("expected ~0: anyio pool thread (auth-cache miss)", (r"WorkerThread\.run", "anyio/")),
+    ("expected ~0: asyncio.to_thread (SQLite busy)", (r"_worker", "concurrent/futures/thread.py")),
+    ("expected ~0: SQLAlchemy statement, anywhere", (r"Connection\.execute", "sqlalchemy/")),
 ]
+_MATCHERS = [(name, re.compile(func), where) for name, (func, where) in STEPS]
+# The outermost frame of a complete stack: the main thread's, or another thread's.
+ROOTS = {"_run_module_as_main", "Thread._bootstrap"}
 
 LIBRARIES = {
     "sqlalchemy": "SQLAlchemy",
     "psycopg": "psycopg (driver)",
+    "psycopg_pool": "psycopg_pool",
     "sqlite3": "sqlite3 (driver)",
     "fastapi": "FastAPI",
     "starlette": "Starlette",
-    "anyio": "anyio (thread pool)",
+    "anyio": "anyio",
     "uvicorn": "uvicorn",
     "h11": "h11",
     "asyncio": "asyncio event loop",
     "selectors.py": "asyncio event loop",
-    "threading.py": "threading (thread hand-off, Timer)",
-    "queue.py": "threading (thread hand-off, Timer)",
-    "concurrent": "threading (thread hand-off, Timer)",
+    "threading.py": "threading (thread hand-off)",
+    "queue.py": "threading (thread hand-off)",
+    "concurrent": "threading (thread hand-off)",
     "limits": "limits (rate limiter)",
     "seojobs": "seojobs",
     "bench": "seojobs",
@@ -81,8 +128,7 @@ class Profile:
     samples: int = 0
     steps: dict[str, int] = field(default_factory=dict)
     libraries: Counter[str] = field(default_factory=Counter)
-    worker_thread: int = 0  # samples on a pool worker thread
-    pool_overhead: int = 0  # ... of which not inside our code (hand-off, anyio)
+    incomplete: int = 0  # samples whose stack does not reach a thread's entry point
     error: str | None = None
 
     @property
@@ -112,7 +158,6 @@ def start(binary: str, pid: int, seconds: float, out: Path) -> subprocess.Popen[
             "--format",
             "raw",
             "--gil",
-            "--nonblocking",
             "-o",
             str(out),
         ],
@@ -134,9 +179,6 @@ def _library(file: str) -> str:
     return LIBRARIES.get(head, "other")
 
 
-OUR_WORK = {"services", "current_user", "Services.authenticate", "Services.job", "_body"}
-
-
 def analyse(raw: str, label: str, seconds: float, requests: int) -> Profile:
     prof = Profile(label=label, seconds=seconds, requests=requests)
     steps: Counter[str] = Counter()
@@ -148,13 +190,11 @@ def analyse(raw: str, label: str, seconds: float, requests: int) -> Profile:
         frames = _frames(stack)
         prof.samples += n
         prof.libraries[_library(frames[-1][1])] += n
-        for name, (func, where) in STEPS:
-            if any(f == func and where in file for f, file in frames):
+        if frames[0][0] not in ROOTS:
+            prof.incomplete += n
+        for name, func, where in _MATCHERS:
+            if any(where in file and func.fullmatch(f) for f, file in frames):
                 steps[name] += n
-        if any(f == "WorkerThread.run" for f, _ in frames):
-            prof.worker_thread += n
-            if not any(f in OUR_WORK and "seojobs/" in file for f, file in frames):
-                prof.pool_overhead += n
     prof.steps = {name: steps[name] for name, _ in STEPS}
     return prof
 
@@ -166,14 +206,25 @@ def record(binary: str, pid: int, seconds: float) -> tuple[subprocess.Popen[byte
 
 
 def finish(
-    proc: subprocess.Popen[bytes], out: Path, tmp: Path, label: str, seconds: float, requests: int
+    proc: subprocess.Popen[bytes],
+    out: Path,
+    tmp: Path,
+    label: str,
+    seconds: float,
+    requests: int,
+    keep: Path | None = None,
 ) -> Profile:
+    """Wait for py-spy and analyse what it wrote; ``keep``: also copy the raw stacks there."""
     try:
         _, err = proc.communicate(timeout=seconds + 30)
         if not out.exists():
             detail = err.decode(errors="replace").strip()[-300:]
             return Profile(label, seconds, requests, error=f"py-spy wrote nothing: {detail}")
-        return analyse(out.read_text(), label, seconds, requests)
+        raw = out.read_text()
+        if keep is not None:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_text(raw)
+        return analyse(raw, label, seconds, requests)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
@@ -192,6 +243,11 @@ def render(prof: Profile, brief: bool = False) -> list[str]:
         f"A thread held the GIL {prof.gil_busy:.0%} of the wall time: "
         f"{prof.per_request_us(prof.samples):,.0f} us of GIL time per request.",
     ]
+    if prof.incomplete:
+        lines.append(
+            f"{prof.incomplete / (prof.samples or 1):.0%} of the samples had an incomplete "
+            "stack: counted by library, missed by the steps they do not reach."
+        )
     if brief:
         return lines
     lines.append("")
@@ -200,13 +256,6 @@ def render(prof: Profile, brief: bool = False) -> list[str]:
         [name, f"{n / total:.1%}", f"{prof.per_request_us(n):,.0f}"]
         for name, n in prof.steps.items()
     ]
-    rows.append(
-        [
-            "thread pool: worker side outside our code (hand-off)",
-            f"{prof.pool_overhead / total:.1%}",
-            f"{prof.per_request_us(prof.pool_overhead):,.0f}",
-        ]
-    )
     lines += table(["step of the status GET (inclusive)", "GIL samples", "us/request"], rows)
     lines.append("")
     rows = [
