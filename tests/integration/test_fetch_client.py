@@ -311,6 +311,6 @@ async def test_tls_keeps_the_hostname_for_sni_while_dialling_the_pinned_address(
     finally:
         server.close()
         await server.wait_closed()
-    assert result.error_kind == "tls_error"
+    assert result.error_kind == "tls_error", result.error
     assert connections == ["127.0.0.1"]
     assert server_names == ["fixture.test"]

@@ -23,7 +23,7 @@ from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver
 from seojobs.fetch.politeness import HostGate
 from seojobs.fetch.result import FetchResult, RedirectHop
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict
-from seojobs.fetch.transport import PinnedTransport, PinningBackend, pinned
+from seojobs.fetch.transport import pinned, pinned_transport
 from seojobs.fetch.urls import normalize_url, parse_url
 
 if TYPE_CHECKING:
@@ -158,8 +158,7 @@ class Fetcher:
             hop_timeout or settings.fetch_connect_timeout + 2 * settings.fetch_timeout
         )
         if transport is None:
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-            transport = PinnedTransport(PinningBackend(self.guard), limits)
+            transport = pinned_transport(self.guard, limit=100)
         self._client = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(settings.fetch_timeout, connect=settings.fetch_connect_timeout),

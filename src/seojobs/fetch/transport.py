@@ -1,14 +1,17 @@
 """Connect only to addresses the guard validated (DNS rebinding cannot slip in between).
 
-httpx would resolve the hostname again when it opens a connection, and a hostile resolver can
-answer differently the second time. So the connection pool gets a network backend of ours:
+A client would resolve the hostname again when it opens a connection, and a hostile resolver
+can answer differently the second time. So the fetcher's connections are made by a connector
+of ours (aiohttp's ``TCPConnector`` under httpx, see ``seojobs.fetch.aio``):
 
 * the fetcher resolves and validates a host, then *pins* those addresses for the current task
-  (a context variable: httpcore opens connections in the task that sends the request);
-* ``connect_tcp`` dials one of the pinned addresses itself, never the name. A connection for a
-  host without a pin (not expected) is resolved and validated here instead;
-* after the socket opens, its peer address is compared with the address dialled, before a
-  single byte is written.
+  (a context variable: aiohttp opens connections in the task that sends the request);
+* the connector's resolver answers with the pinned addresses, never asking DNS again; a
+  connection for a host without a pin (not expected) is resolved and validated there instead.
+  Its DNS cache is off, so every new connection asks the resolver;
+* after the socket opens, its peer address must be one the guard allows for the host (and one
+  of the pinned ones if pinned), before a single byte is written. This also covers IP-literal
+  URLs, for which aiohttp skips the resolver.
 
 The URL keeps the hostname, so the ``Host`` header, TLS SNI, certificate verification and the
 pool's connection key (one pool entry per hostname, never shared between names that happen to
@@ -19,14 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-from collections.abc import Iterable, Iterator
+import socket
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-import httpcore
-import httpx
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
+from seojobs.fetch.aio import AiohttpTransport
 from seojobs.fetch.errors import SSRFRefused
 from seojobs.fetch.guard import AddressGuard, IPAddress
 
@@ -50,92 +55,73 @@ def pinned(host: str, addresses: tuple[IPAddress, ...]) -> Iterator[None]:
         _PIN.reset(token)
 
 
-def _peer_address(stream: httpcore.AsyncNetworkStream) -> IPAddress | None:
-    peer = stream.get_extra_info("server_addr")
-    if not peer:
-        return None
+def check_peer(guard: AddressGuard, host: str, peername: Any) -> IPAddress:
+    """The address a socket connected to, if the guard allows it for ``host``; else refuse."""
     try:
-        return ipaddress.ip_address(str(peer[0]))
-    except ValueError:
-        return None
+        address = ipaddress.ip_address(str(peername[0]).split("%", 1)[0])
+    except (TypeError, IndexError, ValueError):
+        raise SSRFRefused(f"cannot tell which address {host} connected to") from None
+    pin = _PIN.get()
+    if pin is not None and pin.host == host.lower() and address not in pin.addresses:
+        raise SSRFRefused(f"connected peer {address} is not a validated address of {host}")
+    guard.check(host, (address,))
+    return address
 
 
-class PinningBackend(httpcore.AsyncNetworkBackend):
-    """A network backend that dials validated IP addresses instead of hostnames."""
+class GuardResolver(AbstractResolver):
+    """aiohttp's resolver: the pinned addresses, or the guard's own validated lookup."""
 
-    def __init__(
-        self, guard: AddressGuard, inner: httpcore.AsyncNetworkBackend | None = None
-    ) -> None:
+    def __init__(self, guard: AddressGuard) -> None:
         self._guard = guard
-        self._inner = inner or httpcore.AnyIOBackend()
 
-    async def _addresses(self, host: str) -> tuple[IPAddress, ...]:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         pin = _PIN.get()
         if pin is not None and pin.host == host.lower():
             addresses = pin.addresses
         else:
             addresses = await self._guard.resolve(host)
-        # Checked again here: this is the last point before a socket opens.
+        # Checked again here: the last point before a socket opens.
         self._guard.check(host, addresses)
-        return addresses
+        return [
+            {
+                "hostname": host,
+                "host": str(address),
+                "port": port,
+                "family": socket.AF_INET6 if address.version == 6 else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in addresses
+        ]
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's backend signature)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        failure: Exception | None = None
-        for address in await self._addresses(host):
-            try:
-                stream = await self._inner.connect_tcp(
-                    str(address), port, timeout, local_address, socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                failure = exc  # try the next validated address, like happy eyeballs would
-                continue
-            peer = _peer_address(stream)
-            if peer != address:
-                await stream.aclose()
-                raise SSRFRefused(f"connected peer {peer} is not the validated address {address}")
-            return stream
-        assert failure is not None  # _addresses never returns an empty tuple
-        raise failure
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's backend signature)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise SSRFRefused("the fetcher never connects to unix sockets")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
+    async def close(self) -> None:
+        return None
 
 
-class PinnedTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport, with its connection pool built on :class:`PinningBackend`.
+class PinnedConnector(aiohttp.TCPConnector):
+    """``TCPConnector`` with the guard's resolver, no DNS cache, and a peer check."""
 
-    Proxies are never used (``trust_env=False``): behind a proxy the guard could not see the
-    address the proxy connects to.
-    """
+    def __init__(self, guard: AddressGuard, limit: int) -> None:
+        # aiohttp has no public hook after connect; fail loudly if the one used here moves
+        # rather than silently connect without the peer check.
+        if not hasattr(aiohttp.TCPConnector, "_wrap_create_connection"):
+            raise RuntimeError("unsupported aiohttp version: cannot install the peer check")
+        super().__init__(resolver=GuardResolver(guard), use_dns_cache=False, limit=limit)
+        self._guard = guard
 
-    def __init__(self, backend: PinningBackend, limits: httpx.Limits) -> None:
-        super().__init__(trust_env=False, limits=limits, retries=0)
-        # httpx has no public hook for the network backend, so the pool it built is replaced.
-        # Fail loudly if its internals move rather than silently connect without the pin.
-        if not isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
-            raise RuntimeError("unsupported httpx version: cannot install the pinning backend")
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=True,
-            http2=False,
-            retries=0,
-            network_backend=backend,
-        )
+    async def _wrap_create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        transport, protocol = await super()._wrap_create_connection(*args, **kwargs)
+        try:
+            host = kwargs["req"].url.raw_host or ""
+            check_peer(self._guard, host, transport.get_extra_info("peername"))
+        except BaseException:
+            transport.close()
+            raise
+        return transport, protocol
+
+
+def pinned_transport(guard: AddressGuard, limit: int = 100) -> AiohttpTransport:
+    """The fetcher's transport: httpx over aiohttp, every connection through the guard."""
+    return AiohttpTransport(connector=lambda: PinnedConnector(guard, limit))

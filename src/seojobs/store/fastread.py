@@ -40,6 +40,7 @@ from seojobs.store.tables import jobs
 
 _KEY = re.compile(r"^[A-Za-z0-9_]+$")
 _PARAMS_AT = 3  # position of ``params`` in the table (JobRecord is positional)
+BATCHES_IN_FLIGHT = 2
 
 
 def _sqlite_time(value: Any) -> datetime | None:
@@ -89,7 +90,7 @@ class FastReads:
         )
         # PostgreSQL: concurrent lookups wait for one query of all their ids (see _batch).
         self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self._flusher: asyncio.Task[None] | None = None
+        self._flushers: set[asyncio.Task[None]] = set()
         database = db.url.database
         self._on_loop = not sqlite or database not in (None, "", ":memory:")
 
@@ -234,19 +235,23 @@ class FastReads:
     async def _batch(self, job_id: int) -> Any:
         """The job's row, read together with every other lookup waiting at the same time.
 
-        One query is in flight at a time; lookups that arrive meanwhile wait for the next
-        one, which asks for all of their ids at once (``id = ANY(...)``). Under load that is
-        one round trip and one driver call for many requests instead of one each; when idle
-        it is one query per request, as before. Every read starts after its request arrived,
-        so an answer is never older than the request.
+        Up to ``BATCHES_IN_FLIGHT`` queries run at once; lookups that arrive while they do
+        wait for the next one, which asks for all of their ids at once (``id = ANY(...)``).
+        Under load that is one round trip and one driver call for many requests instead of
+        one each; when idle it is one query per request. Two in flight rather than one, so a
+        query whose server process waits for a CPU does not hold up every poll behind it.
+        Every read starts after its request arrived, so an answer is never older than the
+        request.
         """
         waiting = self._waiting.get(job_id)
         if waiting is None:
             waiting = self._waiting[job_id] = asyncio.get_running_loop().create_future()
             # Retrieve a failure even if every waiter has gone (no "never retrieved" noise).
             waiting.add_done_callback(lambda f: f.cancelled() or f.exception())
-            if self._flusher is None or self._flusher.done():
-                self._flusher = asyncio.create_task(self._flush(), name="seojobs-status-reads")
+            if len(self._flushers) < BATCHES_IN_FLIGHT:
+                task = asyncio.create_task(self._flush(), name="seojobs-status-reads")
+                self._flushers.add(task)
+                task.add_done_callback(self._flushers.discard)
         # shield: one cancelled request (client gone) must not cancel the others' lookup.
         return await asyncio.shield(waiting)
 
