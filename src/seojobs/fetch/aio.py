@@ -26,6 +26,7 @@ import httpx
 from yarl import URL
 
 CHUNK = 64 * 1024
+MAX_HEADER_LINE = 64 * 1024
 
 
 def _timeout(request: httpx.Request) -> aiohttp.ClientTimeout:
@@ -127,6 +128,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 trust_env=False,
                 cookie_jar=aiohttp.DummyCookieJar(),  # httpx keeps the cookies
                 skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
+                # aiohttp's default is 8 KiB per header line; real sites send longer ones
+                # (cookies, CSP). 64 KiB, as generous as browsers.
+                max_line_size=MAX_HEADER_LINE,
+                max_field_size=MAX_HEADER_LINE,
             )
         return self._session
 
