@@ -91,12 +91,17 @@ class MemoryWindows:
 
 class RateLimiter:
     def __init__(self, storage_uri: str, default: str) -> None:
-        self.in_memory = storage_uri.startswith("memory://")
-        self.memory = MemoryWindows() if self.in_memory else None
-        self.storage = None if self.in_memory else storage.storage_from_string(storage_uri)
+        in_memory = storage_uri.startswith("memory://")
+        self.memory = MemoryWindows() if in_memory else None
+        self.storage = None if in_memory else storage.storage_from_string(storage_uri)
         self.limiter = None if self.storage is None else MovingWindowRateLimiter(self.storage)
         self.default = parse(default)
         self._parsed: dict[str, RateLimitItem] = {}
+
+    @property
+    def in_memory(self) -> bool:
+        """Counted in this process (no network I/O: safe to call on the event loop)."""
+        return self.memory is not None
 
     def item(self, spec: str | None) -> RateLimitItem:
         if not spec:

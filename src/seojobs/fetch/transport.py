@@ -55,14 +55,20 @@ def pinned(host: str, addresses: tuple[IPAddress, ...]) -> Iterator[None]:
         _PIN.reset(token)
 
 
+def _pinned_for(host: str) -> tuple[IPAddress, ...] | None:
+    """The addresses pinned for ``host`` in this task, if any."""
+    pin = _PIN.get()
+    return pin.addresses if pin is not None and pin.host == host.lower() else None
+
+
 def check_peer(guard: AddressGuard, host: str, peername: Any) -> IPAddress:
     """The address a socket connected to, if the guard allows it for ``host``; else refuse."""
     try:
         address = ipaddress.ip_address(str(peername[0]).split("%", 1)[0])
     except (TypeError, IndexError, ValueError):
         raise SSRFRefused(f"cannot tell which address {host} connected to") from None
-    pin = _PIN.get()
-    if pin is not None and pin.host == host.lower() and address not in pin.addresses:
+    pins = _pinned_for(host)
+    if pins is not None and address not in pins:
         raise SSRFRefused(f"connected peer {address} is not a validated address of {host}")
     guard.check(host, (address,))
     return address
@@ -77,10 +83,8 @@ class GuardResolver(AbstractResolver):
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        pin = _PIN.get()
-        if pin is not None and pin.host == host.lower():
-            addresses = pin.addresses
-        else:
+        addresses = _pinned_for(host)
+        if addresses is None:
             addresses = await self._guard.resolve(host)
         # Checked again here: the last point before a socket opens.
         self._guard.check(host, addresses)
