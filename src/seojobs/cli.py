@@ -96,6 +96,12 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.", min=1)] = None,
 ) -> None:
     """Run a worker process. SIGTERM: jobs finish their current item and are handed back."""
+    # A stop asked for while the worker is still starting (connecting, checking the schema)
+    # is kept and honoured once it runs: a clean exit 0, nothing claimed, instead of dying
+    # by the signal.
+    stop_asked = threading.Event()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda *_: stop_asked.set())
     settings = _settings()
     import asyncio
 
@@ -115,6 +121,8 @@ def worker(
         loop = asyncio.get_running_loop()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, w.stop)
+        if stop_asked.is_set():
+            w.stop()
         await w.run()
 
     logging.getLogger("seojobs.worker").info("worker %s starting", w.worker_id)

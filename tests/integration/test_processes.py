@@ -9,15 +9,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from sqlalchemy import func, select
 
+from seojobs.engine.registry import Registry
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
 from seojobs.store.records import NewJob
 from seojobs.store.tables import job_items
-from tests.conftest import subprocess_env
+from tests.conftest import PG_ADMIN_URL, make_settings, subprocess_env
 from tests.kinds import test_log
 from tests.waiting import wait_until
 
@@ -149,3 +152,52 @@ def test_sigkilled_worker_is_rescued_and_no_finished_item_repeats(
     repeated = {item for item, n in starts.items() if n > 1}
     assert not (repeated & finished_at_kill)  # no finished item ran again
     assert len(repeated) <= 1  # only the one in flight at the kill (concurrency 1)
+
+
+def test_sigterm_while_a_worker_starts_is_a_clean_stop(pg_url: str, tmp_path: Path) -> None:
+    # The worker is held at its schema check by a lock on alembic_version; SIGTERM arrives
+    # then. It must neither die by the signal nor go on to claim the pending job.
+    services = Services(Database(pg_url), make_settings(pg_url), Registry())
+    user = services.create_user("alice").user
+    with services.db.write() as conn:
+        job_sql.insert_many_bare(
+            services.db,
+            conn,
+            [
+                NewJob(
+                    project_id=user.default_project_id,
+                    kind="test_log_run",
+                    params={},
+                    run_at=utcnow(),
+                )
+            ],
+            utcnow(),
+        )
+    procs = Procs(pg_url, tmp_path)
+    database = services.db.url.database
+    with psycopg.connect(pg_url) as locker:
+        locker.execute("LOCK TABLE alembic_version IN ACCESS EXCLUSIVE MODE")
+        proc = procs.worker()
+        try:
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+
+                def worker_waits_for_the_lock() -> bool:
+                    row = admin.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
+                        "AND wait_event_type = 'Lock' AND query ILIKE '%%alembic_version%%'",
+                        (database,),
+                    ).fetchone()
+                    return bool(row and row[0])
+
+                wait_until(worker_waits_for_the_lock, timeout=60)
+            proc.send_signal(signal.SIGTERM)
+        finally:
+            locker.rollback()  # release the lock
+    try:
+        proc.wait(timeout=60)
+    finally:
+        procs.stop_all()
+    assert proc.returncode == 0, procs.exits()
+    with services.db.read() as conn:
+        assert job_sql.count_by_state(conn) == {"pending": 1}
+    services.db.dispose()

@@ -88,9 +88,12 @@ class Worker:
             loop.call_soon_threadsafe(self._wake.set)
 
     def stop(self) -> None:
-        """Thread-safe request for a graceful stop (what SIGTERM does)."""
+        """Thread-safe request for a graceful stop (what SIGTERM does). Before ``run()``
+        has started, it makes ``run()`` return at once without claiming anything."""
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is None:
+            self._stopping.set()
+        elif not loop.is_closed():
             loop.call_soon_threadsafe(self._stopping.set)
 
     # -- main -----------------------------------------------------------------------------
