@@ -24,7 +24,7 @@ from seojobs.fetch.politeness import HostGate
 from seojobs.fetch.result import FetchResult, RedirectHop
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict
 from seojobs.fetch.transport import pinned, pinned_transport
-from seojobs.fetch.urls import normalize_url, parse_url
+from seojobs.fetch.urls import URL, join_url, normalize_url, parse_url
 
 if TYPE_CHECKING:
     from seojobs.settings import Settings
@@ -109,9 +109,9 @@ def redirect_location(status: int, headers: httpx.Headers) -> str | None:
     return location if status in REDIRECT_STATUSES and location else None
 
 
-def _join(base: httpx.URL, location: str) -> httpx.URL:
+def _join(base: URL, location: str) -> URL:
     try:
-        joined = str(base.join(location))
+        joined = join_url(base, location)
     except (httpx.InvalidURL, ValueError) as exc:
         raise InvalidURL(f"invalid redirect Location {location!r}: {exc}") from exc
     return parse_url(joined)
@@ -200,7 +200,7 @@ class Fetcher:
             progress.error = exc
         return progress.result(time.monotonic() - started)
 
-    async def _follow(self, target: httpx.URL, progress: _Progress) -> None:
+    async def _follow(self, target: URL, progress: _Progress) -> None:
         seen = {normalize_url(target)}
         while True:
             progress.current, progress.response = str(target), None
@@ -218,8 +218,8 @@ class Fetcher:
                 raise TooManyRedirects(f"more than {self.max_redirects} redirects")
             seen.add(key)
 
-    async def _hop(self, target: httpx.URL) -> _Response:
-        host = target.raw_host.decode("ascii")
+    async def _hop(self, target: URL) -> _Response:
+        host = target.host
         addresses = await self.guard.resolve(host)  # refused here: nothing was sent
         async with self.gate.slot(host):
             with pinned(host, addresses):
@@ -233,8 +233,9 @@ class Fetcher:
                 except httpx.HTTPError as exc:
                     raise translate(exc) from exc
 
-    async def _exchange(self, target: httpx.URL) -> _Response:
-        response = await self._client.send(self._client.build_request("GET", target), stream=True)
+    async def _exchange(self, target: URL) -> _Response:
+        request = self._client.build_request("GET", target.text)
+        response = await self._client.send(request, stream=True)
         try:
             result = _Response(response.status_code, response.headers)
             if redirect_location(response.status_code, response.headers) is not None:

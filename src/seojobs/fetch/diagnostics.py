@@ -31,7 +31,7 @@ from seojobs.fetch.directives import (
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.html import parse_head
 from seojobs.fetch.result import HTML_TYPES, FetchResult, RedirectHop
-from seojobs.fetch.urls import normalize_url, parse_url
+from seojobs.fetch.urls import join_url, normalize_url, parse_url
 
 if TYPE_CHECKING:
     from seojobs.fetch.client import Fetcher
@@ -111,7 +111,7 @@ class Diagnostics:
 
 def _resolve(base: str, href: str) -> str | None:
     try:
-        return normalize_url(parse_url(str(httpx.URL(base).join(href))))
+        return normalize_url(parse_url(join_url(parse_url(base), href)))
     except (FetchError, httpx.InvalidURL, ValueError):
         return None
 

@@ -134,7 +134,7 @@ class RobotsCache:
             return RobotsVerdict(
                 url, "", "unreachable", "unreachable", self.user_agent, error_kind=exc.kind
             )
-        rules = await self._rules_for(origin_of(target), target.raw_host.decode("ascii"))
+        rules = await self._rules_for(origin_of(target), target.host)
         return self._decide(str(target), rules)
 
     def _decide(self, url: str, rules: _Rules) -> RobotsVerdict:

@@ -1,6 +1,21 @@
-"""Parsing and comparing the URLs the fetcher is given and redirected to."""
+"""Parsing and comparing the URLs the fetcher is given and redirected to.
+
+Every URL is spelled the way httpx spells it (that spelling is what reports store as
+``final_url`` and compare canonicals with), but ``httpx.URL`` is slow pure Python and sat on
+every checked URL's path three or four times. So plain URLs (lowercase ``http``/``https``,
+an ASCII host name or IPv4 address, no userinfo, path and query made only of characters
+httpx leaves as they are, no dot segments) are parsed by one regular expression into the
+same spelling; anything else (IDN hosts, IPv6 literals, characters to percent-encode, dot
+segments, odd ports, uppercase schemes) still goes through ``httpx.URL``. Both paths give
+the same results; ``tests/unit/test_fetch_urls.py`` checks them against httpx side by side.
+"""
 
 from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+from dataclasses import dataclass
 
 import httpx
 
@@ -10,11 +25,68 @@ from seojobs.fetch.guard import parse_ip_host
 SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
+# Characters httpx keeps as they are in a path / a query (RFC 3986 pchar, no escapes needed).
+_PCHARS = r"A-Za-z0-9\-._~!$&'()*+,;=:@"
+_ESCAPED = r"%[0-9A-Fa-f]{2}"
+_PATH = rf"(?:/(?:[{_PCHARS}/]|{_ESCAPED})*)?"
+_QUERY = rf"(?:[{_PCHARS}/?]|{_ESCAPED})*"
+_SIMPLE = re.compile(
+    rf"(https?)://([A-Za-z0-9.\-]+)(?::([1-9][0-9]{{0,4}}))?({_PATH})(?:\?({_QUERY}))?"
+    r"(?:#[\x21-\x7e]*)?"
+)
+# A reference that only replaces the path (and query) of its base: ``/p/2?x``.
+_PATH_REF = re.compile(rf"/(?![/])(?:[{_PCHARS}/]|{_ESCAPED})*(?:\?{_QUERY})?(?:#[\x21-\x7e]*)?")
+# httpx's test for an IPv4-style host; such a host must then be a valid dotted quad.
+_IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 
-def parse_url(raw: str) -> httpx.URL:
-    """An absolute http(s) URL without its fragment; raises InvalidURL / UnsupportedScheme."""
+
+@dataclass(frozen=True, slots=True)
+class URL:
+    """An absolute http(s) URL without its fragment, as httpx would spell it.
+
+    ``host`` is the ASCII host (IDNA-encoded, lowercase, IPv6 without brackets); ``port`` is
+    ``None`` for the scheme's default; ``target`` is what a request line carries (path and
+    query, at least ``/``); ``key`` is the comparison key of :func:`normalize_url`.
+    """
+
+    scheme: str
+    host: str
+    port: int | None
+    target: str
+    text: str
+    key: str
+    plain: bool  # parsed by the fast path: ``scheme://host[:port]`` + target is the URL
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _plain(raw: str) -> URL | None:
+    match = _SIMPLE.fullmatch(raw)
+    if match is None:
+        return None
+    scheme, host, port_text, path, query = match.groups()
+    if "/." in path:
+        return None  # dot segments: httpx removes them
+    host = host.lower()
+    if _IPV4_STYLE.fullmatch(host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise InvalidURL(f"invalid URL {raw!r}: Invalid IPv4 address: {host!r}") from None
+    port = int(port_text) if port_text else None
+    if port == _DEFAULT_PORTS[scheme]:
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    rest = path if query is None else f"{path}?{query}"
+    text = f"{scheme}://{netloc}{rest}"
+    key = text if rest else text + "/"
+    return URL(scheme, host, port, rest if path else "/" + rest, text, key, True)
+
+
+def _via_httpx(raw: str) -> URL:
     try:
-        url = httpx.URL(raw.strip())
+        url = httpx.URL(raw)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
         raise InvalidURL(f"invalid URL {raw!r}: {exc}") from exc
     if not url.scheme:
@@ -23,31 +95,57 @@ def parse_url(raw: str) -> httpx.URL:
         raise UnsupportedScheme(f"unsupported scheme {url.scheme!r} in {raw!r}")
     if not url.host:
         raise InvalidURL(f"URL has no host: {raw!r}")
-    parse_ip_host(url.raw_host.decode("ascii"))  # numeric hosts must be valid IPv4 (WHATWG)
-    return url.copy_with(fragment=None)
+    url = url.copy_with(fragment=None)
+    scheme = url.scheme.lower()
+    port = url.port
+    if port == _DEFAULT_PORTS.get(scheme):
+        port = None
+    keyed = url.copy_with(scheme=scheme, port=port)
+    key = str(keyed)
+    if keyed.raw_path in (b"", b"/") and not key.endswith("/"):
+        key += "/"
+    target = url.raw_path.decode("ascii")
+    return URL(url.scheme, url.raw_host.decode("ascii"), url.port, target, str(url), key, False)
 
 
-def normalize_url(url: httpx.URL | str) -> str:
+@functools.lru_cache(maxsize=8192)
+def parse_url(raw: str) -> URL:
+    """An absolute http(s) URL without its fragment; raises InvalidURL / UnsupportedScheme.
+
+    Cached: a checked URL is parsed for robots.txt, diagnostics and the fetch alike.
+    """
+    raw = raw.strip()
+    url = _plain(raw) or _via_httpx(raw)
+    parse_ip_host(url.host)  # numeric hosts must be valid IPv4 (WHATWG)
+    return url
+
+
+def join_url(base: URL, ref: str) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986), spelled as httpx's ``URL.join`` does.
+
+    Raises ``httpx.InvalidURL`` or ``ValueError`` when the reference cannot be joined; the
+    result still has to go through :func:`parse_url`.
+    """
+    if _SIMPLE.fullmatch(ref):
+        return ref  # already absolute (parse_url drops the fragment)
+    if base.plain and _PATH_REF.fullmatch(ref) and "/." not in ref:
+        port = "" if base.port is None else f":{base.port}"
+        return f"{base.scheme}://{base.host}{port}{ref}"
+    return str(httpx.URL(base.text).join(ref))
+
+
+def normalize_url(url: URL | str) -> str:
     """A comparison key: lowercase scheme and host, default port and fragment dropped.
 
     Used for redirect-loop detection and canonical self-reference; the path and query are
     compared as sent, because servers may treat ``/A`` and ``/a`` as different pages.
     """
-    parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
-    scheme = parsed.scheme.lower()
-    port = parsed.port
-    if port == _DEFAULT_PORTS.get(scheme):
-        port = None
-    parsed = parsed.copy_with(scheme=scheme, port=port, fragment=None)
-    text = str(parsed)
-    if parsed.raw_path in (b"", b"/") and not text.endswith("/"):
-        text += "/"
-    return text
+    return (url if isinstance(url, URL) else parse_url(url)).key
 
 
-def origin_of(url: httpx.URL) -> str:
+def origin_of(url: URL) -> str:
     """scheme://host[:port] with the default port dropped (the robots.txt cache key)."""
     port = url.port if url.port not in (None, _DEFAULT_PORTS.get(url.scheme)) else None
-    host = url.raw_host.decode("ascii")
+    host = url.host
     shown = f"[{host}]" if ":" in host else host
     return f"{url.scheme}://{shown}" + (f":{port}" if port else "")

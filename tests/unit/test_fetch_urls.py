@@ -1,0 +1,240 @@
+"""URL parsing, joining and comparison keys: the fast path spells URLs exactly as httpx does.
+
+``fetch.urls`` parses plain URLs with one regular expression and hands the rest to
+``httpx.URL``. The reference below is the httpx-only implementation it replaced; every case
+must give the same URL text, host, port, request target and comparison key (or the same
+error kind) either way.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from seojobs.fetch.errors import FetchError, InvalidURL, UnsupportedScheme
+from seojobs.fetch.guard import parse_ip_host
+from seojobs.fetch.urls import URL, join_url, normalize_url, origin_of, parse_url
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def reference_parse(raw: str) -> httpx.URL:
+    try:
+        url = httpx.URL(raw.strip())
+    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        raise InvalidURL(str(exc)) from exc
+    if not url.scheme:
+        raise InvalidURL("not absolute")
+    if url.scheme not in ("http", "https"):
+        raise UnsupportedScheme(url.scheme)
+    if not url.host:
+        raise InvalidURL("no host")
+    parse_ip_host(url.raw_host.decode("ascii"))
+    return url.copy_with(fragment=None)
+
+
+def reference_key(url: httpx.URL) -> str:
+    scheme = url.scheme.lower()
+    port = url.port
+    if port == _DEFAULT_PORTS.get(scheme):
+        port = None
+    parsed = url.copy_with(scheme=scheme, port=port, fragment=None)
+    text = str(parsed)
+    if parsed.raw_path in (b"", b"/") and not text.endswith("/"):
+        text += "/"
+    return text
+
+
+def outcome(raw: str) -> tuple[str, ...]:
+    try:
+        url = reference_parse(raw)
+    except FetchError as exc:
+        return ("error", exc.kind)
+    host = url.raw_host.decode("ascii")
+    return (str(url), host, str(url.port), url.raw_path.decode("ascii"), reference_key(url))
+
+
+def ours(raw: str) -> tuple[str, ...]:
+    try:
+        url = parse_url(raw)
+    except FetchError as exc:
+        return ("error", exc.kind)
+    return (url.text, url.host, str(url.port), url.target, url.key)
+
+
+URLS = [
+    "http://a.com",
+    "http://a.com/",
+    "https://a.com:443",
+    "https://a.com:443/x",
+    "http://a.com:80/x",
+    "http://a.com:080/x",
+    "http://a.com:8080",
+    "http://a.com:8080/p/1?x=1&y=2#frag",
+    "https://a.com:80/x",
+    "http://a.com:0/x",
+    "http://a.com:/x",
+    "http://a.com:99999/",
+    "http://a.com:65536/",
+    "http://a.com:12ab/",
+    "http://a.com?",
+    "http://a.com/?",
+    "http://a.com?x=1",
+    "http://a.com/x?",
+    "http://a.com/x?a='b'&c=d/e?f",
+    "http://a.com/x'y(z)*!$,;=:@~",
+    "http://a.com/a/../b/./c",
+    "http://a.com/a/..",
+    "http://a.com/.well-known/x",
+    "http://a.com/x/.",
+    "http://a.com/%7e%2f%7E",
+    "http://a.com/%zz",
+    "http://a.com/a b",
+    'http://a.com/a"b<c>`{d}',
+    "http://a.com/x?q=a b",
+    "http://a.com/x?q=\u00e9",
+    "http://a.com/\u00e9t\u00e9",
+    "http://a.com/x#fr ag",
+    "http://a.com/x#",
+    "http://a.com/x#f?g#h",
+    "http://a.com/x?q#f?g",
+    "  http://a.com/trimmed  ",
+    "HTTP://A.COM/X",
+    "http://A.COM./Path",
+    "Http://a.com:80/x",
+    "http://a..b/",
+    "http://-a.com/",
+    "http://a_b.com/",
+    "http://b\u00fccher.de/",
+    "http://xn--bcher-kva.de/",
+    "http://B\u00dcCHER.de:80/x",
+    "http://u@a.com/",
+    "http://u:p@a.com:80/",
+    "http://127.0.0.1:8001/p/12",
+    "http://127.1/",
+    "http://0177.0.0.1/",
+    "http://1.2.3.4.5/",
+    "http://256.1.1.1/",
+    "http://1x2x3x4/",
+    "http://1-2-3-4/",
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "http://[::1]/",
+    "http://[::1]:80/x",
+    "http://[2001:db8::1]:8080/x?y",
+    "http://[::ffff:127.0.0.1]/",
+    "http:///no-host",
+    "http://",
+    "/relative/path",
+    "a.com/x",
+    "file:///etc/passwd",
+    "ftp://a.com/",
+    "mailto:x@y",
+    "http:x",
+    "http://a.com/x\x01",
+    "http://a.com/\t",
+]
+
+
+@pytest.mark.parametrize("raw", URLS)
+def test_parse_url_spells_urls_as_httpx_does(raw: str) -> None:
+    assert ours(raw) == outcome(raw)
+
+
+BASES = [
+    "http://a.com/dir/page",
+    "http://a.com",
+    "https://a.com:8443/dir/page?x=1",
+    "http://127.0.0.1:8001/p/5",
+    "http://b\u00fccher.de/dir/",
+]
+REFS = [
+    "/p/6",
+    "/p/6?x=1#f",
+    "/",
+    "other",
+    "../up",
+    "./same",
+    "/a/../b",
+    "?q=1",
+    "#frag",
+    "",
+    "//cdn.test/x",
+    "//cdn.test:80/x",
+    "https://other.test/x",
+    "https://other.test/a/./b/../c",
+    "HTTPS://Other.test/x",
+    "http://b\u00fccher.de/x",
+    "/\u00e9t\u00e9",
+    "/a b",
+    "mailto:x@y",
+    "http://[::1]:80/",
+    "http://a.com:99999/",
+]
+
+
+def reference_join(base: str, ref: str) -> tuple[str, ...]:
+    try:
+        joined = str(httpx.URL(base).join(ref))
+    except (httpx.InvalidURL, ValueError):
+        return ("join error",)
+    return outcome(joined)
+
+
+def our_join(base: str, ref: str) -> tuple[str, ...]:
+    try:
+        joined = join_url(parse_url(base), ref)
+    except (httpx.InvalidURL, ValueError):
+        return ("join error",)
+    return ours(joined)
+
+
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("ref", REFS)
+def test_join_url_resolves_references_as_httpx_does(base: str, ref: str) -> None:
+    assert our_join(base, ref) == reference_join(base, ref)
+
+
+@pytest.mark.parametrize(
+    ("base", "ref", "joined"),
+    [
+        ("http://a.com/dir/page", "../x", "http://a.com/x"),
+        ("http://a.com/dir/page", "x/../../y", "http://a.com/y"),
+        ("http://a.com/dir/page?q=1", "?q=2", "http://a.com/dir/page?q=2"),
+        ("http://a.com/dir/page", "//cdn.test/x", "http://cdn.test/x"),
+        ("http://a.com/dir/page", "/p/6#f", "http://a.com/p/6"),
+        ("https://a.com:8443/x", "/y", "https://a.com:8443/y"),
+        ("http://a.com/", "HTTP://B\u00dcCHER.de:80/x", "http://xn--bcher-kva.de/x"),
+    ],
+)
+def test_join_examples(base: str, ref: str, joined: str) -> None:
+    assert normalize_url(join_url(parse_url(base), ref)) == joined
+
+
+def test_comparison_keys() -> None:
+    assert normalize_url("HTTP://A.com:80") == "http://a.com/"
+    assert normalize_url("http://a.com:80/x#f") == normalize_url("http://a.com/x")
+    assert normalize_url("https://a.com:443/?") == "https://a.com/?"
+    assert normalize_url("http://a.com:8080") == "http://a.com:8080/"
+    assert normalize_url("http://[::1]:80/x") == "http://[::1]/x"
+    assert normalize_url(parse_url("http://a.com/A")) != normalize_url("http://a.com/a")
+
+
+def test_origin_and_fields() -> None:
+    url = parse_url("http://127.0.0.1:8001/p/1?x#y")
+    assert isinstance(url, URL)
+    assert (url.scheme, url.host, url.port, url.target) == ("http", "127.0.0.1", 8001, "/p/1?x")
+    assert str(url) == "http://127.0.0.1:8001/p/1?x"
+    assert origin_of(url) == "http://127.0.0.1:8001"
+    assert origin_of(parse_url("https://[::1]:443/x")) == "https://[::1]"
+    assert origin_of(parse_url("http://b\u00fccher.de/")) == "http://xn--bcher-kva.de"
+    assert parse_url("http://a.com").target == "/"
+
+
+def test_invalid_urls_raise_our_errors() -> None:
+    with pytest.raises(InvalidURL):
+        parse_url("http://0177.0.0.1/")
+    with pytest.raises(InvalidURL):
+        parse_url("http://1.2.3.4.5/")
+    with pytest.raises(UnsupportedScheme):
+        parse_url("ftp://a.com/")
