@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gzip
 import ipaddress
 import socket
 import threading
@@ -48,6 +49,7 @@ MALFORMED_HTML = (
     b"<html><head><meta name=robots content='noindex'><link rel=canonical href=/ok>"
     b"<title>x</ti<<tle><![if !IE]><body><p <<>"
 )
+NOINDEX_META = '<meta name="robots" content="noindex">'
 HOLD_LIMIT_SECONDS = 30.0  # a held request never outlives a broken test by much
 
 
@@ -220,6 +222,15 @@ class FixtureSite:
                 lambda r: Response(MALFORMED_HTML, media_type="text/html"),
             ),
             Route("/big", lambda r: page("Big", body="x" * BIG_PAGE_BYTES)),
+            Route("/gzip", lambda r: _gzipped(page("Zipped", NOINDEX_META))),
+            Route("/big-gzip", lambda r: _gzipped(page("Big", body="x" * BIG_PAGE_BYTES))),
+            Route(
+                "/bad-gzip",
+                lambda r: _with_headers(page("Not zipped"), [("Content-Encoding", "gzip")]),
+            ),
+            Route("/latin1-header", lambda r: _with_headers(page("L"), [("X-Note", "caf\u00e9")])),
+            Route("/cookie/set", set_cookie),
+            Route("/cookie/check", check_cookie),
             Route("/gone", lambda r: page("Gone", status=410)),
             Route("/error", lambda r: page("Error", status=500)),
             Route("/unavailable", lambda r: page("Busy", status=503)),
@@ -231,6 +242,26 @@ class FixtureSite:
             *(Route(path, redirect) for path in redirects),
         ]
         return Starlette(routes=routes)
+
+
+async def set_cookie(_: Request) -> Response:
+    response = RedirectResponse("/cookie/check", status_code=302)
+    response.set_cookie("seen", "1")
+    return response
+
+
+async def check_cookie(request: Request) -> Response:
+    # The usual cookie check: without the cookie, back to where it is set (a loop).
+    if request.cookies.get("seen") != "1":
+        return RedirectResponse("/cookie/set", status_code=302)
+    return page("Cookie")
+
+
+def _gzipped(response: Response) -> Response:
+    response.body = gzip.compress(response.body)
+    response.headers["Content-Length"] = str(len(response.body))
+    response.headers["Content-Encoding"] = "gzip"
+    return response
 
 
 def _with_headers(response: Response, headers: list[tuple[str, str]]) -> Response:

@@ -160,6 +160,44 @@ async def test_a_body_exactly_at_the_cap_is_whole(site: Site, fetcher: Fetcher) 
     assert (cut.truncated, len(cut.body)) == (True, size - 1)
 
 
+async def test_a_gzip_body_is_decoded_and_the_cap_counts_decoded_bytes(site: Site) -> None:
+    _, base = site
+    async with Fetcher(settings(fetch_max_bytes=10_000)) as fetcher:
+        small = await fetcher.fetch(f"{base}/gzip")
+        big = await fetcher.fetch(f"{base}/big-gzip")
+        diagnostics = await fetcher.inspect(f"{base}/gzip")
+    assert (small.error_kind, small.truncated) == (None, False)
+    assert small.body.startswith(b"<!doctype html>")
+    assert diagnostics.indexing_state == "BLOCKED_BY_META_TAG"
+    assert (big.truncated, len(big.body)) == (True, 10_000)
+    assert big.body.startswith(b"<!doctype html>")
+
+
+async def test_a_body_its_content_encoding_cannot_decode_is_a_protocol_error(
+    site: Site, fetcher: Fetcher
+) -> None:
+    _, base = site
+    result = await fetcher.fetch(f"{base}/bad-gzip")
+    assert (result.error_kind, result.status) == ("protocol_error", None)
+
+
+async def test_header_values_that_are_not_utf8_are_read_as_latin1(
+    site: Site, fetcher: Fetcher
+) -> None:
+    _, base = site
+    result = await fetcher.fetch(f"{base}/latin1-header")
+    assert result.headers["x-note"] == "caf\u00e9"
+    assert result.header_list("X-Note") == ["caf\u00e9"]
+
+
+async def test_cookies_set_during_a_fetch_are_sent_back(site: Site, fetcher: Fetcher) -> None:
+    # A cookie check (set, redirect, check) passes instead of looping.
+    _, base = site
+    result = await fetcher.fetch(f"{base}/cookie/set")
+    assert (result.error_kind, result.status) == (None, 200)
+    assert [hop.status for hop in result.redirect_chain] == [302]
+
+
 async def test_a_slow_page_times_out(site: Site) -> None:
     fake, base = site
     async with Fetcher(settings(fetch_timeout=0.3)) as fetcher:

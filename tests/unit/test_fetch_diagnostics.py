@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from seojobs.fetch import FetchResult, RedirectHop, RobotsVerdict, diagnose
+from seojobs.fetch.result import make_headers
 from seojobs.fetch.robots import RobotsState
 
 URL = "https://site.test/page"
@@ -27,7 +27,7 @@ def response(
         url=url,
         final_url=final_url or url,
         status=status,
-        headers=httpx.Headers([("content-type", content_type), *(headers or [])]),
+        headers=make_headers([("content-type", content_type), *(headers or [])]),
         redirect_chain=chain,
         body=html.encode(),
         elapsed=0.25,

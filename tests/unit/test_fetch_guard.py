@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import socket
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
-import httpx
+import aiohttp
 import pytest
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from seojobs.fetch import AddressGuard, Fetcher, GuardPolicy, forbidden_reason, parse_ip_host
 from seojobs.fetch.errors import DNSError, InvalidURL, SSRFRefused
+from seojobs.fetch.urls import parse_url
 from seojobs.settings import Settings
 from tests.fakes.site import fence_to_loopback
 
@@ -35,27 +41,93 @@ class StubResolver:
         return self.answers[host]  # KeyError -> a DNS failure, like NXDOMAIN
 
 
-class NoNetwork(httpx.AsyncBaseTransport):
-    """The network edge for refusal tests: any use of it fails the test."""
+class NoNetwork(aiohttp.BaseConnector):
+    """The network edge for refusal tests: any connection attempt fails the test."""
 
     def __init__(self) -> None:
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        raise AssertionError(f"a request left the fetcher: {request.url}")
-
-
-class Canned(httpx.AsyncBaseTransport):
-    """An in-process server: answers from a table, records what it was asked."""
-
-    def __init__(self, routes: dict[str, httpx.Response]) -> None:
-        self.routes = routes
+        super().__init__()
         self.requests: list[str] = []
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(str(request.url))
-        return self.routes[str(request.url)]
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        self.requests.append(str(req.url))
+        raise AssertionError(f"a request left the fetcher: {req.url}")
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+class _ToCanned(AbstractResolver):
+    """Every name resolves to the canned server's loopback port."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        return [
+            {
+                "hostname": host,
+                "host": "127.0.0.1",
+                "port": self.port,
+                "family": socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+class Canned:
+    """An HTTP server on loopback: answers from a table, records what it was asked.
+
+    The fetcher reaches it through ``connector()``, whose resolver sends every name here, so
+    the URLs keep their public-looking names and nothing leaves the machine.
+    """
+
+    def __init__(self, routes: dict[str, Reply]) -> None:
+        self.routes = routes
+        self.requests: list[str] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> Canned:
+        self._server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    def connector(self) -> aiohttp.BaseConnector:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return aiohttp.TCPConnector(resolver=_ToCanned(port), use_dns_cache=False)
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        path = head[0].split(" ")[1]
+        host = next(
+            line.split(":", 1)[1].strip() for line in head if line.lower().startswith("host:")
+        )
+        url = f"http://{host}{path}"
+        self.requests.append(url)
+        reply = self.routes[url]
+        lines = [
+            f"HTTP/1.1 {reply.status} X",
+            f"Content-Length: {len(reply.body)}",
+            "Connection: close",
+        ]
+        lines += [f"{name}: {value}" for name, value in reply.headers.items()]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + reply.body)
+        await writer.drain()
+        writer.close()
 
 
 def settings(**overrides: object) -> Settings:
@@ -253,7 +325,8 @@ STUB = {
 @pytest.mark.parametrize("url", REFUSED_URLS)
 async def test_refused_urls_send_nothing(url: str) -> None:
     network = NoNetwork()
-    async with Fetcher(settings(), resolver=StubResolver(STUB), transport=network) as fetcher:
+    with_stub = StubResolver(STUB)
+    async with Fetcher(settings(), resolver=with_stub, connector=lambda: network) as fetcher:
         result = await fetcher.fetch(url)
     assert result.error_kind == "ssrf_refused", result.error
     assert result.status is None
@@ -274,7 +347,8 @@ async def test_refused_urls_send_nothing(url: str) -> None:
 )
 async def test_unusable_urls_send_nothing(url: str, kind: str) -> None:
     network = NoNetwork()
-    async with Fetcher(settings(), resolver=StubResolver(STUB), transport=network) as fetcher:
+    with_stub = StubResolver(STUB)
+    async with Fetcher(settings(), resolver=with_stub, connector=lambda: network) as fetcher:
         result = await fetcher.fetch(url)
     assert result.error_kind == kind, result.error
     assert network.requests == []
@@ -282,9 +356,11 @@ async def test_unusable_urls_send_nothing(url: str, kind: str) -> None:
 
 async def test_a_public_url_reaches_the_network_edge() -> None:
     # The control for the refusals above: the guard does not refuse everything.
-    network = Canned({"http://public.test/": httpx.Response(200, text="hi")})
     resolver = StubResolver({"public.test": [PUBLIC]})
-    async with Fetcher(settings(), resolver=resolver, transport=network) as fetcher:
+    async with (
+        Canned({"http://public.test/": Reply(200, body=b"hi")}) as network,
+        Fetcher(settings(), resolver=resolver, connector=network.connector) as fetcher,
+    ):
         result = await fetcher.fetch("http://public.test/")
     assert (result.error_kind, result.status, result.body) == (None, 200, b"hi")
     assert network.requests == ["http://public.test/"]
@@ -297,13 +373,15 @@ async def test_a_public_url_reaches_the_network_edge() -> None:
 async def test_a_redirect_to_a_forbidden_address_is_refused_before_it_is_followed(
     target: str,
 ) -> None:
-    network = Canned({"http://public.test/": httpx.Response(302, headers={"Location": target})})
     resolver = StubResolver({"public.test": [PUBLIC], **STUB})
-    async with Fetcher(settings(), resolver=resolver, transport=network) as fetcher:
+    async with (
+        Canned({"http://public.test/": Reply(302, {"Location": target})}) as network,
+        Fetcher(settings(), resolver=resolver, connector=network.connector) as fetcher,
+    ):
         result = await fetcher.fetch("http://public.test/")
     assert result.error_kind == "ssrf_refused"
     assert network.requests == ["http://public.test/"]
     assert [(hop.url, hop.status) for hop in result.redirect_chain] == [
         ("http://public.test/", 302)
     ]
-    assert result.final_url == str(httpx.URL(target))
+    assert result.final_url == str(parse_url(target))

@@ -7,13 +7,14 @@ import asyncio
 import ipaddress
 import socket
 
+import aiohttp
 import httpx
 import pytest
 
 from seojobs.fetch import AddressGuard, GuardPolicy
 from seojobs.fetch.aio import AiohttpTransport
 from seojobs.fetch.errors import SSRFRefused
-from seojobs.fetch.transport import GuardResolver, check_peer, pinned, pinned_transport
+from seojobs.fetch.transport import GuardResolver, PinnedConnector, check_peer, pinned
 
 PUBLIC = "93.184.216.34"  # only ever returned by a resolver here, never dialled
 
@@ -103,11 +104,11 @@ async def test_an_ip_literal_url_is_refused_after_connect_before_any_byte_is_sen
 
     server = await asyncio.start_server(record, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    transport = pinned_transport(AddressGuard(GuardPolicy(allow_private_networks=False)))
+    guard = AddressGuard(GuardPolicy(allow_private_networks=False))
     try:
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with aiohttp.ClientSession(connector=PinnedConnector(guard, limit=10)) as session:
             with pytest.raises(SSRFRefused, match=r"127\.0\.0\.1"):
-                await client.get(f"http://127.0.0.1:{port}/secret")
+                await session.get(f"http://127.0.0.1:{port}/secret")
         await asyncio.wait_for(connected.wait(), 5)
         for _ in range(100):
             if received:
@@ -132,15 +133,16 @@ async def test_a_pinned_name_is_dialled_at_the_pinned_address_with_its_own_host_
     port = server.sockets[0].getsockname()[1]
     dns = CountingResolver({})
     policy = GuardPolicy(allow_private_networks=True)
-    transport = pinned_transport(AddressGuard(policy, dns))
+    connector = PinnedConnector(AddressGuard(policy, dns), limit=10)
     try:
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with aiohttp.ClientSession(connector=connector) as session:
             with pinned("site.test", (ipaddress.ip_address("127.0.0.1"),)):
-                response = await client.get(f"http://site.test:{port}/page")
+                async with session.get(f"http://site.test:{port}/page") as response:
+                    status, text = response.status, await response.text()
     finally:
         server.close()
         await server.wait_closed()
-    assert (response.status_code, response.text) == (200, "ok")
+    assert (status, text) == (200, "ok")
     assert dns.calls == []
     assert f"host: site.test:{port}".encode() in seen[0].lower()
 

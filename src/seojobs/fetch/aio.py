@@ -103,6 +103,38 @@ class _Body(httpx.AsyncByteStream):
         self._response.release()
 
 
+def client_timeout(connect: float, read: float) -> aiohttp.ClientTimeout:
+    """What ``httpx.Timeout(read, connect=connect)`` means, in aiohttp's terms."""
+    # aiohttp's ``connect`` covers waiting for a pooled connection and opening a new one.
+    return aiohttp.ClientTimeout(
+        total=None, connect=read + connect, sock_connect=connect, sock_read=read
+    )
+
+
+def client_session(
+    connector: aiohttp.BaseConnector,
+    *,
+    auto_decompress: bool,
+    cookie_jar: aiohttp.abc.AbstractCookieJar | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: aiohttp.ClientTimeout | None = None,
+) -> aiohttp.ClientSession:
+    """An aiohttp session as all of ours are: no environment proxies, long header lines."""
+    return aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=auto_decompress,
+        trust_env=False,
+        cookie_jar=aiohttp.DummyCookieJar() if cookie_jar is None else cookie_jar,
+        headers=headers,
+        skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
+        timeout=timeout or aiohttp.client.DEFAULT_TIMEOUT,
+        # aiohttp's default is 8 KiB per header line; real sites send longer ones
+        # (cookies, CSP). 64 KiB, as generous as browsers.
+        max_line_size=MAX_HEADER_LINE,
+        max_field_size=MAX_HEADER_LINE,
+    )
+
+
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """An httpx transport over one ``aiohttp.ClientSession``, opened on first use.
 
@@ -122,17 +154,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=self._connector(),
-                auto_decompress=False,  # httpx decodes Content-Encoding itself
-                trust_env=False,
-                cookie_jar=aiohttp.DummyCookieJar(),  # httpx keeps the cookies
-                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
-                # aiohttp's default is 8 KiB per header line; real sites send longer ones
-                # (cookies, CSP). 64 KiB, as generous as browsers.
-                max_line_size=MAX_HEADER_LINE,
-                max_field_size=MAX_HEADER_LINE,
-            )
+            # httpx decodes Content-Encoding itself and keeps the cookies.
+            self._session = client_session(self._connector(), auto_decompress=False)
         return self._session
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -10,20 +10,24 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+import aiohttp
 import httpx
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL as YarlURL
 
-from seojobs.fetch import errors
+from seojobs.fetch import aio, errors
 from seojobs.fetch.diagnostics import Diagnostics, inspect
 from seojobs.fetch.errors import FetchError, InvalidURL, RedirectLoop, TooManyRedirects
 from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver
 from seojobs.fetch.politeness import HostGate
-from seojobs.fetch.result import FetchResult, RedirectHop
+from seojobs.fetch.result import FetchResult, Headers, RedirectHop, no_headers
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict
-from seojobs.fetch.transport import pinned, pinned_transport
+from seojobs.fetch.transport import PinnedConnector, pinned
 from seojobs.fetch.urls import URL, join_url, normalize_url, parse_url
 
 if TYPE_CHECKING:
@@ -31,12 +35,16 @@ if TYPE_CHECKING:
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+# What httpx offered (and decoded) without the optional brotli/zstandard packages; aiohttp
+# decodes the same two.
+_ACCEPT_ENCODING = "gzip, deflate"
+CHUNK = 64 * 1024
 
 
 @dataclass
 class _Response:
     status: int
-    headers: httpx.Headers
+    headers: Headers
     body: bytes = b""
     truncated: bool = False
 
@@ -57,7 +65,7 @@ class _Progress:
             url=self.requested,
             final_url=self.current,
             status=response.status if response else None,
-            headers=response.headers if response else httpx.Headers(),
+            headers=response.headers if response else no_headers(),
             redirect_chain=tuple(self.chain),
             body=response.body if response else b"",
             truncated=response.truncated if response else False,
@@ -103,7 +111,7 @@ def _detail(exc: BaseException) -> str:
     return "no detail"
 
 
-def redirect_location(status: int, headers: httpx.Headers) -> str | None:
+def redirect_location(status: int, headers: Headers) -> str | None:
     """The Location of a redirect response (``None``: a final response, even if 3xx)."""
     location = headers.get("location", "").strip()
     return location if status in REDIRECT_STATUSES and location else None
@@ -117,11 +125,11 @@ def _join(base: URL, location: str) -> URL:
     return parse_url(joined)
 
 
-async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+async def _read_capped(content: aiohttp.StreamReader, limit: int) -> tuple[bytes, bool]:
     """Read at most ``limit`` bytes of the (decoded) body; stop as soon as it is exceeded."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in content.iter_chunked(CHUNK):
         room = limit - size
         if len(chunk) > room:
             chunks.append(chunk[:room])
@@ -131,14 +139,36 @@ async def _read_capped(response: httpx.Response, limit: int) -> tuple[bytes, boo
     return b"".join(chunks), False
 
 
+def _decoded_headers(response: aiohttp.ClientResponse) -> Headers:
+    """The response headers, decoded as httpx decoded them.
+
+    aiohttp decodes values as UTF-8 with surrogate escapes, so a value that is not UTF-8 would
+    keep lone surrogates (which JSON columns refuse). httpx read the whole header block as
+    ASCII, else UTF-8, else Latin-1: the same here, when some value is not ASCII.
+    """
+    headers = response.headers
+    if all(value.isascii() for value in headers.values()):
+        return headers
+    raw = response.raw_headers
+    try:
+        for name, value in raw:
+            name.decode(), value.decode()
+        encoding = "utf-8"
+    except UnicodeDecodeError:
+        encoding = "iso-8859-1"
+    return CIMultiDictProxy(CIMultiDict((n.decode(encoding), v.decode(encoding)) for n, v in raw))
+
+
 class Fetcher:
     """The one HTTP client for page work. Use as ``async with Fetcher(settings) as f``.
 
-    ``resolver`` replaces DNS (tests map names to loopback); ``transport`` replaces the network
-    edge entirely (tests that must prove nothing is sent). With a custom transport the guard
-    still runs before it, but connections are no longer pinned, so production passes neither.
-    ``hop_timeout`` bounds one hop end to end (a server that trickles bytes slower than the
-    read timeout would otherwise hold a worker forever).
+    Pages are fetched with aiohttp directly (httpx's client layer cost more CPU per page than
+    all of our own work); errors are mapped through httpx's exception tree to our kinds, as
+    before. ``resolver`` replaces DNS (tests map names to loopback); ``connector`` builds the
+    network edge (tests that must prove nothing is sent, or that answer in-process). With a
+    custom connector the guard still runs before it, but connections are no longer pinned,
+    so production passes neither. ``hop_timeout`` bounds one hop end to end (a server that
+    trickles bytes slower than the read timeout would otherwise hold a worker forever).
     """
 
     def __init__(
@@ -146,7 +176,7 @@ class Fetcher:
         settings: Settings,
         *,
         resolver: Resolver | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        connector: Callable[[], aiohttp.BaseConnector] | None = None,
         hop_timeout: float | None = None,
     ) -> None:
         self.user_agent = settings.user_agent
@@ -157,16 +187,29 @@ class Fetcher:
         self.hop_timeout = (
             hop_timeout or settings.fetch_connect_timeout + 2 * settings.fetch_timeout
         )
-        if transport is None:
-            transport = pinned_transport(self.guard, limit=100)
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(settings.fetch_timeout, connect=settings.fetch_connect_timeout),
-            follow_redirects=False,
-            trust_env=False,
-            headers={"User-Agent": settings.user_agent, "Accept": _ACCEPT},
-        )
+        guard = self.guard
+        self._connector = connector or (lambda: PinnedConnector(guard, limit=100))
+        self._timeout = aio.client_timeout(settings.fetch_connect_timeout, settings.fetch_timeout)
+        self._headers = {
+            "User-Agent": settings.user_agent,
+            "Accept": _ACCEPT,
+            "Accept-Encoding": _ACCEPT_ENCODING,
+        }
+        self._session: aiohttp.ClientSession | None = None
         self.robots = RobotsCache(self)  # one robots.txt cache per fetcher (per job)
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aio.client_session(
+                self._connector(),
+                auto_decompress=True,
+                # Cookies a site sets are sent back within this fetcher (one job), as
+                # httpx's client did; unsafe: also for IP-address hosts.
+                cookie_jar=aiohttp.CookieJar(unsafe=True),
+                headers=self._headers,
+                timeout=self._timeout,
+            )
+        return self._session
 
     async def __aenter__(self) -> Fetcher:
         return self
@@ -180,7 +223,9 @@ class Fetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def robots_verdict(self, url: str) -> RobotsVerdict:
         """robots.txt's answer for ``url`` (our user agent and Googlebot), cached per origin."""
@@ -234,13 +279,17 @@ class Fetcher:
                     raise translate(exc) from exc
 
     async def _exchange(self, target: URL) -> _Response:
-        request = self._client.build_request("GET", target.text)
-        response = await self._client.send(request, stream=True)
         try:
-            result = _Response(response.status_code, response.headers)
-            if redirect_location(response.status_code, response.headers) is not None:
-                return result  # a redirect's body is never used; closing drops it
-            result.body, result.truncated = await _read_capped(response, self.max_bytes)
-            return result
-        finally:
-            await response.aclose()
+            async with self._open().get(
+                YarlURL(target.text, encoded=True), allow_redirects=False
+            ) as response:
+                result = _Response(response.status, _decoded_headers(response))
+                if redirect_location(response.status, result.headers) is not None:
+                    return result  # a redirect's body is never used; closing drops it
+                result.body, result.truncated = await _read_capped(response.content, self.max_bytes)
+                return result
+        except Exception as exc:
+            error = aio.translate(exc, httpx.Request("GET", target.text))
+            if error is exc:
+                raise
+            raise error from error.__cause__

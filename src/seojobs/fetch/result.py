@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+from multidict import CIMultiDict, CIMultiDictProxy
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.I)
 _BOMS = (
@@ -16,6 +17,18 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+# Response headers: case-insensitive, repeatable (as aiohttp hands them over).
+Headers = CIMultiDictProxy[str]
+
+
+def no_headers() -> Headers:
+    return CIMultiDictProxy(CIMultiDict())
+
+
+def make_headers(pairs: Iterable[tuple[str, str]] = ()) -> Headers:
+    """Headers from (name, value) pairs, in order (tests and callers that build results)."""
+    return CIMultiDictProxy(CIMultiDict(pairs))
 
 
 @dataclass(frozen=True)
@@ -77,7 +90,7 @@ class FetchResult:
     url: str
     final_url: str
     status: int | None
-    headers: httpx.Headers = field(default_factory=httpx.Headers)
+    headers: Headers = field(default_factory=no_headers)
     redirect_chain: tuple[RedirectHop, ...] = ()
     body: bytes = b""
     truncated: bool = False  # the body was longer than fetch_max_bytes; ``body`` is its start
@@ -108,4 +121,4 @@ class FetchResult:
 
     def header_list(self, name: str) -> list[str]:
         """Every value of a header that may repeat (X-Robots-Tag, Link), in order."""
-        return self.headers.get_list(name)
+        return self.headers.getall(name, [])

@@ -2,7 +2,7 @@
 
 A client would resolve the hostname again when it opens a connection, and a hostile resolver
 can answer differently the second time. So the fetcher's connections are made by a connector
-of ours (aiohttp's ``TCPConnector`` under httpx, see ``seojobs.fetch.aio``):
+of ours (a subclass of aiohttp's ``TCPConnector``, under the fetcher's aiohttp session):
 
 * the fetcher resolves and validates a host, then *pins* those addresses for the current task
   (a context variable: aiohttp opens connections in the task that sends the request);
@@ -31,7 +31,6 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from seojobs.fetch.aio import AiohttpTransport
 from seojobs.fetch.errors import SSRFRefused
 from seojobs.fetch.guard import AddressGuard, IPAddress
 
@@ -124,8 +123,3 @@ class PinnedConnector(aiohttp.TCPConnector):
             transport.close()
             raise
         return transport, protocol
-
-
-def pinned_transport(guard: AddressGuard, limit: int = 100) -> AiohttpTransport:
-    """The fetcher's transport: httpx over aiohttp, every connection through the guard."""
-    return AiohttpTransport(connector=lambda: PinnedConnector(guard, limit))
