@@ -387,3 +387,20 @@ def test_updated_since_edge_values_are_not_server_errors(idle: Api) -> None:
         if answer.status_code not in (200, 422):
             wrong.append(f"{since}: {answer.status_code}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_status_ids_are_validated_like_every_other_job_path(idle: Api, kind: str) -> None:
+    """Status GETs validate their id themselves (PathIdRoute); the answers must be the 422s
+    FastAPI gives on the report route of the same job path, field by field."""
+    account = idle.account()
+    job_id = create(idle.client(account), kind, ["https://a.example/1"]).json()["job_id"]
+    with idle.client(account) as client:
+        assert client.get(f"{V1}/{kind}/jobs/{job_id}").json()["job_id"] == job_id
+        assert client.get(f"{V1}/{kind}/jobs/ {job_id}").json()["job_id"] == job_id
+        for bad in ["abc", "0", "-3", "1.5", "0x10", str(2**63)]:
+            status = client.get(f"{V1}/{kind}/jobs/{bad}")
+            report = client.get(f"{V1}/{kind}/jobs/{bad}/report")
+            body = assert_problem(status, 422)
+            assert body["errors"] == assert_problem(report, 422)["errors"], bad
+            assert [e["field"] for e in body["errors"]] == ["job_id"], body

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from seojobs.api import idempotency, problems, reports
 from seojobs.api.deps import Svc, User, current_user
+from seojobs.api.fastroute import PathIdRoute
 from seojobs.api.problems import Problem
 from seojobs.kinds.urls import MAX_URLS
 from seojobs.services import Services, indexing
@@ -305,26 +306,30 @@ Accept = Annotated[str | None, Header()]
 # are most of the traffic ------------------------------------------------------------------------
 
 
-@router.get(
-    "/index-submit/jobs/{job_id}",
-    response_model=SubmitStatus,
-    operation_id="get_index_submit_job",
-    openapi_extra=STATUS_OPENAPI,
-)
 async def get_submit(request: Request, job_id: JobId) -> Response:
     """A submission's status (200 in every state; `Retry-After` while not finished)."""
     return await _status(request, indexing.SUBMIT, job_id)
 
 
-@router.get(
-    "/index-check/jobs/{job_id}",
-    response_model=CheckStatus,
-    operation_id="get_index_check_job",
-    openapi_extra=STATUS_OPENAPI,
-)
 async def get_check(request: Request, job_id: JobId) -> Response:
     """A check's status (200 in every state; `Retry-After` while not finished)."""
     return await _status(request, indexing.CHECK, job_id)
+
+
+# PathIdRoute: documented like any route, run without FastAPI's per-request parameter handling.
+for _path, _endpoint, _model, _operation in (
+    ("/index-submit/jobs/{job_id}", get_submit, SubmitStatus, "get_index_submit_job"),
+    ("/index-check/jobs/{job_id}", get_check, CheckStatus, "get_index_check_job"),
+):
+    router.add_api_route(
+        _path,
+        _endpoint,
+        methods=["GET"],
+        response_model=_model,
+        operation_id=_operation,
+        openapi_extra=STATUS_OPENAPI,
+        route_class_override=PathIdRoute,
+    )
 
 
 # -- index-submit -------------------------------------------------------------------------------

@@ -1,0 +1,69 @@
+"""A route class for the status GETs: FastAPI documents them, our handler runs them.
+
+Status polls are most of the API's traffic. FastAPI's generic request handler resolves every
+declared parameter, dependency, body and response model per request (``solve_dependencies``
+and its bookkeeping cost ~100 us, more than the database read; bench/api.py). A route of
+:class:`PathIdRoute` is an ordinary ``APIRoute`` for the OpenAPI document (the endpoint's
+signature still declares ``request`` and the path id with its bounds), but at request time it
+validates the one path parameter itself, with the same pydantic constraint, and calls the
+endpoint with ``(request, id)``. A bad id raises ``RequestValidationError`` with FastAPI's own
+error location, so the 422 problem+json is the one every other route gives.
+
+Only for endpoints shaped ``async def endpoint(request, <id>: Annotated[int, Path(...)])``
+that return a ``Response``; the constructor refuses anything else.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, cast
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from pydantic import TypeAdapter, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+Endpoint = Callable[[Request, int], Awaitable[Response]]
+
+
+class PathIdRoute(APIRoute):
+    """An ``APIRoute`` whose handler skips FastAPI's parameter machinery (see module doc)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        # Called by APIRoute.__init__ (and again per router inclusion), after the dependant
+        # was built from the endpoint's signature.
+        params = self.dependant.path_params
+        extra = (
+            self.dependant.query_params
+            + self.dependant.header_params
+            + self.dependant.cookie_params
+            + self.dependant.dependencies
+        )
+        if len(params) != 1 or extra or self.body_field is not None:
+            raise TypeError(f"{self.path}: PathIdRoute takes one path parameter and nothing else")
+        if not inspect.iscoroutinefunction(self.endpoint):
+            raise TypeError(f"{self.path}: PathIdRoute needs an async endpoint")
+        endpoint = cast(Endpoint, self.endpoint)
+        name = params[0].alias
+        # The annotation with its Path(ge=..., le=...) constraints, validated as FastAPI does.
+        adapter: TypeAdapter[int] = TypeAdapter(
+            cast(Any, params[0].field_info.rebuild_annotation())
+        )
+        validate = adapter.validate_python
+
+        async def handler(request: Request) -> Response:
+            raw = request.path_params[name]
+            try:
+                value = validate(raw)
+            except ValidationError as exc:
+                raise RequestValidationError(
+                    [
+                        {**error, "loc": ("path", name, *error.get("loc", ()))}
+                        for error in exc.errors(include_url=False)
+                    ]
+                ) from None
+            return await endpoint(request, value)
+
+        return handler
