@@ -60,6 +60,8 @@ class Options:
     profile_seconds: float
     profile_raw: Path | None
     loadgen: str
+    paced_connections: int
+    paced_share: float
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -118,6 +120,18 @@ def parse_args(argv: list[str] | None) -> Options:
         default="auto",
         help="wrk if installed (auto), or the Python fallback",
     )
+    p.add_argument(
+        "--paced-connections",
+        type=int,
+        default=64,
+        help="connections of the fixed-load latency runs; 0 skips them (64)",
+    )
+    p.add_argument(
+        "--paced-share",
+        type=float,
+        default=TARGET_RATIO,
+        help="their offered load, as a share of the bare endpoint's peak req/s (0.5)",
+    )
     a = p.parse_args(argv)
     if a.jobs < 1 or a.rounds < 1 or a.duration <= 0:
         p.error("--jobs, --rounds and --duration must be positive")
@@ -133,6 +147,8 @@ def parse_args(argv: list[str] | None) -> Options:
         profile_seconds=a.profile_seconds,
         profile_raw=a.profile_raw,
         loadgen=a.loadgen,
+        paced_connections=a.paced_connections,
+        paced_share=a.paced_share,
     )
 
 
@@ -180,6 +196,7 @@ class Sample:
     load: Load
     server_cpu: float  # CPU seconds of the server process
     others: float  # share of the machine's CPUs used by anything but server and load generator
+    offered: float = 0.0  # req/s offered by a paced run; 0: closed loop
 
     @property
     def cpu_ms_per_request(self) -> float:
@@ -208,15 +225,18 @@ class Driver:
             return f"{api_load.wrk_version(self.wrk)}, 1 thread, Lua script"
         return "Python asyncio load generator (separate process; wrk not installed)"
 
-    def load(self, target: Target, connections: int, seconds: float) -> Load:
+    def load(self, target: Target, connections: int, seconds: float, pause_ms: float = 0.0) -> Load:
         if self.wrk:
-            return api_load.run_wrk(self.wrk, target, connections, seconds)
-        return api_load.run_python(target, connections, seconds)
+            return api_load.run_wrk(self.wrk, target, connections, seconds, pause_ms)
+        return api_load.run_python(target, connections, seconds, pause_ms)
 
-    def measure(self, system: System, connections: int, seconds: float, rnd: int) -> Sample:
+    def measure(
+        self, system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
+    ) -> Sample:
         pid = system.server.pid
+        pause_ms = connections / offered * 1000 if offered else 0.0
         cpu0, busy0, kids0, t0 = _proc_cpu(pid), _machine_busy(), _children_cpu(), time.monotonic()
-        load = self.load(system.target, connections, seconds)
+        load = self.load(system.target, connections, seconds, pause_ms)
         wall = time.monotonic() - t0
         server_cpu = _proc_cpu(pid) - cpu0
         loadgen_cpu = _children_cpu() - kids0
@@ -228,7 +248,7 @@ class Driver:
                 f"{system.label}: {load.errors} socket errors, {load.bad_status} non-2xx answers "
                 f"at {connections} connections\n{system.server.log_tail()}"
             )
-        return Sample(system.key, connections, rnd, load, server_cpu, max(0.0, others))
+        return Sample(system.key, connections, rnd, load, server_cpu, max(0.0, others), offered)
 
 
 # -- set-up -----------------------------------------------------------------------------------
@@ -320,9 +340,34 @@ def run_main(driver: Driver, systems: list[System], results: Results) -> None:
                 )
 
 
+def paced_rate(results: Results, opts: Options) -> float:
+    """The fixed load: a share of the bare endpoint's best median req/s in the closed loop."""
+    rows = summarise(results.samples, opts.connections)
+    return opts.paced_share * max(r.rate for r in rows if r.key == "bare")
+
+
+def run_paced(driver: Driver, systems: list[System], results: Results) -> None:
+    """Latency at one fixed offered load, the same for every system (see bench/README.md)."""
+    opts = driver.opts
+    c, rate = opts.paced_connections, paced_rate(results, opts)
+    progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
+    for rnd in range(opts.rounds):
+        order = systems[rnd % len(systems) :] + systems[: rnd % len(systems)]
+        for system in order:
+            sample = driver.measure(system, c, opts.duration, rnd, offered=rate)
+            results.samples.append(sample)
+            progress(
+                f"round {rnd + 1} fixed load {system.label}: {sample.load.rate:,.0f} req/s, "
+                f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
+            )
+
+
 def _failing(results: Results, opts: Options) -> bool:
     summary = summarise(results.samples, opts.connections)
-    return any(not row.ratio_ok or not row.p99_ok for row in summary if row.key != "bare")
+    paced = summarise_paced(results.samples)
+    return any(not row.ratio_ok for row in summary if row.key != "bare") or any(
+        not row.p99_ok for row in paced if row.key != "bare"
+    )
 
 
 def run_profiles(driver: Driver, systems: list[System], results: Results) -> None:
@@ -357,8 +402,9 @@ class Row:
     p99_max: float
     cpu_ms: float
     others: float
-    ratio: float  # median over rounds of ours/bare in the same round
-    cpu_ratio: float  # bare's CPU ms/req over ours: the req/s ratio if both were CPU-bound
+    ratio: float = 0.0  # median over rounds of ours/bare in the same round (closed loop)
+    cpu_ratio: float = 0.0  # bare's CPU ms/req over ours: the req/s ratio if both CPU-bound
+    offered: float = 0.0  # the fixed load of a paced row; 0: closed loop
 
     @property
     def ratio_ok(self) -> bool:
@@ -369,37 +415,50 @@ class Row:
         return self.p99 <= TARGET_P99_MS
 
 
+def _row(key: str, mine: list[Sample], **extra: float) -> Row:
+    """Medians over the rounds of one system's samples (one concurrency, one load shape)."""
+    return Row(
+        key=key,
+        connections=mine[0].connections,
+        rate=median([s.load.rate for s in mine]),
+        p50=median([s.load.p50_ms for s in mine]),
+        p99=median([s.load.p99_ms for s in mine]),
+        p99_max=max(s.load.p99_ms for s in mine),
+        cpu_ms=median([s.cpu_ms_per_request for s in mine]),
+        others=median([s.others for s in mine]),
+        offered=mine[0].offered,
+        **extra,
+    )
+
+
 def summarise(samples: list[Sample], connections: tuple[int, ...]) -> list[Row]:
+    """The closed-loop rows, with each system's ratios to the bare endpoint in the same round."""
     rows = []
     for c in connections:
-        bare = {s.round: s.load.rate for s in samples if s.key == "bare" and s.connections == c}
-        bare_cpu = median(
-            [s.cpu_ms_per_request for s in samples if s.key == "bare" and s.connections == c]
-        )
+        closed = [s for s in samples if s.connections == c and not s.offered]
+        bare = {s.round: s.load.rate for s in closed if s.key == "bare"}
+        bare_cpu = median([s.cpu_ms_per_request for s in closed if s.key == "bare"])
         for key in SYSTEMS:
-            mine = [s for s in samples if s.key == key and s.connections == c]
-            if not mine:
-                continue
-            ratios = [s.load.rate / bare[s.round] for s in mine if bare.get(s.round)]
-            rows.append(
-                Row(
-                    key=key,
-                    connections=c,
-                    rate=median([s.load.rate for s in mine]),
-                    p50=median([s.load.p50_ms for s in mine]),
-                    p99=median([s.load.p99_ms for s in mine]),
-                    p99_max=max(s.load.p99_ms for s in mine),
-                    cpu_ms=median([s.cpu_ms_per_request for s in mine]),
-                    others=median([s.others for s in mine]),
-                    ratio=median(ratios),
-                    cpu_ratio=bare_cpu / median([s.cpu_ms_per_request for s in mine]),
-                )
-            )
+            mine = [s for s in closed if s.key == key]
+            if mine:
+                ratios = [s.load.rate / bare[s.round] for s in mine if bare.get(s.round)]
+                cpu = median([s.cpu_ms_per_request for s in mine])
+                rows.append(_row(key, mine, ratio=median(ratios), cpu_ratio=bare_cpu / cpu))
     return rows
 
 
+def summarise_paced(samples: list[Sample]) -> list[Row]:
+    """The fixed-load rows."""
+    found = ([s for s in samples if s.key == key and s.offered] for key in SYSTEMS)
+    return [_row(mine[0].key, mine) for mine in found if mine]
+
+
 def _rates(samples: list[Sample], key: str, c: int) -> str:
-    return " / ".join(f"{s.load.rate:,.0f}" for s in samples if s.key == key and s.connections == c)
+    return " / ".join(
+        f"{s.load.rate:,.0f}"
+        for s in samples
+        if s.key == key and s.connections == c and not s.offered
+    )
 
 
 def render(results: Results, opts: Options) -> str:
@@ -453,12 +512,49 @@ def render(results: Results, opts: Options) -> str:
         "  other load: share of the machine's CPUs busy with anything but the server and the",
         "  load generator (other users' processes; for PostgreSQL rows also its backends).",
         "",
+    ]
+    paced = summarise_paced(results.samples)
+    if paced:
+        first = paced[0]
+        pause = first.connections / first.offered * 1000
+        out += [
+            f"Latency at a fixed load: {first.offered:,.0f} req/s offered to every system "
+            f"({opts.paced_share:.0%} of the bare endpoint's best req/s above) over "
+            f"{first.connections} connections,",
+            f"each pausing a random time (exponential, mean {pause:.0f} ms) after every answer; "
+            "medians of the rounds",
+            "",
+        ]
+        out += table(
+            ["system", "conns", "offered", "req/s", "p50 ms", "p99 ms", "worst p99", "CPU ms/req"],
+            [
+                [
+                    LABELS[r.key],
+                    str(r.connections),
+                    f"{r.offered:,.0f}",
+                    f"{r.rate:,.0f}",
+                    f"{r.p50:.1f}",
+                    f"{r.p99:.1f}",
+                    f"{r.p99_max:.1f}",
+                    f"{r.cpu_ms:.2f}",
+                ]
+                for r in paced
+            ],
+        )
+        out += [
+            "",
+            "  A connection pauses after each answer, so it sends at 1 / (pause + latency): a",
+            "  server that answers slower is offered a little less (wrk cannot correct for that).",
+            "  req/s far below the offered load means the server could not keep up.",
+            "",
+        ]
+    out += [
         f"Targets: >= {TARGET_RATIO:.0%} of the bare endpoint's throughput, p99 <= "
         f"{TARGET_P99_MS:.0f} ms",
         "",
     ]
     out += table(
-        ["system", "conns", "throughput vs bare", "p99"],
+        ["system", "conns", "throughput vs bare", "p99, closed loop"],
         [
             [
                 LABELS[r.key],
@@ -467,6 +563,16 @@ def render(results: Results, opts: Options) -> str:
                 f"{verdict(r.p99_ok)} ({r.p99:.1f} ms)",
             ]
             for r in rows
+            if r.key != "bare"
+        ]
+        + [
+            [
+                LABELS[r.key],
+                f"{r.connections}, fixed load",
+                "-",
+                f"{verdict(r.p99_ok)} ({r.p99:.1f} ms)",
+            ]
+            for r in paced
             if r.key != "bare"
         ],
     )
@@ -567,6 +673,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
                 systems.append(system)
             run_main(driver, systems, results)
+            if opts.paced_connections > 0:
+                run_paced(driver, systems, results)
             limit = int(opts.rate_limit.split("/")[0])
             for system in systems[1:]:
                 counted = _limiter_count(system, seeded[system.key][1], limit)

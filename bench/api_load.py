@@ -1,9 +1,12 @@
 """Load generators for ``bench/api.py``: wrk with a Lua script, or a Python fallback.
 
-Both are closed loops: a fixed number of keep-alive connections, each sending its next GET as
-soon as the previous answer is in, for a fixed duration. Latency is per request, from the
-request's send to its last response byte. Job ids are drawn uniformly from the seeded range
-(``first_id + random(0, span - 1)``); ``span`` 0 means the path is fixed (the bare endpoint).
+By default both are closed loops: a fixed number of keep-alive connections, each sending its
+next GET as soon as the previous answer is in, for a fixed duration. Paced (``pause_ms`` > 0):
+each connection waits a random pause (exponential, mean ``pause_ms``) after every answer, so
+the offered load is about connections / (pause + latency) instead of as much as the server can
+take. Latency is per request, from the request's send to its last response byte. Job ids are
+drawn uniformly from the seeded range (``first_id + random(0, span - 1)``); ``span`` 0 means
+the path is fixed (the bare endpoint).
 
 The fallback (``python -m bench.api_load ...``, a separate process) is used only when wrk is
 not installed. It is Python too, so on a 2-CPU machine it competes with the server for CPU and
@@ -27,12 +30,13 @@ from pathlib import Path
 
 # Writes one line the parent parses. Latencies are in microseconds (wrk's unit).
 WRK_SCRIPT = """
-local first, span, path, auth
+local first, span, path, auth, pause
 function init(args)
   first = tonumber(args[1])
   span = tonumber(args[2])
   path = args[3]
   auth = args[4]
+  pause = tonumber(args[5])
   math.randomseed(os.time() + math.floor(os.clock() * 1000000))
 end
 function request()
@@ -49,6 +53,12 @@ function done(summary, latency, requests)
     summary.requests, summary.duration,
     latency:percentile(50), latency:percentile(99), latency.max, latency.mean,
     e.connect, e.read, e.write, e.status, e.timeout))
+end
+"""
+# wrk paces a connection only if the script defines delay() (whole milliseconds).
+WRK_PACING = """
+function delay()
+  return math.floor(-pause * math.log(1 - math.random()) + 0.5)
 end
 """
 
@@ -87,10 +97,12 @@ def wrk_version(binary: str) -> str:
     return (out.stdout + out.stderr).strip().splitlines()[0] if out.stdout or out.stderr else "?"
 
 
-def run_wrk(binary: str, target: Target, connections: int, seconds: float) -> Load:
+def run_wrk(
+    binary: str, target: Target, connections: int, seconds: float, pause_ms: float = 0.0
+) -> Load:
     with tempfile.TemporaryDirectory(prefix="seojobs_api_wrk_") as tmp:
         script = Path(tmp) / "status.lua"
-        script.write_text(WRK_SCRIPT)
+        script.write_text(WRK_SCRIPT + (WRK_PACING if pause_ms > 0 else ""))
         cmd = [
             binary,
             "-t1",
@@ -106,6 +118,7 @@ def run_wrk(binary: str, target: Target, connections: int, seconds: float) -> Lo
             str(target.span),
             target.path,
             target.auth,
+            str(pause_ms),
         ]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False)
     for line in out.stdout.splitlines():
@@ -124,7 +137,7 @@ def run_wrk(binary: str, target: Target, connections: int, seconds: float) -> Lo
     raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
 
 
-def run_python(target: Target, connections: int, seconds: float) -> Load:
+def run_python(target: Target, connections: int, seconds: float, pause_ms: float = 0.0) -> Load:
     """The fallback: this module in a child process, so it has its own interpreter and GIL."""
     cmd = [
         sys.executable,
@@ -136,6 +149,7 @@ def run_python(target: Target, connections: int, seconds: float) -> Load:
         str(target.span),
         str(connections),
         str(seconds),
+        str(pause_ms),
     ]
     repo = Path(__file__).resolve().parent.parent
     env = {**os.environ, "BENCH_API_AUTH": target.auth}
@@ -151,11 +165,17 @@ def run_python(target: Target, connections: int, seconds: float) -> Load:
 
 
 async def _connection(
-    target: Target, stop_at: float, latencies: list[float], counts: dict[str, int]
+    target: Target,
+    stop_at: float,
+    pause_ms: float,
+    latencies: list[float],
+    counts: dict[str, int],
 ) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", target.port)
     try:
         while time.perf_counter() < stop_at:
+            if pause_ms > 0:
+                await asyncio.sleep(random.expovariate(1000 / pause_ms))
             path = target.path
             if target.span:
                 path += str(target.first_id + random.randrange(target.span))
@@ -182,13 +202,13 @@ async def _connection(
         writer.close()
 
 
-async def _drive(target: Target, connections: int, seconds: float) -> Load:
+async def _drive(target: Target, connections: int, seconds: float, pause_ms: float) -> Load:
     latencies: list[float] = []
     counts = {"errors": 0, "bad_status": 0}
     started = time.perf_counter()
     stop_at = started + seconds
     await asyncio.gather(
-        *(_connection(target, stop_at, latencies, counts) for _ in range(connections))
+        *(_connection(target, stop_at, pause_ms, latencies, counts) for _ in range(connections))
     )
     elapsed = time.perf_counter() - started
     latencies.sort()
@@ -210,7 +230,7 @@ async def _drive(target: Target, connections: int, seconds: float) -> Load:
 
 def _main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.api_load")
-    for name in ("port", "path", "first_id", "span", "connections", "seconds"):
+    for name in ("port", "path", "first_id", "span", "connections", "seconds", "pause_ms"):
         parser.add_argument(name)
     args = parser.parse_args()
     target = Target(
@@ -220,7 +240,9 @@ def _main() -> None:
         span=int(args.span),
         auth=os.environ["BENCH_API_AUTH"],
     )
-    load = asyncio.run(_drive(target, int(args.connections), float(args.seconds)))
+    load = asyncio.run(
+        _drive(target, int(args.connections), float(args.seconds), float(args.pause_ms))
+    )
     print(json.dumps(load.__dict__))
 
 
