@@ -14,6 +14,7 @@ Serve one with ``tests.fakes.server.serve(fake.app)``; the scripting core is sha
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import threading
 import uuid
@@ -37,12 +38,15 @@ class Reply:
     text: str | None = None  # a raw body, e.g. cut-off JSON
     headers: dict[str, str] = field(default_factory=dict)
     truncate: bool = False  # announce a longer Content-Length than is sent: a broken transfer
+    gzip: bool = False  # send the body gzip-compressed, with Content-Encoding: gzip
 
     def response(self) -> Response:
-        body = self.text if self.text is not None else json.dumps(self.json)
+        body = (self.text if self.text is not None else json.dumps(self.json)).encode()
         headers = {"content-type": "application/json", **self.headers}
+        if self.gzip:
+            body, headers["content-encoding"] = gzip.compress(body), "gzip"
         cls = _CutOff if self.truncate else Response
-        return cls(body.encode(), status_code=self.status, headers=headers)
+        return cls(body, status_code=self.status, headers=headers)
 
 
 class _CutOff(Response):

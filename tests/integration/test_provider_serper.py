@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -184,6 +186,53 @@ async def test_malformed_answers_are_failed_results(
     result = await checker.check(URL, "google")
     assert (result.status, result.error_code) == ("failed", MALFORMED_RESPONSE)
     assert len(fake.requests) == 1
+
+
+async def test_a_gzip_answer_is_decoded(fake: FakeSerper, checker: SerperChecker) -> None:
+    fake.script(Reply(200, {"organic": [{"link": URL}]}, gzip=True))
+    result = await checker.check(URL, "google")
+    assert (result.status, result.detail["position"]) == ("indexed", 1)
+
+
+async def test_a_proxy_from_the_environment_is_used(
+    fake: FakeSerper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A forward proxy on loopback that answers itself: the request must reach it, not Serper.
+    seen: list[str] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        length = next(
+            int(line.split(":", 1)[1])
+            for line in head.split("\r\n")
+            if line.lower().startswith("content-length:")
+        )
+        await reader.readexactly(length)
+        seen.append(head.split("\r\n", 1)[0])
+        body = json.dumps({"organic": [{"link": URL}]}).encode()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    checker = SerperChecker(make_settings(fake))
+    try:
+        result = await checker.check(URL, "google")
+    finally:
+        await checker.aclose()
+        server.close()
+        await server.wait_closed()
+    assert result.status == "indexed"
+    assert seen == [f"POST {fake.base_url}/search HTTP/1.1"]
+    assert fake.requests == []
 
 
 async def test_junk_entries_are_skipped(fake: FakeSerper, checker: SerperChecker) -> None:

@@ -118,12 +118,14 @@ def client_session(
     cookie_jar: aiohttp.abc.AbstractCookieJar | None = None,
     headers: dict[str, str] | None = None,
     timeout: aiohttp.ClientTimeout | None = None,
+    trust_env: bool = False,
 ) -> aiohttp.ClientSession:
-    """An aiohttp session as all of ours are: no environment proxies, long header lines."""
+    """An aiohttp session as all of ours are: long header lines, no automatic headers, and
+    environment proxies only when asked (never for pages: the guard checks the peer)."""
     return aiohttp.ClientSession(
         connector=connector,
         auto_decompress=auto_decompress,
-        trust_env=False,
+        trust_env=trust_env,
         cookie_jar=aiohttp.DummyCookieJar() if cookie_jar is None else cookie_jar,
         headers=headers,
         skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),

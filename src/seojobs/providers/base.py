@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
-from collections.abc import Awaitable, Callable
+import urllib.request
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar
+from urllib.parse import urlsplit
 
+import aiohttp
 import httpx
+from multidict import CIMultiDictProxy
 
+from seojobs.fetch import aio
 from seojobs.fetch.aio import AiohttpTransport
+from seojobs.fetch.result import header_charset
 from seojobs.settings import Settings
 
 T = TypeVar("T")
@@ -98,11 +105,146 @@ class Checker(Protocol):
     async def check(self, url: str, engine: str) -> CheckResult: ...
 
 
+class Answer(Protocol):
+    """What adapters read of an HTTP answer (an ``httpx.Response`` or a ``ProviderResponse``)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def json(self) -> Any: ...
+
+
+class ProviderResponse:
+    """An answer of :class:`ProviderClient`: status, headers and the decoded body.
+
+    ``text`` and ``json()`` mean what they mean on ``httpx.Response`` (charset from
+    ``Content-Type``, else UTF-8, undecodable bytes replaced; JSON from the bytes).
+    """
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: CIMultiDictProxy[str], content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+
+    @property
+    def text(self) -> str:
+        charset = header_charset(self.headers.get("content-type"))
+        try:
+            return self.content.decode(charset or "utf-8", errors="replace")
+        except LookupError:  # an unknown charset: httpx falls back to UTF-8 too
+            return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def _decoded(status: int, headers: CIMultiDictProxy[str], raw: bytes, pairs: Any) -> bytes:
+    """The body without its Content-Encoding, decoded by httpx (DecodingError if it cannot)."""
+    if headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return raw
+    return httpx.Response(status, headers=pairs, content=raw).content
+
+
+class ProviderClient:
+    """The lean HTTP client of the per-URL provider calls: aiohttp directly, httpx's answers.
+
+    A request goes straight to an aiohttp session (httpx's client layer — request building,
+    auth and cookie flows, hooks — cost more CPU than the request itself on the hot path of
+    index checks); the answer is an ``httpx.Response`` built from the raw bytes, so
+    ``Content-Encoding`` is decoded (and an undecodable body raises ``httpx.DecodingError``)
+    exactly as before, and adapters read it as they always did. aiohttp's errors are raised
+    as httpx's (``seojobs.fetch.aio.translate``), so ``with_retries`` and the adapters' own
+    ``except httpx.TransportError`` keep working. Proxies from the environment
+    (``HTTP_PROXY``/``HTTPS_PROXY``, ``NO_PROXY``) apply, as they did through httpx; they are
+    looked up once per origin and client (aiohttp's ``trust_env`` would ask on every request,
+    in a thread).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._timeout = aio.client_timeout(
+            settings.fetch_connect_timeout, settings.provider_timeout
+        )
+        self._headers = {
+            "User-Agent": settings.user_agent,
+            "Accept": "*/*",
+            "Accept-Encoding": "gzip, deflate",  # what httpx offered, and decodes
+        }
+        self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[tuple[str, str], str | None] = {}
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aio.client_session(
+                aiohttp.TCPConnector(limit=100),
+                auto_decompress=False,  # httpx.Response decodes, as before
+                headers=self._headers,
+                timeout=self._timeout,
+            )
+        return self._session
+
+    def _proxy_for(self, url: str) -> str | None:
+        parts = urlsplit(url)
+        origin = (parts.scheme, parts.netloc)
+        if origin not in self._proxies:
+            bypass = urllib.request.proxy_bypass(parts.hostname or "")
+            proxy = None if bypass else urllib.request.getproxies().get(parts.scheme)
+            self._proxies[origin] = proxy
+        return self._proxies[origin]
+
+    async def post_json(
+        self, url: str, body: Any, *, headers: dict[str, str] | None = None
+    ) -> ProviderResponse:
+        """POST ``body`` as JSON (encoded as httpx encodes ``json=``)."""
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        return await self.request("POST", url, content=content.encode(), headers=sent)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ProviderResponse:
+        try:
+            async with self._open().request(
+                method,
+                url,
+                data=content,
+                headers=headers,
+                allow_redirects=False,
+                proxy=self._proxy_for(url),
+            ) as answer:
+                raw = await answer.read()
+                status, answered, pairs = answer.status, answer.headers, answer.raw_headers
+        except Exception as exc:
+            error = aio.translate(exc, httpx.Request(method, url))
+            if error is exc:
+                raise
+            raise error from error.__cause__
+        return ProviderResponse(status, answered, _decoded(status, answered, raw, pairs))
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 def http_client(settings: Settings, **kwargs: Any) -> httpx.AsyncClient:
     """The HTTP client adapters use for provider APIs (never for user pages).
 
     httpx over aiohttp's connections (``seojobs.fetch.aio``): a third of httpx's own CPU per
-    request. Proxies from the environment (``HTTPS_PROXY``) still apply, through httpx.
+    request. httpx ignores proxies from the environment when it is given a transport, so
+    these requests go direct; :class:`ProviderClient` (Serper) honours them.
     """
     timeout = httpx.Timeout(settings.provider_timeout, connect=settings.fetch_connect_timeout)
     kwargs.setdefault("transport", AiohttpTransport())
@@ -114,7 +256,7 @@ def http_client(settings: Settings, **kwargs: Any) -> httpx.AsyncClient:
     )
 
 
-def retry_after_seconds(response: httpx.Response) -> float | None:
+def retry_after_seconds(response: Answer) -> float | None:
     """Parse Retry-After (seconds or an HTTP date)."""
     value = response.headers.get("Retry-After")
     if not value:
@@ -132,7 +274,7 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def error_for_status(response: httpx.Response, provider: str) -> ProviderError | None:
+def error_for_status(response: Answer, provider: str) -> ProviderError | None:
     """The generic mapping of a non-2xx answer; adapters refine it where documented."""
     status = response.status_code
     if status < 400:

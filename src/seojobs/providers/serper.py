@@ -24,10 +24,11 @@ from seojobs.providers.base import (
     QUOTA_EXHAUSTED,
     REJECTED,
     CheckResult,
+    ProviderClient,
     ProviderError,
     ProviderNotConfigured,
+    ProviderResponse,
     error_for_status,
-    http_client,
     with_retries,
 )
 from seojobs.providers.urlmatch import MatchOptions, match, site_query
@@ -42,7 +43,7 @@ class SerperChecker:
         self,
         settings: Settings,
         *,
-        client: httpx.AsyncClient | None = None,
+        client: ProviderClient | None = None,
         options: MatchOptions | None = None,
         num: int = 10,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -53,7 +54,8 @@ class SerperChecker:
         self._settings = settings
         self._key = settings.serper_key
         self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
+        self._client = client if client is not None else ProviderClient(settings)
+        self._endpoint = settings.serper_base_url.rstrip("/") + "/search"
         self._options = options
         self._num = num
         self._sleep = sleep
@@ -81,10 +83,8 @@ class SerperChecker:
             await self._client.aclose()
 
     async def _attempt(self, url: str, query: str) -> CheckResult:
-        response = await self._client.post(
-            self._settings.serper_base_url.rstrip("/") + "/search",
-            json={"q": query, "num": self._num},
-            headers={"X-API-KEY": self._key},
+        response = await self._client.post_json(
+            self._endpoint, {"q": query, "num": self._num}, headers={"X-API-KEY": self._key}
         )
         if response.status_code == 400 and "credit" in response.text.lower():
             raise ProviderError(
@@ -100,7 +100,7 @@ class SerperChecker:
             return CheckResult(url, "failed", self.name, REJECTED, error.message)
         return self._parse(response, url, query)
 
-    def _parse(self, response: httpx.Response, url: str, query: str) -> CheckResult:
+    def _parse(self, response: ProviderResponse, url: str, query: str) -> CheckResult:
         try:
             body: Any = response.json()
         except ValueError:
