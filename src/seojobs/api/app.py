@@ -18,6 +18,7 @@ from seojobs.api import problems
 from seojobs.api.deps import AuthCache
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.ratelimit import RateLimiter
+from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
 from seojobs.engine.worker import Worker
@@ -77,6 +78,7 @@ def create_app(
     app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
     app.state.auth_cache = AuthCache()
     problems.install(app)
+    install_status_routes(app)  # first: most requests are status polls
     app.include_router(v1_router)
     app.include_router(v2_router)
     app.add_middleware(RateLimitHeaders)
