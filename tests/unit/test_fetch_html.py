@@ -52,6 +52,22 @@ def test_scripts_titles_and_noscript_pixels_do_not_end_the_head() -> None:
 @pytest.mark.parametrize(
     "document",
     [
+        "<head><script>var end = '</head>';</script><link rel=canonical href=/c></head>",
+        "<head><!-- </head> --><link rel=canonical href=/c></head><body>",
+        "<HEAD><link rel=canonical href=/c></HEAD ><BODY><link rel=canonical href=/x>",
+        "<head><link rel=canonical href=/c>" + "<meta name=x>" * 2_000 + "</head><p>x",
+    ],
+    ids=["in-script", "in-comment", "uppercase", "long-head"],
+)
+def test_a_head_end_tag_that_is_not_the_end_of_the_head_is_read_past(document: str) -> None:
+    # The parser is fed up to the first "</head>" first: where that is not the real end of the
+    # head (in a script or a comment), it reads on, as if fed the whole document.
+    assert parse_head(document).canonicals == ["/c"]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
         "",
         "not html at all",
         "<<<>>><!-- unterminated",

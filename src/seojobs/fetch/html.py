@@ -8,6 +8,8 @@ broken markup, and it never needs the rest of the document.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -18,6 +20,7 @@ _HEAD_ELEMENTS = frozenset(
 )
 _RAW_TEXT = frozenset({"title", "script", "style", "noscript", "template"})
 _CHUNK = 8192
+_HEAD_END = re.compile(r"</head\s*>", re.IGNORECASE)
 
 
 @dataclass
@@ -85,12 +88,27 @@ class _HeadParser(HTMLParser):
             info.base_href = attrs["href"].strip()
 
 
+def _pieces(document: str) -> Iterator[str]:
+    """The document in the order it is fed: up to the first ``</head>``, then in chunks.
+
+    Most pages end their head with ``</head>``, so the parser usually stops there without
+    reading the body. If that tag was not the end of the head (it sat in a script, a comment
+    or a title), the parser is not done and simply reads on: the result is the same.
+    """
+    end = _HEAD_END.search(document)
+    cut = end.end() if end is not None else 0
+    if cut:
+        yield document[:cut]
+    for start in range(cut, len(document), _CHUNK):
+        yield document[start : start + _CHUNK]
+
+
 def parse_head(document: str) -> HeadInfo:
     """Parse the head of ``document``; never raises, whatever the markup."""
     parser = _HeadParser()
     try:
-        for start in range(0, len(document), _CHUNK):
-            parser.feed(document[start : start + _CHUNK])
+        for piece in _pieces(document):
+            parser.feed(piece)
             if parser.done:
                 break
     except Exception:  # the stdlib parser has raised on odd markup in past releases
