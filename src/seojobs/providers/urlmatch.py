@@ -28,6 +28,7 @@ Anything else (another path, another query value, another port) is a different p
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -84,8 +85,13 @@ class NormalURL:
         return f"{self.scheme}://{netloc}{self.path}" + (f"?{query}" if query else "")
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(url: str) -> NormalURL:
-    """Normalise an absolute http(s) URL; ValueError when it is not one."""
+    """Normalise an absolute http(s) URL; ValueError when it is not one.
+
+    Cached (the result is immutable): a checked URL is parsed for its ``site:`` query and
+    again for the match, and engines list the same URLs for many queries.
+    """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
