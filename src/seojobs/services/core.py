@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from seojobs.engine.maintenance import first_tick
 from seojobs.engine.registry import Registry
 from seojobs.settings import Settings
@@ -32,6 +34,14 @@ API_KEY_PREFIX = "sj_"
 
 class NotFound(LookupError):
     """The thing does not exist, or belongs to someone else (callers must not tell which)."""
+
+
+class Conflict(Exception):
+    """The change clashes with what exists: a name already taken, the default project."""
+
+    def __init__(self, message: str, code: str = "conflict") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def hash_api_key(key: str) -> str:
@@ -100,8 +110,11 @@ class Services:
         return self.user(user.id)
 
     def create_project(self, user: UserRecord, name: str) -> ProjectRecord:
-        with self.db.write() as conn:
-            return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
+        try:
+            with self.db.write() as conn:
+                return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
+        except IntegrityError:  # UNIQUE (user_id, name), also when two requests race
+            raise Conflict(f"you already have a project named {name!r}", "name_taken") from None
 
     def project(self, user: UserRecord, project_id: int) -> ProjectRecord:
         with self.db.read() as conn:
@@ -115,8 +128,14 @@ class Services:
             return accounts.projects_of(conn, user.id)
 
     def delete_project(self, user: UserRecord, project_id: int) -> None:
-        """Delete a project with its jobs and schedules."""
-        self.project(user, project_id)
+        """Delete a project with its jobs and schedules. The default project, which holds
+        the jobs started without one (the v1 indexing API's), cannot be deleted."""
+        if self.project(user, project_id).is_default:
+            raise Conflict(
+                f"project {project_id} is your default project: it holds the jobs of the "
+                "indexing API (/api/v1) and cannot be deleted",
+                "default_project",
+            )
         with self.db.write() as conn:
             accounts.delete_project(conn, project_id)
 
@@ -255,19 +274,47 @@ class Services:
         project = self.project(user, project_id) if project_id else None
         now = self.clock()
         start = start_at or now
+        try:
+            tick = first_tick(interval_seconds=interval, cron=cron, start_at=start)
+        except (ValueError, OverflowError) as exc:  # e.g. "0 0 30 2 *": valid, never due
+            raise ValueError(f"{'cron' if cron else 'start_at'}: no next run ({exc})") from None
+        try:
+            with self.db.write() as conn:
+                return schedule_sql.create(
+                    conn,
+                    project_id=project.id if project else user.default_project_id,
+                    name=name,
+                    kind=kind,
+                    params=model.model_dump(mode="json"),
+                    interval_seconds=interval,
+                    cron=cron,
+                    start_at=start,
+                    first_tick=tick,
+                    now=now,
+                )
+        except IntegrityError:  # UNIQUE (project_id, name)
+            message = f"this project already has a schedule named {name!r}"
+            raise Conflict(message, "name_taken") from None
+
+    def schedules(self, user: UserRecord, project_id: int) -> list[ScheduleRecord]:
+        """The schedules of one of the user's projects, oldest first."""
+        self.project(user, project_id)
+        with self.db.read() as conn:
+            return schedule_sql.list_for_project(conn, project_id)
+
+    def schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> ScheduleRecord:
+        self.project(user, project_id)
+        with self.db.read() as conn:
+            found = schedule_sql.get(conn, schedule_id)
+        if found is None or found.project_id != project_id:
+            raise NotFound(f"schedule {schedule_id}")
+        return found
+
+    def delete_schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> None:
+        """Stop a schedule; the jobs it already started stay (their schedule_id becomes null)."""
+        self.schedule(user, project_id, schedule_id)
         with self.db.write() as conn:
-            return schedule_sql.create(
-                conn,
-                project_id=project.id if project else user.default_project_id,
-                name=name,
-                kind=kind,
-                params=model.model_dump(mode="json"),
-                interval_seconds=interval,
-                cron=cron,
-                start_at=start,
-                first_tick=first_tick(interval_seconds=interval, cron=cron, start_at=start),
-                now=now,
-            )
+            schedule_sql.delete_one(conn, schedule_id)
 
 
 def _interval(
