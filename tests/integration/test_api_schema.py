@@ -37,6 +37,19 @@ OPERATION_IDS = {
     ("get", "/api/v1/index-check/jobs/{job_id}/report"): "get_index_check_report",
     ("post", "/api/v1/index-check/jobs/{job_id}/cancel"): "cancel_index_check_job",
     ("get", "/api/v1/usage"): "get_usage",
+    ("get", "/v1/projects"): "list_projects",
+    ("post", "/v1/projects"): "create_project",
+    ("get", "/v1/projects/{project_id}"): "get_project",
+    ("delete", "/v1/projects/{project_id}"): "delete_project",
+    ("get", "/v1/job-types"): "list_job_types",
+    ("post", "/v1/projects/{project_id}/jobs"): "create_project_job",
+    ("get", "/v1/projects/{project_id}/jobs"): "list_project_jobs",
+    ("get", "/v1/jobs/{job_id}"): "get_job",
+    ("post", "/v1/jobs/{job_id}/cancel"): "cancel_job",
+    ("get", "/v1/projects/{project_id}/schedules"): "list_schedules",
+    ("post", "/v1/projects/{project_id}/schedules"): "create_schedule",
+    ("get", "/v1/projects/{project_id}/schedules/{schedule_id}"): "get_schedule",
+    ("delete", "/v1/projects/{project_id}/schedules/{schedule_id}"): "delete_schedule",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

@@ -17,6 +17,7 @@ from seojobs import __version__
 from seojobs.api import problems
 from seojobs.api.deps import AuthCache
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
+from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
@@ -81,6 +82,7 @@ def create_app(
     install_status_routes(app)  # first: most requests are status polls
     app.include_router(v1_router)
     app.include_router(v2_router)
+    app.include_router(projects_router)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 

@@ -1,0 +1,439 @@
+"""Seed 001's projects API: projects, their jobs of any type and their collection schedules.
+
+Every answer wraps its payload in ``{"data": ...}`` (lists add ``next_cursor``); errors are the
+same problem+json as the rest of the API. ``GET /v1/jobs/{id}`` is what seed 001's poller
+reads: 200 in every state, ``Retry-After`` while the job is not finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from seojobs.api import idempotency, problems
+from seojobs.api.deps import Svc, User, current_user
+from seojobs.api.fastroute import PathIdRoute
+from seojobs.api.problems import Problem
+from seojobs.api.projects_models import (
+    JobData,
+    JobIn,
+    JobPage,
+    JobTypeList,
+    ProjectData,
+    ProjectIn,
+    ProjectPage,
+    ScheduleData,
+    ScheduleIn,
+    SchedulePage,
+)
+
+# v1's list and status conventions, shared so that both surfaces page and pace polls alike.
+from seojobs.api.v1 import MAX_ID, Cursor, JobId, Limit, StatusFilter, _headers, _parse_cursor
+from seojobs.engine.registry import InvalidParams, UnknownKind
+from seojobs.services import Conflict, Services, indexing
+from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
+
+router = APIRouter(prefix="/v1", tags=["projects"], responses=problems.RESPONSES)
+
+ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id.")]
+ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id.")]
+CONFLICT: dict[int | str, dict[str, Any]] = {
+    409: problems._problem_response("Conflicts with what exists (see `type`)")
+}
+
+
+# -- bodies -------------------------------------------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def project_body(project: ProjectRecord) -> dict[str, Any]:
+    return {
+        "id": project.id,
+        "name": project.name,
+        "is_default": project.is_default,
+        "created_at": _iso(project.created_at),
+    }
+
+
+def job_body(job: JobRecord) -> dict[str, Any]:
+    """Seed 001's job: type, status, timestamps and any error. Never the params (a job's URL
+    list can be 10,000 long); its title and counters say what it is."""
+    return {
+        "id": job.id,
+        "project_id": job.project_id,
+        "type": job.kind,
+        "status": job.state,
+        "title": job.title,
+        "created_at": _iso(job.created_at),
+        "run_at": _iso(job.run_at),
+        "started_at": _iso(job.started_at),
+        "updated_at": _iso(job.updated_at),
+        "completed_at": _iso(job.completed_at),
+        "progress_percent": job.progress_percent,
+        "items_total": job.items_total,
+        "items_done": job.items_done,
+        "items_failed": job.items_failed,
+        "counters": job.counters,
+        # As v1 renders it: present exactly when the job carries an error code.
+        "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
+        "result": job.result,
+        "schedule_id": job.schedule_id,
+    }
+
+
+def schedule_body(schedule: ScheduleRecord) -> dict[str, Any]:
+    return {
+        "id": schedule.id,
+        "project_id": schedule.project_id,
+        "name": schedule.name,
+        "type": schedule.kind,
+        "params": schedule.params,
+        "every_seconds": schedule.interval_seconds,
+        "cron": schedule.cron,
+        "start_at": _iso(schedule.start_at),
+        "next_run_at": _iso(schedule.next_tick_at),
+        "enabled": schedule.enabled,
+        "created_at": _iso(schedule.created_at),
+    }
+
+
+R = TypeVar("R", ProjectRecord, ScheduleRecord)
+
+
+def _page(records: Sequence[R], cursor: str | None, limit: int) -> tuple[list[R], str | None]:
+    """Oldest first; the cursor is the last id of the previous page. Users have few projects
+    and schedules, so the store hands all of them over and the page is cut here."""
+    after = _parse_cursor(cursor) or 0
+    rest = [r for r in records if r.id > after]
+    page = rest[:limit]
+    return page, str(page[-1].id) if len(rest) > limit else None
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def _invalid(field: str, message: str, code: str = "validation_error") -> Problem:
+    return Problem(
+        422,
+        "Invalid request",
+        f"{field}: {message}",
+        code=code,
+        errors=[{"field": field, "message": message}],
+    )
+
+
+def _param_field(field: str) -> str:
+    # The registry names fields inside params ("urls.0"); the request nests them in "params".
+    if field == "params":
+        return field
+    return problems._field(("params", *problems._split(field)))
+
+
+SCHEDULE_FIELDS = {"name", "type", "params", "every_days", "every_seconds", "cron", "start_at"}
+
+
+@contextmanager
+def _answers() -> Iterator[None]:
+    """The services' refusals as problems: unknown type and bad params name their field (in
+    the request body, so ``params.urls[0]``), clashes are 409."""
+    try:
+        yield
+    except UnknownKind as exc:
+        raise _invalid("type", str(exc), code="unknown_kind") from None
+    except InvalidParams as exc:
+        errors = [
+            {"field": _param_field(e["field"]), "message": str(e["message"])} for e in exc.errors
+        ]
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        raise Problem(
+            422, "Invalid request", detail, code="validation_error", errors=errors
+        ) from None
+    except Conflict as exc:
+        raise Problem(409, "Conflict", str(exc), code=exc.code) from None
+    except ValueError as exc:  # the services' "field: message" refusals
+        field, _, message = str(exc).partition(": ")
+        if field not in SCHEDULE_FIELDS:
+            field, message = "body", str(exc)
+        raise _invalid(field, message) from None
+
+
+def _created(location: str, data: dict[str, Any]) -> JSONResponse:
+    return JSONResponse({"data": data}, status_code=201, headers={"Location": location})
+
+
+# -- projects -----------------------------------------------------------------------------------
+
+
+@router.get("/projects", response_model=ProjectPage, operation_id="list_projects")
+def list_projects(user: User, svc: Svc, cursor: Cursor = None, limit: Limit = 100) -> Response:
+    """Your projects, oldest first (the default project is the first)."""
+    page, next_cursor = _page(svc.projects(user), cursor, limit)
+    return JSONResponse({"data": [project_body(p) for p in page], "next_cursor": next_cursor})
+
+
+@router.post(
+    "/projects",
+    status_code=201,
+    response_model=ProjectData,
+    responses=CONFLICT,
+    operation_id="create_project",
+)
+def create_project(body: ProjectIn, request: Request, user: User, svc: Svc) -> Response:
+    """Create a project (names are unique per user: 409 when taken)."""
+
+    def produce(_job_key: str | None) -> JSONResponse:
+        with _answers():
+            project = svc.create_project(user, body.name)
+        return _created(f"/v1/projects/{project.id}", project_body(project))
+
+    return idempotency.run(request, svc, user, body.model_dump(), produce)
+
+
+@router.get("/projects/{project_id}", response_model=ProjectData, operation_id="get_project")
+def get_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
+    """One of your projects."""
+    return JSONResponse({"data": project_body(svc.project(user, project_id))})
+
+
+@router.delete(
+    "/projects/{project_id}",
+    status_code=204,
+    response_class=Response,
+    responses=CONFLICT,
+    operation_id="delete_project",
+)
+def delete_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
+    """Delete a project with its jobs (running ones too) and schedules. The default project,
+    which holds the indexing API's jobs, cannot be deleted (409)."""
+    with _answers():
+        svc.delete_project(user, project_id)
+    return Response(status_code=204)
+
+
+# -- job types and jobs -------------------------------------------------------------------------
+
+
+@router.get("/job-types", response_model=JobTypeList, operation_id="list_job_types")
+def list_job_types(user: User, svc: Svc) -> Response:
+    """The job types this server runs, with the JSON Schema of their params."""
+    registry = svc.registry
+    types = [registry.get(name) for name in registry.names()]
+    data = [
+        {
+            "name": kind.name,
+            "description": kind.description,
+            "params_schema": kind.params.model_json_schema(),
+        }
+        for kind in types
+    ]
+    return JSONResponse({"data": data, "next_cursor": None})
+
+
+def _start(
+    svc: Services, user: UserRecord, project_id: int, body: JobIn, job_key: str | None
+) -> JobRecord:
+    with _answers():
+        if body.type in indexing.QUOTA_NAMES:  # daily URL quotas and follow-up checks apply
+            job, _created = indexing.create(
+                svc,
+                user,
+                body.type,
+                body.params,
+                title=body.title,
+                idempotency_key=job_key,
+                project_id=project_id,
+            )
+        else:
+            job, _created = svc.create_job(
+                user,
+                body.type,
+                body.params,
+                project_id=project_id,
+                title=body.title,
+                idempotency_key=job_key,
+            )
+    return job
+
+
+@router.post(
+    "/projects/{project_id}/jobs",
+    status_code=202,
+    response_model=JobData,
+    operation_id="create_project_job",
+)
+def create_job(
+    project_id: ProjectId, body: JobIn, request: Request, user: User, svc: Svc
+) -> Response:
+    """Start a job in a project. Answers 202 at once; poll the Location (`/v1/jobs/{id}`)."""
+    svc.project(user, project_id)  # 404 first, whatever the body: not the user's project
+
+    def produce(job_key: str | None) -> JSONResponse:
+        job = _start(svc, user, project_id, body, job_key)
+        headers = {"Location": f"/v1/jobs/{job.id}"} | _headers(job)
+        return JSONResponse({"data": job_body(job)}, status_code=202, headers=headers)
+
+    return idempotency.run(request, svc, user, body.model_dump(), produce)
+
+
+@router.get("/projects/{project_id}/jobs", response_model=JobPage, operation_id="list_project_jobs")
+def list_jobs(
+    project_id: ProjectId,
+    user: User,
+    svc: Svc,
+    status: StatusFilter = None,
+    type: Annotated[str | None, Query(max_length=100, description="Only this job type.")] = None,
+    cursor: Cursor = None,
+    limit: Limit = 100,
+) -> Response:
+    """A project's jobs, newest first."""
+    found = svc.jobs(
+        user,
+        project_id=project_id,
+        kind=type,
+        states=status,
+        before_id=_parse_cursor(cursor),
+        limit=limit + 1,
+        summary=True,
+    )
+    page = found[:limit]
+    next_cursor = str(page[-1].id) if len(found) > limit and page else None
+    return JSONResponse({"data": [job_body(j) for j in page], "next_cursor": next_cursor})
+
+
+async def get_job(request: Request, job_id: JobId) -> Response:
+    """Any job of yours, of any type and project: 200 in every state, `Retry-After` while it
+    is pending or processing. Seed 001's pollers read `data.status`."""
+    # The hot path of every poller: no Depends (see deps.current_user), read on the event loop.
+    user = await current_user(request)
+    svc: Services = request.app.state.services
+    job = await svc.job_summary(user, job_id)
+    return JSONResponse({"data": job_body(job)}, headers=_headers(job))
+
+
+router.add_api_route(
+    "/jobs/{job_id}",
+    get_job,
+    methods=["GET"],
+    response_model=JobData,
+    operation_id="get_job",
+    route_class_override=PathIdRoute,
+)
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobData, operation_id="cancel_job")
+def cancel_job(job_id: JobId, user: User, svc: Svc) -> Response:
+    """Stop a job: it ends `failed` with code `cancelled` (a finished job is returned as is)."""
+    job = svc.cancel_job(user, job_id)
+    return JSONResponse({"data": job_body(job)}, headers=_headers(job))
+
+
+# -- schedules ----------------------------------------------------------------------------------
+
+
+def _interval_fields(body: ScheduleIn) -> None:
+    given = [f for f in ("every_days", "every_seconds", "cron") if getattr(body, f) is not None]
+    if len(given) == 1:
+        return
+    message = "give exactly one of every_days, every_seconds or cron"
+    named = given or ["every_days", "every_seconds", "cron"]
+    raise Problem(
+        422,
+        "Invalid request",
+        message,
+        code="validation_error",
+        errors=[{"field": f, "message": message} for f in named],
+    )
+
+
+def _start_at(value: datetime | None, now: datetime) -> datetime | None:
+    """UTC (a time without offset is taken as UTC), from a day ago to ten years ahead: the
+    engine steps cron ticks from there, and ticks must stay representable."""
+    if value is None:
+        return None
+    try:
+        utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or not now - timedelta(days=1) <= utc <= now + timedelta(days=3650):
+        raise _invalid("start_at", "a time from one day ago to ten years ahead")
+    return utc
+
+
+@router.get(
+    "/projects/{project_id}/schedules",
+    response_model=SchedulePage,
+    operation_id="list_schedules",
+)
+def list_schedules(
+    project_id: ProjectId, user: User, svc: Svc, cursor: Cursor = None, limit: Limit = 100
+) -> Response:
+    """A project's collection schedules, oldest first."""
+    page, next_cursor = _page(svc.schedules(user, project_id), cursor, limit)
+    return JSONResponse({"data": [schedule_body(s) for s in page], "next_cursor": next_cursor})
+
+
+@router.post(
+    "/projects/{project_id}/schedules",
+    status_code=201,
+    response_model=ScheduleData,
+    responses=CONFLICT,
+    operation_id="create_schedule",
+)
+def create_schedule(
+    project_id: ProjectId, body: ScheduleIn, request: Request, user: User, svc: Svc
+) -> Response:
+    """Collect on a schedule: one job of `type` every N days, every N seconds, or on a UTC
+    cron expression. Each tick starts one job, however many workers run."""
+    svc.project(user, project_id)  # 404 first, whatever the body
+    _interval_fields(body)
+    start_at = _start_at(body.start_at, svc.clock())
+
+    def produce(_job_key: str | None) -> JSONResponse:
+        with _answers():
+            schedule = svc.create_schedule(
+                user,
+                name=body.name,
+                kind=body.type,
+                params=body.params,
+                project_id=project_id,
+                every_days=body.every_days,
+                every_seconds=body.every_seconds,
+                cron=body.cron,
+                start_at=start_at,
+            )
+        location = f"/v1/projects/{project_id}/schedules/{schedule.id}"
+        return _created(location, schedule_body(schedule))
+
+    return idempotency.run(request, svc, user, body.model_dump(mode="json"), produce)
+
+
+@router.get(
+    "/projects/{project_id}/schedules/{schedule_id}",
+    response_model=ScheduleData,
+    operation_id="get_schedule",
+)
+def get_schedule(project_id: ProjectId, schedule_id: ScheduleId, user: User, svc: Svc) -> Response:
+    """One schedule, with when it runs next."""
+    return JSONResponse({"data": schedule_body(svc.schedule(user, project_id, schedule_id))})
+
+
+@router.delete(
+    "/projects/{project_id}/schedules/{schedule_id}",
+    status_code=204,
+    response_class=Response,
+    operation_id="delete_schedule",
+)
+def delete_schedule(
+    project_id: ProjectId, schedule_id: ScheduleId, user: User, svc: Svc
+) -> Response:
+    """Stop a schedule. Jobs it already started stay in the project."""
+    svc.delete_schedule(user, project_id, schedule_id)
+    return Response(status_code=204)

@@ -1,0 +1,128 @@
+"""The request and response models of the projects API (``seojobs.api.projects``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, StringConstraints
+
+# Trimmed; no control characters (PostgreSQL refuses NUL in text, and names are shown in lists).
+Name = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$"
+    ),
+]
+Title = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
+KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+YEAR = 365 * 86400
+
+
+class ProjectIn(BaseModel):
+    name: Name
+
+
+class Project(BaseModel):
+    id: int
+    name: str
+    is_default: bool = Field(description="Holds the jobs of the indexing API; not deletable.")
+    created_at: datetime
+
+
+class JobError(BaseModel):
+    code: str
+    message: str | None
+
+
+class Job(BaseModel):
+    id: int
+    project_id: int
+    type: str = Field(description="The job type (see GET /v1/job-types).")
+    status: str = Field(description="pending | processing | completed | failed")
+    title: str | None
+    created_at: datetime
+    run_at: datetime = Field(description="When the job is (or was) due to start.")
+    started_at: datetime | None
+    updated_at: datetime
+    completed_at: datetime | None
+    progress_percent: int
+    items_total: int
+    items_done: int
+    items_failed: int
+    counters: dict[str, int] = Field(description="Items per outcome, e.g. indexed.")
+    error: JobError | None = Field(description="Why a failed job failed; null otherwise.")
+    result: dict[str, Any] | None
+    schedule_id: int | None = Field(description="The schedule that started the job, if any.")
+
+
+class JobIn(BaseModel):
+    type: KindName = Field(description="A job type from GET /v1/job-types.")
+    params: dict[str, Any] = Field(default_factory=dict, description="As the type's schema.")
+    title: Title | None = None
+
+
+class JobType(BaseModel):
+    name: str = Field(description="The value of `type` when starting a job.")
+    description: str
+    params_schema: dict[str, Any] = Field(description="JSON Schema of the job's `params`.")
+
+
+class ScheduleIn(BaseModel):
+    name: Name
+    type: KindName
+    params: dict[str, Any] = Field(default_factory=dict)
+    every_days: float | None = Field(
+        default=None, gt=0, le=3650, description="Run every N days (of SEOJOBS_DAY_SECONDS)."
+    )
+    every_seconds: float | None = Field(default=None, ge=1, le=10 * YEAR)
+    cron: str | None = Field(default=None, max_length=200, description="UTC cron expression.")
+    start_at: datetime | None = Field(
+        default=None, description="First run (intervals) or not before (cron); default now."
+    )
+
+
+class Schedule(BaseModel):
+    id: int
+    project_id: int
+    name: str
+    type: str
+    params: dict[str, Any]
+    every_seconds: float | None = Field(description="The interval, in seconds; or null.")
+    cron: str | None
+    start_at: datetime
+    next_run_at: datetime
+    enabled: bool
+    created_at: datetime
+
+
+class ProjectData(BaseModel):
+    data: Project
+
+
+class ProjectPage(BaseModel):
+    data: list[Project]
+    next_cursor: str | None
+
+
+class JobData(BaseModel):
+    data: Job
+
+
+class JobPage(BaseModel):
+    data: list[Job]
+    next_cursor: str | None
+
+
+class JobTypeList(BaseModel):
+    data: list[JobType]
+    next_cursor: str | None = Field(description="Always null: the list is complete.")
+
+
+class ScheduleData(BaseModel):
+    data: Schedule
+
+
+class SchedulePage(BaseModel):
+    data: list[Schedule]
+    next_cursor: str | None
