@@ -213,25 +213,22 @@ def test_seed_000_wait_for_returns_the_finished_job_body(server: Server) -> None
     assert body["status"] == "completed" and body["indexed_count"] == 1
 
 
-@pytest.mark.timeout(40)
-def test_seed_000_wait_for_polls_an_open_job_until_it_finishes(server: Server) -> None:
-    """The back-off loop, with the seed's own ``start`` parameter at 1 s instead of 15 s."""
-    job_id = server.create("index-check", [f"{server.site_base}/hold"])
-    wait_until(lambda: server.status("index-check", job_id)["status"] == "processing")
+def output_of_a_poller_that_waited(
+    server: Server, job_id: int, code: str, env: dict[str, str]
+) -> str:
+    """Run ``code`` (a poller) while job ``job_id`` is held open; once it has polled twice
+    with the job still processing, let the job finish; return the poller's output."""
 
     def remaining() -> int:
         answer = server.client.get("/api/v1/usage")
         return int(answer.headers["ratelimit"].split("r=")[1].split(";")[0])
 
-    code = seed_000_definitions(server.base) + (
-        f"import json\nprint(json.dumps(wait_for('index-check', {job_id}, start=1)))\n"
-    )
     outputs: list[str] = []
     errors: list[BaseException] = []
 
     def run_poller() -> None:
         try:
-            outputs.append(run_python(code, {"INDEXCHEX_API_KEY": server.key}))
+            outputs.append(run_python(code, env))
         except BaseException as exc:  # re-raised in the test below
             errors.append(exc)
 
@@ -256,6 +253,18 @@ def test_seed_000_wait_for_polls_an_open_job_until_it_finishes(server: Server) -
     if errors:
         raise errors[0]
     [out] = outputs
+    return out
+
+
+@pytest.mark.timeout(40)
+def test_seed_000_wait_for_polls_an_open_job_until_it_finishes(server: Server) -> None:
+    """The back-off loop, with the seed's own ``start`` parameter at 1 s instead of 15 s."""
+    job_id = server.create("index-check", [f"{server.site_base}/hold"])
+    wait_until(lambda: server.status("index-check", job_id)["status"] == "processing")
+    code = seed_000_definitions(server.base) + (
+        f"import json\nprint(json.dumps(wait_for('index-check', {job_id}, start=1)))\n"
+    )
+    out = output_of_a_poller_that_waited(server, job_id, code, {"INDEXCHEX_API_KEY": server.key})
     body = json.loads(out)
     assert body["job_id"] == job_id and body["status"] == "completed"
     assert body["checked_urls"] == 1
@@ -264,22 +273,50 @@ def test_seed_000_wait_for_polls_an_open_job_until_it_finishes(server: Server) -
 # -- seed 001 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(40)
-def test_seed_001_poller_returns_a_finished_job(server: Server) -> None:
-    paths = server.client.get("/openapi.json").json()["paths"]
-    if "/v1/jobs/{job_id}" not in paths:
-        pytest.skip(
-            "seed 001's poller reads GET /v1/jobs/{id} ({'data': job}) from the projects API, "
-            "which this server does not serve yet"
-        )
-    job_id = server.create("index-check", [f"{server.site_base}/ok"])
-    server.finished("index-check", job_id)  # finished before the first poll
-    code = (
+def seed_001_program(server: Server, call: str) -> str:
+    """The printed poller pointed at ``server`` with its key, then ``call`` printed as JSON."""
+    assert SEED_001_BASE in SEED_001_POLLER and SEED_001_KEY in SEED_001_POLLER
+    return (
         SEED_001_POLLER.replace(SEED_001_BASE, f'BASE = "{server.base}/v1"').replace(
             SEED_001_KEY, f'H = {{"X-API-Key": "{server.key}"}}'
         )
-        + "import json\n"
-        + f"print(json.dumps(wait_for(f'{{BASE}}/jobs/{job_id}')))\n"
+        + f"import json\nprint(json.dumps({call}))\n"
     )
-    job = json.loads(run_python(code, {}))
-    assert job["status"] == "completed"
+
+
+def start_in_project(server: Server, urls: list[str]) -> int:
+    """An index check started the seed 001 way: in a project, through /v1."""
+    headers = {"X-API-Key": server.key}
+    project = server.client.post("/v1/projects", json={"name": "site"}, headers=headers)
+    assert project.status_code == 201, project.text
+    answer = server.client.post(
+        f"/v1/projects/{project.json()['data']['id']}/jobs",
+        json={"type": "index_check", "params": {"urls": urls}},
+        headers=headers,
+    )
+    assert answer.status_code == 202, answer.text
+    job_id: int = answer.json()["data"]["id"]
+    assert answer.headers["location"] == f"/v1/jobs/{job_id}"
+    return job_id
+
+
+@pytest.mark.timeout(40)
+def test_seed_001_poller_returns_a_finished_job(server: Server) -> None:
+    job_id = start_in_project(server, [f"{server.site_base}/ok", f"{server.site_base}/plain"])
+    server.finished("index-check", job_id)  # finished before the first poll
+    job = json.loads(
+        run_python(seed_001_program(server, f"wait_for(f'{{BASE}}/jobs/{job_id}')"), {})
+    )
+    assert job == server.client.get(f"/v1/jobs/{job_id}").json()["data"]
+    assert job["id"] == job_id and job["status"] == "completed" and job["type"] == "index_check"
+    assert job["counters"] == {"indexed": 1, "not_indexed": 1} and job["error"] is None
+
+
+@pytest.mark.timeout(40)
+def test_seed_001_poller_waits_for_an_open_job(server: Server) -> None:
+    """The poll loop, with the seed's own ``interval`` parameter at 1 s instead of 15 s."""
+    job_id = start_in_project(server, [f"{server.site_base}/hold"])
+    wait_until(lambda: server.status("index-check", job_id)["status"] == "processing")
+    code = seed_001_program(server, f"wait_for(f'{{BASE}}/jobs/{job_id}', interval=1)")
+    job = json.loads(output_of_a_poller_that_waited(server, job_id, code, {}))
+    assert job["id"] == job_id and job["status"] == "completed" and job["items_done"] == 1
