@@ -38,7 +38,7 @@ PACKAGES = (
     "fastapi",
     "starlette",
     "uvicorn",
-    "h11",
+    "httptools",
     "anyio",
     "sqlalchemy",
     "psycopg",

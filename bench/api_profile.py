@@ -47,7 +47,10 @@ FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?)(?::\d+)?\)$")
 # the text. Inclusive; indentation shows nesting. Names are those of the installed versions
 # (FastAPI 0.165: its own APIRouter and _IncludedRouter do the route matching).
 STEPS: list[tuple[str, tuple[str, str]]] = [
-    ("h11/uvicorn: read + parse the request", (r"H11Protocol\.data_received", "uvicorn/")),
+    (
+        "uvicorn: read + parse the request",
+        (r"(H11|HttpTools)Protocol\.(data_received|on_\w+)", "uvicorn/"),
+    ),
     ("ASGI app call (middleware, routing, handler, send)", (r"FastAPI\.__call__", "fastapi/")),
     (
         "  FastAPI routing: match the route",
@@ -77,7 +80,7 @@ STEPS: list[tuple[str, tuple[str, str]]] = [
     ("      indexing.status_body", (r"status_body", "seojobs/services/indexing.py")),
     ("      JSONResponse (build + json.dumps)", (r"JSONResponse\.render", "starlette/")),
     ("  response send (middleware wrappers)", (r"Response\.__call__", "starlette/")),
-    ("    h11/uvicorn: write the response", (r"RequestResponseCycle\.send", "uvicorn/")),
+    ("    uvicorn: write the response", (r"RequestResponseCycle\.send", "uvicorn/")),
     (
         "psycopg async pool + batch flush (own task)",
         (r"FastReads\._flush", "seojobs/store/fastread.py"),
@@ -106,6 +109,7 @@ LIBRARIES = {
     "anyio": "anyio",
     "uvicorn": "uvicorn",
     "h11": "h11",
+    "httptools": "httptools",
     "asyncio": "asyncio event loop",
     "selectors.py": "asyncio event loop",
     "threading.py": "threading (thread hand-off)",

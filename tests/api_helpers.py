@@ -24,6 +24,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from seojobs.api import create_app
+from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store.records import UserRecord
@@ -97,7 +98,14 @@ def running(app: FastAPI) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        http=UVICORN_HTTP,
+        loop=UVICORN_LOOP,
+    )
     server = _Server(config)
     failure: list[BaseException] = []
 
