@@ -1,17 +1,16 @@
-"""httpx on aiohttp: httpx's API above, aiohttp's connections and HTTP parser below.
+"""aiohttp, our HTTP stack: shared session settings, httpx's exception tree, an httpx transport.
 
-Our fetcher and provider adapters are written against httpx (requests, responses, headers,
-URLs, its exception tree, and its test transports). Its own transport (httpcore over anyio)
-cost 1-2 ms of CPU per request on loopback in ``bench/check.py``: more than all of our own
-work per checked URL. This transport keeps every httpx object and swaps only the layer that
-moves bytes: 0.36 ms per request in the same measurement (aiohttp alone: 0.17 ms).
+The fetcher (page GETs) and ``providers.base.ProviderClient`` (Serper) use aiohttp sessions
+directly, built by :func:`client_session`; their aiohttp errors are raised as httpx's by
+:func:`translate`, so callers that catch httpx errors (and look for an ``ssl`` error down the
+cause chain) need no change. The other provider adapters are written against httpx
+(requests, responses, headers, test transports): :class:`AiohttpTransport` keeps every httpx
+object and swaps only the layer that moves bytes (httpcore over anyio cost 1-2 ms of CPU per
+request on loopback in ``bench/check.py``; this transport 0.36 ms; aiohttp alone 0.17 ms).
 
-What stays httpx's: redirects (never followed here; the fetcher follows them by hand),
-``Content-Encoding`` decoding (aiohttp hands over the raw bytes), cookies, auth, timeouts'
-meaning. aiohttp's errors are mapped onto httpx's exception tree, with the original as the
-cause, so callers that catch httpx errors (and look for an ``ssl`` error down the cause
-chain) need no change. Exceptions that are not aiohttp's (the SSRF guard's refusals) pass
-through untouched.
+Under httpx, what stays httpx's: redirects (never followed here), ``Content-Encoding``
+decoding (aiohttp hands over the raw bytes), cookies, auth, timeouts' meaning. Exceptions
+that are not aiohttp's (the SSRF guard's refusals) pass through untouched.
 """
 
 from __future__ import annotations
