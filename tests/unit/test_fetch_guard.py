@@ -343,6 +343,7 @@ async def test_refused_urls_send_nothing(url: str) -> None:
         ("/relative/path", "invalid_url"),
         ("http:///no-host", "invalid_url"),
         ("http://nowhere.test/", "dns_error"),
+        ("http://public.test:99999/", "invalid_url"),  # once a ValueError from the stack
     ],
 )
 async def test_unusable_urls_send_nothing(url: str, kind: str) -> None:

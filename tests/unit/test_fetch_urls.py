@@ -29,6 +29,8 @@ def reference_parse(raw: str) -> httpx.URL:
         raise UnsupportedScheme(url.scheme)
     if not url.host:
         raise InvalidURL("no host")
+    if url.port is not None and url.port > 65535:
+        raise InvalidURL("port out of range")  # the one check httpx leaves to the socket
     parse_ip_host(url.raw_host.decode("ascii"))
     return url.copy_with(fragment=None)
 
@@ -232,6 +234,11 @@ def test_origin_and_fields() -> None:
 
 
 def test_invalid_urls_raise_our_errors() -> None:
+    with pytest.raises(InvalidURL, match="port out of range"):
+        parse_url("http://a.com:65536/")
+    with pytest.raises(InvalidURL, match="port out of range"):
+        parse_url("http://[::1]:99999/")
+    assert parse_url("http://a.com:65535/").port == 65535
     with pytest.raises(InvalidURL):
         parse_url("http://0177.0.0.1/")
     with pytest.raises(InvalidURL):

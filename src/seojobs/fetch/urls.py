@@ -24,6 +24,7 @@ from seojobs.fetch.guard import parse_ip_host
 
 SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_MAX_PORT = 65535
 
 # Characters httpx keeps as they are in a path / a query (RFC 3986 pchar, no escapes needed).
 _PCHARS = r"A-Za-z0-9\-._~!$&'()*+,;=:@"
@@ -116,6 +117,9 @@ def parse_url(raw: str) -> URL:
     """
     raw = raw.strip()
     url = _plain(raw) or _via_httpx(raw)
+    if url.port is not None and url.port > _MAX_PORT:
+        # httpx accepts any number; the connection layer raised ValueError, not a fetch error.
+        raise InvalidURL(f"port out of range in {raw!r}")
     parse_ip_host(url.host)  # numeric hosts must be valid IPv4 (WHATWG)
     return url
 
