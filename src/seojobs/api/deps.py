@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -24,23 +27,72 @@ async def services(request: Request) -> Services:
 
 class AuthCache:
     """Key hash -> user for a few seconds: status polls are most of the traffic, and looking
-    the user up on every one cost more than the poll itself (bench/api.py)."""
+    the user up on every one cost more than the poll itself (bench/api.py).
 
-    def __init__(self, ttl: float = AUTH_CACHE_SECONDS, size: int = 10_000) -> None:
+    An entry lives ``ttl`` seconds from its lookup, so a deleted user's key (or a changed
+    limit) takes effect within ``ttl``. Two things keep the lookups off the request path:
+
+    - one lookup per key at a time: requests that miss while a lookup is running wait for it
+      (before, every request of a busy key missed at once when its entry expired, each with
+      its own database read in the thread pool);
+    - refresh ahead: a request that finds its entry in the last ``refresh_share`` of its life
+      is answered from it, and starts the next lookup in the background.
+    """
+
+    def __init__(
+        self, ttl: float = AUTH_CACHE_SECONDS, size: int = 10_000, refresh_share: float = 0.2
+    ) -> None:
         self.ttl = ttl
         self.size = size
-        self._entries: dict[str, tuple[float, UserRecord]] = {}
+        self.refresh_after = ttl * (1 - refresh_share)
+        self.lookups = 0  # database lookups made (for tests and metrics)
+        self._entries: dict[str, tuple[float, float, UserRecord]] = {}
+        self._running: dict[str, asyncio.Task[UserRecord | None]] = {}
 
-    def get(self, key: str) -> UserRecord | None:
-        found = self._entries.get(key)
-        if found is None or found[0] < time.monotonic():
-            return None
-        return found[1]
+    async def user(
+        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
+    ) -> UserRecord | None:
+        """The user of the key hashed to ``digest``, from the cache or ``lookup()``."""
+        now = time.monotonic()
+        found = self._entries.get(digest)
+        if found is not None and now < found[0]:
+            if now >= found[1]:
+                self._start(digest, lookup)  # refresh ahead; this request does not wait
+            return found[2]
+        # The lookup is a task of its own: a request that goes away (its client hung up)
+        # does not cancel it for the others waiting.
+        return await asyncio.shield(self._start(digest, lookup))
 
-    def put(self, key: str, user: UserRecord) -> None:
+    def _start(
+        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
+    ) -> asyncio.Task[UserRecord | None]:
+        task = self._running.get(digest)
+        if task is None:
+            task = asyncio.create_task(self._lookup(digest, lookup), name="seojobs-auth-lookup")
+            self._running[digest] = task
+            task.add_done_callback(functools.partial(self._done, digest))
+        return task
+
+    def _done(self, digest: str, task: asyncio.Task[UserRecord | None]) -> None:
+        if self._running.get(digest) is task:
+            del self._running[digest]
+        if not task.cancelled():
+            task.exception()  # retrieved here; a waiting request raises it too
+
+    async def _lookup(
+        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
+    ) -> UserRecord | None:
+        self.lookups += 1
+        user = await lookup()
+        if user is not None:  # an unknown key is looked up again next time
+            self._put(digest, user)
+        return user
+
+    def _put(self, digest: str, user: UserRecord) -> None:
         if len(self._entries) >= self.size:
             self._entries.clear()  # crude but bounded; refills within one TTL
-        self._entries[key] = (time.monotonic() + self.ttl, user)
+        now = time.monotonic()
+        self._entries[digest] = (now + self.ttl, now + self.refresh_after, user)
 
 
 def _presented_key(request: Request) -> str | None:
@@ -100,12 +152,11 @@ async def current_user(request: Request) -> UserRecord:
 async def _authenticate(request: Request, svc: Services, key: str) -> UserRecord | None:
     cache: AuthCache = request.app.state.auth_cache
     digest = hash_api_key(key)  # the cache holds hashes, never raw keys
-    user = cache.get(digest)
-    if user is None:
-        user = await run_in_threadpool(svc.authenticate, key)
-        if user is not None:
-            cache.put(digest, user)
-    return user
+
+    async def lookup() -> UserRecord | None:
+        return await run_in_threadpool(svc.authenticate, key)
+
+    return await cache.user(digest, lookup)
 
 
 User = Annotated[UserRecord, Depends(current_user)]
