@@ -24,12 +24,28 @@ from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 Endpoint = Callable[[Request, int], Awaitable[Response]]
 
 
 class PathIdRoute(APIRoute):
     """An ``APIRoute`` whose handler skips FastAPI's parameter machinery (see module doc)."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        # Served without FastAPI's request_response wrapper either (two AsyncExitStacks for
+        # dependencies with yield, which this route cannot have, and a per-route exception
+        # handler): errors propagate to the app's ExceptionMiddleware, which renders them with
+        # the same handlers. A route reached through an included router keeps FastAPI's own
+        # wrapper around the same handler.
+        handler = self.get_route_handler()
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await handler(Request(scope, receive, send))
+            await response(scope, receive, send)
+
+        self.app = app
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         # Called by APIRoute.__init__ (and again per router inclusion), after the dependant
