@@ -484,7 +484,7 @@ def test_schedules_create_list_get_delete(idle: Api) -> None:
         client,
         project,
         name="  weekly check ",
-        type="index_check",
+        type="test_items",
         params={"urls": ["https://a.example/"]},
         every_days=7,
         start_at=start_at.isoformat(),
@@ -492,7 +492,7 @@ def test_schedules_create_list_get_delete(idle: Api) -> None:
     assert made.status_code == 201, made.text
     data = made.json()["data"]
     assert set(data) == SCHEDULE_FIELDS
-    assert data["name"] == "weekly check" and data["type"] == "index_check"
+    assert data["name"] == "weekly check" and data["type"] == "test_items"
     assert data["project_id"] == project and data["enabled"] is True
     assert data["every_seconds"] == 7 * idle.settings.day_seconds and data["cron"] is None
     assert when(data["next_run_at"]) == start_at == when(data["start_at"])
@@ -548,6 +548,26 @@ def test_schedule_validation_names_the_field(
     project = new_project(client)["id"]
     assert error_fields(schedule(client, project, **body)) == fields
     assert client.get(f"/v1/projects/{project}/schedules").json()["data"] == []
+
+
+@pytest.mark.parametrize("kind", ["index_check", "index_submit"])
+def test_quota_counted_kinds_cannot_be_scheduled(idle: Api, kind: str) -> None:
+    """A schedule fires its jobs in the engine, past the daily URL quota that creating a job
+    charges: one every second would have been a way around it."""
+    client = idle.client(idle.account())
+    project = new_project(client)["id"]
+    params = {"urls": ["https://a.example/1"]}
+    answer = schedule(client, project, type=kind, params=params, every_seconds=1)
+    assert error_fields(answer) == ["type"]
+    assert "quota" in answer.json()["detail"]
+    assert client.get(f"/v1/projects/{project}/schedules").json()["data"] == []
+    # The same job started by hand is fine (and charged).
+    assert (
+        client.post(
+            f"/v1/projects/{project}/jobs", json={"type": kind, "params": params}
+        ).status_code
+        == 202
+    )
 
 
 def test_a_schedule_starts_jobs_in_its_project(working: Api) -> None:

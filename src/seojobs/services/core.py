@@ -44,6 +44,13 @@ class Conflict(Exception):
         self.code = code
 
 
+# Kinds whose URLs count against the user's daily quota. The quota is charged when such a job
+# is created through seojobs.services.indexing; a schedule fires its jobs in the engine, which
+# cannot charge it, so these kinds are not schedulable (one schedule every second would have
+# been a way around the quota).
+QUOTA_KINDS = frozenset({"index_submit", "index_check"})
+
+
 def hash_api_key(key: str) -> str:
     # Keys are 256-bit random tokens, so a fast hash is enough: there is nothing to brute-force.
     return hashlib.sha256(key.encode()).hexdigest()
@@ -267,6 +274,12 @@ class Services:
         start_at: datetime | None = None,
     ) -> ScheduleRecord:
         """A recurring job. ``every_days`` is in units of ``SEOJOBS_DAY_SECONDS``."""
+        if kind in QUOTA_KINDS:
+            raise ValueError(
+                f"type: {kind} jobs count against a daily URL quota, which a schedule cannot "
+                "charge; start them one at a time instead (POST /v1/projects/{id}/jobs or the "
+                "v1 API)"
+            )
         model, _items = self.registry.validate(kind, params)
         interval = _interval(every_days, every_seconds, cron, self.settings.day_seconds)
         if cron is not None:

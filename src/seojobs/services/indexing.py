@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from seojobs.services.core import NotFound, Services
+from seojobs.services.core import QUOTA_KINDS, NotFound, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import usage as usage_sql
 from seojobs.store.records import JobRecord, NewJob, UserRecord
@@ -14,6 +14,7 @@ from seojobs.store.records import JobRecord, NewJob, UserRecord
 SUBMIT = "index_submit"
 CHECK = "index_check"
 QUOTA_NAMES = {SUBMIT: "submit", CHECK: "check"}
+assert set(QUOTA_NAMES) == QUOTA_KINDS  # not schedulable (Services.create_schedule)
 
 
 @dataclass(frozen=True)
