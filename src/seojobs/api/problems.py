@@ -29,7 +29,7 @@ class ProblemDocument(BaseModel):
     )
 
 
-def _problem_response(description: str) -> dict[str, Any]:
+def problem_response(description: str) -> dict[str, Any]:
     schema = ProblemDocument.model_json_schema()
     return {"description": description, "content": {MEDIA_TYPE: {"schema": schema}}}
 
@@ -37,11 +37,11 @@ def _problem_response(description: str) -> dict[str, Any]:
 # Declared on every router so /openapi.json tells clients what errors look like; giving 422
 # here also replaces FastAPI's default application/json HTTPValidationError.
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: _problem_response("Missing or wrong API key"),
-    404: _problem_response("No such job (or not yours)"),
-    413: _problem_response("Request body too large"),
-    422: _problem_response("Invalid request; `errors` names each field"),
-    429: _problem_response("Over the per-user rate limit; see Retry-After"),
+    401: problem_response("Missing or wrong API key"),
+    404: problem_response("No such job (or not yours)"),
+    413: problem_response("Request body too large"),
+    422: problem_response("Invalid request; `errors` names each field"),
+    429: problem_response("Over the per-user rate limit; see Retry-After"),
 }
 
 
@@ -87,7 +87,7 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 
-def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
     # ("body", "urls", 3) -> "urls[3]"; the location prefix is implied by the request.
     parts = [p for p in loc if p not in ("body", "query", "path", "header")]
     out = ""
@@ -115,7 +115,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"field": _field(e.get("loc", ())), "message": str(e.get("msg", "invalid"))}
+            {"field": field_name(e.get("loc", ())), "message": str(e.get("msg", "invalid"))}
             for e in exc.errors()
         ]
         return validation_problem(errors)
@@ -123,7 +123,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(InvalidParams)
     async def _invalid_params(request: Request, exc: InvalidParams) -> JSONResponse:
         return validation_problem(
-            [{"field": _field(_split(e["field"])), "message": e["message"]} for e in exc.errors]
+            [
+                {"field": field_name(split_field(e["field"])), "message": e["message"]}
+                for e in exc.errors
+            ]
         )
 
     @app.exception_handler(UnknownKind)
@@ -140,7 +143,7 @@ def install(app: FastAPI) -> None:
         return problem(exc.status_code, _reason(exc.status_code), str(exc.detail), headers=headers)
 
 
-def _split(field: str) -> list[Any]:
+def split_field(field: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in field.split(".")]
 
 

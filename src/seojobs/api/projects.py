@@ -33,7 +33,7 @@ from seojobs.api.projects_models import (
 )
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
-from seojobs.api.v1 import MAX_ID, Cursor, JobId, Limit, StatusFilter, _headers, _parse_cursor
+from seojobs.api.v1 import MAX_ID, Cursor, JobId, Limit, StatusFilter, parse_cursor, retry_headers
 from seojobs.engine.registry import InvalidParams, UnknownKind
 from seojobs.services import Conflict, Services, indexing
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
@@ -43,7 +43,7 @@ router = APIRouter(prefix="/v1", tags=["projects"], responses=problems.RESPONSES
 ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id.")]
 ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id.")]
 CONFLICT: dict[int | str, dict[str, Any]] = {
-    409: problems._problem_response("Conflicts with what exists (see `type`)")
+    409: problems.problem_response("Conflicts with what exists (see `type`)")
 }
 
 
@@ -111,7 +111,7 @@ R = TypeVar("R", ProjectRecord, ScheduleRecord)
 def _page(records: Sequence[R], cursor: str | None, limit: int) -> tuple[list[R], str | None]:
     """Oldest first; the cursor is the last id of the previous page. Users have few projects
     and schedules, so the store hands all of them over and the page is cut here."""
-    after = _parse_cursor(cursor) or 0
+    after = parse_cursor(cursor) or 0
     rest = [r for r in records if r.id > after]
     page = rest[:limit]
     return page, str(page[-1].id) if len(rest) > limit else None
@@ -134,7 +134,7 @@ def _param_field(field: str) -> str:
     # The registry names fields inside params ("urls.0"); the request nests them in "params".
     if field == "params":
         return field
-    return problems._field(("params", *problems._split(field)))
+    return problems.field_name(("params", *problems.split_field(field)))
 
 
 SCHEDULE_FIELDS = {"name", "type", "params", "every_days", "every_seconds", "cron", "start_at"}
@@ -277,7 +277,7 @@ def create_job(
 
     def produce(job_key: str | None) -> JSONResponse:
         job = _start(svc, user, project_id, body, job_key)
-        headers = {"Location": f"/v1/jobs/{job.id}"} | _headers(job)
+        headers = {"Location": f"/v1/jobs/{job.id}"} | retry_headers(job)
         return JSONResponse({"data": job_body(job)}, status_code=202, headers=headers)
 
     return idempotency.run(request, svc, user, body.model_dump(), produce)
@@ -299,7 +299,7 @@ def list_jobs(
         project_id=project_id,
         kind=type,
         states=status,
-        before_id=_parse_cursor(cursor),
+        before_id=parse_cursor(cursor),
         limit=limit + 1,
         summary=True,
     )
@@ -315,7 +315,7 @@ async def get_job(request: Request, job_id: JobId) -> Response:
     user = await current_user(request)
     svc: Services = request.app.state.services
     job = await svc.job_summary(user, job_id)
-    return JSONResponse({"data": job_body(job)}, headers=_headers(job))
+    return JSONResponse({"data": job_body(job)}, headers=retry_headers(job))
 
 
 router.add_api_route(
@@ -332,7 +332,7 @@ router.add_api_route(
 def cancel_job(job_id: JobId, user: User, svc: Svc) -> Response:
     """Stop a job: it ends `failed` with code `cancelled` (a finished job is returned as is)."""
     job = svc.cancel_job(user, job_id)
-    return JSONResponse({"data": job_body(job)}, headers=_headers(job))
+    return JSONResponse({"data": job_body(job)}, headers=retry_headers(job))
 
 
 # -- schedules ----------------------------------------------------------------------------------

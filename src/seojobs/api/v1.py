@@ -134,7 +134,7 @@ def _job(svc: Services, user: UserRecord, kind: str, job_id: int) -> JobRecord:
     return _of_kind(svc.job(user, job_id, summary=True), kind)  # NotFound: not the user's
 
 
-def _headers(job: JobRecord) -> dict[str, str]:
+def retry_headers(job: JobRecord) -> dict[str, str]:
     if job.is_final:
         return {}
     return {"Retry-After": str(RETRY_AFTER.get(job.state, 10))}
@@ -151,7 +151,7 @@ def _create(
             svc, user, kind, params, title=payload.get("title"), idempotency_key=job_key
         )
         content = _body(svc, job) | {"duplicates_removed": job.params["duplicates_removed"]}
-        headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | _headers(job)
+        headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | retry_headers(job)
         return JSONResponse(content, status_code=202, headers=headers)
 
     return idempotency.run(request, svc, user, {"kind": kind, **payload}, produce)
@@ -192,7 +192,7 @@ async def _status(request: Request, kind: str, job_id: int) -> Response:
             job, body = await _read(svc, user, kind, job_id)
             if (job.state, job.updated_at) != seen:
                 break
-    headers = _headers(job)
+    headers = retry_headers(job)
     if wait:
         headers["Preference-Applied"] = f"wait={int(wait)}"
     return JSONResponse(body, headers=headers)
@@ -209,7 +209,7 @@ def _list(
     limit: int,
 ) -> dict[str, Any]:
     id_list = _parse_ids(ids)
-    before = _parse_cursor(cursor)
+    before = parse_cursor(cursor)
     updated_since = _as_utc(updated_since)
     found = svc.jobs(
         user,
@@ -266,7 +266,7 @@ def _parse_ids(ids: str | None) -> list[int] | None:
     return [int(p) for p in parts]
 
 
-def _parse_cursor(cursor: str | None) -> int | None:
+def parse_cursor(cursor: str | None) -> int | None:
     if cursor is None:
         return None
     if not cursor.isdigit() or int(cursor) > MAX_ID:
