@@ -16,6 +16,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -311,3 +312,10 @@ def forget_rate_limit_keys(url: str, user_ids: list[int]) -> None:
                 client.delete(key)
     finally:
         client.close()
+
+
+def when(value: str) -> datetime:
+    """An ISO 8601 timestamp that must carry its UTC offset."""
+    parsed = datetime.fromisoformat(value)
+    assert parsed.tzinfo is not None, f"{value!r} has no UTC offset"
+    return parsed

@@ -5,7 +5,6 @@ validation naming fields, idempotency, pagination, job types and collection sche
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,11 +19,10 @@ from tests.api_helpers import (
     api,
     assert_problem,
     error_fields,
-    providers,
     retry_after,
+    when,
 )
 from tests.conftest import make_settings
-from tests.integration.test_api_v1 import when
 from tests.waiting import wait_until
 
 JOB_FIELDS = {
@@ -60,26 +58,6 @@ SCHEDULE_FIELDS = {
     "enabled",
     "created_at",
 }
-
-
-@pytest.fixture
-def idle(store_url: str) -> Iterator[Api]:
-    """No worker: jobs stay pending."""
-    with api(make_settings(store_url), run_worker=False) as running:
-        yield running
-
-
-@pytest.fixture
-def fakes() -> Iterator[Providers]:
-    with providers() as made:
-        yield made
-
-
-@pytest.fixture
-def working(store_url: str, fakes: Providers) -> Iterator[Api]:
-    """The in-process worker (and its maintenance: schedules fire), fake providers."""
-    with api(fakes.settings(store_url), run_worker=True) as running:
-        yield running
 
 
 def new_project(client: httpx.Client, name: str = "site-a") -> dict[str, Any]:

@@ -5,7 +5,6 @@ and ``Prefer: wait`` long-polls. Validation, idempotency, lists and reports have
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,43 +18,14 @@ from tests.api_helpers import (
     V1,
     Api,
     Providers,
-    api,
     assert_problem,
     auth_headers,
-    providers,
     retry_after,
+    when,
 )
-from tests.conftest import make_settings
 from tests.waiting import wait_until
 
 KINDS = ["index-submit", "index-check"]
-
-
-@pytest.fixture
-def fakes() -> Iterator[Providers]:
-    with providers() as made:
-        yield made
-
-
-@pytest.fixture
-def idle(store_url: str) -> Iterator[Api]:
-    """The API without a worker: jobs stay pending (and no provider is ever called)."""
-    with api(make_settings(store_url), run_worker=False) as running:
-        yield running
-
-
-@pytest.fixture
-def working(store_url: str, fakes: Providers) -> Iterator[Api]:
-    """The API with its in-process worker, talking to the fake providers."""
-    with api(fakes.settings(store_url), run_worker=True) as running:
-        yield running
-
-
-def when(value: str) -> datetime:
-    """An ISO 8601 timestamp that must carry its UTC offset."""
-    parsed = datetime.fromisoformat(value)
-    assert parsed.tzinfo is not None, f"{value!r} has no UTC offset"
-    return parsed
 
 
 def create(client: httpx.Client, kind: str, urls: list[str], **extra: Any) -> httpx.Response:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import csv
 import io
 import tracemalloc
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.api_helpers import TERMINAL, V1, Api, Providers, api, assert_problem, providers
-from tests.conftest import make_settings
+from tests.api_helpers import TERMINAL, V1, Api, Providers, assert_problem
 from tests.waiting import wait_until
 
 KINDS = ["index-submit", "index-check"]
@@ -44,24 +42,6 @@ DIAGNOSTIC_COLUMNS = {
     "verdict_reason",
 }
 CSV = {"Accept": "text/csv"}
-
-
-@pytest.fixture
-def idle(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url), run_worker=False) as running:
-        yield running
-
-
-@pytest.fixture
-def fakes() -> Iterator[Providers]:
-    with providers() as made:
-        yield made
-
-
-@pytest.fixture
-def working(store_url: str, fakes: Providers) -> Iterator[Api]:
-    with api(fakes.settings(store_url), run_worker=True) as running:
-        yield running
 
 
 def create(client: httpx.Client, kind: str, urls: list[str], **extra: Any) -> int:
