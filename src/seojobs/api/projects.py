@@ -82,8 +82,7 @@ def job_body(job: JobRecord) -> dict[str, Any]:
         "items_done": job.items_done,
         "items_failed": job.items_failed,
         "counters": job.counters,
-        # As v1 renders it: present exactly when the job carries an error code.
-        "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
+        "error": job.error,  # as v1 renders it
         "result": job.result,
         "schedule_id": job.schedule_id,
     }

@@ -169,7 +169,7 @@ def _common(job: JobRecord) -> dict[str, Any]:
         "progress_percent": job.progress_percent,
         "created_at": job.created_at.isoformat(),
         "completed_at": job.completed_at.isoformat() if job.completed_at else None,
-        "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
+        "error": job.error,
     }
 
 

@@ -49,6 +49,13 @@ class JobRecord:
             return 0
         return min(100, (self.items_done * 100) // self.items_total)
 
+    @property
+    def error(self) -> dict[str, str | None] | None:
+        """``{"code", "message"}`` as every API renders it; None unless the job has a code."""
+        if not self.error_code:
+            return None
+        return {"code": self.error_code, "message": self.error_message}
+
 
 @dataclass(frozen=True, slots=True)
 class ItemRecord:
