@@ -20,10 +20,11 @@ from pathlib import Path
 from bench import api_load, api_profile
 from bench.api_apps import BARE_PATH, CONSTANT
 from bench.api_load import Load, Target
-from bench.api_report import median, progress, table, verdict
+from bench.api_report import median
 from bench.api_seed import Seeded, analyze_sqlite, seed, vacuum_postgres
 from bench.api_server import UVICORN_OPTIONS, Server
 from bench.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_url
+from bench.text import positive_ints, progress, table, verdict
 
 STATUS_PATH = "/api/v1/index-check/jobs/"
 TARGET_RATIO = 0.5
@@ -64,13 +65,6 @@ class Options:
     paced_share: float
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    values = tuple(int(p) for p in text.split(",") if p.strip())
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError("expected positive integers separated by commas")
-    return values
-
-
 def _only(text: str) -> frozenset[str]:
     chosen = frozenset(p.strip() for p in text.split(",") if p.strip())
     if not chosen or chosen - set(SYSTEMS):
@@ -88,7 +82,7 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table (default 100000)")
     p.add_argument(
-        "--connections", type=_ints, default=(16, 64), help="load concurrency list (16,64)"
+        "--connections", type=positive_ints, default=(16, 64), help="load concurrency list (16,64)"
     )
     p.add_argument("--duration", type=float, default=6.0, help="seconds per measured run (6)")
     p.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per server (2)")

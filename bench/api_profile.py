@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.api_report import table
+from bench.text import table
 
 RATE = 200  # samples per second
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?)(?::\d+)?\)$")
@@ -56,8 +56,10 @@ STEPS: list[tuple[str, tuple[str, str]]] = [
         "  FastAPI routing: match the route",
         (r"(API)?Route\.matches|_IncludedRouter\.(_?match(es)?|effective_candidates)", "routing"),
     ),
-    ("  FastAPI request handler", (r"get_request_handler\.<locals>\.app", "fastapi/")),
-    ("    solve_dependencies (job_id path param only)", (r"solve_dependencies", "fastapi/")),
+    (
+        "  PathIdRoute handler (job_id validated)",
+        (r"PathIdRoute\.(__init__|get_route_handler)\.<locals>\.(app|handler)", "seojobs/api/"),
+    ),
     ("    handler get_check -> v1._status", (r"_status", "seojobs/api/v1.py")),
     ("      current_user (auth cache + rate limiter)", (r"current_user", "seojobs/api/deps.py")),
     ("        _authenticate (sha256 of key, AuthCache)", (r"_authenticate", "seojobs/api/deps.py")),
@@ -94,6 +96,7 @@ STEPS: list[tuple[str, tuple[str, str]]] = [
     ("expected ~0: anyio pool thread (auth-cache miss)", (r"WorkerThread\.run", "anyio/")),
     ("expected ~0: asyncio.to_thread (SQLite busy)", (r"_worker", "concurrent/futures/thread.py")),
     ("expected ~0: SQLAlchemy statement, anywhere", (r"Connection\.execute", "sqlalchemy/")),
+    ("expected ~0: FastAPI's solve_dependencies", (r"solve_dependencies", "fastapi/")),
 ]
 _MATCHERS = [(name, re.compile(func), where) for name, (func, where) in STEPS]
 # The outermost frame of a complete stack: the main thread's, or another thread's.

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import check_bare, check_ours
-from bench.check_report import BARE, OURS, Results, Run, progress, render
+from bench.check_report import BARE, OURS, Results, Run, render
 from bench.check_site import SiteProcess, indexed
 from bench.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_checkpoint, sqlite_url
+from bench.text import positive_ints, progress
 
 SELECTABLE = ("sqlite", "postgresql", "bare")
 POLITENESS = ("default", "raised")
@@ -38,13 +39,6 @@ class Options:
     site_ports: int
     pin: bool
     profile: bool
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    values = tuple(int(part) for part in text.split(",") if part.strip())
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError("expected positive integers separated by commas")
-    return values
 
 
 def _choice(allowed: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
@@ -70,7 +64,7 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument("--urls", type=int, default=2000, help="URLs per run (default: 2000)")
     parser.add_argument(
         "--concurrency",
-        type=_ints,
+        type=positive_ints,
         default=(8, 32, 64),
         help="index_check_concurrency values, each also the bare loop's (default: 8,32,64)",
     )

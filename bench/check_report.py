@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import statistics
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from bench.text import table, verdict
 
 TARGET_RATE = 500.0  # URLs/s per worker process
 TARGET_RATIO = 0.7  # of the bare httpx loop at the same concurrency
@@ -61,27 +61,6 @@ class Results:
         return list(dict.fromkeys(r.key for r in self.runs))
 
 
-def progress(message: str) -> None:
-    print(f"  .. {message}", file=sys.stderr, flush=True)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  " + "  ".join(out).rstrip()
-
-    return [line(headers), "  " + "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
-
-
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def _host(run: Run) -> str:
     if run.host_concurrency is None:
         return "-"
@@ -110,9 +89,9 @@ def _summary_row(results: Results, key: tuple[str, str, int, int | None]) -> lis
         f"{cpu:.2f}",
         f"{1000 / cpu:,.0f}",
         f"{cpu_ratio:.2f}" if cpu_ratio is not None else "-",
-        _verdict(best.rate >= TARGET_RATE),
-        _verdict(ratio >= TARGET_RATIO) if ratio is not None else "-",
-        _verdict(cpu_ratio >= TARGET_RATIO) if cpu_ratio is not None else "-",
+        verdict(best.rate >= TARGET_RATE),
+        verdict(ratio >= TARGET_RATIO) if ratio is not None else "-",
+        verdict(cpu_ratio >= TARGET_RATIO) if cpu_ratio is not None else "-",
     ]
 
 
@@ -133,7 +112,7 @@ def _summary(results: Results) -> list[str]:
         f">= {TARGET_RATIO} x bare",
         f"CPU ratio >= {TARGET_RATIO}",
     ]
-    return _table(headers, rows, {2, 4, 5, 6, 7, 8, 9})
+    return table(headers, rows, {2, 4, 5, 6, 7, 8, 9})
 
 
 def _every_run(results: Results) -> list[str]:
@@ -168,7 +147,7 @@ def _every_run(results: Results) -> list[str]:
         "site waits",
         "others",
     ]
-    return _table(headers, rows, {2, 4, 5, 6, 7, 8, 9, 10, 11})
+    return table(headers, rows, {2, 4, 5, 6, 7, 8, 9, 10, 11})
 
 
 def render(results: Results) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 
 from bench import bare, ours, peer
-from bench.report import Results, progress, render
+from bench.report import Results, render
 from bench.scratch import (
     ScratchPostgres,
     ScratchSqlite,
@@ -25,6 +25,7 @@ from bench.scratch import (
     sqlite_checkpoint,
     sqlite_url,
 )
+from bench.text import positive_ints, progress
 
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
 
@@ -48,13 +49,6 @@ class Options:
             return False
         chosen = self.only & {"sqlite", "postgresql"}
         return dialect in chosen or not chosen
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    values = tuple(int(part) for part in text.split(",") if part.strip())
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError("expected positive integers separated by commas")
-    return values
 
 
 def _only(text: str) -> frozenset[str]:
@@ -85,13 +79,13 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     parser.add_argument(
         "--concurrency",
-        type=_ints,
+        type=positive_ints,
         default=(200, 500, 1000),
         help="seojobs worker concurrencies to try; the best is reported (default: 50,200,500)",
     )
     parser.add_argument(
         "--peer-concurrency",
-        type=_ints,
+        type=positive_ints,
         default=(10, 50, 200),
         help="Procrastinate worker concurrencies to try (default: 10,50,200)",
     )

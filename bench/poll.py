@@ -26,6 +26,7 @@ import time  # noqa: E402
 import httpx  # noqa: E402
 
 from bench.poll_sim import Figures, SimClock, World, figures, seed000  # noqa: E402
+from bench.text import verdict  # noqa: E402
 from seojobs.client import Client  # noqa: E402
 from seojobs.client.models import Job  # noqa: E402
 from seojobs.client.scheduler import Scheduler  # noqa: E402
@@ -63,10 +64,6 @@ def row(f: Figures) -> str:
         f"{f.name:<40} {f.requests:>8,} {f.per_job:>7.2f} {f.refused:>6,} {f.busiest_minute:>8,}"
         f" {f.median_delay:>8.1f} {f.p90_delay:>8.1f} {f.last_known:>9.0f} {f.unknown:>6}"
     )
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bench.common import Burn, Wake
+from bench.text import table, verdict
 
 TARGET_RATE = 10_000.0
 TARGET_RATIO = 0.2
@@ -34,29 +33,8 @@ class Results:
         return next((w for w in self.wakes if w.system == "seojobs" and w.dialect == dialect), None)
 
 
-def progress(message: str) -> None:
-    print(f"  .. {message}", file=sys.stderr, flush=True)
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  " + "  ".join(out).rstrip()
-
-    return [line(headers), "  " + "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
-
-
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
-
-
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def _concurrency_note(results: Results, best: Burn) -> str:
@@ -92,7 +70,7 @@ def render(results: Results) -> str:
         conc = "1 connection" if system == "bare loop" else _concurrency_note(results, best)
         rows.append([best.system, dialect, conc, f"{best.seconds:.2f}", f"{best.rate:,.0f}"])
     if rows:
-        out += _table(["system", "dialect", "concurrency", "seconds", "jobs/s"], rows, {3, 4})
+        out += table(["system", "dialect", "concurrency", "seconds", "jobs/s"], rows, {3, 4})
     out += ["", "Every run"]
     rows = [
         [
@@ -106,7 +84,7 @@ def render(results: Results) -> str:
         for b in results.burns
     ]
     if rows:
-        out += _table(
+        out += table(
             ["system", "dialect", "concurrency", "seconds", "jobs/s", "handler runs"],
             rows,
             {2, 3, 4, 5},
@@ -131,7 +109,7 @@ def _ratios(results: Results) -> list[str]:
             rows.append([dialect, "seojobs / procrastinate", f"{ours.rate / peer.rate:.2f}"])
     if not rows:
         return []
-    return ["", "Ratios (best runs)", *_table(["dialect", "ratio", "value"], rows, {2})]
+    return ["", "Ratios (best runs)", *table(["dialect", "ratio", "value"], rows, {2})]
 
 
 def _wakes(results: Results) -> list[str]:
@@ -144,7 +122,7 @@ def _wakes(results: Results) -> list[str]:
     return [
         "",
         "Wake-up latency: enqueue (before the insert) to handler start, on an idle worker",
-        *_table(["system", "dialect", "wake-up path", "samples", "median", "p90"], rows, {3, 4, 5}),
+        *table(["system", "dialect", "wake-up path", "samples", "median", "p90"], rows, {3, 4, 5}),
     ]
 
 
@@ -157,7 +135,7 @@ def _targets(results: Results) -> list[str]:
                 [
                     f"{label} >= {TARGET_RATE:,.0f} jobs/s",
                     f"{ours.rate:,.0f}",
-                    _verdict(ours.rate >= TARGET_RATE),
+                    verdict(ours.rate >= TARGET_RATE),
                 ]
             )
             bare = results.best("bare loop", dialect)
@@ -167,7 +145,7 @@ def _targets(results: Results) -> list[str]:
                     [
                         f"{label} >= {TARGET_RATIO} x its bare loop",
                         f"{ratio:.3f}",
-                        _verdict(ratio >= TARGET_RATIO),
+                        verdict(ratio >= TARGET_RATIO),
                     ]
                 )
     for dialect, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
@@ -177,12 +155,12 @@ def _targets(results: Results) -> list[str]:
                 [
                     f"{label} median wake-up < {TARGET_WAKE * 1000:.0f} ms",
                     _ms(wake.median),
-                    _verdict(wake.median < TARGET_WAKE),
+                    verdict(wake.median < TARGET_WAKE),
                 ]
             )
     if not rows:
         return []
-    out = ["", "Targets", *_table(["target", "measured", "verdict"], rows, {1})]
+    out = ["", "Targets", *table(["target", "measured", "verdict"], rows, {1})]
     if results.wake("sqlite") is not None:
         out += [
             "  SQLite wake-ups: the in-process hook serves jobs enqueued through the worker's own",
