@@ -21,9 +21,16 @@ from bench import api_load, api_profile
 from bench.api_apps import BARE_PATH, CONSTANT
 from bench.api_load import Load, Target
 from bench.api_report import median
-from bench.api_seed import Seeded, analyze_sqlite, seed, vacuum_postgres
+from bench.api_seed import Seeded, seed
 from bench.api_server import UVICORN_OPTIONS, Server
-from bench.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_url
+from bench.scratch import (
+    ScratchPostgres,
+    ScratchSqlite,
+    analyze_sqlite,
+    pg_url,
+    sqlite_url,
+    vacuum_postgres,
+)
 from bench.text import positive_ints, progress, table, verdict
 
 STATUS_PATH = "/api/v1/index-check/jobs/"

@@ -8,15 +8,11 @@ open jobs (with ``Retry-After``) and finished ones.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-import psycopg
 from sqlalchemy import func, select, update
 
-from bench.scratch import pg_conninfo
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.services.indexing import CHECK
@@ -92,17 +88,3 @@ def seed(url: str, count: int) -> Seeded:
             f"expected {count} jobs with consecutive ids, got {n} in {first}..{last}"
         )
     return Seeded(created.api_key, int(first), int(last), time.perf_counter() - started)
-
-
-def analyze_sqlite(path: Path) -> None:
-    con = sqlite3.connect(path, isolation_level=None)
-    try:
-        con.execute("ANALYZE")
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        con.close()
-
-
-def vacuum_postgres(dbname: str) -> None:
-    with psycopg.connect(pg_conninfo(dbname), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")

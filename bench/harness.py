@@ -13,17 +13,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
-
 from bench import bare, ours, peer
 from bench.report import Results, render
 from bench.scratch import (
     ScratchPostgres,
     ScratchSqlite,
-    pg_conninfo,
+    analyze_sqlite,
     pg_url,
     sqlite_checkpoint,
     sqlite_url,
+    vacuum_postgres,
 )
 from bench.text import positive_ints, progress
 
@@ -116,20 +115,6 @@ def parse_args(argv: list[str] | None) -> Options:
 # -- per-dialect fresh databases ------------------------------------------------------------
 
 
-def _vacuum_jobs(dbname: str) -> None:
-    with psycopg.connect(pg_conninfo(dbname), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE jobs")
-
-
-def _analyze_sqlite(path: Path) -> None:
-    con = sqlite3.connect(path, isolation_level=None)
-    try:
-        con.execute("ANALYZE")
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        con.close()
-
-
 class SqliteSide:
     def __init__(self, scratch: ScratchSqlite) -> None:
         self.scratch = scratch
@@ -141,7 +126,7 @@ class SqliteSide:
         path = self.scratch.copy(self.template, "run")
         if jobs:
             ours.insert_jobs(sqlite_url(path), self.project_id, jobs)
-            _analyze_sqlite(path)
+            analyze_sqlite(path)
         return path
 
 
@@ -155,7 +140,7 @@ class PostgresSide:
         name = self.scratch.create("seojobs_bench", template=self.template)
         if jobs:
             ours.insert_jobs(pg_url(name), self.project_id, jobs)
-            _vacuum_jobs(name)
+            vacuum_postgres(name, "jobs")
         return name
 
 

@@ -14,7 +14,7 @@ import psycopg
 
 from bench.common import Burn, Wake, burn_timeout, wait_until_done
 from bench.kinds import Counter, Stamps
-from bench.scratch import pg_conninfo
+from bench.scratch import pg_conninfo, vacuum_postgres
 
 DEFER_CHUNK = 1000
 POLL_INTERVAL = 1.0  # same fallback poll as our worker
@@ -45,11 +45,6 @@ async def prepare_template(dbname: str) -> None:
         await app.schema_manager.apply_schema_async()
 
 
-def _vacuum(dbname: str) -> None:
-    with psycopg.connect(pg_conninfo(dbname), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE procrastinate_jobs")
-
-
 def _succeeded(conn: psycopg.Connection[tuple[object, ...]]) -> int:
     row = conn.execute(
         "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
@@ -69,7 +64,7 @@ async def burn(dbname: str, jobs: int, concurrency: int, pool_size: int | None) 
     async with app.open_async():
         for start in range(0, jobs, DEFER_CHUNK):
             await noop.batch_defer_async(*({} for _ in range(min(DEFER_CHUNK, jobs - start))))
-        await asyncio.to_thread(_vacuum, dbname)
+        await asyncio.to_thread(vacuum_postgres, dbname, "procrastinate_jobs")
         with psycopg.connect(pg_conninfo(dbname), autocommit=True) as probe:
             started = time.perf_counter()
             task = asyncio.create_task(

@@ -124,3 +124,22 @@ def sqlite_checkpoint(path: Path) -> None:
         con.execute("PRAGMA journal_mode=DELETE")
     finally:
         con.close()
+
+
+def analyze_sqlite(path: Path) -> None:
+    """Fresh planner statistics, and the WAL folded into the file."""
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("ANALYZE")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+
+
+def vacuum_postgres(dbname: str, table: str | None = None) -> None:
+    """``VACUUM ANALYZE`` of ``table``, or of the whole database."""
+    statement: sql.SQL | sql.Composed = sql.SQL("VACUUM ANALYZE")
+    if table is not None:
+        statement = sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table))
+    with psycopg.connect(pg_conninfo(dbname), autocommit=True) as conn:
+        conn.execute(statement)
