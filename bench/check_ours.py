@@ -79,9 +79,7 @@ def create_job(settings: Settings, user_id: int, urls: list[str]) -> int:
     try:
         services = Services(db, settings, load_registry(settings))
         user = services.user(user_id)
-        job, created = indexing.create(
-            services, user, "index_check", {"urls": urls, "engine": "google"}
-        )
+        job, created = services.create_job(user, "index_check", {"urls": urls, "engine": "google"})
         assert created and job.state == "pending", job
         return job.id
     finally:

@@ -7,12 +7,19 @@ from outside the worker process which items ran and how often.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import re
+import threading
+from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Column, Integer, MetaData, String, Table, insert
+from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_engine, insert
+from sqlalchemy.pool import NullPool
 
-from seojobs.engine import ItemResult, JobContext, JobFailed, Kind, Registry
+from seojobs.engine import Finding, ItemResult, JobContext, JobFailed, Kind, Registry
+from seojobs.fetch import Fetcher
 from seojobs.store.records import ItemRecord
 
 log_metadata = MetaData()
@@ -25,6 +32,27 @@ test_log = Table(
     Column("event", String(50), nullable=False),
     Column("pid", Integer, nullable=False),
 )
+
+
+@functools.cache
+def _log_engine(url: str) -> Engine:
+    # The log is this plug-in's own table, written through its own connection: a kind reaches
+    # seojobs' store only through its context.
+    # NullPool: no connection outlives its write (test databases are dropped under it).
+    args = {"timeout": 30} if url.startswith("sqlite") else {}
+    return create_engine(url, poolclass=NullPool, connect_args=args)
+
+
+_LOG_LOCK = threading.Lock()
+
+
+def write_log(ctx: JobContext[Any], event: str, item: str | None = None) -> None:
+    # One log write at a time per process, as when they went through the worker's small
+    # thread pool: a crowd of SQLite writers would starve the workers' own heartbeats.
+    with _LOG_LOCK, _log_engine(ctx.settings.database_url).begin() as conn:
+        conn.execute(
+            insert(test_log).values(job_id=ctx.job_id, item=item, event=event, pid=os.getpid())
+        )
 
 
 class NoopParams(BaseModel):
@@ -47,24 +75,15 @@ class FailParams(BaseModel):
     crash: bool = False
 
 
-async def noop(ctx: JobContext) -> None:
+async def noop(ctx: JobContext[NoopParams]) -> None:
     return None
 
 
-async def items(ctx: JobContext) -> None:
+async def items(ctx: JobContext[ItemsParams]) -> None:
     params = ctx.params
-    assert isinstance(params, ItemsParams)
-
-    def log(item: ItemRecord, event: str) -> None:
-        with ctx.worker.db.write() as conn:
-            conn.execute(
-                insert(test_log).values(
-                    job_id=ctx.job_id, item=item.input, event=event, pid=os.getpid()
-                )
-            )
 
     async def one(item: ItemRecord) -> ItemResult:
-        await ctx.worker.run_db(log, item, "start")
+        await asyncio.to_thread(write_log, ctx, "start", item.input)
         if params.item_delay:
             await asyncio.sleep(params.item_delay)
         if item.input in params.fail_items:
@@ -75,28 +94,54 @@ async def items(ctx: JobContext) -> None:
     ctx.result = {"seen": ctx.counters.get("ok", 0)}
 
 
-async def log_run(ctx: JobContext) -> None:
+async def log_run(ctx: JobContext[NoopParams]) -> None:
     """Logs one row per execution: the claimed-exactly-once tests count them."""
 
-    def write() -> None:
-        with ctx.worker.db.write() as conn:
-            conn.execute(insert(test_log).values(job_id=ctx.job_id, event="run", pid=os.getpid()))
-
-    await ctx.worker.run_db(write)
+    await asyncio.to_thread(write_log, ctx, "run")
 
 
-async def sleep(ctx: JobContext) -> None:
+async def sleep(ctx: JobContext[SleepParams]) -> None:
+    await asyncio.sleep(ctx.params.seconds)
+
+
+async def fail(ctx: JobContext[FailParams]) -> None:
     params = ctx.params
-    assert isinstance(params, SleepParams)
-    await asyncio.sleep(params.seconds)
-
-
-async def fail(ctx: JobContext) -> None:
-    params = ctx.params
-    assert isinstance(params, FailParams)
     if params.crash:
         raise RuntimeError(params.message)
     raise JobFailed(params.code, params.message)
+
+
+class CrawlParams(BaseModel):
+    start: str
+    item_delay: float = Field(default=0.0, ge=0)
+
+
+LINK = re.compile(r'href="([^"#]+)"')
+
+
+async def crawl(ctx: JobContext[CrawlParams]) -> None:
+    """A small crawler: every page's same-site links become items (once each, however many
+    pages link to them); a page without a title is a finding; the page count is collected."""
+    site = urlsplit(ctx.params.start).netloc
+
+    async def one(item: ItemRecord) -> ItemResult:
+        await asyncio.to_thread(write_log, ctx, "start", item.input)
+        if ctx.params.item_delay:
+            await asyncio.sleep(ctx.params.item_delay)
+        page = await fetcher.fetch(item.input)
+        if not page.ok:
+            return ItemResult.error("fetch_failed", page.error or f"HTTP {page.status}")
+        html = page.body.decode(errors="replace")
+        links = [urljoin(page.final_url, href) for href in LINK.findall(html)]
+        await ctx.add_items(u for u in links if urlsplit(u).netloc == site)
+        found = (
+            () if "<title>" in html else (Finding("missing_title", "warning", {"url": item.input}),)
+        )
+        return ItemResult(outcome="crawled", result={"links": len(links)}, findings=found)
+
+    async with Fetcher(ctx.settings) as fetcher:
+        await ctx.run_items(one, concurrency=2)
+    await ctx.collect(site, {"pages": ctx.counters.get("crawled", 0)})
 
 
 def register(registry: Registry) -> None:
@@ -105,3 +150,4 @@ def register(registry: Registry) -> None:
     registry.add(Kind("test_sleep", SleepParams, sleep))
     registry.add(Kind("test_log_run", NoopParams, log_run))
     registry.add(Kind("test_fail", FailParams, fail))
+    registry.add(Kind("test_crawl", CrawlParams, crawl, items=lambda p: [p.start]))

@@ -99,6 +99,10 @@ def serve(
 @app.command()
 def worker(
     concurrency: Annotated[int | None, typer.Option(help="Jobs run at once.", min=1)] = None,
+    queue: Annotated[
+        list[str] | None,
+        typer.Option(help="Serve only the job kinds of this queue (repeatable); default: all."),
+    ] = None,
 ) -> None:
     """Run a worker process. SIGTERM: jobs finish their current item and are handed back."""
     # A stop asked for while the worker is still starting (connecting, checking the schema)
@@ -112,15 +116,30 @@ def worker(
 
     from seojobs.engine.worker import Worker
     from seojobs.kinds import load_registry
+    from seojobs.services import Services
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
     _logging()
     db = Database(settings.database_url)
-    if not migrate.is_current(db):
+    registry = load_registry(settings)
+    if not migrate.is_current(db, registry.migration_dirs()):
         typer.echo("the database schema is not current: run `seojobs migrate` first", err=True)
         raise typer.Exit(2)
-    w = Worker(db, settings, load_registry(settings), concurrency=concurrency)
+    unknown = sorted(set(queue or ()) - registry.queues())
+    if unknown:
+        known = ", ".join(sorted(registry.queues()))
+        typer.echo(f"unknown queue(s) {', '.join(unknown)}; known: {known}", err=True)
+        raise typer.Exit(2)
+    services = Services(db, settings, registry)
+    w = Worker(
+        db,
+        settings,
+        registry,
+        concurrency=concurrency,
+        queues=queue or None,
+        fire_schedule=services.fire_schedule,
+    )
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -139,12 +158,14 @@ def worker(
 def migrate_cmd() -> None:
     """Create or upgrade the database schema."""
     settings = _settings()
+    from seojobs.kinds import load_registry
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
     db = Database(settings.database_url)
-    migrate.upgrade(db)
-    typer.echo(f"schema at {migrate.current_revision(db)} ({db.dialect})")
+    extra = load_registry(settings).migration_dirs()
+    migrate.upgrade(db, extra)
+    typer.echo(f"schema at {migrate.current_revision(db, extra)} ({db.dialect})")
     db.dispose()
 
 
@@ -170,8 +191,9 @@ def users_create(
     from seojobs.store.db import Database
 
     db = Database(settings.database_url)
-    migrate.upgrade(db)
-    services = Services(db, settings, load_registry(settings))
+    registry = load_registry(settings)
+    migrate.upgrade(db, registry.migration_dirs())
+    services = Services(db, settings, registry)
     created = services.create_user(name, rate_limit=f"{rate_limit}/minute" if rate_limit else None)
     db.dispose()
     if as_json:

@@ -39,6 +39,14 @@ class Settings(BaseSettings):
     poll_interval: float = Field(default=1.0, gt=0, description="Worker poll fallback, seconds.")
     maintenance_interval: float = Field(default=1.0, gt=0)
     worker_concurrency: int = Field(default=10, ge=1)
+    # -- collection schedules -------------------------------------------------------------
+    schedule_min_interval_seconds: float = Field(
+        default=60, gt=0, description="The shortest interval a schedule may have."
+    )
+    schedule_allow_seconds: bool = Field(
+        default=False, description="Allow six-field cron expressions (a seconds field)."
+    )
+    max_schedules_per_user: int = Field(default=100, ge=0)
     # -- fetching (seojobs.fetch) -------------------------------------------------------
     user_agent: str = "seojobs/0.1 (+https://github.com/seojobs/seojobs)"
     fetch_timeout: float = Field(default=15.0, gt=0, description="Read timeout, seconds.")

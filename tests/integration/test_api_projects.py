@@ -529,23 +529,24 @@ def test_schedule_validation_names_the_field(
 
 
 @pytest.mark.parametrize("kind", ["index_check", "index_submit"])
-def test_quota_counted_kinds_cannot_be_scheduled(idle: Api, kind: str) -> None:
-    """A schedule fires its jobs in the engine, past the daily URL quota that creating a job
-    charges: one every second would have been a way around it."""
-    client = idle.client(idle.account())
+def test_quota_counted_kinds_can_be_scheduled_within_their_quota(idle: Api, kind: str) -> None:
+    """A schedule fires its jobs through the same creation path as a POST, which charges the
+    quota; a schedule whose every job needs more than the whole quota is refused."""
+    alice = idle.account()
+    quota = "check_daily" if kind == "index_check" else "submit_daily"
+    idle.services.set_quotas(alice.user, {quota: 2})
+    client = idle.client(alice)
     project = new_project(client)["id"]
-    params = {"urls": ["https://a.example/1"]}
-    answer = schedule(client, project, type=kind, params=params, every_seconds=1)
-    assert error_fields(answer) == ["type"]
-    assert "quota" in answer.json()["detail"]
-    assert client.get(f"/v1/projects/{project}/schedules").json()["data"] == []
-    # The same job started by hand is fine (and charged).
-    assert (
-        client.post(
-            f"/v1/projects/{project}/jobs", json={"type": kind, "params": params}
-        ).status_code
-        == 202
-    )
+    small = {"urls": ["https://a.example/1", "https://a.example/2"]}
+    made = schedule(client, project, type=kind, params=small, every_days=1)
+    assert made.status_code == 201, made.text
+    big = {"urls": [f"https://a.example/{i}" for i in range(3)]}
+    refused = schedule(client, project, name="big", type=kind, params=big, every_days=1)
+    assert_problem(refused, 422)
+    assert refused.json()["type"].endswith("/quota_exceeded")
+    assert error_fields(refused) == ["params"]
+    names = [s["name"] for s in client.get(f"/v1/projects/{project}/schedules").json()["data"]]
+    assert names == ["daily"]
 
 
 def test_a_schedule_starts_jobs_in_its_project(working: Api) -> None:
@@ -578,7 +579,7 @@ def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> N
                 content = operation["responses"].get(code, {}).get("content", {})
                 if "application/problem+json" not in content:
                     missing.append(f"{method.upper()} {path} {code}")
-    assert operations == 13 and missing == []
+    assert operations == 18 and missing == []
     # Answers are documented by their models, so generated clients know the shapes.
     job = document["components"]["schemas"]["Job"]["properties"]
     assert {"id", "type", "status", "error", "result"} <= set(job)

@@ -436,7 +436,7 @@ def test_list_pages_hold_1000_tasks_newest_first(store_url: str) -> None:
         alice, client = app.user("alice")
         svc = app.services
         made = [
-            indexing.create(svc, alice, indexing.SUBMIT, {"urls": [f"https://a.example/{i}"]})[0].id
+            svc.create_job(alice, indexing.SUBMIT, {"urls": [f"https://a.example/{i}"]})[0].id
             for i in range(1000)
         ]
         full = ok(client.get("/v2/task/google/indexer/list/0"))

@@ -42,11 +42,11 @@ def _set(db: Database, job_id: int, **values: Any) -> None:
 
 def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
     now = utcnow()
-    pending, _ = indexing.create(svc, user, indexing.CHECK, {"urls": URLS}, title="pending")
-    submit, _ = indexing.create(
-        svc, user, indexing.SUBMIT, {"urls": URLS, "engine": "google", "checker": 2}
+    pending, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS}, title="pending")
+    submit, _ = svc.create_job(
+        user, indexing.SUBMIT, {"urls": URLS, "engine": "google", "checker": 2}
     )
-    running, _ = indexing.create(svc, user, indexing.CHECK, {"urls": URLS, "engine": "bing"})
+    running, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS, "engine": "bing"})
     _set(
         svc.db,
         running.id,
@@ -58,7 +58,7 @@ def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
         items_done=1,
         counters={"indexed": 1},
     )
-    done, _ = indexing.create(svc, user, indexing.CHECK, {"urls": URLS}, title="ünïcode ✓")
+    done, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS}, title="ünïcode ✓")
     _set(
         svc.db,
         done.id,
@@ -71,7 +71,7 @@ def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
         counters={"indexed": 1, "failed": 1},
         result={"nested": {"list": [1, 2.5, None, "x"]}},
     )
-    failed, _ = indexing.create(svc, user, indexing.SUBMIT, {"urls": URLS})
+    failed, _ = svc.create_job(user, indexing.SUBMIT, {"urls": URLS})
     _set(
         svc.db,
         failed.id,
@@ -103,7 +103,7 @@ def test_fast_reads_match_the_sqlalchemy_path(svc: Services) -> None:
 def test_only_the_owner_sees_a_job(svc: Services) -> None:
     alice = svc.create_user("alice").user
     bob = svc.create_user("bob").user
-    job, _ = indexing.create(svc, alice, indexing.CHECK, {"urls": URLS})
+    job, _ = svc.create_job(alice, indexing.CHECK, {"urls": URLS})
 
     async def read() -> tuple[Any, ...]:
         try:
@@ -126,7 +126,7 @@ def test_concurrent_lookups_each_get_their_own_answer(svc: Services) -> None:
     # still get its own job, its own "not yours" and its own "no such job".
     alice = svc.create_user("alice").user
     bob = svc.create_user("bob").user
-    ids = [indexing.create(svc, alice, indexing.CHECK, {"urls": URLS})[0].id for _ in range(20)]
+    ids = [svc.create_job(alice, indexing.CHECK, {"urls": URLS})[0].id for _ in range(20)]
     asks = [(job_id, alice.id) for job_id in ids] * 3 + [(ids[0], bob.id), (10**9, alice.id)]
 
     async def read() -> list[JobRecord | None]:
@@ -141,8 +141,8 @@ def test_concurrent_lookups_each_get_their_own_answer(svc: Services) -> None:
 
 def test_follow_up_check_is_read_as_on_the_slow_path(svc: Services) -> None:
     user = svc.create_user("alice").user
-    submit, _ = indexing.create(
-        svc, user, indexing.SUBMIT, {"urls": URLS, "engine": "google", "checker": 1}
+    submit, _ = svc.create_job(
+        user, indexing.SUBMIT, {"urls": URLS, "engine": "google", "checker": 1}
     )
     child = indexing.follow_up(svc, submit)
     assert child is not None
@@ -170,7 +170,7 @@ def _services(url: str) -> Services:
 def test_sqlite_busy_falls_back_to_a_waiting_read(sqlite_url: str) -> None:
     svc = _services(sqlite_url)
     user = svc.create_user("alice").user
-    job, _ = indexing.create(svc, user, indexing.CHECK, {"urls": URLS})
+    job, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS})
     svc.db.dispose()  # no other connection open, so the holder below can take the lock
     # Another process holding SQLite's exclusive lock: readers get "database is locked".
     holder = sqlite3.connect(
@@ -202,7 +202,7 @@ def test_sqlite_busy_falls_back_to_a_waiting_read(sqlite_url: str) -> None:
 def test_postgresql_reads_survive_a_lost_connection(pg_url: str) -> None:
     svc = _services(pg_url)
     user = svc.create_user("alice").user
-    job, _ = indexing.create(svc, user, indexing.CHECK, {"urls": URLS})
+    job, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS})
     database = svc.db.url.database
 
     killed: list[int] = []

@@ -58,7 +58,7 @@ class Stack:
         self.user = self.services.create_user("alice").user
 
     def create(self, kind: str, urls: list[str], **params: object) -> int:
-        job, _ = indexing.create(self.services, self.user, kind, {"urls": urls, **params})
+        job, _ = self.services.create_job(self.user, kind, {"urls": urls, **params})
         return job.id
 
     def job(self, job_id: int):  # type: ignore[no-untyped-def]

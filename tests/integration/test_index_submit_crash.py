@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from seojobs.kinds import load_registry
-from seojobs.services import Services, indexing
+from seojobs.services import Services
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items
 from tests.conftest import make_settings
@@ -68,7 +68,7 @@ def test_killed_submission_resumes_without_resending_recorded_urls(
     services = Services(db, settings, load_registry(settings))
     user = services.create_user("alice").user
     urls = [f"https://jobs.example/posting/{i}" for i in range(500)]
-    job, _ = indexing.create(services, user, "index_submit", {"urls": urls, "engine": "google"})
+    job, _ = services.create_job(user, "index_submit", {"urls": urls, "engine": "google"})
     procs = Procs(store_url, tmp_path)
     try:
         victim = procs.worker(**env)

@@ -12,7 +12,7 @@ import pytest
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services, indexing
-from seojobs.services.indexing import day_start
+from seojobs.services.quotas import day_start
 from seojobs.settings import Settings
 from seojobs.store.db import Database
 from tests.conftest import make_settings
@@ -57,7 +57,7 @@ class Stack:
         self.user = self.services.create_user("alice").user
 
     def submit(self, urls: list[str], **params: object) -> int:
-        job, _ = indexing.create(self.services, self.user, "index_submit", {"urls": urls, **params})
+        job, _ = self.services.create_job(self.user, "index_submit", {"urls": urls, **params})
         return job.id
 
     def status(self, job_id: int) -> dict[str, object]:
@@ -185,7 +185,7 @@ async def test_daily_quota_refuses_the_job_that_would_exceed_it(
     assert refused["error"]["code"] == "quota_exceeded"
     reset = (day_start(stack.services.clock()) + timedelta(days=1)).isoformat()
     assert reset in refused["error"]["message"]
-    usage = indexing.usage(stack.services, stack.user)
+    usage = stack.services.usage(stack.user)
     assert (usage["submit"].used, usage["submit"].remaining) == (8, 2)
     assert usage["check"].used == 0
     fits = stack.submit(["https://a.example/y1", "https://a.example/y2"], engine="bing")

@@ -19,12 +19,14 @@ def _empty_database(store_url: str) -> Database:
             conn.execute(text("DROP SCHEMA public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
         else:
-            names = [
+            found = {
                 r[0]
                 for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))
-            ]
-            conn.execute(text("PRAGMA foreign_keys=OFF"))
-            for name in names:
+                if not r[0].startswith("sqlite_")  # SQLite's own (AUTOINCREMENT's sequence)
+            }
+            # Children before parents: PRAGMA foreign_keys cannot change inside a transaction.
+            ordered = [t.name for t in reversed(metadata.sorted_tables) if t.name in found]
+            for name in ordered + sorted(found - set(ordered)):
                 conn.execute(text(f'DROP TABLE "{name}"'))
     return db
 

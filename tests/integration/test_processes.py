@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,48 +18,10 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.records import NewJob
 from seojobs.store.tables import job_items
-from tests.conftest import PG_ADMIN_URL, make_settings, subprocess_env
+from tests.conftest import PG_ADMIN_URL, make_settings
 from tests.kinds import test_log
+from tests.procs import Procs
 from tests.waiting import wait_until
-
-SEOJOBS = str(Path(sys.executable).parent / "seojobs")
-
-
-class Procs:
-    def __init__(self, url: str, tmp: Path) -> None:
-        self.url = url
-        self.tmp = tmp
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def worker(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
-        with open(self.tmp / f"worker{len(self.procs)}.log", "wb") as log:
-            proc = subprocess.Popen(
-                [SEOJOBS, "worker", *args],
-                env=subprocess_env(self.url, **env),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.procs.append(proc)
-        return proc
-
-    def exits(self) -> str:
-        """Each worker's exit code and the end of its log, for assertion messages."""
-        return "\n".join(
-            f"worker{i}: exit {proc.returncode}: "
-            + (self.tmp / f"worker{i}.log").read_text(errors="replace")[-2000:]
-            for i, proc in enumerate(self.procs)
-        )
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 @pytest.fixture

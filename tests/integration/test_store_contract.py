@@ -9,8 +9,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from seojobs.engine.registry import InvalidParams, UnknownKind
-from seojobs.services import NotFound, Services
+from seojobs.services import Invalid, NotFound, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import leaders
 from seojobs.store.coltypes import utcnow
@@ -55,12 +54,14 @@ def test_invalid_params_are_refused_before_anything_is_stored(
     services: Services, db: Database
 ) -> None:
     user = services.create_user("alice").user
-    with pytest.raises(InvalidParams) as info:
+    with pytest.raises(Invalid) as info:
         services.create_job(user, "test_items", {"urls": [], "item_delay": -1})
-    fields = {e["field"] for e in info.value.errors}
-    assert fields == {"urls", "item_delay"}
-    with pytest.raises(UnknownKind):
+    assert info.value.in_params
+    assert {e.path for e in info.value.errors} == {("urls",), ("item_delay",)}
+    with pytest.raises(Invalid) as unknown:
         services.create_job(user, "no_such_kind", {})
+    assert unknown.value.code == "unknown_kind"
+    assert [e.path for e in unknown.value.errors] == [("type",)]
     assert _count(db, jobs) == 0
     assert _count(db, job_items) == 0
 
@@ -438,7 +439,8 @@ def test_a_tick_fires_once_even_when_leaders_race(services: Services, store_url:
 
     def racer(d: Database) -> None:
         barrier.wait()
-        fired.append(fire_due_schedules(d, utcnow()))
+        fire = Services(d, services.settings, services.registry).fire_schedule
+        fired.append(fire_due_schedules(d, utcnow(), fire))
 
     threads = [threading.Thread(target=racer, args=(d,)) for d in dbs]
     for t in threads:
@@ -465,8 +467,8 @@ def test_missed_ticks_are_not_backfilled(services: Services, db: Database) -> No
     services.create_schedule(
         user, name="s", kind="test_noop", params={}, every_seconds=100, start_at=start
     )
-    assert fire_due_schedules(db, utcnow()) == 1
-    assert fire_due_schedules(db, utcnow()) == 0
+    assert fire_due_schedules(db, utcnow(), services.fire_schedule) == 1
+    assert fire_due_schedules(db, utcnow(), services.fire_schedule) == 0
     with db.read() as conn:
         ticks = list(conn.execute(select(jobs.c.schedule_tick)).scalars())
     assert ticks == [start + timedelta(seconds=300)]

@@ -292,14 +292,29 @@ async def test_many_workers_claim_every_job_exactly_once(store_url, registry) ->
 
 
 async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registry) -> None:  # type: ignore[no-untyped-def]
-    settings = make_settings(store_url, day_seconds=0.5, maintenance_interval=0.05, lease_seconds=2)
+    settings = make_settings(
+        store_url,
+        day_seconds=0.5,
+        maintenance_interval=0.05,
+        lease_seconds=2,
+        schedule_min_interval_seconds=0.1,
+    )
     dbs = [Database(store_url) for _ in range(3)]
     services = Services(dbs[0], settings, registry)
     user = services.create_user("alice").user
     schedule = services.create_schedule(
         user, name="daily rankings", kind="test_noop", params={}, every_days=1
     )
-    workers = [Worker(d, settings, registry, worker_id=f"w{i}") for i, d in enumerate(dbs)]
+    workers = [
+        Worker(
+            d,
+            settings,
+            registry,
+            worker_id=f"w{i}",
+            fire_schedule=Services(d, settings, registry).fire_schedule,
+        )
+        for i, d in enumerate(dbs)
+    ]
     tasks = [asyncio.create_task(w.run()) for w in workers]
 
     async def enough_ticks() -> bool:

@@ -19,6 +19,7 @@ from seojobs.api.deps import AuthCache
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
+from seojobs.api.results import router as results_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
@@ -49,7 +50,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if auto_migrate:
-            await asyncio.to_thread(migrate.upgrade, db)
+            await asyncio.to_thread(migrate.upgrade, db, registry.migration_dirs())
         # Everything built at startup (routes, models, SQLAlchemy metadata) lives as long as
         # the process: move it out of the collector's view, so that full collections only
         # walk what requests allocate (they paused the whole server for tens of ms).
@@ -58,7 +59,7 @@ def create_app(
         worker_task: asyncio.Task[None] | None = None
         worker: Worker | None = None
         if run_worker:
-            worker = Worker(db, settings, registry)
+            worker = Worker(db, settings, registry, fire_schedule=services.fire_schedule)
             worker_task = asyncio.create_task(worker.run(), name="seojobs-worker")
         app.state.worker = worker
         try:
@@ -90,6 +91,7 @@ def create_app(
     app.include_router(v1_router)
     app.include_router(v2_router)
     app.include_router(projects_router)
+    app.include_router(results_router)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
@@ -104,7 +106,7 @@ def create_app(
         try:
             with db.read() as conn:
                 conn.execute(text("SELECT 1"))
-            current = migrate.is_current(db)
+            current = migrate.is_current(db, registry.migration_dirs())
         except Exception as exc:
             return problems.problem(
                 503, "Database unavailable", str(exc), code="database_unavailable"

@@ -10,8 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seojobs.engine.registry import InvalidParams, UnknownKind
-from seojobs.services import NotFound
+from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded
 
 PROBLEM_BASE = "https://seojobs.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -96,6 +95,17 @@ def field_name(loc: tuple[Any, ...] | list[Any]) -> str:
     return out or "body"
 
 
+def invalid_problem(exc: Invalid) -> JSONResponse:
+    """The services' ``Invalid`` as a 422 naming each field."""
+    errors = [
+        {"field": field_name(e.path) if e.path else "params", "message": e.message}
+        for e in exc.errors
+    ]
+    if exc.code == "unknown_kind":
+        return problem(422, "Unknown job kind", str(exc), code=exc.code, errors=errors)
+    return validation_problem(errors)
+
+
 def validation_problem(errors: list[dict[str, Any]]) -> JSONResponse:
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
     if len(errors) > 5:
@@ -120,22 +130,22 @@ def install(app: FastAPI) -> None:
         ]
         return validation_problem(errors)
 
-    @app.exception_handler(InvalidParams)
-    async def _invalid_params(request: Request, exc: InvalidParams) -> JSONResponse:
-        return validation_problem(
-            [
-                {"field": field_name(split_field(e["field"])), "message": e["message"]}
-                for e in exc.errors
-            ]
-        )
-
-    @app.exception_handler(UnknownKind)
-    async def _unknown_kind(request: Request, exc: UnknownKind) -> JSONResponse:
-        return problem(422, "Unknown job kind", str(exc), code="unknown_kind")
+    @app.exception_handler(Invalid)
+    async def _invalid_input(request: Request, exc: Invalid) -> JSONResponse:
+        return invalid_problem(exc)
 
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
         return problem(404, "Not found", f"{exc} does not exist", code="not_found")
+
+    @app.exception_handler(Conflict)
+    async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
+        return problem(409, "Conflict", str(exc), code=exc.code)
+
+    @app.exception_handler(QuotaExceeded)
+    async def _quota(request: Request, exc: QuotaExceeded) -> JSONResponse:
+        errors = [{"field": "params", "message": str(exc)}]
+        return problem(422, "Over quota", str(exc), code=exc.code, errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

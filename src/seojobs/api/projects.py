@@ -34,8 +34,7 @@ from seojobs.api.projects_models import (
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
 from seojobs.api.v1 import MAX_ID, Cursor, JobId, Limit, StatusFilter, parse_cursor, retry_headers
-from seojobs.engine.registry import InvalidParams, UnknownKind
-from seojobs.services import Conflict, Services, indexing
+from seojobs.services import Invalid, Services
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 
 router = APIRouter(prefix="/v1", tags=["projects"], responses=problems.RESPONSES)
@@ -129,39 +128,16 @@ def _invalid(field: str, message: str, code: str = "validation_error") -> Proble
     )
 
 
-def _param_field(field: str) -> str:
-    # The registry names fields inside params ("urls.0"); the request nests them in "params".
-    if field == "params":
-        return field
-    return problems.field_name(("params", *problems.split_field(field)))
-
-
-SCHEDULE_FIELDS = {"name", "type", "params", "every_days", "every_seconds", "cron", "start_at"}
-
-
 @contextmanager
 def _answers() -> Iterator[None]:
-    """The services' refusals as problems: unknown type and bad params name their field (in
-    the request body, so ``params.urls[0]``), clashes are 409."""
+    """Refusals about a job's params name their field inside the body's ``params``
+    (``params.urls[0]``); the app's handlers answer the rest."""
     try:
         yield
-    except UnknownKind as exc:
-        raise _invalid("type", str(exc), code="unknown_kind") from None
-    except InvalidParams as exc:
-        errors = [
-            {"field": _param_field(e["field"]), "message": str(e["message"])} for e in exc.errors
-        ]
-        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-        raise Problem(
-            422, "Invalid request", detail, code="validation_error", errors=errors
-        ) from None
-    except Conflict as exc:
-        raise Problem(409, "Conflict", str(exc), code=exc.code) from None
-    except ValueError as exc:  # the services' "field: message" refusals
-        field, _, message = str(exc).partition(": ")
-        if field not in SCHEDULE_FIELDS:
-            field, message = "body", str(exc)
-        raise _invalid(field, message) from None
+    except Invalid as exc:
+        if exc.in_params:
+            raise exc.within("params") from None
+        raise
 
 
 def _created(location: str, data: dict[str, Any]) -> JSONResponse:
@@ -240,25 +216,14 @@ def _start(
     svc: Services, user: UserRecord, project_id: int, body: JobIn, job_key: str | None
 ) -> JobRecord:
     with _answers():
-        if body.type in indexing.QUOTA_NAMES:  # daily URL quotas and follow-up checks apply
-            job, _created = indexing.create(
-                svc,
-                user,
-                body.type,
-                body.params,
-                title=body.title,
-                idempotency_key=job_key,
-                project_id=project_id,
-            )
-        else:
-            job, _created = svc.create_job(
-                user,
-                body.type,
-                body.params,
-                project_id=project_id,
-                title=body.title,
-                idempotency_key=job_key,
-            )
+        job, _created = svc.create_job(
+            user,
+            body.type,
+            body.params,
+            project_id=project_id,
+            title=body.title,
+            idempotency_key=job_key,
+        )
     return job
 
 

@@ -147,8 +147,8 @@ def _create(
     params = {k: v for k, v in payload.items() if k != "title" and v is not None}
 
     def produce(job_key: str | None) -> JSONResponse:
-        job, _created = indexing.create(
-            svc, user, kind, params, title=payload.get("title"), idempotency_key=job_key
+        job, _created = svc.create_job(
+            user, kind, params, title=payload.get("title"), idempotency_key=job_key
         )
         content = _body(svc, job) | {"duplicates_removed": job.params["duplicates_removed"]}
         headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | retry_headers(job)
@@ -467,4 +467,4 @@ def cancel_check(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
 @router.get("/usage", response_model=Usage, operation_id="get_usage")
 def usage(user: User, svc: Svc) -> dict[str, Any]:
     """Today's URL quota use (UTC day) and when it resets."""
-    return {name: quota.as_dict() for name, quota in indexing.usage(svc, user).items()}
+    return {name: quota.as_dict() for name, quota in svc.usage(user).items()}

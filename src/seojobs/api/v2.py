@@ -189,8 +189,8 @@ def _create(
         params["checker"] = body.checker
 
     def produce(job_key: str | None) -> JSONResponse:
-        job, _created = indexing.create(
-            svc, user, KINDS[task_type], params, title=body.title, idempotency_key=job_key
+        job, _created = svc.create_job(
+            user, KINDS[task_type], params, title=body.title, idempotency_key=job_key
         )
         if refused(job):
             message = job.error_message or "your daily quota is used up"
@@ -210,7 +210,7 @@ def _create(
 @router.get("/account", response_model=V2AccountResponse, operation_id="v2_get_account")
 def account(user: User, svc: Svc) -> dict[str, Any]:
     """Balance: the URLs left in today's submission (indexer) and check (checker) quotas."""
-    quotas = indexing.usage(svc, user)
+    quotas = svc.usage(user)
     balance = {"indexer": quotas["submit"].remaining, "checker": quotas["check"].remaining}
     return {"code": OK, "balance": balance}
 

@@ -1,15 +1,27 @@
 """The job engine: claim, lease, heartbeat, rescue, schedule, prune, wake-up."""
 
-from seojobs.engine.context import Interrupted, ItemResult, JobContext, JobFailed
-from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
+from seojobs.engine.context import Finding, Interrupted, ItemResult, JobContext, JobFailed
+from seojobs.engine.registry import (
+    FollowUp,
+    InvalidParams,
+    Kind,
+    Quota,
+    Registry,
+    ReportColumn,
+    UnknownKind,
+)
 
 __all__ = [
+    "Finding",
+    "FollowUp",
     "Interrupted",
     "InvalidParams",
     "ItemResult",
     "JobContext",
     "JobFailed",
     "Kind",
+    "Quota",
     "Registry",
+    "ReportColumn",
     "UnknownKind",
 ]

@@ -1,20 +1,24 @@
-"""What a running job sees: its params, its items, and a way to record results."""
+"""What a running job sees: its params, its items, and ways to record what it learns.
+
+A job reaches the store only through its context, and the context only through a small
+``JobHost`` protocol (the worker implements it): every write is fenced by the job's claim.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord
-
-if TYPE_CHECKING:
-    from seojobs.engine.worker import Worker
+from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 ITEM_PAGE = 200
+P = TypeVar("P", bound=BaseModel)
+# A finding: ``Finding("missing_title", "warning", {"url": ...})``.
+Finding = NewFinding
 
 
 class JobFailed(Exception):
@@ -32,12 +36,13 @@ class Interrupted(Exception):
 
 @dataclass(frozen=True)
 class ItemResult:
-    """A handler's verdict on one item."""
+    """A handler's verdict on one item, with what the item revealed (written together)."""
 
     outcome: str | None = None
     result: dict[str, Any] | None = None
     error_code: str | None = None
     error_message: str | None = None
+    findings: tuple[NewFinding, ...] = field(default=())
 
     @property
     def failed(self) -> bool:
@@ -48,14 +53,46 @@ class ItemResult:
         return cls(outcome="failed", result=result, error_code=code, error_message=message)
 
 
+class JobHost(Protocol):
+    """What a context needs of the worker running it. Each write raises ``Interrupted`` when
+    the job's claim is gone (cancelled, rescued, finished)."""
+
+    async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
+
+    async def record_items(
+        self, job: JobRecord, outcomes: list[ItemOutcome], counters: dict[str, int]
+    ) -> None: ...
+
+    async def still_held(self, job: JobRecord) -> bool: ...
+
+    async def add_items(self, job: JobRecord, items: list[NewItem]) -> int: ...
+
+    async def add_findings(self, job: JobRecord, findings: list[NewFinding]) -> None: ...
+
+    async def collect(self, job: JobRecord, subject: str, data: Any) -> None: ...
+
+
 ItemHandler = Callable[[ItemRecord], Awaitable[ItemResult]]
 
 
-class JobContext:
-    def __init__(self, worker: Worker, job: JobRecord, params: BaseModel) -> None:
-        self.worker = worker
+class JobContext(Generic[P]):
+    def __init__(
+        self,
+        host: JobHost,
+        job: JobRecord,
+        params: P,
+        *,
+        settings: Any,
+        kind_settings: Any = None,
+        new_item: Callable[[Any], NewItem] = NewItem.of,
+    ) -> None:
+        self._host = host
         self.job = job
-        self.params = params
+        self.params: P = params
+        self.settings: Any = settings
+        self.kind_settings: Any = kind_settings  # the kind's own settings model, if it has one
+        self._new_item = new_item
+        self.collected = False  # published with the job's completion
         self.counters: dict[str, int] = dict(job.counters)
         self.result: dict[str, Any] | None = None
         self.stopping = False  # set on SIGTERM: finish the current item, then release
@@ -68,25 +105,14 @@ class JobContext:
     def job_id(self) -> int:
         return self.job.id
 
-    @property
-    def settings(self) -> Any:
-        return self.worker.settings
-
     def check(self) -> None:
         """Raise ``Interrupted`` if the job should stop before its next unit of work."""
         if self.stopping:
             raise Interrupted("worker is shutting down")
 
-    async def open_items(self) -> AsyncIterator[ItemRecord]:
+    def open_items(self) -> AsyncIterator[ItemRecord]:
         """Unfinished items in order; finished ones (from an earlier claim) are skipped."""
-        after = -1
-        while True:
-            page = await self.worker.run_db(self.worker.open_items, self.job.id, after, ITEM_PAGE)
-            if not page:
-                return
-            for item in page:
-                yield item
-            after = page[-1].seq
+        return self._open_items_after(-1)
 
     async def record(self, item: ItemRecord, verdict: ItemResult) -> None:
         """Store one item's result now; raises ``Interrupted`` if the job was taken away."""
@@ -133,6 +159,7 @@ class JobContext:
                 result=verdict.result,
                 error_code=verdict.error_code,
                 error_message=verdict.error_message,
+                findings=verdict.findings,
             )
             for item, verdict in finished
         ]
@@ -140,7 +167,7 @@ class JobContext:
         for _item, verdict in finished:
             key = verdict.outcome or ("failed" if verdict.failed else "done")
             counters[key] = counters.get(key, 0) + 1
-        await self.worker.record_items(self, outcomes, counters)
+        await self._host.record_items(self.job, outcomes, counters)
         self.counters = counters
 
     async def ensure_held(self) -> None:
@@ -149,16 +176,46 @@ class JobContext:
         Call it before work that cannot be undone, such as sending URLs to a provider.
         """
         self.check()
-        if not await self.worker.run_db(self.worker.still_held, self.job.id, self.job.attempt):
+        if not await self._host.still_held(self.job):
             raise Interrupted(f"job {self.job.id} is no longer held by this worker")
 
+    async def add_items(self, values: Iterable[Any]) -> int:
+        """Add items found while running (a crawler's links): strings or structured items
+        (dicts). An item the job already has, by the kind's dedupe key, is skipped; returns
+        how many were new. Added items are stored before this returns, so they survive a
+        crash and are run by whichever worker resumes the job."""
+        self.check()
+        unique: dict[str, NewItem] = {}
+        for value in values:
+            item = self._new_item(value)
+            unique.setdefault(item.key, item)
+        if not unique:
+            return 0
+        return await self._host.add_items(self.job, list(unique.values()))
+
+    async def add_findings(self, findings: Iterable[NewFinding]) -> None:
+        """Findings about the whole job; a finding about one item goes in its ``ItemResult``
+        so that it is written once, with the item."""
+        found = list(findings)
+        if found:
+            await self._host.add_findings(self.job, found)
+
+    async def collect(self, subject: str, data: Any) -> None:
+        """Store what the job collected about ``subject`` (a domain, a keyword); reads serve
+        it as the project's latest once the job completes. Collecting a subject again in the
+        same job replaces it."""
+        await self._host.collect(self.job, subject, data)
+        self.collected = True
+
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
-        """Run ``handle`` over every unfinished item, recording each result as it finishes.
+        """Run ``handle`` over every unfinished item, recording each result as it finishes,
+        including items added while it runs (``add_items``), until none is left.
 
         Stops before the next item when the worker shuts down or the job is cancelled.
         """
         semaphore = asyncio.Semaphore(concurrency)
         failures: list[BaseException] = []
+        in_flight: set[asyncio.Task[None]] = set()
 
         async def one(item: ItemRecord) -> None:
             try:
@@ -169,22 +226,43 @@ class JobContext:
             finally:
                 semaphore.release()
 
-        interrupted: Interrupted | None = None
+        after = -1
+        interrupted = False
         # Leaving the TaskGroup normally lets items in flight finish and be recorded; raising
         # inside it would cancel them half done.
         async with asyncio.TaskGroup() as group:
-            async for item in self.open_items():
-                await semaphore.acquire()
-                if failures or self.stopping:
-                    semaphore.release()
-                    if self.stopping:
-                        interrupted = Interrupted("worker is shutting down")
+            while not failures:
+                if self.stopping:
+                    interrupted = True
                     break
-                group.create_task(one(item))
+                started = 0
+                async for item in self._open_items_after(after):
+                    await semaphore.acquire()
+                    if failures or self.stopping:
+                        semaphore.release()
+                        break
+                    task = group.create_task(one(item))
+                    in_flight.add(task)
+                    task.add_done_callback(in_flight.discard)
+                    after, started = item.seq, started + 1
+                if started == 0 and not in_flight:
+                    break  # nothing open, and nothing running that could add more
+                if started == 0:
+                    # Items in flight may add more: look again once one of them is done.
+                    await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_COMPLETED)
         if failures:
             raise failures[0]
         if interrupted:
-            raise interrupted
+            raise Interrupted("worker is shutting down")
+
+    async def _open_items_after(self, after: int) -> AsyncIterator[ItemRecord]:
+        while True:
+            page = await self._host.open_items(self.job, after, ITEM_PAGE)
+            if not page:
+                return
+            for item in page:
+                yield item
+            after = page[-1].seq
 
 
 def _copy(exc: BaseException) -> BaseException:

@@ -1,4 +1,9 @@
-"""The kind registry: a kind is a params model plus an async handler, found by name.
+"""The kind registry: a kind declares everything about one job type, and is found by name.
+
+A ``Kind`` is the one extension seam: its params model, its handler, its items, what it costs
+against which quota, whether it can be scheduled, what creating one also creates (follow-ups),
+its report columns, the queue and per-worker concurrency it runs with, its timeout and its own
+settings. Nothing outside the kind branches on its name.
 
 Kinds come from three places: the built-in ones (``seojobs.kinds``), installed plug-ins that
 declare an entry point in the ``seojobs.kinds`` group, and modules named in the
@@ -8,32 +13,144 @@ declare an entry point in the ``seojobs.kinds`` group, and modules named in the
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_settings import BaseSettings
+
+from seojobs.store.records import NewItem
 
 if TYPE_CHECKING:
     from seojobs.engine.context import JobContext
 
 ENTRY_POINT_GROUP = "seojobs.kinds"
 
-Handler = Callable[["JobContext"], Awaitable[None]]
+P = TypeVar("P", bound=BaseModel)
+
+# One item's input: a string (a URL, a page) or a structured item (keyword x location x device),
+# stored as canonical JSON.
+ItemInput = str | Mapping[str, Any]
+Period = Literal["day", "month"]
+
+
+def item_text(value: ItemInput) -> str:
+    """How an item is stored: strings as they are, structured items as canonical JSON (so two
+    equal dicts are one item whatever their key order)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
-class Kind:
+class Quota:
+    """A per-user usage limit that kinds charge when a job is created; resets each period
+    (UTC day or calendar month). ``default`` reads the deployment's limit from the settings;
+    a user's override is stored under ``override_key`` (``submit_daily``)."""
+
     name: str
-    params: type[BaseModel]
-    handler: Handler
-    # The per-item inputs of a job (URLs, pages) derived from its validated params, stored as
-    # item rows when the job is created. None for kinds without items.
-    items: Callable[[Any], Sequence[str]] | None = None
+    default: Callable[[Any], int]
+    period: Period = "day"
+    description: str = ""
+
+    @property
+    def adverb(self) -> str:
+        return "daily" if self.period == "day" else "monthly"
+
+    @property
+    def override_key(self) -> str:
+        return f"{self.name}_{self.adverb}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.adverb} {self.name} quota"
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A job that creating another one also creates, in the same transaction (a submission's
+    index check N days later). Part of its parent's cost: it charges no quota itself."""
+
+    kind: str
+    params: dict[str, Any]
+    delay_seconds: float = 0.0
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportColumn:
+    """A CSV report column: ``path`` is a dotted path into an item's result."""
+
+    name: str
+    path: str
+
+    def value(self, result: Mapping[str, Any] | None) -> Any:
+        found: Any = result or {}
+        for part in self.path.split("."):
+            if not isinstance(found, Mapping):
+                return None
+            found = found.get(part)
+        return found
+
+
+def _no_cost(_params: Any, _items: int) -> dict[str, int]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Kind(Generic[P]):
+    name: str
+    params: type[P]
+    handler: Callable[[JobContext[P]], Awaitable[None]]
+    # The per-item inputs of a job known at creation (URLs), derived from its validated params.
+    # A kind may add more while running (``ctx.add_items``); None for kinds without items.
+    items: Callable[[P], Sequence[ItemInput]] | None = None
+    # An item's dedupe key (e.g. a normalised URL); by default its stored text.
+    item_key: Callable[[ItemInput], str] | None = None
     description: str = ""
     # Small params that status reads need; the rest (e.g. 10,000 URLs) stays unread there.
     summary_params: tuple[str, ...] = ()
+    # Can a collection schedule start it? Schedules fire through the same creation path as a
+    # POST, so quotas apply to scheduled jobs too.
+    schedulable: bool = True
+    # What a job costs: ``cost(params, item_count) -> {quota_name: amount}``, charged when it
+    # is created; a job over a quota is stored failed with ``quota_exceeded``.
+    cost: Callable[[P, int], Mapping[str, int]] = _no_cost
+    quotas: tuple[Quota, ...] = ()
+    # Jobs that creating one of this kind also creates: ``follow_ups(params, job_id, settings)``.
+    follow_ups: Callable[[P, int, Any], Sequence[FollowUp]] | None = None
+    # CSV report columns besides the generic ones (input, status, error, finished_at).
+    report_columns: tuple[ReportColumn, ...] = ()
+    # Workers serve queues (``seojobs worker --queue``); ``concurrency`` caps the jobs of
+    # this kind one worker runs at once (a Chromium pool must not take the slots of cheap
+    # HTTP checks). None: only the worker's total applies.
+    queue: str = "default"
+    concurrency: int | None = None
+    # Seconds a job may run before it fails with code ``timeout``; None: no limit.
+    timeout: float | None = None
+    # The kind's own settings: a pydantic-settings model with its own env prefix (e.g.
+    # ``SEOJOBS_SITE_AUDIT_``), built once per worker and handed to jobs as ``ctx.kind_settings``.
+    settings: type[BaseSettings] | None = None
+    # Alembic version directories of the tables this kind owns (a plug-in's, outside the
+    # package); they join the one migration chain (``seojobs migrate``).
+    migrations: tuple[str, ...] = field(default=())
+
+    def validate(self, params: Mapping[str, Any]) -> P:
+        try:
+            return self.params.model_validate(params)
+        except ValidationError as exc:
+            raise InvalidParams(self.name, exc) from None
+
+    def new_item(self, value: ItemInput) -> NewItem:
+        text = item_text(value)
+        key = self.item_key(value) if self.item_key else text
+        return NewItem.of(text, data=None if isinstance(value, str) else dict(value), key=key)
+
+    def inputs(self, model: P) -> list[str]:
+        return [item_text(value) for value in self.items(model)] if self.items else []
 
 
 class UnknownKind(LookupError):
@@ -57,35 +174,36 @@ class InvalidParams(ValueError):
 
 class Registry:
     def __init__(self) -> None:
-        self._kinds: dict[str, Kind] = {}
+        self._kinds: dict[str, Kind[Any]] = {}
 
-    def add(self, kind: Kind) -> Kind:
+    def add(self, kind: Kind[Any]) -> Kind[Any]:
         if kind.name in self._kinds and self._kinds[kind.name] is not kind:
             raise ValueError(f"job kind {kind.name!r} is registered twice")
+        quotas = {q.name: q for k in self._kinds.values() for q in k.quotas}
+        for quota in kind.quotas:
+            if quotas.get(quota.name, quota) != quota:
+                raise ValueError(f"quota {quota.name!r} is declared twice, differently")
         self._kinds[kind.name] = kind
         return kind
 
-    def kind(
-        self,
-        name: str,
-        params: type[BaseModel],
-        *,
-        items: Callable[[Any], Sequence[str]] | None = None,
-        description: str = "",
-    ) -> Callable[[Handler], Handler]:
-        """Decorator form of :meth:`add`."""
-
-        def decorate(handler: Handler) -> Handler:
-            self.add(Kind(name, params, handler, items, description))
-            return handler
-
-        return decorate
-
-    def get(self, name: str) -> Kind:
+    def get(self, name: str) -> Kind[Any]:
         try:
             return self._kinds[name]
         except KeyError:
             raise UnknownKind(name, self._kinds) from None
+
+    def kinds(self) -> list[Kind[Any]]:
+        return [self._kinds[name] for name in sorted(self._kinds)]
+
+    def quotas(self) -> dict[str, Quota]:
+        """Every quota some kind declares, by name."""
+        return {q.name: q for kind in self.kinds() for q in kind.quotas}
+
+    def queues(self) -> set[str]:
+        return {kind.queue for kind in self._kinds.values()}
+
+    def migration_dirs(self) -> list[str]:
+        return [path for kind in self.kinds() for path in kind.migrations]
 
     def summary_keys(self) -> tuple[str, ...]:
         return tuple(sorted({key for kind in self._kinds.values() for key in kind.summary_params}))
@@ -96,15 +214,11 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         return name in self._kinds
 
-    def validate(self, name: str, params: dict[str, Any]) -> tuple[BaseModel, list[str]]:
+    def validate(self, name: str, params: Mapping[str, Any]) -> tuple[BaseModel, list[str]]:
         """Validate params for a kind; returns the model and the item inputs."""
         kind = self.get(name)
-        try:
-            model = kind.params.model_validate(params)
-        except ValidationError as exc:
-            raise InvalidParams(name, exc) from None
-        inputs = list(kind.items(model)) if kind.items else []
-        return model, inputs
+        model = kind.validate(params)
+        return model, kind.inputs(model)
 
     def load_plugins(self, modules: Iterable[str] = ()) -> None:
         for ep in entry_points(group=ENTRY_POINT_GROUP):

@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
@@ -26,12 +26,14 @@ from pydantic import ValidationError
 from seojobs.engine import maintenance
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.listener import Listener
-from seojobs.engine.registry import Registry, UnknownKind
+from seojobs.engine.maintenance import FireSchedule
+from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
+from seojobs.store import results as result_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord
+from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 log = logging.getLogger("seojobs.worker")
 
@@ -55,6 +57,8 @@ class Worker:
         clock: Callable[[], datetime] = utcnow,
         maintenance: bool = True,
         shutdown_grace: float | None = None,
+        queues: Iterable[str] | None = None,
+        fire_schedule: FireSchedule | None = None,
     ) -> None:
         self.db = db
         self.settings = settings
@@ -63,9 +67,21 @@ class Worker:
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self.run_maintenance = maintenance
+        self.fire_schedule = fire_schedule
+        # The kinds this worker runs: those of its queues (all, by default; then jobs of kinds
+        # nobody registered are claimed too, and fail as unknown_kind rather than wait).
+        self.queues = frozenset(queues) if queues is not None else None
+        self._served = (
+            None
+            if self.queues is None
+            else sorted(k.name for k in registry.kinds() if k.queue in self.queues)
+        )
+        self._limited = {k.name: k.concurrency for k in registry.kinds() if k.concurrency}
+        self._kind_settings: dict[str, Any] = {}
+        self._collected: set[int] = set()  # completions that publish collected data
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
-        self.running: dict[int, tuple[asyncio.Task[None], JobContext | None, JobRecord]] = {}
+        self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
         self.claimed_total = 0
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
@@ -168,10 +184,47 @@ class Worker:
         with self.db.write() as conn:
             now = self.clock()
             if acks:
-                self._check_completed(acks, job_sql.complete_many(self.db, conn, acks, now))
-            return job_sql.claim(
-                self.db, conn, self.worker_id, limit, now, self.settings.lease_seconds
-            )
+                self._check_completed(acks, self._complete(conn, acks, now))
+            claimed: list[JobRecord] = []
+            for kinds, exclude, most in self._claim_plan(limit):
+                claimed += job_sql.claim(
+                    self.db,
+                    conn,
+                    self.worker_id,
+                    most,
+                    now,
+                    self.settings.lease_seconds,
+                    kinds=kinds,
+                    exclude=exclude,
+                )
+            return claimed
+
+    def _claim_plan(self, limit: int) -> list[tuple[list[str] | None, list[str], int]]:
+        """``(kinds, excluded kinds, how many)`` per claim statement: one for the kinds
+        without a concurrency cap, one per capped kind that has a free slot."""
+        if not self._limited:
+            return [(self._served, [], limit)]
+        running: dict[str, int] = {}
+        for _task, _ctx, job in self.running.values():
+            running[job.kind] = running.get(job.kind, 0) + 1
+        capped = sorted(self._limited)
+        plan = [(self._served, capped, limit)]
+        for name in capped:
+            if self._served is not None and name not in self._served:
+                continue
+            free = self._limited[name] - running.get(name, 0)
+            if free > 0:
+                plan.append(([name], [], min(free, limit)))
+        return plan
+
+    def _complete(
+        self, conn: Any, done: list[tuple[int, int, dict[str, Any] | None]], now: datetime
+    ) -> set[int]:
+        ids = {job_id for job_id, _attempt, _result in done}
+        publish = self._collected & ids
+        completed = job_sql.complete_many(self.db, conn, done, now, collected=publish)
+        self._collected -= ids
+        return completed
 
     @staticmethod
     def _check_completed(
@@ -210,21 +263,32 @@ class Worker:
         try:
             kind = self.registry.get(job.kind)
             params = kind.params.model_validate(job.params)
+            kind_settings = self._settings_of(kind)
         except (UnknownKind, ValidationError) as exc:
             code = "unknown_kind" if isinstance(exc, UnknownKind) else "invalid_params"
             await self._fail(job, code, str(exc))
             return
-        ctx = JobContext(self, job, params)
+        ctx: JobContext[Any] = JobContext(
+            self,
+            job,
+            params,
+            settings=self.settings,
+            kind_settings=kind_settings,
+            new_item=kind.new_item,
+        )
         task, _none, _job = self.running[job.id]
         self.running[job.id] = (task, ctx, job)
         if self._stopping.is_set():
             ctx.stopping = True
         try:
-            await kind.handler(ctx)
+            async with asyncio.timeout(kind.timeout):
+                await kind.handler(ctx)
         except Interrupted:
             await self._release_if_held(job, ctx)
         except JobFailed as exc:
             await self._fail(job, exc.code, exc.message)
+        except TimeoutError:
+            await self._fail(job, "timeout", f"the job ran longer than {kind.timeout:g} s")
         except asyncio.CancelledError:
             # Lease lost (heartbeat found the job gone) or the shutdown grace ran out.
             await asyncio.shield(self._release_if_held(job, ctx))
@@ -233,8 +297,18 @@ class Worker:
             log.exception("job %s (%s) raised", job.id, job.kind)
             await self._fail(job, "internal_error", f"{type(exc).__name__}: {exc}")
         else:
+            if ctx.collected:
+                self._collected.add(job.id)
             self._completions.append((job.id, job.attempt, ctx.result))
             self._has_completions.set()
+
+    def _settings_of(self, kind: Kind[Any]) -> Any:
+        """The kind's own settings, read from the environment once per worker."""
+        if kind.settings is None:
+            return None
+        if kind.name not in self._kind_settings:
+            self._kind_settings[kind.name] = kind.settings()
+        return self._kind_settings[kind.name]
 
     async def _fail(self, job: JobRecord, code: str, message: str) -> None:
         def write() -> bool:
@@ -244,7 +318,7 @@ class Worker:
         if not await self.run_db(write):
             log.warning("job %s: could not record failure %s (claim lost)", job.id, code)
 
-    async def _release_if_held(self, job: JobRecord, ctx: JobContext) -> None:
+    async def _release_if_held(self, job: JobRecord, ctx: JobContext[Any]) -> None:
         def write() -> int:
             with self.db.write() as conn:
                 return job_sql.release(conn, [(job.id, job.attempt)], self.clock())
@@ -256,27 +330,75 @@ class Worker:
             log.info("job %s released for another worker to resume", job.id)
             self.db.wake_local()
 
-    def open_items(self, job_id: int, after: int, limit: int) -> list[ItemRecord]:
-        with self.db.read() as conn:
-            return job_sql.items_page(conn, job_id, after_seq=after, limit=limit, only_open=True)
+    # -- JobHost: what a running job's context asks of the store ------------------------------
 
-    def still_held(self, job_id: int, attempt: int) -> bool:
-        with self.db.read() as conn:
-            return job_sql.still_held(conn, job_id, attempt)
-
-    async def record_items(
-        self, ctx: JobContext, outcomes: list[ItemOutcome], counters: dict[str, int]
-    ) -> None:
-        def write() -> None:
-            with self.db.write() as conn:
-                job_sql.record_items(
-                    conn, ctx.job.id, ctx.job.attempt, outcomes, counters, self.clock()
+    async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]:
+        def read() -> list[ItemRecord]:
+            with self.db.read() as conn:
+                return job_sql.items_page(
+                    conn, job.id, after_seq=after_seq, limit=limit, only_open=True
                 )
 
+        return await self.run_db(read)
+
+    async def still_held(self, job: JobRecord) -> bool:
+        def read() -> bool:
+            with self.db.read() as conn:
+                return job_sql.still_held(conn, job.id, job.attempt)
+
+        return await self.run_db(read)
+
+    async def record_items(
+        self, job: JobRecord, outcomes: list[ItemOutcome], counters: dict[str, int]
+    ) -> None:
+        await self._fenced(
+            job,
+            lambda conn: job_sql.record_items(
+                conn, job.id, job.attempt, outcomes, counters, self.clock()
+            ),
+        )
+
+    async def add_items(self, job: JobRecord, items: list[NewItem]) -> int:
+        return await self._fenced(
+            job,
+            lambda conn: result_sql.add_items(
+                self.db, conn, job.id, job.attempt, items, self.clock()
+            ),
+        )
+
+    async def add_findings(self, job: JobRecord, findings: list[NewFinding]) -> None:
+        await self._fenced(
+            job,
+            lambda conn: result_sql.add_findings(conn, job.id, job.attempt, findings, self.clock()),
+        )
+
+    async def collect(self, job: JobRecord, subject: str, data: Any) -> None:
+        await self._fenced(
+            job,
+            lambda conn: result_sql.collect(
+                self.db,
+                conn,
+                job_id=job.id,
+                attempt=job.attempt,
+                project_id=job.project_id,
+                kind=job.kind,
+                subject=subject,
+                data=data,
+                now=self.clock(),
+            ),
+        )
+
+    async def _fenced(self, job: JobRecord, write: Callable[[Any], T]) -> T:
+        """Run a store write that names the job's claim; a lost claim stops the job."""
+
+        def run() -> T:
+            with self.db.write() as conn:
+                return write(conn)
+
         try:
-            await self.run_db(write)
+            return await self.run_db(run)
         except job_sql.LeaseLost:
-            raise Interrupted(f"job {ctx.job.id} is no longer held by this worker") from None
+            raise Interrupted(f"job {job.id} is no longer held by this worker") from None
 
     # -- background loops -----------------------------------------------------------------
 
@@ -293,7 +415,7 @@ class Worker:
 
             def write(batch: list[tuple[int, int, dict[str, Any] | None]] = batch) -> set[int]:
                 with self.db.write() as conn:
-                    return job_sql.complete_many(self.db, conn, batch, self.clock())
+                    return self._complete(conn, batch, self.clock())
 
             try:
                 done = await self.run_db(write)
@@ -332,7 +454,12 @@ class Worker:
         while True:
             try:
                 await self.run_db(
-                    maintenance.run_once, self.db, self.settings, self.worker_id, self.clock()
+                    maintenance.run_once,
+                    self.db,
+                    self.settings,
+                    self.worker_id,
+                    self.clock(),
+                    self.fire_schedule,
                 )
             except Exception:
                 log.exception("maintenance pass failed")

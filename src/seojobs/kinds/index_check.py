@@ -11,10 +11,10 @@ import asyncio
 import contextlib
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
-from seojobs.engine.registry import Kind
+from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
-from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls
+from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
 from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, ProviderError
 from seojobs.store.records import ItemRecord
 
@@ -34,9 +34,8 @@ async def _provider_verdict(checker: Checker, url: str, engine: str) -> CheckRes
         return CheckResult(url, "failed", checker.name, exc.code, exc.message)
 
 
-async def run(ctx: JobContext) -> None:
+async def run(ctx: JobContext[IndexCheckParams]) -> None:
     params = ctx.params
-    assert isinstance(params, IndexCheckParams)
     checker = providers.checker_for(ctx.settings, params.engine)
 
     async def one(item: ItemRecord) -> ItemResult:
@@ -69,6 +68,28 @@ async def run(ctx: JobContext) -> None:
         await providers.close(checker)
 
 
+QUOTA = Quota(
+    "check",
+    lambda settings: settings.quota_check_daily,
+    description="URLs checked per UTC day (SEOJOBS_QUOTA_CHECK_DAILY).",
+)
+# The indexability diagnostics of each URL, as URL Inspection names them.
+DIAGNOSTICS = (
+    "final_url",
+    "http_status",
+    "redirect_chain",
+    "robots_txt_state",
+    "indexing_state",
+    "page_fetch_state",
+    "meta_robots",
+    "x_robots_tag",
+    "canonical",
+    "canonical_state",
+    "content_type",
+    "fetch_error_kind",
+    "verdict_reason",
+)
+
 KIND = Kind(
     NAME,
     IndexCheckParams,
@@ -76,4 +97,7 @@ KIND = Kind(
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
     description="Check whether URLs are indexed, with indexability diagnostics per URL.",
+    cost=url_count_cost(QUOTA.name),
+    quotas=(QUOTA,),
+    report_columns=tuple(ReportColumn(name, f"diagnostics.{name}") for name in DIAGNOSTICS),
 )

@@ -7,12 +7,15 @@ again; only the batch in flight when a worker dies can be sent twice.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
-from seojobs.engine.registry import Kind
+from seojobs.engine.registry import FollowUp, Kind, Quota
 from seojobs.kinds import providers
-from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls
+from seojobs.kinds.index_check import NAME as CHECK
+from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
 from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResult, Submitter
 from seojobs.store.records import ItemRecord
 
@@ -34,7 +37,9 @@ def _verdict(result: SubmitResult) -> ItemResult:
     )
 
 
-async def _send(ctx: JobContext, submitter: Submitter, batch: list[ItemRecord]) -> None:
+async def _send(
+    ctx: JobContext[IndexSubmitParams], submitter: Submitter, batch: list[ItemRecord]
+) -> None:
     await ctx.ensure_held()
     urls = [item.input for item in batch]
     try:
@@ -59,9 +64,8 @@ async def _send(ctx: JobContext, submitter: Submitter, batch: list[ItemRecord]) 
     await ctx.record_many(verdicts)
 
 
-async def run(ctx: JobContext) -> None:
+async def run(ctx: JobContext[IndexSubmitParams]) -> None:
     params = ctx.params
-    assert isinstance(params, IndexSubmitParams)
     submitter = providers.submitter_for(ctx.settings, params.engine)
     try:
         batch: list[ItemRecord] = []
@@ -76,6 +80,26 @@ async def run(ctx: JobContext) -> None:
         await providers.close(submitter)
 
 
+def follow_ups(params: IndexSubmitParams, job_id: int, settings: Any) -> list[FollowUp]:
+    """``checker`` = N: one index check of the same URLs, N days (SEOJOBS_DAY_SECONDS) later."""
+    if not params.checker:
+        return []
+    return [
+        FollowUp(
+            CHECK,
+            {"urls": params.urls, "engine": params.engine},
+            delay_seconds=params.checker * settings.day_seconds,
+            title=f"follow-up check of submission {job_id}",
+        )
+    ]
+
+
+QUOTA = Quota(
+    "submit",
+    lambda settings: settings.quota_submit_daily,
+    description="URLs submitted per UTC day (SEOJOBS_QUOTA_SUBMIT_DAILY).",
+)
+
 KIND = Kind(
     NAME,
     IndexSubmitParams,
@@ -83,4 +107,7 @@ KIND = Kind(
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
     description="Submit URLs for crawling (IndexNow, Google Indexing API).",
+    cost=url_count_cost(QUOTA.name),
+    quotas=(QUOTA,),
+    follow_ups=follow_ups,
 )

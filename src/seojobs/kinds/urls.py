@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -58,3 +59,12 @@ class UrlListParams(BaseModel):
 
 def item_urls(params: UrlListParams) -> list[str]:
     return list(params.urls)
+
+
+def url_count_cost(quota: str) -> Callable[[Any, int], dict[str, int]]:
+    """A URL job's cost: one unit of ``quota`` per URL."""
+
+    def cost(_params: Any, items: int) -> dict[str, int]:
+        return {quota: items}
+
+    return cost

@@ -1,5 +1,21 @@
 """Use cases: create, read and cancel jobs; users, projects and schedules. No HTTP, no SQL."""
 
-from seojobs.services.core import Conflict, NotFound, Services
+from seojobs.services.core import Services
+from seojobs.services.errors import (
+    Conflict,
+    FieldError,
+    Invalid,
+    NotFound,
+    QuotaExceeded,
+    ServiceError,
+)
 
-__all__ = ["Conflict", "NotFound", "Services"]
+__all__ = [
+    "Conflict",
+    "FieldError",
+    "Invalid",
+    "NotFound",
+    "QuotaExceeded",
+    "ServiceError",
+    "Services",
+]

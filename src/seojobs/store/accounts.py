@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
+from seojobs.store.errors import Duplicate
 from seojobs.store.records import ProjectRecord, UserRecord
-from seojobs.store.tables import projects, users
+from seojobs.store.tables import projects, schedules, users
 
 DEFAULT_PROJECT = "default"
 
@@ -56,14 +58,32 @@ def user_by_id(conn: Connection, user_id: int) -> UserRecord | None:
     return UserRecord(**row._asdict()) if row else None
 
 
+def owner_of_project(conn: Connection, project_id: int) -> UserRecord | None:
+    owner = select(projects.c.user_id).where(projects.c.id == project_id).scalar_subquery()
+    row = conn.execute(_user_query().where(users.c.id == owner)).first()
+    return UserRecord(**row._asdict()) if row else None
+
+
+def schedule_count(conn: Connection, user_id: int) -> int:
+    query = (
+        select(func.count())
+        .select_from(schedules.join(projects, projects.c.id == schedules.c.project_id))
+        .where(projects.c.user_id == user_id)
+    )
+    return int(conn.execute(query).scalar_one())
+
+
 def create_project(
     conn: Connection, *, user_id: int, name: str, now: datetime, default: bool = False
 ) -> ProjectRecord:
-    row = conn.execute(
-        insert(projects)
-        .values(user_id=user_id, name=name, is_default=default, created_at=now)
-        .returning(*projects.c)
-    ).one()
+    try:
+        row = conn.execute(
+            insert(projects)
+            .values(user_id=user_id, name=name, is_default=default, created_at=now)
+            .returning(*projects.c)
+        ).one()
+    except IntegrityError:  # UNIQUE (user_id, name), also when two requests race
+        raise Duplicate(name) from None
     return ProjectRecord(**row._asdict())
 
 

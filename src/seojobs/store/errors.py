@@ -7,3 +7,7 @@ class StoreError(Exception):
 
 class FinalStateError(StoreError):
     """A change was asked of a job that is already ``completed`` or ``failed``."""
+
+
+class Duplicate(StoreError):
+    """A row with the same unique key exists (also when two writers raced for it)."""

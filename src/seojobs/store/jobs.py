@@ -30,8 +30,15 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from seojobs.store.db import Database
-from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewJob
-from seojobs.store.tables import job_items, jobs, projects
+from seojobs.store.records import (
+    ItemOutcome,
+    ItemRecord,
+    JobRecord,
+    NewFinding,
+    NewItem,
+    NewJob,
+)
+from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
 OPEN_STATES = ("pending", "processing")
 FINAL_STATES = ("completed", "failed")
@@ -114,16 +121,27 @@ def _existing_job_query(new: NewJob) -> Any:
     )
 
 
-def _insert_items(conn: Connection, job_id: int, inputs: Sequence[str]) -> None:
-    for start in range(0, len(inputs), ITEM_INSERT_CHUNK):
-        chunk = inputs[start : start + ITEM_INSERT_CHUNK]
-        conn.execute(
-            insert(job_items),
-            [
-                {"job_id": job_id, "seq": start + i, "input": value, "state": "pending"}
-                for i, value in enumerate(chunk)
-            ],
+def item_rows(job_id: int, items: Sequence[str | NewItem], first_seq: int) -> list[dict[str, Any]]:
+    rows = []
+    for i, value in enumerate(items):
+        item = NewItem.of(value) if isinstance(value, str) else value
+        rows.append(
+            {
+                "job_id": job_id,
+                "seq": first_seq + i,
+                "input": item.input,
+                "key": item.key,
+                "data": item.data,
+                "state": "pending",
+            }
         )
+    return rows
+
+
+def _insert_items(conn: Connection, job_id: int, items: Sequence[str | NewItem]) -> None:
+    for start in range(0, len(items), ITEM_INSERT_CHUNK):
+        chunk = items[start : start + ITEM_INSERT_CHUNK]
+        conn.execute(insert(job_items), item_rows(job_id, chunk, start))
 
 
 def insert_many_bare(db: Database, conn: Connection, news: Sequence[NewJob], now: datetime) -> None:
@@ -217,11 +235,19 @@ def count_by_state(conn: Connection) -> dict[str, int]:
 
 
 def items_page(
-    conn: Connection, job_id: int, *, after_seq: int = -1, limit: int = 500, only_open: bool = False
+    conn: Connection,
+    job_id: int,
+    *,
+    after_seq: int = -1,
+    limit: int = 500,
+    only_open: bool = False,
+    outcomes: Sequence[str] | None = None,
 ) -> list[ItemRecord]:
     query = select(job_items).where(job_items.c.job_id == job_id, job_items.c.seq > after_seq)
     if only_open:
         query = query.where(job_items.c.state == "pending")
+    if outcomes:
+        query = query.where(job_items.c.outcome.in_(outcomes))
     rows = conn.execute(query.order_by(job_items.c.seq).limit(limit))
     return [_item(r) for r in rows]
 
@@ -230,17 +256,27 @@ def items_page(
 
 
 def claim(
-    db: Database, conn: Connection, worker_id: str, limit: int, now: datetime, lease: float
+    db: Database,
+    conn: Connection,
+    worker_id: str,
+    limit: int,
+    now: datetime,
+    lease: float,
+    *,
+    kinds: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
 ) -> list[JobRecord]:
-    """Take up to ``limit`` due pending jobs in one statement; oldest first within priority."""
-    if limit <= 0:
+    """Take up to ``limit`` due pending jobs in one statement; oldest first within priority.
+    ``kinds`` limits the claim to those kinds (a worker's queues), ``exclude`` leaves some out
+    (kinds claimed separately under their own concurrency cap)."""
+    if limit <= 0 or (kinds is not None and not kinds):
         return []
-    candidates = (
-        select(jobs.c.id)
-        .where(jobs.c.state == "pending", jobs.c.run_at <= now)
-        .order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
-        .limit(limit)
-    )
+    candidates = select(jobs.c.id).where(jobs.c.state == "pending", jobs.c.run_at <= now)
+    if kinds is not None:
+        candidates = candidates.where(jobs.c.kind.in_(kinds))
+    if exclude:
+        candidates = candidates.where(jobs.c.kind.not_in(exclude))
+    candidates = candidates.order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id).limit(limit)
     values = {
         "state": "processing",
         "attempt": jobs.c.attempt + 1,
@@ -299,11 +335,33 @@ def complete_many(
     conn: Connection,
     done: Sequence[tuple[int, int, dict[str, Any] | None]],
     now: datetime,
+    collected: Iterable[int] = (),
 ) -> set[int]:
-    """Mark claimed jobs completed, fenced by (id, attempt) and state.
+    """Mark claimed jobs completed, fenced by (id, attempt) and state; ``collected`` names
+    the jobs whose collected data is published with their completion.
 
     Returns the ids that were completed; a job missing from it had lost its claim.
     """
+    completed = _complete(db, conn, done, now)
+    published = completed.intersection(collected)
+    if published:
+        # What these jobs collected becomes the latest collection with their completion, in
+        # the same transaction: a read never sees half a collection, nor a completed job
+        # without its data.
+        conn.execute(
+            update(collections)
+            .where(collections.c.job_id.in_(sorted(published)))
+            .values(committed=True)
+        )
+    return completed
+
+
+def _complete(
+    db: Database,
+    conn: Connection,
+    done: Sequence[tuple[int, int, dict[str, Any] | None]],
+    now: datetime,
+) -> set[int]:
     completed: set[int] = set()
     plain = [(job_id, attempt) for job_id, attempt, result in done if result is None]
     if plain and db.dialect == "postgresql":
@@ -403,6 +461,13 @@ def record_items(
         raise LeaseLost(job_id)
     if not outcomes:
         return
+    found = [
+        finding_row(job_id, finding, now, item_id=o.item_id)
+        for o in outcomes
+        for finding in o.findings
+    ]
+    if found:
+        conn.execute(insert(findings), found)
     # One executemany for the whole group rather than a statement per item.
     conn.execute(
         _RECORD_ITEM,
@@ -438,6 +503,27 @@ _RECORD_ITEM = (
         finished_at=bindparam("b_at", type_=job_items.c.finished_at.type),
     )
 )
+
+
+def finding_row(
+    job_id: int, finding: NewFinding, now: datetime, *, item_id: int | None = None
+) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "item_id": item_id if item_id is not None else finding.item_id,
+        "code": finding.code,
+        "severity": finding.severity,
+        "data": finding.data,
+        "created_at": now,
+    }
+
+
+def fence(conn: Connection, job_id: int, attempt: int, now: datetime) -> None:
+    """Raise ``LeaseLost`` unless this claim still holds the job; on PostgreSQL the UPDATE
+    also locks the job row until the transaction ends, so a cancel or rescue waits."""
+    stmt = update(jobs).where(_held(job_id, attempt)).values(updated_at=now)
+    if conn.execute(stmt).rowcount != 1:
+        raise LeaseLost(job_id)
 
 
 def still_held(conn: Connection, job_id: int, attempt: int) -> bool:

@@ -1,14 +1,21 @@
-"""Create or upgrade the schema with Alembic (``seojobs migrate``)."""
+"""Create or upgrade the schema with Alembic (``seojobs migrate``).
+
+One migration chain: seojobs' own versions plus the version directories of kinds that own
+tables (``Kind.migrations``), each such directory a branch that depends on a seojobs revision.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import text
 
 from seojobs.store.db import Database
@@ -18,14 +25,17 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 PG_MIGRATION_LOCK = 0x5E0_10B5
 
 
-def alembic_config() -> Config:
+def alembic_config(extra: Sequence[str] = ()) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("path_separator", "os")
+    locations = [str(MIGRATIONS / "versions"), *(str(Path(p)) for p in extra)]
+    config.set_main_option("version_locations", os.pathsep.join(locations))
     return config
 
 
-def upgrade(db: Database, revision: str = "head") -> None:
-    config = alembic_config()
+def upgrade(db: Database, extra: Sequence[str] = (), revision: str = "heads") -> None:
+    config = alembic_config(extra)
     with db.engine.connect() as conn:
         if db.dialect == "postgresql":
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": PG_MIGRATION_LOCK})
@@ -40,17 +50,55 @@ def upgrade(db: Database, revision: str = "head") -> None:
                 conn.commit()
 
 
-def current_revision(db: Database) -> str | None:
+def current_heads(db: Database) -> set[str]:
     with db.engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        return set(MigrationContext.configure(conn).get_current_heads())
+
+
+def _reached(script: ScriptDirectory, heads: set[str]) -> set[str]:
+    """The revisions applied to a database at ``heads``: the heads, their ancestors and what
+    they depend on (a plug-in branch that depends on a seojobs revision stands alone in the
+    version table, with that revision implied)."""
+    seen: set[str] = set()
+    todo = list(heads)
+    while todo:
+        revision = todo.pop()
+        if revision in seen:
+            continue
+        seen.add(revision)
+        try:
+            found = script.get_revision(revision)
+        except CommandError:  # a plug-in's revision, of a directory not given here
+            found = None
+        if found is None:
+            continue
+        for parents in (found.down_revision, found.dependencies):
+            if isinstance(parents, str):
+                todo.append(parents)
+            elif parents:
+                todo.extend(parents)
+    return seen
+
+
+def current_revision(db: Database, extra: Sequence[str] = ()) -> str | None:
+    """seojobs' own revision that the database is at (``extra``: plug-ins' directories)."""
+    reached = _reached(_script(tuple(extra)), current_heads(db))
+    own = [s.revision for s in _script(()).walk_revisions()]  # newest first
+    return next((r for r in own if r in reached), None)
 
 
 @functools.cache
+def _script(extra: tuple[str, ...]) -> ScriptDirectory:
+    # The scripts ship with the package (and the plug-ins) and cannot change under a running
+    # process; reading them on every /readyz was file I/O for nothing.
+    return ScriptDirectory.from_config(alembic_config(extra))
+
+
 def head_revision() -> str | None:
-    # The scripts ship with the package and cannot change under a running process; reading
-    # them on every /readyz was file I/O for nothing.
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    heads = _script(()).get_heads()
+    return sorted(heads)[0] if heads else None
 
 
-def is_current(db: Database) -> bool:
-    return current_revision(db) == head_revision()
+def is_current(db: Database, extra: Sequence[str] = ()) -> bool:
+    script = _script(tuple(extra))
+    return set(script.get_heads()) <= _reached(script, current_heads(db))

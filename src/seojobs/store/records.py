@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -63,6 +65,8 @@ class ItemRecord:
     job_id: int
     seq: int
     input: str
+    key: str | None
+    data: Any
     state: str
     outcome: str | None
     result: dict[str, Any] | None
@@ -72,8 +76,53 @@ class ItemRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class NewItem:
+    """An item to store: ``input`` as text, ``key`` the sha256 of its dedupe key, ``data`` a
+    structured item's value."""
+
+    input: str
+    key: str
+    data: Any = None
+
+    @classmethod
+    def of(cls, text: str, data: Any = None, key: str | None = None) -> NewItem:
+        return cls(text, hashlib.sha256((text if key is None else key).encode()).hexdigest(), data)
+
+
+@dataclass(frozen=True, slots=True)
+class NewFinding:
+    code: str
+    severity: str
+    data: dict[str, Any] | None = None
+    item_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FindingRecord:
+    id: int
+    job_id: int
+    item_id: int | None
+    code: str
+    severity: str
+    data: dict[str, Any] | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionRecord:
+    id: int
+    project_id: int
+    kind: str
+    subject: str
+    job_id: int | None
+    data: Any
+    committed: bool
+    collected_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ItemOutcome:
-    """What a worker writes for one finished item."""
+    """What a worker writes for one finished item, with what the item revealed."""
 
     item_id: int
     failed: bool
@@ -81,6 +130,7 @@ class ItemOutcome:
     result: dict[str, Any] | None = None
     error_code: str | None = None
     error_message: str | None = None
+    findings: tuple[NewFinding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +139,7 @@ class NewJob:
     kind: str
     params: dict[str, Any]
     run_at: datetime
-    items: list[str] = field(default_factory=list)
+    items: Sequence[str | NewItem] = field(default_factory=list)
     priority: int = 0
     title: str | None = None
     parent_id: int | None = None

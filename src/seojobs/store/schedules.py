@@ -6,10 +6,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
-from seojobs.store.db import Database
-from seojobs.store.jobs import insert_job
-from seojobs.store.records import NewJob, ScheduleRecord
+from seojobs.store.errors import Duplicate
+from seojobs.store.records import ScheduleRecord
 from seojobs.store.tables import schedules
 
 
@@ -30,22 +30,25 @@ def create(
     first_tick: datetime,
     now: datetime,
 ) -> ScheduleRecord:
-    row = conn.execute(
-        insert(schedules)
-        .values(
-            project_id=project_id,
-            name=name,
-            kind=kind,
-            params=params,
-            interval_seconds=interval_seconds,
-            cron=cron,
-            start_at=start_at,
-            next_tick_at=first_tick,
-            enabled=True,
-            created_at=now,
-        )
-        .returning(*schedules.c)
-    ).one()
+    try:
+        row = conn.execute(
+            insert(schedules)
+            .values(
+                project_id=project_id,
+                name=name,
+                kind=kind,
+                params=params,
+                interval_seconds=interval_seconds,
+                cron=cron,
+                start_at=start_at,
+                next_tick_at=first_tick,
+                enabled=True,
+                created_at=now,
+            )
+            .returning(*schedules.c)
+        ).one()
+    except IntegrityError:  # UNIQUE (project_id, name)
+        raise Duplicate(name) from None
     return _schedule(row)
 
 
@@ -75,40 +78,18 @@ def due(conn: Connection, now: datetime, limit: int = 100) -> list[ScheduleRecor
     return [_schedule(r) for r in rows]
 
 
-def fire(
-    db: Database,
-    conn: Connection,
-    schedule: ScheduleRecord,
-    expected_next: datetime,
-    tick: datetime,
-    next_tick: datetime,
-    now: datetime,
-) -> int | None:
-    """Enqueue the job of one tick and move the schedule on.
-
-    The UNIQUE (schedule_id, schedule_tick) constraint on jobs makes the tick exactly-once even
-    if two leaders overlap; the guarded UPDATE moves ``next_tick_at`` only from the value read.
-    Returns the new job's id, or None when this tick had already fired.
-    """
-    moved = conn.execute(
+def advance(
+    conn: Connection, schedule_id: int, expected_next: datetime, next_tick: datetime
+) -> bool:
+    """Move a schedule to its next tick, only from the value read: of two leaders that raced
+    for one tick, one moves it and the other gets False."""
+    stmt = (
         update(schedules)
-        .where(schedules.c.id == schedule.id, schedules.c.next_tick_at == expected_next)
+        .where(schedules.c.id == schedule_id, schedules.c.next_tick_at == expected_next)
         .values(next_tick_at=next_tick)
-    ).rowcount
-    if moved != 1:
-        return None
-    job_id, created = insert_job(
-        db,
-        conn,
-        NewJob(
-            project_id=schedule.project_id,
-            kind=schedule.kind,
-            params=schedule.params,
-            run_at=now,
-            title=f"{schedule.name} ({tick.isoformat()})",
-            schedule_id=schedule.id,
-            schedule_tick=tick,
-        ),
-        now,
     )
-    return job_id if created else None
+    return conn.execute(stmt).rowcount == 1
+
+
+def disable(conn: Connection, schedule_id: int) -> None:
+    conn.execute(update(schedules).where(schedules.c.id == schedule_id).values(enabled=False))

@@ -141,6 +141,11 @@ job_items = Table(
     Column("job_id", BigId, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
     Column("seq", Integer, nullable=False),
     Column("input", Text, nullable=False),
+    # sha256 of the item's dedupe key (its input unless the kind names another): an item is
+    # added to a job once however often it is found (a crawler meets a URL on many pages).
+    Column("key", String(64), nullable=True),
+    # A structured item's value (``input`` holds it as canonical JSON text).
+    Column("data", JSON, nullable=True),
     Column("state", String(20), nullable=False),
     Column("outcome", String(50), nullable=True),
     Column("result", JSON, nullable=True),
@@ -150,7 +155,74 @@ job_items = Table(
     CheckConstraint("state IN ('pending', 'done', 'failed')", name="state_known"),
     UniqueConstraint("job_id", "seq"),
 )
+# An index rather than a constraint: SQLite adds it to an existing table without a rebuild.
+Index("uq_job_items_job_key", job_items.c.job_id, job_items.c.key, unique=True)
 Index("ix_job_items_open", job_items.c.job_id, job_items.c.state, job_items.c.seq)
+Index("ix_job_items_outcome", job_items.c.job_id, job_items.c.outcome, job_items.c.seq)
+
+# What a job found, per item or for the whole job (an audit's broken links, missing titles).
+findings = Table(
+    "findings",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("job_id", BigId, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("item_id", BigId, ForeignKey("job_items.id", ondelete="CASCADE"), nullable=True),
+    Column("code", String(100), nullable=False),
+    Column("severity", String(20), nullable=False),
+    Column("data", JSON, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+# "How many of each code" and "every finding of code X" for one job, both by index.
+Index("ix_findings_job_code", findings.c.job_id, findings.c.code, findings.c.id)
+Index("ix_findings_item", findings.c.item_id)
+
+# Collected data that outlives its job: per (project, kind, subject), one row per job that
+# collected it. Rows become visible (``committed``) when their job completes, so reads serve
+# the latest completed collection and never a half-done one; older rows are the history.
+collections = Table(
+    "collections",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("project_id", BigId, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(100), nullable=False),
+    Column("subject", String(500), nullable=False),
+    # SET NULL: pruning a finished job keeps what it collected.
+    Column("job_id", BigId, ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True),
+    Column("data", JSON, nullable=False),
+    Column("committed", Boolean, nullable=False, default=False),
+    Column("collected_at", UTCDateTime, nullable=False),
+    UniqueConstraint("job_id", "subject"),
+    sqlite_autoincrement=True,
+)
+Index(
+    "ix_collections_latest",
+    collections.c.project_id,
+    collections.c.kind,
+    collections.c.subject,
+    collections.c.committed,
+    collections.c.id,
+)
+
+# Quota use: one row per charge, so usage survives deleted projects and pruned jobs and can
+# be summed over any period (a UTC day, a calendar month).
+usage_charges = Table(
+    "usage_charges",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("user_id", BigId, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("job_id", BigId, ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True),
+    Column("quota", String(100), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("charged_at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+Index(
+    "ix_usage_charges_user",
+    usage_charges.c.user_id,
+    usage_charges.c.quota,
+    usage_charges.c.charged_at,
+)
 
 # HTTP Idempotency-Key records: the first answer to a POST, replayed to retries for 24 h.
 idempotency_keys = Table(

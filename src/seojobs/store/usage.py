@@ -1,13 +1,14 @@
-"""Quota accounting, derived from the jobs table (no counter to drift out of step)."""
+"""Quota accounting: one row per charge, summed over the quota's period."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from seojobs.store.db import Database
-from seojobs.store.tables import jobs, projects, users
+from seojobs.store.tables import usage_charges, users
 
 
 def lock_user(db: Database, conn: Connection, user_id: int) -> None:
@@ -16,20 +17,27 @@ def lock_user(db: Database, conn: Connection, user_id: int) -> None:
         conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
 
 
-def urls_used(conn: Connection, user_id: int, kind: str, since: datetime) -> int:
-    """URLs of ``kind`` jobs the user created since ``since`` (not counting jobs refused for
-    quota, nor follow-up checks spawned by a submission)."""
-    refused = (jobs.c.state == "failed") & (jobs.c.error_code == "quota_exceeded")
-    query = (
-        select(func.coalesce(func.sum(jobs.c.items_total), 0))
-        .select_from(jobs.join(projects, projects.c.id == jobs.c.project_id))
-        .where(
-            projects.c.user_id == user_id,
-            jobs.c.kind == kind,
-            jobs.c.created_at >= since,
-            # Follow-up checks are part of the submission that asked for them.
-            jobs.c.parent_id.is_(None),
-            ~refused,
-        )
+def used(conn: Connection, user_id: int, quota: str, since: datetime) -> int:
+    """How much of ``quota`` the user was charged since ``since``."""
+    query = select(func.coalesce(func.sum(usage_charges.c.amount), 0)).where(
+        usage_charges.c.user_id == user_id,
+        usage_charges.c.quota == quota,
+        usage_charges.c.charged_at >= since,
     )
     return int(conn.execute(query).scalar_one())
+
+
+def charge(
+    conn: Connection, user_id: int, job_id: int, amounts: Mapping[str, int], now: datetime
+) -> None:
+    rows = [
+        {"user_id": user_id, "job_id": job_id, "quota": q, "amount": n, "charged_at": now}
+        for q, n in amounts.items()
+        if n
+    ]
+    if rows:
+        conn.execute(insert(usage_charges), rows)
+
+
+def prune(conn: Connection, before: datetime) -> int:
+    return conn.execute(delete(usage_charges).where(usage_charges.c.charged_at < before)).rowcount

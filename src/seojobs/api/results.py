@@ -1,0 +1,286 @@
+"""Generic reads of what jobs produced, for every job type: a job's items (JSON pages or
+CSV), its findings, and the data a kind collected for a project. Reads never start work."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Query
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+
+from seojobs.api import problems
+from seojobs.api.deps import Svc, User
+from seojobs.api.reports import CSV_RESPONSE, csv_line
+from seojobs.api.v1 import MAX_ID, Cursor, JobId, parse_cursor
+from seojobs.services import Services
+from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, UserRecord
+
+router = APIRouter(prefix="/v1", tags=["results"], responses=problems.RESPONSES)
+
+PAGE = 500
+ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id.")]
+TypeName = Annotated[str, Path(max_length=100, description="A job type, as /v1/job-types names.")]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Outcome = Annotated[
+    list[str] | None,
+    Query(max_length=50, description="Only items with these outcomes (repeat the parameter)."),
+]
+Subject = Annotated[
+    str | None, Query(max_length=500, description="What the data is about (a domain, a URL).")
+]
+
+
+class ItemError(BaseModel):
+    code: str
+    message: str | None
+
+
+class Item(BaseModel):
+    seq: int = Field(description="The item's place in the job; also the cursor.")
+    input: Any = Field(description="A string (a URL) or a structured item (an object).")
+    status: str = Field(
+        description="The outcome (`indexed`, `crawled`, ...), `failed`, `pending`, or `not_run` "
+        "for items of a job that ended before running them."
+    )
+    result: dict[str, Any] | None
+    error: ItemError | None
+    finished_at: str | None
+
+
+class ItemPage(BaseModel):
+    data: list[Item]
+    next_cursor: str | None
+
+
+class FindingCount(BaseModel):
+    code: str
+    severity: str
+    count: int
+
+
+class FindingSummary(BaseModel):
+    data: list[FindingCount]
+
+
+class FindingOut(BaseModel):
+    id: int
+    item_id: int | None
+    code: str
+    severity: str
+    data: dict[str, Any] | None
+    created_at: str
+
+
+class FindingPage(BaseModel):
+    data: list[FindingOut]
+    next_cursor: str | None
+
+
+class Collected(BaseModel):
+    type: str
+    subject: str
+    job_id: int | None = Field(description="The job that collected it (null once pruned).")
+    collected_at: str
+    data: Any
+
+
+class CollectedData(BaseModel):
+    data: Collected
+
+
+class CollectedPage(BaseModel):
+    data: list[Collected]
+    next_cursor: str | None
+
+
+ITEM_COLUMNS = ["seq", "input", "status", "error_code", "error_message", "finished_at"]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def item_status(item: ItemRecord, job_failed: bool = False) -> str:
+    if item.state == "pending":
+        return "not_run" if job_failed else "pending"
+    return item.outcome or ("failed" if item.state == "failed" else "done")
+
+
+def item_body(item: ItemRecord, job_failed: bool = False) -> dict[str, Any]:
+    return {
+        "seq": item.seq,
+        "input": item.data if item.data is not None else item.input,
+        "status": item_status(item, job_failed),
+        "result": item.result,
+        "error": {"code": item.error_code, "message": item.error_message}
+        if item.error_code
+        else None,
+        "finished_at": _iso(item.finished_at),
+    }
+
+
+def finding_body(finding: FindingRecord) -> dict[str, Any]:
+    return {
+        "id": finding.id,
+        "item_id": finding.item_id,
+        "code": finding.code,
+        "severity": finding.severity,
+        "data": finding.data,
+        "created_at": _iso(finding.created_at),
+    }
+
+
+def collection_body(found: CollectionRecord) -> dict[str, Any]:
+    return {
+        "type": found.kind,
+        "subject": found.subject,
+        "job_id": found.job_id,
+        "collected_at": _iso(found.collected_at),
+        "data": found.data,
+    }
+
+
+def _items_csv(
+    svc: Services, user: UserRecord, job_id: int, outcomes: list[str] | None
+) -> Iterator[str]:
+    job = svc.job(user, job_id, summary=True)
+    columns = svc.registry.get(job.kind).report_columns if job.kind in svc.registry else ()
+    yield csv_line(ITEM_COLUMNS + [c.name for c in columns])
+    after = -1
+    while page := svc.items(user, job_id, after_seq=after, limit=PAGE, outcomes=outcomes):
+        for item in page:
+            values = [
+                item.seq,
+                item.input,
+                item_status(item, job.state == "failed"),
+                item.error_code,
+                item.error_message,
+                _iso(item.finished_at),
+            ]
+            yield csv_line(values + [_cell(c.value(item.result)) for c in columns])
+        after = page[-1].seq
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value
+
+
+@router.get(
+    "/jobs/{job_id}/items",
+    operation_id="list_job_items",
+    response_model=ItemPage,
+    responses=CSV_RESPONSE,
+)
+def list_items(
+    job_id: JobId,
+    user: User,
+    svc: Svc,
+    outcome: Outcome = None,
+    cursor: Cursor = None,
+    limit: Limit = 100,
+    accept: Annotated[str | None, Header()] = None,
+) -> Response:
+    """A job's items in order, with their outcome and result: pages of JSON, or the whole
+    list as CSV (`Accept: text/csv`) with the columns the job's type declares."""
+    job = svc.job(user, job_id, summary=True)  # 404 before anything else
+    if accept and "text/csv" in accept.lower():
+        headers = {"Content-Disposition": f'attachment; filename="job-{job_id}-items.csv"'}
+        return StreamingResponse(
+            _items_csv(svc, user, job_id, outcome), media_type="text/csv", headers=headers
+        )
+    after = parse_cursor(cursor)
+    page = svc.items(
+        user, job_id, after_seq=-1 if after is None else after, limit=limit + 1, outcomes=outcome
+    )
+    more = len(page) > limit
+    page = page[:limit]
+    failed = job.state == "failed"
+    return JSONResponse(
+        {
+            "data": [item_body(i, failed) for i in page],
+            "next_cursor": str(page[-1].seq) if more else None,
+        }
+    )
+
+
+@router.get(
+    "/jobs/{job_id}/findings/summary",
+    operation_id="summarise_job_findings",
+    response_model=FindingSummary,
+)
+def findings_summary(job_id: JobId, user: User, svc: Svc) -> Response:
+    """How many findings of each code (and severity) a job has, most frequent first."""
+    counts = svc.finding_counts(user, job_id)
+    data = [{"code": c, "severity": s, "count": n} for c, s, n in counts]
+    return JSONResponse({"data": data})
+
+
+@router.get("/jobs/{job_id}/findings", operation_id="list_job_findings", response_model=FindingPage)
+def list_findings(
+    job_id: JobId,
+    user: User,
+    svc: Svc,
+    code: Annotated[str | None, Query(max_length=100, description="Only this code.")] = None,
+    cursor: Cursor = None,
+    limit: Limit = 100,
+) -> Response:
+    """A job's findings, oldest first (all of one code with `code`)."""
+    after = parse_cursor(cursor) or 0
+    page = svc.findings(user, job_id, code=code, after_id=after, limit=limit + 1)
+    more = len(page) > limit
+    page = page[:limit]
+    return JSONResponse(
+        {
+            "data": [finding_body(f) for f in page],
+            "next_cursor": str(page[-1].id) if more else None,
+        }
+    )
+
+
+@router.get(
+    "/projects/{project_id}/data/{type}",
+    operation_id="get_collected_data",
+    response_model=CollectedData,
+)
+def collected(
+    project_id: ProjectId, type: TypeName, user: User, svc: Svc, subject: Subject = None
+) -> Response:
+    """What jobs of `type` last collected in the project (about `subject`, if given), with
+    the `job_id` and `collected_at` of that collection. Never starts a job: 404 until one has
+    completed."""
+    return JSONResponse({"data": collection_body(svc.collected(user, project_id, type, subject))})
+
+
+@router.get(
+    "/projects/{project_id}/data/{type}/history",
+    operation_id="list_collected_data",
+    response_model=CollectedPage,
+)
+def collected_history(
+    project_id: ProjectId,
+    type: TypeName,
+    user: User,
+    svc: Svc,
+    subject: Annotated[str, Query(max_length=500, description="What the data is about.")],
+    cursor: Cursor = None,
+    limit: Limit = 100,
+) -> Response:
+    """Every completed collection of one subject, newest first."""
+    before = parse_cursor(cursor)
+    page = svc.collection_history(
+        user, project_id, type, subject, before_id=before, limit=limit + 1
+    )
+    more = len(page) > limit
+    page = page[:limit]
+    return JSONResponse(
+        {
+            "data": [collection_body(c) for c in page],
+            "next_cursor": str(page[-1].id) if more else None,
+        }
+    )

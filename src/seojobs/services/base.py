@@ -1,0 +1,76 @@
+"""What every part of the service facade shares: the store, settings, kinds and clock, and
+the lookups of users and projects that scope everything else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
+from seojobs.services.errors import FieldError, Invalid, NotFound
+from seojobs.settings import Settings
+from seojobs.store import accounts
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.fastread import FastReads
+from seojobs.store.records import ProjectRecord, UserRecord
+
+
+class ServiceBase:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        registry: Registry,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.registry = registry
+        self.clock = clock
+        # Status reads on the event loop (the API's hot path); opened on first use.
+        self.reads = FastReads(db, registry.summary_keys())
+
+    def user(self, user_id: int) -> UserRecord:
+        with self.db.read() as conn:
+            found = accounts.user_by_id(conn, user_id)
+        if found is None:
+            raise NotFound(f"user {user_id}")
+        return found
+
+    def project(self, user: UserRecord, project_id: int) -> ProjectRecord:
+        with self.db.read() as conn:
+            found = accounts.project(conn, project_id)
+        if found is None or found.user_id != user.id:
+            raise NotFound(f"project {project_id}")
+        return found
+
+    def projects(self, user: UserRecord) -> list[ProjectRecord]:
+        with self.db.read() as conn:
+            return accounts.projects_of(conn, user.id)
+
+    def kind(self, name: str, *, field: str = "type") -> Kind[Any]:
+        try:
+            return self.registry.get(name)
+        except UnknownKind as exc:
+            raise Invalid(field, str(exc), code="unknown_kind") from None
+
+    @staticmethod
+    def validated(kind: Kind[Any], params: Any) -> Any:
+        """The kind's params model, or ``Invalid`` naming each field inside params."""
+        try:
+            return kind.validate(params)
+        except InvalidParams as exc:
+            errors = [FieldError(_path(e["field"]), e["message"]) for e in exc.errors]
+            raise Invalid(errors, in_params=True) from None
+        except ValidationError as exc:  # a model validator that raised outside its fields
+            raise Invalid("params", str(exc), in_params=True) from None
+
+
+def _path(field: str) -> tuple[str | int, ...]:
+    if field == "params":
+        return ()
+    return tuple(int(p) if p.isdigit() else p for p in field.split("."))

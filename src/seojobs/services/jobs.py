@@ -1,0 +1,324 @@
+"""Jobs: the one way a job comes to exist, and the reads of jobs, items, findings and
+collected data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+
+from seojobs.engine.registry import Kind
+from seojobs.services.base import ServiceBase
+from seojobs.services.errors import NotFound
+from seojobs.services.quotas import QuotaUse, limit_of, period_bounds
+from seojobs.store import jobs as job_sql
+from seojobs.store import results as result_sql
+from seojobs.store import usage as usage_sql
+from seojobs.store.records import (
+    CollectionRecord,
+    FindingRecord,
+    ItemRecord,
+    JobRecord,
+    NewItem,
+    NewJob,
+    UserRecord,
+)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a job comes from besides a direct request: a schedule's tick."""
+
+    schedule_id: int
+    tick: datetime
+
+
+class JobServices(ServiceBase):
+    def create_job(
+        self,
+        user: UserRecord,
+        kind: str,
+        params: Mapping[str, Any],
+        *,
+        project_id: int | None = None,
+        title: str | None = None,
+        delay_seconds: float = 0.0,
+        run_at: datetime | None = None,
+        priority: int = 0,
+        idempotency_key: str | None = None,
+    ) -> tuple[JobRecord, bool]:
+        """Validate and store a job, charging its cost and creating its follow-ups.
+
+        Returns ``(job, created)``; ``created`` is False when the idempotency key named an
+        existing job, which is returned unchanged. Over a quota the job is stored already
+        ``failed`` with code ``quota_exceeded`` and the reset time, where its owner looks for
+        results. Raises ``Invalid`` (unknown type, bad params) before anything is stored.
+        """
+        spec = self.kind(kind)
+        model = self.validated(spec, params)
+        project = self.project(user, project_id).id if project_id else user.default_project_id
+        now = self.clock()
+        with self.db.write() as conn:
+            job_id, created = self.insert_job(
+                conn,
+                user,
+                spec,
+                model,
+                project_id=project,
+                run_at=run_at or now + timedelta(seconds=delay_seconds),
+                now=now,
+                title=title,
+                priority=priority,
+                idempotency_key=idempotency_key,
+            )
+            job = job_sql.get(conn, job_id)
+        assert job is not None
+        return job, created
+
+    def insert_job(
+        self,
+        conn: Connection,
+        user: UserRecord,
+        spec: Kind[Any],
+        model: Any,
+        *,
+        project_id: int,
+        run_at: datetime,
+        now: datetime,
+        title: str | None = None,
+        priority: int = 0,
+        idempotency_key: str | None = None,
+        origin: Origin | None = None,
+    ) -> tuple[int, bool]:
+        """``create_job`` inside the caller's transaction (a schedule's tick uses it)."""
+        items = new_items(spec, model)
+        cost = {q: n for q, n in spec.cost(model, len(items)).items() if n}
+        failure = self._over_quota(conn, user, cost, now) if cost else None
+        new = NewJob(
+            project_id=project_id,
+            kind=spec.name,
+            params=model.model_dump(mode="json"),
+            run_at=run_at,
+            items=items,
+            priority=priority,
+            title=title,
+            idempotency_key=idempotency_key,
+            schedule_id=origin.schedule_id if origin else None,
+            schedule_tick=origin.tick if origin else None,
+            failure=failure,
+        )
+        job_id, created = job_sql.insert_job(self.db, conn, new, now)
+        if created and failure is None:
+            usage_sql.charge(conn, user.id, job_id, cost, now)
+            self._follow_ups(conn, spec, model, job_id, project_id, now)
+        return job_id, created
+
+    def _follow_ups(
+        self,
+        conn: Connection,
+        spec: Kind[Any],
+        model: Any,
+        job_id: int,
+        project_id: int,
+        now: datetime,
+    ) -> None:
+        # In the parent's transaction: exactly one set per job, whatever runs later. Part of
+        # the parent's cost, so they charge nothing themselves.
+        for follow in spec.follow_ups(model, job_id, self.settings) if spec.follow_ups else ():
+            child_kind = self.registry.get(follow.kind)
+            child = child_kind.validate(follow.params)
+            new = NewJob(
+                project_id=project_id,
+                kind=child_kind.name,
+                params=child.model_dump(mode="json"),
+                run_at=now + timedelta(seconds=follow.delay_seconds),
+                items=new_items(child_kind, child),
+                title=follow.title,
+                parent_id=job_id,
+            )
+            job_sql.insert_job(self.db, conn, new, now)
+
+    def _over_quota(
+        self, conn: Connection, user: UserRecord, cost: Mapping[str, int], now: datetime
+    ) -> tuple[str, str] | None:
+        quotas = self.registry.quotas()
+        usage_sql.lock_user(self.db, conn, user.id)  # one decision at a time per user
+        for name, amount in sorted(cost.items()):
+            quota = quotas.get(name)
+            if quota is None:
+                raise LookupError(f"a kind charges quota {name!r}, which no kind declares")
+            start, reset = period_bounds(quota.period, now)
+            used = usage_sql.used(conn, user.id, name, start)
+            limit = limit_of(quota, user, self.settings)
+            if used + amount > limit:
+                return (
+                    "quota_exceeded",
+                    f"this job needs {amount} of your {quota.label} ({used} of {limit} used); "
+                    f"the quota resets at {reset.isoformat()}",
+                )
+        return None
+
+    def usage(self, user: UserRecord) -> dict[str, QuotaUse]:
+        """Every quota some kind charges, as this user stands now."""
+        now = self.clock()
+        found = {}
+        with self.db.read() as conn:
+            for name, quota in self.registry.quotas().items():
+                start, reset = period_bounds(quota.period, now)
+                found[name] = QuotaUse(
+                    name=name,
+                    period=quota.period,
+                    limit=limit_of(quota, user, self.settings),
+                    used=usage_sql.used(conn, user.id, name, start),
+                    resets_at=reset,
+                )
+        return found
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def job(self, user: UserRecord, job_id: int, *, summary: bool = False) -> JobRecord:
+        """A job of the user's. ``summary`` leaves out large params (URL lists), keeping
+        only the keys kinds declare in ``summary_params``: what status answers need."""
+        keys = self.registry.summary_keys() if summary else None
+        with self.db.read() as conn:
+            job = job_sql.get(conn, job_id, param_keys=keys, user_id=user.id)
+        if job is None:
+            raise NotFound(f"job {job_id}")
+        return job
+
+    async def job_summary(self, user: UserRecord, job_id: int) -> JobRecord:
+        """``job(user, job_id, summary=True)`` for async callers, read on the event loop."""
+        job = await self.reads.job(job_id, user.id)
+        if job is None:
+            raise NotFound(f"job {job_id}")
+        return job
+
+    def jobs(
+        self,
+        user: UserRecord,
+        *,
+        project_id: int | None = None,
+        kind: str | None = None,
+        states: Sequence[str] | None = None,
+        before_id: int | None = None,
+        limit: int = 50,
+        ids: Sequence[int] | None = None,
+        updated_since: datetime | None = None,
+        summary: bool = False,
+    ) -> list[JobRecord]:
+        if project_id is not None:
+            project_ids = [self.project(user, project_id).id]
+        else:
+            project_ids = [p.id for p in self.projects(user)]
+        with self.db.read() as conn:
+            return job_sql.list_for_projects(
+                conn,
+                project_ids,
+                kind=kind,
+                states=states,
+                before_id=before_id,
+                limit=limit,
+                ids=ids,
+                updated_since=updated_since,
+                param_keys=self.registry.summary_keys() if summary else None,
+            )
+
+    def items(
+        self,
+        user: UserRecord,
+        job_id: int,
+        *,
+        after_seq: int = -1,
+        limit: int = 500,
+        outcomes: Sequence[str] | None = None,
+    ) -> list[ItemRecord]:
+        self.job(user, job_id, summary=True)
+        with self.db.read() as conn:
+            return job_sql.items_page(
+                conn, job_id, after_seq=after_seq, limit=limit, outcomes=outcomes
+            )
+
+    def children(self, jobs: Sequence[JobRecord], kind: str | None = None) -> list[JobRecord]:
+        """The jobs that creating these ones also created (follow-ups), oldest first."""
+        if not jobs:
+            return []
+        with self.db.read() as conn:
+            return job_sql.children(conn, [j.id for j in jobs], kind=kind)
+
+    def finding_counts(self, user: UserRecord, job_id: int) -> list[tuple[str, str, int]]:
+        self.job(user, job_id, summary=True)
+        with self.db.read() as conn:
+            return result_sql.finding_counts(conn, job_id)
+
+    def findings(
+        self,
+        user: UserRecord,
+        job_id: int,
+        *,
+        code: str | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> list[FindingRecord]:
+        self.job(user, job_id, summary=True)
+        with self.db.read() as conn:
+            return result_sql.findings_page(conn, job_id, code=code, after_id=after_id, limit=limit)
+
+    def collected(
+        self, user: UserRecord, project_id: int, kind: str, subject: str | None = None
+    ) -> CollectionRecord:
+        """What a kind last collected in a project (for one subject, if given). Never starts
+        work: ``NotFound`` until a job of the kind has completed there."""
+        self.project(user, project_id)
+        self.kind(kind)
+        with self.db.read() as conn:
+            found = result_sql.latest(conn, project_id, kind, subject)
+        if found is None:
+            what = f"{kind} data" + (f" for {subject!r}" if subject is not None else "")
+            raise NotFound(f"{what} in project {project_id} (no {kind} job has completed)")
+        return found
+
+    def collection_history(
+        self,
+        user: UserRecord,
+        project_id: int,
+        kind: str,
+        subject: str,
+        *,
+        before_id: int | None = None,
+        limit: int = 100,
+    ) -> list[CollectionRecord]:
+        self.project(user, project_id)
+        self.kind(kind)
+        with self.db.read() as conn:
+            return result_sql.history(
+                conn, project_id, kind, subject, before_id=before_id, limit=limit
+            )
+
+    def cancel_job(self, user: UserRecord, job_id: int) -> JobRecord:
+        """End an open job as ``failed`` with code ``cancelled``; a final job is returned as is."""
+        self.job(user, job_id)
+        now = self.clock()
+        with self.db.write() as conn:
+            if job_sql.cancel(conn, job_id, now, "cancelled by the user"):
+                job_sql.cancel_children(conn, job_id, now, f"parent job {job_id} was cancelled")
+            job = job_sql.get(conn, job_id)
+        assert job is not None
+        return job
+
+    def state_counts(self) -> dict[str, int]:
+        with self.db.read() as conn:
+            return job_sql.count_by_state(conn)
+
+
+def new_items(spec: Kind[Any], model: Any) -> list[NewItem]:
+    """A job's items at creation, each once by its dedupe key (first occurrence kept)."""
+    if spec.items is None:
+        return []
+    unique: dict[str, NewItem] = {}
+    for value in spec.items(model):
+        item = spec.new_item(value)
+        unique.setdefault(item.key, item)
+    return list(unique.values())

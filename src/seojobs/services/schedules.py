@@ -1,0 +1,175 @@
+"""Collection schedules: recurring jobs of a kind in a project, fired by the leader."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from croniter import croniter
+
+from seojobs.engine.maintenance import first_tick, latest_due_tick
+from seojobs.services.errors import Conflict, Invalid, NotFound, QuotaExceeded
+from seojobs.services.jobs import JobServices, Origin, new_items
+from seojobs.services.quotas import limit_of
+from seojobs.store import accounts
+from seojobs.store import schedules as schedule_sql
+from seojobs.store import usage as usage_sql
+from seojobs.store.errors import Duplicate
+from seojobs.store.records import ScheduleRecord, UserRecord
+
+MAX_INTERVAL_SECONDS = 3650 * 86400.0  # ten years: ticks stay representable
+
+
+class ScheduleServices(JobServices):
+    def create_schedule(
+        self,
+        user: UserRecord,
+        *,
+        name: str,
+        kind: str,
+        params: dict[str, Any],
+        project_id: int | None = None,
+        every_days: float | None = None,
+        every_seconds: float | None = None,
+        cron: str | None = None,
+        start_at: datetime | None = None,
+    ) -> ScheduleRecord:
+        """A recurring job. ``every_days`` is in units of ``SEOJOBS_DAY_SECONDS``."""
+        spec = self.kind(kind)
+        if not spec.schedulable:
+            raise Invalid("type", f"{kind} jobs cannot be scheduled; start them one at a time")
+        model = self.validated(spec, params)
+        self._fits_quotas(user, spec, model)
+        interval = self._interval(every_days, every_seconds, cron)
+        project = self.project(user, project_id) if project_id else None
+        now = self.clock()
+        start = start_at or now
+        try:
+            tick = first_tick(interval_seconds=interval, cron=cron, start_at=start)
+        except (ValueError, OverflowError) as exc:  # e.g. "0 0 30 2 *": valid, never due
+            raise Invalid("cron" if cron else "start_at", f"no next run ({exc})") from None
+        try:
+            with self.db.write() as conn:
+                usage_sql.lock_user(self.db, conn, user.id)  # the cap holds under races
+                if accounts.schedule_count(conn, user.id) >= self.settings.max_schedules_per_user:
+                    raise Conflict(
+                        f"you have {self.settings.max_schedules_per_user} schedules, the most "
+                        "this server allows (SEOJOBS_MAX_SCHEDULES_PER_USER); delete one first",
+                        "schedule_limit",
+                    )
+                return schedule_sql.create(
+                    conn,
+                    project_id=project.id if project else user.default_project_id,
+                    name=name,
+                    kind=kind,
+                    params=model.model_dump(mode="json"),
+                    interval_seconds=interval,
+                    cron=cron,
+                    start_at=start,
+                    first_tick=tick,
+                    now=now,
+                )
+        except Duplicate:
+            message = f"this project already has a schedule named {name!r}"
+            raise Conflict(message, "name_taken") from None
+
+    def _fits_quotas(self, user: UserRecord, spec: Any, model: Any) -> None:
+        """A schedule whose every job costs more than a whole quota would only ever store
+        refused jobs: refuse the schedule instead."""
+        quotas = self.registry.quotas()
+        for name, amount in spec.cost(model, len(new_items(spec, model))).items():
+            limit = limit_of(quotas[name], user, self.settings)
+            if amount > limit:
+                raise QuotaExceeded(
+                    name,
+                    f"each job of this schedule needs {amount} of your {quotas[name].label}, "
+                    f"which is {limit}",
+                )
+
+    def _interval(
+        self, every_days: float | None, every_seconds: float | None, cron: str | None
+    ) -> float | None:
+        given = [v is not None for v in (every_days, every_seconds, cron)]
+        if sum(given) != 1:
+            raise Invalid("schedule", "give exactly one of every_days, every_seconds or cron")
+        if cron is not None:
+            self._check_cron(cron)
+            return None
+        field, value = (
+            ("every_days", every_days)
+            if every_days is not None
+            else (
+                "every_seconds",
+                every_seconds,
+            )
+        )
+        assert value is not None
+        seconds = value * (self.settings.day_seconds if field == "every_days" else 1.0)
+        least = self.settings.schedule_min_interval_seconds
+        if not math.isfinite(seconds) or not least <= seconds <= MAX_INTERVAL_SECONDS:
+            raise Invalid(
+                field,
+                f"the interval must be from {least:g} seconds (SEOJOBS_SCHEDULE_MIN_INTERVAL_"
+                f"SECONDS) to ten years; got {seconds:g} seconds",
+            )
+        return seconds
+
+    def _check_cron(self, expression: str) -> None:
+        fields = expression.split()
+        if len(fields) != 5 and not (len(fields) == 6 and self.settings.schedule_allow_seconds):
+            hint = (
+                " (a seconds field needs SEOJOBS_SCHEDULE_ALLOW_SECONDS=true)"
+                if (len(fields) == 6)
+                else ""
+            )
+            raise Invalid("cron", f"{expression!r} must have five fields{hint}")
+        if not croniter.is_valid(expression):
+            raise Invalid("cron", f"{expression!r} is not a valid cron expression")
+
+    def schedules(self, user: UserRecord, project_id: int) -> list[ScheduleRecord]:
+        """The schedules of one of the user's projects, oldest first."""
+        self.project(user, project_id)
+        with self.db.read() as conn:
+            return schedule_sql.list_for_project(conn, project_id)
+
+    def schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> ScheduleRecord:
+        self.project(user, project_id)
+        with self.db.read() as conn:
+            found = schedule_sql.get(conn, schedule_id)
+        if found is None or found.project_id != project_id:
+            raise NotFound(f"schedule {schedule_id}")
+        return found
+
+    def delete_schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> None:
+        """Stop a schedule; the jobs it already started stay (their schedule_id becomes null)."""
+        self.schedule(user, project_id, schedule_id)
+        with self.db.write() as conn:
+            schedule_sql.delete_one(conn, schedule_id)
+
+    def fire_schedule(self, schedule: ScheduleRecord, now: datetime) -> int | None:
+        """Start the job of a schedule's latest due tick, exactly as a POST would (items,
+        quotas, follow-ups), and move the schedule on, in one transaction. The guarded move
+        and UNIQUE (schedule, tick) make the tick fire once however many leaders race.
+        Returns the new job's id, or None when the tick had already fired."""
+        tick, following = latest_due_tick(schedule, now)
+        spec = self.registry.get(schedule.kind)
+        model = spec.validate(schedule.params)
+        with self.db.write() as conn:
+            if not schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following):
+                return None
+            owner = accounts.owner_of_project(conn, schedule.project_id)
+            if owner is None:  # the project went away after the schedule was read
+                return None
+            job_id, created = self.insert_job(
+                conn,
+                owner,
+                spec,
+                model,
+                project_id=schedule.project_id,
+                run_at=now,
+                now=now,
+                title=f"{schedule.name} ({tick.isoformat()})",
+                origin=Origin(schedule.id, tick),
+            )
+        return job_id if created else None

@@ -1,0 +1,162 @@
+"""What running jobs add besides item results: items found while running, findings, and
+collected data; and the reads of them.
+
+Every write names the claim it runs under (job id and ``attempt``) and is fenced like the
+item results in ``jobs.record_items``: a worker that lost its job adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from seojobs.store.db import Database
+from seojobs.store.jobs import ITEM_INSERT_CHUNK, fence, finding_row, item_rows
+from seojobs.store.records import CollectionRecord, FindingRecord, NewFinding, NewItem
+from seojobs.store.tables import collections, findings, job_items, jobs
+
+
+def _insert(db: Database) -> Any:
+    return postgresql.insert if db.dialect == "postgresql" else sqlite.insert
+
+
+def add_items(
+    db: Database,
+    conn: Connection,
+    job_id: int,
+    attempt: int,
+    items: Sequence[NewItem],
+    now: datetime,
+) -> int:
+    """Add items to a running job; an item whose key the job already has is skipped.
+
+    Returns how many were added. New items get sequence numbers after every existing one, so
+    a job reading its open items in order meets them after what it had.
+    """
+    fence(conn, job_id, attempt, now)
+    if not items:
+        return 0
+    last = conn.execute(
+        select(func.coalesce(func.max(job_items.c.seq), -1)).where(job_items.c.job_id == job_id)
+    ).scalar_one()
+    added = 0
+    for start in range(0, len(items), ITEM_INSERT_CHUNK):
+        rows = item_rows(job_id, items[start : start + ITEM_INSERT_CHUNK], last + 1 + start)
+        stmt = _insert(db)(job_items).values(rows).on_conflict_do_nothing()
+        added += len(conn.execute(stmt.returning(job_items.c.id)).all())
+    if added:
+        conn.execute(
+            update(jobs).where(jobs.c.id == job_id).values(items_total=jobs.c.items_total + added)
+        )
+    return added
+
+
+def add_findings(
+    conn: Connection, job_id: int, attempt: int, found: Sequence[NewFinding], now: datetime
+) -> None:
+    fence(conn, job_id, attempt, now)
+    if found:
+        conn.execute(insert(findings), [finding_row(job_id, f, now) for f in found])
+
+
+def collect(
+    db: Database,
+    conn: Connection,
+    *,
+    job_id: int,
+    attempt: int,
+    project_id: int,
+    kind: str,
+    subject: str,
+    data: Any,
+    now: datetime,
+) -> None:
+    """Store what a job collected about ``subject``; published when the job completes. A job
+    that collects the same subject again (or is resumed and does) replaces its own row."""
+    fence(conn, job_id, attempt, now)
+    values = {
+        "project_id": project_id,
+        "kind": kind,
+        "subject": subject,
+        "job_id": job_id,
+        "data": data,
+        "committed": False,
+        "collected_at": now,
+    }
+    stmt = _insert(db)(collections).values(**values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[collections.c.job_id, collections.c.subject],
+        set_={"data": stmt.excluded.data, "collected_at": stmt.excluded.collected_at},
+    )
+    conn.execute(stmt)
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+def finding_counts(conn: Connection, job_id: int) -> list[tuple[str, str, int]]:
+    """``(code, severity, count)`` for one job, most frequent first."""
+    count = func.count().label("n")
+    rows = conn.execute(
+        select(findings.c.code, findings.c.severity, count)
+        .where(findings.c.job_id == job_id)
+        .group_by(findings.c.code, findings.c.severity)
+        .order_by(count.desc(), findings.c.code)
+    )
+    return [(str(code), str(severity), int(n)) for code, severity, n in rows]
+
+
+def findings_page(
+    conn: Connection,
+    job_id: int,
+    *,
+    code: str | None = None,
+    after_id: int = 0,
+    limit: int = 100,
+) -> list[FindingRecord]:
+    query = select(findings).where(findings.c.job_id == job_id, findings.c.id > after_id)
+    if code is not None:
+        query = query.where(findings.c.code == code)
+    rows = conn.execute(query.order_by(findings.c.id).limit(limit))
+    return [FindingRecord(**r._asdict()) for r in rows]
+
+
+def latest(
+    conn: Connection, project_id: int, kind: str, subject: str | None = None
+) -> CollectionRecord | None:
+    """The newest published collection of a kind in a project (of one subject, if given)."""
+    query = select(collections).where(
+        collections.c.project_id == project_id,
+        collections.c.kind == kind,
+        collections.c.committed.is_(True),
+    )
+    if subject is not None:
+        query = query.where(collections.c.subject == subject)
+    row = conn.execute(query.order_by(collections.c.id.desc()).limit(1)).first()
+    return CollectionRecord(**row._asdict()) if row else None
+
+
+def history(
+    conn: Connection,
+    project_id: int,
+    kind: str,
+    subject: str,
+    *,
+    before_id: int | None = None,
+    limit: int = 100,
+) -> list[CollectionRecord]:
+    """Published collections of one subject, newest first."""
+    query = select(collections).where(
+        collections.c.project_id == project_id,
+        collections.c.kind == kind,
+        collections.c.subject == subject,
+        collections.c.committed.is_(True),
+    )
+    if before_id is not None:
+        query = query.where(collections.c.id < before_id)
+    rows = conn.execute(query.order_by(collections.c.id.desc()).limit(limit))
+    return [CollectionRecord(**r._asdict()) for r in rows]
