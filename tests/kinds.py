@@ -151,3 +151,6 @@ def register(registry: Registry) -> None:
     registry.add(Kind("test_log_run", NoopParams, log_run))
     registry.add(Kind("test_fail", FailParams, fail))
     registry.add(Kind("test_crawl", CrawlParams, crawl, items=lambda p: [p.start]))
+    # A kind with a queue of its own and one job at a time per worker (a browser pool's kind).
+    registry.add(Kind("test_capped", SleepParams, sleep, queue="capped", concurrency=1))
+    registry.add(Kind("test_timed", SleepParams, sleep, timeout=0.5))
