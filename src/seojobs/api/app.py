@@ -11,7 +11,6 @@ from typing import Any, Final
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from seojobs import __version__
 from seojobs.api import problems
@@ -27,8 +26,6 @@ from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.settings import Settings
-from seojobs.store import migrate
-from seojobs.store.db import Database
 
 log = logging.getLogger("seojobs.api")
 
@@ -43,14 +40,13 @@ UVICORN_LOOP: Final = "asyncio"
 def create_app(
     settings: Settings, *, run_worker: bool = True, auto_migrate: bool = True
 ) -> FastAPI:
-    db = Database(settings.database_url)
     registry = load_registry(settings)
-    services = Services(db, settings, registry)
+    services = Services.open(settings, registry)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if auto_migrate:
-            await asyncio.to_thread(migrate.upgrade, db, registry.migration_dirs())
+            await asyncio.to_thread(services.migrate)
         # Everything built at startup (routes, models, SQLAlchemy metadata) lives as long as
         # the process: move it out of the collector's view, so that full collections only
         # walk what requests allocate (they paused the whole server for tens of ms).
@@ -59,7 +55,7 @@ def create_app(
         worker_task: asyncio.Task[None] | None = None
         worker: Worker | None = None
         if run_worker:
-            worker = Worker(db, settings, registry, fire_schedule=services.fire_schedule)
+            worker = Worker(services.db, settings, registry, fire_schedule=services.fire_schedule)
             worker_task = asyncio.create_task(worker.run(), name="seojobs-worker")
         app.state.worker = worker
         try:
@@ -68,8 +64,7 @@ def create_app(
             if worker is not None and worker_task is not None:
                 worker.stop()
                 await worker_task
-            await services.reads.close()
-            db.dispose()
+            await services.close()
 
     app = FastAPI(
         title="seojobs",
@@ -82,7 +77,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.db = db
+    app.state.db = services.db
     app.state.services = services
     app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
     app.state.auth_cache = AuthCache()
@@ -103,18 +98,13 @@ def create_app(
     @app.get("/readyz", operation_id="readyz", tags=["health"], response_model=None)
     def readyz() -> Any:
         """Readiness: the database answers and its schema is current."""
-        try:
-            with db.read() as conn:
-                conn.execute(text("SELECT 1"))
-            current = migrate.is_current(db, registry.migration_dirs())
-        except Exception as exc:
+        wrong = services.readiness()
+        if wrong == "database_unavailable":
             return problems.problem(
-                503, "Database unavailable", str(exc), code="database_unavailable"
+                503, "Database unavailable", "the database does not answer", code=wrong
             )
-        if not current:
-            return problems.problem(
-                503, "Schema out of date", "run `seojobs migrate`", code="schema_out_of_date"
-            )
-        return JSONResponse({"status": "ready", "database": db.dialect})
+        if wrong is not None:
+            return problems.problem(503, "Schema out of date", "run `seojobs migrate`", code=wrong)
+        return JSONResponse({"status": "ready", "database": services.db.dialect})
 
     return app

@@ -13,7 +13,6 @@ from fastapi.responses import JSONResponse, Response
 
 from seojobs.api.problems import Problem
 from seojobs.services import Services
-from seojobs.store import idempotency as store
 from seojobs.store.records import UserRecord
 
 MAX_KEY_LENGTH = 255
@@ -61,20 +60,9 @@ def run(
     key = _key(request)
     if key is None:
         return produce(None)
-    settings = svc.settings
     request_print = fingerprint(request, payload)
     job_key = hashlib.sha256(f"{key}\n{request_print}".encode()).hexdigest()
-    with svc.db.write() as conn:
-        outcome, stored = store.begin(
-            svc.db,
-            conn,
-            user_id=user.id,
-            key=key,
-            fingerprint=request_print,
-            now=svc.clock(),
-            ttl=settings.idempotency_ttl_seconds,
-            in_flight_ttl=IN_FLIGHT_SECONDS,
-        )
+    outcome, stored = svc.idempotency_begin(user, key, request_print, IN_FLIGHT_SECONDS)
     if outcome == "mismatch":
         raise Problem(
             422,
@@ -101,17 +89,8 @@ def run(
     try:
         response = produce(job_key)
     except BaseException:
-        with svc.db.write() as conn:
-            store.abandon(conn, user_id=user.id, key=key)
+        svc.idempotency_abandon(user, key)
         raise
     kept = {k: v for k, v in response.headers.items() if k.lower() in ("location", "retry-after")}
-    with svc.db.write() as conn:
-        store.finish(
-            conn,
-            user_id=user.id,
-            key=key,
-            status_code=response.status_code,
-            body=bytes(response.body).decode(),
-            headers=kept,
-        )
+    svc.idempotency_finish(user, key, response.status_code, bytes(response.body).decode(), kept)
     return response

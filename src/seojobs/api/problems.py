@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded
+from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded, Unavailable
 
 PROBLEM_BASE = "https://seojobs.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -141,6 +141,16 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Conflict)
     async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
         return problem(409, "Conflict", str(exc), code=exc.code)
+
+    @app.exception_handler(Unavailable)
+    async def _unavailable(request: Request, exc: Unavailable) -> JSONResponse:
+        return problem(
+            503,
+            "Service unavailable",
+            "the database cannot take requests right now; retry shortly",
+            code="database_unavailable",
+            headers={"Retry-After": "5"},
+        )
 
     @app.exception_handler(QuotaExceeded)
     async def _quota(request: Request, exc: QuotaExceeded) -> JSONResponse:

@@ -27,8 +27,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User
@@ -59,7 +57,7 @@ from seojobs.api.v2_models import (
     report_head,
     task,
 )
-from seojobs.services import NotFound, Services, indexing
+from seojobs.services import NotFound, Services, Unavailable, indexing
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
 log = logging.getLogger("seojobs.api.v2")
@@ -200,7 +198,7 @@ def _create(
     fingerprint = {"v2": f"{engine}/{task_type}", "title": body.title, **params}
     try:
         return idempotency.run(request, svc, user, fingerprint, produce)
-    except (OperationalError, PoolTimeout) as exc:
+    except Unavailable as exc:
         return _overloaded(exc)
 
 

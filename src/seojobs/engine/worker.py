@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from seojobs.engine import maintenance
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
-from seojobs.engine.listener import Listener
+from seojobs.store.listener import Listener
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.settings import Settings

@@ -8,6 +8,7 @@ from seojobs.services.errors import (
     NotFound,
     QuotaExceeded,
     ServiceError,
+    Unavailable,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "QuotaExceeded",
     "ServiceError",
     "Services",
+    "Unavailable",
 ]

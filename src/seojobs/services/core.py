@@ -5,11 +5,17 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
+from seojobs.engine.registry import Registry
 from seojobs.services.errors import Conflict, FieldError, Invalid
 from seojobs.services.schedules import ScheduleServices
-from seojobs.store import accounts
+from seojobs.settings import Settings
+from seojobs.store import accounts, migrate
+from seojobs.store import idempotency as idempotency_sql
+from seojobs.store.db import Database
 from seojobs.store.errors import Duplicate
+from seojobs.store.idempotency import Outcome, Stored
 from seojobs.store.records import ProjectRecord, UserRecord
 
 API_KEY_PREFIX = "sj_"
@@ -28,6 +34,55 @@ class CreatedUser:
 
 class Services(ScheduleServices):
     """Users, projects, jobs (``JobServices``) and schedules (``ScheduleServices``)."""
+
+    @classmethod
+    def open(cls, settings: Settings, registry: Registry) -> Services:
+        return cls(Database(settings.database_url), settings, registry)
+
+    def migrate(self) -> None:
+        """Create or upgrade the schema, the kinds' own tables included."""
+        migrate.upgrade(self.db, self.registry.migration_dirs())
+
+    def readiness(self) -> str | None:
+        """None when the database answers and its schema is current; else what is wrong."""
+        if not self.db.ping():
+            return "database_unavailable"
+        if not migrate.is_current(self.db, self.registry.migration_dirs()):
+            return "schema_out_of_date"
+        return None
+
+    async def close(self) -> None:
+        await self.reads.close()
+        self.db.dispose()
+
+    # -- Idempotency-Key records (the API's; kept here so HTTP never opens transactions) ---
+
+    def idempotency_begin(
+        self, user: UserRecord, key: str, fingerprint: str, in_flight_seconds: float
+    ) -> tuple[Outcome, Stored | None]:
+        with self.db.write() as conn:
+            return idempotency_sql.begin(
+                self.db,
+                conn,
+                user_id=user.id,
+                key=key,
+                fingerprint=fingerprint,
+                now=self.clock(),
+                ttl=self.settings.idempotency_ttl_seconds,
+                in_flight_ttl=in_flight_seconds,
+            )
+
+    def idempotency_finish(
+        self, user: UserRecord, key: str, status_code: int, body: str, headers: dict[str, Any]
+    ) -> None:
+        with self.db.write() as conn:
+            idempotency_sql.finish(
+                conn, user_id=user.id, key=key, status_code=status_code, body=body, headers=headers
+            )
+
+    def idempotency_abandon(self, user: UserRecord, key: str) -> None:
+        with self.db.write() as conn:
+            idempotency_sql.abandon(conn, user_id=user.id, key=key)
 
     def create_user(self, name: str, *, rate_limit: str | None = None) -> CreatedUser:
         if not name.strip():

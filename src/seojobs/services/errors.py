@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# The database cannot take the work now: surfaces answer "retry later" (503).
+from seojobs.store.errors import Unavailable as Unavailable
+
 
 class ServiceError(Exception):
     code = "error"

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection
-
 from seojobs.engine.registry import Kind
 from seojobs.services.base import ServiceBase
 from seojobs.services.errors import NotFound
@@ -17,6 +15,7 @@ from seojobs.services.quotas import QuotaUse, limit_of, period_bounds
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store import usage as usage_sql
+from seojobs.store.db import Connection
 from seojobs.store.records import (
     CollectionRecord,
     FindingRecord,

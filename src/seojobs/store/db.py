@@ -13,9 +13,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection as Connection  # re-exported: the layers above type with it
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import QueuePool, StaticPool
+
+from seojobs.store.errors import Unavailable
 
 NOTIFY_CHANNEL = "seojobs_jobs"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -73,7 +78,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A transaction that may write (``BEGIN IMMEDIATE`` on SQLite)."""
-        with self.engine.connect() as conn:
+        with _unavailable(), self.engine.connect() as conn:
             conn = conn.execution_options(seojobs_write=True)
             conn.info.pop("seojobs_wake", None)
             with conn.begin():
@@ -83,7 +88,7 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, conn.begin():
+        with _unavailable(), self.engine.connect() as conn, conn.begin():
             yield conn
 
     # -- wake-ups -----------------------------------------------------------------------
@@ -115,6 +120,15 @@ class Database:
         """libpq connection string for a dedicated LISTEN connection."""
         return self.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
+    def ping(self) -> bool:
+        """Does the database answer?"""
+        try:
+            with self.read() as conn:
+                conn.execute(text("SELECT 1"))
+        except Unavailable:
+            return False
+        return True
+
     def dispose(self) -> None:
         self.engine.dispose()
 
@@ -139,3 +153,13 @@ def _sqlite_on_begin(conn: Connection) -> None:
 
 def connect(url: str, **kwargs: Any) -> Database:
     return Database(url, **kwargs)
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    """The driver's "cannot do it now" errors as the store's ``Unavailable``; the layers
+    above answer it (503, retry later) without knowing SQLAlchemy."""
+    try:
+        yield
+    except (OperationalError, PoolTimeout) as exc:
+        raise Unavailable(str(exc).splitlines()[0]) from exc
