@@ -25,7 +25,6 @@ from pydantic import ValidationError
 
 from seojobs.engine import maintenance
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
-from seojobs.store.listener import Listener
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.settings import Settings
@@ -33,6 +32,7 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
+from seojobs.store.listener import Listener
 from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 log = logging.getLogger("seojobs.worker")
