@@ -99,8 +99,16 @@ def test_a_plugin_kind_runs_through_the_generic_seam(
         ).json()["data"]
         assert again["status"] == "failed"
         assert again["error"]["code"] == "quota_exceeded"
-        usage = app.services.usage(alice.user)["acme_pages"]
-        assert (usage.used, usage.limit, usage.period) == (6, 10, "month")
+        usage = {q["quota"]: q for q in c.get("/v1/usage").json()["data"]}
+        assert {"acme_pages", "check", "submit"} <= set(usage)
+        acme = usage["acme_pages"]
+        assert (acme["used"], acme["limit"], acme["remaining"], acme["period"]) == (
+            6,
+            10,
+            4,
+            "month",
+        )
+        assert acme["resets_at"].endswith("-01T00:00:00+00:00")
         history = c.get(f"{data_url}/history", params={"subject": "acme.example"}).json()
         assert [h["job_id"] for h in history["data"]] == [job_id]
 

@@ -80,6 +80,19 @@ class FindingPage(BaseModel):
     next_cursor: str | None
 
 
+class QuotaOut(BaseModel):
+    quota: str
+    period: str = Field(description="`day` (UTC) or `month` (calendar, UTC).")
+    limit: int
+    used: int
+    remaining: int
+    resets_at: str
+
+
+class UsageData(BaseModel):
+    data: list[QuotaOut]
+
+
 class Collected(BaseModel):
     type: str
     subject: str
@@ -284,3 +297,14 @@ def collected_history(
             "next_cursor": str(page[-1].id) if more else None,
         }
     )
+
+
+@router.get("/usage", operation_id="get_quota_usage", response_model=UsageData)
+def quota_usage(user: User, svc: Svc) -> Response:
+    """Every quota this server's job types charge: your limit, what you used this period,
+    and when it resets (daily quotas at 00:00 UTC, monthly ones on the 1st)."""
+    data = [
+        {"quota": name, "period": use.period, **use.as_dict()}
+        for name, use in sorted(svc.usage(user).items())
+    ]
+    return JSONResponse({"data": data})
