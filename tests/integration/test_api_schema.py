@@ -50,6 +50,12 @@ OPERATION_IDS = {
     ("post", "/v1/projects/{project_id}/schedules"): "create_schedule",
     ("get", "/v1/projects/{project_id}/schedules/{schedule_id}"): "get_schedule",
     ("delete", "/v1/projects/{project_id}/schedules/{schedule_id}"): "delete_schedule",
+    ("get", "/v1/jobs/{job_id}/items"): "list_job_items",
+    ("get", "/v1/jobs/{job_id}/findings"): "list_job_findings",
+    ("get", "/v1/jobs/{job_id}/findings/summary"): "summarise_job_findings",
+    ("get", "/v1/projects/{project_id}/data/{type}"): "get_collected_data",
+    ("get", "/v1/projects/{project_id}/data/{type}/history"): "list_collected_data",
+    ("get", "/v1/usage"): "get_quota_usage",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
