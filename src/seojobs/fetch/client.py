@@ -182,11 +182,13 @@ class Fetcher:
         self.user_agent = settings.user_agent
         self.max_bytes = settings.fetch_max_bytes
         self.max_redirects = settings.fetch_max_redirects
-        self.guard = AddressGuard(GuardPolicy.from_settings(settings), resolver)
-        self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         self.hop_timeout = (
             hop_timeout or settings.fetch_connect_timeout + 2 * settings.fetch_timeout
         )
+        self.guard = AddressGuard(
+            GuardPolicy.from_settings(settings), resolver, lookup_timeout=self.hop_timeout
+        )
+        self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         guard = self.guard
         self._connector = connector or (lambda: PinnedConnector(guard, limit=100))
         self._timeout = aio.client_timeout(settings.fetch_connect_timeout, settings.fetch_timeout)

@@ -253,9 +253,17 @@ class GuardPolicy:
 class AddressGuard:
     """Resolve a host once and decide whether the fetcher may connect to what it names."""
 
-    def __init__(self, policy: GuardPolicy, resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        policy: GuardPolicy,
+        resolver: Resolver | None = None,
+        *,
+        lookup_timeout: float | None = None,
+    ) -> None:
         self.policy = policy
         self._resolver: Resolver = resolver or system_resolver
+        # A resolver that never answers would hold the fetch (and a worker) forever.
+        self._lookup_timeout = lookup_timeout
 
     async def resolve(self, host: str) -> tuple[IPAddress, ...]:
         """Addresses to connect to for ``host``, every one of them allowed; raises otherwise."""
@@ -292,9 +300,12 @@ class AddressGuard:
 
     async def _lookup(self, host: str) -> tuple[IPAddress, ...]:
         try:
-            answer = self._resolver(host.lower())
-            raw = await answer if inspect.isawaitable(answer) else answer
+            async with asyncio.timeout(self._lookup_timeout):
+                answer = self._resolver(host.lower())
+                raw = await answer if inspect.isawaitable(answer) else answer
             found = [ipaddress.ip_address(str(a)) for a in raw]
+        except TimeoutError as exc:
+            raise DNSError(f"DNS lookup for {host} timed out") from exc
         except (OSError, LookupError, UnicodeError) as exc:
             raise DNSError(f"cannot resolve {host}: {exc}") from exc
         except ValueError as exc:
