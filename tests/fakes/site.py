@@ -65,6 +65,7 @@ class Seen:
     path: str
     host: str
     user_agent: str
+    authorization: str | None = None
 
 
 class FixtureSite:
@@ -78,6 +79,7 @@ class FixtureSite:
         self.robots_status = robots_status
         self.robots_location = robots_location
         self.seen: list[Seen] = []
+        self.moved_to = ""  # where /moved redirects (a test sets it; it is not in the URL)
         self.inflight = 0
         self.max_inflight = 0
         self.release = threading.Event()  # lets /hold and /slow requests finish
@@ -107,6 +109,10 @@ class FixtureSite:
             self.inflight -= 1
 
     # -- pages -------------------------------------------------------------------------
+    async def _moved(self, _: Request) -> Response:
+        # The Location as the test wrote it (RedirectResponse would re-quote it).
+        return Response(status_code=302, headers={"location": self.moved_to})
+
     def _routes(self) -> Starlette:
         redirects = {
             "/redirect/3": (301, "/redirect/2"),
@@ -236,6 +242,7 @@ class FixtureSite:
             Route("/unavailable", lambda r: page("Busy", status=503)),
             Route("/forbidden", lambda r: page("No", status=403)),
             Route("/redirect-to", redirect_to),
+            Route("/moved", self._moved),
             Route("/hold", wait_for_release),
             Route("/slow", wait_for_release),
             Route("/trickle", trickle),
@@ -283,7 +290,12 @@ class _Recorder:
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         self.site.record(
-            Seen(scope["path"], headers.get("host", ""), headers.get("user-agent", ""))
+            Seen(
+                scope["path"],
+                headers.get("host", ""),
+                headers.get("user-agent", ""),
+                headers.get("authorization"),
+            )
         )
         self.site.enter()
         try:

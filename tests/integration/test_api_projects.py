@@ -361,6 +361,11 @@ def test_a_job_in_every_state(working: Api, fakes: Providers) -> None:
         ({"type": "test_noop", "params": [1]}, ["params"]),
         ({"type": "test_noop", "title": "t" * 501}, ["title"]),
         ({"type": "index_check", "params": {"urls": ["ftp://x"]}}, ["params.urls[0]"]),
+        (
+            {"type": "index_check", "params": {"urls": ["http://a.test/", "http://u:p@a.test/"]}},
+            ["params.urls[1]"],
+        ),
+        ({"type": "index_submit", "params": {"urls": ["http://a.test:0/"]}}, ["params.urls[0]"]),
     ],
 )
 def test_job_validation_names_the_field(idle: Api, body: dict[str, Any], fields: list[str]) -> None:

@@ -52,6 +52,12 @@ URL_CASES: dict[str, tuple[list[Any], list[str]]] = {
     "port out of range": (["http://a.example:99999/"], ["urls[0]"]),
     "port not a number": ([OK, "http://a.example:80x/"], ["urls[1]"]),
     "whitespace inside": (["https://a.example/a b"], ["urls[0]"]),
+    "user and password": ([OK, OK + "2", OK + "3", "https://user:pw@a.example/"], ["urls[3]"]),
+    "user only": (["http://user@a.example/"], ["urls[0]"]),
+    "password only": ([OK, "http://:pw@a.example:8080/x"], ["urls[1]"]),
+    "empty userinfo": (["http://@a.example/"], ["urls[0]"]),
+    "port 0": ([OK, "http://a.example:0/"], ["urls[1]"]),
+    "port 00": (["https://a.example:00/x"], ["urls[0]"]),
     "not a string": ([OK, 42], ["urls[1]"]),
     "several bad": (
         ["ftp://a.example/", OK, "/x", OK + "2", "http://a.example:-1/"],
@@ -102,6 +108,28 @@ def test_malformed_json_is_a_422_problem(rules: Api, kind: str) -> None:
     )
     assert_problem(answer, 422)
     nothing_stored(client)
+
+
+CREDENTIALS_AND_PORT_ZERO = [
+    OK,
+    "https://user:pw@a.example/1",
+    "http://a.example:0/2",
+    "http://a.example/p@x?q=a@b",  # an @ in the path or query is not a credential
+    "http://token@a.example/3",
+    "https://a.example:000/4",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_credentials_and_port_zero_are_refused_on_every_store(app: Api, kind: str) -> None:
+    client = app.client(app.account())
+    answer = client.post(f"{V1}/{kind}/jobs", json={"urls": CREDENTIALS_AND_PORT_ZERO})
+    assert error_fields(answer) == ["urls[1]", "urls[2]", "urls[4]", "urls[5]"]
+    messages = [e["message"] for e in answer.json()["errors"]]
+    assert all("pw" not in m and "token" not in m for m in messages)  # never echoed
+    nothing_stored(client)
+    fixed = [OK, "https://a.example/1", "http://a.example/2", "http://a.example/p@x?q=a@b"]
+    assert client.post(f"{V1}/{kind}/jobs", json={"urls": fixed}).status_code == 202
 
 
 @pytest.mark.parametrize("kind", KINDS)

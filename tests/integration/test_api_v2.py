@@ -286,6 +286,13 @@ def test_invalid_creates_are_problems(store_url: str) -> None:
             "/v2/task/google/indexer/create", json={"urls": ["https://a.example/", "nope"]}
         )
         assert [e["field"] for e in problem(bad_url, 422)["errors"]] == ["urls[1]"]
+        secret = client.post(
+            "/v2/task/google/checker/create",
+            json={"urls": ["https://a.example/", "https://u:pw@a.example/", "http://a.example:0/"]},
+        )
+        assert [e["field"] for e in problem(secret, 422)["errors"]] == ["urls[1]", "urls[2]"]
+        one = client.post("/v2/google/url", json={"url": "https://u:pw@a.example/"})
+        assert [e["field"] for e in problem(one, 422)["errors"]] == ["url"]
         problem(client.post("/v2/task/google/indexer/create", json={"urls": []}), 422)
         problem(client.post("/v2/task/duckduckgo/indexer/create", json={"urls": urls(1)}), 422)
         problem(client.post("/v2/task/google/vip/create", json={"urls": urls(1)}), 422)

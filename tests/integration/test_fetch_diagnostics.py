@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx
 import pytest
 
 from seojobs.fetch import Diagnostics, Fetcher, RobotsCache, inspect
 from seojobs.settings import Settings
-from tests.fakes.site import FixtureSite, running_site
+from tests.fakes.site import FixtureSite, fence_to_loopback, running_site
 
 Site = tuple[FixtureSite, str]
 
@@ -211,3 +213,133 @@ async def test_inspect_with_its_own_robots_cache(site: Site, fetcher: Fetcher) -
     result = await inspect(f"{base}/ok", fetcher, robots)
     assert (result.indexable, result.robots_txt_state) == (True, "ALLOWED")
     assert fake.paths() == ["/robots.txt", "/ok"]
+
+
+# -- names that do not resolve ---------------------------------------------------------------
+
+
+async def nxdomain(host: str) -> list[str]:
+    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+async def servfail(host: str) -> list[str]:
+    raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+
+async def no_addresses(host: str) -> list[str]:
+    return []
+
+
+async def not_an_address(host: str) -> list[str]:
+    return ["nowhere"]
+
+
+async def never_answers(host: str) -> list[str]:
+    await asyncio.Event().wait()  # a resolver that hangs: only the lookup deadline ends it
+    return []
+
+
+DNS_FAILURES = [nxdomain, servfail, no_addresses, not_an_address, never_answers]
+# URL Inspection's pageFetchState has no DNS value: a crawl error, with our kind saying which.
+DNS_CRAWL_ERROR = ("dns_error", "INTERNAL_CRAWL_ERROR")
+
+
+class EdgeDNS:
+    """The resolver at the network edge: fixture.test is the loopback site; every other name
+    fails the given way (no query ever leaves the machine)."""
+
+    def __init__(
+        self,
+        failure: Callable[[str], Awaitable[list[str]]],
+        answers: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.failure = failure
+        self.answers = {"fixture.test": ["127.0.0.1"], **(answers or {})}
+        self.calls: list[str] = []
+
+    async def __call__(self, host: str) -> list[str]:
+        self.calls.append(host)
+        if host in self.answers:
+            return self.answers[host]
+        return await self.failure(host)
+
+
+def dns_fetcher(dns: EdgeDNS) -> Fetcher:
+    return Fetcher(settings(), resolver=dns, hop_timeout=0.5)
+
+
+@pytest.mark.parametrize("failure", DNS_FAILURES)
+async def test_a_host_that_does_not_resolve_is_a_dns_error(
+    monkeypatch: pytest.MonkeyPatch, failure: Callable[[str], Awaitable[list[str]]]
+) -> None:
+    attempts = fence_to_loopback(monkeypatch)
+    dns = EdgeDNS(failure)
+    async with asyncio.timeout(10), dns_fetcher(dns) as fetcher:  # a guard against hanging
+        first = await check(fetcher, "http://nowhere.invalid/page")
+        second = await check(fetcher, "http://nowhere.invalid/other")
+    for result in (first, second):
+        assert (result.fetch_error_kind, result.page_fetch_state) == DNS_CRAWL_ERROR
+        assert result.robots_txt_state == "ROBOTS_TXT_STATE_UNSPECIFIED"  # never read
+        assert result.indexing_state == "INDEXING_STATE_UNSPECIFIED"
+        assert not result.indexable
+        assert result.verdict_reason.startswith("Fetch failed (dns_error)")
+        assert result.fetch_error is not None and "nowhere.invalid" in result.fetch_error
+    assert second.requested_url == "http://nowhere.invalid/other"
+    assert dns.calls == ["nowhere.invalid"]  # robots.txt's lookup, cached; the page never asked
+    assert attempts == []
+
+
+@pytest.mark.parametrize("failure", DNS_FAILURES)
+async def test_a_redirect_to_a_host_that_does_not_resolve_is_a_dns_error(
+    site: Site, failure: Callable[[str], Awaitable[list[str]]]
+) -> None:
+    fake, base = site
+    port = httpx.URL(base).port
+    dns = EdgeDNS(failure)
+    async with asyncio.timeout(10), dns_fetcher(dns) as fetcher:
+        result = await check(
+            fetcher, f"http://fixture.test:{port}/redirect-to?url=http://gone.invalid/x"
+        )
+    assert (result.fetch_error_kind, result.page_fetch_state) == DNS_CRAWL_ERROR
+    assert result.robots_txt_state == "ALLOWED"
+    assert [hop.status for hop in result.redirect_chain] == [302]
+    assert result.final_url == "http://gone.invalid/x"
+    assert fake.paths() == ["/robots.txt", "/redirect-to"]
+
+
+async def test_robots_txt_redirected_to_a_host_that_does_not_resolve_blocks_the_page() -> None:
+    # The page's own host answers; only its robots.txt is unreachable, which counts as
+    # disallow-all (as a 5xx would): the page is not fetched and robots.txt says why.
+    moved = FixtureSite(robots_location="http://gone.invalid/robots.txt")
+    with running_site(moved) as (fake, base):
+        port = httpx.URL(base).port
+        async with dns_fetcher(EdgeDNS(nxdomain)) as fetcher:
+            result = await check(fetcher, f"http://fixture.test:{port}/ok")
+        assert fake.paths() == ["/robots.txt"]
+    assert result.page_fetch_state == "BLOCKED_ROBOTS_TXT"
+    assert result.fetch_error_kind is None
+    assert result.robots_txt is not None
+    assert result.robots_txt.error_kind == "dns_error"
+    assert result.verdict_reason == "robots.txt unreachable (dns_error): treated as disallow-all"
+
+
+async def test_a_refused_host_is_looked_up_once_and_robots_txt_redirects_are_checked() -> None:
+    # The page's own name resolves to a refused address: reported as the guard's refusal,
+    # without a second lookup that a rebinding resolver could answer differently. A robots.txt
+    # that redirects to a refused address leaves the page blocked, never fetched unchecked.
+    moved = FixtureSite(robots_location="http://10.0.0.1/robots.txt")
+    with running_site(moved) as (fake, base):
+        port = httpx.URL(base).port
+        dns = EdgeDNS(nxdomain, {"intranet.test": ["10.0.0.5"]})
+        dns_settings = settings(allow_private_networks=False, fetch_allow_hosts=["fixture.test"])
+        async with Fetcher(dns_settings, resolver=dns) as fetcher:
+            refused = await check(fetcher, "http://intranet.test/ok")
+            blocked = await check(fetcher, f"http://fixture.test:{port}/ok")
+        assert fake.paths() == ["/robots.txt"]
+    assert (refused.fetch_error_kind, refused.page_fetch_state) == (
+        "ssrf_refused",
+        "INTERNAL_CRAWL_ERROR",
+    )
+    assert (blocked.page_fetch_state, blocked.fetch_error_kind) == ("BLOCKED_ROBOTS_TXT", None)
+    assert blocked.robots_txt is not None and blocked.robots_txt.error_kind == "ssrf_refused"
+    assert dns.calls == ["intranet.test", "fixture.test"]

@@ -280,6 +280,17 @@ async def test_resolution_failures_are_dns_errors() -> None:
             await guard.resolve(host)
 
 
+async def test_a_resolver_that_never_answers_is_a_dns_error() -> None:
+    async def hangs(host: str) -> list[str]:
+        await asyncio.Event().wait()
+        return []
+
+    guard = AddressGuard(GuardPolicy(), hangs, lookup_timeout=0.1)
+    async with asyncio.timeout(10):  # a guard against hanging, not a timing
+        with pytest.raises(DNSError, match=r"hangs\.test timed out"):
+            await guard.resolve("hangs.test")
+
+
 def test_policy_from_settings() -> None:
     policy = GuardPolicy.from_settings(settings(fetch_allow_hosts="Fixture.Test., b.test"))
     assert policy == GuardPolicy(False, frozenset({"fixture.test", "b.test"}))

@@ -13,7 +13,14 @@ import pytest
 
 from seojobs.fetch.errors import FetchError, InvalidURL, UnsupportedScheme
 from seojobs.fetch.guard import parse_ip_host
-from seojobs.fetch.urls import URL, join_url, normalize_url, origin_of, parse_url
+from seojobs.fetch.urls import (
+    URL,
+    join_url,
+    normalize_url,
+    origin_of,
+    parse_url,
+    without_userinfo,
+)
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -29,10 +36,10 @@ def reference_parse(raw: str) -> httpx.URL:
         raise UnsupportedScheme(url.scheme)
     if not url.host:
         raise InvalidURL("no host")
-    if url.port is not None and url.port > 65535:
+    if url.port is not None and not 0 < url.port <= 65535:
         raise InvalidURL("port out of range")  # the one check httpx leaves to the socket
     parse_ip_host(url.raw_host.decode("ascii"))
-    return url.copy_with(fragment=None)
+    return url.copy_with(userinfo=b"", fragment=None)  # credentials are never kept
 
 
 def reference_key(url: httpx.URL) -> str:
@@ -112,6 +119,13 @@ URLS = [
     "http://B\u00dcCHER.de:80/x",
     "http://u@a.com/",
     "http://u:p@a.com:80/",
+    "http://u:p@a.com/x?y#z",
+    "https://:p@a.com:8443/",
+    "http://@a.com/",
+    "http://u%40x:p%3Aq@a.com/",
+    "http://u:p@a.com:0/",
+    "http://a.com:00/",
+    "https://a.com:000/x",
     "http://127.0.0.1:8001/p/12",
     "http://127.1/",
     "http://0177.0.0.1/",
@@ -172,6 +186,9 @@ REFS = [
     "mailto:x@y",
     "http://[::1]:80/",
     "http://a.com:99999/",
+    "http://a.com:0/",
+    "http://u:p@other.test/x",
+    "//u:p@cdn.test/x",
 ]
 
 
@@ -245,3 +262,67 @@ def test_invalid_urls_raise_our_errors() -> None:
         parse_url("http://1.2.3.4.5/")
     with pytest.raises(UnsupportedScheme):
         parse_url("ftp://a.com/")
+
+
+CREDENTIALS = [
+    "http://user:s3cret@a.com/x",
+    "https://user:s3cret@a.com:8443/x?q",
+    "http://:s3cret@a.com/",
+    "http://s3cret@a.com/",
+    "http://us%40er:s3cret%3A@a.com/",
+    "http://user:s3cret@[::1]:8080/",
+    "http://user:s3cret@b\u00fccher.de/",
+]
+
+
+@pytest.mark.parametrize("raw", CREDENTIALS)
+def test_credentials_are_dropped_from_parsed_urls(raw: str) -> None:
+    url = parse_url(raw)
+    assert "s3cret" not in url.text and "@" not in url.text
+    assert "s3cret" not in url.key and "s3cret" not in url.host
+    assert ours(raw) == ours(url.text)  # the same URL, minus its userinfo
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "ftp://user:s3cret@a.com/",
+        "http://user:s3cret@a.com:0/",
+        "http://user:s3cret@a.com:99999/",
+        "http://user:s3cret@a.com:80x/",
+        "http://user:s3cret@/x",
+        "http://user:s3cret@1.2.3.4.5/",
+        "//user:s3cret@a.com/",
+    ],
+)
+def test_errors_never_show_credentials(raw: str) -> None:
+    with pytest.raises(FetchError) as caught:
+        parse_url(raw)
+    assert "s3cret" not in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("http://user:s3cret@a.com/p@q", "http://a.com/p@q"),
+        ("HTTPS://s3cret@a.com?x=a@b", "HTTPS://a.com?x=a@b"),
+        ("//user:s3cret@cdn.test/x", "//cdn.test/x"),
+        ("http:user:s3cret@a.com/", "http:a.com/"),  # browsers read this as userinfo too
+        ("http:\\\\user:s3cret@a.com/", "http:\\\\a.com/"),
+        ("http://a@b:s3cret@a.com/", "http://a.com/"),  # up to the last @
+        ("http://a.com/x@y", "http://a.com/x@y"),  # an @ in the path is not userinfo
+        ("http://a.com#@y", "http://a.com#@y"),
+        ("/relative@x", "/relative@x"),
+    ],
+)
+def test_without_userinfo(raw: str, shown: str) -> None:
+    assert without_userinfo(raw) == shown
+
+
+@pytest.mark.parametrize(
+    "raw", ["http://a.com:0/", "http://a.com:00/x", "https://a.com:0000/", "http://[::1]:0/"]
+)
+def test_port_zero_is_invalid(raw: str) -> None:
+    # Before, robots.txt went to the default port while the page went to port 0.
+    with pytest.raises(InvalidURL, match="port out of range"):
+        parse_url(raw)

@@ -28,7 +28,7 @@ from seojobs.fetch.politeness import HostGate
 from seojobs.fetch.result import FetchResult, Headers, RedirectHop, no_headers
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict
 from seojobs.fetch.transport import PinnedConnector, pinned
-from seojobs.fetch.urls import URL, join_url, normalize_url, parse_url
+from seojobs.fetch.urls import URL, join_url, normalize_url, parse_url, without_userinfo
 
 if TYPE_CHECKING:
     from seojobs.settings import Settings
@@ -121,7 +121,8 @@ def _join(base: URL, location: str) -> URL:
     try:
         joined = join_url(base, location)
     except (httpx.InvalidURL, ValueError) as exc:
-        raise InvalidURL(f"invalid redirect Location {location!r}: {exc}") from exc
+        shown = without_userinfo(location)
+        raise InvalidURL(f"invalid redirect Location {shown!r}: {exc}") from exc
     return parse_url(joined)
 
 
@@ -182,11 +183,13 @@ class Fetcher:
         self.user_agent = settings.user_agent
         self.max_bytes = settings.fetch_max_bytes
         self.max_redirects = settings.fetch_max_redirects
-        self.guard = AddressGuard(GuardPolicy.from_settings(settings), resolver)
-        self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         self.hop_timeout = (
             hop_timeout or settings.fetch_connect_timeout + 2 * settings.fetch_timeout
         )
+        self.guard = AddressGuard(
+            GuardPolicy.from_settings(settings), resolver, lookup_timeout=self.hop_timeout
+        )
+        self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         guard = self.guard
         self._connector = connector or (lambda: PinnedConnector(guard, limit=100))
         self._timeout = aio.client_timeout(settings.fetch_connect_timeout, settings.fetch_timeout)
@@ -254,7 +257,9 @@ class Fetcher:
             location = redirect_location(response.status, response.headers)
             if location is None:
                 return
-            progress.chain.append(RedirectHop(str(target), response.status, location))
+            # The hop records Location as sent, less any credentials (never stored or shown).
+            hop = RedirectHop(str(target), response.status, without_userinfo(location))
+            progress.chain.append(hop)
             target = _join(target, location)
             key = normalize_url(target)
             if key in seen:

@@ -5,7 +5,9 @@ URL Inspection API (``IndexStatusInspectionResult``) so our answer and Google's 
 by side. Mapping choices where Google has no exact name:
 
 * transport failures (DNS, connect, timeout, TLS, protocol) and a refusal by our network guard
-  are ``INTERNAL_CRAWL_ERROR``; ``fetch_error_kind`` says which;
+  are ``INTERNAL_CRAWL_ERROR``; ``fetch_error_kind`` says which. The enum has no DNS state, and
+  ``SERVER_ERROR`` would claim the server answered. A host that fails this way while robots.txt
+  is asked for is reported the same (the page would fail alike), not as blocked by robots.txt;
 * robots.txt unreachable (5xx, 429, no answer) counts as disallow-all, as Google does, so it is
   ``DISALLOWED`` / ``BLOCKED_ROBOTS_TXT``; ``robots_txt.googlebot_state`` says ``unreachable``;
 * when robots.txt lets Googlebot in but not our own user agent, we do not fetch the page and
@@ -45,6 +47,8 @@ _STATUS_FETCH_STATES = {
     404: "NOT_FOUND",
     410: "NOT_FOUND",
 }
+# Fetch errors of robots.txt's own host that the page would meet too.
+_HOST_FAILURES = frozenset({errors.DNS_ERROR, errors.SSRF_REFUSED})
 _ERROR_FETCH_STATES = {
     errors.INVALID_URL: "INVALID_URL",
     errors.UNSUPPORTED_SCHEME: "INVALID_URL",
@@ -294,10 +298,12 @@ async def inspect(url: str, fetcher: Fetcher, robots: RobotsCache) -> Diagnostic
     except FetchError as exc:
         return diagnose(FetchResult(url, url, None, error_kind=exc.kind, error=exc.message))
     verdict = await robots.verdict(url)
-    if verdict.error_kind == errors.SSRF_REFUSED:
-        # robots.txt was never asked for; the page fetch is refused the same way (nothing is
-        # sent) and carries the guard's own reason.
-        return diagnose(await fetcher.fetch(url))
+    if verdict.error_kind in _HOST_FAILURES and verdict.error_url == verdict.robots_url:
+        # The page's own host failed before robots.txt could be asked for: its name does not
+        # resolve, or the guard refuses it. The page would fail the same way, so it is reported
+        # as that fetch error (not as blocked by robots.txt) without asking DNS again.
+        failed = FetchResult(url, url, None, error_kind=verdict.error_kind, error=verdict.error)
+        return diagnose(failed)
     if verdict.allowed:
         return diagnose(await fetcher.fetch(url), verdict)
     return diagnose(FetchResult(url, url, None), verdict)

@@ -8,7 +8,9 @@ mixes a public and a private answer is how DNS rebinding usually starts.
 
 Numeric host tricks (``http://2130706433/``, ``http://0x7f.1/``, ``http://127.1/``) are parsed
 the way browsers (WHATWG URL) and ``inet_aton`` do, so the guard sees the address the system
-would really connect to.
+would really connect to. IPv6 addresses that carry an IPv4 address (mapped, compatible,
+translated, NAT64, 6to4, Teredo) are judged by that IPv4 address too, and cloud metadata
+addresses are refused in every spelling, whatever the policy.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
         "169.254.169.254",  # AWS, GCP, Azure, DigitalOcean, OCI, OpenStack
         "169.254.170.2",  # AWS ECS task metadata
         "fd00:ec2::254",  # AWS IMDS over IPv6
+        "169.254.170.23",  # AWS EKS Pod Identity Agent (hands out IAM credentials)
+        "fd00:ec2::23",  # the same agent over IPv6
         "100.100.100.200",  # Alibaba Cloud
         "192.0.0.192",  # Oracle Cloud (classic)
     )
@@ -73,6 +77,7 @@ _V6_FORBIDDEN: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
         ("::/128", "unspecified"),
         ("::1/128", "loopback"),
         ("::/96", "IPv4-compatible (deprecated)"),
+        ("::ffff:0:0:0/96", "IPv4-translated"),
         ("64:ff9b:1::/48", "local NAT64"),
         ("100::/64", "discard-only"),
         ("2001::/23", "IETF special purpose"),
@@ -83,35 +88,84 @@ _V6_FORBIDDEN: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
         ("ff00::/8", "multicast"),
     )
 )
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
 
+# IPv6 forms that carry an IPv4 address: the IPv4 policy applies to what they carry, because a
+# translator, tunnel or dual-stack socket on the path delivers them to that IPv4 address.
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")  # RFC 4291 IPv4-mapped
+_COMPATIBLE = ipaddress.IPv6Network("::/96")  # RFC 4291 IPv4-compatible (deprecated)
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 SIIT IPv4-translated
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215 local-use prefix
+_SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")  # RFC 3056
+_TEREDO = ipaddress.IPv6Network("2001::/32")  # RFC 4380
+# A local-use NAT64 prefix may be any RFC 6052 length inside its /48; each puts the IPv4
+# address somewhere else, so every one of them is decoded.
+_LOCAL_NAT64_LENGTHS = (48, 56, 64, 96)
+# Forms whose IPv4 address is the whole story: allowed when the IPv4 address is. The others
+# are refused by the IPv6 table below even when what they carry is public.
+_TRANSPARENT = (_MAPPED, _NAT64, _SIX_TO_FOUR)
+_LOW32 = 0xFFFFFFFF
 
-def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 form would really reach (mapped, 6to4, NAT64)."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+
+def _rfc6052_ipv4(value: int, prefix_length: int) -> ipaddress.IPv4Address:
+    """The IPv4 address in an RFC 6052 address of the given prefix length (bits 64-71 skipped)."""
+    if prefix_length == 96:
+        return ipaddress.IPv4Address(value & _LOW32)
+    without_u = ((value >> 64) << 56) | (value & ((1 << 56) - 1))  # 120 bits
+    return ipaddress.IPv4Address((without_u >> (88 - prefix_length)) & _LOW32)
+
+
+def embedded_ipv4s(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """Every IPv4 address ``ip`` embeds (none for a plain IPv6 address).
+
+    ``::`` and ``::1`` are IPv6's own unspecified and loopback addresses, not IPv4-compatible
+    forms of 0.0.0.0 and 0.0.0.1.
+    """
+    value = int(ip)
+    if ip in _MAPPED or ip in _TRANSLATED or ip in _NAT64 or (ip in _COMPATIBLE and value > 1):
+        return (ipaddress.IPv4Address(value & _LOW32),)
+    if ip in _LOCAL_NAT64:
+        return tuple(dict.fromkeys(_rfc6052_ipv4(value, n) for n in _LOCAL_NAT64_LENGTHS))
     if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip in _NAT64:
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
+        return (ip.sixtofour,)
+    if ip.teredo is not None:
+        server, client = ip.teredo  # the client address comes un-XORed from ipaddress
+        return (client, server)
+    return ()
+
+
+def is_metadata(ip: IPAddress) -> bool:
+    """A cloud metadata address, written plainly or embedded in an IPv6 address."""
+    if ip in METADATA_ADDRESSES:
+        return True
+    if isinstance(ip, ipaddress.IPv6Address):
+        return any(inner in METADATA_ADDRESSES for inner in embedded_ipv4s(ip))
+    return False
 
 
 def forbidden_reason(ip: IPAddress) -> str | None:
     """Why the guard refuses ``ip`` (``None``: a public address the fetcher may reach)."""
-    if ip in METADATA_ADDRESSES:
+    if is_metadata(ip):
         return "cloud metadata address"
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.scope_id:
-            return "scoped (link-local) IPv6 address"
-        inner = _embedded_ipv4(ip)
-        if inner is not None:
-            reason = forbidden_reason(inner)
-            return None if reason is None else f"{reason} (embedded IPv4 {inner})"
-        table: Iterable[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]] = _V6_FORBIDDEN
-    else:
-        table = _V4_FORBIDDEN
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _table_reason(ip, _V4_FORBIDDEN)
+    if ip.scope_id:
+        return "scoped (link-local) IPv6 address"
+    transparent = any(ip in network for network in _TRANSPARENT)
+    label = None if transparent else _table_reason(ip, _V6_FORBIDDEN)
+    if label is not None:
+        return label  # the whole range is refused, whatever it carries
+    for inner in embedded_ipv4s(ip):
+        reason = forbidden_reason(inner)
+        if reason is not None:
+            return f"{reason} (embedded IPv4 {inner})"
+    return None
+
+
+def _table_reason(
+    ip: IPAddress, table: Iterable[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, str]]
+) -> str | None:
     for network, label in table:
         if ip in network:
             return label
@@ -199,9 +253,17 @@ class GuardPolicy:
 class AddressGuard:
     """Resolve a host once and decide whether the fetcher may connect to what it names."""
 
-    def __init__(self, policy: GuardPolicy, resolver: Resolver | None = None) -> None:
+    def __init__(
+        self,
+        policy: GuardPolicy,
+        resolver: Resolver | None = None,
+        *,
+        lookup_timeout: float | None = None,
+    ) -> None:
         self.policy = policy
         self._resolver: Resolver = resolver or system_resolver
+        # A resolver that never answers would hold the fetch (and a worker) forever.
+        self._lookup_timeout = lookup_timeout
 
     async def resolve(self, host: str) -> tuple[IPAddress, ...]:
         """Addresses to connect to for ``host``, every one of them allowed; raises otherwise."""
@@ -217,7 +279,7 @@ class AddressGuard:
     def check(self, host: str, addresses: Iterable[IPAddress]) -> None:
         addresses = tuple(addresses)
         for address in addresses:
-            if address in METADATA_ADDRESSES:
+            if is_metadata(address):
                 raise SSRFRefused(f"{host} is a cloud metadata address ({address})")
         if self.policy.exempt(host):
             return
@@ -238,9 +300,12 @@ class AddressGuard:
 
     async def _lookup(self, host: str) -> tuple[IPAddress, ...]:
         try:
-            answer = self._resolver(host.lower())
-            raw = await answer if inspect.isawaitable(answer) else answer
+            async with asyncio.timeout(self._lookup_timeout):
+                answer = self._resolver(host.lower())
+                raw = await answer if inspect.isawaitable(answer) else answer
             found = [ipaddress.ip_address(str(a)) for a in raw]
+        except TimeoutError as exc:
+            raise DNSError(f"DNS lookup for {host} timed out") from exc
         except (OSError, LookupError, UnicodeError) as exc:
             raise DNSError(f"cannot resolve {host}: {exc}") from exc
         except ValueError as exc:

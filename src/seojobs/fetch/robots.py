@@ -56,6 +56,8 @@ class RobotsVerdict:
     status: int | None = None  # HTTP status of robots.txt (None when no response)
     error_kind: str | None = None  # why robots.txt was unreachable, if it was a fetch error
     crawl_delay: float | None = None  # for our user agent
+    error: str | None = None  # the fetch error's message
+    error_url: str | None = None  # the URL whose fetch failed (robots_url or a redirect target)
 
     @property
     def allowed(self) -> bool:
@@ -71,6 +73,7 @@ class RobotsVerdict:
             "status": self.status,
             "error_kind": self.error_kind,
             "crawl_delay": self.crawl_delay,
+            "error": self.error,
         }
 
 
@@ -84,6 +87,8 @@ class _Rules:
     unreachable: bool = False
     status: int | None = None
     error_kind: str | None = None
+    error: str | None = None
+    error_url: str | None = None
 
 
 def _classify(result: FetchResult) -> tuple[bool, protego.Protego | None]:
@@ -159,6 +164,8 @@ class RobotsCache:
             rules.status,
             rules.error_kind,
             delay,
+            rules.error,
+            rules.error_url,
         )
 
     async def _rules_for(self, origin: str, host: str) -> _Rules:
@@ -201,4 +208,6 @@ class RobotsCache:
             unreachable=unreachable,
             status=result.status,
             error_kind=result.error_kind,
+            error=result.error,
+            error_url=result.final_url if result.error_kind else None,
         )

@@ -8,6 +8,9 @@ httpx leaves as they are, no dot segments) are parsed by one regular expression 
 same spelling; anything else (IDN hosts, IPv6 literals, characters to percent-encode, dot
 segments, odd ports, uppercase schemes) still goes through ``httpx.URL``. Both paths give
 the same results; ``tests/unit/test_fetch_urls.py`` checks them against httpx side by side.
+
+Two rules of our own on top of httpx: credentials (``user:password@``) are dropped, so they are
+never sent nor stored, and port 0 is invalid.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ _SIMPLE = re.compile(
 _PATH_REF = re.compile(rf"/(?![/])(?:[{_PCHARS}/]|{_ESCAPED})*(?:\?{_QUERY})?(?:#[\x21-\x7e]*)?")
 # httpx's test for an IPv4-style host; such a host must then be a valid dotted quad.
 _IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+# The userinfo of a URL or reference as a browser (WHATWG) reads it: after the scheme and any
+# slashes (or after ``//``), up to the last ``@`` before the path, query or fragment.
+_USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.\-]*:[\\/]*|[\\/]{2}))[^/?#\\]*@")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,18 +91,26 @@ def _plain(raw: str) -> URL | None:
     return URL(scheme, host, port, rest if path else "/" + rest, text, key, True)
 
 
+def without_userinfo(raw: str) -> str:
+    """``raw`` with any ``user:password@`` taken out: what error messages may show of a URL."""
+    return _USERINFO.sub(r"\1", raw, count=1)
+
+
 def _via_httpx(raw: str) -> URL:
+    shown = without_userinfo(raw)
     try:
         url = httpx.URL(raw)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        raise InvalidURL(f"invalid URL {raw!r}: {exc}") from exc
+        raise InvalidURL(f"invalid URL {shown!r}: {exc}") from exc
     if not url.scheme:
-        raise InvalidURL(f"not an absolute URL: {raw!r}")
+        raise InvalidURL(f"not an absolute URL: {shown!r}")
     if url.scheme not in SCHEMES:
-        raise UnsupportedScheme(f"unsupported scheme {url.scheme!r} in {raw!r}")
+        raise UnsupportedScheme(f"unsupported scheme {url.scheme!r} in {shown!r}")
     if not url.host:
-        raise InvalidURL(f"URL has no host: {raw!r}")
-    url = url.copy_with(fragment=None)
+        raise InvalidURL(f"URL has no host: {shown!r}")
+    # Credentials are never sent (aiohttp turns them into Basic auth) nor echoed: a redirect
+    # could hand us someone's password and reports would store it.
+    url = url.copy_with(userinfo=b"", fragment=None)
     scheme = url.scheme.lower()
     port = url.port
     if port == _DEFAULT_PORTS.get(scheme):
@@ -117,9 +131,10 @@ def parse_url(raw: str) -> URL:
     """
     raw = raw.strip()
     url = _plain(raw) or _via_httpx(raw)
-    if url.port is not None and url.port > _MAX_PORT:
-        # httpx accepts any number; the connection layer raised ValueError, not a fetch error.
-        raise InvalidURL(f"port out of range in {raw!r}")
+    if url.port is not None and not 0 < url.port <= _MAX_PORT:
+        # httpx takes any number. Port 0 cannot be dialled (and robots.txt went to the default
+        # port instead); above 65535 the connection layer raised ValueError.
+        raise InvalidURL(f"port out of range in {without_userinfo(raw)!r}")
     parse_ip_host(url.host)  # numeric hosts must be valid IPv4 (WHATWG)
     return url
 
@@ -152,4 +167,4 @@ def origin_of(url: URL) -> str:
     port = url.port if url.port not in (None, _DEFAULT_PORTS.get(url.scheme)) else None
     host = url.host
     shown = f"[{host}]" if ":" in host else host
-    return f"{url.scheme}://{shown}" + (f":{port}" if port else "")
+    return f"{url.scheme}://{shown}" + ("" if port is None else f":{port}")

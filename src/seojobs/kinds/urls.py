@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -29,9 +29,20 @@ def check_url(value: str) -> str:
         raise ValueError("must be an absolute http:// or https:// URL")
     if not parts.hostname:
         raise ValueError("URL has no host")
+    _check_authority(parts)
     if any(c.isspace() for c in value):
         raise ValueError("URL contains whitespace")
     return value
+
+
+def _check_authority(parts: SplitResult) -> None:
+    # Credentials would be sent as Basic auth to whoever the URL (or a redirect) names and
+    # stored in reports; an empty ``@`` is refused too, as the same syntax.
+    if "@" in parts.netloc:
+        raise ValueError("URL must not contain a user name or password")
+    # urlsplit takes port 0, but nothing can be fetched there (robots.txt went to port 80).
+    if parts.port == 0:
+        raise ValueError("port 0 is not a valid port")
 
 
 Url = Annotated[str, AfterValidator(check_url)]
