@@ -1,13 +1,12 @@
 """Per-URL reports: JSON pages with a cursor, or CSV streamed page by page.
 
 The CSV is produced from pages of 500 items read one after another, so a 10,000-URL report
-never holds every row in memory.
+never holds every row in memory. Its cells go through ``seojobs.csvfile``, which neutralises
+text that a spreadsheet would run as a formula; the JSON pages keep every value as it is.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel
 
+from seojobs import csvfile
 from seojobs.api.problems import Problem
 from seojobs.services import Services
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
@@ -83,11 +83,19 @@ def row(item: ItemRecord) -> dict[str, Any]:
     }
 
 
-def _flat(value: Any) -> str:
+def _flat(value: Any) -> csvfile.Cell:
+    """One CSV cell: numbers stay numbers (csvfile writes them as they are), everything else
+    becomes text, which csvfile guards against formulas."""
+    if value is None or isinstance(value, int | float):
+        return value
+    return _text(value)
+
+
+def _text(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, list):
-        return " -> ".join(_flat(v.get("url") if isinstance(v, dict) else v) for v in value)
+        return " -> ".join(_text(v.get("url") if isinstance(v, dict) else v) for v in value)
     if isinstance(value, dict):
         directives = value.get("directives")
         if isinstance(directives, dict):  # per user agent: {"*": ["noindex", "follow"]}
@@ -101,15 +109,7 @@ def _flat(value: Any) -> str:
     return str(value)
 
 
-def csv_line(values: list[Any]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer).writerow(values)
-    return buffer.getvalue()
-
-
-def _csv(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[str]:
-    columns = COLUMNS + (DIAGNOSTIC_COLUMNS if job.kind == "index_check" else [])
-    yield csv_line(columns)
+def _csv_rows(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[list[csvfile.Cell]]:
     after = -1
     while True:
         page = svc.items(user, job.id, after_seq=after, limit=PAGE)
@@ -121,8 +121,13 @@ def _csv(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[str]:
             values = [_flat(data[c]) for c in COLUMNS]
             if job.kind == "index_check":
                 values += [_flat(diagnostics.get(c)) for c in DIAGNOSTIC_COLUMNS]
-            yield csv_line(values)
+            yield values
         after = page[-1].seq
+
+
+def _csv(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[str]:
+    columns = COLUMNS + (DIAGNOSTIC_COLUMNS if job.kind == "index_check" else [])
+    return csvfile.lines(columns, _csv_rows(svc, user, job))
 
 
 def _wants_csv(accept: str | None) -> bool:
