@@ -3,6 +3,10 @@
 The CSV is produced from pages of 500 items read one after another, so a 10,000-URL report
 never holds every row in memory. Its cells go through ``seojobs.csvfile``, which neutralises
 text that a spreadsheet would run as a formula; the JSON pages keep every value as it is.
+
+A row's ``status`` is the item's outcome once it ran; ``pending`` while its job may still run
+it; ``not_run`` when its job ended without running it (refused over quota, cancelled, or
+failed before reaching it).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from seojobs import csvfile
 from seojobs.api.problems import Problem
@@ -45,7 +49,11 @@ COLUMNS = ["url", "status", "provider", "error_code", "error_message", "finished
 
 class ReportRow(BaseModel):
     url: str
-    status: str
+    status: str = Field(
+        description="The item's outcome once it ran (e.g. submitted, indexed, failed); "
+        "`pending` while its job may still run it; `not_run` when its job ended without "
+        "running it (refused over quota, cancelled, or failed first)."
+    )
     provider: str | None
     error_code: str | None
     error_message: str | None
@@ -60,20 +68,21 @@ class ReportPage(BaseModel):
     next_cursor: str | None
 
 
-def _status(item: ItemRecord) -> str:
+def _status(item: ItemRecord, job_final: bool) -> str:
     if item.state == "pending":
-        return "pending"
+        # A final job never runs an item again (the store refuses changes to a finished job).
+        return "not_run" if job_final else "pending"
     return item.outcome or ("failed" if item.state == "failed" else "done")
 
 
-def row(item: ItemRecord) -> dict[str, Any]:
+def row(item: ItemRecord, job: JobRecord) -> dict[str, Any]:
     result = item.result or {}
     detail = result.get("provider_detail")
     if detail is None:  # submissions keep the provider's detail at the top level
         detail = {k: v for k, v in result.items() if k not in ("provider", "diagnostics")} or None
     return {
         "url": item.input,
-        "status": _status(item),
+        "status": _status(item, job.is_final),
         "provider": result.get("provider"),
         "error_code": item.error_code,
         "error_message": item.error_message,
@@ -116,7 +125,7 @@ def _csv_rows(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[list[
         if not page:
             return
         for item in page:
-            data = row(item)
+            data = row(item, job)
             diagnostics = data["diagnostics"] or {}
             values = [_flat(data[c]) for c in COLUMNS]
             if job.kind == "index_check":
@@ -165,7 +174,7 @@ def respond(
     return JSONResponse(
         {
             "job_id": job.id,
-            "rows": [row(i) for i in rows],
+            "rows": [row(i, job) for i in rows],
             "next_cursor": str(rows[-1].seq) if more and rows else None,
         }
     )
