@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from seojobs.api.allow import allowed_methods
 from seojobs.engine.registry import InvalidParams, UnknownKind
 from seojobs.services import NotFound
 
@@ -140,6 +141,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         headers = dict(exc.headers) if exc.headers else None
+        if exc.status_code == 405:
+            # Starlette's Allow names the methods of one route of the path; list them all.
+            headers = (headers or {}) | {"Allow": ", ".join(allowed_methods(request))}
         return problem(exc.status_code, _reason(exc.status_code), str(exc.detail), headers=headers)
 
 
