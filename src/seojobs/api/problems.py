@@ -141,9 +141,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         headers = dict(exc.headers) if exc.headers else None
-        if exc.status_code == 405:
-            # Starlette's Allow names the methods of one route of the path; list them all.
-            headers = (headers or {}) | {"Allow": ", ".join(allowed_methods(request))}
+        allow = allowed_methods(request) if exc.status_code == 405 else []
+        if allow:  # Starlette's Allow names the methods of one route of the path: list all
+            headers = (headers or {}) | {"Allow": ", ".join(allow)}
         return problem(exc.status_code, _reason(exc.status_code), str(exc.detail), headers=headers)
 
 
