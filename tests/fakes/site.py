@@ -164,6 +164,7 @@ class FixtureSite:
 
         routes = [
             Route("/robots.txt", robots),
+            Route("/headers", chosen_headers),
             Route("/ok", lambda r: page("OK", '<link rel="canonical" href="/ok">')),
             Route("/plain", lambda r: page("Plain")),
             Route("/private/page", lambda r: page("Private")),
@@ -249,6 +250,18 @@ class FixtureSite:
             *(Route(path, redirect) for path in redirects),
         ]
         return Starlette(routes=routes)
+
+
+async def chosen_headers(request: Request) -> Response:
+    # Each query parameter becomes a response header (Content-Type replaces the page's own):
+    # a page sends whatever header text a test chooses.
+    response = page("Chosen headers")
+    for name, value in request.query_params.multi_items():
+        if name.lower() == "content-type":
+            response.headers[name] = value
+        else:
+            response.headers.append(name, value)
+    return response
 
 
 async def set_cookie(_: Request) -> Response:

@@ -18,11 +18,13 @@ from tests.api_helpers import (
     V1,
     Api,
     Providers,
+    api,
     assert_problem,
     auth_headers,
     retry_after,
     when,
 )
+from tests.conftest import make_settings
 from tests.waiting import wait_until
 
 KINDS = ["index-submit", "index-check"]
@@ -300,7 +302,7 @@ def test_prefer_wait_answers_with_the_changed_state(working: Api, fakes: Provide
     assert not poller.is_alive()
     [answer] = answers
     assert answer.status_code == 200
-    assert answer.headers.get("preference-applied", "").startswith("wait=")
+    assert answer.headers.get("preference-applied") == "wait=30"  # held, answered early
     body = answer.json()
     # The answer shows the change that happened during the wait, not the state it started in.
     assert body["checked_urls"] == 1 or body["status"] == "completed", body
@@ -314,6 +316,39 @@ def test_prefer_wait_on_an_unchanging_job_returns_it_as_it_is(idle: Api) -> None
     assert answer.json()["status"] == "pending"
     assert answer.headers.get("preference-applied") == "wait=1"
     assert retry_after(answer) >= 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_prefer_wait_on_a_finished_job_answers_at_once_without_preference_applied(
+    store_url: str, kind: str
+) -> None:
+    with api(make_settings(store_url, quota_submit_daily=1, quota_check_daily=1)) as app:
+        client = app.client(app.account())
+        refused = create(client, kind, ["https://a.example/1", "https://a.example/2"]).json()
+        assert refused["error"]["code"] == "quota_exceeded", refused
+        cancelled = create(client, kind, ["https://a.example/3"]).json()["job_id"]
+        assert client.post(f"{V1}/{kind}/jobs/{cancelled}/cancel").status_code == 200
+        for job_id in (refused["job_id"], cancelled):
+            for prefer in ("wait=30", "wait=5", "wait=1", "wait=0.5", "wait=100"):
+                # A hold would last the whole wait: the 10 s timeout guards against it.
+                answer = client.get(
+                    f"{V1}/{kind}/jobs/{job_id}", headers={"Prefer": prefer}, timeout=10
+                )
+                assert answer.status_code == 200 and answer.json()["status"] == "failed"
+                assert "preference-applied" not in answer.headers, (prefer, answer.headers)
+                assert "retry-after" not in answer.headers
+
+
+@pytest.mark.parametrize("prefer", [None, "wait=0", "wait=abc", "respond-async", "wait=-5"])
+def test_no_usable_wait_is_answered_without_preference_applied(
+    idle: Api, prefer: str | None
+) -> None:
+    client = idle.client(idle.account())
+    job_id = create(client, "index-check", ["https://a.example/1"]).json()["job_id"]
+    headers = {"Prefer": prefer} if prefer else {}
+    answer = status(client, "index-check", job_id, **headers)
+    assert answer.status_code == 200 and answer.json()["status"] == "pending"
+    assert "preference-applied" not in answer.headers, answer.headers
 
 
 # -- out-of-range input is a client error, never a 500 ------------------------------------------

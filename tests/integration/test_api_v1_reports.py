@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api_helpers import TERMINAL, V1, Api, Providers, assert_problem
+from tests.api_helpers import TERMINAL, V1, Api, Providers, api, assert_problem
+from tests.conftest import make_settings
 from tests.waiting import wait_until
 
 KINDS = ["index-submit", "index-check"]
@@ -162,6 +163,71 @@ def test_csv_of_pending_items(idle: Api, kind: str) -> None:
     ]
     assert {line["status"] for line in lines} == {"pending"}
     assert set(header) >= set(BASE_COLUMNS)
+
+
+# -- URLs that never ran: not_run once the job is final, pending while it may still run them ----
+
+
+def statuses(client: httpx.Client, kind: str, job_id: int) -> tuple[list[str], list[str]]:
+    """Each row's status in the JSON report and in the CSV report, in URL order."""
+    page = client.get(f"{V1}/{kind}/jobs/{job_id}/report").json()
+    _header, lines = csv_rows(client.get(f"{V1}/{kind}/jobs/{job_id}/report", headers=CSV))
+    assert [row["url"] for row in page["rows"]] == [line["url"] for line in lines]
+    return [row["status"] for row in page["rows"]], [line["status"] for line in lines]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_urls_of_a_job_refused_over_quota_are_not_run(store_url: str, kind: str) -> None:
+    with api(make_settings(store_url, quota_submit_daily=2, quota_check_daily=2)) as app:
+        client = app.client(app.account())
+        urls = [f"https://a.example/{i}" for i in range(3)]
+        refused = client.post(f"{V1}/{kind}/jobs", json={"urls": urls}).json()
+        assert refused["status"] == "failed" and refused["error"]["code"] == "quota_exceeded"
+        assert statuses(client, kind, refused["job_id"]) == (["not_run"] * 3, ["not_run"] * 3)
+        rows = client.get(f"{V1}/{kind}/jobs/{refused['job_id']}/report").json()["rows"]
+        assert [row["url"] for row in rows] == urls  # every URL is still listed
+        # A job that fits is open: its URLs may still run.
+        fits = create(client, kind, ["https://b.example/1"])
+        assert statuses(client, kind, fits) == (["pending"], ["pending"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_urls_of_a_job_cancelled_before_it_ran_are_not_run(idle: Api, kind: str) -> None:
+    client = idle.client(idle.account())
+    job_id = create(client, kind, ["https://a.example/1", "https://a.example/2"])
+    assert statuses(client, kind, job_id) == (["pending"] * 2, ["pending"] * 2)
+    cancelled = client.post(f"{V1}/{kind}/jobs/{job_id}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["error"]["code"] == "cancelled"
+    assert statuses(client, kind, job_id) == (["not_run"] * 2, ["not_run"] * 2)
+
+
+def test_urls_a_cancelled_check_never_reached_are_not_run(working: Api, fakes: Providers) -> None:
+    client = working.client(working.account())
+    done, held = fakes.site_base + "/ok", fakes.site_base + "/hold"
+    job_id = create(client, "index-check", [done, held])
+    status = f"{V1}/index-check/jobs/{job_id}"
+    wait_until(lambda: client.get(status).json()["checked_urls"] == 1)  # /ok; /hold waits
+    try:
+        assert client.post(f"{status}/cancel").json()["status"] == "failed"
+    finally:
+        fakes.site.release.set()
+    assert statuses(client, "index-check", job_id) == (
+        ["not_indexed", "not_run"],
+        ["not_indexed", "not_run"],
+    )
+
+
+def test_v2_reports_list_no_url_that_never_ran(idle: Api) -> None:
+    client = idle.client(idle.account())
+    urls = ["https://a.example/1", "https://a.example/2"]
+    created = client.post("/v2/task/google/indexer/create", json={"urls": urls}).json()
+    task_id = created["task_id"]
+    assert client.post(f"{V1}/index-submit/jobs/{task_id}/cancel").status_code == 200
+    for report in ("fullreport", "report"):
+        answer = client.post(f"/v2/task/google/indexer/{report}", json={"task_id": task_id})
+        result = answer.json()["result"]
+        assert (result["size"], result["processed_count"]) == (2, 0), result
+        assert result["indexed_links"] == [] and result["unindexed_links"] == [], result
 
 
 # -- 10,000 URLs --------------------------------------------------------------------------------

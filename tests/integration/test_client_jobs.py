@@ -414,7 +414,9 @@ def test_long_poll_sends_prefer_wait(stack: Stack, mode: str) -> None:
     assert done.status == "completed"
     reads = stack.recorder.requests("GET", f"/index-submit/jobs/{created.job_id}")
     assert reads and all(r.headers.get("prefer") == "wait=5" for r in reads)
-    assert all(r.response_headers.get("preference-applied") == "wait=5" for r in reads)
+    # Held polls say so; one that found the job finished was answered at once, without it.
+    applied = [r.response_headers.get("preference-applied") for r in reads]
+    assert set(applied) <= {"wait=5", None}, applied
 
     plain = Driver(mode, stack.base, key)
     plain.run(lambda c: c.wait("index_submit", created.job_id, policy=FAST))

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from seojobs.api.allow import allowed_methods
 from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded, Unavailable
 
 PROBLEM_BASE = "https://seojobs.dev/problems/"
@@ -160,6 +161,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         headers = dict(exc.headers) if exc.headers else None
+        allow = allowed_methods(request) if exc.status_code == 405 else []
+        if allow:  # Starlette's Allow names the methods of one route of the path: list all
+            headers = (headers or {}) | {"Allow": ", ".join(allow)}
         return problem(exc.status_code, _reason(exc.status_code), str(exc.detail), headers=headers)
 
 

@@ -1,21 +1,26 @@
 """Per-URL reports: JSON pages with a cursor, or CSV streamed page by page.
 
 The CSV is produced from pages of 500 items read one after another, so a 10,000-URL report
-never holds every row in memory.
+never holds every row in memory. Its cells go through ``seojobs.csvfile``, which neutralises
+text that a spreadsheet would run as a formula; the JSON pages keep every value as it is.
+
+A row's ``status`` is the item's outcome once it ran; ``pending`` while its job may still run
+it; ``not_run`` when its job ended without running it (refused over quota, cancelled, or
+failed before reaching it).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from seojobs import csvfile
 from seojobs.api.problems import Problem
+from seojobs.engine.registry import ReportColumn
 from seojobs.services import Services
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
@@ -25,27 +30,16 @@ CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/csv": {"schema": {"type": "string"}}}}
 }
 
-DIAGNOSTIC_COLUMNS = [
-    "final_url",
-    "http_status",
-    "redirect_chain",
-    "robots_txt_state",
-    "indexing_state",
-    "page_fetch_state",
-    "meta_robots",
-    "x_robots_tag",
-    "canonical",
-    "canonical_state",
-    "content_type",
-    "fetch_error_kind",
-    "verdict_reason",
-]
 COLUMNS = ["url", "status", "provider", "error_code", "error_message", "finished_at"]
 
 
 class ReportRow(BaseModel):
     url: str
-    status: str
+    status: str = Field(
+        description="The item's outcome once it ran (e.g. submitted, indexed, failed); "
+        "`pending` while its job may still run it; `not_run` when its job ended without "
+        "running it (refused over quota, cancelled, or failed first)."
+    )
     provider: str | None
     error_code: str | None
     error_message: str | None
@@ -60,20 +54,21 @@ class ReportPage(BaseModel):
     next_cursor: str | None
 
 
-def _status(item: ItemRecord) -> str:
+def item_status(item: ItemRecord, job_final: bool) -> str:
     if item.state == "pending":
-        return "pending"
+        # A final job never runs an item again (the store refuses changes to a finished job).
+        return "not_run" if job_final else "pending"
     return item.outcome or ("failed" if item.state == "failed" else "done")
 
 
-def row(item: ItemRecord) -> dict[str, Any]:
+def row(item: ItemRecord, job: JobRecord) -> dict[str, Any]:
     result = item.result or {}
     detail = result.get("provider_detail")
     if detail is None:  # submissions keep the provider's detail at the top level
         detail = {k: v for k, v in result.items() if k not in ("provider", "diagnostics")} or None
     return {
         "url": item.input,
-        "status": _status(item),
+        "status": item_status(item, job.is_final),
         "provider": result.get("provider"),
         "error_code": item.error_code,
         "error_message": item.error_message,
@@ -83,11 +78,19 @@ def row(item: ItemRecord) -> dict[str, Any]:
     }
 
 
-def _flat(value: Any) -> str:
+def cell(value: Any) -> csvfile.Cell:
+    """One CSV cell: numbers stay numbers (csvfile writes them as they are), everything else
+    becomes text, which csvfile guards against formulas."""
+    if value is None or isinstance(value, int | float):
+        return value
+    return _text(value)
+
+
+def _text(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, list):
-        return " -> ".join(_flat(v.get("url") if isinstance(v, dict) else v) for v in value)
+        return " -> ".join(_text(v.get("url") if isinstance(v, dict) else v) for v in value)
     if isinstance(value, dict):
         directives = value.get("directives")
         if isinstance(directives, dict):  # per user agent: {"*": ["noindex", "follow"]}
@@ -101,28 +104,26 @@ def _flat(value: Any) -> str:
     return str(value)
 
 
-def csv_line(values: list[Any]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer).writerow(values)
-    return buffer.getvalue()
+def report_columns(svc: Services, job: JobRecord) -> tuple[ReportColumn, ...]:
+    """The columns the job's type declares (none for a type no longer installed)."""
+    return svc.registry.get(job.kind).report_columns if job.kind in svc.registry else ()
+
+
+def _csv_rows(
+    svc: Services, user: UserRecord, job: JobRecord, columns: tuple[ReportColumn, ...]
+) -> Iterator[list[csvfile.Cell]]:
+    after = -1
+    while page := svc.items(user, job.id, after_seq=after, limit=PAGE):
+        for item in page:
+            data = row(item, job)
+            values = [cell(data[c]) for c in COLUMNS]
+            yield values + [cell(c.value(item.result)) for c in columns]
+        after = page[-1].seq
 
 
 def _csv(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[str]:
-    columns = COLUMNS + (DIAGNOSTIC_COLUMNS if job.kind == "index_check" else [])
-    yield csv_line(columns)
-    after = -1
-    while True:
-        page = svc.items(user, job.id, after_seq=after, limit=PAGE)
-        if not page:
-            return
-        for item in page:
-            data = row(item)
-            diagnostics = data["diagnostics"] or {}
-            values = [_flat(data[c]) for c in COLUMNS]
-            if job.kind == "index_check":
-                values += [_flat(diagnostics.get(c)) for c in DIAGNOSTIC_COLUMNS]
-            yield csv_line(values)
-        after = page[-1].seq
+    columns = report_columns(svc, job)
+    return csvfile.lines(COLUMNS + [c.name for c in columns], _csv_rows(svc, user, job, columns))
 
 
 def _wants_csv(accept: str | None) -> bool:
@@ -160,7 +161,7 @@ def respond(
     return JSONResponse(
         {
             "job_id": job.id,
-            "rows": [row(i) for i in rows],
+            "rows": [row(i, job) for i in rows],
             "next_cursor": str(rows[-1].seq) if more and rows else None,
         }
     )

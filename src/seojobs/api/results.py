@@ -3,7 +3,6 @@ CSV), its findings, and the data a kind collected for a project. Reads never sta
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any
@@ -12,12 +11,13 @@ from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
+from seojobs import csvfile
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
-from seojobs.api.reports import CSV_RESPONSE, csv_line
+from seojobs.api.reports import CSV_RESPONSE, cell, item_status, report_columns
 from seojobs.api.v1 import MAX_ID, Cursor, JobId, parse_cursor
 from seojobs.services import Services
-from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, UserRecord
+from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
 
 router = APIRouter(prefix="/v1", tags=["results"], responses=problems.RESPONSES)
 
@@ -117,17 +117,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def item_status(item: ItemRecord, job_failed: bool = False) -> str:
-    if item.state == "pending":
-        return "not_run" if job_failed else "pending"
-    return item.outcome or ("failed" if item.state == "failed" else "done")
-
-
-def item_body(item: ItemRecord, job_failed: bool = False) -> dict[str, Any]:
+def item_body(item: ItemRecord, job_final: bool) -> dict[str, Any]:
     return {
         "seq": item.seq,
         "input": item.data if item.data is not None else item.input,
-        "status": item_status(item, job_failed),
+        "status": item_status(item, job_final),
         "result": item.result,
         "error": {"code": item.error_code, "message": item.error_message}
         if item.error_code
@@ -158,30 +152,26 @@ def collection_body(found: CollectionRecord) -> dict[str, Any]:
 
 
 def _items_csv(
-    svc: Services, user: UserRecord, job_id: int, outcomes: list[str] | None
+    svc: Services, user: UserRecord, job: JobRecord, outcomes: list[str] | None
 ) -> Iterator[str]:
-    job = svc.job(user, job_id, summary=True)
-    columns = svc.registry.get(job.kind).report_columns if job.kind in svc.registry else ()
-    yield csv_line(ITEM_COLUMNS + [c.name for c in columns])
-    after = -1
-    while page := svc.items(user, job_id, after_seq=after, limit=PAGE, outcomes=outcomes):
-        for item in page:
-            values = [
-                item.seq,
-                item.input,
-                item_status(item, job.state == "failed"),
-                item.error_code,
-                item.error_message,
-                _iso(item.finished_at),
-            ]
-            yield csv_line(values + [_cell(c.value(item.result)) for c in columns])
-        after = page[-1].seq
+    columns = report_columns(svc, job)
 
+    def rows() -> Iterator[list[csvfile.Cell]]:
+        after = -1
+        while page := svc.items(user, job.id, after_seq=after, limit=PAGE, outcomes=outcomes):
+            for item in page:
+                values: list[csvfile.Cell] = [
+                    item.seq,
+                    item.input,
+                    item_status(item, job.is_final),
+                    item.error_code,
+                    item.error_message,
+                    _iso(item.finished_at),
+                ]
+                yield values + [cell(c.value(item.result)) for c in columns]
+            after = page[-1].seq
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return value
+    return csvfile.lines(ITEM_COLUMNS + [c.name for c in columns], rows())
 
 
 @router.get(
@@ -205,7 +195,7 @@ def list_items(
     if accept and "text/csv" in accept.lower():
         headers = {"Content-Disposition": f'attachment; filename="job-{job_id}-items.csv"'}
         return StreamingResponse(
-            _items_csv(svc, user, job_id, outcome), media_type="text/csv", headers=headers
+            _items_csv(svc, user, job, outcome), media_type="text/csv", headers=headers
         )
     after = parse_cursor(cursor)
     page = svc.items(
@@ -213,10 +203,9 @@ def list_items(
     )
     more = len(page) > limit
     page = page[:limit]
-    failed = job.state == "failed"
     return JSONResponse(
         {
-            "data": [item_body(i, failed) for i in page],
+            "data": [item_body(i, job.is_final) for i in page],
             "next_cursor": str(page[-1].seq) if more else None,
         }
     )

@@ -183,7 +183,11 @@ async def _status(request: Request, kind: str, job_id: int) -> Response:
     svc: Services = request.app.state.services
     job, body = await _read(svc, user, kind, job_id)
     wait = _wait_seconds(request.headers.get("prefer"))
-    if wait and not job.is_final:
+    # RFC 7240: Preference-Applied says the preference shaped this answer. It is sent only
+    # when the request was held, i.e. the job was still open when it arrived; a final job
+    # (or no usable wait) is answered at once, and claiming the wait then would be false.
+    held = bool(wait) and not job.is_final
+    if held:
         # Long-poll: answer as soon as the job changes, or when the wait is over.
         deadline = time.monotonic() + wait
         seen = (job.state, job.updated_at)
@@ -193,8 +197,8 @@ async def _status(request: Request, kind: str, job_id: int) -> Response:
             if (job.state, job.updated_at) != seen:
                 break
     headers = retry_headers(job)
-    if wait:
-        headers["Preference-Applied"] = f"wait={int(wait)}"
+    if held:
+        headers["Preference-Applied"] = f"wait={wait:g}"  # the bound applied, after the cap
     return JSONResponse(body, headers=headers)
 
 
@@ -299,7 +303,11 @@ STATUS_OPENAPI: dict[str, Any] = {
             "in": "header",
             "required": False,
             "schema": {"type": "string"},
-            "description": "`wait=N` (N ≤ 30): answer when the job changes or N s pass.",
+            "description": (
+                "`wait=N` (N ≤ 30): answer when the job changes or N s pass. The answer "
+                "carries `Preference-Applied: wait=N` when it was held, i.e. the job was "
+                "still open; a finished job is answered at once, without it."
+            ),
         }
     ]
 }
