@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import delete
 
@@ -19,7 +21,6 @@ from seojobs.store.db import Database
 from seojobs.store.records import UserRecord
 from seojobs.store.tables import users
 from tests.api_helpers import Api, assert_problem
-from tests.integration.test_api_projects import new_project, schedule, started
 
 Made = dict[str, list[int]]
 
@@ -98,22 +99,36 @@ def test_the_next_ids_are_above_every_id_handed_out(
         assert min(again[table]) > max(ids), (table, given, again)
 
 
+def _created(answer: httpx.Response) -> int:
+    assert answer.status_code in (201, 202), answer.text
+    made: dict[str, Any] = answer.json()["data"]
+    return int(made["id"])
+
+
 def test_a_client_holding_old_ids_never_reads_new_rows(idle: Api) -> None:
     """Over HTTP: after the project went, its job and schedule ids stay 404 for good."""
     client = idle.client(idle.account())
-    doomed = new_project(client, "doomed")["id"]
-    old_jobs = [started(client, doomed, "test_noop")["id"] for _ in range(3)]
-    made = schedule(client, doomed, every_days=1)
-    assert made.status_code == 201, made.text
-    old_schedule = made.json()["data"]["id"]
+
+    def project(name: str) -> int:
+        return _created(client.post("/v1/projects", json={"name": name}))
+
+    def job(project_id: int) -> int:
+        body = {"type": "test_noop", "params": {}}
+        return _created(client.post(f"/v1/projects/{project_id}/jobs", json=body))
+
+    def schedule(project_id: int) -> int:
+        body = {"name": "daily", "type": "test_noop", "params": {}, "every_days": 1}
+        return _created(client.post(f"/v1/projects/{project_id}/schedules", json=body))
+
+    doomed = project("doomed")
+    old_jobs = [job(doomed) for _ in range(3)]
+    old_schedule = schedule(doomed)
     assert client.delete(f"/v1/projects/{doomed}").status_code == 204
 
-    kept = new_project(client, "kept")["id"]
+    kept = project("kept")
     assert kept > doomed
-    new_jobs = [started(client, kept, "test_noop")["id"] for _ in range(3)]
-    assert min(new_jobs) > max(old_jobs)
-    made = schedule(client, kept, every_days=1)
-    assert made.json()["data"]["id"] > old_schedule
+    assert min(job(kept) for _ in range(3)) > max(old_jobs)
+    assert schedule(kept) > old_schedule
     for job_id in old_jobs:
         assert_problem(client.get(f"/v1/jobs/{job_id}"), 404)
     assert_problem(client.get(f"/v1/projects/{kept}/schedules/{old_schedule}"), 404)
