@@ -164,7 +164,7 @@ def migrate_cmd() -> None:
 
     db = Database(settings.database_url)
     extra = load_registry(settings).migration_dirs()
-    migrate.upgrade(db, extra)
+    migrate.upgrade(db, extra=extra)
     typer.echo(f"schema at {migrate.current_revision(db, extra)} ({db.dialect})")
     db.dispose()
 
@@ -192,7 +192,7 @@ def users_create(
 
     db = Database(settings.database_url)
     registry = load_registry(settings)
-    migrate.upgrade(db, registry.migration_dirs())
+    migrate.upgrade(db, extra=registry.migration_dirs())
     services = Services(db, settings, registry)
     created = services.create_user(name, rate_limit=f"{rate_limit}/minute" if rate_limit else None)
     db.dispose()

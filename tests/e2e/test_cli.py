@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from seojobs.store import jobs as job_sql
 from seojobs.store import migrate
+from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import users
+from tests import schema_0002
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import (
     SCHEMA_TABLES,
@@ -75,6 +79,46 @@ def test_migrate_creates_schema_on_fresh_sqlite_file(fresh_sqlite_url: str, tmp_
 def test_migrate_creates_schema_on_empty_postgresql(empty_pg_url: str, tmp_path: Path) -> None:
     assert not (SCHEMA_TABLES & table_names(empty_pg_url))
     _check_migrate_twice(empty_pg_url, tmp_path)
+
+
+def _check_migrate_upgrades_a_database_in_use(url: str, cwd: Path) -> None:
+    """A database at 0002 with rows (its newest ones deleted) is upgraded in place."""
+    db = Database(url)
+    try:
+        schema_0002.build(db)
+        with db.read() as conn:
+            before = schema_0002.snapshot(conn)
+    finally:
+        db.dispose()
+    done = run_cli("migrate", env=subprocess_env(url), cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    assert f"schema at {migrate.head_revision()}" in done.stdout
+    assert _is_current(url)
+    with open_services(url) as services:
+        with services.db.read() as conn:
+            assert schema_0002.snapshot(conn) == before
+        user = services.create_user("dave").user
+        job, _ = services.create_job(user, "test_noop", {})
+        # From now on the newest job's id stays taken once it is pruned.
+        services.cancel_job(user, job.id)
+        with services.db.write() as conn:
+            job_sql.prune(conn, utcnow() + timedelta(seconds=1))
+            assert job_sql.get(conn, job.id) is None
+        after, _ = services.create_job(user, "test_noop", {})
+    # SQLite kept no trace of the ids deleted before the upgrade; PostgreSQL's sequences did.
+    floor = schema_0002.PRESENT if url.startswith("sqlite") else schema_0002.HANDED_OUT
+    assert user.id > floor["users"]
+    assert user.default_project_id > floor["projects"]
+    assert after.id > job.id > floor["jobs"]
+
+
+def test_migrate_upgrades_a_sqlite_database_in_use(fresh_sqlite_url: str, tmp_path: Path) -> None:
+    _check_migrate_upgrades_a_database_in_use(fresh_sqlite_url, tmp_path)
+
+
+@pytest.mark.postgres
+def test_migrate_upgrades_a_postgresql_database_in_use(empty_pg_url: str, tmp_path: Path) -> None:
+    _check_migrate_upgrades_a_database_in_use(empty_pg_url, tmp_path)
 
 
 def test_migrate_defaults_to_seojobs_db_in_cwd(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ class Services(ScheduleServices):
 
     def migrate(self) -> None:
         """Create or upgrade the schema, the kinds' own tables included."""
-        migrate.upgrade(self.db, self.registry.migration_dirs())
+        migrate.upgrade(self.db, extra=self.registry.migration_dirs())
 
     def readiness(self) -> str | None:
         """None when the database answers and its schema is current; else what is wrong."""

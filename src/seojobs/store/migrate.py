@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -16,7 +17,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from seojobs.store.db import Database
 
@@ -34,20 +35,58 @@ def alembic_config(extra: Sequence[str] = ()) -> Config:
     return config
 
 
-def upgrade(db: Database, extra: Sequence[str] = (), revision: str = "heads") -> None:
+def upgrade(db: Database, revision: str = "heads", extra: Sequence[str] = ()) -> None:
+    _run(db, command.upgrade, revision, extra)
+
+
+def downgrade(db: Database, revision: str, extra: Sequence[str] = ()) -> None:
+    _run(db, command.downgrade, revision, extra)
+
+
+def _run(
+    db: Database, step: Callable[[Config, str], None], revision: str, extra: Sequence[str]
+) -> None:
     config = alembic_config(extra)
     with db.engine.connect() as conn:
-        if db.dialect == "postgresql":
-            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": PG_MIGRATION_LOCK})
-            conn.commit()
-        try:
+        guard = _pg_lock if db.dialect == "postgresql" else _sqlite_rebuild_safe
+        with guard(conn):
             config.attributes["connection"] = conn
-            command.upgrade(config, revision)
-            conn.commit()
-        finally:
-            if db.dialect == "postgresql":
-                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": PG_MIGRATION_LOCK})
-                conn.commit()
+            step(config, revision)
+
+
+@contextmanager
+def _pg_lock(conn: Connection) -> Iterator[None]:
+    conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": PG_MIGRATION_LOCK})
+    conn.commit()
+    try:
+        yield
+        conn.commit()
+    finally:
+        conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": PG_MIGRATION_LOCK})
+        conn.commit()
+
+
+@contextmanager
+def _sqlite_rebuild_safe(conn: Connection) -> Iterator[None]:
+    """Foreign keys off and one ``BEGIN IMMEDIATE`` transaction for the whole upgrade.
+
+    A migration that rebuilds a table (SQLite cannot alter most of a table in place) drops
+    the old one, and with foreign keys enforced that drop runs its ON DELETE CASCADE and
+    empties the child tables. SQLite ignores ``PRAGMA foreign_keys`` inside a transaction,
+    so it goes to the driver before the transaction starts. The write lock, taken before
+    alembic reads the current revision, makes concurrent upgrades (``seojobs migrate`` next
+    to a starting ``serve``) wait for each other instead of running the same steps twice;
+    one transaction means a failed step leaves the database at the revision it had.
+    """
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    driver.execute("PRAGMA foreign_keys=OFF")
+    try:
+        with conn.execution_options(seojobs_write=True).begin():
+            yield
+    finally:
+        # The connection goes back to the pool: it must enforce foreign keys again.
+        driver.execute("PRAGMA foreign_keys=ON")
 
 
 def current_heads(db: Database) -> set[str]:

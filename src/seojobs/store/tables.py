@@ -35,6 +35,10 @@ metadata = MetaData(
 
 # SQLite only auto-increments INTEGER PRIMARY KEY; PostgreSQL gets bigint identities.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
+# ``sqlite_autoincrement`` on the tables whose ids leave the server (API bodies, Location
+# headers, cursors, CLI state files): without it SQLite hands out max(id) + 1, so the ids of
+# the newest rows, once deleted or pruned, went to someone else's rows. PostgreSQL's sequences
+# never go back. job_items and idempotency_keys ids stay inside the server.
 
 JOB_STATES = ("pending", "processing", "completed", "failed")
 ITEM_STATES = ("pending", "done", "failed")
@@ -49,6 +53,7 @@ users = Table(
     Column("rate_limit", String(50), nullable=True),
     Column("quotas", JSON, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 projects = Table(
@@ -60,6 +65,7 @@ projects = Table(
     Column("is_default", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
     UniqueConstraint("user_id", "name"),
+    sqlite_autoincrement=True,
 )
 
 schedules = Table(
@@ -80,6 +86,7 @@ schedules = Table(
     Column("created_at", UTCDateTime, nullable=False),
     CheckConstraint("(interval_seconds IS NULL) <> (cron IS NULL)", name="one_of_interval_or_cron"),
     UniqueConstraint("project_id", "name"),
+    sqlite_autoincrement=True,
 )
 Index("ix_schedules_due", schedules.c.enabled, schedules.c.next_tick_at)
 
@@ -125,6 +132,7 @@ jobs = Table(
     # Exactly one job per (schedule, tick), whatever the number of leaders that raced.
     UniqueConstraint("schedule_id", "schedule_tick"),
     UniqueConstraint("project_id", "idempotency_key"),
+    sqlite_autoincrement=True,
 )
 # The claim query's index: pending jobs ordered as they are taken.
 Index("ix_jobs_claim", jobs.c.state, jobs.c.priority, jobs.c.run_at, jobs.c.id)
