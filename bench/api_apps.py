@@ -2,7 +2,8 @@
 
 ``uvicorn --factory bench.api_apps:ours`` builds seojobs exactly as ``seojobs serve --no-worker``
 does (``create_app(Settings(), run_worker=False)``, settings from ``SEOJOBS_*``), but lets the
-benchmark pass the same uvicorn options to both processes (access log off, asyncio, httptools).
+benchmark pass the same uvicorn options to both processes (access log off, asyncio, and
+httptools with seojobs' request limits).
 
 ``uvicorn --factory bench.api_apps:bare`` is the ceiling: FastAPI with one ``async`` route that
 returns a constant dict, with no dependencies, no database and no middleware. The constant has

@@ -1,10 +1,10 @@
 """One uvicorn process per system, started and stopped by ``bench/api.py``.
 
 Both processes get the same uvicorn options: one process (no ``--workers``), the loop and HTTP
-parser ``seojobs serve`` uses (asyncio, httptools), access log off, log level warning. Only the
-app factory and its environment differ. Each process runs in its own session so a Ctrl-C at the
-terminal reaches only the benchmark, which then stops the servers itself (SIGTERM, then
-SIGKILL after 10 s).
+protocol ``seojobs serve`` uses (asyncio; httptools with its request limits), access log off,
+log level warning. Only the app factory and its environment differ. Each process runs in its
+own session so a Ctrl-C at the terminal reaches only the benchmark, which then stops the
+servers itself (SIGTERM, then SIGKILL after 10 s).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
+from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP
 
 REPO = Path(__file__).resolve().parent.parent
 UVICORN_OPTIONS = (
     "--host",
     "127.0.0.1",
-    # The parser and loop seojobs serve uses (seojobs.api.app), for both.
+    # The protocol and loop seojobs serve uses (seojobs.api.protocol), for both.
     "--loop",
     UVICORN_LOOP,
     "--http",

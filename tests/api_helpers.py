@@ -25,7 +25,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from seojobs.api import create_app
-from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
+from seojobs.api.protocol import uvicorn_config
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store.records import UserRecord
@@ -99,13 +99,9 @@ def running(app: FastAPI) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="on",
-        access_log=False,
-        http=UVICORN_HTTP,
-        loop=UVICORN_LOOP,
+    # As ``seojobs serve`` configures uvicorn, with the app's settings (its request limits).
+    config = uvicorn_config(
+        app, app.state.settings, log_level="warning", lifespan="on", access_log=False
     )
     server = _Server(config)
     failure: list[BaseException] = []

@@ -70,7 +70,7 @@ def serve(
     import uvicorn
 
     from seojobs.api import create_app
-    from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
+    from seojobs.api.protocol import uvicorn_config
 
     class Server(uvicorn.Server):
         # uvicorn re-raises SIGTERM on itself after a graceful shutdown, so the process would
@@ -89,11 +89,7 @@ def serve(
 
     _logging()
     app_ = create_app(settings, run_worker=not no_worker)
-    Server(
-        uvicorn.Config(
-            app_, host=host, port=port, log_level="info", http=UVICORN_HTTP, loop=UVICORN_LOOP
-        )
-    ).run()
+    Server(uvicorn_config(app_, settings, host=host, port=port, log_level="info")).run()
 
 
 @app.command()

@@ -28,6 +28,25 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=22_000_000, gt=0, description="Request body cap (10,000 URLs of 2,048 chars fit)."
     )
+    # -- the HTTP server (seojobs.api.protocol): what a client may hold or send -------------
+    # 32 KiB: twice uvicorn's h11 and Node's 16 KiB default, room for a proxy's or an SSO's
+    # headers in front of us; our own requests need under 1 KiB (a key and a JSON type).
+    max_header_bytes: int = Field(
+        default=32 * 1024,
+        ge=1024,
+        description="Request line and headers cap: 431 over it (414 when the URL alone is).",
+    )
+    header_timeout: float = Field(
+        default=10.0, gt=0, description="Seconds for a request line and its headers: 408 after."
+    )
+    body_timeout: float = Field(
+        default=30.0, gt=0, description="A request body silent this many seconds gets 408."
+    )
+    body_min_rate: float = Field(
+        default=500.0,
+        ge=0,
+        description="Bytes/s a request body must average after its first body_timeout (0: off).",
+    )
     idempotency_ttl_seconds: float = Field(default=86400, gt=0)
     allow_private_networks: bool = False
     day_seconds: float = Field(default=86400, gt=0)

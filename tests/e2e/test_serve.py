@@ -15,10 +15,19 @@ from tests.e2e.helpers import (
     refresh,
     wait_http_ok,
 )
+from tests.rawhttp import (
+    connect,
+    drip,
+    one_byte_at_a_time,
+    only_reply,
+    read_reply,
+    read_until_closed,
+    request_head,
+)
 from tests.waiting import wait_until
 
 
-def _serve(spawn: Spawner, url: str, *extra: str) -> tuple[str, Proc]:
+def _serve(spawn: Spawner, url: str, *extra: str, **env: str) -> tuple[str, Proc]:
     port = free_port()
     proc = spawn(
         "serve",
@@ -27,7 +36,7 @@ def _serve(spawn: Spawner, url: str, *extra: str) -> tuple[str, Proc]:
         "--port",
         str(port),
         *extra,
-        env=subprocess_env(url),
+        env=subprocess_env(url, **env),
         name="serve",
     )
     base = f"http://127.0.0.1:{port}"
@@ -100,3 +109,28 @@ def test_serve_exits_cleanly_on_sigterm(spawn: Spawner, sqlite_url: str) -> None
     # Graceful: the lifespan (which stops the in-process worker) ran to its end.
     assert "Application shutdown complete" in output
     assert returncode == 0, output
+
+
+def test_serve_refuses_slow_and_oversized_requests(spawn: Spawner, sqlite_url: str) -> None:
+    """The request limits are seojobs serve's, set from the environment."""
+    base, proc = _serve(spawn, sqlite_url, SEOJOBS_HEADER_TIMEOUT="1", SEOJOBS_BODY_TIMEOUT="1")
+    slow_head = b"GET /healthz HTTP/1.1\r\nX-Slow: " + b"a" * 300
+    with connect(base) as sock:
+        answer = drip(sock, one_byte_at_a_time(slow_head), 0.1)
+    assert answer is not None and only_reply(answer).status == 408
+
+    # The default limit (32 KiB) for 1 MB and 8 MB of header.
+    for size in (1_000_000, 8_000_000):
+        with connect(base) as sock:
+            sock.sendall(request_head("GET", "/healthz", "X-Big: " + "a" * size))
+            assert only_reply(read_until_closed(sock)).status == 431
+
+    with connect(base) as sock:
+        sock.sendall(request_head("POST", "/api/v1/index-check/jobs", "Content-Length: 100"))
+        assert only_reply(read_until_closed(sock)).status == 408
+
+    with connect(base) as sock:
+        sock.sendall(request_head("GET", "/healthz"))
+        assert read_reply(sock).status == 200
+    assert proc.alive()
+    assert "408 header_timeout" in proc.output()

@@ -7,7 +7,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -28,13 +28,6 @@ from seojobs.services import Services
 from seojobs.settings import Settings
 
 log = logging.getLogger("seojobs.api")
-
-# How uvicorn runs the app (``seojobs serve``, the tests, bench/api.py). httptools, uvicorn's C
-# HTTP parser, answered 40 % more status GETs per process than h11 (bench/api.py). The loop is
-# asyncio's even where uvloop is installed: under 64 busy keep-alive connections uvloop served
-# some of them hundreds of ms late (p99 364-479 ms against 34 ms; measured 2026-11-29).
-UVICORN_HTTP: Final = "httptools"
-UVICORN_LOOP: Final = "asyncio"
 
 
 def create_app(
