@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from bench.check_site import API_KEY
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
-from seojobs.services import Services, indexing
+from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import migrate
