@@ -25,6 +25,12 @@ class Settings(BaseSettings):
     )
     rate_limit: str = "120/minute"
     rate_limit_storage: str = "memory://"
+    rate_limit_key_prefix: str = Field(
+        default="seojobs",
+        min_length=1,
+        pattern=r"^[^\s{}]+$",  # braces are Redis Cluster's hash-tag markers
+        description="Prefix of every Redis key: deployments sharing a database stay apart.",
+    )
     max_body_bytes: int = Field(
         default=22_000_000, gt=0, description="Request body cap (10,000 URLs of 2,048 chars fit)."
     )

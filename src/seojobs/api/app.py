@@ -83,7 +83,9 @@ def create_app(
     app.state.settings = settings
     app.state.db = db
     app.state.services = services
-    app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
+    app.state.rate_limiter = RateLimiter(
+        settings.rate_limit_storage, settings.rate_limit, settings.rate_limit_key_prefix
+    )
     app.state.auth_cache = AuthCache()
     problems.install(app)
     install_status_routes(app)  # first: most requests are status polls

@@ -2,9 +2,10 @@
 
 A moving window: in one process (``memory://``, the default) a deque of request times per
 user; when several API processes must share one budget (``SEOJOBS_RATE_LIMIT_STORAGE=redis://…``)
-``limits``' moving window on Redis. (``limits``' own memory storage inserts every hit at the
-front of a list, O(requests in the window) per request: most of the limiter's cost in
-``bench/api.py``.) Every answer
+``limits``' moving window on Redis, keyed ``<SEOJOBS_RATE_LIMIT_KEY_PREFIX>:LIMITER/<user id>/…``
+so that two deployments sharing a Redis database keep their budgets apart. (``limits``' own
+memory storage inserts every hit at the front of a list, O(requests in the window) per request:
+most of the limiter's cost in ``bench/api.py``.) Every answer
 carries the IETF draft's ``RateLimit-Policy`` and ``RateLimit`` fields; a refused request gets
 429 problem+json with ``Retry-After``. If the limiter's storage fails, requests are served
 (fail open) and the error is logged: an outage of Redis must not become an outage of the API.
@@ -90,10 +91,12 @@ class MemoryWindows:
 
 
 class RateLimiter:
-    def __init__(self, storage_uri: str, default: str) -> None:
+    def __init__(self, storage_uri: str, default: str, key_prefix: str = "seojobs") -> None:
         in_memory = storage_uri.startswith("memory://")
         self.memory = MemoryWindows() if in_memory else None
-        self.storage = None if in_memory else storage.storage_from_string(storage_uri)
+        self.storage = (
+            None if in_memory else storage.storage_from_string(storage_uri, key_prefix=key_prefix)
+        )
         self.limiter = None if self.storage is None else MovingWindowRateLimiter(self.storage)
         self.default = parse(default)
         self._parsed: dict[str, RateLimitItem] = {}
