@@ -6,14 +6,19 @@ Nothing reads the environment at import time; ``Settings()`` does, when a proces
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
+from limits import parse
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def _default_database_url() -> str:
     return f"sqlite:///{Path.cwd() / 'seojobs.db'}"
+
+
+# The rate limiter's storages: this process's memory, or Redis shared by several processes.
+STORAGE_SCHEMES = ("memory", "redis", "rediss", "redis+unix")
 
 
 class Settings(BaseSettings):
@@ -23,8 +28,21 @@ class Settings(BaseSettings):
         default_factory=_default_database_url,
         description="SQLite file (default: ./seojobs.db) or postgresql://… for scale-out.",
     )
-    rate_limit: str = "120/minute"
-    rate_limit_storage: str = "memory://"
+    # -- rate limits (seojobs.api.ratelimit) ---------------------------------------------
+    rate_limit: str = Field(default="120/minute", description="Each user's request budget.")
+    rate_limit_storage: str = Field(
+        default="memory://", description="memory:// (one process) or redis://… (shared)."
+    )
+    rate_limit_on_storage_error: Literal["open", "closed"] = Field(
+        default="open",
+        description="When the storage fails: serve unlimited (open) or answer 503 (closed).",
+    )
+    rate_limit_storage_timeout: float = Field(
+        default=0.5, gt=0, description="Bound on one limiter call (connect and answer), s."
+    )
+    rate_limit_storage_cooldown: float = Field(
+        default=5.0, gt=0, description="After a storage failure, skip it this long, seconds."
+    )
     rate_limit_key_prefix: str = Field(
         default="seojobs",
         min_length=1,
@@ -105,6 +123,20 @@ class Settings(BaseSettings):
     def _split_plugins(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        parse(value)  # ValueError naming the bad part, e.g. "30/fortnight"
+        return value
+
+    @field_validator("rate_limit_storage")
+    @classmethod
+    def _storage(cls, value: str) -> str:
+        scheme = value.partition("://")[0]
+        if scheme not in STORAGE_SCHEMES or "://" not in value:
+            raise ValueError(f"must start with one of {', '.join(STORAGE_SCHEMES)} followed by ://")
         return value
 
     @field_validator("database_url")

@@ -45,6 +45,14 @@ def create_app(
     db = Database(settings.database_url)
     registry = load_registry(settings)
     services = Services(db, settings, registry)
+    limiter = RateLimiter(
+        settings.rate_limit_storage,
+        settings.rate_limit,
+        key_prefix=settings.rate_limit_key_prefix,
+        timeout=settings.rate_limit_storage_timeout,
+        cooldown=settings.rate_limit_storage_cooldown,
+        on_storage_error=settings.rate_limit_on_storage_error,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -68,6 +76,7 @@ def create_app(
                 worker.stop()
                 await worker_task
             await services.reads.close()
+            await limiter.aclose()
             db.dispose()
 
     app = FastAPI(
@@ -83,9 +92,7 @@ def create_app(
     app.state.settings = settings
     app.state.db = db
     app.state.services = services
-    app.state.rate_limiter = RateLimiter(
-        settings.rate_limit_storage, settings.rate_limit, settings.rate_limit_key_prefix
-    )
+    app.state.rate_limiter = limiter
     app.state.auth_cache = AuthCache()
     problems.install(app)
     install_status_routes(app)  # first: most requests are status polls
@@ -95,9 +102,11 @@ def create_app(
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
+    # async: answered on the event loop, never queued behind the thread pool (database reads,
+    # and before, calls to a hung Redis, which once held every thread and hung this check).
     @app.get("/healthz", operation_id="healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers. Depends on nothing else (no database, no Redis)."""
         return {"status": "ok"}
 
     @app.get("/readyz", operation_id="readyz", tags=["health"], response_model=None)

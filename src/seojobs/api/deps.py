@@ -12,7 +12,7 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
 from seojobs.api.problems import Problem
-from seojobs.api.ratelimit import RateLimiter
+from seojobs.api.ratelimit import USER, RateLimiter, Verdict
 from seojobs.services import Services
 from seojobs.services.core import hash_api_key
 from seojobs.store.records import UserRecord
@@ -129,22 +129,13 @@ async def current_user(request: Request) -> UserRecord:
             headers={"WWW-Authenticate": 'Bearer realm="seojobs"'},
         )
     limiter: RateLimiter = request.app.state.rate_limiter
-    if limiter.in_memory:
-        verdict = limiter.hit(user.id, user.rate_limit)
-    else:  # Redis is network I/O: keep it off the event loop
-        verdict = await run_in_threadpool(limiter.hit, user.id, user.rate_limit)
-    if verdict is not None:
+    verdict = await limiter.hit(USER, str(user.id), user.rate_limit)
+    if verdict is None:
+        _storage_failed(limiter)
+    else:
         request.state.rate_limit_headers = verdict.headers()
         if not verdict.allowed:
-            raise Problem(
-                429,
-                "Too many requests",
-                f"the limit is {verdict.limit} requests per {verdict.window} s; "
-                f"retry in {max(1, verdict.reset_in)} s",
-                code="rate_limited",
-                headers=verdict.headers(),
-                violated_policies=["user"],
-            )
+            raise _too_many(verdict, f"the limit is {verdict.limit} requests")
     request.state.user = user
     return user
 
@@ -157,6 +148,29 @@ async def _authenticate(request: Request, svc: Services, key: str) -> UserRecord
         return await run_in_threadpool(svc.authenticate, key)
 
     return await cache.user(digest, lookup)
+
+
+def _too_many(verdict: Verdict, what: str) -> Problem:
+    return Problem(
+        429,
+        "Too many requests",
+        f"{what} per {verdict.window} s; retry in {max(1, verdict.reset_in)} s",
+        code="rate_limited",
+        headers=verdict.headers(),
+        violated_policies=[verdict.policy],
+    )
+
+
+def _storage_failed(limiter: RateLimiter) -> None:
+    """The limiter's storage failed: serve unlimited (``open``), or refuse with 503."""
+    if limiter.fail_closed:
+        raise Problem(
+            503,
+            "Rate limiting unavailable",
+            "the rate limiter's storage is not answering; the request was not served",
+            code="rate_limit_unavailable",
+            headers={"Retry-After": str(limiter.retry_in())},
+        )
 
 
 User = Annotated[UserRecord, Depends(current_user)]

@@ -42,6 +42,9 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     413: problem_response("Request body too large"),
     422: problem_response("Invalid request; `errors` names each field"),
     429: problem_response("Over the per-user rate limit; see Retry-After"),
+    503: problem_response(
+        "The rate limiter's storage is down and the deployment fails closed; see Retry-After"
+    ),
 }
 
 
