@@ -26,7 +26,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from seojobs.api import create_app
-from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
+from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store.records import UserRecord
@@ -107,6 +107,7 @@ def running(app: FastAPI) -> Iterator[str]:
         access_log=False,
         http=UVICORN_HTTP,
         loop=UVICORN_LOOP,
+        proxy_headers=UVICORN_PROXY_HEADERS,
     )
     server = _Server(config)
     failure: list[BaseException] = []

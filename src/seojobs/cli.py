@@ -70,7 +70,7 @@ def serve(
     import uvicorn
 
     from seojobs.api import create_app
-    from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
+    from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
 
     class Server(uvicorn.Server):
         # uvicorn re-raises SIGTERM on itself after a graceful shutdown, so the process would
@@ -91,7 +91,13 @@ def serve(
     app_ = create_app(settings, run_worker=not no_worker)
     Server(
         uvicorn.Config(
-            app_, host=host, port=port, log_level="info", http=UVICORN_HTTP, loop=UVICORN_LOOP
+            app_,
+            host=host,
+            port=port,
+            log_level="info",
+            http=UVICORN_HTTP,
+            loop=UVICORN_LOOP,
+            proxy_headers=UVICORN_PROXY_HEADERS,
         )
     ).run()
 

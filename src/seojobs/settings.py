@@ -5,6 +5,7 @@ Nothing reads the environment at import time; ``Settings()`` does, when a proces
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -48,6 +49,13 @@ class Settings(BaseSettings):
         min_length=1,
         pattern=r"^[^\s{}]+$",  # braces are Redis Cluster's hash-tag markers
         description="Prefix of every Redis key: deployments sharing a database stay apart.",
+    )
+    auth_failure_limit: str = Field(
+        default="30/minute", description="Failed authentications per client address."
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Proxies whose X-Forwarded-For is believed (addresses/CIDRs, comma separated).",
     )
     max_body_bytes: int = Field(
         default=22_000_000, gt=0, description="Request body cap (10,000 URLs of 2,048 chars fit)."
@@ -118,14 +126,14 @@ class Settings(BaseSettings):
         description="Extra modules to import for kinds (comma separated), besides entry points.",
     )
 
-    @field_validator("plugins", "fetch_allow_hosts", mode="before")
+    @field_validator("plugins", "fetch_allow_hosts", "trusted_proxies", mode="before")
     @classmethod
     def _split_plugins(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "auth_failure_limit")
     @classmethod
     def _rate(cls, value: str) -> str:
         parse(value)  # ValueError naming the bad part, e.g. "30/fortnight"
@@ -138,6 +146,13 @@ class Settings(BaseSettings):
         if scheme not in STORAGE_SCHEMES or "://" not in value:
             raise ValueError(f"must start with one of {', '.join(STORAGE_SCHEMES)} followed by ://")
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        # Checked here: uvicorn's proxy middleware would take a typo as a literal host name
+        # and silently trust nothing.
+        return [str(ipaddress.ip_network(item, strict=False)) for item in value]
 
     @field_validator("database_url")
     @classmethod

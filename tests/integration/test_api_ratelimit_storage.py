@@ -116,10 +116,9 @@ def test_a_hung_storage_never_hangs_the_api(store_url: str, policy: str) -> None
                 def check(call: Call, answer: httpx.Response) -> None:
                     if call[0] == "/healthz":
                         assert answer.status_code == 200
-                    elif call[1] == account.headers():
-                        _expect_storage_policy(answer, policy, 200)
-                    else:  # refused before the limiter
-                        assert_problem(answer, 401)
+                    else:
+                        served = 200 if call[1] == account.headers() else 401
+                        _expect_storage_policy(answer, policy, served)
 
                 for call, answer in zip(calls, _send_at_once(app.base, calls), strict=True):
                     check(call, answer)
@@ -204,10 +203,9 @@ def test_closed_policy_answers_503_while_the_storage_refuses(
         with api(settings) as app:
             account = app.account(rate_limit="1000/minute")
             client = app.client(account)
-            for headers in (account.headers("bearer"), account.headers("x-api-key")):
+            for headers in (account.headers("bearer"), account.headers("x-api-key"), WRONG_KEY):
                 for _ in range(3):
                     _expect_storage_policy(client.get(f"{V1}/usage", headers=headers), "closed", 0)
-            assert_problem(client.get(f"{V1}/usage", headers=WRONG_KEY), 401)
             assert client.get("/healthz").status_code == 200
             edge.set("forward")
 
@@ -227,16 +225,20 @@ def _redis_app(url: str, redis_url: str, prefix: str) -> Settings:
         url,
         rate_limit_storage=redis_url,
         rate_limit="3/minute",
+        auth_failure_limit="2/minute",
         rate_limit_key_prefix=prefix,
     )
 
 
-def _codes(app: Api, account: Account, n: int) -> list[int]:
+def _codes(app: Api, account: Account | None, n: int) -> list[int]:
     client = app.client(account)
-    return [client.get(f"{V1}/usage").status_code for _ in range(n)]
+    headers = {} if account else WRONG_KEY
+    return [client.get(f"{V1}/usage", headers=headers).status_code for _ in range(n)]
 
 
-def test_redis_still_limits_users(store_url: str, redis_url: str, prefix: str) -> None:
+def test_redis_limits_users_and_failed_attempts(
+    store_url: str, redis_url: str, prefix: str
+) -> None:
     with api(_redis_app(store_url, redis_url, prefix)) as app:
         account = app.account()
         client = app.client(account)
@@ -246,6 +248,8 @@ def test_redis_still_limits_users(store_url: str, redis_url: str, prefix: str) -
         assert_problem(refused, 429)
         assert rate_limit_fields(refused)[:3] == (3, 60, 0)
         assert 1 <= retry_after(refused) <= 60
+        assert _codes(app, None, 3) == [401, 401, 429]
+        assert 1 <= retry_after(app.client().get(f"{V1}/usage", headers=WRONG_KEY)) <= 60
 
 
 def test_deployments_sharing_a_redis_database_have_separate_budgets(
@@ -264,6 +268,9 @@ def test_deployments_sharing_a_redis_database_have_separate_budgets(
             assert _codes(first, account, 4) == [200, 200, 200, 429]
             assert _codes(other, account, 4) == [200, 200, 200, 429]
             assert _codes(same, account, 1) == [429]
+            assert _codes(first, None, 3) == [401, 401, 429]
+            assert _codes(other, None, 3) == [401, 401, 429]
+            assert _codes(same, None, 1) == [429]
     finally:
         forget_rate_limit_keys(redis_url, ours)
         forget_rate_limit_keys(redis_url, theirs)

@@ -1,4 +1,5 @@
-"""One request budget per user over every endpoint (status polls included).
+"""Moving-window budgets: one per user over every endpoint (status polls included), and one per
+client address for failed authentications.
 
 In one process (``memory://``, the default) a deque of request times per key; when several API
 processes must share the budgets (``SEOJOBS_RATE_LIMIT_STORAGE=redis://…``) ``limits``' moving
@@ -35,7 +36,8 @@ from redis.asyncio import ConnectionPool
 from seojobs.api.breaker import Breaker
 
 T = TypeVar("T")
-USER = "user"  # the policy, as named in RateLimit-Policy and in storage keys
+USER = "user"  # the policies, as named in RateLimit-Policy and in storage keys
+AUTH_FAILURES = "auth-failures"
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,15 @@ class MemoryWindows:
             return allowed, amount - len(times), (times[0] if times else now) + window
 
     def remaining(self, key: str, amount: int, window: int) -> int:
-        edge = self.clock() - window
+        return self.stats(key, amount, window)[0]
+
+    def stats(self, key: str, amount: int, window: int) -> tuple[int, float]:
+        """Without counting: (remaining, when the oldest counted request leaves)."""
+        now = self.clock()
+        edge = now - window
         with self._lock:
-            return amount - sum(1 for t in self._hits.get(key, ()) if t > edge)
+            counted = [t for t in self._hits.get(key, ()) if t > edge]
+        return amount - len(counted), (counted[0] if counted else now) + window
 
     def _sweep(self, edge: float) -> None:
         # Keys whose newest request is older than the window (any window up to the one in
@@ -104,9 +112,9 @@ class MemoryWindows:
 class RateLimiter:
     """The budgets of one deployment, in memory or on Redis.
 
-    ``hit`` counts a request; it answers None when the storage failed, timed out or is being
-    skipped after a failure (``breaker``), and the caller applies the storage-error policy
-    (``retry_in`` is then how long until the storage is tried again).
+    ``hit`` counts a request and ``peek`` only looks; both answer None when the storage failed,
+    timed out or is being skipped after a failure (``breaker``), and the caller applies the
+    storage-error policy (``retry_in`` is then how long until the storage is tried again).
     """
 
     def __init__(
@@ -162,10 +170,29 @@ class RateLimiter:
         found = await self._bounded(count)
         return None if found is None else _verdict(policy, item, *found)
 
+    async def peek(self, policy: str, who: str, spec: str | None) -> Verdict | None:
+        """Whether ``who`` has budget left under ``policy``, without counting; None as above."""
+        item = self.item(spec)
+        if self.memory is not None:
+            remaining, reset_at = self.memory.stats(f"{policy}/{who}", *_size(item))
+        else:
+            remote = self._remote
+            assert remote is not None
+
+            async def look() -> tuple[int, float]:
+                stats = await remote.get_window_stats(item, policy, who)
+                return stats.remaining, stats.reset_time
+
+            found = await self._bounded(look)
+            if found is None:
+                return None
+            remaining, reset_at = found
+        return _verdict(policy, item, remaining > 0, remaining, reset_at)
+
     def remaining(self, user_id: int, spec: str | None) -> int:
         """Requests left in a user's window now (memory storage: tests and metrics)."""
         if self.memory is None:
-            raise RuntimeError("remaining() reads the memory storage only")
+            raise RuntimeError("remaining() reads the memory storage only; use peek()")
         return self.memory.remaining(f"{USER}/{user_id}", *_size(self.item(spec)))
 
     def retry_in(self) -> int:
