@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP
+from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
 
 REPO = Path(__file__).resolve().parent.parent
 UVICORN_OPTIONS = (
@@ -30,6 +30,7 @@ UVICORN_OPTIONS = (
     UVICORN_LOOP,
     "--http",
     UVICORN_HTTP,
+    "--proxy-headers" if UVICORN_PROXY_HEADERS else "--no-proxy-headers",
     "--no-access-log",
     "--log-level",
     "warning",

@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -293,19 +294,21 @@ def redis_or_skip() -> str:
     return REDIS_URL
 
 
-def forget_rate_limit_keys(url: str, user_ids: list[int]) -> None:
-    """Delete the limiter's windows of these user ids (keys are ``LIMITS:LIMITER/<id>/...``).
+def key_prefix() -> str:
+    """A ``SEOJOBS_RATE_LIMIT_KEY_PREFIX`` of one test's own: user ids restart at 1 in every test
+    database, so with a shared prefix a window left by another test would be charged to this
+    test's users."""
+    return f"seojobs-test-{uuid.uuid4().hex[:12]}"
 
-    The limiter keys by user id only, and user ids restart at 1 in every test database, so a
-    window left by an earlier run would be charged to this test's users.
-    """
+
+def forget_rate_limit_keys(url: str, prefix: str) -> None:
+    """Delete the limiter's windows under ``prefix`` (keys are ``<prefix>:LIMITER/...``)."""
     import redis
 
     client = redis.Redis.from_url(url)
     try:
-        for user_id in user_ids:
-            for key in client.scan_iter(match=f"LIMITS:LIMITER/{user_id}/*"):
-                client.delete(key)
+        for key in client.scan_iter(match=f"{prefix}:*"):
+            client.delete(key)
     finally:
         client.close()
 

@@ -5,15 +5,21 @@ Nothing reads the environment at import time; ``Settings()`` does, when a proces
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
+from limits import parse
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def _default_database_url() -> str:
     return f"sqlite:///{Path.cwd() / 'seojobs.db'}"
+
+
+# The rate limiter's storages: this process's memory, or Redis shared by several processes.
+STORAGE_SCHEMES = ("memory", "redis", "rediss", "redis+unix")
 
 
 class Settings(BaseSettings):
@@ -23,8 +29,34 @@ class Settings(BaseSettings):
         default_factory=_default_database_url,
         description="SQLite file (default: ./seojobs.db) or postgresql://… for scale-out.",
     )
-    rate_limit: str = "120/minute"
-    rate_limit_storage: str = "memory://"
+    # -- rate limits (seojobs.api.ratelimit) ---------------------------------------------
+    rate_limit: str = Field(default="120/minute", description="Each user's request budget.")
+    rate_limit_storage: str = Field(
+        default="memory://", description="memory:// (one process) or redis://… (shared)."
+    )
+    rate_limit_on_storage_error: Literal["open", "closed"] = Field(
+        default="open",
+        description="When the storage fails: serve unlimited (open) or answer 503 (closed).",
+    )
+    rate_limit_storage_timeout: float = Field(
+        default=0.5, gt=0, description="Bound on one limiter call (connect and answer), s."
+    )
+    rate_limit_storage_cooldown: float = Field(
+        default=5.0, gt=0, description="After a storage failure, skip it this long, seconds."
+    )
+    rate_limit_key_prefix: str = Field(
+        default="seojobs",
+        min_length=1,
+        pattern=r"^[^\s{}]+$",  # braces are Redis Cluster's hash-tag markers
+        description="Prefix of every Redis key: deployments sharing a database stay apart.",
+    )
+    auth_failure_limit: str = Field(
+        default="30/minute", description="Failed authentications per client address."
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Proxies whose X-Forwarded-For is believed (addresses/CIDRs, comma separated).",
+    )
     max_body_bytes: int = Field(
         default=22_000_000, gt=0, description="Request body cap (10,000 URLs of 2,048 chars fit)."
     )
@@ -121,12 +153,33 @@ class Settings(BaseSettings):
         description="Extra modules to import for kinds (comma separated), besides entry points.",
     )
 
-    @field_validator("plugins", "fetch_allow_hosts", mode="before")
+    @field_validator("plugins", "fetch_allow_hosts", "trusted_proxies", mode="before")
     @classmethod
     def _split_plugins(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("rate_limit", "auth_failure_limit")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        parse(value)  # ValueError naming the bad part, e.g. "30/fortnight"
+        return value
+
+    @field_validator("rate_limit_storage")
+    @classmethod
+    def _storage(cls, value: str) -> str:
+        scheme = value.partition("://")[0]
+        if scheme not in STORAGE_SCHEMES or "://" not in value:
+            raise ValueError(f"must start with one of {', '.join(STORAGE_SCHEMES)} followed by ://")
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        # Checked here: uvicorn's proxy middleware would take a typo as a literal host name
+        # and silently trust nothing.
+        return [str(ipaddress.ip_network(item, strict=False)) for item in value]
 
     @field_validator("database_url")
     @classmethod

@@ -18,6 +18,7 @@ from tests.api_helpers import (
     api,
     assert_problem,
     forget_rate_limit_keys,
+    key_prefix,
     rate_limit_fields,
     redis_or_skip,
     retry_after,
@@ -138,9 +139,14 @@ def test_unauthenticated_requests_are_not_charged_to_anyone(app: Api) -> None:
 # -- Redis: one budget across API processes -----------------------------------------------------
 
 
-def _serve(spawner: Spawner, url: str, redis: str) -> tuple[str, Proc]:
+def _serve(spawner: Spawner, url: str, redis: str, prefix: str) -> tuple[str, Proc]:
     port = free_port()
-    env = subprocess_env(url, SEOJOBS_RATE_LIMIT_STORAGE=redis, SEOJOBS_RATE_LIMIT="10/minute")
+    env = subprocess_env(
+        url,
+        SEOJOBS_RATE_LIMIT_STORAGE=redis,
+        SEOJOBS_RATE_LIMIT="10/minute",
+        SEOJOBS_RATE_LIMIT_KEY_PREFIX=prefix,
+    )
     proc = spawner("serve", "--no-worker", "--port", str(port), env=env, name=f"api-{port}")
     base = f"http://127.0.0.1:{port}"
     wait_http_ok(proc, f"{base}/healthz")
@@ -161,10 +167,10 @@ def test_two_api_processes_share_one_budget_through_redis(
 ) -> None:
     with open_services(sqlite_url) as services:
         created = services.create_user("shared")
-    forget_rate_limit_keys(redis_url, [created.user.id])
+    prefix = key_prefix()
     try:
-        first, _ = _serve(spawner, sqlite_url, redis_url)
-        second, _ = _serve(spawner, sqlite_url, redis_url)
+        first, _ = _serve(spawner, sqlite_url, redis_url, prefix)
+        second, _ = _serve(spawner, sqlite_url, redis_url, prefix)
         headers = {"Authorization": created.api_key}
         with httpx.Client(headers=headers, timeout=30) as client:
             answers = [client.get(f"{(first, second)[i % 2]}{V1}/usage") for i in range(12)]
@@ -175,4 +181,4 @@ def test_two_api_processes_share_one_budget_through_redis(
             assert rate_limit_fields(refused)[:3] == (10, 60, 0)
             assert retry_after(refused) >= 1
     finally:
-        forget_rate_limit_keys(redis_url, [created.user.id])
+        forget_rate_limit_keys(redis_url, prefix)

@@ -31,6 +31,20 @@ def test_counts_up_to_the_limit_then_refuses_without_counting() -> None:
     assert windows.hit("u1", 3, 60)[0] is False
 
 
+def test_stats_look_without_counting() -> None:
+    clock = Clock()
+    windows = MemoryWindows(clock)
+    assert windows.stats("u1", 2, 60) == (2, 1_060.0)  # nothing counted: a full window
+    windows.hit("u1", 2, 60)
+    clock.now += 5
+    for _ in range(3):
+        assert windows.stats("u1", 2, 60) == (1, 1_060.0)
+    windows.hit("u1", 2, 60)
+    assert windows.stats("u1", 2, 60) == (0, 1_060.0)
+    clock.now = 1_060.0
+    assert windows.stats("u1", 2, 60) == (1, 1_065.0)
+
+
 def test_windows_are_per_key_and_move() -> None:
     clock = Clock()
     windows = MemoryWindows(clock)

@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
 from seojobs.api import problems
@@ -35,6 +36,14 @@ def create_app(
 ) -> FastAPI:
     registry = load_registry(settings)
     services = Services.open(settings, registry)
+    limiter = RateLimiter(
+        settings.rate_limit_storage,
+        settings.rate_limit,
+        key_prefix=settings.rate_limit_key_prefix,
+        timeout=settings.rate_limit_storage_timeout,
+        cooldown=settings.rate_limit_storage_cooldown,
+        on_storage_error=settings.rate_limit_on_storage_error,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -57,6 +66,7 @@ def create_app(
             if worker is not None and worker_task is not None:
                 worker.stop()
                 await worker_task
+            await limiter.aclose()
             await services.close()
 
     app = FastAPI(
@@ -72,7 +82,7 @@ def create_app(
     app.state.settings = settings
     app.state.db = services.db
     app.state.services = services
-    app.state.rate_limiter = RateLimiter(settings.rate_limit_storage, settings.rate_limit)
+    app.state.rate_limiter = limiter
     app.state.auth_cache = AuthCache()
     problems.install(app)
     install_status_routes(app)  # first: most requests are status polls
@@ -82,10 +92,14 @@ def create_app(
     app.include_router(results_router)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if settings.trusted_proxies:  # outermost: every layer sees the forwarded client
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
 
+    # async: answered on the event loop, never queued behind the thread pool (database reads,
+    # and before, calls to a hung Redis, which once held every thread and hung this check).
     @app.get("/healthz", operation_id="healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers. Depends on nothing else (no database, no Redis)."""
         return {"status": "ok"}
 
     @app.get("/readyz", operation_id="readyz", tags=["health"], response_model=None)

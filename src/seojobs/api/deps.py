@@ -1,4 +1,4 @@
-"""Request dependencies: the services, the authenticated user, the rate limit."""
+"""Request dependencies: the services, the authenticated user, the rate limits."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
+from seojobs.api.clientaddr import client_key
 from seojobs.api.problems import Problem
-from seojobs.api.ratelimit import RateLimiter
+from seojobs.api.ratelimit import AUTH_FAILURES, USER, RateLimiter, Verdict
 from seojobs.services import Services
 from seojobs.services.core import hash_api_key
 from seojobs.store.records import UserRecord
@@ -53,12 +54,27 @@ class AuthCache:
         self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
     ) -> UserRecord | None:
         """The user of the key hashed to ``digest``, from the cache or ``lookup()``."""
+        found = self.cached(digest, lookup)
+        if found is not None:
+            return found
+        return await self.look_up(digest, lookup)
+
+    def cached(
+        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
+    ) -> UserRecord | None:
+        """The cached user of ``digest`` (refreshed ahead in the background), or None."""
         now = time.monotonic()
         found = self._entries.get(digest)
-        if found is not None and now < found[0]:
-            if now >= found[1]:
-                self._start(digest, lookup)  # refresh ahead; this request does not wait
-            return found[2]
+        if found is None or now >= found[0]:
+            return None
+        if now >= found[1]:
+            self._start(digest, lookup)  # refresh ahead; this request does not wait
+        return found[2]
+
+    async def look_up(
+        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
+    ) -> UserRecord | None:
+        """Look the key up (joining a lookup of the same key already running)."""
         # The lookup is a task of its own: a request that goes away (its client hung up)
         # does not cancel it for the others waiting.
         return await asyncio.shield(self._start(digest, lookup))
@@ -117,8 +133,7 @@ async def current_user(request: Request) -> UserRecord:
     than through ``Depends`` (FastAPI's dependency solving costs more per request than the
     whole status read, bench/api.py).
     """
-    key = _presented_key(request)
-    user = await _authenticate(request, request.app.state.services, key) if key else None
+    user = await _authenticate(request, _presented_key(request))
     if user is None:
         # Same answer for a missing key, a wrong key and a deleted user: nothing to learn.
         raise Problem(
@@ -129,34 +144,70 @@ async def current_user(request: Request) -> UserRecord:
             headers={"WWW-Authenticate": 'Bearer realm="seojobs"'},
         )
     limiter: RateLimiter = request.app.state.rate_limiter
-    if limiter.in_memory:
-        verdict = limiter.hit(user.id, user.rate_limit)
-    else:  # Redis is network I/O: keep it off the event loop
-        verdict = await run_in_threadpool(limiter.hit, user.id, user.rate_limit)
-    if verdict is not None:
+    verdict = await limiter.hit(USER, str(user.id), user.rate_limit)
+    if verdict is None:
+        _storage_failed(limiter)
+    else:
         request.state.rate_limit_headers = verdict.headers()
         if not verdict.allowed:
-            raise Problem(
-                429,
-                "Too many requests",
-                f"the limit is {verdict.limit} requests per {verdict.window} s; "
-                f"retry in {max(1, verdict.reset_in)} s",
-                code="rate_limited",
-                headers=verdict.headers(),
-                violated_policies=["user"],
-            )
+            raise _too_many(verdict, f"the limit is {verdict.limit} requests")
     request.state.user = user
     return user
 
 
-async def _authenticate(request: Request, svc: Services, key: str) -> UserRecord | None:
+async def _authenticate(request: Request, key: str | None) -> UserRecord | None:
+    """The key's user, or None; a client address over its budget of failed attempts gets 429.
+
+    A key found in the cache is served at once. Anything else would cost a database lookup
+    (a missing key is answered without one, but counts as a failure all the same), so the
+    address's budget of failures is checked first and charged when the attempt fails.
+    Successful attempts are never charged.
+    """
+    svc: Services = request.app.state.services
     cache: AuthCache = request.app.state.auth_cache
-    digest = hash_api_key(key)  # the cache holds hashes, never raw keys
+    digest = hash_api_key(key) if key else ""  # the cache holds hashes, never raw keys
 
     async def lookup() -> UserRecord | None:
-        return await run_in_threadpool(svc.authenticate, key)
+        return await run_in_threadpool(svc.authenticate, key or "")
 
-    return await cache.user(digest, lookup)
+    if key and (user := cache.cached(digest, lookup)) is not None:
+        return user
+    limiter: RateLimiter = request.app.state.rate_limiter
+    spec: str = request.app.state.settings.auth_failure_limit
+    who = client_key(request.scope)
+    left = await limiter.peek(AUTH_FAILURES, who, spec)
+    if left is None:
+        _storage_failed(limiter)
+    elif not left.allowed:
+        raise _too_many(left, f"{left.limit} failed authentications are allowed per address")
+    user = await cache.look_up(digest, lookup) if key else None
+    if user is None:
+        # Should the storage fail here, the 401 stands and the attempt goes uncounted.
+        await limiter.hit(AUTH_FAILURES, who, spec)
+    return user
+
+
+def _too_many(verdict: Verdict, what: str) -> Problem:
+    return Problem(
+        429,
+        "Too many requests",
+        f"{what} per {verdict.window} s; retry in {max(1, verdict.reset_in)} s",
+        code="rate_limited",
+        headers=verdict.headers(),
+        violated_policies=[verdict.policy],
+    )
+
+
+def _storage_failed(limiter: RateLimiter) -> None:
+    """The limiter's storage failed: serve unlimited (``open``), or refuse with 503."""
+    if limiter.fail_closed:
+        raise Problem(
+            503,
+            "Rate limiting unavailable",
+            "the rate limiter's storage is not answering; the request was not served",
+            code="rate_limit_unavailable",
+            headers={"Retry-After": str(limiter.retry_in())},
+        )
 
 
 User = Annotated[UserRecord, Depends(current_user)]

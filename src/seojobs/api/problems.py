@@ -41,7 +41,13 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     404: problem_response("No such job (or not yours)"),
     413: problem_response("Request body too large"),
     422: problem_response("Invalid request; `errors` names each field"),
-    429: problem_response("Over the per-user rate limit; see Retry-After"),
+    429: problem_response(
+        "Over the per-user rate limit, or too many failed authentications from this address; "
+        "see Retry-After"
+    ),
+    503: problem_response(
+        "The rate limiter's storage is down and the deployment fails closed; see Retry-After"
+    ),
 }
 
 

@@ -334,10 +334,21 @@ def protocol_class(settings: Settings) -> type[LimitedHttpToolsProtocol]:
 DefaultProtocol = protocol_class(Settings.model_construct())
 
 
+# Off: uvicorn's own handling believes X-Forwarded-For from 127.0.0.1 by default, so any local
+# client could pick the address its failed logins are charged to. The app honours the header
+# from SEOJOBS_TRUSTED_PROXIES only (create_app).
+UVICORN_PROXY_HEADERS: Final = False
+
+
 def uvicorn_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
     """uvicorn's Config as seojobs runs it (``seojobs serve``, the tests): asyncio's loop,
     httptools with ``settings``' limits, and no WebSocket upgrades (no route takes one, and an
     upgrade would hand the connection to a protocol without these limits)."""
     return uvicorn.Config(
-        app, loop=UVICORN_LOOP, http=protocol_class(settings), ws="none", **options
+        app,
+        loop=UVICORN_LOOP,
+        http=protocol_class(settings),
+        ws="none",
+        proxy_headers=UVICORN_PROXY_HEADERS,
+        **options,
     )

@@ -1,30 +1,43 @@
-"""One request budget per user over every endpoint (status polls included).
+"""Moving-window budgets: one per user over every endpoint (status polls included), and one per
+client address for failed authentications.
 
-A moving window: in one process (``memory://``, the default) a deque of request times per
-user; when several API processes must share one budget (``SEOJOBS_RATE_LIMIT_STORAGE=redis://…``)
-``limits``' moving window on Redis. (``limits``' own memory storage inserts every hit at the
-front of a list, O(requests in the window) per request: most of the limiter's cost in
-``bench/api.py``.) Every answer
-carries the IETF draft's ``RateLimit-Policy`` and ``RateLimit`` fields; a refused request gets
-429 problem+json with ``Retry-After``. If the limiter's storage fails, requests are served
-(fail open) and the error is logged: an outage of Redis must not become an outage of the API.
+In one process (``memory://``, the default) a deque of request times per key; when several API
+processes must share the budgets (``SEOJOBS_RATE_LIMIT_STORAGE=redis://…``) ``limits``' moving
+window on Redis, keyed ``<SEOJOBS_RATE_LIMIT_KEY_PREFIX>:LIMITER/<policy>/<who>/…`` so that two
+deployments sharing a Redis database keep their budgets apart. (``limits``' own memory storage
+inserts every hit at the front of a list, O(requests in the window) per request: most of the
+limiter's cost in ``bench/api.py``.) Every answer carries the IETF draft's ``RateLimit-Policy``
+and ``RateLimit`` fields; a refused request gets 429 problem+json with ``Retry-After``.
+
+Redis is called with redis-py's asyncio client on the event loop, every call bounded by
+``SEOJOBS_RATE_LIMIT_STORAGE_TIMEOUT`` (connect and answer): a hung Redis holds no thread (before,
+calls ran in the thread pool with no timeout, and a hung Redis used up the pool that health
+checks and database reads need). When the storage fails or times out the limiter answers None
+and the caller applies ``SEOJOBS_RATE_LIMIT_ON_STORAGE_ERROR``; a circuit breaker
+(``breaker.py``) then skips the storage for a cool-down and logs the outage once.
 """
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from limits import RateLimitItem, parse, storage
-from limits.strategies import MovingWindowRateLimiter
+from limits import RateLimitItem, parse
+from limits.aio.storage import RedisStorage
+from limits.aio.strategies import MovingWindowRateLimiter
+from redis.asyncio import ConnectionPool
 
-log = logging.getLogger("seojobs.ratelimit")
-POLICY = "user"
+from seojobs.api.breaker import Breaker
+
+T = TypeVar("T")
+USER = "user"  # the policies, as named in RateLimit-Policy and in storage keys
+AUTH_FAILURES = "auth-failures"
 
 
 @dataclass(frozen=True)
@@ -34,11 +47,12 @@ class Verdict:
     remaining: int
     reset_in: int  # seconds until the window frees a request
     window: int
+    policy: str = USER
 
     def headers(self) -> dict[str, str]:
         headers = {
-            "RateLimit-Policy": f'"{POLICY}";q={self.limit};w={self.window}',
-            "RateLimit": f'"{POLICY}";r={self.remaining};t={self.reset_in}',
+            "RateLimit-Policy": f'"{self.policy}";q={self.limit};w={self.window}',
+            "RateLimit": f'"{self.policy}";r={self.remaining};t={self.reset_in}',
         }
         if not self.allowed:
             headers["Retry-After"] = str(max(1, self.reset_in))
@@ -75,9 +89,15 @@ class MemoryWindows:
             return allowed, amount - len(times), (times[0] if times else now) + window
 
     def remaining(self, key: str, amount: int, window: int) -> int:
-        edge = self.clock() - window
+        return self.stats(key, amount, window)[0]
+
+    def stats(self, key: str, amount: int, window: int) -> tuple[int, float]:
+        """Without counting: (remaining, when the oldest counted request leaves)."""
+        now = self.clock()
+        edge = now - window
         with self._lock:
-            return amount - sum(1 for t in self._hits.get(key, ()) if t > edge)
+            counted = [t for t in self._hits.get(key, ()) if t > edge]
+        return amount - len(counted), (counted[0] if counted else now) + window
 
     def _sweep(self, edge: float) -> None:
         # Keys whose newest request is older than the window (any window up to the one in
@@ -90,18 +110,41 @@ class MemoryWindows:
 
 
 class RateLimiter:
-    def __init__(self, storage_uri: str, default: str) -> None:
-        in_memory = storage_uri.startswith("memory://")
-        self.memory = MemoryWindows() if in_memory else None
-        self.storage = None if in_memory else storage.storage_from_string(storage_uri)
-        self.limiter = None if self.storage is None else MovingWindowRateLimiter(self.storage)
+    """The budgets of one deployment, in memory or on Redis.
+
+    ``hit`` counts a request and ``peek`` only looks; both answer None when the storage failed,
+    timed out or is being skipped after a failure (``breaker``), and the caller applies the
+    storage-error policy (``retry_in`` is then how long until the storage is tried again).
+    """
+
+    def __init__(
+        self,
+        storage_uri: str,
+        default: str,
+        *,
+        key_prefix: str = "seojobs",
+        timeout: float = 0.5,
+        cooldown: float = 5.0,
+        on_storage_error: str = "open",
+    ) -> None:
+        self.memory = MemoryWindows() if storage_uri.startswith("memory://") else None
+        self.timeout = timeout
+        self.breaker = Breaker(cooldown, on_storage_error)
+        self.fail_closed = on_storage_error == "closed"
+        self._pool: ConnectionPool | None = None
+        self._remote: MovingWindowRateLimiter | None = None
+        if self.memory is None:
+            # Our own pool, so that its timeouts are set and it is closed with the app.
+            self._pool = ConnectionPool.from_url(
+                _redis_py_url(storage_uri), socket_connect_timeout=timeout, socket_timeout=timeout
+            )
+            options: dict[str, Any] = {"connection_pool": self._pool}  # typed narrowly by limits
+            store = RedisStorage(
+                "async+" + storage_uri, implementation="redispy", key_prefix=key_prefix, **options
+            )
+            self._remote = MovingWindowRateLimiter(store)
         self.default = parse(default)
         self._parsed: dict[str, RateLimitItem] = {}
-
-    @property
-    def in_memory(self) -> bool:
-        """Counted in this process (no network I/O: safe to call on the event loop)."""
-        return self.memory is not None
 
     def item(self, spec: str | None) -> RateLimitItem:
         if not spec:
@@ -110,34 +153,89 @@ class RateLimiter:
             self._parsed[spec] = parse(spec)
         return self._parsed[spec]
 
-    def hit(self, user_id: int, spec: str | None) -> Verdict | None:
-        """Count one request; None when the storage failed (the request is let through)."""
+    async def hit(self, policy: str, who: str, spec: str | None) -> Verdict | None:
+        """Count one request of ``who`` under ``policy``; None when the storage failed."""
         item = self.item(spec)
-        key = str(user_id)
-        window = item.get_expiry()
         if self.memory is not None:
-            allowed, remaining, reset_at = self.memory.hit(key, item.amount, window)
+            allowed, remaining, reset_at = self.memory.hit(f"{policy}/{who}", *_size(item))
+            return _verdict(policy, item, allowed, remaining, reset_at)
+        remote = self._remote
+        assert remote is not None
+
+        async def count() -> tuple[bool, int, float]:
+            allowed = await remote.hit(item, policy, who)
+            stats = await remote.get_window_stats(item, policy, who)
+            return allowed, stats.remaining, stats.reset_time
+
+        found = await self._bounded(count)
+        return None if found is None else _verdict(policy, item, *found)
+
+    async def peek(self, policy: str, who: str, spec: str | None) -> Verdict | None:
+        """Whether ``who`` has budget left under ``policy``, without counting; None as above."""
+        item = self.item(spec)
+        if self.memory is not None:
+            remaining, reset_at = self.memory.stats(f"{policy}/{who}", *_size(item))
         else:
-            assert self.limiter is not None
-            try:
-                allowed = self.limiter.hit(item, key)
-                stats = self.limiter.get_window_stats(item, key)
-            except Exception:
-                log.exception("rate-limit storage failed; serving the request unlimited")
+            remote = self._remote
+            assert remote is not None
+
+            async def look() -> tuple[int, float]:
+                stats = await remote.get_window_stats(item, policy, who)
+                return stats.remaining, stats.reset_time
+
+            found = await self._bounded(look)
+            if found is None:
                 return None
-            remaining, reset_at = stats.remaining, stats.reset_time
-        return Verdict(
-            allowed=allowed,
-            limit=item.amount,
-            remaining=max(0, remaining),
-            reset_in=max(0, math.ceil(reset_at - time.time())),
-            window=window,
-        )
+            remaining, reset_at = found
+        return _verdict(policy, item, remaining > 0, remaining, reset_at)
 
     def remaining(self, user_id: int, spec: str | None) -> int:
-        """Requests left in the user's window now, without counting one."""
-        item = self.item(spec)
-        if self.memory is not None:
-            return self.memory.remaining(str(user_id), item.amount, item.get_expiry())
-        assert self.limiter is not None
-        return int(self.limiter.get_window_stats(item, str(user_id)).remaining)
+        """Requests left in a user's window now (memory storage: tests and metrics)."""
+        if self.memory is None:
+            raise RuntimeError("remaining() reads the memory storage only; use peek()")
+        return self.memory.remaining(f"{USER}/{user_id}", *_size(self.item(spec)))
+
+    def retry_in(self) -> int:
+        """Whole seconds until a failed storage is tried again (at least 1)."""
+        return max(1, math.ceil(self.breaker.retry_in()))
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+
+    async def _bounded(self, call: Callable[[], Awaitable[T]]) -> T | None:
+        if not self.breaker.allow():
+            return None
+        try:
+            async with asyncio.timeout(self.timeout):
+                found = await call()
+        except Exception as exc:  # any failure of the storage: the policy decides, not a 500
+            self.breaker.failed(exc)
+            return None
+        except BaseException:  # cancelled: this request's client went away
+            self.breaker.abandoned()
+            raise
+        self.breaker.succeeded()
+        return found
+
+
+def _redis_py_url(uri: str) -> str:
+    # limits spells a Unix socket redis+unix://; redis-py, unix://.
+    return "unix://" + uri.removeprefix("redis+unix://") if uri.startswith("redis+unix://") else uri
+
+
+def _size(item: RateLimitItem) -> tuple[int, int]:
+    return item.amount, item.get_expiry()
+
+
+def _verdict(
+    policy: str, item: RateLimitItem, allowed: bool, remaining: int, reset_at: float
+) -> Verdict:
+    return Verdict(
+        allowed=allowed,
+        limit=item.amount,
+        remaining=max(0, remaining),
+        reset_in=max(0, math.ceil(reset_at - time.time())),
+        window=item.get_expiry(),
+        policy=policy,
+    )
