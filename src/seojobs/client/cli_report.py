@@ -50,7 +50,7 @@ def _refresh(conn: Conn, state: StateFile) -> None:
             by_kind.setdefault(entry.kind, []).append(entry.job_id)
     with conn.client() as client:
         for kind, ids in by_kind.items():
-            for job in client.jobs(kind, ids=ids):
+            for job in client.index_jobs(kind, ids=ids):
                 state.update_status(conn.url, kind, job.job_id, job.status)
 
 

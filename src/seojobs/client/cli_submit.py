@@ -161,7 +161,7 @@ def resolve_jobs(
     for candidate in [kind] if kind else ["index_submit", "index_check"]:
         if not unknown:
             break
-        for job in client.jobs(candidate, ids=unknown):
+        for job in client.index_jobs(candidate, ids=unknown):
             found[job.job_id] = candidate
         unknown = [i for i in unknown if i not in found]
     if unknown:
