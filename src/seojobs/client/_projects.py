@@ -132,6 +132,10 @@ def list_jobs(
     return Request("GET", f"/v1/projects/{id_of(project, 'project')}/jobs", params=params)
 
 
+def job_types() -> Request:
+    return Request("GET", "/v1/job-types")
+
+
 def cancel_job(job: JobRef) -> Request:
     return Request("POST", f"/v1/jobs/{id_of(job, 'job')}/cancel")
 

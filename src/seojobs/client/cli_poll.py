@@ -73,7 +73,8 @@ def run_poll(
                 _finish(out, summary)  # what was saved before the deadline
                 raise
             _record(summary, watcher)
-            for kind, job_id in missing:
+            for key in missing:
+                kind, job_id = watcher.type_of(key), key[1]
                 out.warn(
                     f"the server at {conn.url} does not know {kind} job {job_id} (pruned, or "
                     "made with another API key); it stays open in the state file"
@@ -87,7 +88,7 @@ def replay(client: Client, state: StateFile, server: str, out: Output, summary: 
     """Re-send every submission still marked ``submitting`` with its recorded key."""
     for entry in state.entries(state="submitting", server=server):
         try:
-            job = post(client, entry.kind, entry.request, entry.idempotency_key)
+            job = post(client, entry)
         except errors.ConflictError:
             out.warn(f"submission {entry.local_id} is still in flight on the server; next run")
             continue
@@ -112,8 +113,12 @@ def _record(summary: Summary, watcher: Watcher) -> None:
         {"kind": j.kind, "job_id": j.job_id, "status": j.status} for j in watcher.saved
     ]
     summary.open = [
-        {"kind": t.kind, "job_id": t.job_id, "status": t.last.status if t.last else None}
-        for t in watcher.scheduler.open.values()
+        {
+            "kind": watcher.type_of(key),
+            "job_id": t.job_id,
+            "status": t.last.status if t.last else None,
+        }
+        for key, t in watcher.scheduler.open.items()
     ]
 
 

@@ -147,6 +147,14 @@ class ProjectJob(_Model):
         return self.status in ("completed", "failed")
 
 
+class JobType(_Model):
+    """A job type the server runs (``GET /v1/job-types``): what ``type`` to start it with."""
+
+    name: str
+    description: str = ""
+    params_schema: dict[str, Any] = Field(default_factory=dict)  # JSON Schema of ``params``
+
+
 class JobItem(_Model):
     """One item of a job (``GET /v1/jobs/{id}/items``): its input and how it ended."""
 

@@ -14,7 +14,7 @@ from seojobs.client import _projects as api
 from seojobs.client import errors
 from seojobs.client._base import Outcome
 from seojobs.client._waits import Machine, wait_many
-from seojobs.client.models import Job, JobItem, Project, ProjectJob
+from seojobs.client.models import Job, JobItem, JobType, Project, ProjectJob
 from seojobs.client.policy import PollPolicy
 
 if TYPE_CHECKING:
@@ -128,6 +128,11 @@ class Jobs:
             if not cursor:
                 break
         return out[:limit]
+
+    def types(self) -> builtins.list[JobType]:
+        """The job types the server runs, with the JSON Schema of their params."""
+        found, _ = api.page(self._client.send(api.job_types()))
+        return [JobType.model_validate(item) for item in found]
 
     def cancel(self, job: api.JobRef) -> ProjectJob:
         """Stop a job: it ends failed with code ``cancelled`` (a finished job is returned)."""
