@@ -291,6 +291,12 @@ def test_an_index_type_through_the_projects_api_is_followed_with_its_report(cli:
         (["--type", "test_items", "--param", 'urls=["https://a.example/"]', "https://b.example/"],
          "urls: given both"),
         (["--type", "test_items", "-f", "missing.txt"], "cannot read missing.txt"),
+        # Keys the type does not take (the server would drop them unread).
+        (["--type", "test_sleep", "--param", "second=1"],
+         "second: not a param of test_sleep (it takes: seconds)"),
+        (["--type", "test_noop", "--param", "x=1", "--param", "y=2"],
+         "x, y: not a param of test_noop (it takes: no params)"),
+        (["--type", "test_fail", "https://a.example/"], "urls: not a param of test_fail"),
     ],
 )  # fmt: skip
 def test_bad_arguments_exit_2_and_send_nothing(cli: Cli, args: list[str], says: str) -> None:

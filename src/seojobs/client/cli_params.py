@@ -3,9 +3,10 @@ project, from the command line to the request the state file records before it i
 
 A value is JSON when it parses as JSON (``5``, ``true``, ``["a", "b"]``, ``{"k": 1}``, ``"5"``)
 and text otherwise; JSON has no NaN or Infinity (nor numbers too large for a float), so those
-stay text too. Where the type's params schema (``GET /v1/job-types``) says a field is text, a
-value that merely looks like a number, a boolean or null (``--param title=2024``) stays the
-text typed. URLs from arguments or ``-f FILE`` become ``params.urls``.
+stay text too. The type's params schema (``GET /v1/job-types``) is then consulted: a key it
+does not name is refused, and where it says a field is text, a value that merely looks like a
+number, a boolean or null (``--param title=2024``) stays the text typed. URLs from arguments or
+``-f FILE`` become ``params.urls``.
 """
 
 from __future__ import annotations
@@ -122,25 +123,42 @@ def _wrongly_parsed(value: Any, nullable: bool) -> bool:
     return isinstance(value, bool | int | float) or (value is None and not nullable)
 
 
-def keep_text(
+def fit_to_schema(
     client: Client, type: str, params: dict[str, Any], typed: dict[str, str]
 ) -> dict[str, Any]:
-    """``params`` with the typed text back where the type's schema wants text and the text
-    parsed as a number, a boolean or (where null is not allowed) null. A server without
-    ``/v1/job-types`` changes nothing."""
-    if not any(v is None or isinstance(v, bool | int | float) for v in params.values()):
-        return params
+    """``params`` checked against the type's params schema (``GET /v1/job-types``).
+
+    A key the type does not take is refused (the server would drop it unread: a misspelt
+    ``--param engin=bing`` would silently run with the default engine). Where the schema wants
+    text and the text typed parsed as a number, a boolean or (where null is not allowed) null,
+    the text goes back. An unknown type, or a server without ``/v1/job-types``, is left to the
+    server to judge.
+    """
     try:
         types = client.jobs.types()
     except errors.NotFoundError:
         return params
-    schema = next((t.params_schema for t in types if t.name == type), {})
+    schema = next((t.params_schema for t in types if t.name == type), None)
+    if schema is None:
+        return params
+    _refuse_unknown(type, schema, params)
     text = {
         name
         for name, nullable in _string_fields(schema).items()
         if name in typed and _wrongly_parsed(params.get(name), nullable)
     }
     return {k: (typed[k] if k in text else v) for k, v in params.items()}
+
+
+def _refuse_unknown(type: str, schema: dict[str, Any], params: dict[str, Any]) -> None:
+    if schema.get("additionalProperties") is True:
+        return  # the type keeps whatever it is given
+    known = set(schema.get("properties") or {})
+    unknown = sorted(set(params) - known)
+    if unknown:
+        takes = ", ".join(sorted(known)) or "no params"
+        listed = ", ".join(unknown)
+        raise UsageProblem(f"{listed}: not a param of {type} (it takes: {takes}); nothing was sent")
 
 
 def resolve_project(client: Client, server: str, spec: str | None) -> Project:

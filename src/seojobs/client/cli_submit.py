@@ -16,7 +16,7 @@ from typing import Any
 from seojobs.client import errors
 from seojobs.client._base import KIND_PATH
 from seojobs.client.cli_common import Conn, Guard, Output, UsageProblem, job_line, never_sent
-from seojobs.client.cli_params import TypedJob, keep_text, resolve_project
+from seojobs.client.cli_params import TypedJob, fit_to_schema, resolve_project
 from seojobs.client.cli_watch import Watcher, exit_status
 from seojobs.client.models import AnyJob, ProjectJob
 from seojobs.client.state import Entry, StateFile
@@ -55,7 +55,7 @@ def typed_body(client: Client, server: str, args: SubmitArgs, typed: TypedJob) -
     body: dict[str, Any] = {
         "project_id": project.id,
         "type": args.kind,
-        "params": keep_text(client, args.kind, typed.params, typed.text),
+        "params": fit_to_schema(client, args.kind, typed.params, typed.text),
     }
     if args.title is not None:
         body["title"] = args.title
