@@ -390,6 +390,33 @@ def test_crash_before_the_id_is_saved_is_replayed_to_the_projects_api(cli: Cli) 
     assert row.state == "done" and row.result is not None
 
 
+@pytest.mark.parametrize("sent", [False, True], ids=["never-sent", "answer-lost"])
+def test_a_submission_whose_project_was_deleted_is_forgotten_by_poll(cli: Cli, sent: bool) -> None:
+    with cli.client() as client:
+        project = client.projects.create("short-lived")
+        keep = client.projects.create("kept")
+    requests = [
+        {"project_id": project.id, "type": "test_noop", "params": {}},
+        {"project_id": keep.id, "type": "test_noop", "params": {}},
+    ]
+    with StateFile(cli.state_path) as state:
+        gone, kept = (
+            state.intend(cli.server.url, "test_noop", r, surface="projects") for r in requests
+        )
+    with cli.client() as client:
+        if sent:  # the first try made a job; the project went with it
+            client.jobs.start(project.id, "test_noop", idempotency_key=gone.idempotency_key)
+        client.projects.delete(project.id)
+
+    done = ok(cli.run("poll", "--json", *FAST))  # not stuck on it: the rest goes on
+    summary = json.loads(done.stdout)
+    assert summary["abandoned"] == [{"local_id": gone.local_id, "kind": "test_noop"}]
+    assert [r["local_id"] for r in summary["resubmitted"]] == [kept.local_id]
+    assert f"submission {gone.local_id}" in done.stderr and "404" in done.stderr
+    [entry] = cli.entries()
+    assert entry.local_id == kept.local_id and entry.state == "done"
+
+
 def test_poll_and_jobs_handle_typed_jobs(cli: Cli) -> None:
     with cli.client() as client:
         slow = client.jobs.start(client.projects.default(), "test_sleep", {"seconds": 60})

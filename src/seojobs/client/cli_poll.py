@@ -92,8 +92,9 @@ def replay(client: Client, state: StateFile, server: str, out: Output, summary: 
         except errors.ConflictError:
             out.warn(f"submission {entry.local_id} is still in flight on the server; next run")
             continue
-        except errors.InvalidRequestError as exc:
-            # The server refused the request itself: no job exists and none ever will.
+        except (errors.InvalidRequestError, errors.NotFoundError) as exc:
+            # The server refused the request itself, or its project is gone (deleted, with
+            # any job the first try made): no job exists and none ever will.
             state.abandon(entry.local_id)
             out.warn(f"the server refused submission {entry.local_id} ({exc}); forgotten")
             summary.abandoned.append({"local_id": entry.local_id, "kind": entry.kind})
