@@ -20,7 +20,8 @@ from seojobs.client._waits import Machine
 from seojobs.client.models import Project, ProjectJob
 from seojobs.client.policy import PollPolicy
 
-PAGE = 100  # the server's largest page
+PAGE = 100  # projects and jobs per list request (users have few projects)
+ITEMS_PAGE = 1000  # the server's largest page: a job can have 10,000 items
 JobRef = int | ProjectJob
 ProjectRef = int | Project
 
@@ -140,12 +141,14 @@ def cancel_job(job: JobRef) -> Request:
     return Request("POST", f"/v1/jobs/{id_of(job, 'job')}/cancel")
 
 
-def job_items(job: JobRef, outcome: str | None, cursor: str | None) -> Request:
-    params: dict[str, Any] = {"limit": PAGE}
-    if outcome is not None:
-        params["outcome"] = outcome
+def job_items(
+    job: JobRef, outcome: str | Sequence[str] | None, cursor: str | None, page_size: int
+) -> Request:
+    params: list[tuple[str, Any]] = [("limit", page_size)]
+    wanted = [outcome] if isinstance(outcome, str) else list(outcome or ())
+    params.extend(("outcome", value) for value in wanted)
     if cursor:
-        params["cursor"] = cursor
+        params.append(("cursor", cursor))
     return Request("GET", f"/v1/jobs/{id_of(job, 'job')}/items", params=params)
 
 

@@ -120,10 +120,16 @@ class AsyncJobs:
         response = await self._client.send(api.cancel_job(job))
         return self._job(ProjectJob.model_validate(api.data(response)))
 
-    async def items(self, job: api.JobRef, outcome: str | None = None) -> AsyncIterator[JobItem]:
+    async def items(
+        self,
+        job: api.JobRef,
+        outcome: str | Sequence[str] | None = None,
+        *,
+        page_size: int = api.ITEMS_PAGE,
+    ) -> AsyncIterator[JobItem]:
         cursor: str | None = None
         while True:
-            request = api.job_items(job, outcome, cursor)
+            request = api.job_items(job, outcome, cursor, page_size)
             found, cursor = api.page(await self._client.send(request))
             for item in found:
                 yield JobItem.model_validate(item)

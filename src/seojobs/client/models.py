@@ -156,13 +156,17 @@ class JobType(_Model):
 
 
 class JobItem(_Model):
-    """One item of a job (``GET /v1/jobs/{id}/items``): its input and how it ended."""
+    """One item of a job (``GET /v1/jobs/{id}/items``), in the job's order.
 
-    id: int | None = None
-    input: str | None = None
-    state: str | None = None
-    outcome: str | None = None
-    result: Any = None
+    ``status`` is the item's outcome (``indexed``, ``crawled``, ...), ``failed``, ``pending``,
+    or ``not_run`` for an item of a job that ended before running it; ``input`` is a string
+    (a URL) or a structured item.
+    """
+
+    seq: int
+    input: Any = None
+    status: str | None = None
+    result: dict[str, Any] | None = None
     error: JobErrorInfo | None = None
     finished_at: datetime | None = None
 

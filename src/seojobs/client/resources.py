@@ -139,11 +139,20 @@ class Jobs:
         response = self._client.send(api.cancel_job(job))
         return self._job(ProjectJob.model_validate(api.data(response)))
 
-    def items(self, job: api.JobRef, outcome: str | None = None) -> Iterator[JobItem]:
-        """A job's items (only those of ``outcome`` when given), fetched page by page."""
+    def items(
+        self,
+        job: api.JobRef,
+        outcome: str | Sequence[str] | None = None,
+        *,
+        page_size: int = api.ITEMS_PAGE,
+    ) -> Iterator[JobItem]:
+        """A job's items in order (only those of ``outcome``, or of any of several, when
+        given), fetched ``page_size`` at a time (at most 1,000)."""
         cursor: str | None = None
         while True:
-            found, cursor = api.page(self._client.send(api.job_items(job, outcome, cursor)))
+            found, cursor = api.page(
+                self._client.send(api.job_items(job, outcome, cursor, page_size))
+            )
             for item in found:
                 yield JobItem.model_validate(item)
             if not cursor:
