@@ -24,7 +24,9 @@ SUBMIT_HELP = (
     "With --type, starts a job of that type (any the server runs: GET /v1/job-types) in a "
     "project instead: --param KEY=VALUE gives its params (VALUE is JSON when it parses, else "
     "text), URLs from arguments or -f FILE become its urls, --project names the project (an id "
-    "or a name; default: your default project)."
+    "or a name; default: your default project). An index_submit or index_check job started "
+    "so is waited on, saved and printed as the indexing API shows it (report and scheduled "
+    "check included)."
 )
 
 CHECK_HELP = (
