@@ -17,6 +17,7 @@ import pytest
 
 from seojobs.client import Client, ProjectJob
 from seojobs.client.state import Entry, StateFile
+from seojobs.store import migrate
 from seojobs.store.db import Database
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import (
@@ -47,6 +48,12 @@ class Server:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp("serve-jobs")
     db_url = f"sqlite:///{workdir / 'server.db'}"
+    db = Database(db_url)  # before the server runs: the test_items kind logs to test_log
+    try:
+        migrate.upgrade(db)
+        log_metadata.create_all(db.engine)
+    finally:
+        db.dispose()
     indexnow = FakeIndexNow()
     with serve(indexnow.app()) as indexnow_base:
         port = free_port()
@@ -63,11 +70,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         try:
             proc = spawner("serve", "--port", str(port), env=env, name="serve")
             ready(proc, f"http://127.0.0.1:{port}/readyz")
-            db = Database(db_url)  # migrated by now; the test_items kind logs here
-            try:
-                log_metadata.create_all(db.engine)
-            finally:
-                db.dispose()
             yield Server(f"http://127.0.0.1:{port}", db_url, indexnow)
         finally:
             spawner.stop_all()
