@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from seojobs.store.records import JobRecord, UserRecord
 from tests.conftest import make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.server import serve
+from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 from tests.waiting import wait_until
 
 INDEXNOW_KEY = "0123456789abcdef"
@@ -174,65 +174,6 @@ def stack(store_url: str) -> Iterator[Stack]:
         yield made
 
 
-# -- one driver for both clients ------------------------------------------------------------------
-
-
-class Recording:
-    """An injected sleep that records each delay and then really sleeps it (the real server's
-    clock has to move for its rate limit to free up)."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.delays.append(seconds)
-        threading.Event().wait(seconds)
-
-    async def asleep(self, seconds: float) -> None:
-        self.delays.append(seconds)
-        await asyncio.sleep(seconds)
-
-
-class Driver:
-    """Runs one scenario through Client or AsyncClient (``mode``). Scenarios are coroutines
-    that ``await aw(...)`` every client call, so the same text drives both."""
-
-    def __init__(self, mode: str, base: str, key: str, **options: Any) -> None:
-        self.mode = mode
-        self.base = base
-        self.key = key
-        self.options = options
-        self.recording = Recording()
-
-    def run(self, scenario: Callable[[Any], Any]) -> Any:
-        """``scenario(client)``: a coroutine, or one client call."""
-        if self.mode == "sync":
-            options = {"sleep": self.recording.sleep, **self.options}
-            with Client(self.base, self.key, **options) as client:
-                return asyncio.run(aw(scenario(client)))
-
-        async def main() -> Any:
-            options = {"sleep": self.recording.asleep, **self.options}
-            async with AsyncClient(self.base, self.key, **options) as client:
-                return await aw(scenario(client))
-
-        return asyncio.run(main())
-
-
-async def aw(value: Any) -> Any:
-    """The value of a client call, awaited if the client is the async one."""
-    if inspect.isawaitable(value):
-        return await value
-    if inspect.isasyncgen(value):
-        return [item async for item in value]
-    if isinstance(value, Iterator):
-        return list(value)
-    return value
-
-
-MODES = ["sync", "async"]
-
-
 # -- submit, wait, report, usage ------------------------------------------------------------------
 
 
@@ -290,22 +231,7 @@ def test_429_is_retried_no_sooner_than_retry_after(stack: Stack, mode: str) -> N
     key = stack.key("bob", rate_limit="3/minute")
     burn(stack.base, key, 3)  # another process used the budget
 
-    class NoWait(Recording):
-        """Records, and moves the client's clock instead of waiting a real minute."""
-
-        now = 0.0
-
-        def clock(self) -> float:
-            return self.now
-
-        def sleep(self, seconds: float) -> None:
-            self.delays.append(seconds)
-            self.now += seconds
-
-        async def asleep(self, seconds: float) -> None:
-            self.sleep(seconds)
-
-    no_wait = NoWait()
+    no_wait = NoWait()  # moves the client's clock instead of waiting a real minute
     driver = Driver(mode, stack.base, key, retries=2, clock=no_wait.clock)
     driver.recording = no_wait
     with pytest.raises(RateLimitedError) as caught:
@@ -339,57 +265,17 @@ def test_wait_rides_out_a_429_and_finishes(stack: Stack, mode: str) -> None:
 # -- a lost answer to a POST ----------------------------------------------------------------------
 
 
-class DropFirstPost(httpx.BaseTransport):
-    """Sends the first POST to the server, throws its answer away, and fails as if the
-    connection broke: the server made the job, the client never heard."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.HTTPTransport()
-        self.posts: list[httpx.Request] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = self.inner.handle_request(request)
-        if request.method == "POST":
-            self.posts.append(request)
-            if len(self.posts) == 1:
-                response.read()
-                response.close()
-                raise httpx.ReadError("connection lost after the server answered")
-        return response
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class AsyncDropFirstPost(httpx.AsyncBaseTransport):
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.posts: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.inner.handle_async_request(request)
-        if request.method == "POST":
-            self.posts.append(request)
-            if len(self.posts) == 1:
-                await response.aread()
-                await response.aclose()
-                raise httpx.ReadError("connection lost after the server answered")
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_lost_post_answer_is_retried_with_the_same_key_and_makes_one_job(
     stack: Stack, mode: str
 ) -> None:
     key = stack.key()
-    transport = DropFirstPost() if mode == "sync" else AsyncDropFirstPost()
+    transport = edge(mode, drop_first="POST")
     driver = Driver(mode, stack.base, key, transport=transport)
     job = driver.run(lambda c: c.submit(["https://a.example/1", "https://a.example/2"]))
-    assert len(transport.posts) == 2
-    keys = {p.headers["idempotency-key"] for p in transport.posts}
+    posts = transport.requests("POST")
+    assert len(posts) == 2
+    keys = {p.headers["idempotency-key"] for p in posts}
     assert len(keys) == 1
     posts = stack.recorder.requests("POST", "/index-submit/jobs")
     assert [p.status for p in posts] == [202, 202]

@@ -3,6 +3,7 @@ result, at most one save per job across processes, and the poller's file lock.""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -168,3 +169,55 @@ def test_default_path_is_the_user_state_dir_unless_overridden(
     assert default_path() == tmp_path / "mine.db"
     with StateFile() as state:
         assert state.path == tmp_path / "mine.db"
+
+
+# The schema of the first release, before jobs of any type could be submitted (no surface).
+FIRST_RELEASE = """
+CREATE TABLE jobs (
+    local_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    server TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    request TEXT NOT NULL,
+    job_id INTEGER,
+    state TEXT NOT NULL CHECK (state IN ('submitting', 'open', 'done')),
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    status TEXT,
+    result TEXT,
+    follow_up_of INTEGER
+);
+CREATE UNIQUE INDEX jobs_server_kind_id ON jobs (server, kind, job_id);
+INSERT INTO jobs (server, kind, idempotency_key, request, state, created_at, updated_at)
+VALUES ('http://127.0.0.1:8000', 'index_submit', 'k-1', '{"urls": ["https://a.example/"]}',
+        'submitting', 1.0, 1.0);
+"""
+
+
+def test_a_file_of_the_first_release_keeps_its_entries_as_v1_and_takes_typed_ones(
+    path: Path,
+) -> None:
+    path.parent.mkdir(parents=True)
+    old = sqlite3.connect(path)
+    old.executescript(FIRST_RELEASE)
+    old.close()
+    for _ in range(2):  # opening it again changes nothing
+        with StateFile(path) as state:
+            [entry] = state.entries()
+            assert (entry.kind, entry.surface, entry.state) == ("index_submit", "v1", "submitting")
+            assert entry.idempotency_key == "k-1"  # a replay still sends the saved key
+    with StateFile(path) as state:
+        typed = state.intend(SERVER, "site_audit", {"project_id": 1}, surface="projects")
+        state.track(SERVER, "test_noop", 9, surface="projects")
+        surfaces = [(e.kind, e.surface) for e in state.entries()]
+    assert typed.surface == "projects"
+    assert surfaces == [
+        ("index_submit", "v1"),
+        ("site_audit", "projects"),
+        ("test_noop", "projects"),
+    ]
+
+
+def test_an_unknown_surface_is_refused(path: Path) -> None:
+    with StateFile(path) as state, pytest.raises(ValueError, match="surface"):
+        state.intend(SERVER, "test_noop", {}, surface="v2")

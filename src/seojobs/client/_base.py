@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel
@@ -336,6 +336,9 @@ class Base:
         self.budget = Budget()
         self.rng = random.Random()
         self.requests_sent = 0  # every HTTP attempt, retries included
+        # Attempts that may have been handled without us hearing the answer (connection
+        # lost, 5xx): a DELETE retried after one of them may find its target already gone.
+        self.unanswered = 0
         self._unknown_logged: set[str] = set()
 
     @property
@@ -428,6 +431,10 @@ class Base:
         """How long to hold the next request back (0 when pacing is off)."""
         return self.budget.delay(self.clock(), self.rate_limit) if self.pace else 0.0
 
+    def count_unanswered(self, error: errors.SeojobsError) -> None:
+        if isinstance(error, errors.TransportError | errors.ServerError):
+            self.unanswered += 1
+
     def retry_delay(
         self, request: Request, attempt: int, error: errors.SeojobsError, *, retry_429: bool
     ) -> float | None:
@@ -492,11 +499,23 @@ class Base:
 Step = tuple[Literal["poll"], None] | tuple[Literal["sleep"], float]
 
 
+class Waited(Protocol):
+    """What the machine needs of a job: an index job (``Job``) or any job (``ProjectJob``)."""
+
+    status: str
+
+    @property
+    def is_terminal(self) -> bool: ...
+
+
+W = TypeVar("W", bound=Waited)
+
+
 @dataclass
-class Outcome:
+class Outcome(Generic[W]):
     """What one poll produced, sent back into the machine."""
 
-    job: Job | None = None
+    job: W | None = None
     rate_limited: errors.RateLimitedError | None = None
     transport: Exception | None = None
     held: float = 0.0  # seconds the server held a long poll (Prefer: wait) before answering
@@ -508,11 +527,13 @@ def wait_steps(
     poll_first: bool,
     elapsed: Callable[[], float],
     rng: random.Random | None = None,
-) -> Generator[Step, Outcome | None, Job]:
+    first_floor: float = 0.0,
+) -> Generator[Step, Outcome[W] | None, W]:
     """Yield ("poll", None) and ("sleep", s) steps until a poll returns a terminal job.
 
     After a submission (``poll_first=False``) the first poll comes ``policy.start`` seconds
-    later and each unfinished poll multiplies the delay by ``policy.factor``; waiting on a job
+    later, and never sooner than ``first_floor`` (the Retry-After of the 202 that started the
+    job); each unfinished poll multiplies the delay by ``policy.factor``; waiting on a job
     of unknown state polls at once, then sleeps ``start``. A 429 multiplies the delay by
     ``rate_limit_factor`` and the sleep never undercuts its Retry-After (jitter included). A
     failed poll (connection, 5xx, after the client's own retries) counts as unfinished. Time
@@ -523,10 +544,10 @@ def wait_steps(
     deadline, polls one last time, then raises WaitTimeout carrying the last job seen.
     """
     delay = policy.start
-    last: Job | None = None
+    last: W | None = None
     final = False
     if not poll_first:
-        final = yield from _pause(policy, delay, 0.0, elapsed, last, rng)
+        final = yield from _pause(policy, delay, first_floor, elapsed, last, rng)
     grow = not poll_first
     while True:
         outcome = yield ("poll", None)
@@ -553,9 +574,9 @@ def _pause(
     delay: float,
     floor: float,
     elapsed: Callable[[], float],
-    last: Job | None,
+    last: Waited | None,
     rng: random.Random | None,
-) -> Generator[Step, Outcome | None, bool]:
+) -> Generator[Step, Any, bool]:
     """Sleep ``delay`` (jittered, never below ``floor``); True if the sleep ends at the deadline."""
     spent = float(elapsed())
     left = policy.deadline - spent
@@ -569,7 +590,7 @@ def _pause(
     return True
 
 
-def _timeout(policy: PollPolicy, spent: float, last: Job | None) -> errors.WaitTimeout:
+def _timeout(policy: PollPolicy, spent: float, last: Waited | None) -> errors.WaitTimeout:
     where = f"; last status {last.status!r}" if last else ""
     return errors.WaitTimeout(
         f"job still not finished after {spent:.0f}s (deadline {policy.deadline:.0f}s){where}",

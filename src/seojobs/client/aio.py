@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from typing import Any
 
 import httpx
@@ -15,10 +15,12 @@ from seojobs.client._base import (
     Base,
     Outcome,
     Request,
+    Step,
     chunks,
     kind_of,
     wait_steps,
 )
+from seojobs.client.aio_resources import AsyncJobs, AsyncProjects
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
 from seojobs.client.policy import PollPolicy, RetryPolicy
 
@@ -52,6 +54,8 @@ class AsyncClient(Base):
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers()
         )
+        self.projects = AsyncProjects(self)
+        self.jobs = AsyncJobs(self)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -72,6 +76,7 @@ class AsyncClient(Base):
             outcome = await self._attempt(request)
             if isinstance(outcome, httpx.Response):
                 return outcome
+            self.count_unanswered(outcome)
             wait = self.retry_delay(request, attempt, outcome, retry_429=retry_429)
             if not retry or wait is None:
                 raise outcome
@@ -150,7 +155,7 @@ class AsyncClient(Base):
         request = self.status_request(kind, job_id, long_poll)
         return self.job(kind, (await self.send(request, retry_429=retry_429)).json())
 
-    async def jobs(
+    async def index_jobs(
         self,
         kind: str,
         *,
@@ -236,13 +241,13 @@ class AsyncClient(Base):
         kind = kind_of(kind)
         policy = policy or PollPolicy.for_kind(kind)
         started = self.clock()
-        steps = wait_steps(
+        steps: Generator[Step, Outcome[Job] | None, Job] = wait_steps(
             policy,
             poll_first=poll_first,
             elapsed=lambda: self.clock() - started,
             rng=self.rng,
         )
-        outcome: Outcome | None = None
+        outcome: Outcome[Job] | None = None
         try:
             while True:
                 action, value = steps.send(outcome)
@@ -256,7 +261,7 @@ class AsyncClient(Base):
             result: Job = done.value
             return result
 
-    async def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome:
+    async def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome[Job]:
         began = self.clock()
         try:
             job = await self.get(kind, job_id, long_poll=long_poll, retry_429=False)

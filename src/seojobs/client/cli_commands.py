@@ -7,9 +7,9 @@ client is imported, so these commands work with ``pip install seojobs`` alone.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,109 +22,32 @@ from seojobs.client.cli_common import (
     parse_kind,
     read_urls,
 )
+from seojobs.client.cli_options import (
+    ApiKey,
+    Engine,
+    File,
+    Format,
+    Interval,
+    JobType,
+    Json,
+    Kind,
+    Params,
+    ProjectOpt,
+    RootKey,
+    RootState,
+    RootUrl,
+    State,
+    SubmitEngine,
+    Timeout,
+    Title,
+    Url,
+    UrlArgs,
+    Wait,
+    WaitType,
+)
 
-CONNECTION = "Connection"
-
-# Global options (before the command) read the environment; the same options given after the
-# command win over them.
-RootUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--url", envvar="SEOJOBS_URL", help="Server URL.", show_default="http://127.0.0.1:8000"
-    ),
-]
-RootKey = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key", envvar="SEOJOBS_API_KEY", help="API key (prefer the environment variable)."
-    ),
-]
-RootState = Annotated[
-    Path | None,
-    typer.Option(
-        "--state",
-        envvar="SEOJOBS_STATE",
-        help="Client state file (SQLite).",
-        show_default="the user state directory",
-        dir_okay=False,
-    ),
-]
-Url = Annotated[
-    str | None,
-    typer.Option(
-        "--url",
-        help="Server URL (env SEOJOBS_URL; default http://127.0.0.1:8000).",
-        rich_help_panel=CONNECTION,
-        show_default=False,
-    ),
-]
-ApiKey = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key",
-        help="API key (env SEOJOBS_API_KEY, preferred: argv is visible to other users).",
-        rich_help_panel=CONNECTION,
-        show_default=False,
-    ),
-]
-State = Annotated[
-    Path | None,
-    typer.Option(
-        "--state",
-        help="Client state file (env SEOJOBS_STATE; default in the user state directory).",
-        rich_help_panel=CONNECTION,
-        show_default=False,
-        dir_okay=False,
-    ),
-]
-Json = Annotated[
-    bool,
-    typer.Option(
-        "--json", help="Print exactly one JSON document on stdout; messages go to stderr."
-    ),
-]
-Timeout = Annotated[
-    float | None,
-    typer.Option(
-        help="Give up waiting after this many seconds (exit 3).", min=0, show_default=False
-    ),
-]
-Interval = Annotated[
-    float,
-    typer.Option(
-        help="Seconds between polls; grows x1.5 while nothing changes (up to 12x), and never "
-        "beyond half the server's rate limit.",
-        min=0.05,
-    ),
-]
-Kind = Annotated[
-    str | None,
-    typer.Option(
-        help="index_submit or index_check, for a job not in the state file "
-        "(default: ask the server).",
-        show_default=False,
-    ),
-]
-UrlArgs = Annotated[
-    list[str] | None,
-    typer.Argument(
-        help="URLs (or use -f FILE, or pipe them on stdin).", metavar="URL", show_default=False
-    ),
-]
-File = Annotated[
-    str | None,
-    typer.Option(
-        "--file", "-f", help="Read URLs from FILE, one per line ('-' is stdin).", show_default=False
-    ),
-]
-Engine = Annotated[str, typer.Option(help="Search engine: google, bing or yandex.")]
-Title = Annotated[str | None, typer.Option(help="A title for the job.", show_default=False)]
-Wait = Annotated[bool, typer.Option("--wait", help="Wait for the result; exit by its status.")]
-
-
-class Format(StrEnum):
-    csv = "csv"
-    json = "json"
+if TYPE_CHECKING:
+    from seojobs.client.cli_submit import SubmitArgs
 
 
 def _conn(ctx: typer.Context, url: str | None, api_key: str | None, state: Path | None) -> Conn:
@@ -139,13 +62,43 @@ def root_options(
     ctx.obj = Conn.resolve(None, url, api_key, state)
 
 
+@dataclass
+class Typed:
+    """submit's options for a job of any type (all None: an index submission)."""
+
+    job_type: str | None = None
+    params: list[str] | None = None
+    project: str | None = None
+
+
+def _submit_args(
+    kind: str,
+    urls: list[str],
+    file: str | None,
+    engine: str | None,
+    checker: int | None,
+    typed: Typed,
+) -> SubmitArgs:
+    from seojobs.client import cli_params
+    from seojobs.client.cli_submit import SubmitArgs
+
+    if typed.job_type is None:
+        cli_params.refuse_untyped(typed.params or [], typed.project)
+        return SubmitArgs(kind, read_urls(urls, file), engine=engine or "google", checker=checker)
+    if not typed.job_type.strip():
+        raise UsageProblem("--type: a job type, not empty")
+    cli_params.refuse_index_options(engine, checker)
+    job = cli_params.typed_job(typed.params or [], urls, file, typed.project)
+    return SubmitArgs(typed.job_type.strip(), [], typed=job)
+
+
 def _submit(
     ctx: typer.Context,
     kind: str,
     *,
     urls: list[str] | None,
     file: str | None,
-    engine: str,
+    engine: str | None,
     checker: int | None,
     title: str | None,
     wait: bool,
@@ -153,8 +106,9 @@ def _submit(
     interval: float,
     as_json: bool,
     conn_opts: tuple[str | None, str | None, Path | None],
+    typed: Typed | None = None,
 ) -> None:
-    from seojobs.client.cli_submit import SubmitArgs, run_submit
+    from seojobs.client.cli_submit import run_submit
 
     conn = _conn(ctx, *conn_opts)
     out = Output(as_json=as_json)
@@ -162,16 +116,8 @@ def _submit(
     with guard.run():
         if timeout is not None and not wait:
             raise UsageProblem("--timeout needs --wait")
-        args = SubmitArgs(
-            kind,
-            read_urls(urls or [], file),
-            engine=engine,
-            checker=checker,
-            title=title,
-            wait=wait,
-            timeout=timeout,
-            interval=interval,
-        )
+        args = _submit_args(kind, urls or [], file, engine, checker, typed or Typed())
+        args.title, args.wait, args.timeout, args.interval = title, wait, timeout, interval
         code = run_submit(conn, out, args, guard)
     raise typer.Exit(code)
 
@@ -180,7 +126,7 @@ def submit(
     ctx: typer.Context,
     urls: UrlArgs = None,
     file: File = None,
-    engine: Engine = "google",
+    engine: SubmitEngine = None,
     checker: Annotated[
         int | None,
         typer.Option(help="Check the URLs' index status N days later (1-5).", min=1, max=5),
@@ -190,6 +136,9 @@ def submit(
     timeout: Timeout = None,
     interval: Interval = 5.0,
     as_json: Json = False,
+    job_type: JobType = None,
+    params: Params = None,
+    project: ProjectOpt = None,
     url: Url = None,
     api_key: ApiKey = None,
     state: State = None,
@@ -208,6 +157,7 @@ def submit(
         interval=interval,
         as_json=as_json,
         conn_opts=(url, api_key, state),
+        typed=Typed(job_type, params, project),
     )
 
 
@@ -246,6 +196,7 @@ def wait(
     ctx: typer.Context,
     jobs: Annotated[list[int], typer.Argument(help="Job ids.", metavar="JOB", show_default=False)],
     kind: Kind = None,
+    job_type: WaitType = None,
     timeout: Timeout = None,
     interval: Interval = 5.0,
     as_json: Json = False,
@@ -260,12 +211,15 @@ def wait(
     out = Output(as_json=as_json)
     guard = Guard(out, conn.url)
     with guard.run():
+        if kind is not None and job_type is not None:
+            raise UsageProblem("give --kind (an index kind) or --type, not both")
         code = run_wait(
             conn,
             out,
             guard,
             jobs,
             kind=parse_kind(kind),
+            job_type=job_type.strip() if job_type else None,
             timeout=timeout,
             interval=interval,
         )

@@ -10,7 +10,9 @@ SUBMIT_EPILOG = (
     "  seojobs submit https://example.com/a https://example.com/b --engine bing\n"
     "  seojobs submit -f urls.txt --checker 3   # and check the index 3 days later\n"
     "  cat urls.txt | seojobs submit --wait --json > result.json\n"
-    "  seojobs check -f urls.txt --wait --timeout 3600"
+    "  seojobs check -f urls.txt --wait --timeout 3600\n"
+    "  seojobs submit --type index_check -f urls.txt --param engine=bing --project example.com\n"
+    "  seojobs submit --type titles --param 'urls=[\"https://example.com/\"]' --wait --json"
 )
 
 SUBMIT_HELP = (
@@ -18,7 +20,13 @@ SUBMIT_HELP = (
     "Prints the job id (with --json, the job's JSON body). The submission is recorded in the "
     "state file with its idempotency key before it is sent, so `seojobs poll` can always "
     "finish what a crash interrupted without creating a second job. With --wait, waits until "
-    "the job (and a scheduled --checker check) has finished and saves the result."
+    "the job (and a scheduled --checker check) has finished and saves the result.\n\n"
+    "With --type, starts a job of that type (any the server runs: GET /v1/job-types) in a "
+    "project instead: --param KEY=VALUE gives its params (VALUE is JSON when it parses, else "
+    "text), URLs from arguments or -f FILE become its urls, --project names the project (an id "
+    "or a name; default: your default project). An index_submit or index_check job started "
+    "so is waited on, saved and printed as the indexing API shows it (report and scheduled "
+    "check included)."
 )
 
 CHECK_HELP = (
@@ -30,6 +38,7 @@ CHECK_HELP = (
 WAIT_HELP = (
     "Wait for jobs to finish, polling them all on one timer, and save their results.\n\n"
     'Prints one "ID KIND STATUS" line per job (with --json, a JSON list of the job bodies). '
+    "Jobs of any type: an id not in the state file is looked up on the server. "
     "Ctrl-C stops waiting; the jobs keep running on the server."
 )
 
@@ -53,7 +62,8 @@ WAIT_EPILOG = (
     f"{EXIT_CODES_HELP}\n\n"
     "Examples:\n\n"
     "  seojobs wait 48211 48212 --timeout 600\n"
-    "  seojobs wait 90314 --kind index_check --json | jq '.[0].indexed_count'"
+    "  seojobs wait 90314 --kind index_check --json | jq '.[0].indexed_count'\n"
+    "  seojobs wait 90315 --type titles --timeout 7200"
 )
 
 POLL_EPILOG = (

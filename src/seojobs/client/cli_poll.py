@@ -73,7 +73,8 @@ def run_poll(
                 _finish(out, summary)  # what was saved before the deadline
                 raise
             _record(summary, watcher)
-            for kind, job_id in missing:
+            for key in missing:
+                kind, job_id = watcher.type_of(key), key[1]
                 out.warn(
                     f"the server at {conn.url} does not know {kind} job {job_id} (pruned, or "
                     "made with another API key); it stays open in the state file"
@@ -87,12 +88,13 @@ def replay(client: Client, state: StateFile, server: str, out: Output, summary: 
     """Re-send every submission still marked ``submitting`` with its recorded key."""
     for entry in state.entries(state="submitting", server=server):
         try:
-            job = post(client, entry.kind, entry.request, entry.idempotency_key)
+            job = post(client, entry)
         except errors.ConflictError:
             out.warn(f"submission {entry.local_id} is still in flight on the server; next run")
             continue
-        except errors.InvalidRequestError as exc:
-            # The server refused the request itself: no job exists and none ever will.
+        except (errors.InvalidRequestError, errors.NotFoundError) as exc:
+            # The server refused the request itself, or its project is gone (deleted, with
+            # any job the first try made): no job exists and none ever will.
             state.abandon(entry.local_id)
             out.warn(f"the server refused submission {entry.local_id} ({exc}); forgotten")
             summary.abandoned.append({"local_id": entry.local_id, "kind": entry.kind})
@@ -112,8 +114,12 @@ def _record(summary: Summary, watcher: Watcher) -> None:
         {"kind": j.kind, "job_id": j.job_id, "status": j.status} for j in watcher.saved
     ]
     summary.open = [
-        {"kind": t.kind, "job_id": t.job_id, "status": t.last.status if t.last else None}
-        for t in watcher.scheduler.open.values()
+        {
+            "kind": watcher.type_of(key),
+            "job_id": t.job_id,
+            "status": t.last.status if t.last else None,
+        }
+        for key, t in watcher.scheduler.open.items()
     ]
 
 

@@ -3,6 +3,9 @@
 A submission is written to the state file with its idempotency key *before* the POST; the job
 id is recorded when the answer arrives. If the process dies in between, ``seojobs poll``
 re-sends the same request with the same key and the server answers with the same job.
+
+``submit URL…`` goes to the indexing API (v1); ``submit --type TYPE`` starts a job of any type
+in a project (the projects API), recorded with surface ``projects`` so a replay goes there too.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from seojobs.client import errors
+from seojobs.client._base import KIND_PATH
 from seojobs.client.cli_common import Conn, Guard, Output, UsageProblem, job_line, never_sent
+from seojobs.client.cli_params import TypedJob, fit_to_schema, resolve_project
 from seojobs.client.cli_watch import Watcher, exit_status
-from seojobs.client.models import Job
-from seojobs.client.state import StateFile
+from seojobs.client.models import AnyJob, ProjectJob
+from seojobs.client.state import Entry, StateFile
 from seojobs.client.sync import Client
 
 RESUME = "`seojobs wait {ids}` or `seojobs poll` picks them up again"
@@ -22,7 +27,7 @@ RESUME = "`seojobs wait {ids}` or `seojobs poll` picks them up again"
 
 @dataclass
 class SubmitArgs:
-    kind: str  # index_submit | index_check
+    kind: str  # index_submit | index_check; with ``typed``, any job type
     urls: list[str]
     engine: str = "google"
     checker: int | None = None
@@ -30,6 +35,7 @@ class SubmitArgs:
     wait: bool = False
     timeout: float | None = None
     interval: float = 5.0
+    typed: TypedJob | None = None  # submit --type: a job of any type in a project
 
 
 def request_body(args: SubmitArgs) -> dict[str, Any]:
@@ -42,11 +48,31 @@ def request_body(args: SubmitArgs) -> dict[str, Any]:
     return body
 
 
-def post(client: Client, kind: str, request: dict[str, Any], key: str) -> Job:
-    """Send a recorded submission with its recorded key."""
-    engine = str(request.get("engine", "google"))
+def typed_body(client: Client, server: str, args: SubmitArgs, typed: TypedJob) -> dict[str, Any]:
+    """The projects API request, its project resolved to an id (a replay must not find
+    another project that took the name since)."""
+    project = resolve_project(client, server, typed.project)
+    body: dict[str, Any] = {
+        "project_id": project.id,
+        "type": args.kind,
+        "params": fit_to_schema(client, args.kind, typed.params, typed.text),
+    }
+    if args.title is not None:
+        body["title"] = args.title
+    return body
+
+
+def post(client: Client, entry: Entry) -> AnyJob:
+    """Send a recorded submission with its recorded key, where it was meant to go."""
+    request, key = entry.request, entry.idempotency_key
     title = request.get("title")
-    if kind == "index_submit":
+    if entry.surface == "projects":
+        return client.jobs.start(
+            request["project_id"], request["type"], request["params"], title=title,
+            idempotency_key=key,
+        )  # fmt: skip
+    engine = str(request.get("engine", "google"))
+    if entry.kind == "index_submit":
         return client.submit(
             request["urls"],
             engine=engine,
@@ -59,13 +85,17 @@ def post(client: Client, kind: str, request: dict[str, Any], key: str) -> Job:
 
 def run_submit(conn: Conn, out: Output, args: SubmitArgs, guard: Guard) -> int:
     with conn.client() as client, conn.state() as state:
-        entry = state.intend(conn.url, args.kind, request_body(args))
+        if args.typed is None:
+            entry = state.intend(conn.url, args.kind, request_body(args))
+        else:
+            body = typed_body(client, conn.url, args, args.typed)
+            entry = state.intend(conn.url, args.kind, body, surface="projects")
         guard.interrupted_hint = (
             "The submission stays in the state file: `seojobs poll` sends it again with the "
             "same idempotency key, so it becomes exactly one job (see `seojobs jobs`)."
         )
         try:
-            job = post(client, args.kind, entry.request, entry.idempotency_key)
+            job = post(client, entry)
         except errors.SeojobsError as exc:
             if never_sent(exc):
                 state.abandon(entry.local_id)
@@ -102,11 +132,12 @@ def run_wait(
     kind: str | None,
     timeout: float | None,
     interval: float,
+    job_type: str | None = None,
 ) -> int:
     with conn.client() as client, conn.state() as state:
-        targets = resolve_jobs(client, state, conn.url, ids, kind)
+        targets = resolve_jobs(client, state, conn.url, ids, kind, job_type)
         for job_kind, job_id in targets:
-            state.track(conn.url, job_kind, job_id)
+            state.track(conn.url, job_kind, job_id, surface=surface_of(job_kind))
         shown = " ".join(str(i) for i in ids)
         guard.interrupted_hint = (
             f"The jobs keep running on the server (not cancelled); {RESUME.format(ids=shown)}."
@@ -119,7 +150,7 @@ def run_wait(
 
 
 def _watch(
-    watcher: Watcher, out: Output, known: list[Job], timeout: float | None, *, single: bool
+    watcher: Watcher, out: Output, known: list[AnyJob], timeout: float | None, *, single: bool
 ) -> int:
     try:
         watcher.run(timeout=timeout)
@@ -135,7 +166,7 @@ def _watch(
     return exit_status(finished)
 
 
-def _print_jobs(out: Output, jobs: list[Job], *, single: bool) -> None:
+def _print_jobs(out: Output, jobs: list[AnyJob], *, single: bool) -> None:
     """stdout: one JSON document (a body, or a list of bodies), else ids / id-kind-status."""
     if out.as_json:
         bodies = [job.model_dump(mode="json") for job in jobs]
@@ -148,23 +179,53 @@ def _print_jobs(out: Output, jobs: list[Job], *, single: bool) -> None:
 
 
 def resolve_jobs(
-    client: Client, state: StateFile, server: str, ids: list[int], kind: str | None
+    client: Client,
+    state: StateFile,
+    server: str,
+    ids: list[int],
+    kind: str | None,
+    job_type: str | None = None,
 ) -> list[tuple[str, int]]:
-    """Each job id with its kind: from the state file, else ``--kind``, else asking the
-    server (one batched read per kind). An id the server does not know is a usage error."""
+    """Each job id with its type: from the state file, else asking the server. ``--kind``
+    reads v1's batches of that index kind; ``--type`` reads ``/v1/jobs/{id}`` (the job must
+    be of that type); with neither, v1's batches of both index kinds, then ``/v1/jobs/{id}``,
+    which serves a job of any type. An id the server does not know is a usage error."""
     found: dict[int, str] = {}
     for job_id in ids:
         entries = state.lookup(server, job_id)
         if entries:
             found[job_id] = entries[0].kind
     unknown = [i for i in dict.fromkeys(ids) if i not in found]
-    for candidate in [kind] if kind else ["index_submit", "index_check"]:
-        if not unknown:
-            break
-        for job in client.jobs(candidate, ids=unknown):
-            found[job.job_id] = candidate
+    if job_type is None:
+        for candidate in [kind] if kind else list(KIND_PATH):
+            if not unknown:
+                break
+            for job in client.index_jobs(candidate, ids=unknown):
+                found[job.job_id] = candidate
+            unknown = [i for i in unknown if i not in found]
+    if kind is None:
+        for read in _read_each(client, unknown, job_type):
+            found[read.id] = read.type
         unknown = [i for i in unknown if i not in found]
     if unknown:
         listed = ", ".join(str(i) for i in unknown)
         raise UsageProblem(f"no such job on {server}: {listed} (or not yours)")
     return [(found[i], i) for i in dict.fromkeys(ids)]
+
+
+def _read_each(client: Client, ids: list[int], job_type: str | None) -> list[ProjectJob]:
+    read = []
+    for job_id in ids:
+        try:
+            job = client.jobs.get(job_id)
+        except errors.NotFoundError:
+            continue
+        if job_type is not None and job.type != job_type:
+            raise UsageProblem(f"job {job_id} is a {job.type} job, not {job_type}")
+        read.append(job)
+    return read
+
+
+def surface_of(kind: str) -> str:
+    """Where a job of this type is submitted: v1 for the index kinds, else the projects API."""
+    return "v1" if kind in KIND_PATH else "projects"

@@ -16,8 +16,8 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from seojobs.client import errors
 from seojobs.client.cli_common import Output, job_line
-from seojobs.client.models import Job, SubmitJob
-from seojobs.client.scheduler import Scheduler
+from seojobs.client.models import AnyJob, ProjectJob, SubmitJob
+from seojobs.client.scheduler import Scheduler, read_as
 from seojobs.client.state import StateFile
 from seojobs.client.sync import Client
 
@@ -54,7 +54,7 @@ class ProgressView:
             yield
         self._bars = None
 
-    def update(self, job: Job) -> None:
+    def update(self, job: AnyJob) -> None:
         if self._bars is None:
             self.out.info(job_line(job))
             return
@@ -81,19 +81,26 @@ class Watcher:
             on_done=self._done,
             on_update=self._update,
         )
-        self.saved: list[Job] = []
-        self.unsaved: list[Job] = []
+        self.saved: list[AnyJob] = []
+        self.unsaved: list[AnyJob] = []
+        self.types: dict[Key, str] = {}
 
     # -- what to watch -------------------------------------------------------------------
 
     def add(self, kind: str, job_id: int, *, follow_up_of: int | None = None) -> None:
-        self.scheduler.add(kind, job_id, follow_up_of=follow_up_of)
+        """Watch a job of type ``kind``: an index job in v1's batches, any other one by one."""
+        self.types[(read_as(kind), job_id)] = kind
+        self.scheduler.add(read_as(kind), job_id, follow_up_of=follow_up_of)
+
+    def type_of(self, key: Key) -> str:
+        """The job type of a scheduler key (whose kind is ANY_JOB for most types)."""
+        return self.types.get(key, key[0])
 
     @property
     def open(self) -> list[Key]:
         return list(self.scheduler.open)
 
-    def last(self) -> list[Job]:
+    def last(self) -> list[AnyJob]:
         """The last state seen of every job, finished or not."""
         seen = [t.last for t in self.scheduler.open.values() if t.last is not None]
         return [*self.scheduler.done.values(), *seen]
@@ -130,11 +137,11 @@ class Watcher:
 
     # -- callbacks -----------------------------------------------------------------------
 
-    def _update(self, job: Job) -> None:
+    def _update(self, job: AnyJob) -> None:
         self.state.update_status(self.server, job.kind, job.job_id, job.status)
         self.view.update(job)
 
-    def _done(self, job: Job) -> None:
+    def _done(self, job: AnyJob) -> None:
         if isinstance(job, SubmitJob) and job.scheduled_check_run_id is not None:
             # Recorded before the submission is marked done, so a run killed in between
             # still follows the check next time.
@@ -147,7 +154,7 @@ class Watcher:
             self.unsaved.append(job)
             self.out.warn(f"could not save {job.kind} job {job.job_id} yet: {exc}")
 
-    def save(self, job: Job) -> bool:
+    def save(self, job: AnyJob) -> bool:
         """Fetch the report, then save it with the final status and mark the job done.
 
         False when another run saved it first (the state file keeps the first result)."""
@@ -158,13 +165,15 @@ class Watcher:
         self.out.info(f"saved {job.kind} job {job.job_id} ({job.status})")
         return True
 
-    def _report(self, job: Job) -> list[dict[str, Any]] | None:
+    def _report(self, job: AnyJob) -> list[dict[str, Any]] | None:
+        if isinstance(job, ProjectJob):
+            return None  # the per-URL report is the index jobs'; the job body says the rest
         try:
             return [row.model_dump(mode="json") for row in self.client.report(job.kind, job.job_id)]
         except errors.NotFoundError:
             return None
 
 
-def exit_status(jobs: list[Job]) -> int:
+def exit_status(jobs: list[AnyJob]) -> int:
     """0 if every job completed, 1 if any failed."""
     return 1 if any(job.status == "failed" for job in jobs) else 0

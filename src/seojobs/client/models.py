@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Model(BaseModel):
@@ -88,3 +88,87 @@ class V2Task(_Model):
     type: str | None = None
     is_completed: bool = False
     created_at: datetime | None = None
+
+
+# -- the projects API (seed 001): ``{"data": ...}`` bodies -------------------------------------
+
+
+class Project(_Model):
+    id: int
+    name: str
+    is_default: bool = False  # the project of the indexing API's jobs; cannot be deleted
+    created_at: datetime | None = None
+
+
+class ProjectJob(_Model):
+    """A job of any type, as ``/v1/jobs/{id}`` and a project's job list show it.
+
+    ``status`` is pending, processing, completed or failed (an unknown one counts as not
+    finished); a failed job carries ``error`` {code, message}. The server never echoes a job's
+    ``params`` (an index job's URL list can be 10,000 long): ``params`` is what this client sent
+    when it started the job, None on a job read back. ``retry_after`` is the server's
+    Retry-After on the answer that started the job; a wait's first poll comes no sooner.
+
+    ``job_id`` and ``kind`` name it the way the index jobs' model does, so the CLI and the
+    Scheduler show and track both alike.
+    """
+
+    id: int
+    type: str
+    status: str
+    project_id: int | None = None
+    title: str | None = None
+    params: dict[str, Any] | None = None
+    created_at: datetime | None = None
+    run_at: datetime | None = None
+    started_at: datetime | None = None
+    updated_at: datetime | None = None
+    completed_at: datetime | None = None
+    progress_percent: int = 0
+    items_total: int = 0
+    items_done: int = 0
+    items_failed: int = 0
+    counters: dict[str, int] = Field(default_factory=dict)
+    error: JobErrorInfo | None = None
+    result: Any = None
+    schedule_id: int | None = None
+    retry_after: float | None = Field(default=None, exclude=True)
+
+    @property
+    def job_id(self) -> int:
+        return self.id
+
+    @property
+    def kind(self) -> str:
+        return self.type
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in ("completed", "failed")
+
+
+class JobType(_Model):
+    """A job type the server runs (``GET /v1/job-types``): what ``type`` to start it with."""
+
+    name: str
+    description: str = ""
+    params_schema: dict[str, Any] = Field(default_factory=dict)  # JSON Schema of ``params``
+
+
+class JobItem(_Model):
+    """One item of a job (``GET /v1/jobs/{id}/items``), in the job's order.
+
+    ``status`` is the item's outcome (``indexed``, ``crawled``, ...), ``failed``, ``pending``,
+    or ``not_run`` for an item of a job that ended before running it; ``input`` is a string
+    (a URL) or a structured item.
+    """
+
+    seq: int
+    input: Any = None
+    status: str | None = None
+    result: dict[str, Any] | None = None
+    error: JobErrorInfo | None = None
+    finished_at: datetime | None = None
+
+
+AnyJob = Job | ProjectJob

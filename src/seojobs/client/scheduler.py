@@ -16,10 +16,14 @@ least its Retry-After and halves ``share``; it recovers slowly over clean rounds
 A submission created with ``checker`` is followed to its scheduled check: it stays open until
 the check has finished (not polled at all before ``scheduled_check_at``), then the check itself
 is read and reported through ``on_done`` as well.
+
+Jobs of any other type are added as ``ANY_JOB`` and read on ``/v1/jobs/{id}``, which has no
+batch read: one request per job per round, spread over the round like the batches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections import deque
@@ -28,8 +32,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from seojobs.client import errors
-from seojobs.client._base import MAX_IDS, chunks, kind_of
-from seojobs.client.models import Job, SubmitJob
+from seojobs.client._base import KIND_PATH, MAX_IDS, chunks, kind_of
+from seojobs.client.models import AnyJob, SubmitJob
 from seojobs.client.sync import Client
 
 log = logging.getLogger("seojobs.client")
@@ -41,15 +45,27 @@ STRETCH = 1.5  # period growth per quiet round
 RECOVER = 1.1  # share growth per clean round, back up to the initial share
 
 
+ANY_JOB = "job"  # a job of any type, read on /v1/jobs/{id}
+
+
+def read_as(kind: str) -> str:
+    """How a job of this type is read: the index kinds in v1's batches, the rest one by one."""
+    return kind if kind in KIND_PATH else ANY_JOB
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _batch(kind: str) -> int:
+    return 1 if kind == ANY_JOB else MAX_IDS
 
 
 @dataclass
 class Tracked:
     kind: str
     job_id: int
-    last: Job | None = None
+    last: AnyJob | None = None
     follow_up_of: int | None = None  # for a scheduled check: its submission's id
     not_before: float | None = None  # clock time before which it is not read (check not due)
 
@@ -73,8 +89,8 @@ class Scheduler:
         share: float = 0.5,
         min_period: float = 5.0,
         max_period: float = 60.0,
-        on_done: Callable[[Job], None] | None = None,
-        on_update: Callable[[Job], None] | None = None,
+        on_done: Callable[[AnyJob], None] | None = None,
+        on_update: Callable[[AnyJob], None] | None = None,
         wall: Callable[[], datetime] = _utcnow,
     ) -> None:
         if not 0 < share <= 1:
@@ -90,7 +106,7 @@ class Scheduler:
         self.on_update = on_update
         self.wall = wall
         self.open: dict[tuple[str, int], Tracked] = {}
-        self.done: dict[tuple[str, int], Job] = {}
+        self.done: dict[tuple[str, int], AnyJob] = {}
         self.missing: set[tuple[str, int]] = set()
         self.stats = Stats()
         self.period = min_period
@@ -103,7 +119,8 @@ class Scheduler:
     # -- what to watch -----------------------------------------------------------------
 
     def add(self, kind: str, job_id: int, *, follow_up_of: int | None = None) -> None:
-        kind = kind_of(kind)
+        """Watch a job: ``kind`` an index kind, or ANY_JOB for a job of any type."""
+        kind = kind if kind == ANY_JOB else kind_of(kind)
         key = (kind, job_id)
         if key not in self.done:
             self.open.setdefault(key, Tracked(kind, job_id, follow_up_of=follow_up_of))
@@ -131,7 +148,7 @@ class Scheduler:
         counts: dict[str, int] = {}
         for tracked in self.open.values():
             counts[tracked.kind] = counts.get(tracked.kind, 0) + 1
-        return sum(math.ceil(n / MAX_IDS) for n in counts.values())
+        return sum(math.ceil(n / _batch(kind)) for kind, n in counts.items())
 
     def budget_period(self) -> float:
         """The shortest round that keeps a round of reads within our share of the budget."""
@@ -147,7 +164,7 @@ class Scheduler:
         return [
             (kind, chunk)
             for kind, ids in sorted(by_kind.items())
-            for chunk in chunks(sorted(ids), MAX_IDS)
+            for chunk in chunks(sorted(ids), _batch(kind))
         ]
 
     def _read(self, kind: str, ids: list[int], *, drop_missing: bool = True) -> bool:
@@ -159,9 +176,7 @@ class Scheduler:
         """
         before = self.client.requests_sent
         try:
-            jobs = self.client.list_pages(
-                kind, ids, None, MAX_IDS, everything=True, retry_429=False
-            )
+            jobs = self._fetch(kind, ids)
         finally:
             self.stats.requests += self.client.requests_sent - before
         changed = False
@@ -179,6 +194,17 @@ class Scheduler:
                 self.open.pop(key, None)
         return changed
 
+    def _fetch(self, kind: str, ids: list[int]) -> list[AnyJob]:
+        if kind != ANY_JOB:
+            return list(
+                self.client.list_pages(kind, ids, None, MAX_IDS, everything=True, retry_429=False)
+            )
+        found: list[AnyJob] = []
+        for job_id in ids:
+            with contextlib.suppress(errors.NotFoundError):  # reported as missing
+                found.append(self.client.jobs.get(job_id, retry_429=False))
+        return found
+
     def poll_once(self) -> bool:
         """Read every due job once, back to back. True if any job changed.
 
@@ -190,7 +216,7 @@ class Scheduler:
             changed |= self._read(kind, ids, drop_missing=False)
         return changed
 
-    def _update(self, kind: str, job: Job) -> bool:
+    def _update(self, kind: str, job: AnyJob) -> bool:
         key = (kind, job.job_id)
         tracked = self.open.get(key)
         if tracked is None:
@@ -209,7 +235,7 @@ class Scheduler:
             self.on_done(job)
         return True
 
-    def _awaiting_follow_up(self, tracked: Tracked, job: Job) -> bool:
+    def _awaiting_follow_up(self, tracked: Tracked, job: AnyJob) -> bool:
         """A finished submission with a scheduled check stays open until the check ends (and
         is not read again before the check is due); then the check is watched too."""
         if not isinstance(job, SubmitJob) or not job.scheduled_check_days:
@@ -286,7 +312,7 @@ class Scheduler:
         timeout: float | None = None,
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
-    ) -> dict[tuple[str, int], Job]:
+    ) -> dict[tuple[str, int], AnyJob]:
         """Poll until every job (and followed check) is finished, or raise WaitTimeout."""
         sleep = sleep or self.client.sleep
         clock = clock or self.client.clock
@@ -306,14 +332,14 @@ class Scheduler:
         return self.done
 
 
-def _fingerprint(job: Job) -> tuple[object, ...]:
+def _fingerprint(job: AnyJob) -> tuple[object, ...]:
     extra = (job.scheduled_check_status,) if isinstance(job, SubmitJob) else ()
     return (job.status, job.progress_percent, *extra)
 
 
 def wait_all(
     client: Client, jobs: list[tuple[str, int]], *, timeout: float | None = None, **kwargs: object
-) -> dict[tuple[str, int], Job]:
+) -> dict[tuple[str, int], AnyJob]:
     """Convenience: wait for several jobs on one scheduler."""
     scheduler = Scheduler(client, **kwargs)  # type: ignore[arg-type]
     for kind, job_id in jobs:
@@ -321,4 +347,4 @@ def wait_all(
     return scheduler.run(timeout=timeout)
 
 
-__all__ = ["Scheduler", "Stats", "Tracked", "wait_all"]
+__all__ = ["ANY_JOB", "Scheduler", "Stats", "Tracked", "read_as", "wait_all"]

@@ -5,6 +5,9 @@ overrides it). The idempotency key is written *before* the POST is sent: a run t
 between sending and saving the job id replays the same key and gets the same job back. A job
 is marked done only after its final result has been saved. ``lock()`` keeps two overlapping
 cron runs from polling at once.
+
+``kind`` is the job's type; ``surface`` says where its submission goes: ``v1`` (the indexing
+API, ``seojobs submit URL…``) or ``projects`` (``seojobs submit --type TYPE``).
 """
 
 from __future__ import annotations
@@ -36,10 +39,14 @@ CREATE TABLE IF NOT EXISTS jobs (
     updated_at REAL NOT NULL,
     status TEXT,
     result TEXT,
-    follow_up_of INTEGER
+    follow_up_of INTEGER,
+    surface TEXT NOT NULL DEFAULT 'v1'
 );
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_server_kind_id ON jobs (server, kind, job_id);
 """
+# Files written before jobs of any type could be submitted have no surface: all theirs are v1.
+ADD_SURFACE = "ALTER TABLE jobs ADD COLUMN surface TEXT NOT NULL DEFAULT 'v1'"
+SURFACES = ("v1", "projects")
 
 
 def default_path() -> Path:
@@ -62,6 +69,7 @@ class Entry:
     status: str | None
     result: dict[str, Any] | None
     follow_up_of: int | None
+    surface: str = "v1"
 
 
 class StateFile:
@@ -71,6 +79,13 @@ class StateFile:
         self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(SCHEMA)
+        self._add_surface()
+
+    def _add_surface(self) -> None:
+        with self._transaction():
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(jobs)")}
+            if "surface" not in columns:
+                self._conn.execute(ADD_SURFACE)
 
     def close(self) -> None:
         self._conn.close()
@@ -98,14 +113,18 @@ class StateFile:
 
     # -- writes ------------------------------------------------------------------------
 
-    def intend(self, server: str, kind: str, request: dict[str, Any]) -> Entry:
+    def intend(
+        self, server: str, kind: str, request: dict[str, Any], *, surface: str = "v1"
+    ) -> Entry:
         """Record a submission before it is sent, with the key it will be sent with."""
+        if surface not in SURFACES:
+            raise ValueError(f"surface: one of {', '.join(SURFACES)}")
         key = str(uuid.uuid4())
         now = time.time()
         cur = self._conn.execute(
             "INSERT INTO jobs (server, kind, idempotency_key, request, state, created_at,"
-            " updated_at) VALUES (?, ?, ?, ?, 'submitting', ?, ?)",
-            (server, kind, key, json.dumps(request), now, now),
+            " updated_at, surface) VALUES (?, ?, ?, ?, 'submitting', ?, ?, ?)",
+            (server, kind, key, json.dumps(request), now, now, surface),
         )
         entry = self.get(int(cur.lastrowid or 0))
         assert entry is not None
@@ -156,14 +175,21 @@ class StateFile:
         self._conn.execute("COMMIT")
 
     def track(
-        self, server: str, kind: str, job_id: int, *, follow_up_of: int | None = None
+        self,
+        server: str,
+        kind: str,
+        job_id: int,
+        *,
+        follow_up_of: int | None = None,
+        surface: str = "v1",
     ) -> None:
         """Watch a job created elsewhere (``seojobs wait``, a followed scheduled check)."""
         now = time.time()
         self._conn.execute(
             "INSERT OR IGNORE INTO jobs (server, kind, idempotency_key, request, job_id, state,"
-            " created_at, updated_at, follow_up_of) VALUES (?, ?, ?, '{}', ?, 'open', ?, ?, ?)",
-            (server, kind, f"tracked:{uuid.uuid4()}", job_id, now, now, follow_up_of),
+            " created_at, updated_at, follow_up_of, surface)"
+            " VALUES (?, ?, ?, '{}', ?, 'open', ?, ?, ?, ?)",
+            (server, kind, f"tracked:{uuid.uuid4()}", job_id, now, now, follow_up_of, surface),
         )
 
     def update_status(self, server: str, kind: str, job_id: int, status: str) -> None:
@@ -220,7 +246,7 @@ class StateFile:
 # Constant text only; every value goes in as a parameter.
 _SELECT = (
     "SELECT local_id, server, kind, idempotency_key, request, job_id, state, created_at,"
-    " status, result, follow_up_of FROM jobs"
+    " status, result, follow_up_of, surface FROM jobs"
 )
 
 
@@ -237,4 +263,5 @@ def _entry(row: tuple[Any, ...]) -> Entry:
         status=row[8],
         result=json.loads(row[9]) if row[9] else None,
         follow_up_of=row[10],
+        surface=row[11],
     )

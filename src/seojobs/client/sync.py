@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -14,16 +14,21 @@ from seojobs.client._base import (
     Base,
     Outcome,
     Request,
+    Step,
     chunks,
     kind_of,
     wait_steps,
 )
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
 from seojobs.client.policy import PollPolicy, RetryPolicy
+from seojobs.client.resources import Jobs, Projects
 
 
 class Client(Base):
     """Talks to a seojobs server (or any IndexChex-compatible one) over HTTP.
+
+    ``client.projects`` and ``client.jobs`` speak the projects API (jobs of any type); the
+    methods below are the indexing API (v1) and SpeedyIndex's v2.
 
     ``sleep`` and ``clock`` are injectable so waits can be tested without waiting. Every call
     goes through one pacer (``pace=True``): never more requests in the server's window than
@@ -58,6 +63,8 @@ class Client(Base):
         self._http = httpx.Client(
             base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers()
         )
+        self.projects = Projects(self)
+        self.jobs = Jobs(self)
 
     def close(self) -> None:
         self._http.close()
@@ -80,6 +87,7 @@ class Client(Base):
             outcome = self._attempt(request)
             if isinstance(outcome, httpx.Response):
                 return outcome
+            self.count_unanswered(outcome)
             wait = self.retry_delay(request, attempt, outcome, retry_429=retry_429)
             if not retry or wait is None:
                 raise outcome
@@ -161,7 +169,7 @@ class Client(Base):
         request = self.status_request(kind, job_id, long_poll)
         return self.job(kind, self.send(request, retry_429=retry_429).json())
 
-    def jobs(
+    def index_jobs(
         self,
         kind: str,
         *,
@@ -169,8 +177,8 @@ class Client(Base):
         status: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[Job]:
-        """Jobs of one kind, newest first. With ``ids``, all of those jobs, 1,000 per request:
-        the cheap way to poll many jobs."""
+        """Index jobs of one kind (v1), newest first. With ``ids``, all of those jobs, 1,000
+        per request: the cheap way to poll many jobs. (``client.jobs(kind, ...)`` too.)"""
         kind = kind_of(kind)
         if ids is not None:
             out: list[Job] = []
@@ -256,13 +264,13 @@ class Client(Base):
         kind = kind_of(kind)
         policy = policy or PollPolicy.for_kind(kind)
         started = self.clock()
-        steps = wait_steps(
+        steps: Generator[Step, Outcome[Job] | None, Job] = wait_steps(
             policy,
             poll_first=poll_first,
             elapsed=lambda: self.clock() - started,
             rng=self.rng,
         )
-        outcome: Outcome | None = None
+        outcome: Outcome[Job] | None = None
         try:
             while True:
                 action, value = steps.send(outcome)
@@ -276,7 +284,7 @@ class Client(Base):
             result: Job = done.value
             return result
 
-    def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome:
+    def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome[Job]:
         began = self.clock()
         try:
             job = self.get(kind, job_id, long_poll=long_poll, retry_429=False)
