@@ -18,7 +18,8 @@ from fastapi.responses import JSONResponse, Response
 from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User, current_user
 from seojobs.api.fastroute import PathIdRoute
-from seojobs.api.problems import Problem
+from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
+from seojobs.api.problems import Problem, invalid
 from seojobs.api.projects_models import (
     JobData,
     JobIn,
@@ -33,15 +34,15 @@ from seojobs.api.projects_models import (
 )
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
-from seojobs.api.v1 import MAX_ID, Cursor, JobId, Limit, StatusFilter, parse_cursor, retry_headers
+from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
 from seojobs.engine.registry import InvalidParams, UnknownKind
 from seojobs.services import Conflict, Services, indexing
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 
 router = APIRouter(prefix="/v1", tags=["projects"], responses=problems.RESPONSES)
 
-ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id.")]
-ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id.")]
+ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id."), IdDigits]
+ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id."), IdDigits]
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: problems.problem_response("Conflicts with what exists (see `type`)")
 }
@@ -119,16 +120,6 @@ def _page(records: Sequence[R], cursor: str | None, limit: int) -> tuple[list[R]
 # -- errors -------------------------------------------------------------------------------------
 
 
-def _invalid(field: str, message: str, code: str = "validation_error") -> Problem:
-    return Problem(
-        422,
-        "Invalid request",
-        f"{field}: {message}",
-        code=code,
-        errors=[{"field": field, "message": message}],
-    )
-
-
 def _param_field(field: str) -> str:
     # The registry names fields inside params ("urls.0"); the request nests them in "params".
     if field == "params":
@@ -146,7 +137,7 @@ def _answers() -> Iterator[None]:
     try:
         yield
     except UnknownKind as exc:
-        raise _invalid("type", str(exc), code="unknown_kind") from None
+        raise invalid("type", str(exc), code="unknown_kind") from None
     except InvalidParams as exc:
         errors = [
             {"field": _param_field(e["field"]), "message": str(e["message"])} for e in exc.errors
@@ -161,7 +152,7 @@ def _answers() -> Iterator[None]:
         field, _, message = str(exc).partition(": ")
         if field not in SCHEDULE_FIELDS:
             field, message = "body", str(exc)
-        raise _invalid(field, message) from None
+        raise invalid(field, message) from None
 
 
 def _created(location: str, data: dict[str, Any]) -> JSONResponse:
@@ -362,7 +353,7 @@ def _start_at(value: datetime | None, now: datetime) -> datetime | None:
     except (OverflowError, ValueError):
         utc = None
     if utc is None or not now - timedelta(days=1) <= utc <= now + timedelta(days=3650):
-        raise _invalid("start_at", "a time from one day ago to ten years ahead")
+        raise invalid("start_at", "a time from one day ago to ten years ahead")
     return utc
 
 
