@@ -16,6 +16,7 @@ from sqlalchemy import text
 from seojobs import __version__
 from seojobs.api import problems
 from seojobs.api.deps import AuthCache
+from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
@@ -80,6 +81,7 @@ def create_app(
         ),
         lifespan=lifespan,
     )
+    app.router.route_class = CheckedRoute  # the app's own routes pass the input gate too
     app.state.settings = settings
     app.state.db = db
     app.state.services = services
@@ -115,4 +117,5 @@ def create_app(
             )
         return JSONResponse({"status": "ready", "database": db.dialect})
 
+    require_checked(app.routes)
     return app

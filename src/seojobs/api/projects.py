@@ -19,6 +19,7 @@ from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User, current_user
 from seojobs.api.fastroute import PathIdRoute
 from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
+from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem, invalid
 from seojobs.api.projects_models import (
     JobData,
@@ -39,7 +40,9 @@ from seojobs.engine.registry import InvalidParams, UnknownKind
 from seojobs.services import Conflict, Services, indexing
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 
-router = APIRouter(prefix="/v1", tags=["projects"], responses=problems.RESPONSES)
+router = APIRouter(
+    prefix="/v1", tags=["projects"], responses=problems.RESPONSES, route_class=CheckedRoute
+)
 
 ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id."), IdDigits]
 ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id."), IdDigits]

@@ -17,6 +17,7 @@ from seojobs.api import idempotency, problems, reports
 from seojobs.api.deps import Svc, User, current_user
 from seojobs.api.fastroute import PathIdRoute
 from seojobs.api.ids import MAX_ID, IdDigits, digits, parse_cursor, parse_ids
+from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.kinds.urls import MAX_URLS
 from seojobs.services import Services, indexing
@@ -24,7 +25,7 @@ from seojobs.store.records import JobRecord, UserRecord
 
 PREFIX = "/api/v1"
 TAGS: list[str | Enum] = ["v1 indexing"]
-router = APIRouter(prefix=PREFIX, tags=TAGS, responses=problems.RESPONSES)
+router = APIRouter(prefix=PREFIX, tags=TAGS, responses=problems.RESPONSES, route_class=CheckedRoute)
 
 KINDS = {"index-submit": indexing.SUBMIT, "index-check": indexing.CHECK}
 RETRY_AFTER = {"pending": 5, "processing": 10}

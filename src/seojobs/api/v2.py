@@ -34,6 +34,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User
 from seojobs.api.ids import MAX_ID, digits
+from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.v2_models import (
     KINDS,
@@ -64,7 +65,12 @@ from seojobs.services import NotFound, Services, indexing
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
 log = logging.getLogger("seojobs.api.v2")
-router = APIRouter(prefix="/v2", tags=["v2 SpeedyIndex-compatible"], responses=problems.RESPONSES)
+router = APIRouter(
+    prefix="/v2",
+    tags=["v2 SpeedyIndex-compatible"],
+    responses=problems.RESPONSES,
+    route_class=CheckedRoute,
+)
 
 SCAN_BATCH = 1000
 ITEM_BATCH = 1000
