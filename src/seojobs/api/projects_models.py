@@ -7,14 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
-# Trimmed; no control characters (PostgreSQL refuses NUL in text, and names are shown in lists).
-Name = Annotated[
-    str,
-    StringConstraints(
-        strip_whitespace=True, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$"
-    ),
-]
-Title = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
+from seojobs.api.text import Name, Title
+
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 YEAR = 365 * 86400
 

@@ -19,6 +19,7 @@ from seojobs.api.fastroute import PathIdRoute
 from seojobs.api.ids import MAX_ID, IdDigits, digits, parse_cursor, parse_ids
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
+from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS
 from seojobs.services import Services, indexing
 from seojobs.store.records import JobRecord, UserRecord
@@ -40,13 +41,13 @@ class SubmitRequest(BaseModel):
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
     )
     engine: Literal["google", "bing", "yandex"] = "google"
-    title: str | None = Field(default=None, max_length=500)
+    title: Title | None = None
 
 
 class CheckRequest(BaseModel):
     urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
-    title: str | None = Field(default=None, max_length=500)
+    title: Title | None = None
 
 
 class JobError(BaseModel):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from seojobs.api.ids import MAX_ID, parse_id
+from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import indexing
 from seojobs.store.records import ItemRecord, JobRecord
@@ -51,7 +52,7 @@ class V2CreateRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")  # SpeedyIndex clients may send fields we lack
 
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
-    title: str | None = Field(default=None, max_length=500)
+    title: Title | None = None
     checker: int | None = Field(
         default=None,
         ge=1,
