@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 if TYPE_CHECKING:
     from seojobs.engine.context import JobContext
@@ -97,9 +98,12 @@ class Registry:
         return name in self._kinds
 
     def validate(self, name: str, params: dict[str, Any]) -> tuple[BaseModel, list[str]]:
-        """Validate params for a kind; returns the model and the item inputs."""
+        """Validate new params for a kind (a request's, never stored ones); returns the model
+        and the item inputs. Fields the kind marks ``readOnly`` in its schema are its own to
+        fill in (e.g. ``duplicates_removed``): params that set one are refused."""
         kind = self.get(name)
         try:
+            _refuse_read_only(kind.params, params)
             model = kind.params.model_validate(params)
         except ValidationError as exc:
             raise InvalidParams(name, exc) from None
@@ -112,6 +116,20 @@ class Registry:
         for module_name in modules:
             module = importlib.import_module(module_name)
             _call_register(getattr(module, "register", None), self, f"module {module_name!r}")
+
+
+def _refuse_read_only(model: type[BaseModel], params: Any) -> None:
+    if not isinstance(params, dict):
+        return  # the model's own validation refuses it
+    errors: list[InitErrorDetails] = []
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra
+        key = field.alias or name
+        if isinstance(extra, dict) and extra.get("readOnly") is True and key in params:
+            error = PydanticCustomError("read_only", "set by the server; a request cannot set it")
+            errors.append({"type": error, "loc": (key,), "input": params[key]})
+    if errors:
+        raise ValidationError.from_exception_data(model.__name__, errors)
 
 
 def _call_register(target: Any, registry: Registry, origin: str) -> None:
