@@ -1,7 +1,7 @@
 """One rule for single-line text (``seojobs.api.text``) on every surface, over HTTP on both
-stores: job titles (v1, v2, projects API), project and schedule names refuse C0 and C1 control
-characters and DEL with a 422 naming the field, and store nothing. v1 and v2 titles used to
-take CR and LF while the projects API refused them."""
+stores: job titles (v1, v2, projects API), project and schedule names and cron expressions
+refuse C0 and C1 control characters and DEL with a 422 naming the field, and store nothing.
+v1 and v2 titles used to take CR and LF while the projects API refused them."""
 
 from __future__ import annotations
 
@@ -103,3 +103,16 @@ def test_names_are_still_trimmed(idle: Api) -> None:
     made = client.post("/v1/projects", json={"name": " site\r\n"}).json()["data"]
     assert made["name"] == "site"
     assert error_fields(client.post("/v1/projects", json={"name": "si\nte"})) == ["name"]
+
+
+def test_cron_expressions_are_one_line_too(idle: Api) -> None:
+    """croniter took these (a trailing newline, tabs between fields), and they were stored."""
+    client = idle.client(idle.account())
+    project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
+    path = f"/v1/projects/{project}/schedules"
+    for cron in ("0 3 * * *\n", "0\t3 * * *", "\r0 3 * * *", "0 3 * * *\x85"):
+        answer = client.post(path, json={"name": "n", "type": "test_noop", "cron": cron})
+        assert error_fields(answer) == ["cron"], answer.text
+        assert "control character" in answer.json()["errors"][0]["message"]
+    made = client.post(path, json={"name": "n", "type": "test_noop", "cron": "0 3 * * *"})
+    assert made.json()["data"]["cron"] == "0 3 * * *"

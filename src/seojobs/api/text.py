@@ -1,5 +1,5 @@
-"""Single-line text a client names things with (job titles, project and schedule names): one
-rule on every surface.
+"""Single-line text a client sends (job titles, project and schedule names, cron expressions):
+one rule on every surface.
 
 No control characters, C0 (U+0000-U+001F, so no CR, LF or tab either), DEL or C1
 (U+007F-U+009F): these strings are shown in lists, CSV reports and terminals, where a line
@@ -32,6 +32,8 @@ def one_line(value: str) -> str:
 _DOCUMENTED: Final = Field(json_schema_extra={"pattern": ONE_LINE_PATTERN})
 
 Title = Annotated[str, StringConstraints(max_length=500), _DOCUMENTED, AfterValidator(one_line)]
+# croniter takes "0 3 * * *\n" and tabs between fields; what is stored is shown as sent.
+Cron = Annotated[str, StringConstraints(max_length=200), _DOCUMENTED, AfterValidator(one_line)]
 # Names are trimmed first: a trailing newline pasted with a name is not part of it.
 Name = Annotated[
     str,
