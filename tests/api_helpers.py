@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import socket
@@ -24,11 +25,14 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
+from sqlalchemy import func, select
 
 from seojobs.api import create_app
 from seojobs.api.protocol import uvicorn_config
 from seojobs.services import Services
 from seojobs.settings import Settings
+from seojobs.store import tables
 from seojobs.store.records import UserRecord
 from tests.conftest import IN_CI, make_settings
 from tests.fakes.indexnow import FakeIndexNow
@@ -318,3 +322,41 @@ def when(value: str) -> datetime:
     parsed = datetime.fromisoformat(value)
     assert parsed.tzinfo is not None, f"{value!r} has no UTC offset"
     return parsed
+
+
+# -- what the app serves and stores -------------------------------------------------------------
+
+
+def app_routes(app: FastAPI) -> list[tuple[str, str, APIRoute]]:
+    """(method, path, route) of every API route, included routers' too, as the app serves them."""
+    found = []
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and context.path and context.methods:
+            found += [(method, context.path, route) for method in sorted(context.methods)]
+    return found
+
+
+def send_json(
+    client: httpx.Client, method: str, path: str, body: Any, **kwargs: Any
+) -> httpx.Response:
+    """Send ``body`` as JSON escaped to ASCII, so that what httpx cannot encode (lone surrogates,
+    NaN) reaches the server as the escapes a client would write."""
+    headers = {"Content-Type": "application/json"} | kwargs.pop("headers", {})
+    content = json.dumps(body).encode()
+    return client.request(method, path, content=content, headers=headers, **kwargs)
+
+
+def stored(app: Api) -> dict[str, int]:
+    """Rows per table a request could write to: jobs (and items), projects, schedules, keys."""
+    with app.services.db.read() as conn:
+        return {
+            table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in (
+                tables.jobs,
+                tables.job_items,
+                tables.projects,
+                tables.schedules,
+                tables.idempotency_keys,
+            )
+        }

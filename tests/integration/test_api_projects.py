@@ -306,6 +306,25 @@ def test_index_jobs_started_in_a_project_keep_quotas_and_follow_up_checks(idle: 
     assert "quota" in over["error"]["message"]
 
 
+@pytest.mark.parametrize("kind", ["index_check", "index_submit"])
+def test_the_dedupe_count_is_not_client_settable(idle: Api, kind: str) -> None:
+    """``params.duplicates_removed`` is the server's count (``readOnly`` in the type's
+    schema): setting it is a 422 naming it; without it the server counts as before."""
+    client = idle.client(idle.account())
+    project = new_project(client)["id"]
+    urls = ["https://a.example/1", "https://a.example/2", "https://a.example/1"]
+    for value in (0, 7, -1, "3", None, [1]):
+        answer = start(client, project, kind, {"urls": urls, "duplicates_removed": value})
+        assert error_fields(answer) == ["params.duplicates_removed"], answer.text
+    assert client.get(f"/v1/projects/{project}/jobs").json()["data"] == []
+    types = {t["name"]: t for t in client.get("/v1/job-types").json()["data"]}
+    assert types[kind]["params_schema"]["properties"]["duplicates_removed"]["readOnly"] is True
+    assert started(client, project, kind, urls=urls)["items_total"] == 2
+    path = "index-check" if kind == "index_check" else "index-submit"
+    made = client.post(f"{V1}/{path}/jobs", json={"urls": urls, "duplicates_removed": 9})
+    assert made.json()["duplicates_removed"] == 1  # v1 never read it from the request
+
+
 def test_a_job_in_every_state(working: Api, fakes: Providers) -> None:
     client = working.client(working.account())
     project = new_project(client)["id"]

@@ -402,8 +402,9 @@ def test_status_ids_are_validated_like_every_other_job_path(idle: Api, kind: str
     job_id = create(idle.client(account), kind, ["https://a.example/1"]).json()["job_id"]
     with idle.client(account) as client:
         assert client.get(f"{V1}/{kind}/jobs/{job_id}").json()["job_id"] == job_id
-        assert client.get(f"{V1}/{kind}/jobs/ {job_id}").json()["job_id"] == job_id
-        for bad in ["abc", "0", "-3", "1.5", "0x10", str(2**63)]:
+        assert client.get(f"{V1}/{kind}/jobs/0{job_id}").json()["job_id"] == job_id
+        # Only ASCII digits are an id (seojobs.api.ids): " 1" and "+1" were read as 1.
+        for bad in ["abc", "0", "-3", "1.5", "0x10", str(2**63), f" {job_id}", f"+{job_id}", "٣"]:
             status = client.get(f"{V1}/{kind}/jobs/{bad}")
             report = client.get(f"{V1}/{kind}/jobs/{bad}/report")
             body = assert_problem(status, 422)

@@ -367,11 +367,20 @@ def test_status_in_batches_and_in_the_single_id_form(store_url: str) -> None:
         _alice, client = app.user("alice")
         first = create(client, "google/checker", urls(2), title="first")
         second = create(client, "google/checker", urls(3))
-        asked = [int(first), "ffffffffffffffffffffffff", 999_999, second, first, " 12x", 2**70]
+        asked = [int(first), 999_999, second, first]  # 999,999: nobody's task
         result = ok(client.post("/v2/task/google/checker/status", json={"task_ids": asked}))[
             "result"
         ]
         assert [t["id"] for t in result] == [first, second]  # as asked, once each
+        # An id that cannot be one of ours (a SpeedyIndex hex id, > 2**63-1) is a 422 naming it:
+        # left out, its client would poll it forever.
+        odd = [first, "ffffffffffffffffffffffff", " 12x", 2**70]
+        refused = client.post("/v2/task/google/checker/status", json={"task_ids": odd})
+        assert [e["field"] for e in problem(refused, 422)["errors"]] == [
+            "task_ids[1]",
+            "task_ids[2]",
+            "task_ids[3]",
+        ]
         assert_task(result[1], size=3, title="", type="google/checker", is_completed=False)
         assert_task(result[0], size=2, title="first", processed_count=0, indexed_count=0)
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
 from seojobs.kinds import load_registry
+from seojobs.kinds.urls import UrlListParams, item_urls
 from seojobs.settings import Settings
 
 
@@ -38,6 +39,42 @@ def test_invalid_params_name_every_field() -> None:
         reg.validate("k", {"urls": ["a", "b", "c", "d"], "engine": 5})
     assert {e["field"] for e in info.value.errors} == {"urls", "engine"}
     assert "urls" in str(info.value)
+
+
+class Crawl(UrlListParams):
+    """A plug-in's URL-list kind: it inherits the dedupe counter with its URL list."""
+
+    depth: int = 1
+
+
+@pytest.mark.parametrize("value", [0, 3, -1, "2", None, {"n": 1}])
+def test_read_only_params_are_refused_in_new_params(value: object) -> None:
+    """``duplicates_removed`` is counted by validation; a request that sets it is refused,
+    whatever the value, for every kind built on UrlListParams."""
+    reg = load_registry(Settings(database_url="sqlite://"))
+    reg.add(Kind("crawl", Crawl, handler, items=item_urls))
+    for name in ("index_check", "index_submit", "crawl"):
+        params = {"urls": ["https://a.example/"], "duplicates_removed": value}
+        with pytest.raises(InvalidParams) as info:
+            reg.validate(name, params)
+        assert info.value.errors == [
+            {"field": "duplicates_removed", "message": "set by the server; a request cannot set it"}
+        ]
+        schema = reg.get(name).params.model_json_schema()
+        assert schema["properties"]["duplicates_removed"]["readOnly"] is True
+
+
+def test_the_dedupe_count_survives_the_workers_revalidation() -> None:
+    reg = Registry()
+    reg.add(Kind("crawl", Crawl, handler, items=item_urls))
+    urls = ["https://a.example/1", "https://a.example/2", "https://a.example/1"] * 2
+    model, items = reg.validate("crawl", {"urls": urls})
+    assert items == urls[:2]
+    stored = model.model_dump(mode="json")
+    assert stored["duplicates_removed"] == 4
+    # The worker validates the stored params again (not a request): the count is kept.
+    again = Crawl.model_validate(stored)
+    assert again.duplicates_removed == 4 and again.urls == urls[:2]
 
 
 def test_unknown_kind_lists_the_known_ones() -> None:

@@ -16,6 +16,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from seojobs import __version__
 from seojobs.api import problems
 from seojobs.api.deps import AuthCache
+from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
@@ -79,6 +80,7 @@ def create_app(
         ),
         lifespan=lifespan,
     )
+    app.router.route_class = CheckedRoute  # the app's own routes pass the input gate too
     app.state.settings = settings
     app.state.db = services.db
     app.state.services = services
@@ -114,4 +116,5 @@ def create_app(
             return problems.problem(503, "Schema out of date", "run `seojobs migrate`", code=wrong)
         return JSONResponse({"status": "ready", "database": services.db.dialect})
 
+    require_checked(app.routes)
     return app

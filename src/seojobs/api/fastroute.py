@@ -7,7 +7,8 @@ and its bookkeeping cost ~100 us, more than the database read; bench/api.py). A 
 signature still declares ``request`` and the path id with its bounds), but at request time it
 validates the one path parameter itself, with the same pydantic constraint, and calls the
 endpoint with ``(request, id)``. A bad id raises ``RequestValidationError`` with FastAPI's own
-error location, so the 422 problem+json is the one every other route gives.
+error location, so the 422 problem+json is the one every other route gives. It is a
+:class:`~seojobs.api.inputs.CheckedRoute` and makes the same query-string check.
 
 Only for endpoints shaped ``async def endpoint(request, <id>: Annotated[int, Path(...)])``
 that return a ``Response``; the constructor refuses anything else.
@@ -20,16 +21,17 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from seojobs.api.inputs import CheckedRoute, query_errors
+
 Endpoint = Callable[[Request, int], Awaitable[Response]]
 
 
-class PathIdRoute(APIRoute):
+class PathIdRoute(CheckedRoute):
     """An ``APIRoute`` whose handler skips FastAPI's parameter machinery (see module doc)."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
@@ -70,6 +72,9 @@ class PathIdRoute(APIRoute):
         validate = adapter.validate_python
 
         async def handler(request: Request) -> Response:
+            refused = query_errors(request)
+            if refused:
+                raise RequestValidationError(refused)
             raw = request.path_params[name]
             try:
                 value = validate(raw)

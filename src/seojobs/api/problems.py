@@ -73,6 +73,17 @@ class Problem(Exception):
         self.extra = extra
 
 
+def invalid(field: str, message: str, code: str = "validation_error") -> Problem:
+    """The 422 of one field, shaped like every validation error (``errors`` names it)."""
+    return Problem(
+        422,
+        "Invalid request",
+        f"{field}: {message}",
+        code=code,
+        errors=[{"field": field, "message": message}],
+    )
+
+
 def problem(
     status: int,
     title: str,

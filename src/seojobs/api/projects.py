@@ -18,7 +18,9 @@ from fastapi.responses import JSONResponse, Response
 from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User, current_user
 from seojobs.api.fastroute import PathIdRoute
-from seojobs.api.problems import Problem
+from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
+from seojobs.api.inputs import CheckedRoute
+from seojobs.api.problems import Problem, invalid
 from seojobs.api.projects_models import (
     JobData,
     JobIn,
@@ -33,14 +35,16 @@ from seojobs.api.projects_models import (
 )
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
-from seojobs.api.v1 import MAX_ID, Cursor, JobId, Limit, StatusFilter, parse_cursor, retry_headers
+from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
 from seojobs.services import Invalid, Services
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 
-router = APIRouter(prefix="/v1", tags=["projects"], responses=problems.RESPONSES)
+router = APIRouter(
+    prefix="/v1", tags=["projects"], responses=problems.RESPONSES, route_class=CheckedRoute
+)
 
-ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id.")]
-ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id.")]
+ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id."), IdDigits]
+ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID, description="The schedule's id."), IdDigits]
 CONFLICT: dict[int | str, dict[str, Any]] = {
     409: problems.problem_response("Conflicts with what exists (see `type`)")
 }
@@ -116,16 +120,6 @@ def _page(records: Sequence[R], cursor: str | None, limit: int) -> tuple[list[R]
 
 
 # -- errors -------------------------------------------------------------------------------------
-
-
-def _invalid(field: str, message: str, code: str = "validation_error") -> Problem:
-    return Problem(
-        422,
-        "Invalid request",
-        f"{field}: {message}",
-        code=code,
-        errors=[{"field": field, "message": message}],
-    )
 
 
 @contextmanager
@@ -327,7 +321,7 @@ def _start_at(value: datetime | None, now: datetime) -> datetime | None:
     except (OverflowError, ValueError):
         utc = None
     if utc is None or not now - timedelta(days=1) <= utc <= now + timedelta(days=3650):
-        raise _invalid("start_at", "a time from one day ago to ten years ahead")
+        raise invalid("start_at", "a time from one day ago to ten years ahead")
     return utc
 
 

@@ -7,14 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
-# Trimmed; no control characters (PostgreSQL refuses NUL in text, and names are shown in lists).
-Name = Annotated[
-    str,
-    StringConstraints(
-        strip_whitespace=True, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$"
-    ),
-]
-Title = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
+from seojobs.api.text import Cron, Name, Title
+
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 YEAR = 365 * 86400
 
@@ -76,7 +70,7 @@ class ScheduleIn(BaseModel):
         default=None, gt=0, le=3650, description="Run every N days (of SEOJOBS_DAY_SECONDS)."
     )
     every_seconds: float | None = Field(default=None, ge=1, le=10 * YEAR)
-    cron: str | None = Field(default=None, max_length=200, description="UTC cron expression.")
+    cron: Cron | None = Field(default=None, description="UTC cron expression.")
     start_at: datetime | None = Field(
         default=None, description="First run (intervals) or not before (cron); default now."
     )

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 from seojobs import csvfile
-from seojobs.api.problems import Problem
+from seojobs.api.ids import parse_cursor
 from seojobs.engine.registry import ReportColumn
 from seojobs.services import Services
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
@@ -145,17 +145,9 @@ def respond(
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
-    if cursor is not None and (
-        not cursor.lstrip("-").isdigit() or not -1 <= int(cursor) <= MAX_SEQ
-    ):
-        raise Problem(
-            422,
-            "Invalid request",
-            "cursor: use the next_cursor of a previous page",
-            code="validation_error",
-            errors=[{"field": "cursor", "message": "invalid cursor"}],
-        )
-    after = int(cursor) if cursor is not None else -1
+    after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)  # a row's seq; the first is 0
+    if after is None:
+        after = -1
     page = svc.items(user, job.id, after_seq=after, limit=limit + 1)
     rows, more = page[:limit], len(page) > limit
     return JSONResponse(

@@ -14,17 +14,20 @@ from pydantic import BaseModel, Field
 from seojobs import csvfile
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
-from seojobs.api.reports import CSV_RESPONSE, cell, item_status, report_columns
-from seojobs.api.v1 import MAX_ID, Cursor, JobId, parse_cursor
+from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
+from seojobs.api.inputs import CheckedRoute
+from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ, cell, item_status, report_columns
+from seojobs.api.v1 import Cursor, JobId, Limit
 from seojobs.services import Services
 from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
 
-router = APIRouter(prefix="/v1", tags=["results"], responses=problems.RESPONSES)
+router = APIRouter(
+    prefix="/v1", tags=["results"], responses=problems.RESPONSES, route_class=CheckedRoute
+)
 
 PAGE = 500
-ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id.")]
+ProjectId = Annotated[int, Path(ge=1, le=MAX_ID, description="The project's id."), IdDigits]
 TypeName = Annotated[str, Path(max_length=100, description="A job type, as /v1/job-types names.")]
-Limit = Annotated[int, Query(ge=1, le=1000)]
 Outcome = Annotated[
     list[str] | None,
     Query(max_length=50, description="Only items with these outcomes (repeat the parameter)."),
@@ -197,7 +200,7 @@ def list_items(
         return StreamingResponse(
             _items_csv(svc, user, job, outcome), media_type="text/csv", headers=headers
         )
-    after = parse_cursor(cursor)
+    after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)
     page = svc.items(
         user, job_id, after_seq=-1 if after is None else after, limit=limit + 1, outcomes=outcome
     )
@@ -269,11 +272,11 @@ def collected_history(
     type: TypeName,
     user: User,
     svc: Svc,
-    subject: Annotated[str, Query(max_length=500, description="What the data is about.")],
+    subject: Subject = None,
     cursor: Cursor = None,
     limit: Limit = 100,
 ) -> Response:
-    """Every completed collection of one subject, newest first."""
+    """Every completed collection (of one subject, if given), newest first."""
     before = parse_cursor(cursor)
     page = svc.collection_history(
         user, project_id, type, subject, before_id=before, limit=limit + 1

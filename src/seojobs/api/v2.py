@@ -14,7 +14,8 @@ separate lists per engine. Deliberate choices, kept compatible with SpeedyIndex 
   Being accepted by IndexNow or Google's Indexing API is not being indexed.
 - Unknown ids, other users' ids, ids of another engine or type, and tasks refused for quota are
   all "not found": omitted from a ``task_ids`` answer, 404 for a single ``task_id`` or a report.
-  Nothing tells another user's task apart from a missing one.
+  Nothing tells another user's task apart from a missing one. A task id that cannot be one of
+  ours (not ASCII digits from 1 to 2**63-1, e.g. a SpeedyIndex hex id) is a 422 naming it.
 - A refused create (code 1) gives out no task id, so v2 lists never show the refused job that
   the quota check stores for v1's sake.
 """
@@ -30,6 +31,8 @@ from fastapi.responses import JSONResponse, Response
 
 from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User
+from seojobs.api.ids import MAX_ID, digits
+from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.v2_models import (
     KINDS,
@@ -52,7 +55,6 @@ from seojobs.api.v2_models import (
     V2UrlRequest,
     engine_of,
     page_error_code,
-    parse_id,
     refused,
     report_head,
     task,
@@ -61,7 +63,12 @@ from seojobs.services import NotFound, Services, Unavailable, indexing
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
 log = logging.getLogger("seojobs.api.v2")
-router = APIRouter(prefix="/v2", tags=["v2 SpeedyIndex-compatible"], responses=problems.RESPONSES)
+router = APIRouter(
+    prefix="/v2",
+    tags=["v2 SpeedyIndex-compatible"],
+    responses=problems.RESPONSES,
+    route_class=CheckedRoute,
+)
 
 SCAN_BATCH = 1000
 ITEM_BATCH = 1000
@@ -111,22 +118,22 @@ def _scan(
         before = batch[-1].id
 
 
-def _one(svc: Services, user: UserRecord, engine: str, task_type: str, raw: int | str) -> JobRecord:
-    job_id = parse_id(raw)
+def _one(svc: Services, user: UserRecord, engine: str, task_type: str, job_id: int) -> JobRecord:
     try:
-        job = svc.job(user, job_id, summary=True) if job_id is not None else None
+        job: JobRecord | None = svc.job(user, job_id, summary=True)
     except NotFound:
         job = None
     if job is None or job.kind != KINDS[task_type] or not _visible(job, engine):
-        raise NotFound(f"task {raw}")
+        raise NotFound(f"task {job_id}")
     return job
 
 
 def _many(
-    svc: Services, user: UserRecord, engine: str, task_type: str, raw: list[int | str]
+    svc: Services, user: UserRecord, engine: str, task_type: str, asked: list[int]
 ) -> list[JobRecord]:
-    """The caller's tasks among ``raw``, in the order asked, each once; the rest are left out."""
-    wanted = list(dict.fromkeys(i for i in map(parse_id, raw) if i is not None))
+    """The caller's tasks among ``asked``, in the order asked, each once; the rest are left
+    out."""
+    wanted = list(dict.fromkeys(asked))
     if not wanted:
         return []
     found = svc.jobs(user, kind=KINDS[task_type], ids=wanted, limit=len(wanted), summary=True)
@@ -249,7 +256,9 @@ def create_task(
 def list_tasks(
     engine: EnginePath,
     task_type: TypePath,
-    page: Annotated[int, Path(ge=0, description="0 is the newest 1000 tasks.")],
+    page: Annotated[
+        int, Path(ge=0, le=MAX_ID, description="0 is the newest 1000 tasks."), digits(0, MAX_ID)
+    ],
     user: User,
     svc: Svc,
 ) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 pure mapping from our jobs and items to SpeedyIndex's task and link shapes.
 
 Field names follow SpeedyIndex exactly. Task ids are strings on the way out (SpeedyIndex ids
-are hex strings; ours are integers, sent as ``"48211"``) and either form on the way in.
+are hex strings; ours are integers, sent as ``"48211"``) and either form on the way in, as
+every id of the API is read: ASCII digits from 1 to 2**63-1 (``seojobs.api.ids``), else 422.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from seojobs.api.ids import MAX_ID, parse_id
+from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import indexing
 from seojobs.store.records import ItemRecord, JobRecord
@@ -21,7 +24,6 @@ TaskType = Literal["indexer", "checker"]
 KINDS: dict[str, str] = {"indexer": indexing.SUBMIT, "checker": indexing.CHECK}
 MAX_TASK_IDS = 1000
 PAGE_SIZE = 1000
-MAX_ID = 2**63 - 1  # the largest id a BIGINT holds; anything above cannot be one of ours
 # Codes SpeedyIndex puts in ``code`` (providers.md §1.3).
 OK: Final = 0
 TOP_UP: Final = 1  # "top up balance": our daily quota is too small
@@ -29,8 +31,17 @@ OVERLOADED: Final = -2
 NOINDEX_FOUND, NO_ERROR = -1, 0
 
 TaskId = Annotated[
-    StrictInt | StrictStr,
-    Field(description='A task id, as a string ("48211", as we send them) or a number.'),
+    int,
+    BeforeValidator(parse_id),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": "^[0-9]+$"},
+                {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            ],
+            "description": 'A task id, as a string ("48211", as we send them) or a number.',
+        }
+    ),
 ]
 
 
@@ -41,7 +52,7 @@ class V2CreateRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")  # SpeedyIndex clients may send fields we lack
 
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
-    title: str | None = Field(default=None, max_length=500)
+    title: Title | None = None
     checker: int | None = Field(
         default=None,
         ge=1,
@@ -205,16 +216,6 @@ class V2ShortReportResponse(BaseModel):
 
 
 # -- mapping ------------------------------------------------------------------------------------
-
-
-def parse_id(value: int | str) -> int | None:
-    """Our job id for a task id, or None when it cannot be one of ours (e.g. a hex id)."""
-    if isinstance(value, str):
-        text = value.strip()
-        if not (text.isascii() and text.isdigit()):
-            return None
-        value = int(text)
-    return value if 1 <= value <= MAX_ID else None
 
 
 def timestamp(moment: datetime) -> str:

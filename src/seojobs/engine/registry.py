@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
 from seojobs.store.records import NewItem
@@ -139,10 +140,20 @@ class Kind(Generic[P]):
     migrations: tuple[str, ...] = field(default=())
 
     def validate(self, params: Mapping[str, Any]) -> P:
+        """Params as stored (a schedule's, a follow-up's): the server's own fields included."""
         try:
             return self.params.model_validate(params)
         except ValidationError as exc:
             raise InvalidParams(self.name, exc) from None
+
+    def validate_new(self, params: Mapping[str, Any]) -> P:
+        """A request's params. Fields the kind marks ``readOnly`` in its schema are its own to
+        fill in (e.g. ``duplicates_removed``): params that set one are refused."""
+        try:
+            _refuse_read_only(self.params, params)
+        except ValidationError as exc:
+            raise InvalidParams(self.name, exc) from None
+        return self.validate(params)
 
     def new_item(self, value: ItemInput) -> NewItem:
         text = item_text(value)
@@ -215,9 +226,10 @@ class Registry:
         return name in self._kinds
 
     def validate(self, name: str, params: Mapping[str, Any]) -> tuple[BaseModel, list[str]]:
-        """Validate params for a kind; returns the model and the item inputs."""
+        """Validate new params for a kind (a request's, never stored ones); returns the model
+        and the item inputs."""
         kind = self.get(name)
-        model = kind.validate(params)
+        model = kind.validate_new(params)
         return model, kind.inputs(model)
 
     def load_plugins(self, modules: Iterable[str] = ()) -> None:
@@ -226,6 +238,20 @@ class Registry:
         for module_name in modules:
             module = importlib.import_module(module_name)
             _call_register(getattr(module, "register", None), self, f"module {module_name!r}")
+
+
+def _refuse_read_only(model: type[BaseModel], params: Any) -> None:
+    if not isinstance(params, dict):
+        return  # the model's own validation refuses it
+    errors: list[InitErrorDetails] = []
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra
+        key = info.alias or name
+        if isinstance(extra, dict) and extra.get("readOnly") is True and key in params:
+            error = PydanticCustomError("read_only", "set by the server; a request cannot set it")
+            errors.append({"type": error, "loc": (key,), "input": params[key]})
+    if errors:
+        raise ValidationError.from_exception_data(model.__name__, errors)
 
 
 def _call_register(target: Any, registry: Registry, origin: str) -> None:

@@ -55,8 +55,9 @@ class UrlListParams(BaseModel):
 
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS)
     engine: Engine = "google"
-    # Filled in by validation: how many duplicate URLs were dropped (order is kept).
-    duplicates_removed: int = 0
+    # Filled in by validation: how many duplicate URLs were dropped (order is kept). Read-only:
+    # the registry refuses it in a request; stored params bring it back to the worker.
+    duplicates_removed: int = Field(default=0, json_schema_extra={"readOnly": True})
 
     @model_validator(mode="after")
     def _dedupe(self) -> UrlListParams:

@@ -62,7 +62,7 @@ class ServiceBase:
     def validated(kind: Kind[Any], params: Any) -> Any:
         """The kind's params model, or ``Invalid`` naming each field inside params."""
         try:
-            return kind.validate(params)
+            return kind.validate_new(params)
         except InvalidParams as exc:
             errors = [FieldError(_path(e["field"]), e["message"]) for e in exc.errors]
             raise Invalid(errors, in_params=True) from None

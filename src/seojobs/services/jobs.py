@@ -284,7 +284,7 @@ class JobServices(ServiceBase):
         user: UserRecord,
         project_id: int,
         kind: str,
-        subject: str,
+        subject: str | None = None,
         *,
         before_id: int | None = None,
         limit: int = 100,

@@ -144,18 +144,19 @@ def history(
     conn: Connection,
     project_id: int,
     kind: str,
-    subject: str,
+    subject: str | None = None,
     *,
     before_id: int | None = None,
     limit: int = 100,
 ) -> list[CollectionRecord]:
-    """Published collections of one subject, newest first."""
+    """Published collections (of one subject, if given), newest first."""
     query = select(collections).where(
         collections.c.project_id == project_id,
         collections.c.kind == kind,
-        collections.c.subject == subject,
         collections.c.committed.is_(True),
     )
+    if subject is not None:
+        query = query.where(collections.c.subject == subject)
     if before_id is not None:
         query = query.where(collections.c.id < before_id)
     rows = conn.execute(query.order_by(collections.c.id.desc()).limit(limit))

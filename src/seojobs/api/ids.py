@@ -1,0 +1,76 @@
+"""Whole numbers a client spells in a path, a query string or a body: ids, cursors, pages,
+limits, v2 task ids. One parser for all of them.
+
+Only ASCII digits, within the field's range. ``str.isdigit()`` is true of other scripts' digits
+(``٣``, fullwidth U+FF11) and of superscripts (``²``, which ``int()`` then refuses); ``int()``
+takes those digits, signs, spaces and underscores, and raises ValueError past 4,300 digits;
+pydantic's lax int takes ``+5``, `` 5``, ``1_000`` and ``5.0``. Each of those answered 500 or
+reached the database as an id nobody wrote.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Final
+
+from pydantic import BeforeValidator
+
+from seojobs.api.problems import invalid
+
+MAX_ID: Final = 2**63 - 1  # the database's BIGINT
+
+
+def whole_number(value: object, lo: int, hi: int) -> int:
+    """``value`` (an int, or a string of ASCII digits) as an int in ``lo..hi``; else
+    ``ValueError`` saying what is expected (pydantic reports it against the field)."""
+    expected = f"a whole number from {lo} to {hi} in ASCII digits"
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        digits = value.lstrip("0") or "0"
+        if len(digits) > len(str(hi)):  # before int(): it refuses over 4,300 digits
+            raise ValueError(expected)
+        number = int(digits)
+    else:
+        raise ValueError(expected)
+    if not lo <= number <= hi:
+        raise ValueError(expected)
+    return number
+
+
+def parse_id(value: object) -> int:
+    return whole_number(value, 1, MAX_ID)
+
+
+def digits(lo: int, hi: int) -> BeforeValidator:
+    """For ``Annotated[int, Path(...) or Query(...), digits(lo, hi)]``: put it after the
+    parameter marker, so the OpenAPI schema keeps ``minimum`` and ``maximum``."""
+    return BeforeValidator(functools.partial(whole_number, lo=lo, hi=hi))
+
+
+IdDigits: Final = digits(1, MAX_ID)
+
+
+def parse_cursor(
+    cursor: str | None, *, lo: int = 1, hi: int = MAX_ID, field: str = "cursor"
+) -> int | None:
+    """A list's ``cursor`` (the ``next_cursor`` of the previous page), or None."""
+    if cursor is None:
+        return None
+    try:
+        return whole_number(cursor, lo, hi)
+    except ValueError:
+        raise invalid(field, "use the next_cursor of a previous page") from None
+
+
+def parse_ids(ids: str | None, *, most: int, field: str = "ids") -> list[int] | None:
+    """Comma-separated ids (empty parts are skipped), at most ``most`` of them, or None."""
+    if ids is None:
+        return None
+    parts = [part for part in ids.split(",") if part]
+    if len(parts) > most:
+        raise invalid(field, f"at most {most} ids")
+    try:
+        return [parse_id(part) for part in parts]
+    except ValueError:
+        raise invalid(field, f"comma-separated whole numbers 1 to {MAX_ID}") from None

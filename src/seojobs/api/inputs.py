@@ -1,0 +1,146 @@
+"""What a request's strings and JSON must be before any route reads them: one gate for every
+route of the app (:class:`CheckedRoute`; ``create_app`` refuses a route without it).
+
+- A JSON body is at most :data:`MAX_DEPTH` levels deep; none of its strings, keys or values,
+  holds a NUL or a lone surrogate (``"\\udc80"`` is valid JSON, not valid Unicode); its numbers
+  are finite (Python's parser takes NaN and Infinity, and reads ``1e400`` as infinity).
+- A query string holds no NUL (``%00``).
+
+Each of these used to reach the stores or an encoder and answer 500: PostgreSQL refuses NUL in
+text and jsonb, and NaN or Infinity in jsonb (SQLite stored them, so the stores disagreed), no
+store, hash or answer can encode a lone surrogate as UTF-8, and pydantic refuses to serialize
+deeply nested params. They are
+refused here with the 422 every validation error gets, naming the field (``params.a[0]``), the
+same on every surface and store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute, iter_route_contexts
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+
+MAX_DEPTH: Final = 32
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+Loc = tuple[str | int, ...]
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _error(loc: Loc, message: str, kind: str = "value_error") -> dict[str, Any]:
+    return {"type": kind, "loc": loc, "msg": message}
+
+
+def _what(found: str) -> str:
+    if found == "\x00":
+        return "NUL (U+0000)"
+    return f"a lone surrogate (U+{ord(found):04X}), which is not valid Unicode"
+
+
+def _named(key: str) -> str:
+    # A key named in an error is echoed in the answer, which must itself encode as UTF-8.
+    return _UNSTORABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", key)
+
+
+def _check(value: Any, loc: Loc, depth: int, errors: list[dict[str, Any]]) -> None:
+    """Append the errors of ``value``, ``depth`` containers down, in document order."""
+    if isinstance(value, str):
+        found = _UNSTORABLE.search(value)
+        if found is not None:
+            errors.append(_error(loc, f"holds {_what(found.group())}"))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            errors.append(_error(loc, "not a finite number (NaN, Infinity, past 1.8e308)"))
+    elif isinstance(value, dict | list):
+        if depth >= MAX_DEPTH:
+            errors.append(_error(loc, f"nested more than {MAX_DEPTH} levels deep", "too_deep"))
+        elif isinstance(value, dict):
+            _check_object(value, loc, depth + 1, errors)
+        else:
+            for index, item in enumerate(value):
+                _check(item, (*loc, index), depth + 1, errors)
+
+
+def _check_object(
+    value: dict[str, Any], loc: Loc, depth: int, errors: list[dict[str, Any]]
+) -> None:
+    for key, item in value.items():
+        found = _UNSTORABLE.search(key)
+        if found is not None:
+            errors.append(_error((*loc, _named(key)), f"a key holds {_what(found.group())}"))
+        else:
+            _check(item, (*loc, key), depth, errors)
+
+
+def body_errors(document: Any) -> list[dict[str, Any]]:
+    """Errors of a parsed JSON body (pydantic's shape, ``loc`` starting with "body")."""
+    errors: list[dict[str, Any]] = []
+    _check(document, ("body",), 0, errors)
+    return errors
+
+
+def query_errors(request: Request) -> list[dict[str, Any]]:
+    """Errors of the query string: NUL in a name or a value. Cheap when there is none (this
+    runs on every status poll)."""
+    if b"%00" not in request.scope.get("query_string", b""):
+        return []
+    return [
+        _error(("query", _named(name)), f"holds {_what(chr(0))}")
+        for name, value in request.query_params.multi_items()
+        if "\x00" in name or "\x00" in value
+    ]
+
+
+async def _json_errors(request: Request) -> list[dict[str, Any]]:
+    """Parse the body as FastAPI would (``request.json()`` keeps the result, so it is parsed
+    once) and check it. A body that is not JSON is left to FastAPI, which answers it."""
+    if not await request.body():
+        return []
+    try:
+        document = await request.json()
+    except json.JSONDecodeError:
+        return []  # FastAPI's json_invalid 422, or its refusal of a non-JSON body
+    except RecursionError:  # deeper than the parser goes, far past MAX_DEPTH
+        return [_error(("body",), f"nested more than {MAX_DEPTH} levels deep", "too_deep")]
+    except ValueError as exc:  # not UTF-8, or a number of over 4,300 digits
+        return [_error(("body",), f"not readable as JSON ({exc})", "json_invalid")]
+    return body_errors(document)
+
+
+class CheckedRoute(APIRoute):
+    """An ``APIRoute`` whose request passes the gate (see module doc) before FastAPI reads
+    its parameters and body."""
+
+    def get_route_handler(self) -> Handler:
+        handler = super().get_route_handler()
+        reads_body = self.body_field is not None
+
+        async def checked(request: Request) -> Response:
+            errors = query_errors(request)
+            if not errors and reads_body:
+                errors = await _json_errors(request)
+            if errors:
+                raise RequestValidationError(errors)
+            return await handler(request)
+
+        return checked
+
+
+def require_checked(routes: list[BaseRoute]) -> None:
+    """Refuse to build an app with a route that skips the gate (one added without the
+    routers' ``route_class``, e.g. by a plug-in), included routers' routes too."""
+    unchecked = [
+        context.path
+        for context in iter_route_contexts(routes)
+        if isinstance(context.original_route, APIRoute)
+        and not isinstance(context.original_route, CheckedRoute)
+    ]
+    if unchecked:
+        raise TypeError(f"routes without seojobs.api.inputs.CheckedRoute: {unchecked}")

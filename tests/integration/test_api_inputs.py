@@ -1,0 +1,269 @@
+"""The input gate (``seojobs.api.inputs``) on every route the app serves, over HTTP on both
+stores: a JSON body nested deeper than 32 levels, or holding NUL, a lone surrogate or a
+non-finite number anywhere (keys and values, at any depth), and NUL in a query string, are 422
+problems naming the field, and nothing is stored.
+
+The routes come from the app itself (``app_routes``): a new route is walked too, and a new
+route with a body fails ``test_every_body_route_is_walked`` until its valid body is added here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api_helpers import (
+    V1,
+    Api,
+    app_routes,
+    assert_problem,
+    error_fields,
+    send_json,
+    stored,
+)
+
+URL = "https://a.example/page"
+# A body each route takes; every probe below is this body with one odd part.
+VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", f"{V1}/index-submit/jobs"): {"urls": [URL], "title": "launch"},
+    ("POST", f"{V1}/index-check/jobs"): {"urls": [URL], "title": "launch"},
+    ("POST", "/v2/task/{engine}/{type}/create"): {"urls": [URL], "title": "launch"},
+    ("POST", "/v2/task/{engine}/{type}/status"): {"task_ids": ["1", 2]},
+    ("POST", "/v2/task/{engine}/{type}/fullreport"): {"task_id": "1"},
+    ("POST", "/v2/task/{engine}/{type}/report"): {"task_id": "1"},
+    ("POST", "/v2/{engine}/url"): {"url": URL},
+    ("POST", "/v1/projects"): {"name": "site"},
+    ("POST", "/v1/projects/{project_id}/jobs"): {
+        "type": "test_items",
+        "params": {"urls": ["a", "b"], "fail_items": ["b"]},
+        "title": "launch",
+    },
+    ("POST", "/v1/projects/{project_id}/schedules"): {
+        "name": "nightly",
+        "type": "test_noop",
+        "params": {},
+        "every_days": 1,
+    },
+}
+ODD_STRINGS = {
+    "NUL": "a\x00b",
+    "NUL alone": "\x00",
+    "high surrogate": "\ud800",
+    "low surrogate": "x\udc80y",
+    "last surrogate": "\udfff",
+}
+ODD_NUMBERS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+@pytest.fixture
+def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
+    """A user with a project, a schedule and a job: the values of every path parameter."""
+    client = idle.client(idle.account())
+    project = client.post("/v1/projects", json={"name": "mine"}).json()["data"]["id"]
+    every = {"name": "kept", "type": "test_noop", "every_days": 1}
+    schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
+    job = client.post(f"{V1}/index-check/jobs", json={"urls": [URL]}).json()["job_id"]
+    values = {"job_id": job, "project_id": project, "schedule_id": schedule, "page": 0}
+    values |= {"engine": "google", "type": "indexer"}
+    return idle, client, {name: str(value) for name, value in values.items()}
+
+
+def body_routes(app: Api) -> list[tuple[str, str]]:
+    return [(m, p) for m, p, route in app_routes(app.app) if route.body_field is not None]
+
+
+def named(text: str) -> str:
+    """A key as the answer names it: NUL and surrogates escaped, so the answer encodes."""
+    unstorable = ("\x00", *map(chr, range(0xD800, 0xE000)))
+    return "".join(f"\\u{ord(c):04x}" if c in unstorable else c for c in text)
+
+
+def field(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+def leaves(value: Any, loc: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """The location of every string in ``value``."""
+    if isinstance(value, str):
+        yield loc
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from leaves(item, (*loc, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from leaves(item, (*loc, index))
+
+
+def replaced(body: dict[str, Any], loc: tuple[str | int, ...], new: Any) -> dict[str, Any]:
+    out = copy.deepcopy(body)
+    holder: Any = out
+    for part in loc[:-1]:
+        holder = holder[part]
+    holder[loc[-1]] = new
+    return out
+
+
+def nested(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def probes(body: dict[str, Any], odd: Any) -> Iterator[tuple[dict[str, Any], str]]:
+    """(body with ``odd`` in one place, the field the 422 must name)."""
+    if isinstance(odd, str):
+        for loc in leaves(body):
+            yield replaced(body, loc, odd), field(loc)
+        yield body | {f"k{odd}": 1}, f"k{named(odd)}"
+        yield body | {"extra": {f"{odd}": "v"}}, f"extra.{named(odd)}"
+    yield body | {"extra": {"list": ["fine", odd]}}, "extra.list[1]"
+    yield body | {"odd": odd}, "odd"
+
+
+def refused(response: httpx.Response, wanted: str) -> None:
+    assert error_fields(response) == [wanted], response.text
+    assert response.json()["type"].endswith("validation_error")
+
+
+def test_every_body_route_is_walked(world: tuple[Api, httpx.Client, dict[str, str]]) -> None:
+    app, _client, _values = world
+    assert sorted(body_routes(app)) == sorted(VALID_BODIES)
+
+
+@pytest.mark.parametrize("odd", [*ODD_STRINGS, *ODD_NUMBERS])
+def test_odd_strings_and_numbers_anywhere_in_a_body_are_422(
+    world: tuple[Api, httpx.Client, dict[str, str]], odd: str
+) -> None:
+    app, client, values = world
+    before = stored(app)
+    value = ODD_STRINGS.get(odd, ODD_NUMBERS.get(odd))
+    for method, path in body_routes(app):
+        for body, wanted in probes(VALID_BODIES[method, path], value):
+            key = {"Idempotency-Key": f"k-{odd}-{wanted}"}
+            refused(send_json(client, method, path.format(**values), body, headers=key), wanted)
+    assert stored(app) == before
+
+
+def test_bodies_nested_past_32_levels_are_422(
+    world: tuple[Api, httpx.Client, dict[str, str]],
+) -> None:
+    app, client, values = world
+    before = stored(app)
+    deepest = "deep" + "[0]" * 31  # level 33: the body is level 1, "deep" level 2
+    objects: Any = {}
+    for _ in range(32):
+        objects = {"a": objects}
+    for method, path in body_routes(app):
+        url = path.format(**values)
+        body = VALID_BODIES[method, path]
+        refused(send_json(client, method, url, body | {"deep": nested(32)}), deepest)
+        refused(send_json(client, method, url, body | {"o": objects}), "o" + ".a" * 31)
+        # 1,000 levels may be past what the parser follows, 100,000 surely is: then the body
+        # as a whole is named.
+        headers = {"Content-Type": "application/json"}
+        for levels, named_as in ((1000, ["body", deepest]), (100_000, ["body"])):
+            raw = json.dumps(body)[:-1] + ', "deep": ' + "[" * levels + "]" * levels + "}"
+            answer = client.request(method, url, content=raw.encode(), headers=headers)
+            assert error_fields(answer)[0] in named_as, answer.text
+    assert stored(app) == before
+
+
+def test_schedule_params_260_levels_deep_are_422(idle: Api) -> None:
+    """The issue's case: it was ``Maximum serialization depth exceeded`` (500)."""
+    client = idle.client(idle.account())
+    project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
+    body = {"name": "n", "type": "test_noop", "every_days": 1, "params": {"a": nested(260)}}
+    answer = send_json(client, "POST", f"/v1/projects/{project}/schedules", body)
+    assert error_fields(answer) in (["params.a" + "[0]" * 30], ["body"])
+    assert client.get(f"/v1/projects/{project}/schedules").json()["data"] == []
+
+
+UNREADABLE = {  # (body, the field named)
+    "a number past 4,300 digits": (b'{"task_id": ' + b"9" * 5000 + b"}", "body"),
+    "not UTF-8": (b'{"task_id": "\xff\xfe"}', "body"),
+    # Python's parser decodes UTF-8 with surrogatepass: a lone surrogate, caught as such.
+    "UTF-8 of a surrogate": (b'{"task_id": "\xed\xb2\x80"}', "task_id"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNREADABLE))
+def test_bodies_python_cannot_read_are_422(
+    world: tuple[Api, httpx.Client, dict[str, str]], case: str
+) -> None:
+    """The first two were 400 "There was an error parsing the body" (json.loads raised a
+    ValueError), the third a 500 (UnicodeEncodeError) where it was stored."""
+    app, client, values = world
+    content, wanted = UNREADABLE[case]
+    headers = {"Content-Type": "application/json"}
+    for method, path in body_routes(app):
+        answer = client.request(method, path.format(**values), content=content, headers=headers)
+        refused(answer, wanted)
+
+
+def test_valid_bodies_still_pass(world: tuple[Api, httpx.Client, dict[str, str]]) -> None:
+    """32 levels, a surrogate pair (one character, written as JSON escapes), big finite
+    numbers: none of them is refused by the gate."""
+    app, client, values = world
+    fine = {"deep": nested(31), "emoji": "\U0001f600", "big": 1.5e308, "int": 10**30}
+    before = stored(app)
+    for method, path in body_routes(app):
+        answer = send_json(client, method, path.format(**values), VALID_BODIES[method, path] | fine)
+        assert answer.status_code < 500 and answer.status_code != 422, answer.text
+    after = stored(app)
+    assert (
+        after["projects"] == before["projects"] + 1
+        and after["schedules"] == before["schedules"] + 1
+    )
+    assert after["jobs"] == before["jobs"] + 5  # v1 x2, v2 create and url, projects
+
+
+QUERIES = {"note=a%00b": "note", "%00=1": "\\u0000", "a%00b=": "a\\u0000b"}
+
+
+@pytest.mark.parametrize("query", list(QUERIES))
+def test_nul_in_a_query_string_is_422_on_every_route(
+    world: tuple[Api, httpx.Client, dict[str, str]], query: str
+) -> None:
+    app, client, values = world
+    before = stored(app)
+    for method, path, route in app_routes(app.app):
+        url = path.format(**values)
+        body = VALID_BODIES.get((method, path))
+        refused(client.request(method, f"{url}?{query}", json=body), QUERIES[query])
+        for param in route.dependant.query_params:  # the route's own parameters too
+            answer = client.request(method, f"{url}?{param.alias}=x%00", json=body)
+            refused(answer, param.alias)
+    assert stored(app) == before  # not even by DELETE
+
+
+def test_nul_in_the_type_filter_is_422_not_a_database_error(idle: Api) -> None:
+    """It reached PostgreSQL as a filter value (500 there; SQLite answered an empty page)."""
+    alice = idle.account()
+    client = idle.client(alice)
+    path = f"/v1/projects/{alice.user.default_project_id}/jobs"
+    for value in ("\x00", "test_noop\x00", "\x00test_noop"):
+        refused(client.get(path, params={"type": value}), "type")
+    assert client.get(path, params={"type": "test_noop"}).json()["data"] == []
+
+
+def test_idempotency_keys_with_control_characters_are_refused(idle: Api) -> None:
+    """The one header we store. NUL, CR and LF never reach the app (the HTTP parser, and httpx
+    before it, refuse them); C1 controls (obs-text, decoded as Latin-1) are a 400 problem."""
+    client = idle.client(idle.account())
+    before = stored(idle)
+    for key in (b"k\x85k", b"\x9fk", b"a\x80b"):
+        answer = client.post(
+            f"{V1}/index-check/jobs", json={"urls": [URL]}, headers={"Idempotency-Key": key}
+        )
+        assert assert_problem(answer, 400)["type"].endswith("invalid_idempotency_key")
+    assert stored(idle) == before
