@@ -1,4 +1,5 @@
-"""Results and the shared end-of-burn-down detection."""
+"""What ``bench/queue.py`` runs and records: the benchmark's job kinds (a counting no-op and a
+start-time stamp), the result records, and the shared end-of-burn-down detection."""
 
 from __future__ import annotations
 
@@ -8,7 +9,76 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.kinds import Counter
+from pydantic import BaseModel
+
+from seojobs.engine import JobContext, Kind, Registry
+
+BURN_KIND = "bench_noop"
+WAKE_KIND = "bench_stamp"
+
+
+class NoParams(BaseModel):
+    pass
+
+
+class Counter:
+    """Counts handler runs; ``reached`` is set once ``target`` runs have happened."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.count = 0
+        self.reached = asyncio.Event()
+
+    def hit(self) -> None:
+        self.count += 1
+        if self.count >= self.target:
+            self.reached.set()
+
+
+class Stamps:
+    """``perf_counter()`` at handler start, by job id; ``arrived`` is set on every stamp."""
+
+    def __init__(self) -> None:
+        self.started: dict[int, float] = {}
+        self.arrived = asyncio.Event()
+
+    def stamp(self, job_id: int) -> None:
+        self.started[job_id] = time.perf_counter()
+        self.arrived.set()
+
+    async def wait_for(self, job_id: int, timeout: float) -> float:
+        deadline = time.perf_counter() + timeout
+        while job_id not in self.started:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"job {job_id} did not start within {timeout:.0f} s")
+            self.arrived.clear()
+            if job_id in self.started:
+                break
+            try:
+                await asyncio.wait_for(self.arrived.wait(), remaining)
+            except TimeoutError:
+                continue
+        return self.started[job_id]
+
+
+def burn_registry(counter: Counter) -> Registry:
+    async def noop(ctx: JobContext) -> None:
+        counter.hit()
+
+    registry = Registry()
+    registry.add(Kind(BURN_KIND, NoParams, noop, description="benchmark no-op"))
+    return registry
+
+
+def wake_registry(stamps: Stamps) -> Registry:
+    async def stamp(ctx: JobContext) -> None:
+        stamps.stamp(ctx.job_id)
+
+    registry = Registry()
+    registry.add(Kind(WAKE_KIND, NoParams, stamp, description="benchmark start stamp"))
+    return registry
+
 
 FINE_POLL = 0.005  # seconds between database counts once every handler has run
 COARSE_POLL = 1.0  # seconds between database counts before that (a safety net only)
@@ -32,12 +102,18 @@ class Burn:
 
 @dataclass
 class Wake:
-    """Enqueue-to-start latencies on an idle worker, in seconds."""
+    """Enqueue-to-start latencies on an idle worker, in seconds, and how long each enqueue call
+    took (from before it to its return; the rest is the worker's side)."""
 
     system: str
     dialect: str
     how: str
     samples: list[float] = field(default_factory=list)
+    enqueue_calls: list[float] = field(default_factory=list)
+
+    def add(self, before: float, returned: float, started: float) -> None:
+        self.samples.append(started - before)
+        self.enqueue_calls.append(returned - before)
 
     @property
     def median(self) -> float:
@@ -48,6 +124,10 @@ class Wake:
         if len(self.samples) < 2:
             return self.samples[0]
         return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
+
+    @property
+    def enqueue_median(self) -> float:
+        return statistics.median(self.enqueue_calls)
 
 
 def burn_timeout(jobs: int) -> float:

@@ -1,4 +1,10 @@
-"""One uvicorn process per system, started and stopped by ``bench/api.py``.
+"""One uvicorn process per system, started and stopped by ``bench/api.py``, and the two apps.
+
+``uvicorn --factory bench.lib.servers:ours`` builds seojobs exactly as ``seojobs serve
+--no-worker`` does (``create_app(Settings(), run_worker=False)``, settings from ``SEOJOBS_*``).
+``bench.lib.servers:bare`` is the ceiling: FastAPI with one ``async`` route that returns a
+constant dict with the keys of an index-check status body (about the same size to serialise),
+with no dependencies, no database and no middleware.
 
 Both processes get the same uvicorn options: one process (no ``--workers``), the loop and HTTP
 parser ``seojobs serve`` uses (asyncio, httptools), access log off, log level warning. Only the
@@ -18,10 +24,13 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+from fastapi import FastAPI
+
+from bench.lib import REPO
 from seojobs.api.app import UVICORN_HTTP, UVICORN_LOOP
 
-REPO = Path(__file__).resolve().parent.parent
 UVICORN_OPTIONS = (
     "--host",
     "127.0.0.1",
@@ -147,3 +156,40 @@ class Server:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+# -- the two apps (uvicorn --factory bench.lib.servers:ours / :bare) ----------------------------
+
+BARE_PATH = "/const"
+
+CONSTANT: dict[str, Any] = {
+    "job_id": 1,
+    "status": "pending",
+    "title": None,
+    "total_urls": 1,
+    "failed_count": 0,
+    "progress_percent": 0,
+    "created_at": "2025-01-01T00:00:00+00:00",
+    "completed_at": None,
+    "error": None,
+    "checked_urls": 0,
+    "indexed_count": 0,
+    "not_indexed_count": 0,
+}
+
+
+def ours() -> FastAPI:
+    from seojobs.api import create_app
+    from seojobs.settings import Settings
+
+    return create_app(Settings(), run_worker=False)
+
+
+def bare() -> FastAPI:
+    app = FastAPI()
+
+    @app.get(BARE_PATH)
+    async def const() -> dict[str, Any]:
+        return CONSTANT
+
+    return app
