@@ -165,12 +165,24 @@ class Worker:
     def _claim(
         self, limit: int, acks: list[tuple[int, int, dict[str, Any] | None]]
     ) -> list[JobRecord]:
+        if not acks and self.db.dialect == "postgresql":
+            return self._claim_alone(limit)
         with self.db.write() as conn:
             now = self.clock()
             if acks:
                 self._check_completed(acks, job_sql.complete_many(self.db, conn, acks, now))
             return job_sql.claim(
                 self.db, conn, self.worker_id, limit, now, self.settings.lease_seconds
+            )
+
+    def _claim_alone(self, limit: int) -> list[JobRecord]:
+        """A claim with no acks to carry is one statement: on PostgreSQL it runs in autocommit,
+        atomic on its own, without a BEGIN and a COMMIT round trip around it. A woken idle
+        worker claims this way, so it starts the job two round trips sooner."""
+        with self.db.engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            return job_sql.claim(
+                self.db, conn, self.worker_id, limit, self.clock(), self.settings.lease_seconds
             )
 
     @staticmethod
