@@ -25,7 +25,6 @@ sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
 
 import argparse
 import functools
-import json
 import os
 import time
 from collections.abc import Callable
@@ -54,9 +53,16 @@ from bench.lib.scratch import (
     sqlite_url,
     vacuum_postgres,
 )
-from bench.lib.servers import BARE_PATH, CONSTANT, UVICORN_OPTIONS, Server
+from bench.lib.servers import (
+    BARE_PATH,
+    STATUS_PATH,
+    UVICORN_OPTIONS,
+    Server,
+    check_bare,
+    check_ours,
+    limiter_count,
+)
 
-STATUS_PATH = "/api/v1/index-check/jobs/"
 PACKAGES = (
     "fastapi",
     "starlette",
@@ -257,43 +263,6 @@ def _ours_env(url: str, opts: Options) -> dict[str, str]:
     return {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": opts.rate_limit}
 
 
-def _check_bare(system: System) -> None:
-    status, _headers, body = system.server.get(BARE_PATH, {})
-    if status != 200 or json.loads(body) != CONSTANT:
-        raise RuntimeError(f"bare endpoint answered {status}: {body[:200]!r}")
-
-
-def _check_ours(system: System, seeded: Seeded) -> str:
-    """One open job, one completed job and one bad key; returns the rate-limit headers seen."""
-    auth = {"Authorization": seeded.api_key}
-    for job_id, state in ((seeded.first_id, "pending"), (seeded.first_id + 1, "completed")):
-        status, headers, body = system.server.get(f"{STATUS_PATH}{job_id}", auth)
-        doc = json.loads(body)
-        if status != 200 or doc.get("job_id") != job_id or doc.get("status") != state:
-            raise RuntimeError(f"{system.label}: job {job_id} answered {status}: {body[:200]!r}")
-        lower = {k.lower(): v for k, v in headers.items()}
-        if state == "pending" and "retry-after" not in lower:
-            raise RuntimeError(f"{system.label}: no Retry-After on an open job")
-        if "ratelimit-policy" not in lower:
-            raise RuntimeError(
-                f"{system.label}: no RateLimit-Policy header: the limiter did not run"
-            )
-    status, _h, _b = system.server.get(f"{STATUS_PATH}{seeded.first_id}", {"Authorization": "x"})
-    if status != 401:
-        raise RuntimeError(f"{system.label}: a wrong key answered {status}, not 401")
-    return f"RateLimit-Policy: {lower['ratelimit-policy']}, RateLimit: {lower['ratelimit']}"
-
-
-def _limiter_count(system: System, seeded: Seeded, limit: int) -> int:
-    """Requests the limiter counted in its current window (from the RateLimit header)."""
-    _s, headers, _b = system.server.get(
-        f"{STATUS_PATH}{seeded.first_id}", {"Authorization": seeded.api_key}
-    )
-    lower = {k.lower(): v for k, v in headers.items()}
-    remaining = int(lower["ratelimit"].split("r=")[1].split(";")[0])
-    return limit - remaining
-
-
 # -- phases -----------------------------------------------------------------------------------
 
 
@@ -422,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                     lambda port: Target(port, BARE_PATH, 0, 0, any_key),
                 )
             ]
-            _check_bare(systems[0])
+            check_bare(systems[0].server)
             for key, (url, s) in seeded.items():
                 system = _start(
                     stack,
@@ -433,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
                     log_dir,
                     functools.partial(_status_target, s),
                 )
-                headers = _check_ours(system, s)
+                headers = check_ours(system.server, system.label, s)
                 results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
                 systems.append(system)
             run_main(driver, systems, results)
@@ -441,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                 run_paced(driver, systems, results)
             limit = int(opts.rate_limit.split("/")[0])
             for system in systems[1:]:
-                counted = _limiter_count(system, seeded[system.key][1], limit)
+                counted = limiter_count(system.server, seeded[system.key][1], limit)
                 results.setup.append(
                     f"{system.label}: the rate limiter counted {counted:,} requests in its "
                     "last 60 s window (its code path ran on every request)"

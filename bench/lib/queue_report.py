@@ -18,6 +18,7 @@ class Results:
     environment: list[str] = field(default_factory=list)
     burns: list[Burn] = field(default_factory=list)
     wakes: list[Wake] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)  # peer burn-downs that timed out
 
     def runs(self, system_prefix: str, dialect: str) -> list[Burn]:
         return [
@@ -92,6 +93,9 @@ def render(results: Results) -> str:
             rows,
             {2, 3, 4, 5},
         )
+    if results.unfinished:
+        out += ["", "Did not finish (given up below 100 jobs/s)"]
+        out += [f"  {line}" for line in results.unfinished]
     out += _ratios(results)
     out += _wakes(results)
     out += _targets(results)
