@@ -28,6 +28,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from bench.lib import bare, cli, ours, peer
+from bench.lib.jobs import Wake
 from bench.lib.queue_report import Results, failures, render
 from bench.lib.scratch import (
     ScratchPostgres,
@@ -40,6 +41,7 @@ from bench.lib.scratch import (
 )
 
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
+WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this many rounds
 
 
 @dataclass(frozen=True)
@@ -208,20 +210,10 @@ def run_postgres(opts: Options, side: PostgresSide, results: Results) -> None:
         side.scratch.drop(name)
         results.burns.append(burn)
         cli.progress(f"bare loop postgresql: {burn.rate:,.0f} jobs/s")
-    if opts.wants("postgresql") and opts.samples:
-        name = side.fresh(0)
-        how = "LISTEN/NOTIFY (enqueued via a separate Database object)"
-        wake = asyncio.run(
-            ours.wake_latency(
-                pg_url(name), "postgresql", side.project_id, opts.samples, same_db=False, how=how
-            )
-        )
-        side.scratch.drop(name)
-        results.wakes.append(wake)
-        cli.progress(f"seojobs postgresql wake-up: median {wake.median * 1000:.1f} ms")
 
 
-def run_peer(opts: Options, scratch: ScratchPostgres, results: Results) -> None:
+def run_peer(opts: Options, scratch: ScratchPostgres, results: Results) -> str:
+    """Procrastinate's burn-downs; returns its template database for the wake-ups."""
     template = scratch.create("procrastinate_bench_tpl")
     asyncio.run(peer.prepare_template(template))
     for concurrency in opts.peer_concurrency:
@@ -238,12 +230,45 @@ def run_peer(opts: Options, scratch: ScratchPostgres, results: Results) -> None:
             scratch.drop(name)
         results.burns.append(burn)
         cli.progress(f"procrastinate c={concurrency}: {burn.rate:,.0f} jobs/s")
-    if opts.samples:
-        name = scratch.create("procrastinate_bench", template=template)
-        wake = asyncio.run(peer.wake_latency(name, opts.samples, opts.peer_pool))
-        scratch.drop(name)
-        results.wakes.append(wake)
-        cli.progress(f"procrastinate wake-up: median {wake.median * 1000:.1f} ms")
+    return template
+
+
+def _rounds(samples: int) -> list[int]:
+    """``samples`` split into WAKE_ROUNDS rounds (none empty)."""
+    base, extra = divmod(samples, WAKE_ROUNDS)
+    return [n for i in range(WAKE_ROUNDS) if (n := base + (i < extra))]
+
+
+def run_pg_wakes(
+    opts: Options,
+    side: PostgresSide | None,
+    scratch: ScratchPostgres,
+    peer_template: str | None,
+    results: Results,
+) -> None:
+    """Our PostgreSQL wake-up and Procrastinate's, in alternating rounds after every
+    burn-down, so that both meet the same load from the rest of the machine."""
+    how = "LISTEN/NOTIFY (enqueued via a separate Database object)"
+    mine = Wake("seojobs", "postgresql", how) if side is not None else None
+    theirs = Wake(f"procrastinate {peer.VERSION}", "postgresql", "LISTEN/NOTIFY")
+    for n in _rounds(opts.samples):
+        if side is not None and mine is not None:
+            name = side.fresh(0)
+            url = pg_url(name)
+            mine.extend(
+                asyncio.run(
+                    ours.wake_latency(url, "postgresql", side.project_id, n, same_db=False, how=how)
+                )
+            )
+            side.scratch.drop(name)
+        if peer_template is not None:
+            name = scratch.create("procrastinate_bench", template=peer_template)
+            theirs.extend(asyncio.run(peer.wake_latency(name, n, opts.peer_pool)))
+            scratch.drop(name)
+    for wake in (mine, theirs if peer_template is not None else None):
+        if wake is not None and wake.samples:
+            results.wakes.append(wake)
+            cli.progress(f"{wake.system} postgresql wake-up: median {wake.median * 1000:.1f} ms")
 
 
 def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
@@ -279,10 +304,14 @@ def main(argv: list[str] | None = None) -> int:
                 scratch_sqlite = stack.enter_context(ScratchSqlite())
                 run_sqlite(opts, SqliteSide(scratch_sqlite), results)
             if pg is not None:
+                side = None
                 if opts.wants("postgresql") or opts.bare_on("postgresql"):
-                    run_postgres(opts, PostgresSide(pg), results)
-                if opts.wants("procrastinate"):
-                    run_peer(opts, pg, results)
+                    side = PostgresSide(pg)
+                    run_postgres(opts, side, results)
+                peer_template = run_peer(opts, pg, results) if opts.wants("procrastinate") else None
+                if opts.samples:
+                    ours_side = side if opts.wants("postgresql") else None
+                    run_pg_wakes(opts, ours_side, pg, peer_template, results)
     except KeyboardInterrupt:
         _print_partial(results, "interrupted")
         return 130

@@ -115,6 +115,10 @@ class Wake:
         self.samples.append(started - before)
         self.enqueue_calls.append(returned - before)
 
+    def extend(self, other: Wake) -> None:
+        self.samples += other.samples
+        self.enqueue_calls += other.enqueue_calls
+
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
