@@ -12,24 +12,25 @@ Who learns of each finish, how late, and at what cost in requests:
 Nothing touches the network and nothing sleeps for real. See bench/README.md.
 """
 
+from __future__ import annotations
+
 import sys
 from pathlib import Path
 
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-if str(_HERE.parent) not in sys.path:
-    sys.path.insert(0, str(_HERE.parent))
+sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
+    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
+]
 
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-import httpx  # noqa: E402
+import httpx
 
-from bench.poll_sim import Figures, SimClock, World, figures, seed000  # noqa: E402
-from bench.text import verdict  # noqa: E402
-from seojobs.client import Client  # noqa: E402
-from seojobs.client.models import Job  # noqa: E402
-from seojobs.client.scheduler import Scheduler  # noqa: E402
+from bench.lib.cli import verdict
+from bench.lib.pollsim import Figures, SimClock, World, figures, seed000
+from seojobs.client import Client
+from seojobs.client.models import Job
+from seojobs.client.scheduler import Scheduler
 
 LIMIT, WINDOW = 120, 60.0
 TARGET_SHARE = 0.05  # at most 5 % of seed 000's requests

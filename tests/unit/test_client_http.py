@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from email.utils import format_datetime
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from seojobs.client import (
     APIError,
@@ -38,7 +41,7 @@ from tests.unit.test_client_wait import FakeTime
 PROBLEM = "application/problem+json"
 
 
-def headers(**values: str) -> httpx.Headers:
+def headers(**values: str | bytes) -> httpx.Headers:
     return httpx.Headers({k.replace("_", "-"): v for k, v in values.items()})
 
 
@@ -83,16 +86,34 @@ def test_ratelimit_token_names_and_several_policies() -> None:
         '"user";q=120;w=60;',
         "",
         '"unterminated;q=120;w=60',
+        '"user";q=12345678901234567;w=60',
+        '"user";q=@1659578233;w=60',
+        '"user";q=%"120";w=60',
+        '"user";q=:MTIw:;w=60',
+        "(user);q=120;w=60",
+        '"user";q=120;w=60;q=?1',
+        "us\xe9r;q=120;w=60".encode(),  # UTF-8 on the wire: httpx decodes it as latin-1
     ],
 )
-def test_malformed_policy_is_ignored(policy: str) -> None:
+def test_malformed_policy_is_ignored(policy: str | bytes) -> None:
     state = RateLimitState(limit=50, window=10.0)
     state.update(headers(ratelimit_policy=policy))
     assert (state.limit, state.window) == (50, 10.0)
 
 
 @pytest.mark.parametrize(
-    "current", ['"user";r=x;t=5', '"user";r=-3;t=5', '"user";r=3;t=-5', '"user";t=5', "r=3"]
+    "current",
+    [
+        '"user";r=x;t=5',
+        '"user";r=-3;t=5',
+        '"user";r=3;t=-5',
+        '"user";t=5',
+        "r=3",
+        '"user";r=3.0;t=5',
+        '"user";r=3;t=?1',
+        '"user";r=3;t=@1659578233',
+        '"user";r=3;t=5,,',
+    ],
 )
 def test_malformed_current_is_ignored(current: str) -> None:
     state = RateLimitState(remaining=9, reset_in=4.0, observed_at=1.0)
@@ -108,12 +129,30 @@ def test_absent_fields_keep_what_was_known() -> None:
 
 
 def test_structured_field_list_parser() -> None:
+    # RFC 9651 values as http-sf returns them; members are named by their string or token.
     assert parse_sf_list('"a";x=1;y="s\\"q";z, b;f=?0;d=2.5;k=:AAE=:') == [
         ("a", {"x": 1, "y": 's"q', "z": True}),
-        ("b", {"f": False, "d": 2.5, "k": ":AAE=:"}),
+        ("b", {"f": False, "d": Decimal("2.5"), "k": b"\x00\x01"}),
     ]
-    assert parse_sf_list(None) is None
-    assert parse_sf_list("a,,b") is None
+    assert parse_sf_list("") == []
+    # Inner lists and bare numbers cannot name a policy: left out, the rest kept.
+    assert parse_sf_list('(a b);q=1;w=1, 5;q=1;w=1, "x";q=2;w=3') == [("x", {"q": 2, "w": 3})]
+    for malformed in (None, "a,,b", "a,", '"open', "a;B=1", "a;q=12345678901234567", "é"):
+        assert parse_sf_list(malformed) is None, malformed
+
+
+@given(st.text(max_size=60), st.text(max_size=60))
+def test_any_ratelimit_text_leaves_the_client_standing(policy: str, current: str) -> None:
+    # Whatever a server or a proxy puts in these fields, reading them never raises.
+    state = RateLimitState()
+    values = {"ratelimit-policy": policy, "ratelimit": current}
+    try:
+        fields = httpx.Headers(values)
+    except (UnicodeEncodeError, ValueError):
+        return  # httpx itself refuses to carry such a header
+    state.update(fields, 0.0)
+    assert state.limit is None or isinstance(state.limit, int)
+    assert state.remaining is None or isinstance(state.remaining, int)
 
 
 # -- Retry-After ----------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+import http_sf
 import httpx
+from http_sf.types import BareItemType
 from pydantic import BaseModel
 
 from seojobs import __version__
@@ -59,82 +61,31 @@ def job_model(kind: str) -> type[Job]:
     return SubmitJob if kind == "index_submit" else CheckJob
 
 
-# -- Structured Fields (RFC 8941): just enough for the RateLimit fields -------------------------
+# -- RateLimit fields: RFC 9651 Structured Fields lists, parsed by http-sf ---------------------
 
-SFValue = str | int | float | bool
-SFMember = tuple[SFValue, dict[str, SFValue]]
-
-_SF_KEY = re.compile(r"[a-z*][a-z0-9_\-.*]*")
-_SF_STRING = re.compile(r'"((?:[^"\\\x00-\x1f\x7f]|\\["\\])*)"')
-_SF_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,3})?")
-_SF_TOKEN = re.compile(r"[A-Za-z*][A-Za-z0-9:/!#$%&'*+\-.^_`|~]*")
-_SF_BYTES = re.compile(r":[A-Za-z0-9+/=]*:")
-_SF_BOOLEAN = re.compile(r"\?[01]")
-
-
-def _sf_bare(text: str, pos: int) -> tuple[SFValue, int] | None:
-    if match := _SF_STRING.match(text, pos):
-        return re.sub(r"\\(.)", r"\1", match.group(1)), match.end()
-    if match := _SF_NUMBER.match(text, pos):
-        raw = match.group()
-        return (float(raw) if "." in raw else int(raw)), match.end()
-    if match := _SF_BOOLEAN.match(text, pos):
-        return match.group() == "?1", match.end()
-    for pattern in (_SF_TOKEN, _SF_BYTES):
-        if match := pattern.match(text, pos):
-            return match.group(), match.end()
-    return None
-
-
-def _sf_params(text: str, pos: int) -> tuple[dict[str, SFValue], int] | None:
-    params: dict[str, SFValue] = {}
-    while pos < len(text) and text[pos] == ";":
-        pos += 1
-        while pos < len(text) and text[pos] == " ":
-            pos += 1
-        key = _SF_KEY.match(text, pos)
-        if key is None:
-            return None
-        pos = key.end()
-        value: SFValue = True
-        if pos < len(text) and text[pos] == "=":
-            bare = _sf_bare(text, pos + 1)
-            if bare is None:
-                return None
-            value, pos = bare
-        params[key.group()] = value
-    return params, pos
+SFValue = BareItemType  # int, Decimal, str, Token, bytes, bool, datetime, DisplayString
+SFMember = tuple[str, dict[str, SFValue]]
 
 
 def parse_sf_list(text: str | None) -> list[SFMember] | None:
-    """An RFC 8941 list of items with parameters; None when the field is malformed."""
+    """The members of a Structured Fields list, named by their string or token; None when the
+    field is absent or malformed (the draft tells clients to ignore such a field).
+
+    Members that are not a string or token (inner lists, numbers, ...) cannot name a policy
+    and are left out.
+    """
     if text is None:
         return None
+    try:
+        # httpx decoded the field as latin-1 at worst: encoding it back gives the wire bytes.
+        parsed = http_sf.parse(text.encode("latin-1"), tltype="list")
+    except (UnicodeEncodeError, ValueError):  # StructuredFieldError is a ValueError
+        return None
     members: list[SFMember] = []
-    pos, end = 0, len(text)
-    while pos < end and text[pos] in " \t":
-        pos += 1
-    while pos < end:
-        bare = _sf_bare(text, pos)
-        if bare is None:
-            return None
-        item, pos = bare
-        parsed = _sf_params(text, pos)
-        if parsed is None:
-            return None
-        params, pos = parsed
-        members.append((item, params))
-        while pos < end and text[pos] in " \t":
-            pos += 1
-        if pos == end:
-            break
-        if text[pos] != ",":
-            return None
-        pos += 1
-        while pos < end and text[pos] in " \t":
-            pos += 1
-        if pos == end:
-            return None  # a trailing comma
+    for member in parsed if isinstance(parsed, list) else ():
+        name, params = member if isinstance(member, tuple) else (None, None)
+        if isinstance(name, str | http_sf.Token) and isinstance(params, dict):
+            members.append((str(name), params))
     return members
 
 
@@ -173,7 +124,7 @@ class RateLimitState:
             quota, window = _whole(params.get("q")), _whole(params.get("w"), positive=True)
             if quota is None or window is None:
                 continue
-            candidate = (quota / window, str(name), quota, window)
+            candidate = (quota / window, name, quota, window)
             if best is None or candidate[0] < best[0]:
                 best = candidate
         if best is not None:
@@ -189,7 +140,7 @@ class RateLimitState:
             reset = _whole(params.get("t")) if "t" in params else None
             if "t" in params and reset is None:
                 continue
-            if str(name) == self.policy_name:
+            if name == self.policy_name:
                 chosen = (remaining, reset)
                 break
             if chosen is None or remaining < chosen[0]:

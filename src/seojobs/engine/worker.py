@@ -181,23 +181,35 @@ class Worker:
     def _claim(
         self, limit: int, acks: list[tuple[int, int, dict[str, Any] | None]]
     ) -> list[JobRecord]:
+        plan = self._claim_plan(limit)
+        if not acks and self.db.dialect == "postgresql":
+            # Each claim statement is atomic on its own (and they claim distinct jobs): in
+            # autocommit, without a BEGIN and a COMMIT round trip around it, a woken idle
+            # worker starts its job two round trips sooner.
+            with self.db.autocommit() as conn:
+                return self._claim_with(conn, plan, self.clock())
         with self.db.write() as conn:
             now = self.clock()
             if acks:
                 self._check_completed(acks, self._complete(conn, acks, now))
-            claimed: list[JobRecord] = []
-            for kinds, exclude, most in self._claim_plan(limit):
-                claimed += job_sql.claim(
-                    self.db,
-                    conn,
-                    self.worker_id,
-                    most,
-                    now,
-                    self.settings.lease_seconds,
-                    kinds=kinds,
-                    exclude=exclude,
-                )
-            return claimed
+            return self._claim_with(conn, plan, now)
+
+    def _claim_with(
+        self, conn: Any, plan: list[tuple[list[str] | None, list[str], int]], now: datetime
+    ) -> list[JobRecord]:
+        claimed: list[JobRecord] = []
+        for kinds, exclude, most in plan:
+            claimed += job_sql.claim(
+                self.db,
+                conn,
+                self.worker_id,
+                most,
+                now,
+                self.settings.lease_seconds,
+                kinds=kinds,
+                exclude=exclude,
+            )
+        return claimed
 
     def _claim_plan(self, limit: int) -> list[tuple[list[str] | None, list[str], int]]:
         """``(kinds, excluded kinds, how many)`` per claim statement: one for the kinds

@@ -87,6 +87,12 @@ class Database:
                 self.wake_local()
 
     @contextmanager
+    def autocommit(self) -> Iterator[Connection]:
+        """A connection whose every statement commits by itself (one-statement writes)."""
+        with _unavailable(), self.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         with _unavailable(), self.engine.connect() as conn, conn.begin():
             yield conn

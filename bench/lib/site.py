@@ -1,6 +1,6 @@
 """The local site and the fake Serper API for ``bench/check.py``, served in a child process.
 
-``python -m bench.check_site`` binds ``--site-ports`` loopback sockets for the site and one for
+``python -m bench.lib.site`` binds ``--site-ports`` loopback sockets for the site and one for
 the fake Serper API, prints their ports as one JSON line, then serves one raw ASGI app on all
 of them with uvicorn until stdin closes (the parent died or is done) or SIGTERM arrives.
 
@@ -26,14 +26,16 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from bench.lib import REPO
+from bench.lib.procstat import sched_seconds
 
 API_KEY = "bench-serper-key"
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: /sitemap.xml\n"
 PAGE_FILLER = " ".join(f"Paragraph text about topic {i} with a few more words." for i in range(24))
-ROOT = Path(__file__).resolve().parent.parent
+
 
 Scope = dict[str, Any]
 
@@ -181,23 +183,6 @@ def serve(site_ports: int, pages: int, cpu: int | None) -> None:
     asyncio.run(server.serve(sockets=[*site, api]))
 
 
-def sched_seconds(pid: int | str = "self") -> tuple[float, float]:
-    """(seconds on a CPU, seconds runnable but waiting for one) of every thread of ``pid``.
-
-    From /proc/<pid>/task/*/schedstat (Linux); threads that already ended are not counted.
-    The wait is the direct measure of other load on the machine taking our CPU.
-    """
-    running = waiting = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            on_cpu, queued, _slices = (task / "schedstat").read_text().split()
-        except (OSError, ValueError):
-            continue
-        running += int(on_cpu)
-        waiting += int(queued)
-    return running / 1e9, waiting / 1e9
-
-
 class SiteProcess:
     """The server child: ``with SiteProcess(...) as site:`` gives its base URLs."""
 
@@ -205,7 +190,7 @@ class SiteProcess:
         self._args = [
             sys.executable,
             "-m",
-            "bench.check_site",
+            "bench.lib.site",
             "--site-ports",
             str(site_ports),
             "--pages",
@@ -218,9 +203,9 @@ class SiteProcess:
         self.serper_url = ""
 
     def __enter__(self) -> SiteProcess:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
         self._proc = subprocess.Popen(
-            self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=env
+            self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
         )
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()

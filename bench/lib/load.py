@@ -8,7 +8,7 @@ take. Latency is per request, from the request's send to its last response byte.
 drawn uniformly from the seeded range (``first_id + random(0, span - 1)``); ``span`` 0 means
 the path is fixed (the bare endpoint).
 
-The fallback (``python -m bench.api_load ...``, a separate process) is used only when wrk is
+The fallback (``python -m bench.lib.load ...``, a separate process) is used only when wrk is
 not installed. It is Python too, so on a 2-CPU machine it competes with the server for CPU and
 reports lower ceilings than wrk.
 """
@@ -27,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.lib import REPO
 
 # Writes one line the parent parses. Latencies are in microseconds (wrk's unit).
 WRK_SCRIPT = """
@@ -142,7 +144,7 @@ def run_python(target: Target, connections: int, seconds: float, pause_ms: float
     cmd = [
         sys.executable,
         "-m",
-        "bench.api_load",
+        "bench.lib.load",
         str(target.port),
         target.path,
         str(target.first_id),
@@ -151,10 +153,9 @@ def run_python(target: Target, connections: int, seconds: float, pause_ms: float
         str(seconds),
         str(pause_ms),
     ]
-    repo = Path(__file__).resolve().parent.parent
     env = {**os.environ, "BENCH_API_AUTH": target.auth}
     out = subprocess.run(
-        cmd, capture_output=True, text=True, cwd=repo, env=env, timeout=seconds + 60, check=False
+        cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=seconds + 60, check=False
     )
     if out.returncode != 0:
         raise RuntimeError(f"load generator failed: {out.stderr.strip()[-500:]}")
@@ -229,7 +230,7 @@ async def _drive(target: Target, connections: int, seconds: float, pause_ms: flo
 
 
 def _main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.api_load")
+    parser = argparse.ArgumentParser(prog="python -m bench.lib.load")
     for name in ("port", "path", "first_id", "span", "connections", "seconds", "pause_ms"):
         parser.add_argument(name)
     args = parser.parse_args()

@@ -12,9 +12,8 @@ import time
 import procrastinate
 import psycopg
 
-from bench.common import Burn, Wake, burn_timeout, wait_until_done
-from bench.kinds import Counter, Stamps
-from bench.scratch import pg_conninfo, vacuum_postgres
+from bench.lib.jobs import Burn, Counter, Stamps, Wake, burn_timeout, wait_until_done
+from bench.lib.scratch import pg_conninfo, vacuum_postgres
 
 DEFER_CHUNK = 1000
 POLL_INTERVAL = 1.0  # same fallback poll as our worker
@@ -119,8 +118,9 @@ async def wake_latency(dbname: str, samples: int, pool_size: int | None) -> Wake
                 await asyncio.sleep(rng.uniform(0.02, 0.06))
                 before = time.perf_counter()
                 job_id = await stamp.defer_async()
+                returned = time.perf_counter()
                 started = await stamps.wait_for(job_id, timeout=POLL_INTERVAL * 5)
-                result.samples.append(started - before)
+                result.add(before, returned, started)
         finally:
             await _stop(task)
     return result

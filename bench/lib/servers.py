@@ -1,4 +1,10 @@
-"""One uvicorn process per system, started and stopped by ``bench/api.py``.
+"""One uvicorn process per system, started and stopped by ``bench/api.py``, and the two apps.
+
+``uvicorn --factory bench.lib.servers:ours`` builds seojobs exactly as ``seojobs serve
+--no-worker`` does (``create_app(Settings(), run_worker=False)``, settings from ``SEOJOBS_*``).
+``bench.lib.servers:bare`` is the ceiling: FastAPI with one ``async`` route that returns a
+constant dict with the keys of an index-check status body (about the same size to serialise),
+with no dependencies, no database and no middleware.
 
 Both processes get the same uvicorn options: one process (no ``--workers``), the loop and HTTP
 protocol ``seojobs serve`` uses (asyncio; httptools with its request limits), access log off,
@@ -10,6 +16,7 @@ servers itself (SIGTERM, then SIGKILL after 10 s).
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -18,10 +25,16 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
+from fastapi import FastAPI
+
+from bench.lib import REPO
 from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
 
-REPO = Path(__file__).resolve().parent.parent
+if TYPE_CHECKING:
+    from bench.lib.ours import Seeded
+
 UVICORN_OPTIONS = (
     "--host",
     "127.0.0.1",
@@ -36,6 +49,7 @@ UVICORN_OPTIONS = (
     "warning",
 )
 START_TIMEOUT = 60.0
+STATUS_PATH = "/api/v1/index-check/jobs/"
 
 
 def free_port() -> int:
@@ -148,3 +162,79 @@ class Server:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+# -- sanity checks before the load ----------------------------------------------------------
+
+
+def check_bare(server: Server) -> None:
+    """The bare endpoint answers its constant."""
+    status, _headers, body = server.get(BARE_PATH, {})
+    if status != 200 or json.loads(body) != CONSTANT:
+        raise RuntimeError(f"bare endpoint answered {status}: {body[:200]!r}")
+
+
+def check_ours(server: Server, label: str, seeded: Seeded) -> str:
+    """One open job, one completed job and one bad key; returns the rate-limit headers seen."""
+    auth = {"Authorization": seeded.api_key}
+    for job_id, state in ((seeded.first_id, "pending"), (seeded.first_id + 1, "completed")):
+        status, headers, body = server.get(f"{STATUS_PATH}{job_id}", auth)
+        doc = json.loads(body)
+        if status != 200 or doc.get("job_id") != job_id or doc.get("status") != state:
+            raise RuntimeError(f"{label}: job {job_id} answered {status}: {body[:200]!r}")
+        lower = {k.lower(): v for k, v in headers.items()}
+        if state == "pending" and "retry-after" not in lower:
+            raise RuntimeError(f"{label}: no Retry-After on an open job")
+        if "ratelimit-policy" not in lower:
+            raise RuntimeError(f"{label}: no RateLimit-Policy header: the limiter did not run")
+    status, _h, _b = server.get(f"{STATUS_PATH}{seeded.first_id}", {"Authorization": "x"})
+    if status != 401:
+        raise RuntimeError(f"{label}: a wrong key answered {status}, not 401")
+    return f"RateLimit-Policy: {lower['ratelimit-policy']}, RateLimit: {lower['ratelimit']}"
+
+
+def limiter_count(server: Server, seeded: Seeded, limit: int) -> int:
+    """Requests the limiter counted in its current window (from the RateLimit header)."""
+    _s, headers, _b = server.get(
+        f"{STATUS_PATH}{seeded.first_id}", {"Authorization": seeded.api_key}
+    )
+    lower = {k.lower(): v for k, v in headers.items()}
+    remaining = int(lower["ratelimit"].split("r=")[1].split(";")[0])
+    return limit - remaining
+
+
+# -- the two apps (uvicorn --factory bench.lib.servers:ours / :bare) ----------------------------
+
+BARE_PATH = "/const"
+
+CONSTANT: dict[str, Any] = {
+    "job_id": 1,
+    "status": "pending",
+    "title": None,
+    "total_urls": 1,
+    "failed_count": 0,
+    "progress_percent": 0,
+    "created_at": "2025-01-01T00:00:00+00:00",
+    "completed_at": None,
+    "error": None,
+    "checked_urls": 0,
+    "indexed_count": 0,
+    "not_indexed_count": 0,
+}
+
+
+def ours() -> FastAPI:
+    from seojobs.api import create_app
+    from seojobs.settings import Settings
+
+    return create_app(Settings(), run_worker=False)
+
+
+def bare() -> FastAPI:
+    app = FastAPI()
+
+    @app.get(BARE_PATH)
+    async def const() -> dict[str, Any]:
+        return CONSTANT
+
+    return app

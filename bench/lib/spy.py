@@ -1,4 +1,9 @@
-"""Where the API process spends its time under load: py-spy against the server's pid.
+"""py-spy profiles: where an API server spends its time under load (``bench/api.py``), and
+where one of our index-check runs spends this process's CPU (``bench/check.py --profile``:
+py-spy attaches to the benchmark itself while one SQLite run goes, and every sample is put in
+the first ``CHECK_CATEGORIES`` entry its stack matches).
+
+For the API servers:
 
 ``py-spy record --gil --format raw`` samples only the thread that holds the GIL, so each sample
 is a moment of Python work in the process (any thread; on the status path that is the event
@@ -29,17 +34,27 @@ the SQLite busy fallback).
 
 from __future__ import annotations
 
+import collections
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from bench.text import table
+from bench.lib.cli import table
 
-RATE = 200  # samples per second
+T = TypeVar("T")
+
+RATE = 200  # samples per second of the API servers
+SELF_RATE = 250  # of bench/check.py's own process
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?)(?::\d+)?\)$")
 
 # (label, (function, file)): a sample counts for the step when a frame on its stack has a
@@ -98,6 +113,34 @@ STEPS: list[tuple[str, tuple[str, str]]] = [
     ("expected ~0: SQLAlchemy statement, anywhere", (r"Connection\.execute", "sqlalchemy/")),
     ("expected ~0: FastAPI's solve_dependencies", (r"solve_dependencies", "fastapi/")),
 ]
+# Checked in order; a sample counts for the first category whose pattern is in its stack.
+CHECK_CATEGORIES: tuple[tuple[str, str], ...] = (
+    (
+        "httpcore: failed 'import sniffio' per lock use",
+        r"current_async_library \(httpcore[^;]*;[^;]*_find_and_load",
+    ),
+    ("httpcore: pool scan (_assign_requests_to_connections)", r"_assign_requests_to_connections"),
+    ("DB: record each item (thread side: SQLAlchemy + SQLite)", r"Worker\.record_items"),
+    ("DB: record each item (loop side: outcomes, lock, executor hop)", r"JobContext\.record"),
+    ("DB: claim, items page, completion, probe", r"sqlalchemy|sqlite3|seojobs/store/"),
+    ("diagnostics: canonical URL resolving (fetch.urls)", r"_canonical \("),
+    ("diagnostics: parse_head (html.parser)", r"parse_head"),
+    ("diagnostics: rest (verdict, to_dict, directives)", r"diagnose \(|Diagnostics\.to_dict"),
+    ("robots.txt: cache and protego verdicts", r"RobotsCache|protego"),
+    ("fetcher: guard, pinning, politeness gate", r"AddressGuard|pinned|Pinning|HostGate"),
+    ("fetcher: body read (_read_capped)", r"_read_capped"),
+    ("Serper: response parsing and URL match", r"SerperChecker\._parse|urlmatch"),
+    ("Serper: the POST (provider HTTP client)", r"SerperChecker\._attempt"),
+    ("fetcher: the page GET (aiohttp)", r"Fetcher\._exchange"),
+    (
+        "HTTP stack elsewhere (aiohttp protocol, httpx, yarl, multidict)",
+        r"httpx/|httpcore/|h11/|anyio/|aiohttp/|yarl/|multidict/",
+    ),
+    ("seojobs glue (run_items, handler, worker)", r"seojobs/"),
+    ("asyncio event loop", r"asyncio/"),
+)
+CHECK_EXCLUDE = re.compile(r"create_job|_verify|prepare_template|_warm \(")
+
 _MATCHERS = [(name, re.compile(func), where) for name, (func, where) in STEPS]
 # The outermost frame of a complete stack: the main thread's, or another thread's.
 ROOTS = {"_run_module_as_main", "Thread._bootstrap"}
@@ -147,30 +190,62 @@ class Profile:
 
 
 def available() -> str | None:
-    here = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "py-spy"
-    return str(here) if here.exists() else shutil.which("py-spy")
+    """py-spy beside the interpreter (the dev venv has it), else on PATH."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-def start(binary: str, pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            binary,
-            "record",
-            "--pid",
-            str(pid),
-            "--duration",
-            str(max(1, round(seconds))),
-            "--rate",
-            str(RATE),
-            "--format",
-            "raw",
-            "--gil",
-            "-o",
-            str(out),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+def start(
+    binary: str, pid: int, out: Path, seconds: float | None = None, rate: int = RATE
+) -> subprocess.Popen[bytes]:
+    """``py-spy record --gil --format raw`` of ``pid`` into ``out``; for ``seconds``, or until
+    :func:`stop` (py-spy writes its output on SIGINT)."""
+    args = [binary, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--gil"]
+    if seconds is not None:
+        args += ["--duration", str(max(1, round(seconds)))]
+    args += ["-o", str(out)]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def record_self(run: Callable[[], T]) -> tuple[T, str | None]:
+    """``run()`` while py-spy samples this very process at ``SELF_RATE``; (its result, the raw
+    stacks, or None when py-spy is missing or could not attach)."""
+    binary = available()
+    if binary is None:
+        return run(), None
+    with tempfile.TemporaryDirectory(prefix="seojobs_bench_spy_") as tmp:
+        out = Path(tmp) / "raw.txt"
+        proc = start(binary, os.getpid(), out, rate=SELF_RATE)
+        try:
+            time.sleep(1.0)  # let py-spy attach
+            result = run()
+        finally:
+            stop(proc)
+        return result, out.read_text() if out.exists() else None
+
+
+def categorise(raw: str) -> tuple[int, collections.Counter[str]]:
+    """(samples, samples per category of ``CHECK_CATEGORIES``) of py-spy's raw output: each
+    sample counts for the first category whose pattern is in its stack."""
+    total = 0
+    found: collections.Counter[str] = collections.Counter()
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit() or CHECK_EXCLUDE.search(stack):
+            continue
+        total += int(count)
+        name = next((n for n, pattern in CHECK_CATEGORIES if re.search(pattern, stack)), "other")
+        found[name] += int(count)
+    return total, found
 
 
 def _frames(stack: str) -> list[tuple[str, str]]:
@@ -209,7 +284,7 @@ def analyse(raw: str, label: str, seconds: float, requests: int) -> Profile:
 def record(binary: str, pid: int, seconds: float) -> tuple[subprocess.Popen[bytes], Path, Path]:
     tmp = Path(tempfile.mkdtemp(prefix="seojobs_api_spy_"))
     out = tmp / "profile.txt"
-    return start(binary, pid, seconds, out), out, tmp
+    return start(binary, pid, out, seconds), out, tmp
 
 
 def finish(

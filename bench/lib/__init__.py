@@ -1,0 +1,16 @@
+"""The benchmarks' shared library. The entry scripts are ``bench/queue.py``, ``bench/check.py``,
+``bench/api.py`` and ``bench/poll.py`` (see bench/README.md); everything they share is here:
+
+- ``cli``: progress lines, tables, PASS/FAIL, argument types, the environment lines, SIGTERM;
+- ``scratch``: scratch PostgreSQL databases and SQLite files; ``procstat``: CPU accounting;
+- ``ours``: seojobs as the benchmarks drive it; ``jobs``: the queue benchmark's job kinds and
+  records; ``peer``: Procrastinate; ``bare``: the ceilings (plain SQL and HTTP loops);
+- ``site``: the local site and fake Serper API; ``servers``: the API benchmark's uvicorn
+  processes and apps; ``load``: its load generators; ``spy``: py-spy profiles;
+- ``queue_report``, ``check_report``, ``api_report``: the printed reports and targets;
+  ``pollsim``: the simulated world of ``bench/poll.py``.
+"""
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,238 @@
+"""Results and the printed report of ``bench/check.py``."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from bench.lib.cli import table, verdict
+
+TARGET_RATE = 500.0  # URLs/s per worker process
+TARGET_RATIO = 0.7  # of the bare aiohttp loop at the same concurrency
+
+BARE = "bare aiohttp"  # the ceiling: our fetcher and Serper adapter send with aiohttp
+BARE_HTTPX = "bare httpx"  # for comparison with the figures before the ceiling changed
+OURS = "seojobs"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed pass over the URL list."""
+
+    system: str  # OURS, BARE or BARE_HTTPX
+    dialect: str  # sqlite | postgresql | "-" (bare)
+    concurrency: int
+    host_concurrency: int | None  # fetch_host_concurrency (None: the bare loop has no gate)
+    urls: int
+    seconds: float
+    cpu_seconds: float  # this process, every thread (event loop, DB threads, listener)
+    loop_wait_seconds: float  # the event-loop thread runnable but waiting for a CPU
+    server_cpu_seconds: float  # the site + fake Serper process
+    server_wait_seconds: float  # the site process runnable but waiting for a CPU
+    others_busy: float  # CPUs kept busy by every other process meanwhile (PostgreSQL too)
+
+    @property
+    def rate(self) -> float:
+        return self.urls / self.seconds
+
+    @property
+    def cpu_ms_per_url(self) -> float:
+        return self.cpu_seconds * 1000 / self.urls
+
+    @property
+    def key(self) -> tuple[str, str, int, int | None]:
+        return (self.system, self.dialect, self.concurrency, self.host_concurrency)
+
+
+@dataclass
+class Results:
+    urls: int
+    environment: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+
+    def group(self, key: tuple[str, str, int, int | None]) -> list[Run]:
+        return [r for r in self.runs if r.key == key]
+
+    def best(self, key: tuple[str, str, int, int | None]) -> Run | None:
+        runs = self.group(key)
+        return max(runs, key=lambda r: r.rate) if runs else None
+
+    def row_keys(self) -> list[tuple[str, str, int, int | None]]:
+        return list(dict.fromkeys(r.key for r in self.runs))
+
+
+def _host(run: Run) -> str:
+    if run.host_concurrency is None:
+        return "-"
+    polite = " (default)" if run.host_concurrency == 2 else ""
+    return f"{run.host_concurrency}{polite}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One summary row: the best run of a key, and ours against the ceiling."""
+
+    best: Run
+    cpu_ms: float  # median CPU ms/URL over the key's runs
+    ceiling: Run | None = None  # the bare aiohttp loop's best at the same concurrency
+    ratio: float | None = None
+    cpu_ratio: float | None = None
+    httpx_ratio: float | None = None
+
+    @property
+    def judged(self) -> bool:
+        """The ratio target binds where ours runs at the bare loop's concurrency: the raised
+        per-host limit. The default gate (2 pages per host at once) is politeness by design."""
+        return self.ratio is not None and self.best.host_concurrency == self.best.concurrency
+
+    @property
+    def rate_ok(self) -> bool | None:
+        return self.best.rate >= TARGET_RATE if self.best.system == OURS else None
+
+    @property
+    def ratio_ok(self) -> bool | None:
+        return self.ratio >= TARGET_RATIO if self.judged and self.ratio is not None else None
+
+
+def _median_cpu(results: Results, key: tuple[str, str, int, int | None]) -> float:
+    return statistics.median(r.cpu_ms_per_url for r in results.group(key))
+
+
+def summary_rows(results: Results) -> list[Row]:
+    rows = []
+    for key in results.row_keys():
+        best = results.best(key)
+        assert best is not None
+        cpu = _median_cpu(results, key)
+        if best.system != OURS:
+            rows.append(Row(best, cpu))
+            continue
+        ceiling_key = (BARE, "-", best.concurrency, None)
+        ceiling = results.best(ceiling_key)
+        httpx_run = results.best((BARE_HTTPX, "-", best.concurrency, None))
+        rows.append(
+            Row(
+                best,
+                cpu,
+                ceiling,
+                best.rate / ceiling.rate if ceiling else None,
+                _median_cpu(results, ceiling_key) / cpu if ceiling else None,
+                best.rate / httpx_run.rate if httpx_run else None,
+            )
+        )
+    return rows
+
+
+def failures(results: Results) -> list[str]:
+    """The targets that failed, one line each (empty: every target passed)."""
+    failed = []
+    for row in summary_rows(results):
+        label = f"{row.best.dialect} c={row.best.concurrency} per-host {_host(row.best)}"
+        if row.rate_ok is False:
+            failed.append(f"{label}: {row.best.rate:,.0f} URLs/s < {TARGET_RATE:.0f}")
+        if row.ratio_ok is False:
+            failed.append(f"{label}: {row.ratio:.2f} x bare aiohttp < {TARGET_RATIO}")
+    return failed
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _verdict(ok: bool | None) -> str:
+    return "-" if ok is None else verdict(ok)
+
+
+def _summary(results: Results) -> list[str]:
+    rows = [
+        [
+            row.best.system,
+            row.best.dialect,
+            str(row.best.concurrency),
+            _host(row.best),
+            f"{row.best.rate:,.0f}",
+            _fmt(row.ceiling.rate if row.ceiling else None, ",.0f"),
+            _fmt(row.ratio),
+            _fmt(row.httpx_ratio),
+            f"{row.cpu_ms:.2f}",
+            f"{1000 / row.cpu_ms:,.0f}",
+            _fmt(row.cpu_ratio),
+            _verdict(row.rate_ok),
+            _verdict(row.ratio_ok),
+        ]
+        for row in summary_rows(results)
+    ]
+    headers = [
+        "system",
+        "db",
+        "conc",
+        "per-host",
+        "URLs/s",
+        "aiohttp URLs/s",
+        "ratio",
+        "x httpx",
+        "CPU ms/URL",
+        "URLs/CPU-s",
+        "CPU ratio",
+        f">= {TARGET_RATE:.0f}/s",
+        f">= {TARGET_RATIO} x aiohttp",
+    ]
+    return table(headers, rows, {2, 4, 5, 6, 7, 8, 9, 10})
+
+
+def _every_run(results: Results) -> list[str]:
+    rows = [
+        [
+            r.system,
+            r.dialect,
+            str(r.concurrency),
+            _host(r),
+            f"{r.seconds:.2f}",
+            f"{r.rate:,.0f}",
+            f"{r.cpu_ms_per_url:.2f}",
+            f"{r.cpu_seconds / r.seconds:.0%}",
+            f"{r.loop_wait_seconds / r.seconds:.0%}",
+            f"{r.server_cpu_seconds / r.seconds:.0%}",
+            f"{r.server_wait_seconds / r.seconds:.0%}",
+            f"{r.others_busy:.2f}",
+        ]
+        for r in results.runs
+    ]
+    headers = [
+        "system",
+        "db",
+        "conc",
+        "per-host",
+        "seconds",
+        "URLs/s",
+        "CPU ms/URL",
+        "bench CPU",
+        "loop waits",
+        "site CPU",
+        "site waits",
+        "others",
+    ]
+    return table(headers, rows, {2, 4, 5, 6, 7, 8, 9, 10, 11})
+
+
+def render(results: Results) -> str:
+    out = ["", "seojobs index-check benchmark (bench/check.py)", ""]
+    out += [f"  {line}" for line in results.environment]
+    out += ["", "Every run, in the order run"]
+    if results.runs:
+        out += _every_run(results)
+    out += [
+        "",
+        "Summary: best run per row. ratio = our URLs/s / the bare aiohttp loop's at the same",
+        "concurrency (the ceiling; judged where per-host = conc, the bare loop has no gate);",
+        "x httpx = the same against the bare httpx loop, for comparison with older figures.",
+        "URLs/CPU-s = 1000 / CPU ms/URL: what the process would do with a core to itself.",
+        "CPU ratio = the bare aiohttp loop's CPU ms/URL / ours (medians): the ratio both would",
+        "have if CPU-bound, and far less sensitive to other load on the machine than URLs/s.",
+    ]
+    if results.runs:
+        out += _summary(results)
+    if results.notes:
+        out += ["", "Notes"] + [f"  {line}" for line in results.notes]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,111 @@
+"""What every benchmark prints and parses the same way: progress lines, plain-text tables,
+PASS/FAIL and the exit code, comma-separated arguments, the environment lines; and SIGTERM
+unwinding like Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import signal
+import sqlite3
+import statistics
+import sys
+from collections.abc import Callable, Collection, Sequence
+from typing import Protocol
+
+
+def progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] | None = None
+) -> list[str]:
+    """A header, a rule and the rows; columns in ``right`` are right-aligned (by default every
+    column but the first)."""
+    if right is None:
+        right = range(1, len(headers))
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  " + "  ".join(out).rstrip()
+
+    return [line(headers), "  " + "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def positive_ints(text: str) -> tuple[int, ...]:
+    """An argparse type: "8,32,64" -> (8, 32, 64)."""
+    values = tuple(int(part) for part in text.split(",") if part.strip())
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("expected positive integers separated by commas")
+    return values
+
+
+def choice(allowed: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type: a comma-separated subset of ``allowed``, in the order given."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        chosen = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+        unknown = set(chosen) - set(allowed)
+        if unknown or not chosen:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(allowed)}")
+        return chosen
+
+    return parse
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def versions(*names: str) -> str:
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
+
+
+class _HasVersion(Protocol):
+    def server_version(self) -> str: ...
+
+
+def machine(pg: _HasVersion | None = None) -> str:
+    """The machine line every report starts with (PostgreSQL's version when it is used)."""
+    line = (
+        f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}"
+    )
+    if pg is not None:
+        line += f"; PostgreSQL {pg.server_version()} on 127.0.0.1 (same machine)"
+    return line
+
+
+def _unwind(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def unwind_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so servers are stopped and scratch databases dropped."""
+    signal.signal(signal.SIGTERM, _unwind)
+
+
+def exit_code(failed: Sequence[str]) -> int:
+    """1 when a target failed (each printed once more at the end), else 0."""
+    if failed:
+        print("\nFAIL: " + "\nFAIL: ".join(failed), flush=True)
+    return 1 if failed else 0

@@ -1,0 +1,79 @@
+"""How a woken worker claims, on both stores: on PostgreSQL a claim with no acknowledgements
+to carry is one statement in autocommit (no BEGIN and COMMIT round trips before the job can
+start); on SQLite every claim stays inside BEGIN IMMEDIATE, the single writer's lock."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import event
+
+from seojobs.engine.registry import Registry
+from seojobs.engine.worker import Worker
+from seojobs.services import Services
+from seojobs.store.db import Database
+from tests.conftest import make_settings
+from tests.waiting import await_until
+
+CLAIM_ORDER = "ORDER BY jobs.priority, jobs.run_at, jobs.id"
+
+
+def _in_transaction(dbapi_conn: Any, dialect: str) -> bool:
+    if dialect == "postgresql":
+        from psycopg.pq import TransactionStatus
+
+        return bool(dbapi_conn.info.transaction_status != TransactionStatus.IDLE)
+    return bool(dbapi_conn.in_transaction)
+
+
+class ClaimWatch:
+    """Records, for every claim statement the worker's engine runs, whether the connection was
+    inside a transaction block when the statement had run."""
+
+    def __init__(self, db: Database) -> None:
+        self.dialect = db.dialect
+        self.claims: list[bool] = []  # True: inside a transaction block
+        event.listen(db.engine, "after_cursor_execute", self._after)
+
+    def _after(self, _conn: Any, cursor: Any, statement: str, *_args: Any) -> None:
+        if CLAIM_ORDER in statement and statement.lstrip().startswith(("WITH", "UPDATE")):
+            self.claims.append(_in_transaction(cursor.connection, self.dialect))
+
+
+async def test_woken_worker_claims_without_a_transaction_block_on_postgresql(
+    store_url: str, registry: Registry
+) -> None:
+    # A 60 s poll: only the wake-up (LISTEN/NOTIFY or the data_version watch) starts the jobs.
+    settings = make_settings(store_url, poll_interval=60)
+    db, producer_db = Database(store_url), Database(store_url)
+    watch = ClaimWatch(db)
+    services = Services(producer_db, settings, registry)
+    user = services.create_user("alice").user
+    worker = Worker(db, settings, registry, maintenance=False)
+    task = asyncio.create_task(worker.run())
+    try:
+        await await_until(lambda: _claimed_at_least(watch, 1))  # the first claim found nothing
+        for n in range(3):  # one job at a time, each to an idle worker
+            job, _ = services.create_job(user, "test_noop", {})
+            await await_until(lambda job_id=job.id: _completed(services, user, job_id))
+            assert worker.claimed_total == n + 1
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 30)
+        db.dispose()
+        producer_db.dispose()
+    assert len(watch.claims) >= 4
+    if db.dialect == "postgresql":
+        assert not any(watch.claims), watch.claims
+    else:
+        assert all(watch.claims), watch.claims
+
+
+async def _claimed_at_least(watch: ClaimWatch, n: int) -> bool:
+    return len(watch.claims) >= n
+
+
+async def _completed(services: Services, user: Any, job_id: int) -> bool:
+    job = await asyncio.to_thread(services.job, user, job_id)
+    return bool(job.state == "completed")
