@@ -98,23 +98,19 @@ class UnreadableBody(FetchError):
     default_kind = PROTOCOL_ERROR
 
 
-def _detail(exc: BaseException) -> str:
-    """The first non-empty message down the cause chain (wrappers often carry none)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if str(seen):
-            return str(seen)
-        seen = seen.__cause__ or seen.__context__
-    return "no detail"
-
-
 def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes (or contexts), outermost first."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and current not in seen:
         seen.append(current)
         current = current.__cause__ or current.__context__
     return seen
+
+
+def _detail(exc: BaseException) -> str:
+    """The first non-empty message down the cause chain (wrappers often carry none)."""
+    return next((str(e) for e in _chain(exc) if str(e)), "no detail")
 
 
 def _is_tls_failure(exc: BaseException, https: bool) -> bool:
