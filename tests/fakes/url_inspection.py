@@ -20,6 +20,7 @@ import httpx
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 
+from seojobs.fetch.http import HttpClient
 from tests.fakes.google import FakeTokenEndpoint
 from tests.fakes.serp import Reply, ScriptedFake
 
@@ -134,7 +135,7 @@ class StaticTokens:
         self.issued: list[str] = []
         self.invalidated: list[str] = []
 
-    async def token(self, client: httpx.AsyncClient) -> str:
+    async def token(self, client: HttpClient) -> str:
         token = self._tokens[min(len(self.issued), len(self._tokens) - 1)]
         self.issued.append(token)
         return token

@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from seojobs.providers.base import (
@@ -19,6 +18,7 @@ from seojobs.providers.base import (
     ProviderError,
     ProviderNotConfigured,
     SubmitResult,
+    http_client,
 )
 from seojobs.providers.google_auth import ServiceAccountTokens, load_service_account
 from seojobs.providers.google_indexing import GoogleIndexingSubmitter
@@ -204,7 +204,7 @@ async def test_token_is_renewed_shortly_before_it_expires(
         backoff=0.01,
         clock=lambda: now[0],
     )
-    async with httpx.AsyncClient() as client:
+    async with http_client(Settings()) as client:
         first = await source.token(client)
         now[0] += 3600 - 301  # still more than the 5-minute margin left
         assert await source.token(client) == first

@@ -6,7 +6,6 @@ import json
 import socket
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from seojobs.providers.base import (
@@ -17,9 +16,11 @@ from seojobs.providers.base import (
     ProviderError,
     ProviderNotConfigured,
     SubmitResult,
+    http_client,
 )
 from seojobs.providers.indexnow import KEY_INVALID, IndexNowSubmitter
 from seojobs.settings import Settings
+from tests.fakes.edge import RecordingConnector
 from tests.fakes.indexnow import PATH, FakeIndexNow, Reply
 from tests.fakes.server import serve
 
@@ -272,15 +273,11 @@ async def test_a_key_outside_the_protocol_is_fatal(
 
 
 async def test_an_injected_client_is_used_and_left_open(fake: FakeIndexNow, endpoint: str) -> None:
-    seen: list[str] = []
-
-    async def note(request: httpx.Request) -> None:
-        seen.append(str(request.url))
-
-    async with httpx.AsyncClient(event_hooks={"request": [note]}) as client:
+    edge = RecordingConnector()  # notes what the injected client sends, at the network edge
+    async with http_client(settings_for(endpoint), connector=lambda: edge) as client:
         adapter = IndexNowSubmitter(settings_for(endpoint), client=client)
         results = await adapter.submit(urls_on(A, 1))
         await adapter.aclose()
-        assert not client.is_closed
+        assert not client.closed
     assert results[0].ok
-    assert seen == [endpoint]
+    assert edge.requests == [f"POST {endpoint}"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from seojobs.providers.base import (
@@ -16,9 +15,11 @@ from seojobs.providers.base import (
     UPSTREAM_ERROR,
     ProviderError,
     ProviderNotConfigured,
+    http_client,
 )
 from seojobs.providers.serpapi import SerpApiChecker
 from seojobs.settings import Settings
+from tests.fakes.edge import RecordingConnector
 from tests.fakes.serp import FakeSerpApi, RecordingSleep, Reply
 from tests.fakes.server import serve
 
@@ -277,10 +278,13 @@ async def test_invalid_url_fails_without_a_paid_search(
 
 async def test_a_shared_client_is_used_and_left_open(fake: FakeSerpApi) -> None:
     fake.index("google", URL)
-    async with httpx.AsyncClient(headers={"X-Trace": "shared"}) as client:
+    edge = RecordingConnector()
+    async with http_client(make_settings(fake), connector=lambda: edge) as client:
         checker = SerpApiChecker(make_settings(fake), client=client)
         assert (await checker.check(URL, "google")).status == "indexed"
         assert (await checker.check(URL, "google")).status == "indexed"
         await checker.aclose()
-        assert not client.is_closed  # the caller's client stays the caller's
-    assert [r.headers["x-trace"] for r in fake.requests] == ["shared", "shared"]
+        assert not client.closed  # the caller's client stays the caller's
+    # Both searches went through the caller's client (its connector at the network edge).
+    assert [r.split("?")[0] for r in edge.requests] == [f"GET {fake.base_url}/search.json"] * 2
+    assert len(fake.requests) == 2

@@ -2,7 +2,8 @@
 
 Job kinds fetch pages only through :class:`Fetcher`; :class:`RobotsCache` answers robots.txt
 questions through the same fetcher, and :func:`inspect` / :func:`diagnose` turn a fetch into
-URL-Inspection-style indexability diagnostics.
+URL-Inspection-style indexability diagnostics. Underneath, :class:`HttpClient`
+(``fetch.http``) is the server's one HTTP client, also the provider adapters'.
 """
 
 from seojobs.fetch.client import Fetcher
@@ -17,6 +18,7 @@ from seojobs.fetch.guard import (
     parse_ip_host,
 )
 from seojobs.fetch.html import HeadInfo, parse_head
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.fetch.politeness import HostGate
 from seojobs.fetch.result import FetchResult, RedirectHop
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict
@@ -32,8 +34,10 @@ __all__ = [
     "GuardPolicy",
     "HeadInfo",
     "HostGate",
+    "HttpClient",
     "RedirectHop",
     "Resolver",
+    "Response",
     "RobotsCache",
     "RobotsDirectives",
     "RobotsVerdict",

@@ -21,8 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from seojobs.fetch import errors
 from seojobs.fetch.directives import (
     RobotsDirectives,
@@ -116,7 +114,7 @@ class Diagnostics:
 def _resolve(base: str, href: str) -> str | None:
     try:
         return normalize_url(parse_url(join_url(parse_url(base), href)))
-    except (FetchError, httpx.InvalidURL, ValueError):
+    except (FetchError, ValueError):
         return None
 
 

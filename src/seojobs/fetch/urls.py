@@ -1,16 +1,15 @@
 """Parsing and comparing the URLs the fetcher is given and redirected to.
 
-Every URL is spelled the way httpx spells it (that spelling is what reports store as
-``final_url`` and compare canonicals with), but ``httpx.URL`` is slow pure Python and sat on
-every checked URL's path three or four times. So plain URLs (lowercase ``http``/``https``,
-an ASCII host name or IPv4 address, no userinfo, path and query made only of characters
-httpx leaves as they are, no dot segments) are parsed by one regular expression into the
-same spelling; anything else (IDN hosts, IPv6 literals, characters to percent-encode, dot
-segments, odd ports, uppercase schemes) still goes through ``httpx.URL``. Both paths give
-the same results; ``tests/unit/test_fetch_urls.py`` checks them against httpx side by side.
+Plain URLs (lowercase ``http``/``https``, an ASCII host name or IPv4 address, no userinfo,
+path and query made only of characters that stay as they are, no dot segments) are parsed by
+one regular expression; anything else (IDN hosts, IPv6 literals, characters to percent-encode,
+dot segments, odd ports, uppercase schemes) goes through :mod:`seojobs.fetch.rfc3986`. Both
+give the same spelling, the one reports store as ``final_url`` and compare canonicals with;
+``tests/unit/test_fetch_urls.py`` checks them side by side (and against httpx, which spelled
+these URLs before).
 
-Two rules of our own on top of httpx: credentials (``user:password@``) are dropped, so they are
-never sent nor stored, and port 0 is invalid.
+Two rules of our own: credentials (``user:password@``) are dropped, so they are never sent nor
+stored, and port 0 is invalid.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-import httpx
-
+from seojobs.fetch import rfc3986
 from seojobs.fetch.errors import InvalidURL, UnsupportedScheme
 from seojobs.fetch.guard import parse_ip_host
 
@@ -29,7 +27,7 @@ SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _MAX_PORT = 65535
 
-# Characters httpx keeps as they are in a path / a query (RFC 3986 pchar, no escapes needed).
+# Characters a path / a query keeps as they are (RFC 3986 pchar, no escapes needed).
 _PCHARS = r"A-Za-z0-9\-._~!$&'()*+,;=:@"
 _ESCAPED = r"%[0-9A-Fa-f]{2}"
 _PATH = rf"(?:/(?:[{_PCHARS}/]|{_ESCAPED})*)?"
@@ -40,7 +38,7 @@ _SIMPLE = re.compile(
 )
 # A reference that only replaces the path (and query) of its base: ``/p/2?x``.
 _PATH_REF = re.compile(rf"/(?![/])(?:[{_PCHARS}/]|{_ESCAPED})*(?:\?{_QUERY})?(?:#[\x21-\x7e]*)?")
-# httpx's test for an IPv4-style host; such a host must then be a valid dotted quad.
+# An IPv4-style host; it must then be a valid dotted quad.
 _IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
 # The userinfo of a URL or reference as a browser (WHATWG) reads it: after the scheme and any
 # slashes (or after ``//``), up to the last ``@`` before the path, query or fragment.
@@ -49,7 +47,7 @@ _USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.\-]*:[\\/]*|[\\/]{2}))[^/?#
 
 @dataclass(frozen=True, slots=True)
 class URL:
-    """An absolute http(s) URL without its fragment, as httpx would spell it.
+    """An absolute http(s) URL without its fragment, spelled as :mod:`.rfc3986` spells it.
 
     ``host`` is the ASCII host (IDNA-encoded, lowercase, IPv6 without brackets); ``port`` is
     ``None`` for the scheme's default; ``target`` is what a request line carries (path and
@@ -74,7 +72,7 @@ def _plain(raw: str) -> URL | None:
         return None
     scheme, host, port_text, path, query = match.groups()
     if "/." in path:
-        return None  # dot segments: httpx removes them
+        return None  # dot segments: the slow path removes them
     host = host.lower()
     if _IPV4_STYLE.fullmatch(host):
         try:
@@ -96,11 +94,11 @@ def without_userinfo(raw: str) -> str:
     return _USERINFO.sub(r"\1", raw, count=1)
 
 
-def _via_httpx(raw: str) -> URL:
+def _via_rfc3986(raw: str) -> URL:
     shown = without_userinfo(raw)
     try:
-        url = httpx.URL(raw)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
+        url = rfc3986.parse(raw)
+    except ValueError as exc:
         raise InvalidURL(f"invalid URL {shown!r}: {exc}") from exc
     if not url.scheme:
         raise InvalidURL(f"not an absolute URL: {shown!r}")
@@ -109,18 +107,13 @@ def _via_httpx(raw: str) -> URL:
     if not url.host:
         raise InvalidURL(f"URL has no host: {shown!r}")
     # Credentials are never sent (aiohttp turns them into Basic auth) nor echoed: a redirect
-    # could hand us someone's password and reports would store it.
-    url = url.copy_with(userinfo=b"", fragment=None)
-    scheme = url.scheme.lower()
-    port = url.port
-    if port == _DEFAULT_PORTS.get(scheme):
-        port = None
-    keyed = url.copy_with(scheme=scheme, port=port)
-    key = str(keyed)
-    if keyed.raw_path in (b"", b"/") and not key.endswith("/"):
-        key += "/"
-    target = url.raw_path.decode("ascii")
-    return URL(url.scheme, url.raw_host.decode("ascii"), url.port, target, str(url), key, False)
+    # could hand us someone's password and reports would store it. rfc3986 keeps none.
+    url = url._replace(fragment=None)
+    text = str(url)
+    key = text
+    if url.query is None and url.path in ("", "/") and not key.endswith("/"):
+        key += "/"  # http://a.com and http://a.com/ are one page
+    return URL(url.scheme, url.host, url.port, url.target, text, key, False)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -130,27 +123,27 @@ def parse_url(raw: str) -> URL:
     Cached: a checked URL is parsed for robots.txt, diagnostics and the fetch alike.
     """
     raw = raw.strip()
-    url = _plain(raw) or _via_httpx(raw)
+    url = _plain(raw) or _via_rfc3986(raw)
     if url.port is not None and not 0 < url.port <= _MAX_PORT:
-        # httpx takes any number. Port 0 cannot be dialled (and robots.txt went to the default
-        # port instead); above 65535 the connection layer raised ValueError.
+        # The syntax allows any number. Port 0 cannot be dialled (and robots.txt went to the
+        # default port instead); above 65535 the connection layer raised ValueError.
         raise InvalidURL(f"port out of range in {without_userinfo(raw)!r}")
     parse_ip_host(url.host)  # numeric hosts must be valid IPv4 (WHATWG)
     return url
 
 
 def join_url(base: URL, ref: str) -> str:
-    """``ref`` resolved against ``base`` (RFC 3986), spelled as httpx's ``URL.join`` does.
+    """``ref`` resolved against ``base`` (RFC 3986 section 5).
 
-    Raises ``httpx.InvalidURL`` or ``ValueError`` when the reference cannot be joined; the
-    result still has to go through :func:`parse_url`.
+    Raises ``ValueError`` when the reference cannot be parsed; the result still has to go
+    through :func:`parse_url`.
     """
     if _SIMPLE.fullmatch(ref):
         return ref  # already absolute (parse_url drops the fragment)
     if base.plain and _PATH_REF.fullmatch(ref) and "/." not in ref:
         port = "" if base.port is None else f":{base.port}"
         return f"{base.scheme}://{base.host}{port}{ref}"
-    return str(httpx.URL(base.text).join(ref))
+    return rfc3986.join(base.text, ref)
 
 
 def normalize_url(url: URL | str) -> str:

@@ -4,28 +4,27 @@ An adapter turns one provider's wire format into :class:`SubmitResult` / :class:
 It never raises for a per-URL problem (that is a result with an ``error_code``); it raises
 :class:`ProviderError` only when the whole call failed (auth, quota, transport), with
 ``retryable`` set for 429/5xx/transport errors so :func:`with_retries` can back off.
+
+Every adapter talks HTTP through :func:`http_client`: the server's one client
+(``seojobs.fetch.http``), with proxies from the environment honoured. Its failures arrive as
+``FetchError``; :func:`with_retries` turns a transport failure into a retryable
+``upstream_error`` (:func:`transport_error`), and an answer whose body cannot be used
+(``UnreadableBody``: undecodable, or over :data:`MAX_ANSWER_BYTES`) is left to the adapter,
+which reports it as a malformed answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import json
 import random
-import urllib.request
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar
-from urllib.parse import urlsplit
 
-import aiohttp
-import httpx
-from multidict import CIMultiDictProxy
-
-from seojobs.fetch import aio
-from seojobs.fetch.aio import AiohttpTransport
-from seojobs.fetch.result import header_charset
+from seojobs.fetch.errors import FetchError, UnreadableBody
+from seojobs.fetch.http import ACCEPT_ENCODING, Connector, HttpClient, Response
 from seojobs.settings import Settings
 
 T = TypeVar("T")
@@ -105,158 +104,36 @@ class Checker(Protocol):
     async def check(self, url: str, engine: str) -> CheckResult: ...
 
 
-class Answer(Protocol):
-    """What adapters read of an HTTP answer (an ``httpx.Response`` or a ``ProviderResponse``)."""
-
-    @property
-    def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    @property
-    def text(self) -> str: ...
-
-    def json(self) -> Any: ...
+# The largest provider answer read (a page of SERP results is well under 1 MB; Google's batch
+# answer for 100 URLs about 100 KB): a bigger one is malformed, not worth the memory.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 
 
-class ProviderResponse:
-    """An answer of :class:`ProviderClient`: status, headers and the decoded body.
+def http_client(settings: Settings, *, connector: Connector | None = None) -> HttpClient:
+    """The HTTP client of provider adapters (never for user pages: no SSRF guard here).
 
-    ``text`` and ``json()`` mean what they mean on ``httpx.Response`` (charset from
-    ``Content-Type``, else UTF-8, undecodable bytes replaced; JSON from the bytes).
+    The provider base URLs and Google's token URI come from the operator's settings and key
+    file, not from users, so connections are plain. Proxies from the environment apply
+    (``HTTP_PROXY``/``HTTPS_PROXY``, ``NO_PROXY``); no cookies are kept. ``connector``:
+    tests' hook at the network edge.
     """
-
-    __slots__ = ("content", "headers", "status_code")
-
-    def __init__(self, status_code: int, headers: CIMultiDictProxy[str], content: bytes) -> None:
-        self.status_code = status_code
-        self.headers = headers
-        self.content = content
-
-    @property
-    def text(self) -> str:
-        charset = header_charset(self.headers.get("content-type"))
-        try:
-            return self.content.decode(charset or "utf-8", errors="replace")
-        except LookupError:  # an unknown charset: httpx falls back to UTF-8 too
-            return self.content.decode("utf-8", errors="replace")
-
-    def json(self) -> Any:
-        return json.loads(self.content)
-
-
-def _decoded(status: int, headers: CIMultiDictProxy[str], raw: bytes, pairs: Any) -> bytes:
-    """The body without its Content-Encoding, decoded by httpx (DecodingError if it cannot)."""
-    if headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
-        return raw
-    return httpx.Response(status, headers=pairs, content=raw).content
-
-
-class ProviderClient:
-    """The lean HTTP client of the per-URL provider calls: aiohttp directly, httpx's answers.
-
-    A request goes straight to an aiohttp session (httpx's client layer — request building,
-    auth and cookie flows, hooks — cost more CPU than the request itself on the hot path of
-    index checks); the answer is an ``httpx.Response`` built from the raw bytes, so
-    ``Content-Encoding`` is decoded (and an undecodable body raises ``httpx.DecodingError``)
-    exactly as before, and adapters read it as they always did. aiohttp's errors are raised
-    as httpx's (``seojobs.fetch.aio.translate``), so ``with_retries`` and the adapters' own
-    ``except httpx.TransportError`` keep working. Proxies from the environment
-    (``HTTP_PROXY``/``HTTPS_PROXY``, ``NO_PROXY``) apply, as they did through httpx; they are
-    looked up once per origin and client (aiohttp's ``trust_env`` would ask on every request,
-    in a thread).
-    """
-
-    def __init__(self, settings: Settings) -> None:
-        self._timeout = aio.client_timeout(
-            settings.fetch_connect_timeout, settings.provider_timeout
-        )
-        self._headers = {
+    return HttpClient(
+        headers={
             "User-Agent": settings.user_agent,
             "Accept": "*/*",
-            "Accept-Encoding": "gzip, deflate",  # what httpx offered, and decodes
-        }
-        self._session: aiohttp.ClientSession | None = None
-        self._proxies: dict[tuple[str, str], str | None] = {}
-
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aio.client_session(
-                aiohttp.TCPConnector(limit=100),
-                auto_decompress=False,  # httpx.Response decodes, as before
-                headers=self._headers,
-                timeout=self._timeout,
-            )
-        return self._session
-
-    def _proxy_for(self, url: str) -> str | None:
-        parts = urlsplit(url)
-        origin = (parts.scheme, parts.netloc)
-        if origin not in self._proxies:
-            bypass = urllib.request.proxy_bypass(parts.hostname or "")
-            proxy = None if bypass else urllib.request.getproxies().get(parts.scheme)
-            self._proxies[origin] = proxy
-        return self._proxies[origin]
-
-    async def post_json(
-        self, url: str, body: Any, *, headers: dict[str, str] | None = None
-    ) -> ProviderResponse:
-        """POST ``body`` as JSON (encoded as httpx encodes ``json=``)."""
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        sent = {"Content-Type": "application/json", **(headers or {})}
-        return await self.request("POST", url, content=content.encode(), headers=sent)
-
-    async def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        content: bytes | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> ProviderResponse:
-        try:
-            async with self._open().request(
-                method,
-                url,
-                data=content,
-                headers=headers,
-                allow_redirects=False,
-                proxy=self._proxy_for(url),
-            ) as answer:
-                raw = await answer.read()
-                status, answered, pairs = answer.status, answer.headers, answer.raw_headers
-        except Exception as exc:
-            error = aio.translate(exc, httpx.Request(method, url))
-            if error is exc:
-                raise
-            raise error from error.__cause__
-        return ProviderResponse(status, answered, _decoded(status, answered, raw, pairs))
-
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-
-def http_client(settings: Settings, **kwargs: Any) -> httpx.AsyncClient:
-    """The HTTP client adapters use for provider APIs (never for user pages).
-
-    httpx over aiohttp's connections (``seojobs.fetch.aio``): a third of httpx's own CPU per
-    request. httpx ignores proxies from the environment when it is given a transport, so
-    these requests go direct; :class:`ProviderClient` (Serper) honours them.
-    """
-    timeout = httpx.Timeout(settings.provider_timeout, connect=settings.fetch_connect_timeout)
-    kwargs.setdefault("transport", AiohttpTransport())
-    return httpx.AsyncClient(
-        timeout=timeout,
-        headers={"User-Agent": settings.user_agent},
-        follow_redirects=False,
-        **kwargs,
+            "Accept-Encoding": ACCEPT_ENCODING,
+        },
+        connect_timeout=settings.fetch_connect_timeout,
+        read_timeout=settings.provider_timeout,
+        # A provider that trickles its answer is cut off like a page that does.
+        deadline=settings.fetch_connect_timeout + 2 * settings.provider_timeout,
+        max_bytes=MAX_ANSWER_BYTES,
+        connector=connector,
+        env_proxies=True,
     )
 
 
-def retry_after_seconds(response: Answer) -> float | None:
+def retry_after_seconds(response: Response) -> float | None:
     """Parse Retry-After (seconds or an HTTP date)."""
     value = response.headers.get("Retry-After")
     if not value:
@@ -274,9 +151,9 @@ def retry_after_seconds(response: Answer) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def error_for_status(response: Answer, provider: str) -> ProviderError | None:
+def error_for_status(response: Response, provider: str) -> ProviderError | None:
     """The generic mapping of a non-2xx answer; adapters refine it where documented."""
-    status = response.status_code
+    status = response.status
     if status < 400:
         return None
     snippet = response.text[:300]
@@ -319,14 +196,18 @@ async def with_retries(
     """Run ``call``; after a retryable ProviderError or a transport error, wait and retry.
 
     Waits ``backoff * 2**n`` (with jitter, at least the provider's Retry-After, at most
-    ``max_delay``), ``retries`` times; then the last error propagates.
+    ``max_delay``), ``retries`` times; then the last error propagates (a transport error as
+    the ProviderError of :func:`transport_error`). ``UnreadableBody`` is not retried: it
+    propagates for the adapter to report.
     """
     attempt = 0
     while True:
         try:
             return await call()
-        except httpx.TransportError as exc:
-            error = ProviderError(UPSTREAM_ERROR, f"transport error: {exc!r}", retryable=True)
+        except UnreadableBody:
+            raise
+        except FetchError as exc:
+            error = transport_error(exc)
             if attempt >= retries:
                 raise error from exc
         except ProviderError as exc:
@@ -338,6 +219,14 @@ async def with_retries(
             delay = max(delay, error.retry_after)
         await sleep(min(delay, max_delay))
         attempt += 1
+
+
+def transport_error(exc: FetchError) -> ProviderError:
+    """A failed exchange (no usable answer: DNS, connect, TLS, timeout, cut-off transfer...)
+    is the provider's trouble, not the URL's: ``upstream_error``, worth retrying later."""
+    return ProviderError(
+        UPSTREAM_ERROR, f"transport error ({exc.kind}): {exc.message}", retryable=True
+    )
 
 
 def malformed(provider: str, what: str) -> ProviderError:

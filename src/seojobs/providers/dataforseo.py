@@ -31,8 +31,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     AUTH_FAILED,
     MALFORMED_RESPONSE,
@@ -66,7 +66,7 @@ class DataForSeoChecker:
         self,
         settings: Settings,
         *,
-        client: httpx.AsyncClient | None = None,
+        client: HttpClient | None = None,
         options: MatchOptions | None = None,
         location_code: int = 2840,
         language_code: str = "en",
@@ -116,8 +116,8 @@ class DataForSeoChecker:
                 backoff=self._settings.provider_backoff,
                 sleep=self._sleep,
             )
-        except httpx.DecodingError as exc:  # a body its Content-Encoding cannot decode
-            message = f"dataforseo answered in an unexpected shape: undecodable body ({exc})"
+        except UnreadableBody as exc:  # undecodable, or over the size cap
+            message = f"dataforseo answered in an unexpected shape: unreadable body ({exc.message})"
             return CheckResult(url, "failed", self.name, MALFORMED_RESPONSE, message, detail)
 
     async def aclose(self) -> None:
@@ -152,7 +152,7 @@ class DataForSeoChecker:
             detail={**detail, **found.detail()},
         )
 
-    def _links(self, response: httpx.Response, detail: dict[str, Any]) -> list[object] | None:
+    def _links(self, response: Response, detail: dict[str, Any]) -> list[object] | None:
         """The organic URLs, or None for "No Search Results"; raises for other status codes."""
         body = _object(_json(response), "the body")
         _raise_for_code(body, "request")
@@ -181,7 +181,7 @@ class _Rejected(Exception):
     """DataForSEO refused this task (a bad field, an unsupported query): a per-URL failure."""
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: Response) -> Any:
     try:
         return response.json()
     except ValueError as exc:  # also UnicodeDecodeError
@@ -211,8 +211,8 @@ def _raise_for_code(envelope: dict[str, Any], level: str) -> int:
     raise _Rejected(message)
 
 
-def _http_error(response: httpx.Response) -> ProviderError | None:
-    status = response.status_code
+def _http_error(response: Response) -> ProviderError | None:
+    status = response.status
     snippet = response.text[:300]
     if status == 402:
         return ProviderError(

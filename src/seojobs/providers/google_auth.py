@@ -1,9 +1,10 @@
 """Google service-account access tokens (OAuth 2.0 JWT bearer grant), cached until near expiry.
 
 google-auth builds and signs the JWT assertion; the exchange at the key file's ``token_uri`` is
-our own async httpx call. That keeps the token request on the adapter's client and event loop,
-under the shared retry policy and error tree, instead of google-auth's blocking transport with
-its own hidden retry loop (which would need a thread and would swallow the HTTP status).
+our own request on the adapter's HTTP client (``seojobs.fetch.http``). That keeps the token
+request on the adapter's client (its proxy policy too) and event loop, under the shared retry
+policy and error tree, instead of google-auth's blocking transport with its own hidden retry
+loop (which would need a thread and would swallow the HTTP status).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from google.auth import crypt, jwt
 
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     AUTH_FAILED,
     ProviderError,
@@ -82,7 +84,7 @@ def load_service_account(path: str) -> ServiceAccount:
     return ServiceAccount(path, info["client_email"], info["token_uri"], signer)
 
 
-def _oauth_error(response: httpx.Response) -> str:
+def _oauth_error(response: Response) -> str:
     """The ``error`` / ``error_description`` of an OAuth error answer, or the raw text."""
     try:
         body = response.json()
@@ -122,7 +124,7 @@ class ServiceAccountTokens:
         if self._token == token:
             self._token = None
 
-    async def token(self, client: httpx.AsyncClient) -> str:
+    async def token(self, client: HttpClient) -> str:
         """A live access token; raises a non-retryable ProviderError (fatal for a refusal)."""
         async with self._lock:
             if self._token is not None and self._clock() < self._renew_at:
@@ -151,15 +153,13 @@ class ServiceAccountTokens:
         signed: bytes = jwt.encode(self.account.signer, claims)  # type: ignore[no-untyped-call]
         return signed.decode("ascii")
 
-    async def _request(self, client: httpx.AsyncClient) -> tuple[str, float]:
+    async def _request(self, client: HttpClient) -> tuple[str, float]:
         form = {"grant_type": JWT_BEARER_GRANT, "assertion": self._assertion()}
         try:
-            response = await client.post(self.account.token_uri, data=form)
-        except httpx.TransportError:
-            raise  # with_retries backs off and retries these
-        except httpx.HTTPError as exc:  # e.g. a body that fails to decode
-            raise malformed("Google token endpoint", repr(exc)) from None
-        status = response.status_code
+            response = await client.post(self.account.token_uri, form=form)
+        except UnreadableBody as exc:  # undecodable, or over the size cap; not retried
+            raise malformed("Google token endpoint", exc.message) from None
+        status = response.status
         if status == 429 or status >= 500:
             error = error_for_status(response, "Google token endpoint")
             assert error is not None
@@ -177,7 +177,7 @@ class ServiceAccountTokens:
         return _parse_token(response)
 
 
-def _parse_token(response: httpx.Response) -> tuple[str, float]:
+def _parse_token(response: Response) -> tuple[str, float]:
     try:
         body = response.json()
     except ValueError:

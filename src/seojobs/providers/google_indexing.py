@@ -18,8 +18,9 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
+from seojobs.fetch.result import make_headers
 from seojobs.providers.base import (
     AUTH_FAILED,
     MALFORMED_RESPONSE,
@@ -49,7 +50,7 @@ class GoogleIndexingSubmitter:
     name = PROVIDER
     max_batch = 100  # Google's cap on calls per batch request
 
-    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, settings: Settings, client: HttpClient | None = None) -> None:
         if not settings.google_credentials_file:
             raise ProviderNotConfigured(PROVIDER, ["google_credentials_file"])
         self._settings = settings
@@ -150,7 +151,7 @@ class GoogleIndexingSubmitter:
         headers["Content-Type"] = f'multipart/mixed; boundary="{boundary}"'
         content = _batch_body(urls, boundary, urlsplit(self._base).path.rstrip("/") + PUBLISH_PATH)
         response = await self._post(self._base + BATCH_PATH, content=content, headers=headers)
-        if response.status_code != 200:
+        if response.status != 200:
             # The batch itself was refused (auth, throttling, outage): every call shares it.
             return {url: _classify(url, response) for url in urls}
         try:
@@ -164,13 +165,11 @@ class GoogleIndexingSubmitter:
             for i, url in enumerate(urls)
         }
 
-    async def _post(self, url: str, **kwargs: Any) -> httpx.Response:
+    async def _post(self, url: str, **kwargs: Any) -> Response:
         try:
             return await self._client.post(url, **kwargs)
-        except httpx.TransportError:
-            raise  # with_retries backs off and retries these
-        except httpx.HTTPError as exc:  # e.g. a body that fails to decode
-            raise ProviderError(MALFORMED_RESPONSE, f"unreadable answer: {exc!r}") from None
+        except UnreadableBody as exc:  # undecodable, or over the size cap; not retried
+            raise ProviderError(MALFORMED_RESPONSE, f"unreadable answer: {exc.message}") from None
 
 
 def _is_web_url(url: str) -> bool:
@@ -209,16 +208,16 @@ def _batch_body(urls: list[str], boundary: str, path: str) -> bytes:
     return ("\r\n".join(lines) + "\r\n").encode("ascii")
 
 
-def _parse_batch(response: httpx.Response) -> dict[str, httpx.Response]:
+def _parse_batch(response: Response) -> dict[str, Response]:
     """The inner answers of a batch, keyed by our Content-ID (Google prefixes ``response-``)."""
     content_type = response.headers.get("Content-Type", "")
     if not content_type.lower().startswith("multipart/"):
         raise _malformed(f"batch answer is {content_type or 'untyped'}, not multipart")
     head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace")
-    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + response.content)
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + response.body)
     if not message.is_multipart():
         raise _malformed("batch answer has no parts")
-    answers: dict[str, httpx.Response] = {}
+    answers: dict[str, Response] = {}
     for part in message.iter_parts():
         content_id = str(part.get("Content-ID", "")).strip().strip("<>")
         payload = part.get_payload(decode=True)
@@ -227,7 +226,7 @@ def _parse_batch(response: httpx.Response) -> dict[str, httpx.Response]:
     return answers
 
 
-def _parse_http(data: bytes) -> httpx.Response:
+def _parse_http(data: bytes) -> Response:
     """One ``application/http`` part: status line, headers, blank line, body."""
     cuts = [i for i in (data.find(b"\r\n\r\n"), data.find(b"\n\n")) if i >= 0]
     cut = min(cuts, default=len(data))
@@ -236,23 +235,21 @@ def _parse_http(data: bytes) -> httpx.Response:
     status = head[0].split() if head else []
     if len(status) < 2 or not status[0].startswith("HTTP/") or not status[1].isdigit():
         # An unreadable part becomes a 200 with no JSON, which _classify calls malformed.
-        return httpx.Response(200, content=b"")
-    # Only the headers we read: others (Content-Encoding...) would make httpx re-decode.
-    keep = ("content-type", "retry-after")
+        return Response(200, make_headers())
     headers = []
     for line in head[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() in keep:
+        name, colon, value = line.partition(":")
+        if colon:
             headers.append((name.strip(), value.strip()))
-    return httpx.Response(int(status[1]), headers=headers, content=body)
+    return Response(int(status[1]), make_headers(headers), body)
 
 
 def _malformed(what: str) -> ProviderError:
     return ProviderError(MALFORMED_RESPONSE, f"Google Indexing API answered {what}")
 
 
-def _classify(url: str, response: httpx.Response) -> Outcome:
-    status = response.status_code
+def _classify(url: str, response: Response) -> Outcome:
+    status = response.status
     if 200 <= status < 300:
         return _success(url, response)
     message, blob = _google_error(response)
@@ -284,7 +281,7 @@ def _is_quota_reason(blob: str) -> bool:
     return any(r in blob for r in ("ratelimitexceeded", "dailylimitexceeded", "quotaexceeded"))
 
 
-def _quota(url: str, response: httpx.Response, text: str, blob: str) -> Outcome:
+def _quota(url: str, response: Response, text: str, blob: str) -> Outcome:
     # The per-day publish quota resets at midnight Pacific: retrying in seconds only burns
     # time. The per-minute limit clears quickly, so those calls are retried.
     if "per day" in blob or "perday" in blob or "dailylimitexceeded" in blob:
@@ -294,11 +291,11 @@ def _quota(url: str, response: httpx.Response, text: str, blob: str) -> Outcome:
         text,
         retryable=True,
         retry_after=retry_after_seconds(response),
-        status=response.status_code,
+        status=response.status,
     )
 
 
-def _google_error(response: httpx.Response) -> tuple[str, str]:
+def _google_error(response: Response) -> tuple[str, str]:
     """(message, lower-cased error JSON) of Google's ``{"error": {...}}`` envelope."""
     try:
         body = response.json()
@@ -311,7 +308,7 @@ def _google_error(response: httpx.Response) -> tuple[str, str]:
     return message, json.dumps(error).lower()
 
 
-def _success(url: str, response: httpx.Response) -> SubmitResult:
+def _success(url: str, response: Response) -> SubmitResult:
     try:
         body = response.json()
     except ValueError:
@@ -321,5 +318,5 @@ def _success(url: str, response: httpx.Response) -> SubmitResult:
         return _failed(url, MALFORMED_RESPONSE, "publish answer has no urlNotificationMetadata")
     latest = metadata.get("latestUpdate")
     notify_time = latest.get("notifyTime") if isinstance(latest, dict) else None
-    detail = {"status": response.status_code, "notify_time": notify_time, "metadata": metadata}
+    detail = {"status": response.status, "notify_time": notify_time, "metadata": metadata}
     return SubmitResult(url, True, PROVIDER, detail=detail)

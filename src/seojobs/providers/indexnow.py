@@ -15,8 +15,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     AUTH_FAILED,
     MALFORMED_RESPONSE,
@@ -41,7 +41,7 @@ class IndexNowSubmitter:
     name = PROVIDER
     max_batch = MAX_URLS_PER_POST
 
-    def __init__(self, settings: Settings, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, settings: Settings, client: HttpClient | None = None) -> None:
         if not settings.indexnow_key:
             raise ProviderNotConfigured(PROVIDER, ["indexnow_key"])
         self._settings = settings
@@ -92,9 +92,9 @@ class IndexNowSubmitter:
         body["urlList"] = urls
         content = json.dumps(body).encode("utf-8")
 
-        async def call() -> httpx.Response:
+        async def call() -> Response:
             response = await self._post(content)
-            status = response.status_code
+            status = response.status
             if status == 429 or status >= 500:
                 error = error_for_status(response, "IndexNow")
                 assert error is not None
@@ -111,17 +111,15 @@ class IndexNowSubmitter:
             return {url: _failed(url, exc.code, exc.message) for url in urls}
         return {url: _verdict(url, host, response) for url in urls}
 
-    async def _post(self, content: bytes) -> httpx.Response:
+    async def _post(self, content: bytes) -> Response:
         headers = {"Content-Type": "application/json; charset=utf-8"}
         try:
             return await self._client.post(
                 self._settings.indexnow_endpoint, content=content, headers=headers
             )
-        except httpx.TransportError:
-            raise  # with_retries backs off and retries these
-        except httpx.HTTPError as exc:  # e.g. a body that fails to decode
+        except UnreadableBody as exc:  # undecodable, or over the size cap; not retried
             raise ProviderError(
-                MALFORMED_RESPONSE, f"unreadable IndexNow answer: {exc!r}"
+                MALFORMED_RESPONSE, f"unreadable IndexNow answer: {exc.message}"
             ) from None
 
     def _key_location(self, host: str, sample_url: str) -> str | None:
@@ -150,8 +148,8 @@ def _failed(url: str, code: str, message: str) -> SubmitResult:
     return SubmitResult(url, False, PROVIDER, code, message)
 
 
-def _verdict(url: str, host: str, response: httpx.Response) -> SubmitResult:
-    status = response.status_code
+def _verdict(url: str, host: str, response: Response) -> SubmitResult:
+    status = response.status
     snippet = response.text[:300]
     if 200 <= status < 300:
         # 202: received, but the engine has not yet fetched the key file (indexnow.org).

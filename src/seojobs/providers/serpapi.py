@@ -22,8 +22,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     MALFORMED_RESPONSE,
     QUOTA_EXHAUSTED,
@@ -55,7 +55,7 @@ class SerpApiChecker:
         self,
         settings: Settings,
         *,
-        client: httpx.AsyncClient | None = None,
+        client: HttpClient | None = None,
         options: MatchOptions | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
@@ -86,8 +86,8 @@ class SerpApiChecker:
                 backoff=self._settings.provider_backoff,
                 sleep=self._sleep,
             )
-        except httpx.DecodingError as exc:  # a body its Content-Encoding cannot decode
-            return self._malformed(url, query, engine, f"undecodable body ({exc})")
+        except UnreadableBody as exc:  # undecodable, or over the size cap
+            return self._malformed(url, query, engine, f"unreadable body ({exc.message})")
 
     async def aclose(self) -> None:
         """Close the HTTP client unless the caller passed its own."""
@@ -106,7 +106,7 @@ class SerpApiChecker:
             raise ProviderError(
                 QUOTA_EXHAUSTED,
                 f"serpapi: {message}",
-                status=response.status_code,
+                status=response.status,
                 fatal=True,
             )
         error = error_for_status(response, self.name)
@@ -164,7 +164,7 @@ class SerpApiChecker:
         )
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: Response) -> Any:
     try:
         return response.json()
     except ValueError:  # also UnicodeDecodeError

@@ -17,18 +17,17 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     MALFORMED_RESPONSE,
     QUOTA_EXHAUSTED,
     REJECTED,
     CheckResult,
-    ProviderClient,
     ProviderError,
     ProviderNotConfigured,
-    ProviderResponse,
     error_for_status,
+    http_client,
     with_retries,
 )
 from seojobs.providers.urlmatch import MatchOptions, match, site_query
@@ -43,7 +42,7 @@ class SerperChecker:
         self,
         settings: Settings,
         *,
-        client: ProviderClient | None = None,
+        client: HttpClient | None = None,
         options: MatchOptions | None = None,
         num: int = 10,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -54,7 +53,7 @@ class SerperChecker:
         self._settings = settings
         self._key = settings.serper_key
         self._own_client = client is None
-        self._client = client if client is not None else ProviderClient(settings)
+        self._client = client if client is not None else http_client(settings)
         self._endpoint = settings.serper_base_url.rstrip("/") + "/search"
         self._options = options
         self._num = num
@@ -74,8 +73,8 @@ class SerperChecker:
                 backoff=self._settings.provider_backoff,
                 sleep=self._sleep,
             )
-        except httpx.DecodingError as exc:  # a body its Content-Encoding cannot decode
-            return self._malformed(url, query, f"undecodable body ({exc})")
+        except UnreadableBody as exc:  # undecodable, or over the size cap
+            return self._malformed(url, query, f"unreadable body ({exc.message})")
 
     async def aclose(self) -> None:
         """Close the HTTP client unless the caller passed its own."""
@@ -83,10 +82,10 @@ class SerperChecker:
             await self._client.aclose()
 
     async def _attempt(self, url: str, query: str) -> CheckResult:
-        response = await self._client.post_json(
-            self._endpoint, {"q": query, "num": self._num}, headers={"X-API-KEY": self._key}
+        response = await self._client.post(
+            self._endpoint, json={"q": query, "num": self._num}, headers={"X-API-KEY": self._key}
         )
-        if response.status_code == 400 and "credit" in response.text.lower():
+        if response.status == 400 and "credit" in response.text.lower():
             raise ProviderError(
                 QUOTA_EXHAUSTED,
                 f"serper has no credits left: {response.text[:200]}",
@@ -100,7 +99,7 @@ class SerperChecker:
             return CheckResult(url, "failed", self.name, REJECTED, error.message)
         return self._parse(response, url, query)
 
-    def _parse(self, response: ProviderResponse, url: str, query: str) -> CheckResult:
+    def _parse(self, response: Response, url: str, query: str) -> CheckResult:
         try:
             body: Any = response.json()
         except ValueError:

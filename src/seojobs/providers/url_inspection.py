@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import httpx
-
+from seojobs.fetch.errors import UnreadableBody
+from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     AUTH_FAILED,
     MALFORMED_RESPONSE,
@@ -87,7 +87,7 @@ _INDEXED_PREFIXES = ("submitted and indexed", "indexed")
 class TokenSource(Protocol):
     """Bearer tokens (seojobs.providers.google_auth.ServiceAccountTokens fits)."""
 
-    async def token(self, client: httpx.AsyncClient) -> str: ...
+    async def token(self, client: HttpClient) -> str: ...
 
     def invalidate(self, token: str) -> None: ...
 
@@ -110,7 +110,7 @@ class UrlInspectionChecker:
         settings: Settings,
         *,
         tokens: TokenSource | None = None,
-        client: httpx.AsyncClient | None = None,
+        client: HttpClient | None = None,
         site_urls: Sequence[str] | None = None,
         language_code: str | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -149,8 +149,8 @@ class UrlInspectionChecker:
             return CheckResult(url, "failed", self.name, REJECTED, message, {"cached": True})
         try:
             return await self._inspect(tokens, url, origin, [known] if known else candidates)
-        except httpx.DecodingError as exc:  # a body its Content-Encoding cannot decode
-            return self._malformed(url, None, f"undecodable body ({exc})")
+        except UnreadableBody as exc:  # undecodable, or over the size cap
+            return self._malformed(url, None, f"unreadable body ({exc.message})")
 
     async def aclose(self) -> None:
         """Close the HTTP client unless the caller passed its own."""
@@ -230,18 +230,18 @@ class UrlInspectionChecker:
         response = await self._client.post(
             endpoint, json=body, headers={"Authorization": f"Bearer {token}"}
         )
-        if response.status_code == 401:
+        if response.status == 401:
             # A cached token can die early (revoked key, clock skew): one fresh token, then fatal.
             tokens.invalidate(token)
             token = await tokens.token(self._client)
             response = await self._client.post(
                 endpoint, json=body, headers={"Authorization": f"Bearer {token}"}
             )
-        if response.status_code >= 400:
+        if response.status >= 400:
             return _refusal(response)
         return self._result(url, site, response)
 
-    def _result(self, url: str, site: str, response: httpx.Response) -> CheckResult:
+    def _result(self, url: str, site: str, response: Response) -> CheckResult:
         try:
             body = response.json()
         except ValueError:
@@ -284,7 +284,7 @@ def _status(verdict: object, coverage: object) -> CheckStatus | None:
     return "indexed" if text.startswith(_INDEXED_PREFIXES) else "not_indexed"
 
 
-def _google_error(response: httpx.Response) -> tuple[str, set[str]]:
+def _google_error(response: Response) -> tuple[str, set[str]]:
     """The message and every status/reason named in Google's error envelope."""
     try:
         error = response.json().get("error")
@@ -302,9 +302,9 @@ def _google_error(response: httpx.Response) -> tuple[str, set[str]]:
     return text, {r for r in reasons if isinstance(r, str)}
 
 
-def _refusal(response: httpx.Response) -> _Refused:
+def _refusal(response: Response) -> _Refused:
     """Map an error answer: raise for whole-call failures, else say whether to try on."""
-    status = response.status_code
+    status = response.status
     message, reasons = _google_error(response)
     text = f"url_inspection {status}: {message}"
     if status == 401 or (status == 403 and reasons & _FATAL_403):
