@@ -74,3 +74,31 @@ def parse_ids(ids: str | None, *, most: int, field: str = "ids") -> list[int] | 
         return [parse_id(part) for part in parts]
     except ValueError:
         raise invalid(field, f"comma-separated whole numbers 1 to {MAX_ID}") from None
+
+
+def _at_most(hi: str) -> list[str]:
+    """Alternatives matching the digit strings (no leading zero) of the numbers 1..``hi``."""
+    shorter = [f"[1-9][0-9]{{0,{len(hi) - 2}}}"] if len(hi) > 1 else []
+    same: list[str] = []
+    for i, digit in enumerate(hi):
+        low = "1" if i == 0 else "0"
+        if int(digit) > int(low):
+            rest = len(hi) - i - 1
+            tail = f"[0-9]{{{rest}}}" if rest else ""
+            same.append(f"{hi[:i]}[{low}-{int(digit) - 1}]{tail}")
+    return shorter + same + [hi]
+
+
+def digits_pattern(lo: int, hi: int) -> str:
+    """The regex (unanchored) of what ``whole_number`` takes as a string in ``lo..hi``
+    (``lo`` 0 or 1): leading zeros included, so a schema-valid value is never refused."""
+    if lo not in (0, 1):
+        raise ValueError("lo must be 0 or 1")
+    number = "|".join(_at_most(str(hi)))
+    return f"0*(?:{number})" if lo == 1 else f"(?:0*(?:{number})|0+)"
+
+
+def id_list_pattern(most: int) -> str:
+    """The regex of ``parse_ids``: up to ``most`` ids between commas (empty parts skipped)."""
+    one = digits_pattern(1, MAX_ID)
+    return f"^,*(?:{one}(?:,+{one}){{0,{most - 1}}})?,*$"

@@ -22,6 +22,7 @@ from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem, invalid
 from seojobs.api.projects_models import (
+    INTERVALS,
     JobData,
     JobIn,
     JobPage,
@@ -297,11 +298,11 @@ def cancel_job(job_id: JobId, user: User, svc: Svc) -> Response:
 
 
 def _interval_fields(body: ScheduleIn) -> None:
-    given = [f for f in ("every_days", "every_seconds", "cron") if getattr(body, f) is not None]
+    given = [f for f in INTERVALS if getattr(body, f) is not None]
     if len(given) == 1:
         return
     message = "give exactly one of every_days, every_seconds or cron"
-    named = given or ["every_days", "every_seconds", "cron"]
+    named = given or list(INTERVALS)
     raise Problem(
         422,
         "Invalid request",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.api.text import Cron, Name, Title
 
@@ -62,7 +62,18 @@ class JobType(BaseModel):
     params_schema: dict[str, Any] = Field(description="JSON Schema of the job's `params`.")
 
 
+INTERVALS = ("every_days", "every_seconds", "cron")
+
+
+def _only(field: str) -> dict[str, Any]:
+    others = {other: {"type": "null"} for other in INTERVALS if other != field}
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **others}}
+
+
 class ScheduleIn(BaseModel):
+    # Exactly one of the three, as projects._interval_fields checks; null counts as absent.
+    model_config = ConfigDict(json_schema_extra={"oneOf": [_only(f) for f in INTERVALS]})
+
     name: Name
     type: KindName
     params: dict[str, Any] = Field(default_factory=dict)

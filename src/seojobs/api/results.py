@@ -17,7 +17,7 @@ from seojobs.api.deps import Svc, User
 from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ, cell, item_status, report_columns
-from seojobs.api.v1 import Cursor, JobId, Limit
+from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
 from seojobs.services import Services
 from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
 
@@ -188,7 +188,7 @@ def list_items(
     user: User,
     svc: Svc,
     outcome: Outcome = None,
-    cursor: Cursor = None,
+    cursor: SeqCursor = None,
     limit: Limit = 100,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:

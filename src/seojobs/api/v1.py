@@ -16,11 +16,19 @@ from pydantic import BaseModel, Field
 from seojobs.api import idempotency, problems, reports
 from seojobs.api.deps import Svc, User, current_user
 from seojobs.api.fastroute import PathIdRoute
-from seojobs.api.ids import MAX_ID, IdDigits, digits, parse_cursor, parse_ids
+from seojobs.api.ids import (
+    MAX_ID,
+    IdDigits,
+    digits,
+    digits_pattern,
+    id_list_pattern,
+    parse_cursor,
+    parse_ids,
+)
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
-from seojobs.kinds.urls import MAX_URLS
+from seojobs.kinds.urls import MAX_URLS, UrlText
 from seojobs.services import Services, indexing
 from seojobs.store.records import JobRecord, UserRecord
 
@@ -36,7 +44,7 @@ JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id."), IdDig
 
 
 class SubmitRequest(BaseModel):
-    urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
+    urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     checker: int | None = Field(
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
     )
@@ -45,7 +53,7 @@ class SubmitRequest(BaseModel):
 
 
 class CheckRequest(BaseModel):
-    urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
+    urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
 
@@ -253,11 +261,30 @@ StatusFilter = Annotated[
     list[Literal["pending", "processing", "completed", "failed"]] | None,
     Query(description="Only jobs in these states (repeat the parameter)."),
 ]
+# The patterns only document what parse_ids/parse_cursor take (their own messages answer).
 IdsFilter = Annotated[
-    str | None, Query(description=f"Comma-separated job ids (at most {MAX_IDS}).")
+    str | None,
+    Query(
+        description=f"Comma-separated job ids (at most {MAX_IDS}).",
+        json_schema_extra={"pattern": id_list_pattern(MAX_IDS)},
+    ),
 ]
 Since = Annotated[datetime | None, Query(description="Only jobs updated at or after this time.")]
-Cursor = Annotated[str | None, Query(description="next_cursor of the previous page.")]
+Cursor = Annotated[
+    str | None,
+    Query(
+        description="next_cursor of the previous page.",
+        json_schema_extra={"pattern": f"^{digits_pattern(1, MAX_ID)}$"},
+    ),
+]
+# A report's cursor is an item's sequence number, the first of which is 0.
+SeqCursor = Annotated[
+    str | None,
+    Query(
+        description="next_cursor of the previous page.",
+        json_schema_extra={"pattern": f"^{digits_pattern(0, reports.MAX_SEQ)}$"},
+    ),
+]
 Limit = Annotated[int, Query(ge=1, le=1000), digits(1, 1000)]
 # Status GETs read ``Prefer`` themselves: a declared header parameter cost FastAPI ~150 us per
 # request, half the budget of the whole poll (bench/api.py). It is documented here instead.
@@ -359,7 +386,7 @@ def report_submit(
     job_id: JobId,
     user: User,
     svc: Svc,
-    cursor: Cursor = None,
+    cursor: SeqCursor = None,
     limit: Limit = 500,
     accept: Accept = None,
 ) -> Response:
@@ -417,7 +444,7 @@ def report_check(
     job_id: JobId,
     user: User,
     svc: Svc,
-    cursor: Cursor = None,
+    cursor: SeqCursor = None,
     limit: Limit = 500,
     accept: Accept = None,
 ) -> Response:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from seojobs.api.ids import MAX_ID, parse_id
+from seojobs.api.ids import MAX_ID, digits_pattern, parse_id
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import indexing
@@ -36,7 +36,7 @@ TaskId = Annotated[
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "string", "pattern": "^[0-9]+$"},
+                {"type": "string", "pattern": f"^{digits_pattern(1, MAX_ID)}$"},
                 {"type": "integer", "minimum": 1, "maximum": MAX_ID},
             ],
             "description": 'A task id, as a string ("48211", as we send them) or a number.',
@@ -65,8 +65,6 @@ class V2CreateRequest(BaseModel):
 
 
 class V2StatusRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     task_ids: list[TaskId] | None = Field(
         default=None,
         max_length=MAX_TASK_IDS,
@@ -74,6 +72,26 @@ class V2StatusRequest(BaseModel):
     )
     task_id: TaskId | None = Field(
         default=None, description="The older single-id form; `result` is then one object."
+    )
+
+    # Exactly one form, as _one_form checks; null counts as absent.
+    model_config = ConfigDict(
+        extra="ignore",
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["task_ids"],
+                    "properties": {"task_ids": {"type": "array"}, "task_id": {"type": "null"}},
+                },
+                {
+                    "required": ["task_id"],
+                    "properties": {
+                        "task_id": {"not": {"type": "null"}},
+                        "task_ids": {"type": "null"},
+                    },
+                },
+            ]
+        },
     )
 
     @model_validator(mode="after")
