@@ -92,7 +92,6 @@ class JobContext(Generic[P]):
         self.settings: Any = settings
         self.kind_settings: Any = kind_settings  # the kind's own settings model, if it has one
         self._new_item = new_item
-        self.collected = False  # published with the job's completion
         self.counters: dict[str, int] = dict(job.counters)
         self.result: dict[str, Any] | None = None
         self.stopping = False  # set on SIGTERM: finish the current item, then release
@@ -205,7 +204,6 @@ class JobContext(Generic[P]):
         it as the project's latest once the job completes. Collecting a subject again in the
         same job replaces it."""
         await self._host.collect(self.job, subject, data)
-        self.collected = True
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes,

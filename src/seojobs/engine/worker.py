@@ -78,7 +78,6 @@ class Worker:
         )
         self._limited = {k.name: k.concurrency for k in registry.kinds() if k.concurrency}
         self._kind_settings: dict[str, Any] = {}
-        self._collected: set[int] = set()  # completions that publish collected data
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
         self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
@@ -191,7 +190,7 @@ class Worker:
         with self.db.write() as conn:
             now = self.clock()
             if acks:
-                self._check_completed(acks, self._complete(conn, acks, now))
+                self._check_completed(acks, job_sql.complete_many(self.db, conn, acks, now))
             return self._claim_with(conn, plan, now)
 
     def _claim_with(
@@ -228,15 +227,6 @@ class Worker:
             if free > 0:
                 plan.append(([name], [], min(free, limit)))
         return plan
-
-    def _complete(
-        self, conn: Any, done: list[tuple[int, int, dict[str, Any] | None]], now: datetime
-    ) -> set[int]:
-        ids = {job_id for job_id, _attempt, _result in done}
-        publish = self._collected & ids
-        completed = job_sql.complete_many(self.db, conn, done, now, collected=publish)
-        self._collected -= ids
-        return completed
 
     @staticmethod
     def _check_completed(
@@ -309,8 +299,6 @@ class Worker:
             log.exception("job %s (%s) raised", job.id, job.kind)
             await self._fail(job, "internal_error", f"{type(exc).__name__}: {exc}")
         else:
-            if ctx.collected:
-                self._collected.add(job.id)
             self._completions.append((job.id, job.attempt, ctx.result))
             self._has_completions.set()
 
@@ -427,7 +415,7 @@ class Worker:
 
             def write(batch: list[tuple[int, int, dict[str, Any] | None]] = batch) -> set[int]:
                 with self.db.write() as conn:
-                    return self._complete(conn, batch, self.clock())
+                    return job_sql.complete_many(self.db, conn, batch, self.clock())
 
             try:
                 done = await self.run_db(write)

@@ -335,22 +335,21 @@ def complete_many(
     conn: Connection,
     done: Sequence[tuple[int, int, dict[str, Any] | None]],
     now: datetime,
-    collected: Iterable[int] = (),
 ) -> set[int]:
-    """Mark claimed jobs completed, fenced by (id, attempt) and state; ``collected`` names
-    the jobs whose collected data is published with their completion.
+    """Mark claimed jobs completed, fenced by (id, attempt) and state, and publish what they
+    collected.
 
     Returns the ids that were completed; a job missing from it had lost its claim.
     """
     completed = _complete(db, conn, done, now)
-    published = completed.intersection(collected)
-    if published:
+    if completed:
         # What these jobs collected becomes the latest collection with their completion, in
         # the same transaction: a read never sees half a collection, nor a completed job
-        # without its data.
+        # without its data. Whichever claim collected it (a resumed job may not collect
+        # again), and cheap for jobs that collected nothing (an index lookup).
         conn.execute(
             update(collections)
-            .where(collections.c.job_id.in_(sorted(published)))
+            .where(collections.c.job_id.in_(sorted(completed)))
             .values(committed=True)
         )
     return completed
@@ -588,6 +587,11 @@ def prune(conn: Connection, finished_before: datetime, limit: int = 5000) -> int
         return 0
     # Children keep existing with parent_id cleared (FK ON DELETE SET NULL).
     conn.execute(delete(job_items).where(job_items.c.job_id.in_(ids)))
+    # What a job that never completed collected was never published: it goes with the job
+    # (published collections stay, as history, with job_id cleared).
+    conn.execute(
+        delete(collections).where(collections.c.job_id.in_(ids), collections.c.committed.is_(False))
+    )
     return conn.execute(delete(jobs).where(jobs.c.id.in_(ids))).rowcount
 
 

@@ -1,0 +1,87 @@
+"""Collected data is published by its job's completion, whichever claim collected it; when
+finished jobs are pruned, what they published stays as history and what a job that never
+completed collected goes with it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from seojobs.services import Services
+from seojobs.store import jobs as job_sql
+from seojobs.store import results
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.records import JobRecord
+from seojobs.store.tables import collections
+
+
+def _claim(db: Database, worker: str, later: timedelta = timedelta(0)) -> JobRecord:
+    with db.write() as conn:
+        [claimed] = job_sql.claim(db, conn, worker, 1, utcnow() + later, 30)
+    return claimed
+
+
+def _collect(db: Database, job: JobRecord, data: object) -> None:
+    with db.write() as conn:
+        results.collect(
+            db,
+            conn,
+            job_id=job.id,
+            attempt=job.attempt,
+            project_id=job.project_id,
+            kind=job.kind,
+            subject="example.com",
+            data=data,
+            now=utcnow(),
+        )
+
+
+def _rows(db: Database) -> list[tuple[object, ...]]:
+    query = select(collections.c.job_id, collections.c.committed, collections.c.data)
+    with db.read() as conn:
+        return [tuple(r) for r in conn.execute(query.order_by(collections.c.id))]
+
+
+def test_a_resumed_job_publishes_what_an_earlier_claim_collected(
+    services: Services, db: Database
+) -> None:
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_noop", {})
+    first = _claim(db, "w1")
+    _collect(db, first, {"pages": 3})
+    # The first worker dies; the job is rescued, claimed again and completes without
+    # collecting anything more.
+    with db.write() as conn:
+        assert job_sql.rescue(conn, utcnow() + timedelta(minutes=1), 3) == (1, 0)
+    again = _claim(db, "w2", later=timedelta(minutes=2))  # the rescue made it due then
+    with db.write() as conn:
+        assert job_sql.complete_many(db, conn, [(again.id, again.attempt, None)], utcnow())
+    with db.read() as conn:
+        latest = results.latest(conn, job.project_id, "test_noop", "example.com")
+    assert latest is not None and (latest.job_id, latest.data) == (job.id, {"pages": 3})
+
+
+def test_pruning_keeps_published_history_and_drops_what_was_never_published(
+    services: Services, db: Database
+) -> None:
+    user = services.create_user("alice").user
+    done, _ = services.create_job(user, "test_noop", {})
+    broken, _ = services.create_job(user, "test_noop", {})
+    first = _claim(db, "w1")
+    _collect(db, first, {"pages": 1})
+    with db.write() as conn:
+        assert job_sql.complete_many(db, conn, [(first.id, first.attempt, None)], utcnow())
+    second = _claim(db, "w1")
+    _collect(db, second, {"pages": 2})
+    with db.write() as conn:
+        assert job_sql.fail(conn, second.id, second.attempt, "boom", "it failed", utcnow())
+    assert {first.id, second.id} == {done.id, broken.id}
+    with db.write() as conn:
+        assert job_sql.prune(conn, utcnow() + timedelta(days=1)) == 2
+    # The published collection stays as history (its job is gone); the other one went.
+    assert _rows(db) == [(None, True, {"pages": 1})]
+    with db.read() as conn:
+        latest = results.latest(conn, user.default_project_id, "test_noop", "example.com")
+    assert latest is not None and latest.data == {"pages": 1}
