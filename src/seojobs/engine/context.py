@@ -83,15 +83,15 @@ class JobContext(Generic[P]):
         params: P,
         *,
         settings: Any,
+        new_items: Callable[[Iterable[Any]], list[NewItem]],  # the kind's: dedupe by key
         kind_settings: Any = None,
-        new_item: Callable[[Any], NewItem] = NewItem.of,
     ) -> None:
         self._host = host
         self.job = job
         self.params: P = params
         self.settings: Any = settings
         self.kind_settings: Any = kind_settings  # the kind's own settings model, if it has one
-        self._new_item = new_item
+        self._new_items = new_items
         self.counters: dict[str, int] = dict(job.counters)
         self.result: dict[str, Any] | None = None
         self.stopping = False  # set on SIGTERM: finish the current item, then release
@@ -184,13 +184,8 @@ class JobContext(Generic[P]):
         how many were new. Added items are stored before this returns, so they survive a
         crash and are run by whichever worker resumes the job."""
         self.check()
-        unique: dict[str, NewItem] = {}
-        for value in values:
-            item = self._new_item(value)
-            unique.setdefault(item.key, item)
-        if not unique:
-            return 0
-        return await self._host.add_items(self.job, list(unique.values()))
+        items = self._new_items(values)
+        return await self._host.add_items(self.job, items) if items else 0
 
     async def add_findings(self, findings: Iterable[NewFinding]) -> None:
         """Findings about the whole job; a finding about one item goes in its ``ItemResult``

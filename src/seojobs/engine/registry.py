@@ -160,6 +160,14 @@ class Kind(Generic[P]):
         key = self.item_key(value) if self.item_key else text
         return NewItem.of(text, data=None if isinstance(value, str) else dict(value), key=key)
 
+    def new_items(self, values: Iterable[ItemInput]) -> list[NewItem]:
+        """Items to store, each once by its dedupe key (the first occurrence kept)."""
+        unique: dict[str, NewItem] = {}
+        for value in values:
+            item = self.new_item(value)
+            unique.setdefault(item.key, item)
+        return list(unique.values())
+
     def inputs(self, model: P) -> list[str]:
         return [item_text(value) for value in self.items(model)] if self.items else []
 

@@ -276,7 +276,7 @@ class Worker:
             params,
             settings=self.settings,
             kind_settings=kind_settings,
-            new_item=kind.new_item,
+            new_items=kind.new_items,
         )
         task, _none, _job = self.running[job.id]
         self.running[job.id] = (task, ctx, job)

@@ -314,10 +314,4 @@ class JobServices(ServiceBase):
 
 def new_items(spec: Kind[Any], model: Any) -> list[NewItem]:
     """A job's items at creation, each once by its dedupe key (first occurrence kept)."""
-    if spec.items is None:
-        return []
-    unique: dict[str, NewItem] = {}
-    for value in spec.items(model):
-        item = spec.new_item(value)
-        unique.setdefault(item.key, item)
-    return list(unique.values())
+    return spec.new_items(spec.items(model)) if spec.items else []

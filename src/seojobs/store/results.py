@@ -129,15 +129,8 @@ def latest(
     conn: Connection, project_id: int, kind: str, subject: str | None = None
 ) -> CollectionRecord | None:
     """The newest published collection of a kind in a project (of one subject, if given)."""
-    query = select(collections).where(
-        collections.c.project_id == project_id,
-        collections.c.kind == kind,
-        collections.c.committed.is_(True),
-    )
-    if subject is not None:
-        query = query.where(collections.c.subject == subject)
-    row = conn.execute(query.order_by(collections.c.id.desc()).limit(1)).first()
-    return CollectionRecord(**row._asdict()) if row else None
+    found = history(conn, project_id, kind, subject, limit=1)
+    return found[0] if found else None
 
 
 def history(
