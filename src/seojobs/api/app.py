@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
-from seojobs.api import docs, problems
+from seojobs.api import docs, openapi, problems
 from seojobs.api.deps import AuthCache
 from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
@@ -120,4 +120,5 @@ def create_app(
         return JSONResponse({"status": "ready", "database": services.db.dialect})
 
     require_checked(app.routes)
+    openapi.install(app, registry)
     return app

@@ -42,19 +42,12 @@ def problem_response(description: str) -> dict[str, Any]:
 
 
 # Declared on every router so /openapi.json tells clients what errors look like; giving 422
-# here also replaces FastAPI's default application/json HTTPValidationError.
+# here also replaces FastAPI's default application/json HTTPValidationError. The problems any
+# operation can get whatever its route (401, 413, 429, 503, ...) are declared once, on every
+# operation, by seojobs.api.openapi.
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: problem_response("Missing or wrong API key"),
     404: problem_response("No such job (or not yours)"),
-    413: problem_response("Request body too large"),
     422: problem_response("Invalid request; `errors` names each field"),
-    429: problem_response(
-        "Over the per-user rate limit, or too many failed authentications from this address; "
-        "see Retry-After"
-    ),
-    503: problem_response(
-        "The rate limiter's storage is down and the deployment fails closed; see Retry-After"
-    ),
 }
 
 

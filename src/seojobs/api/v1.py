@@ -25,7 +25,7 @@ from seojobs.api.ids import (
     parse_cursor,
     parse_ids,
 )
-from seojobs.api.inputs import CheckedRoute
+from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, UrlText
@@ -44,6 +44,8 @@ JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id."), IdDig
 
 
 class SubmitRequest(BaseModel):
+    model_config = FORBID
+
     urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     checker: int | None = Field(
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
@@ -53,6 +55,8 @@ class SubmitRequest(BaseModel):
 
 
 class CheckRequest(BaseModel):
+    model_config = FORBID
+
     urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
