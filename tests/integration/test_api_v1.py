@@ -295,29 +295,35 @@ def test_each_auth_form_works(idle: Api, form: str) -> None:
     assert client.get(f"{V1}/usage").status_code == 200
 
 
-def test_401_is_the_same_problem_for_a_missing_and_a_wrong_key(idle: Api) -> None:
+def test_401_tells_a_missing_key_from_a_refused_one_and_nothing_more(idle: Api) -> None:
     real = idle.account()
     anonymous = idle.client()
     wrong = "sj_" + "x" * 43
-    attempts = [
-        {},
+    missing = [{}, {"Authorization": "Bearer"}, {"X-API-Key": ""}]
+    refused = [
         auth_headers(wrong, "raw"),
         auth_headers(wrong, "bearer"),
         auth_headers(wrong, "x-api-key"),
         auth_headers(real.key[:-1], "raw"),  # a near miss of a real key
-        {"Authorization": "Bearer"},  # the scheme without a key
     ]
-    answers = []
-    for headers in attempts:
-        for method, path, body in (
-            ("GET", f"{V1}/usage", None),
-            ("GET", f"{V1}/index-submit/jobs/1", None),
-            ("POST", f"{V1}/index-check/jobs", {"urls": ["https://a.example/1"]}),
-        ):
-            answer = anonymous.request(method, path, headers=headers, json=body)
-            assert_problem(answer, 401)
-            answers.append((answer.json(), answer.headers.get("www-authenticate")))
-    assert all(a == answers[0] for a in answers), answers
+    answers: dict[str, list[Any]] = {"missing": [], "refused": []}
+    for group, attempts in (("missing", missing), ("refused", refused)):
+        for headers in attempts:
+            for method, path, body in (
+                ("GET", f"{V1}/usage", None),
+                ("GET", f"{V1}/index-submit/jobs/1", None),
+                ("POST", f"{V1}/index-check/jobs", {"urls": ["https://a.example/1"]}),
+            ):
+                answer = anonymous.request(method, path, headers=headers, json=body)
+                assert assert_problem(answer, 401)["type"].endswith("/unauthorized")
+                answers[group].append((answer.json(), answer.headers.get("www-authenticate")))
+    for group in answers.values():  # within a group, every answer is the same
+        assert all(a == group[0] for a in group), group
+    (no_key, challenge), (bad_key, bad_challenge) = answers["missing"][0], answers["refused"][0]
+    assert "no API key was sent" in no_key["detail"] and "X-API-Key" in no_key["detail"]
+    assert "not valid" in bad_key["detail"]
+    assert challenge == 'Bearer realm="seojobs"'
+    assert bad_challenge == 'Bearer realm="seojobs", error="invalid_token"'
     # Nothing was created by the refused POSTs.
     assert idle.client(real).get(f"{V1}/index-check/jobs").json()["jobs"] == []
 

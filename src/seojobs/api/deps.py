@@ -111,6 +111,20 @@ class AuthCache:
         self._entries[digest] = (now + self.ttl, now + self.refresh_after, user)
 
 
+def _unauthorized(*, missing: bool) -> Problem:
+    """401. A missing key and a refused one read differently (the client knows which it
+    sent); every refused key, unknown, rotated or of a disabled user, reads the same."""
+    if missing:
+        detail = "no API key was sent: send it in Authorization (raw or Bearer) or X-API-Key"
+        challenge = 'Bearer realm="seojobs"'
+    else:
+        detail = "the API key is not valid (unknown, rotated or revoked)"
+        challenge = 'Bearer realm="seojobs", error="invalid_token"'  # RFC 6750 3.1
+    return Problem(
+        401, "Unauthorized", detail, code="unauthorized", headers={"WWW-Authenticate": challenge}
+    )
+
+
 def _presented_key(request: Request) -> str | None:
     key = request.headers.get("x-api-key")
     if key:
@@ -120,8 +134,8 @@ def _presented_key(request: Request) -> str | None:
         return None
     auth = auth.strip()
     scheme, _, rest = auth.partition(" ")
-    if scheme.lower() == "bearer" and rest:
-        return rest.strip()
+    if scheme.lower() == "bearer":
+        return rest.strip() or None  # the scheme alone carries no key
     # Seed 000 sends the raw key as the whole header value, as SpeedyIndex does.
     return auth
 
@@ -133,16 +147,10 @@ async def current_user(request: Request) -> UserRecord:
     than through ``Depends`` (FastAPI's dependency solving costs more per request than the
     whole status read, bench/api.py).
     """
-    user = await _authenticate(request, _presented_key(request))
+    key = _presented_key(request)
+    user = await _authenticate(request, key)
     if user is None:
-        # Same answer for a missing key, a wrong key and a deleted user: nothing to learn.
-        raise Problem(
-            401,
-            "Unauthorized",
-            "send your API key in Authorization (raw or Bearer) or X-API-Key",
-            code="unauthorized",
-            headers={"WWW-Authenticate": 'Bearer realm="seojobs"'},
-        )
+        raise _unauthorized(missing=key is None)
     limiter: RateLimiter = request.app.state.rate_limiter
     verdict = await limiter.hit(USER, str(user.id), user.rate_limit)
     if verdict is None:
