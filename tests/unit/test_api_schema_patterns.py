@@ -66,14 +66,17 @@ def test_id_lists_the_parser_refuses_do_not_match(ids: str) -> None:
 @settings(max_examples=500, database=None)
 def test_every_url_the_pattern_allows_is_an_absolute_http_url(url: str) -> None:
     # The pattern is check_url's one rule, so it must itself be right: what it allows is an
-    # RFC 3986 http(s) URL the fetcher parses, with a host, a usable port and no credentials.
-    check_url(url)
-    parts = urlsplit(url)  # validates a bracketed IPv6 host, and the port
-    assert url.isascii() and parts.scheme.lower() in ("http", "https") and parts.hostname
+    # http(s) IRI whose URI (what is stored) the fetcher parses, with a host, a usable port and
+    # no credentials, and which is taken again as it is (stored params are validated again).
+    uri = check_url(url)
+    assert check_url(uri) == uri
+    assert uri.isascii() and (uri == url) == url.isascii()
+    parts = urlsplit(uri)  # validates a bracketed IPv6 host, and the port
+    assert parts.scheme.lower() in ("http", "https") and parts.hostname
     assert parts.port != 0 and "@" not in parts.netloc
     if parts.netloc.startswith("["):
         ipaddress.IPv6Address(parts.hostname)
-    reference = parse(url)
+    reference = parse(uri)
     assert reference.scheme in ("http", "https") and reference.host
 
 
@@ -97,6 +100,37 @@ def test_urls_taken_match(url: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("iri", "uri"),
+    [
+        ("https://bücher.de/straße", "https://xn--bcher-kva.de/stra%C3%9Fe"),
+        ("http://a.com/é", "http://a.com/%C3%A9"),
+        (
+            "HTTPS://BÜCHER.de:8443/ä?ö=ü#ß",
+            "HTTPS://xn--bcher-kva.de:8443/%C3%A4?%C3%B6=%C3%BC#%C3%9F",
+        ),
+        ("http://пример.рф/", "http://xn--e1afmkfd.xn--p1ai/"),
+        ("http://例え.テスト/パス", "http://xn--r8jz45g.xn--zckzah/%E3%83%91%E3%82%B9"),
+        ("http://[::1]/ä", "http://[::1]/%C3%A4"),
+        ("http://a.com/😀", "http://a.com/%F0%9F%98%80"),
+        # No valid IDN (a symbol, a hyphen at the end): RFC 3987's other mapping, UTF-8.
+        ("http://☃.net/", "http://%E2%98%83.net/"),
+        ("http://ü-.de/", "http://%C3%BC-.de/"),
+    ],
+)
+def test_iris_are_taken_as_the_uris_they_map_to(iri: str, uri: str) -> None:
+    assert re.fullmatch(URL_PATTERN, iri)
+    assert check_url(iri) == uri
+    assert check_url(uri) == uri
+
+
+def test_the_length_counts_the_percent_encoded_url() -> None:
+    base = "http://a.com/"
+    assert check_url(base + "a" * (2048 - len(base))) == base + "a" * (2048 - len(base))
+    with pytest.raises(ValueError, match="once its non-ASCII characters are percent-encoded"):
+        check_url(base + "é" * 1000)  # 1013 characters, 6013 once encoded
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "",
@@ -112,9 +146,9 @@ def test_urls_taken_match(url: str) -> None:
         # what check_url took before the pattern was its rule (the document refused them)
         " http://a.com",
         "http://a.com/\n",
-        "http://a.com/é",
         "http://a.com/\u008a",
-        "http://bücher.de/",
+        "http://a.com/\ufffe",  # not an RFC 3987 ucschar
+        "http://a.com/\u2028 ",
         "http://a.com/%zz",
         "http://a.com/%4",
         "http://a.com/<x>",
@@ -173,7 +207,7 @@ def test_a_schedules_type_names_only_schedulable_types(app: FastAPI) -> None:
     registry.add(index_submit.KIND)
     registry.add(Kind("once", NoopParams, noop, schedulable=False))
     document = get_openapi(title="t", version="1", routes=app.routes)
-    complete(document, registry)
+    complete(document, registry, make_settings("sqlite://"))
     jobs, schedules = (document["components"]["schemas"][n] for n in ("JobIn", "ScheduleIn"))
     assert jobs["properties"]["type"]["enum"] == ["index_submit", "once"]
     assert schedules["properties"]["type"]["enum"] == ["index_submit"]

@@ -5,6 +5,8 @@ app knows once it is built.
   job types (plug-ins included), and each ``type`` carries its own ``params`` schema (the
   registry validates them; ``/v1/job-types`` serves the same schemas). Schedules take only
   schedulable types.
+- A schedule's ``every_days`` and ``every_seconds`` carry the bounds of this deployment's
+  settings (``SEOJOBS_SCHEDULE_MIN_INTERVAL_SECONDS``, ``SEOJOBS_DAY_SECONDS``).
 - The problems the server can send on every operation, whatever the route (the HTTP protocol's
   400/408/414/431, the body limit's 413, the database's 503; 401 and 429 where a key is
   needed), are declared here once, on every operation.
@@ -21,6 +23,8 @@ from fastapi.openapi.utils import get_openapi
 from seojobs.api.inputs import STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
 from seojobs.engine.registry import Kind, Registry
+from seojobs.services.schedules import interval_bounds
+from seojobs.settings import Settings
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 PUBLIC_TAG = "health"  # operations that answer without a key
@@ -44,7 +48,7 @@ WITH_KEY: dict[str, dict[str, Any]] = {
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
-def install(app: FastAPI, registry: Registry) -> None:
+def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
     """Serve the completed document at ``/openapi.json`` (built once, on first request)."""
 
     def openapi() -> dict[str, Any]:
@@ -55,7 +59,7 @@ def install(app: FastAPI, registry: Registry) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            complete(document, registry)
+            complete(document, registry, settings)
             app.openapi_schema = document
             return document
         return app.openapi_schema
@@ -63,9 +67,10 @@ def install(app: FastAPI, registry: Registry) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def complete(document: dict[str, Any], registry: Registry) -> None:
+def complete(document: dict[str, Any], registry: Registry, settings: Settings) -> None:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas[STORABLE_JSON_NAME] = STORABLE_JSON
+    _bound_intervals(schemas, interval_bounds(settings))
     kinds = registry.kinds()
     _tie_type(schemas, "JobIn", kinds)
     _tie_type(schemas, "ScheduleIn", [kind for kind in kinds if kind.schedulable])
@@ -76,6 +81,15 @@ def complete(document: dict[str, Any], registry: Registry) -> None:
             if path.startswith("/v1/projects/{project_id}/data/{type}"):
                 _name_types(operation, kinds)
             _declare_problems(operation)
+
+
+def _bound_intervals(schemas: dict[str, Any], bounds: dict[str, tuple[float, float]]) -> None:
+    model = schemas.get("ScheduleIn")
+    if model is None:  # no route of this app takes it
+        return
+    for field, (least, most) in bounds.items():
+        number = {"type": "number", "minimum": least, "maximum": most}
+        model["properties"][field]["anyOf"] = [number, {"type": "null"}]
 
 
 def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:

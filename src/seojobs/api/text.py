@@ -34,10 +34,23 @@ _DOCUMENTED: Final = Field(json_schema_extra={"pattern": ONE_LINE_PATTERN})
 Title = Annotated[str, StringConstraints(max_length=500), _DOCUMENTED, AfterValidator(one_line)]
 # croniter takes "0 3 * * *\n" and tabs between fields; what is stored is shown as sent.
 Cron = Annotated[str, StringConstraints(max_length=200), _DOCUMENTED, AfterValidator(one_line)]
-# Names are trimmed first: a trailing newline pasted with a name is not part of it.
+# Names lose the spaces around them (pasted with the name, not part of it), so a name is more
+# than spaces. Only spaces: a tab or a line break is refused as anywhere else, as the pattern says.
+NAME_PATTERN: Final = (
+    r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+)
+
+
+def _name(value: str) -> str:
+    name = one_line(value).strip(" ")
+    if not name:
+        raise ValueError("only spaces; a name needs another character")
+    return name
+
+
 Name = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
-    _DOCUMENTED,
-    AfterValidator(one_line),
+    StringConstraints(min_length=1, max_length=200),
+    Field(json_schema_extra={"pattern": NAME_PATTERN}),
+    AfterValidator(_name),
 ]
