@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +21,8 @@ from seojobs.api.ids import MAX_ID, digits_pattern, id_list_pattern, parse_ids, 
 from seojobs.api.inputs import STORABLE_JSON_NAME
 from seojobs.api.openapi import complete
 from seojobs.api.problems import Problem
+from seojobs.api.projects_models import ProjectIn
+from seojobs.api.text import NAME_PATTERN
 from seojobs.api.v2_models import V2ReportRequest
 from seojobs.engine.registry import Kind, Registry
 from seojobs.fetch.rfc3986 import parse
@@ -147,7 +150,6 @@ def test_the_length_counts_the_percent_encoded_url() -> None:
         " http://a.com",
         "http://a.com/\n",
         "http://a.com/\u008a",
-        "http://a.com/\ufffe",  # not an RFC 3987 ucschar
         "http://a.com/\u2028 ",
         "http://a.com/%zz",
         "http://a.com/%4",
@@ -267,3 +269,30 @@ def test_the_v2_task_id_number_form_stays_exact_in_json() -> None:
     for value in (2**53, MAX_ID, 2.0**60):
         with pytest.raises(ValidationError):
             V2ReportRequest.model_validate({"task_id": value})
+
+
+def test_a_schedules_interval_bounds_are_the_settings(tmp_path: Path) -> None:
+    """Stated from the settings, checked by the services with the same numbers: a schedule at
+    the stated minimum is taken (tests/integration/test_schedules.py), below it refused."""
+    settings = make_settings(
+        f"sqlite:///{tmp_path / 'seojobs.db'}", schedule_min_interval_seconds=90, day_seconds=600
+    )
+    app = create_app(settings, run_worker=False, auto_migrate=False)
+    model = app.openapi()["components"]["schemas"]["ScheduleIn"]["properties"]
+    days, seconds = (model[f]["anyOf"][0] for f in ("every_days", "every_seconds"))
+    assert (days["minimum"], days["maximum"]) == (90 / 600, 3650 * 86400 / 600)
+    assert (seconds["minimum"], seconds["maximum"]) == (90, 3650 * 86400)
+
+
+@pytest.mark.parametrize(
+    ("name", "taken"),
+    [(" a ", "a"), ("\u00a0", "\u00a0"), ("ü", "ü"), ("  ", None), ("\ta", None), ("a\n", None)],
+)
+def test_a_name_is_trimmed_of_spaces_only_as_its_pattern_says(name: str, taken: str | None) -> None:
+    """A tab or newline around a name was stripped and taken, though the pattern refused it."""
+    assert bool(re.fullmatch(NAME_PATTERN, name)) == (taken is not None)
+    if taken is None:
+        with pytest.raises(ValidationError):
+            ProjectIn(name=name)
+    else:
+        assert ProjectIn(name=name).name == taken
