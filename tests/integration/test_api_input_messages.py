@@ -193,3 +193,30 @@ def test_a_schedule_at_the_documented_minimum_interval_is_taken(store_url: str) 
             assert taken.status_code == 201, taken.text
             below = client.post(path, json=body | {"name": "x", field: math.nextafter(least, 0)})
             assert error_fields(below) == [field]
+
+
+def test_every_422_has_errors_and_a_detail_made_of_them(idle: Api) -> None:
+    """The interval rule and the Idempotency-Key reuse had a detail of their own (or no errors):
+    every 422, whatever raised it, now takes its detail from its errors."""
+    account = idle.account()
+    client = idle.client(account)
+    project = f"/v1/projects/{account.user.default_project_id}"
+    schedule = {"name": "s", "type": "index_check", "params": {"urls": ["https://a.example/"]}}
+    key = {"Idempotency-Key": "k1"}
+    client.post(f"{V1}/index-check/jobs", json={"urls": ["https://a.example/1"]}, headers=key)
+    answers = [
+        client.post(f"{V1}/index-check/jobs", json={"urls": ["https://a.example/2"]}, headers=key),
+        client.post(f"{project}/schedules", json=schedule),
+        client.post(f"{project}/schedules", json=schedule | {"every_days": 1, "cron": "* * * * *"}),
+        client.post(f"{project}/jobs", json={"type": "no_such_kind"}),
+        client.get(f"{V1}/index-check/jobs", params={"cursor": "x", "ids": "1,b"}),
+        client.get(f"{V1}/index-submit/jobs", params={"updated_since": "now"}),
+        client.get(f"{project}/jobs", params={"cursor": "²"}),
+        client.post("/v2/task/google/indexer/status", json={"task_ids": ["ab"]}),
+    ]
+    for answer in answers:
+        problem = assert_problem(answer, 422)
+        errors = problem["errors"]
+        assert errors and all(e["field"] and e["message"] for e in errors), problem
+        made = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+        assert problem["detail"] == made, problem
