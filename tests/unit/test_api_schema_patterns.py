@@ -286,10 +286,21 @@ def test_a_schedules_interval_bounds_are_the_settings(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "taken"),
-    [(" a ", "a"), ("\u00a0", "\u00a0"), ("ü", "ü"), ("  ", None), ("\ta", None), ("a\n", None)],
+    [
+        (" a ", "a"),
+        ("\ta b\r\n", "a b"),
+        ("\u00a0", "\u00a0"),
+        ("ü", "ü"),
+        ("  ", None),
+        (" \n", None),
+        ("a\tb", None),
+        ("\x1ca", None),
+        ("a\x85", None),
+    ],
 )
-def test_a_name_is_trimmed_of_spaces_only_as_its_pattern_says(name: str, taken: str | None) -> None:
-    """A tab or newline around a name was stripped and taken, though the pattern refused it."""
+def test_a_name_is_trimmed_as_its_pattern_says(name: str, taken: str | None) -> None:
+    """A tab or newline around a name was stripped and taken, though the pattern refused it;
+    a name of spaces was refused, though the pattern took it."""
     assert bool(re.fullmatch(NAME_PATTERN, name)) == (taken is not None)
     if taken is None:
         with pytest.raises(ValidationError):
