@@ -326,3 +326,26 @@ def test_schemathesis_keeps_every_pattern(document: dict[str, Any]) -> None:
     patterns = set(_patterns(document))
     assert patterns
     assert [p for p in patterns if enforced_pattern(p) is None] == []
+
+
+def _free_strings(schema: Any) -> list[dict[str, Any]]:
+    if isinstance(schema, list):
+        return [found for item in schema for found in _free_strings(item)]
+    if not isinstance(schema, dict):
+        return []
+    own = [schema] if schema.get("type") == "string" and "enum" not in schema else []
+    return own + [found for value in schema.values() for found in _free_strings(value)]
+
+
+def test_no_query_string_parameter_admits_nul(document: dict[str, Any]) -> None:
+    """The input gate refuses NUL in every query value; ``outcome=%00`` was schema-valid."""
+    admitting = [
+        f"{path} {parameter['name']}"
+        for path, item in document["paths"].items()
+        for operation in item.values()
+        for parameter in operation.get("parameters", [])
+        if parameter["in"] == "query"
+        for string in _free_strings(parameter["schema"])
+        if re.search(string.get("pattern", ""), "\x00")
+    ]
+    assert admitting == []

@@ -36,16 +36,16 @@ MAX_DEPTH: Final = 32
 # schema cannot count the other.
 STORABLE_JSON_NAME: Final = "StorableJson"
 _STORABLE_REF: Final = {"$ref": f"#/components/schemas/{STORABLE_JSON_NAME}"}
-_NO_NUL: Final = "^[^\\u0000]*$"
+NO_NUL: Final = "^[^\\u0000]*$"
 STORABLE_JSON: Final[dict[str, Any]] = {
     "description": f"Any JSON without NUL in its strings or keys, nested at most {MAX_DEPTH} deep.",
     "anyOf": [
         {"type": ["null", "boolean", "number"]},
-        {"type": "string", "pattern": _NO_NUL},
+        {"type": "string", "pattern": NO_NUL},
         {"type": "array", "items": _STORABLE_REF},
         {
             "type": "object",
-            "propertyNames": {"pattern": _NO_NUL},
+            "propertyNames": {"pattern": NO_NUL},
             "additionalProperties": _STORABLE_REF,
         },
     ],
@@ -55,7 +55,7 @@ STORABLE_JSON: Final[dict[str, Any]] = {
 FORBID: Final = ConfigDict(extra="forbid")
 # For ``json_schema_extra`` of a model that ignores unknown keys.
 TOLERATED_KEYS: Final[dict[str, Any]] = {
-    "propertyNames": {"pattern": _NO_NUL},
+    "propertyNames": {"pattern": NO_NUL},
     "additionalProperties": _STORABLE_REF,
 }
 _UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")

@@ -7,6 +7,7 @@ app knows once it is built.
   schedulable types.
 - A schedule's ``every_days`` and ``every_seconds`` carry the bounds of this deployment's
   settings (``SEOJOBS_SCHEDULE_MIN_INTERVAL_SECONDS``, ``SEOJOBS_DAY_SECONDS``).
+- A query parameter's free-form strings hold no NUL, as the input gate requires.
 - The problems the server can send on every operation, whatever the route (the HTTP protocol's
   400/408/414/431, the body limit's 413, the database's 503; 401 and 429 where a key is
   needed), are declared here once, on every operation.
@@ -20,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from seojobs.api.inputs import STORABLE_JSON, STORABLE_JSON_NAME
+from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
 from seojobs.engine.registry import Kind, Registry
 from seojobs.services.schedules import interval_bounds
@@ -81,6 +82,9 @@ def complete(document: dict[str, Any], registry: Registry, settings: Settings) -
             if path.startswith("/v1/projects/{project_id}/data/{type}"):
                 _name_types(operation, kinds)
             _declare_problems(operation)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query":
+                    _no_nul(parameter["schema"])
 
 
 def _bound_intervals(schemas: dict[str, Any], bounds: dict[str, tuple[float, float]]) -> None:
@@ -126,6 +130,18 @@ def _name_types(operation: dict[str, Any], kinds: Iterable[Kind[Any]]) -> None:
     for parameter in operation.get("parameters", []):
         if parameter["in"] == "path" and parameter["name"] == "type":
             parameter["schema"]["enum"] = [kind.name for kind in kinds]
+
+
+def _no_nul(schema: Any) -> None:
+    """The input gate refuses NUL in every query value: say so on each free-form string."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "string" and not {"pattern", "enum", "const"} & schema.keys():
+            schema["pattern"] = NO_NUL
+        for value in schema.values():
+            _no_nul(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _no_nul(item)
 
 
 def _declare_problems(operation: dict[str, Any]) -> None:

@@ -127,8 +127,9 @@ _URL_CHAR = re.compile(rf"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%\[\]]|{_NON_ASCII}")
 
 
 URL_SCHEMA = {
+    # No ``format``: "iri" would claim RFC 3987's character set, narrower than the pattern's
+    # (private use characters and noncharacters are taken and percent-encoded).
     "type": "string",
-    "format": "iri",
     "maxLength": MAX_URL_LENGTH,
     "pattern": URL_PATTERN,
     "description": (
