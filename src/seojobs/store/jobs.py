@@ -57,7 +57,7 @@ def _job(row: Row[Any]) -> JobRecord:
 
 def _item(row: Row[Any]) -> ItemRecord:
     # Positional too (the items of a job are read in pages of hundreds); a unit test checks.
-    return ItemRecord(*row)
+    return ItemRecord(*row)  # type: ignore[call-arg]  # arity checked by a unit test
 
 
 # -- create ---------------------------------------------------------------------------------
