@@ -46,7 +46,8 @@ TERMINAL = {"completed", "failed"}
 INDEXNOW_KEY = "0123456789abcdef"
 SERPER_KEY = "serper-key"
 
-# Seed 000's status fields, plus the ones the design adds (created_at, title, error).
+# Seed 000's status fields, plus the ones the design adds (created_at, title, error,
+# duplicates_removed).
 SUBMIT_FIELDS = {
     "job_id",
     "status",
@@ -64,6 +65,7 @@ SUBMIT_FIELDS = {
     "created_at",
     "title",
     "error",
+    "duplicates_removed",
 }
 CHECK_FIELDS = {
     "job_id",
@@ -78,6 +80,7 @@ CHECK_FIELDS = {
     "created_at",
     "title",
     "error",
+    "duplicates_removed",
 }
 FIELDS = {"index-submit": SUBMIT_FIELDS, "index-check": CHECK_FIELDS}
 

@@ -7,6 +7,7 @@ PostgreSQL tests skip on a developer machine and FAIL in CI (``CI=true``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -66,13 +67,14 @@ def pg_template() -> Iterator[str]:
         )
 
 
-@pytest.fixture
-def pg_url(pg_template: str) -> Iterator[str]:
+@contextlib.contextmanager
+def pg_database(template: str) -> Iterator[str]:
+    """A fresh PostgreSQL database cloned from ``template``; its URL; dropped after."""
     name = f"seojobs_t_{uuid.uuid4().hex[:10]}"
     with _pg_admin() as admin:
         admin.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(pg_template)
+                sql.Identifier(name), sql.Identifier(template)
             )
         )
     yield _with_db(PG_ADMIN_URL, name)
@@ -83,13 +85,24 @@ def pg_url(pg_template: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'seojobs.db'}"
+def pg_url(pg_template: str) -> Iterator[str]:
+    with pg_database(pg_template) as url:
+        yield url
+
+
+def migrated_sqlite(folder: Path) -> str:
+    """The URL of a migrated SQLite database in ``folder``."""
+    url = f"sqlite:///{folder / 'seojobs.db'}"
     db = Database(url)
     migrate.upgrade(db)
     log_metadata.create_all(db.engine)
     db.dispose()
     return url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return migrated_sqlite(tmp_path)
 
 
 @pytest.fixture(params=STORES)

@@ -499,6 +499,39 @@ def test_a_wrong_api_key_is_a_clear_message(cli: Cli) -> None:
     assert cli.server_jobs() == []
 
 
+def test_what_the_cli_can_check_is_refused_before_sending_and_said_once(cli: Cli) -> None:
+    """No key, a URL without a scheme, an unknown engine: exit 2, one message, nothing sent,
+    nothing left in the state file."""
+    no_key = cli.env()
+    no_key.pop("SEOJOBS_API_KEY")
+    cases = [
+        (("submit", *cli.urls("nokey", 1)), no_key, "no API key: pass --api-key"),
+        (("poll", "--once"), no_key, "no API key"),
+        (
+            ("submit", *cli.urls("scheme", 1)),
+            cli.env(SEOJOBS_URL=cli.server.url.removeprefix("http://")),
+            "a URL with http:// or https://",
+        ),
+        (("submit", "--engine", "altavista", *cli.urls("engine", 1)), None, "--engine: one of"),
+    ]
+    for args, env, said in cases:
+        done = cli.run(*args, env=env)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert said in done.stderr and "refused the API key" not in done.stderr
+        assert done.stderr.count("error:") == 1 and "warning" not in done.stderr, done.stderr
+        assert done.stdout == ""
+    assert cli.entries() == []
+    assert cli.server_jobs() == []
+
+
+def test_a_server_refusal_is_printed_once(cli: Cli) -> None:
+    long_title = "x" * 5000  # over the server's title limit: only the server knows it
+    done = cli.run("submit", "--title", long_title, *cli.urls("title", 1))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("title") == 1, done.stderr
+    assert cli.entries() == [] and cli.server_jobs() == []
+
+
 def test_no_color_means_no_escape_sequences(cli: Cli) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
     args = ("submit", "--url", dead, *cli.urls("color", 1))

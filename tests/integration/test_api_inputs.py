@@ -217,7 +217,11 @@ def test_valid_bodies_still_pass(world: tuple[Api, httpx.Client, dict[str, str]]
     fine = {"deep": nested(31), "emoji": "\U0001f600", "big": 1.5e308, "int": 10**30}
     before = stored(app)
     for method, path in body_routes(app):
-        answer = send_json(client, method, path.format(**values), VALID_BODIES[method, path] | fine)
+        url, body = path.format(**values), VALID_BODIES[method, path]
+        answer = send_json(client, method, url, body | fine)
+        if answer.status_code == 422:  # a body without unknown keys (not v2's) names them, only
+            assert sorted(error_fields(answer)) == sorted(fine), answer.text
+            answer = send_json(client, method, url, body)
         assert answer.status_code < 500 and answer.status_code != 422, answer.text
     after = stored(app)
     assert (

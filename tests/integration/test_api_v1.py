@@ -4,6 +4,7 @@ and ``Prefer: wait`` long-polls. Validation, idempotency, lists and reports have
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -57,7 +58,7 @@ def test_post_answers_202_with_status_body_location_and_retry_after(idle: Api, k
     response = create(client, kind, urls, title="launch week")
     assert response.status_code == 202, response.text
     body = response.json()
-    assert set(body) == FIELDS[kind] | {"duplicates_removed"}
+    assert set(body) == FIELDS[kind]
     assert body["status"] == "pending"
     assert (body["total_urls"], body["failed_count"], body["progress_percent"]) == (2, 0, 0)
     assert body["title"] == "launch week" and body["error"] is None
@@ -69,8 +70,47 @@ def test_post_answers_202_with_status_body_location_and_retry_after(idle: Api, k
     assert location.endswith(f"{V1}/{kind}/jobs/{body['job_id']}")
     polled = client.get(httpx.URL(idle.base).join(location))
     assert polled.status_code == 200
-    assert polled.json()["job_id"] == body["job_id"]
-    assert polled.json()["status"] == "pending" and retry_after(polled) >= 1
+    assert polled.json() == body  # the same body on POST and GET (no worker moved it)
+    assert retry_after(polled) >= 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_timestamp_is_rfc3339_utc_with_z(idle: Api, kind: str) -> None:
+    client = idle.client(idle.account())
+    created = create(client, kind, ["https://a.example/1", "https://a.example/1"]).json()
+    assert created["duplicates_removed"] == 1
+    job_id = created["job_id"]
+    cancelled = client.post(f"{V1}/{kind}/jobs/{job_id}/cancel").json()
+    bodies = [
+        created,
+        status(client, kind, job_id).json(),
+        client.get(f"{V1}/{kind}/jobs").json()["jobs"][0],
+        cancelled,
+        client.get(f"{V1}/{kind}/jobs/{job_id}/report").json(),
+        client.get(f"{V1}/usage").json(),
+        client.get(f"{V1}/{kind}/jobs/{job_id}").json(),
+    ]
+    stamps = [v for body in bodies for v in _timestamps(body)]
+    assert len(stamps) >= 8
+    for stamp in stamps:
+        assert RFC3339_Z.fullmatch(stamp), stamp
+    # One spelling: the single GET and the list agree byte for byte.
+    assert bodies[1]["created_at"] == bodies[2]["created_at"] == created["created_at"]
+
+
+RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z")
+
+
+def _timestamps(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [
+            s
+            for key, v in value.items()
+            for s in ([v] if key.endswith("_at") and isinstance(v, str) else _timestamps(v))
+        ]
+    if isinstance(value, list):
+        return [s for v in value for s in _timestamps(v)]
+    return []
 
 
 def test_submit_status_fields_are_seed_000s_with_the_scheduled_check(idle: Api) -> None:
@@ -166,6 +206,15 @@ def test_submit_completes_with_seed_counts(working: Api, fakes: Providers) -> No
     )
     assert fakes.indexnow.urls_for("a.example") == urls
     assert "retry-after" not in status(client, "index-submit", job_id).headers
+    # A finished job cannot be cancelled: 409 with its state, and it stays as it was.
+    refused = assert_problem(client.post(f"{V1}/index-submit/jobs/{job_id}/cancel"), 409)
+    assert refused["type"].endswith("/job_finished")
+    assert (refused["job_id"], refused["job_status"], refused["error_code"]) == (
+        job_id,
+        "completed",
+        None,
+    )
+    assert status(client, "index-submit", job_id).json() == body
 
 
 def test_cancelled_job_is_failed_with_code_cancelled(idle: Api) -> None:
@@ -211,6 +260,11 @@ def test_unknown_ids_and_other_users_jobs_are_404_problems(idle: Api) -> None:
                 "type": "https://seojobs.dev/problems/not_found",
                 "title": "Not found",
             }
+            if client is as_alice and job_id != unknown:  # her own job, under the other path
+                other = "index-check" if kind == "index-submit" else "index-submit"
+                assert f"read it at {V1}/{other}/jobs/{job_id}" in problem["detail"]
+            else:
+                assert "read it at" not in problem.get("detail", "")
     # Bob's attempt to cancel changed nothing.
     assert status(as_alice, "index-submit", submit_id).json()["status"] == "pending"
 
@@ -241,29 +295,35 @@ def test_each_auth_form_works(idle: Api, form: str) -> None:
     assert client.get(f"{V1}/usage").status_code == 200
 
 
-def test_401_is_the_same_problem_for_a_missing_and_a_wrong_key(idle: Api) -> None:
+def test_401_tells_a_missing_key_from_a_refused_one_and_nothing_more(idle: Api) -> None:
     real = idle.account()
     anonymous = idle.client()
     wrong = "sj_" + "x" * 43
-    attempts = [
-        {},
+    missing = [{}, {"Authorization": "Bearer"}, {"X-API-Key": ""}]
+    refused = [
         auth_headers(wrong, "raw"),
         auth_headers(wrong, "bearer"),
         auth_headers(wrong, "x-api-key"),
         auth_headers(real.key[:-1], "raw"),  # a near miss of a real key
-        {"Authorization": "Bearer"},  # the scheme without a key
     ]
-    answers = []
-    for headers in attempts:
-        for method, path, body in (
-            ("GET", f"{V1}/usage", None),
-            ("GET", f"{V1}/index-submit/jobs/1", None),
-            ("POST", f"{V1}/index-check/jobs", {"urls": ["https://a.example/1"]}),
-        ):
-            answer = anonymous.request(method, path, headers=headers, json=body)
-            assert_problem(answer, 401)
-            answers.append((answer.json(), answer.headers.get("www-authenticate")))
-    assert all(a == answers[0] for a in answers), answers
+    answers: dict[str, list[Any]] = {"missing": [], "refused": []}
+    for group, attempts in (("missing", missing), ("refused", refused)):
+        for headers in attempts:
+            for method, path, body in (
+                ("GET", f"{V1}/usage", None),
+                ("GET", f"{V1}/index-submit/jobs/1", None),
+                ("POST", f"{V1}/index-check/jobs", {"urls": ["https://a.example/1"]}),
+            ):
+                answer = anonymous.request(method, path, headers=headers, json=body)
+                assert assert_problem(answer, 401)["type"].endswith("/unauthorized")
+                answers[group].append((answer.json(), answer.headers.get("www-authenticate")))
+    for group in answers.values():  # within a group, every answer is the same
+        assert all(a == group[0] for a in group), group
+    (no_key, challenge), (bad_key, bad_challenge) = answers["missing"][0], answers["refused"][0]
+    assert "no API key was sent" in no_key["detail"] and "X-API-Key" in no_key["detail"]
+    assert "not valid" in bad_key["detail"]
+    assert challenge == 'Bearer realm="seojobs"'
+    assert bad_challenge == 'Bearer realm="seojobs", error="invalid_token"'
     # Nothing was created by the refused POSTs.
     assert idle.client(real).get(f"{V1}/index-check/jobs").json()["jobs"] == []
 

@@ -236,13 +236,22 @@ def test_cancel_ends_a_running_job_failed_cancelled(working: Api, mode: str) -> 
     async def cancel(c: Any) -> tuple[ProjectJob, ProjectJob, ProjectJob]:
         cancelled = await aw(c.jobs.cancel(long.id))
         finished = await aw(c.jobs.wait(long.id, policy=FAST))
-        return cancelled, finished, await aw(c.jobs.cancel(quick))
+        return cancelled, finished, await aw(c.jobs.cancel(long.id))
 
-    cancelled, finished, untouched = driver.run(cancel)
+    cancelled, finished, again = driver.run(cancel)
     assert cancelled.status == "failed" and cancelled.error is not None
     assert cancelled.error.code == "cancelled"
     assert finished.status == "failed" and finished.error == cancelled.error
-    assert untouched.status == "completed" and untouched.error is None  # returned as it was
+    assert again == finished  # cancelling a cancelled job again is harmless
+
+    async def cancel_finished(c: Any) -> ProjectJob:
+        return await aw(c.jobs.cancel(quick))
+
+    with pytest.raises(ConflictError) as refused:  # a completed job cannot be cancelled
+        driver.run(cancel_finished)
+    assert refused.value.code == "job_finished"
+    assert refused.value.extensions["job_status"] == "completed"
+    assert driver.run(lambda c: c.jobs.get(quick.id)) == quick
 
 
 # -- projects -----------------------------------------------------------------------------------

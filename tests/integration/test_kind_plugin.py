@@ -108,7 +108,7 @@ def test_a_plugin_kind_runs_through_the_generic_seam(
             4,
             "month",
         )
-        assert acme["resets_at"].endswith("-01T00:00:00+00:00")
+        assert acme["resets_at"].endswith("-01T00:00:00Z")
         history = c.get(f"{data_url}/history", params={"subject": "acme.example"}).json()
         assert [h["job_id"] for h in history["data"]] == [job_id]
 

@@ -29,7 +29,11 @@ REFUSED = [
     -1,
     MAX_ID + 1,
     True,  # a bool is an int to Python, never an id
-    1.0,
+    1.5,
+    0.0,
+    float(MAX_ID),  # 2**63 once a float: past the range
+    float("inf"),
+    float("nan"),
     None,
     b"5",
 ]
@@ -43,7 +47,18 @@ def test_anything_but_ascii_digits_in_range_is_refused(value: object) -> None:
 
 @pytest.mark.parametrize(
     ("value", "number"),
-    [("1", 1), ("007", 7), ("0" * 40 + "12", 12), (str(MAX_ID), MAX_ID), (5, 5), (MAX_ID, MAX_ID)],
+    [
+        ("1", 1),
+        ("007", 7),
+        ("0" * 40 + "12", 12),
+        (str(MAX_ID), MAX_ID),
+        (5, 5),
+        (MAX_ID, MAX_ID),
+        # JSON Schema's integers include integral floats (schemathesis sends 900.0)
+        (900.0, 900),
+        (1.0, 1),
+        (2.0**62, 2**62),
+    ],
 )
 def test_ids_are_read(value: object, number: int) -> None:
     assert parse_id(value) == number

@@ -3,15 +3,30 @@ from the schema is never refused (schemathesis' positive_data_acceptance)."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from seojobs.api import create_app
 from seojobs.api.ids import MAX_ID, digits_pattern, id_list_pattern, parse_ids, whole_number
+from seojobs.api.inputs import STORABLE_JSON_NAME
+from seojobs.api.openapi import complete
 from seojobs.api.problems import Problem
+from seojobs.api.v2_models import V2ReportRequest
+from seojobs.engine.registry import Kind, Registry
+from seojobs.fetch.rfc3986 import parse
+from seojobs.kinds import index_submit, load_registry
 from seojobs.kinds.urls import URL_PATTERN, check_url
+from tests.conftest import make_settings
+from tests.kinds import NoopParams, noop
 
 RANGES = [(1, MAX_ID), (0, 2**31 - 1), (1, 1000), (1, 65535), (1, 9), (0, 10)]
 
@@ -49,8 +64,36 @@ def test_id_lists_the_parser_refuses_do_not_match(ids: str) -> None:
 
 @given(st.from_regex(URL_PATTERN, fullmatch=True).filter(lambda url: len(url) <= 2048))
 @settings(max_examples=500, database=None)
-def test_every_url_the_pattern_allows_is_taken(url: str) -> None:
+def test_every_url_the_pattern_allows_is_an_absolute_http_url(url: str) -> None:
+    # The pattern is check_url's one rule, so it must itself be right: what it allows is an
+    # RFC 3986 http(s) URL the fetcher parses, with a host, a usable port and no credentials.
     check_url(url)
+    parts = urlsplit(url)  # validates a bracketed IPv6 host, and the port
+    assert url.isascii() and parts.scheme.lower() in ("http", "https") and parts.hostname
+    assert parts.port != 0 and "@" not in parts.netloc
+    if parts.netloc.startswith("["):
+        ipaddress.IPv6Address(parts.hostname)
+    reference = parse(url)
+    assert reference.scheme in ("http", "https") and reference.host
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1]/",
+        "http://[2001:db8::1]:8080/a?b#c",
+        "http://[::ffff:169.254.169.254]/latest/meta-data/",
+        "http://[1:2:3:4:5:6:7:8]/",
+        "https://a.com",
+        "https://a.com?x=1",
+        "https://a.com/caf%C3%A9",
+        "HTTP://A.COM:00080/x/y;z=1",
+        "https://a.com/a:b@c/d?e=/f?#g",
+    ],
+)
+def test_urls_taken_match(url: str) -> None:
+    assert re.fullmatch(URL_PATTERN, url)
+    assert check_url(url) == url
 
 
 @pytest.mark.parametrize(
@@ -62,12 +105,131 @@ def test_every_url_the_pattern_allows_is_taken(url: str) -> None:
         "http://a.com:0",
         "http://a.com:65536",
         "http://u@a.com",
+        "http://u:pw@a.com/",
         "http://a.com/a b",
         "//a.com",
         "http://a.com:x",
+        # what check_url took before the pattern was its rule (the document refused them)
+        " http://a.com",
+        "http://a.com/\n",
+        "http://a.com/é",
+        "http://a.com/\u008a",
+        "http://bücher.de/",
+        "http://a.com/%zz",
+        "http://a.com/%4",
+        "http://a.com/<x>",
+        'http://a.com/"',
+        "http://a.com/{x}",
+        "http://a.com/a#b#c",
+        "http://[:::]/",
+        "http://[1::2::3]/",
+        "http://[1:2:3:4:5:6:7:8:9]/",
+        "http://[::1/",
+        "http://a_b.com/",
     ],
 )
 def test_urls_refused_do_not_match(url: str) -> None:
-    assert not re.match(URL_PATTERN, url)
+    assert not re.fullmatch(URL_PATTERN, url)
     with pytest.raises(ValueError):
         check_url(url)
+
+
+# -- the document as the app completes it (seojobs.api.openapi) ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
+    # Built, never started: the document needs the routes and the registry, not the database.
+    url = f"sqlite:///{tmp_path_factory.mktemp('doc') / 'seojobs.db'}"
+    return create_app(make_settings(url), run_worker=False, auto_migrate=False)
+
+
+@pytest.fixture(scope="module")
+def document(app: FastAPI) -> dict[str, Any]:
+    return app.openapi()
+
+
+def _kind_branches(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (one_of,) = [part["oneOf"] for part in model["allOf"]]
+    return {branch["properties"]["type"]["const"]: branch for branch in one_of}
+
+
+def test_a_new_jobs_type_names_the_registered_types_each_with_its_params(
+    document: dict[str, Any],
+) -> None:
+    registry = load_registry(make_settings("sqlite://"))
+    model = document["components"]["schemas"]["JobIn"]
+    assert model["properties"]["type"]["enum"] == registry.names()
+    branches = _kind_branches(model)
+    assert sorted(branches) == registry.names()
+    submit = branches["index_submit"]
+    assert submit["required"] == ["params"]  # its params have required fields (urls)
+    assert submit["properties"]["params"]["properties"]["checker"]
+    assert "params" not in branches["test_noop"].get("required", [])  # {} is valid params
+
+
+def test_a_schedules_type_names_only_schedulable_types(app: FastAPI) -> None:
+    registry = Registry()
+    registry.add(index_submit.KIND)
+    registry.add(Kind("once", NoopParams, noop, schedulable=False))
+    document = get_openapi(title="t", version="1", routes=app.routes)
+    complete(document, registry)
+    jobs, schedules = (document["components"]["schemas"][n] for n in ("JobIn", "ScheduleIn"))
+    assert jobs["properties"]["type"]["enum"] == ["index_submit", "once"]
+    assert schedules["properties"]["type"]["enum"] == ["index_submit"]
+    assert sorted(_kind_branches(schedules)) == ["index_submit"]
+    assert len(schedules["oneOf"]) == 3  # every_days, every_seconds or cron: still exactly one
+
+
+def test_collected_data_paths_name_the_types(document: dict[str, Any]) -> None:
+    names = load_registry(make_settings("sqlite://")).names()
+    for path in (
+        "/v1/projects/{project_id}/data/{type}",
+        "/v1/projects/{project_id}/data/{type}/history",
+    ):
+        (kind,) = [p for p in document["paths"][path]["get"]["parameters"] if p["name"] == "type"]
+        assert kind["schema"]["enum"] == names
+
+
+def test_every_operation_declares_the_problems_any_route_can_answer(
+    document: dict[str, Any],
+) -> None:
+    missing = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            public = "health" in operation.get("tags", [])
+            wanted = {"400", "408", "413", "414", "431", "503"} | (
+                set() if public else {"401", "429"}
+            )
+            for status in sorted(wanted - set(operation["responses"])):
+                missing.append(f"{method.upper()} {path} {status}")
+    assert missing == []
+
+
+def test_our_bodies_refuse_unknown_keys_and_v2_states_what_it_tolerates(
+    document: dict[str, Any],
+) -> None:
+    schemas = document["components"]["schemas"]
+    for name in ("SubmitRequest", "CheckRequest", "ProjectIn", "JobIn", "ScheduleIn"):
+        assert schemas[name]["additionalProperties"] is False, name
+    storable = schemas[STORABLE_JSON_NAME]
+    for name in ("V2CreateRequest", "V2StatusRequest", "V2ReportRequest", "V2UrlRequest"):
+        extras = schemas[name]
+        assert extras["additionalProperties"] == {
+            "$ref": f"#/components/schemas/{STORABLE_JSON_NAME}"
+        }
+        assert re.search(extras["propertyNames"]["pattern"], "a\x00b") is None
+    strings = [part for part in storable["anyOf"] if part["type"] == "string"]
+    assert re.search(strings[0]["pattern"], "a\x00b") is None
+    assert re.search(strings[0]["pattern"], "ok") is not None
+
+
+def test_the_v2_task_id_number_form_stays_exact_in_json() -> None:
+    # Past 2**53 a JSON number is not the id its sender wrote (schemathesis sent
+    # 9223372036854775999 for a maximum of 2**63-1): such ids go as strings.
+    V2ReportRequest.model_validate({"task_id": 2**53 - 1})
+    V2ReportRequest.model_validate({"task_id": 900.0})
+    V2ReportRequest.model_validate({"task_id": str(MAX_ID)})
+    for value in (2**53, MAX_ID, 2.0**60):
+        with pytest.raises(ValidationError):
+            V2ReportRequest.model_validate({"task_id": value})

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
-from seojobs.api import problems
+from seojobs.api import docs, openapi, problems
 from seojobs.api.deps import AuthCache
 from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
@@ -79,6 +79,8 @@ def create_app(
             "`X-API-Key`. One rate limit per user covers every endpoint."
         ),
         lifespan=lifespan,
+        docs_url=None,  # served by seojobs.api.docs, without a CDN
+        redoc_url=None,
     )
     app.router.route_class = CheckedRoute  # the app's own routes pass the input gate too
     app.state.settings = settings
@@ -92,6 +94,7 @@ def create_app(
     app.include_router(v2_router)
     app.include_router(projects_router)
     app.include_router(results_router)
+    docs.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if settings.trusted_proxies:  # outermost: every layer sees the forwarded client
@@ -117,4 +120,5 @@ def create_app(
         return JSONResponse({"status": "ready", "database": services.db.dialect})
 
     require_checked(app.routes)
+    openapi.install(app, registry)
     return app

@@ -4,8 +4,9 @@ limits, v2 task ids. One parser for all of them.
 Only ASCII digits, within the field's range. ``str.isdigit()`` is true of other scripts' digits
 (``٣``, fullwidth U+FF11) and of superscripts (``²``, which ``int()`` then refuses); ``int()``
 takes those digits, signs, spaces and underscores, and raises ValueError past 4,300 digits;
-pydantic's lax int takes ``+5``, `` 5``, ``1_000`` and ``5.0``. Each of those answered 500 or
-reached the database as an id nobody wrote.
+pydantic's lax int takes ``+5``, `` 5`` and ``1_000``. Each of those answered 500 or reached
+the database as an id nobody wrote. A JSON number with an integral value (``5.0``) is the
+integer it equals, as JSON Schema says.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ MAX_ID: Final = 2**63 - 1  # the database's BIGINT
 
 
 def whole_number(value: object, lo: int, hi: int) -> int:
-    """``value`` (an int, or a string of ASCII digits) as an int in ``lo..hi``; else
-    ``ValueError`` saying what is expected (pydantic reports it against the field)."""
+    """``value`` (an int, an integral float such as ``900.0``, or a string of ASCII digits)
+    as an int in ``lo..hi``; else ``ValueError`` saying what is expected (pydantic reports it
+    against the field)."""
     expected = f"a whole number from {lo} to {hi} in ASCII digits"
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)  # 900.0 (never inf or nan: they are not integral)
     elif isinstance(value, str) and value.isascii() and value.isdigit():
         digits = value.lstrip("0") or "0"
         if len(digits) > len(str(hi)):  # before int(): it refuses over 4,300 digits

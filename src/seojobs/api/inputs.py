@@ -24,11 +24,40 @@ from typing import Any, Final
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, iter_route_contexts
+from pydantic import ConfigDict
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 MAX_DEPTH: Final = 32
+# What the gate lets through, as JSON Schema: for the keys a model ignores (v2 tolerates keys
+# SpeedyIndex clients send and we lack), whose values nothing else describes. Lone surrogates
+# and the depth limit are left out: a JSON document cannot carry the one into a regex, and a
+# schema cannot count the other.
+STORABLE_JSON_NAME: Final = "StorableJson"
+_STORABLE_REF: Final = {"$ref": f"#/components/schemas/{STORABLE_JSON_NAME}"}
+_NO_NUL: Final = "^[^\\u0000]*$"
+STORABLE_JSON: Final[dict[str, Any]] = {
+    "description": f"Any JSON without NUL in its strings or keys, nested at most {MAX_DEPTH} deep.",
+    "anyOf": [
+        {"type": ["null", "boolean", "number"]},
+        {"type": "string", "pattern": _NO_NUL},
+        {"type": "array", "items": _STORABLE_REF},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": _NO_NUL},
+            "additionalProperties": _STORABLE_REF,
+        },
+    ],
+}
+# Our own request bodies refuse keys they do not know (422 naming the key), as their schema
+# says (additionalProperties: false): a misspelt optional field is not silently dropped.
+FORBID: Final = ConfigDict(extra="forbid")
+# For ``json_schema_extra`` of a model that ignores unknown keys.
+TOLERATED_KEYS: Final[dict[str, Any]] = {
+    "propertyNames": {"pattern": _NO_NUL},
+    "additionalProperties": _STORABLE_REF,
+}
 _UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
 Loc = tuple[str | int, ...]
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]

@@ -11,7 +11,14 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seojobs.api.allow import allowed_methods
-from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded, Unavailable
+from seojobs.services import (
+    Conflict,
+    Invalid,
+    JobFinished,
+    NotFound,
+    QuotaExceeded,
+    Unavailable,
+)
 
 PROBLEM_BASE = "https://seojobs.dev/problems/"
 MEDIA_TYPE = "application/problem+json"
@@ -35,19 +42,12 @@ def problem_response(description: str) -> dict[str, Any]:
 
 
 # Declared on every router so /openapi.json tells clients what errors look like; giving 422
-# here also replaces FastAPI's default application/json HTTPValidationError.
+# here also replaces FastAPI's default application/json HTTPValidationError. The problems any
+# operation can get whatever its route (401, 413, 429, 503, ...) are declared once, on every
+# operation, by seojobs.api.openapi.
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: problem_response("Missing or wrong API key"),
     404: problem_response("No such job (or not yours)"),
-    413: problem_response("Request body too large"),
     422: problem_response("Invalid request; `errors` names each field"),
-    429: problem_response(
-        "Over the per-user rate limit, or too many failed authentications from this address; "
-        "see Retry-After"
-    ),
-    503: problem_response(
-        "The rate limiter's storage is down and the deployment fails closed; see Retry-After"
-    ),
 }
 
 
@@ -82,6 +82,12 @@ def invalid(field: str, message: str, code: str = "validation_error") -> Problem
         code=code,
         errors=[{"field": field, "message": message}],
     )
+
+
+# Cancelling a job that has ended (other than one already cancelled).
+CANCEL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: problem_response("The job has already finished; `job_status` and `error_code` tell how"),
+}
 
 
 def problem(
@@ -158,6 +164,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Conflict)
     async def _conflict(request: Request, exc: Conflict) -> JSONResponse:
+        if isinstance(exc, JobFinished):  # the job's own state, as a GET would show it
+            return problem(
+                409,
+                "Job already finished",
+                str(exc),
+                code=exc.code,
+                job_id=exc.job_id,
+                job_status=exc.state,
+                error_code=exc.error_code,
+            )
         return problem(409, "Conflict", str(exc), code=exc.code)
 
     @app.exception_handler(Unavailable)

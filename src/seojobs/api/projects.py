@@ -39,6 +39,7 @@ from seojobs.api.projects_models import (
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
 from seojobs.services import Invalid, Services
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
+from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(
     prefix="/v1", tags=["projects"], responses=problems.RESPONSES, route_class=CheckedRoute
@@ -54,16 +55,12 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
 # -- bodies -------------------------------------------------------------------------------------
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def project_body(project: ProjectRecord) -> dict[str, Any]:
     return {
         "id": project.id,
         "name": project.name,
         "is_default": project.is_default,
-        "created_at": _iso(project.created_at),
+        "created_at": rfc3339_or_none(project.created_at),
     }
 
 
@@ -76,11 +73,11 @@ def job_body(job: JobRecord) -> dict[str, Any]:
         "type": job.kind,
         "status": job.state,
         "title": job.title,
-        "created_at": _iso(job.created_at),
-        "run_at": _iso(job.run_at),
-        "started_at": _iso(job.started_at),
-        "updated_at": _iso(job.updated_at),
-        "completed_at": _iso(job.completed_at),
+        "created_at": rfc3339_or_none(job.created_at),
+        "run_at": rfc3339_or_none(job.run_at),
+        "started_at": rfc3339_or_none(job.started_at),
+        "updated_at": rfc3339_or_none(job.updated_at),
+        "completed_at": rfc3339_or_none(job.completed_at),
         "progress_percent": job.progress_percent,
         "items_total": job.items_total,
         "items_done": job.items_done,
@@ -101,10 +98,10 @@ def schedule_body(schedule: ScheduleRecord) -> dict[str, Any]:
         "params": schedule.params,
         "every_seconds": schedule.interval_seconds,
         "cron": schedule.cron,
-        "start_at": _iso(schedule.start_at),
-        "next_run_at": _iso(schedule.next_tick_at),
+        "start_at": rfc3339_or_none(schedule.start_at),
+        "next_run_at": rfc3339_or_none(schedule.next_tick_at),
         "enabled": schedule.enabled,
-        "created_at": _iso(schedule.created_at),
+        "created_at": rfc3339_or_none(schedule.created_at),
     }
 
 
@@ -287,9 +284,17 @@ router.add_api_route(
 )
 
 
-@router.post("/jobs/{job_id}/cancel", response_model=JobData, operation_id="cancel_job")
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobData,
+    operation_id="cancel_job",
+    responses=problems.CANCEL_RESPONSES,
+)
 def cancel_job(job_id: JobId, user: User, svc: Svc) -> Response:
-    """Stop a job: it ends `failed` with code `cancelled` (a finished job is returned as is)."""
+    """Stop a job: it ends `failed` with code `cancelled`.
+
+    Cancelling it again answers the same; a job that ended otherwise answers 409
+    (`job_finished`, with `job_status` and `error_code`)."""
     job = svc.cancel_job(user, job_id)
     return JSONResponse({"data": job_body(job)}, headers=retry_headers(job))
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -14,6 +15,8 @@ YEAR = 365 * 86400
 
 
 class ProjectIn(BaseModel):
+    model_config = FORBID
+
     name: Name
 
 
@@ -51,6 +54,8 @@ class Job(BaseModel):
 
 
 class JobIn(BaseModel):
+    model_config = FORBID
+
     type: KindName = Field(description="A job type from GET /v1/job-types.")
     params: dict[str, Any] = Field(default_factory=dict, description="As the type's schema.")
     title: Title | None = None
@@ -72,7 +77,9 @@ def _only(field: str) -> dict[str, Any]:
 
 class ScheduleIn(BaseModel):
     # Exactly one of the three, as projects._interval_fields checks; null counts as absent.
-    model_config = ConfigDict(json_schema_extra={"oneOf": [_only(f) for f in INTERVALS]})
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"oneOf": [_only(f) for f in INTERVALS]}
+    )
 
     name: Name
     type: KindName

@@ -23,6 +23,7 @@ from seojobs.api.ids import parse_cursor
 from seojobs.engine.registry import ReportColumn
 from seojobs.services import Services
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
+from seojobs.timefmt import rfc3339_or_none
 
 PAGE = 500
 MAX_SEQ = 2**31 - 1  # item sequence numbers are 32-bit
@@ -72,7 +73,7 @@ def row(item: ItemRecord, job: JobRecord) -> dict[str, Any]:
         "provider": result.get("provider"),
         "error_code": item.error_code,
         "error_message": item.error_message,
-        "finished_at": item.finished_at.isoformat() if item.finished_at else None,
+        "finished_at": rfc3339_or_none(item.finished_at),
         "detail": detail,
         "diagnostics": result.get("diagnostics"),
     }

@@ -4,7 +4,6 @@ CSV), its findings, and the data a kind collected for a project. Reads never sta
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query
@@ -20,6 +19,7 @@ from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ, cell, item_status, report
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
 from seojobs.services import Services
 from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
+from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(
     prefix="/v1", tags=["results"], responses=problems.RESPONSES, route_class=CheckedRoute
@@ -116,10 +116,6 @@ class CollectedPage(BaseModel):
 ITEM_COLUMNS = ["seq", "input", "status", "error_code", "error_message", "finished_at"]
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def item_body(item: ItemRecord, job_final: bool) -> dict[str, Any]:
     return {
         "seq": item.seq,
@@ -129,7 +125,7 @@ def item_body(item: ItemRecord, job_final: bool) -> dict[str, Any]:
         "error": {"code": item.error_code, "message": item.error_message}
         if item.error_code
         else None,
-        "finished_at": _iso(item.finished_at),
+        "finished_at": rfc3339_or_none(item.finished_at),
     }
 
 
@@ -140,7 +136,7 @@ def finding_body(finding: FindingRecord) -> dict[str, Any]:
         "code": finding.code,
         "severity": finding.severity,
         "data": finding.data,
-        "created_at": _iso(finding.created_at),
+        "created_at": rfc3339_or_none(finding.created_at),
     }
 
 
@@ -149,7 +145,7 @@ def collection_body(found: CollectionRecord) -> dict[str, Any]:
         "type": found.kind,
         "subject": found.subject,
         "job_id": found.job_id,
-        "collected_at": _iso(found.collected_at),
+        "collected_at": rfc3339_or_none(found.collected_at),
         "data": found.data,
     }
 
@@ -169,7 +165,7 @@ def _items_csv(
                     item_status(item, job.is_final),
                     item.error_code,
                     item.error_message,
-                    _iso(item.finished_at),
+                    rfc3339_or_none(item.finished_at),
                 ]
                 yield values + [cell(c.value(item.result)) for c in columns]
             after = page[-1].seq

@@ -25,7 +25,7 @@ from seojobs.api.ids import (
     parse_cursor,
     parse_ids,
 )
-from seojobs.api.inputs import CheckedRoute
+from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, UrlText
@@ -44,6 +44,8 @@ JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id."), IdDig
 
 
 class SubmitRequest(BaseModel):
+    model_config = FORBID
+
     urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     checker: int | None = Field(
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
@@ -53,6 +55,8 @@ class SubmitRequest(BaseModel):
 
 
 class CheckRequest(BaseModel):
+    model_config = FORBID
+
     urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
@@ -73,6 +77,7 @@ class JobStatus(BaseModel):
     created_at: datetime
     completed_at: datetime | None
     error: JobError | None
+    duplicates_removed: int = Field(description="Duplicate URLs dropped from the request.")
 
 
 class SubmitStatus(JobStatus):
@@ -89,18 +94,6 @@ class CheckStatus(JobStatus):
     checked_urls: int
     indexed_count: int
     not_indexed_count: int
-
-
-class Created(BaseModel):
-    duplicates_removed: int = Field(description="Duplicate URLs dropped from the request.")
-
-
-class SubmitCreated(SubmitStatus, Created):
-    pass
-
-
-class CheckCreated(CheckStatus, Created):
-    pass
 
 
 class SubmitList(BaseModel):
@@ -134,9 +127,18 @@ def _body(svc: Services, job: JobRecord, child: JobRecord | bool | None = True) 
     return indexing.check_status(job)
 
 
+# Submissions and checks share one sequence of ids: a job read under the other path is
+# answered with where it is (it is the caller's own job, so nothing leaks).
+_PATHS = {indexing.SUBMIT: "index-submit", indexing.CHECK: "index-check"}
+
+
 def _of_kind(job: JobRecord, kind: str) -> JobRecord:
     if job.kind != kind:
-        raise Problem(404, "Not found", f"job {job.id} does not exist", code="not_found")
+        where = _PATHS.get(job.kind)
+        detail = f"job {job.id} is a {job.kind} job, not {kind}" + (
+            f": read it at /api/v1/{where}/jobs/{job.id}" if where else ""
+        )
+        raise Problem(404, "Not found", detail, code="not_found")
     return job
 
 
@@ -160,7 +162,7 @@ def _create(
         job, _created = svc.create_job(
             user, kind, params, title=payload.get("title"), idempotency_key=job_key
         )
-        content = _body(svc, job) | {"duplicates_removed": job.params["duplicates_removed"]}
+        content = _body(svc, job)  # the same body as a GET of the Location
         headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | retry_headers(job)
         return JSONResponse(content, status_code=202, headers=headers)
 
@@ -354,7 +356,7 @@ def install_status_routes(app: FastAPI) -> None:
 @router.post(
     "/index-submit/jobs",
     status_code=202,
-    response_model=SubmitCreated,
+    response_model=SubmitStatus,
     operation_id="create_index_submit_job",
 )
 def create_submit(body: SubmitRequest, request: Request, user: User, svc: Svc) -> Response:
@@ -399,9 +401,12 @@ def report_submit(
     "/index-submit/jobs/{job_id}/cancel",
     response_model=SubmitStatus,
     operation_id="cancel_index_submit_job",
+    responses=problems.CANCEL_RESPONSES,
 )
 def cancel_submit(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
-    """Stop a submission (and its pending follow-up check): it ends `failed`/`cancelled`."""
+    """Stop a submission (and its pending follow-up check): it ends `failed`/`cancelled`.
+
+    Cancelling it again answers the same; a job that ended otherwise answers 409."""
     _job(svc, user, indexing.SUBMIT, job_id)
     return _body(svc, svc.cancel_job(user, job_id))
 
@@ -412,7 +417,7 @@ def cancel_submit(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
 @router.post(
     "/index-check/jobs",
     status_code=202,
-    response_model=CheckCreated,
+    response_model=CheckStatus,
     operation_id="create_index_check_job",
 )
 def create_check(body: CheckRequest, request: Request, user: User, svc: Svc) -> Response:
@@ -457,9 +462,12 @@ def report_check(
     "/index-check/jobs/{job_id}/cancel",
     response_model=CheckStatus,
     operation_id="cancel_index_check_job",
+    responses=problems.CANCEL_RESPONSES,
 )
 def cancel_check(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
-    """Stop a check: it ends `failed` with code `cancelled`."""
+    """Stop a check: it ends `failed` with code `cancelled`.
+
+    Cancelling it again answers the same; a job that ended otherwise answers 409."""
     _job(svc, user, indexing.CHECK, job_id)
     return _body(svc, svc.cancel_job(user, job_id))
 

@@ -33,7 +33,6 @@ from seojobs.api import idempotency, problems
 from seojobs.api.deps import Svc, User
 from seojobs.api.ids import MAX_ID, digits
 from seojobs.api.inputs import CheckedRoute
-from seojobs.api.problems import Problem
 from seojobs.api.v2_models import (
     KINDS,
     OK,
@@ -190,7 +189,7 @@ def _create(
     answer: Callable[[JobRecord], dict[str, Any]],
 ) -> Response:
     params: dict[str, Any] = {"urls": body.urls, "engine": engine}
-    if body.checker is not None:
+    if body.checker is not None and task_type == "indexer":  # checker tasks ignore it
         params["checker"] = body.checker
 
     def produce(job_key: str | None) -> JSONResponse:
@@ -235,14 +234,6 @@ def create_task(
     svc: Svc,
 ) -> Response:
     """Create a task. `code` 0 with its id, or 1 when the daily quota is too small (HTTP 200)."""
-    if body.checker is not None and task_type != "indexer":
-        raise Problem(
-            422,
-            "Invalid request",
-            "checker: only indexer tasks take a follow-up check",
-            code="validation_error",
-            errors=[{"field": "checker", "message": "only indexer tasks take a follow-up check"}],
-        )
 
     def answer(job: JobRecord) -> dict[str, Any]:
         return V2Created(task_id=str(job.id), type=f"{engine}/{task_type}").model_dump()

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from seojobs.api.ids import MAX_ID, digits_pattern, parse_id
+from seojobs.api.ids import MAX_ID, digits_pattern, parse_id, whole_number
+from seojobs.api.inputs import TOLERATED_KEYS
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import indexing
@@ -30,16 +31,30 @@ TOP_UP: Final = 1  # "top up balance": our daily quota is too small
 OVERLOADED: Final = -2
 NOINDEX_FOUND, NO_ERROR = -1, 0
 
+# The largest integer every JSON reader holds exactly (I-JSON, RFC 7493): a larger id as a
+# JSON number is not the id its sender wrote by the time anyone reads it, so it is sent as a
+# string, as we send every id.
+MAX_JSON_INTEGER: Final = 2**53 - 1
+
+
+def _task_id(value: object) -> int:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return whole_number(value, 1, MAX_JSON_INTEGER)
+    return parse_id(value)
+
+
 TaskId = Annotated[
     int,
-    BeforeValidator(parse_id),
+    BeforeValidator(_task_id),
     WithJsonSchema(
         {
             "anyOf": [
                 {"type": "string", "pattern": f"^{digits_pattern(1, MAX_ID)}$"},
-                {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                {"type": "integer", "minimum": 1, "maximum": MAX_JSON_INTEGER},
             ],
-            "description": 'A task id, as a string ("48211", as we send them) or a number.',
+            "description": (
+                'A task id, as a string ("48211", as we send them) or a number (up to 2**53-1).'
+            ),
         }
     ),
 ]
@@ -49,7 +64,9 @@ TaskId = Annotated[
 
 
 class V2CreateRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # SpeedyIndex clients may send fields we lack
+    # SpeedyIndex clients may send fields we lack: ignored, as the schema says (the input
+    # gate's rules still apply to them).
+    model_config = ConfigDict(extra="ignore", json_schema_extra=TOLERATED_KEYS)
 
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     title: Title | None = None
@@ -59,7 +76,8 @@ class V2CreateRequest(BaseModel):
         le=5,
         description=(
             "seojobs extension, indexer tasks only: check the URLs' index status N days later; "
-            "the task is completed once that check has finished."
+            "the task is completed once that check has finished. Checker tasks ignore it, as "
+            "they ignore every key they lack (the path's type cannot narrow the body's schema)."
         ),
     )
 
@@ -77,7 +95,8 @@ class V2StatusRequest(BaseModel):
     # Exactly one form, as _one_form checks; null counts as absent.
     model_config = ConfigDict(
         extra="ignore",
-        json_schema_extra={
+        json_schema_extra=TOLERATED_KEYS
+        | {
             "oneOf": [
                 {
                     "required": ["task_ids"],
@@ -102,13 +121,13 @@ class V2StatusRequest(BaseModel):
 
 
 class V2ReportRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra=TOLERATED_KEYS)
 
     task_id: TaskId
 
 
 class V2UrlRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra=TOLERATED_KEYS)
 
     url: Url = Field(description="One http(s) URL to index.")
 

@@ -23,6 +23,7 @@ from seojobs.client.cli_common import (
     read_urls,
 )
 from seojobs.client.cli_options import (
+    ENGINES,
     ApiKey,
     Engine,
     File,
@@ -84,7 +85,10 @@ def _submit_args(
 
     if typed.job_type is None:
         cli_params.refuse_untyped(typed.params or [], typed.project)
-        return SubmitArgs(kind, read_urls(urls, file), engine=engine or "google", checker=checker)
+        engine = engine or "google"
+        if engine not in ENGINES:
+            raise UsageProblem(f"--engine: one of {', '.join(ENGINES)}, not {engine!r}")
+        return SubmitArgs(kind, read_urls(urls, file), engine=engine, checker=checker)
     if not typed.job_type.strip():
         raise UsageProblem("--type: a job type, not empty")
     cli_params.refuse_index_options(engine, checker)

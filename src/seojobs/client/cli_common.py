@@ -87,9 +87,17 @@ class Conn:
         )
 
     def client(self) -> Client:
-        # api_key "" rather than None: the Client would otherwise fall back to the environment,
-        # which --api-key has already been resolved against.
-        return Client(self.url, self.api_key or "")
+        """A client for the server, once what can be checked here is right (else exit 2,
+        nothing sent and nothing recorded)."""
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageProblem(
+                f"--url / SEOJOBS_URL: a URL with http:// or https:// and a host, "
+                f"e.g. {DEFAULT_URL}, not {self.url!r}"
+            )
+        if not self.api_key:
+            raise UsageProblem("no API key: pass --api-key or set SEOJOBS_API_KEY")
+        return Client(self.url, self.api_key)
 
     def state(self) -> StateFile:
         return StateFile(self.state_path)
@@ -200,7 +208,9 @@ def describe(exc: errors.SeojobsError, url: str) -> tuple[str, Exit]:
     if isinstance(exc, errors.ServerError | errors.ConflictError):
         return f"the server could not answer: {exc}; try again later", Exit.UNAVAILABLE
     if isinstance(exc, errors.InvalidRequestError | errors.NotFoundError):
-        return f"the server refused the request: {exc}{_field_errors(exc)}", Exit.USAGE
+        # Field errors are the detail, one per line; the detail alone when there are none.
+        said = _field_errors(exc) or (f": {exc.detail}" if exc.detail else "")
+        return f"the server refused the request ({exc.status} {exc.title}){said}", Exit.USAGE
     return f"the server answered {exc}", Exit.FAILED
 
 
@@ -221,8 +231,8 @@ def _field_errors(exc: errors.APIError) -> str:
 
 def never_sent(exc: BaseException) -> bool:
     """True when a failed POST certainly never reached the server (so no job exists)."""
-    if isinstance(exc, errors.TransportError):
-        return isinstance(exc.__cause__, httpx.ConnectError)
+    if isinstance(exc, errors.TransportError):  # refused, or a URL httpx cannot send to
+        return isinstance(exc.__cause__, httpx.ConnectError | httpx.UnsupportedProtocol)
     if isinstance(exc, errors.RateLimitedError):
         return True  # the limiter answers before the request is handled
     return isinstance(exc, errors.APIError) and exc.status in (400, 401, 403, 404, 413, 422)

@@ -102,6 +102,8 @@ File = Annotated[
         "--file", "-f", help="Read URLs from FILE, one per line ('-' is stdin).", show_default=False
     ),
 ]
+# The engines of the index APIs (the server's enum): checked before anything is sent.
+ENGINES = ("google", "bing", "yandex")
 Engine = Annotated[str, typer.Option(help="Search engine: google, bing or yandex.")]
 # None when not given: with --type it must not be given (the params say everything).
 SubmitEngine = Annotated[

@@ -135,7 +135,8 @@ class Jobs:
         return [JobType.model_validate(item) for item in found]
 
     def cancel(self, job: api.JobRef) -> ProjectJob:
-        """Stop a job: it ends failed with code ``cancelled`` (a finished job is returned)."""
+        """Stop a job: it ends failed with code ``cancelled``. A job already cancelled is
+        returned; one that ended otherwise raises ``ConflictError`` (``job_finished``)."""
         response = self._client.send(api.cancel_job(job))
         return self._job(ProjectJob.model_validate(api.data(response)))
 

@@ -66,6 +66,18 @@ class Conflict(ServiceError):
         self.code = code
 
 
+class JobFinished(Conflict):
+    """The job has already ended (``state`` is ``completed`` or ``failed``): it cannot be
+    cancelled any more."""
+
+    def __init__(self, job_id: int, state: str, error_code: str | None) -> None:
+        ended = f"{state} ({error_code})" if error_code else state
+        super().__init__(f"job {job_id} has already finished: {ended}", code="job_finished")
+        self.job_id = job_id
+        self.state = state
+        self.error_code = error_code
+
+
 class QuotaExceeded(ServiceError):
     """The request can never fit the user's quota (e.g. a schedule whose every job would need
     more than the whole quota). A job that merely does not fit today is stored failed with

@@ -7,6 +7,7 @@ from typing import Any
 from seojobs.services.core import Services
 from seojobs.services.errors import NotFound
 from seojobs.store.records import JobRecord
+from seojobs.timefmt import rfc3339, rfc3339_or_none
 
 SUBMIT = "index_submit"
 CHECK = "index_check"
@@ -46,9 +47,10 @@ def _common(job: JobRecord) -> dict[str, Any]:
         "total_urls": job.items_total,
         "failed_count": job.items_failed,
         "progress_percent": job.progress_percent,
-        "created_at": job.created_at.isoformat(),
-        "completed_at": job.completed_at.isoformat() if job.completed_at else None,
+        "created_at": rfc3339(job.created_at),
+        "completed_at": rfc3339_or_none(job.completed_at),
         "error": job.error,
+        "duplicates_removed": job.params.get("duplicates_removed", 0),
     }
 
 
@@ -75,7 +77,7 @@ def submission_status(
     body |= {
         "scheduled_check_days": checker,
         "scheduled_check_status": child.state if child else None,
-        "scheduled_check_at": (child.run_at.isoformat() if child else None),
+        "scheduled_check_at": rfc3339(child.run_at) if child else None,
         # The run id appears once the check has started, as seed 000 describes.
         "scheduled_check_run_id": child.id if child and child.state != "pending" else None,
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 from seojobs.engine.registry import Kind
 from seojobs.services.base import ServiceBase
-from seojobs.services.errors import NotFound
+from seojobs.services.errors import JobFinished, NotFound
 from seojobs.services.quotas import QuotaUse, limit_of, period_bounds
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
@@ -25,6 +25,7 @@ from seojobs.store.records import (
     NewJob,
     UserRecord,
 )
+from seojobs.timefmt import rfc3339
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class JobServices(ServiceBase):
                 return (
                     "quota_exceeded",
                     f"this job needs {amount} of your {quota.label} ({used} of {limit} used); "
-                    f"the quota resets at {reset.isoformat()}",
+                    f"the quota resets at {rfc3339(reset)}",
                 )
         return None
 
@@ -297,14 +298,21 @@ class JobServices(ServiceBase):
             )
 
     def cancel_job(self, user: UserRecord, job_id: int) -> JobRecord:
-        """End an open job as ``failed`` with code ``cancelled``; a final job is returned as is."""
+        """End an open job as ``failed`` with code ``cancelled``.
+
+        Cancelling a job already cancelled returns it as is (a retried cancel is harmless);
+        one that ended otherwise raises ``JobFinished``.
+        """
         self.job(user, job_id)
         now = self.clock()
         with self.db.write() as conn:
-            if job_sql.cancel(conn, job_id, now, "cancelled by the user"):
+            cancelled = job_sql.cancel(conn, job_id, now, "cancelled by the user")
+            if cancelled:
                 job_sql.cancel_children(conn, job_id, now, f"parent job {job_id} was cancelled")
             job = job_sql.get(conn, job_id)
         assert job is not None
+        if not cancelled and job.error_code != "cancelled":
+            raise JobFinished(job.id, job.state, job.error_code)
         return job
 
     def state_counts(self) -> dict[str, int]:

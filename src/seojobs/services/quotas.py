@@ -8,6 +8,7 @@ from typing import Any
 
 from seojobs.engine.registry import Period, Quota
 from seojobs.store.records import UserRecord
+from seojobs.timefmt import rfc3339
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class QuotaUse:
             "limit": self.limit,
             "used": self.used,
             "remaining": self.remaining,
-            "resets_at": self.resets_at.isoformat(),
+            "resets_at": rfc3339(self.resets_at),
         }
 
 

@@ -17,6 +17,7 @@ from seojobs.store import schedules as schedule_sql
 from seojobs.store import usage as usage_sql
 from seojobs.store.errors import Duplicate
 from seojobs.store.records import ScheduleRecord, UserRecord
+from seojobs.timefmt import rfc3339
 
 MAX_INTERVAL_SECONDS = 3650 * 86400.0  # ten years: ticks stay representable
 
@@ -169,7 +170,7 @@ class ScheduleServices(JobServices):
                 project_id=schedule.project_id,
                 run_at=now,
                 now=now,
-                title=f"{schedule.name} ({tick.isoformat()})",
+                title=f"{schedule.name} ({rfc3339(tick)})",
                 origin=Origin(schedule.id, tick),
             )
         return job_id if created else None

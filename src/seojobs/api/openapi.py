@@ -1,0 +1,121 @@
+"""The OpenAPI document as this deployment serves it: FastAPI's, completed with what only the
+app knows once it is built.
+
+- ``type`` of a new job or schedule, and the ``{type}`` of collected data, name the registered
+  job types (plug-ins included), and each ``type`` carries its own ``params`` schema (the
+  registry validates them; ``/v1/job-types`` serves the same schemas). Schedules take only
+  schedulable types.
+- The problems the server can send on every operation, whatever the route (the HTTP protocol's
+  400/408/414/431, the body limit's 413, the database's 503; 401 and 429 where a key is
+  needed), are declared here once, on every operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from seojobs.api.inputs import STORABLE_JSON, STORABLE_JSON_NAME
+from seojobs.api.problems import problem_response
+from seojobs.engine.registry import Kind, Registry
+
+REF_TEMPLATE = "#/components/schemas/{model}"
+PUBLIC_TAG = "health"  # operations that answer without a key
+ANYWHERE: dict[str, dict[str, Any]] = {
+    "400": problem_response("Malformed request (e.g. a body that is not UTF-8 JSON)"),
+    "408": problem_response("The request line, headers or body came too slowly"),
+    "413": problem_response("Request body too large"),
+    "414": problem_response("Request target too long"),
+    "431": problem_response("Request headers too large"),
+    "503": problem_response(
+        "The database or the rate limiter's storage cannot take requests; see Retry-After"
+    ),
+}
+WITH_KEY: dict[str, dict[str, Any]] = {
+    "401": problem_response("Missing or wrong API key"),
+    "429": problem_response(
+        "Over the per-user rate limit, or too many failed authentications from this address; "
+        "see Retry-After"
+    ),
+}
+METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+
+def install(app: FastAPI, registry: Registry) -> None:
+    """Serve the completed document at ``/openapi.json`` (built once, on first request)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            complete(document, registry)
+            app.openapi_schema = document
+            return document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def complete(document: dict[str, Any], registry: Registry) -> None:
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas[STORABLE_JSON_NAME] = STORABLE_JSON
+    kinds = registry.kinds()
+    _tie_type(schemas, "JobIn", kinds)
+    _tie_type(schemas, "ScheduleIn", [kind for kind in kinds if kind.schedulable])
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method not in METHODS:
+                continue
+            if path.startswith("/v1/projects/{project_id}/data/{type}"):
+                _name_types(operation, kinds)
+            _declare_problems(operation)
+
+
+def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    """The kind's params schema, its definitions moved into the document's components."""
+    schema: dict[str, Any] = kind.params.model_json_schema(ref_template=REF_TEMPLATE)
+    schemas.update(schema.pop("$defs", {}))
+    return schema
+
+
+def _tie_type(schemas: dict[str, Any], name: str, kinds: list[Kind[Any]]) -> None:
+    """``type`` is one of ``kinds``, and ``params`` follow that kind's schema: a ``oneOf``
+    with one branch per kind beside the model's own properties, which admit nothing else."""
+    model = schemas.get(name)
+    if model is None:  # no route of this app takes it
+        return
+    model["properties"]["type"] = {
+        "type": "string",
+        "enum": [kind.name for kind in kinds],
+        "description": "A job type from GET /v1/job-types.",
+    }
+    branches = []
+    for kind in kinds:
+        params = _params_schema(kind, schemas)
+        branch: dict[str, Any] = {
+            "properties": {"type": {"const": kind.name}, "params": params},
+        }
+        if params.get("required"):  # params default to {}: required when {} is not valid
+            branch["required"] = ["params"]
+        branches.append(branch)
+    model["allOf"] = [*model.get("allOf", []), {"oneOf": branches}]
+
+
+def _name_types(operation: dict[str, Any], kinds: Iterable[Kind[Any]]) -> None:
+    for parameter in operation.get("parameters", []):
+        if parameter["in"] == "path" and parameter["name"] == "type":
+            parameter["schema"]["enum"] = [kind.name for kind in kinds]
+
+
+def _declare_problems(operation: dict[str, Any]) -> None:
+    responses = operation.setdefault("responses", {})
+    generic = ANYWHERE if PUBLIC_TAG in operation.get("tags", []) else ANYWHERE | WITH_KEY
+    for status, response in generic.items():
+        responses.setdefault(status, response)
