@@ -8,6 +8,7 @@ trigger (see the migrations) refuses any update that tries.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
