@@ -15,6 +15,7 @@ from seojobs.services import Services, indexing
 from seojobs.services.quotas import day_start
 from seojobs.settings import Settings
 from seojobs.store.db import Database
+from seojobs.timefmt import rfc3339
 from tests.conftest import make_settings
 from tests.fakes.google import (
     INDEXING_SCOPE,
@@ -183,7 +184,7 @@ async def test_daily_quota_refuses_the_job_that_would_exceed_it(
     refused = stack.status(over)
     assert refused["status"] == "failed"
     assert refused["error"]["code"] == "quota_exceeded"
-    reset = (day_start(stack.services.clock()) + timedelta(days=1)).isoformat()
+    reset = rfc3339(day_start(stack.services.clock()) + timedelta(days=1))
     assert reset in refused["error"]["message"]
     usage = stack.services.usage(stack.user)
     assert (usage["submit"].used, usage["submit"].remaining) == (8, 2)
