@@ -100,6 +100,21 @@ def store_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("sqlite_url"))
 
 
+# A provider for every engine, so index jobs are accepted (a job whose engine has no
+# provider is refused at creation). Nothing listens at the discard port: tests whose jobs run
+# point these at local fakes (tests.api_helpers.Providers), and tests of the refusal unset them.
+UNREACHABLE = "http://127.0.0.1:9"
+CONFIGURED_PROVIDERS: dict[str, object] = {
+    "indexnow_key": "0123456789abcdef",
+    "indexnow_endpoint": UNREACHABLE + "/indexnow",
+    "submit_providers": {"google": ["indexnow"], "bing": ["indexnow"], "yandex": ["indexnow"]},
+    "serpapi_key": "serpapi-key",
+    "serpapi_base_url": UNREACHABLE,
+    "check_providers": {"google": ["serpapi"], "bing": ["serpapi"], "yandex": ["serpapi"]},
+}
+NO_PROVIDERS: dict[str, object] = {"indexnow_key": None, "serpapi_key": None}
+
+
 def make_settings(url: str, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "database_url": url,
@@ -107,6 +122,7 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "lease_seconds": 5,
         "poll_interval": 0.2,
         "maintenance_interval": 0.2,
+        **CONFIGURED_PROVIDERS,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

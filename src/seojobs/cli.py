@@ -57,6 +57,21 @@ def _logging() -> None:
     )
 
 
+def _database(settings: Settings) -> None:
+    """Say which database a server command uses (password masked), on stderr: a command run
+    from another directory must not silently use another ./seojobs.db."""
+    from sqlalchemy.engine import make_url
+
+    shown = make_url(settings.database_url).render_as_string(hide_password=True)
+    typer.echo(f"database: {shown}", err=True)
+
+
+def _log_providers(settings: Settings) -> None:
+    from seojobs.kinds.provider_table import log_table
+
+    log_table(settings, logging.getLogger("seojobs.providers"))
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
@@ -88,6 +103,8 @@ def serve(
                     signal.signal(sig, handler)
 
     _logging()
+    _database(settings)
+    _log_providers(settings)
     app_ = create_app(settings, run_worker=not no_worker)
     Server(uvicorn_config(app_, settings, host=host, port=port, log_level="info")).run()
 
@@ -117,6 +134,8 @@ def worker(
     from seojobs.store.db import Database
 
     _logging()
+    _database(settings)
+    _log_providers(settings)
     db = Database(settings.database_url)
     registry = load_registry(settings)
     if not migrate.is_current(db, registry.migration_dirs()):
@@ -154,6 +173,7 @@ def worker(
 def migrate_cmd() -> None:
     """Create or upgrade the database schema."""
     settings = _settings()
+    _database(settings)
     from seojobs.kinds import load_registry
     from seojobs.store import migrate
     from seojobs.store.db import Database
@@ -197,6 +217,31 @@ def users_create(
     else:
         typer.echo(f"user {created.user.id} ({name}) created.")
         typer.echo(f"API key (shown once, store it now): {created.api_key}")
+
+
+@app.command("providers")
+def providers_cmd(
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Only the table; contact no provider.")
+    ] = False,
+) -> None:
+    """Which providers serve which engine, which are configured, and whether each configured
+    credential works (one request to each provider; exit 1 if one is refused)."""
+    settings = _settings()
+    import asyncio
+
+    from seojobs.kinds.provider_table import rows, verify_all
+
+    for row in rows(settings):
+        typer.echo(row.text(settings))
+    if offline:
+        return
+    failed = False
+    for name, ok, message in asyncio.run(verify_all(settings)):
+        typer.echo(f"credential {name}: {'ok' if ok else 'FAILED'}: {message}")
+        failed = failed or not ok
+    if failed:
+        raise typer.Exit(1)
 
 
 def main() -> None:

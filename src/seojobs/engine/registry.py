@@ -97,6 +97,16 @@ class ReportColumn:
         return found
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why this deployment cannot run a job of these params (e.g. no provider is configured
+    for its engine): ``field`` is the param to blame, ``message`` names the settings to set."""
+
+    code: str
+    message: str
+    field: str = "params"
+
+
 def _no_cost(_params: Any, _items: int) -> dict[str, int]:
     return {}
 
@@ -123,6 +133,10 @@ class Kind(Generic[P]):
     quotas: tuple[Quota, ...] = ()
     # Jobs that creating one of this kind also creates: ``follow_ups(params, job_id, settings)``.
     follow_ups: Callable[[P, int, Any], Sequence[FollowUp]] | None = None
+    # Can this deployment run a job of these params at all? ``refusal(params, settings)``
+    # answers why not (a missing provider): creation refuses such a job before anything is
+    # written, and a schedule's tick stores it failed with the refusal's code.
+    refusal: Callable[[P, Any], Refusal | None] | None = None
     # CSV report columns besides the generic ones (input, status, error, finished_at).
     report_columns: tuple[ReportColumn, ...] = ()
     # Workers serve queues (``seojobs worker --queue``); ``concurrency`` caps the jobs of
