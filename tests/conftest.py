@@ -107,10 +107,14 @@ UNREACHABLE = "http://127.0.0.1:9"
 CONFIGURED_PROVIDERS: dict[str, object] = {
     "indexnow_key": "0123456789abcdef",
     "indexnow_endpoint": UNREACHABLE + "/indexnow",
-    "submit_providers": {"google": ["indexnow"], "bing": ["indexnow"], "yandex": ["indexnow"]},
-    "serpapi_key": "serpapi-key",
+    # The shipped orders, with IndexNow after Google's own API for google.
+    "submit_providers": {
+        "google": ["google_indexing", "indexnow"],
+        "bing": ["indexnow"],
+        "yandex": ["indexnow"],
+    },
+    "serpapi_key": "serpapi-key",  # in the shipped check order of every engine
     "serpapi_base_url": UNREACHABLE,
-    "check_providers": {"google": ["serpapi"], "bing": ["serpapi"], "yandex": ["serpapi"]},
 }
 NO_PROVIDERS: dict[str, object] = {"indexnow_key": None, "serpapi_key": None}
 
