@@ -61,10 +61,9 @@ def _logging() -> None:
 def _database(settings: Settings) -> None:
     """Say which database a server command uses (password masked), on stderr: a command run
     from another directory must not silently use another ./seojobs.db."""
-    from sqlalchemy.engine import make_url
+    from seojobs.store.db import shown_url
 
-    shown = make_url(settings.database_url).render_as_string(hide_password=True)
-    typer.echo(f"database: {shown}", err=True)
+    typer.echo(f"database: {shown_url(settings.database_url)}", err=True)
 
 
 def _log_providers(settings: Settings) -> None:
