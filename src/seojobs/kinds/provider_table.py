@@ -34,27 +34,34 @@ class Row:
     order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
     uses: str | None  # the provider jobs use; None: such jobs are refused
 
+    def jobs(self, settings: Settings) -> str:
+        """What happens to a new job of this role and engine: run, refused or diagnostics only."""
+        if self.uses:
+            return "run"
+        if self.role == CHECKS[1] and settings.check_diagnostics_only:
+            return "diagnostics_only"
+        return "refused"
+
     def text(self, settings: Settings) -> str:
         names = ", ".join(
             name if ok else f"{name} (not configured: {_needs(name)})" for name, ok in self.order
         )
-        uses = self.uses or _none(self.role, settings)
+        uses = self.uses or SHOWN[self.jobs(settings)]
         return f"{self.role:<13} {self.engine:<7} {uses:<22} order: {names or '(none)'}"
 
     def fields(self, settings: Settings) -> str:
         order = ",".join(f"{name}:{'configured' if ok else 'missing'}" for name, ok in self.order)
-        uses = self.uses or _none(self.role, settings).replace(" ", "_")
-        return f"role={self.role.replace(' ', '_')} engine={self.engine} uses={uses} order={order}"
+        return (
+            f"role={self.role.replace(' ', '_')} engine={self.engine} uses={self.uses or '-'} "
+            f"jobs={self.jobs(settings)} order={order or '-'}"
+        )
+
+
+SHOWN = {"refused": "none (refused)", "diagnostics_only": "diagnostics only"}
 
 
 def _needs(name: str) -> str:
     return setting_names(name) if name in PROVIDERS else "unknown provider"
-
-
-def _none(role: str, settings: Settings) -> str:
-    if role == CHECKS[1] and settings.check_diagnostics_only:
-        return "diagnostics only"
-    return "none (refused)"
 
 
 def rows(settings: Settings) -> list[Row]:
