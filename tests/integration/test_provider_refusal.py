@@ -49,6 +49,8 @@ def test_every_creation_path_refuses_a_job_without_a_provider(store_url: str) ->
         _refused(submit, "engine", "SEOJOBS_INDEXNOW_KEY")
         check = client.post(f"{V1}/index-check/jobs", json={"urls": URLS, "engine": "bing"})
         _refused(check, "engine", "SEOJOBS_SERPAPI_KEY", "SEOJOBS_DATAFORSEO_LOGIN")
+        v2 = client.post("/v2/task/yandex/indexer/create", json={"urls": URLS})
+        _refused(v2, "engine", "SEOJOBS_INDEXNOW_KEY")
         project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
         before = stored(app)
         job = {"type": "index_check", "params": {"urls": URLS}}
