@@ -2,8 +2,9 @@
 
 A ``Kind`` is the one extension seam: its params model, its handler, its items, what it costs
 against which quota, whether it can be scheduled, what creating one also creates (follow-ups),
-its report columns, the queue and per-worker concurrency it runs with, its timeout and its own
-settings. Nothing outside the kind branches on its name.
+its report columns, the queue and per-worker concurrency it runs with, its timeout, its own
+settings, and whether this deployment can run it at all (``refusal``: e.g. no provider for its
+engine). Nothing outside the kind branches on its name.
 
 Kinds come from three places: the built-in ones (``seojobs.kinds``), installed plug-ins that
 declare an entry point in the ``seojobs.kinds`` group, and modules named in the
