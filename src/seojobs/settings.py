@@ -141,6 +141,11 @@ class Settings(BaseSettings):
             "yandex": ["serpapi", "dataforseo"],
         }
     )
+    check_diagnostics_only: bool = Field(
+        default=False,
+        description="Index checks with no index provider for their engine still run: our own "
+        "indexability diagnostics per URL, the index verdict `unknown`.",
+    )
     index_check_concurrency: int = Field(default=8, ge=1, description="URLs checked at once.")
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")

@@ -127,14 +127,18 @@ def invalid_problem(exc: Invalid) -> JSONResponse:
     ]
     if exc.code == "unknown_kind":
         return problem(422, "Unknown job kind", str(exc), code=exc.code, errors=errors)
-    return validation_problem(errors)
+    return validation_problem(errors, exc.code)
 
 
-def validation_problem(errors: list[dict[str, Any]]) -> JSONResponse:
+def validation_problem(
+    errors: list[dict[str, Any]], code: str = "validation_error"
+) -> JSONResponse:
+    """A 422 naming each field; ``code`` tells why when it is not plain bad input (e.g.
+    ``provider_not_configured``: the input is fine, this deployment cannot run it)."""
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
     if len(errors) > 5:
         detail += f"; and {len(errors) - 5} more"
-    return problem(422, "Invalid request", detail, code="validation_error", errors=errors)
+    return problem(422, "Invalid request", detail, code=code, errors=errors)
 
 
 def install(app: FastAPI) -> None:

@@ -210,3 +210,8 @@ def _unavailable() -> Iterator[None]:
         yield
     except (OperationalError, PoolTimeout) as exc:
         raise Unavailable(str(exc).splitlines()[0]) from exc
+
+
+def shown_url(url: str) -> str:
+    """A database URL as commands print it: the password masked."""
+    return make_url(url).render_as_string(hide_password=True)
