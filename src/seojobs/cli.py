@@ -74,13 +74,19 @@ def _log_providers(settings: Settings) -> None:
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    host: Annotated[
+        str, typer.Option(envvar="SEOJOBS_HOST", help="Interface to bind.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="SEOJOBS_PORT", help="Port to listen on.")] = 8000,
     no_worker: Annotated[
         bool, typer.Option("--no-worker", help="API only; run workers apart.")
     ] = False,
 ) -> None:
-    """Run the API (and an in-process worker unless --no-worker). Migrates the schema first."""
+    """Run the API (and an in-process worker unless --no-worker). Migrates the schema first.
+
+    The database is SEOJOBS_DATABASE_URL (default sqlite:///./seojobs.db, relative to the
+    current directory); every other setting is an SEOJOBS_* variable (README, Settings).
+    """
     settings = _settings()
     import uvicorn
 
@@ -117,7 +123,11 @@ def worker(
         typer.Option(help="Serve only the job kinds of this queue (repeatable); default: all."),
     ] = None,
 ) -> None:
-    """Run a worker process. SIGTERM: jobs finish their current item and are handed back."""
+    """Run a worker process. SIGTERM: jobs finish their current item and are handed back.
+
+    The database is SEOJOBS_DATABASE_URL (default sqlite:///./seojobs.db, relative to the
+    current directory); every other setting is an SEOJOBS_* variable (README, Settings).
+    """
     # A stop asked for while the worker is still starting (connecting, checking the schema)
     # is kept and honoured once it runs: a clean exit 0, nothing claimed, instead of dying
     # by the signal.
@@ -171,7 +181,11 @@ def worker(
 
 @app.command("migrate")
 def migrate_cmd() -> None:
-    """Create or upgrade the database schema."""
+    """Create or upgrade the database schema.
+
+    The database is SEOJOBS_DATABASE_URL (default sqlite:///./seojobs.db, relative to the
+    current directory); every other setting is an SEOJOBS_* variable (README, Settings).
+    """
     settings = _settings()
     _database(settings)
     from seojobs.kinds import load_registry

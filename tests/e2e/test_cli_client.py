@@ -746,6 +746,8 @@ def test_jobs_lists_the_state_file(cli: Cli) -> None:
     before = cli.run(*state, *url, "jobs", "--json", env=elsewhere)
     after = cli.run("jobs", *state, *url, "--json", env=elsewhere)
     assert [r["job_id"] for r in json.loads(before.stdout)] == [job_id]
+    created = json.loads(before.stdout)[0]["created_at"]  # spelt as the API spells times
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", created), created
     assert [r["job_id"] for r in json.loads(after.stdout)] == [job_id]
     assert json.loads(cli.run("jobs", "--json", env=elsewhere).stdout) == []
 
