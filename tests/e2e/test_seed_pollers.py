@@ -192,7 +192,7 @@ def test_embedded_poller_is_the_seeds_text() -> None:
     assert SEED_001_POLLER.strip() in sorted(SEEDS.glob("001_*.txt"))[0].read_text()
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_000_program_returns_a_finished_check(server: Server) -> None:
     urls = [f"{server.site_base}/ok", f"{server.site_base}/plain"]
     job_id = server.create("index-check", urls)
@@ -201,7 +201,7 @@ def test_seed_000_program_returns_a_finished_check(server: Server) -> None:
     assert out.strip() == "1 of 2 indexed"
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_000_wait_for_returns_the_finished_job_body(server: Server) -> None:
     job_id = server.create("index-check", [f"{server.site_base}/ok"])
     expected = server.finished("index-check", job_id)
@@ -256,7 +256,7 @@ def output_of_a_poller_that_waited(
     return out
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_000_wait_for_polls_an_open_job_until_it_finishes(server: Server) -> None:
     """The back-off loop, with the seed's own ``start`` parameter at 1 s instead of 15 s."""
     job_id = server.create("index-check", [f"{server.site_base}/hold"])
@@ -300,7 +300,7 @@ def start_in_project(server: Server, urls: list[str]) -> int:
     return job_id
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_001_poller_returns_a_finished_job(server: Server) -> None:
     job_id = start_in_project(server, [f"{server.site_base}/ok", f"{server.site_base}/plain"])
     server.finished("index-check", job_id)  # finished before the first poll
@@ -312,7 +312,7 @@ def test_seed_001_poller_returns_a_finished_job(server: Server) -> None:
     assert job["counters"] == {"indexed": 1, "not_indexed": 1} and job["error"] is None
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_001_poller_waits_for_an_open_job(server: Server) -> None:
     """The poll loop, with the seed's own ``interval`` parameter at 1 s instead of 15 s."""
     job_id = start_in_project(server, [f"{server.site_base}/hold"])
