@@ -1,0 +1,79 @@
+"""Site audits: the check catalogue, starting an audit, and the project's latest summary.
+
+An audit is an ordinary ``site_audit`` job (``POST /v1/projects/{id}/audits`` starts the
+same job as ``POST /v1/projects/{id}/jobs`` with that type); reads serve what the last
+completed audit collected and never start one.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from seojobs.api import problems
+from seojobs.api.deps import Svc, User
+from seojobs.api.inputs import CheckedRoute
+from seojobs.api.projects import ProjectId, start_job
+from seojobs.api.projects_models import JobData, JobIn
+from seojobs.api.results import CollectedData, collection_body
+from seojobs.kinds import site_audit
+
+router = APIRouter(
+    prefix="/v1", tags=["audits"], responses=problems.RESPONSES, route_class=CheckedRoute
+)
+
+
+class Threshold(BaseModel):
+    name: str = Field(description="Its field in the params' `thresholds`.")
+    default: int
+
+
+class AuditCheck(BaseModel):
+    code: str
+    severity: str = Field(description="`error`, `warning` or `notice`.")
+    scope: str = Field(description="`page`: one page's; `site`: over every page, after the crawl.")
+    description: str
+    threshold: Threshold | None
+
+
+class AuditCheckList(BaseModel):
+    data: list[AuditCheck]
+
+
+@router.get("/audit-checks", response_model=AuditCheckList, operation_id="list_audit_checks")
+def audit_checks(user: User) -> Response:
+    """Every check a site audit runs: its code, severity, description and threshold."""
+    return JSONResponse({"data": site_audit.catalogue()})
+
+
+@router.post(
+    "/projects/{project_id}/audits",
+    status_code=202,
+    response_model=JobData,
+    operation_id="start_site_audit",
+)
+def start_audit(
+    project_id: ProjectId,
+    request: Request,
+    user: User,
+    svc: Svc,
+    params: site_audit.SiteAuditParams,
+) -> Response:
+    """Start a site audit: the same job as `POST /v1/projects/{id}/jobs` with type
+    `site_audit` and these params. Answers 202 at once; poll the Location (`/v1/jobs/{id}`)."""
+    body = JobIn(type=site_audit.NAME, params=params.model_dump(exclude_unset=True))
+    return start_job(svc, user, project_id, body, request, params_at=None)
+
+
+@router.get(
+    "/projects/{project_id}/audits/latest",
+    response_model=CollectedData,
+    operation_id="get_latest_audit",
+)
+def latest_audit(project_id: ProjectId, user: User, svc: Svc) -> Response:
+    """The summary of the project's last completed audit (pages crawled, issues by severity
+    and code, health score), with its `job_id` and `collected_at`. Never starts an audit:
+    404 until one has completed."""
+    found = svc.collected(user, project_id, site_audit.NAME)
+    return JSONResponse({"data": collection_body(found)})
