@@ -8,6 +8,7 @@ The site counts requests per path, so a test can prove a page was fetched once.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import threading
 import time
 from collections import Counter
@@ -144,6 +145,7 @@ PAGES: dict[str, str] = {
     "/private/secret": html("private-secret"),
     **{f"/deep/{n}": html(f"deep-{n}", links=(f"/deep/{n + 1}",)) for n in range(1, 5)},
     "/deep/5": html("deep-5"),
+    "/orphan": html("orphan"),  # only the sitemap lists it
 }
 REDIRECTS = {
     "/hop1": "/hop2",
@@ -155,7 +157,7 @@ REDIRECTS = {
 LINKED_FROM_HOME = [
     path
     for path in [*PAGES, "/hop1", "/loop-a"]
-    if path not in ("/private/secret", "/redirect-target")
+    if path not in ("/private/secret", "/redirect-target", "/orphan")
     and (not path.startswith("/deep/") or path == "/deep/1")
 ]
 HOME = html("home", links=tuple(LINKED_FROM_HOME))
@@ -191,7 +193,23 @@ PLANTED = {
     ("structured_data_invalid", "/bad-json-ld"),
     ("linked_page_blocked_by_robots", "/links-private"),
     ("depth_too_high", "/deep/5"),
+    ("sitemap_url_not_linked", "/orphan"),
+    ("sitemap_url_non_200", "/gone"),
+    ("sitemap_url_non_200", "/hop1"),
 }
+# What the sitemaps list (robots.txt names the index; the pages file is gzipped).
+SITEMAPPED = ["/", "/clean/1", "/orphan", "/gone", "/hop1"]
+
+
+def _urlset(base: str, tag: str, paths: list[str]) -> str:
+    entries = "".join(f"<{tag}><loc>{base}{path}</loc></{tag}>" for path in paths)
+    root = "sitemapindex" if tag == "sitemap" else "urlset"
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>'
+        f'<{root} xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</{root}>'
+    )
+
+
 # Every page the crawl records (the blocked one included, never fetched); /hop2 is only a
 # hop of /hop1's redirects.
 REACHED = {"/", *PAGES, "/hop1", "/loop-a", "/loop-b", "/gone", "/server-error"}
@@ -200,8 +218,15 @@ REACHED = {"/", *PAGES, "/hop1", "/loop-a", "/loop-b", "/gone", "/server-error"}
 class AuditSite:
     """The fixture site's app, counting requests per path."""
 
-    def __init__(self, robots: str = ROBOTS, generated: int = 0, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        robots: str = ROBOTS,
+        generated: int = 0,
+        delay: float = 0.0,
+        sitemaps: bool = True,
+    ) -> None:
         self.robots = robots
+        self.sitemaps = sitemaps  # robots.txt names a sitemap index (else no sitemap at all)
         self.generated = generated  # serve /g/0 .. /g/{n-1} as well: a site of n pages
         self.delay = delay  # seconds each generated page takes (a crawl a test can interrupt)
         self.hits: Counter[str] = Counter()
@@ -220,11 +245,30 @@ class AuditSite:
             return counted
 
         return [
-            Route("/robots.txt", endpoint(lambda _r: PlainTextResponse(self.robots))),
+            Route("/robots.txt", endpoint(self._robots)),
+            Route("/sitemaps/index.xml", endpoint(self._sitemap_index)),
+            Route("/sitemaps/pages.xml.gz", endpoint(self._sitemap_pages)),
             Route("/", endpoint(lambda _r: HTMLResponse(HOME))),
             Route("/g/{n:int}", endpoint(self._generated)),
             Route("/{path:path}", endpoint(self._page)),
         ]
+
+    def _robots(self, request: Request) -> Response:
+        base = str(request.base_url).rstrip("/")
+        listed = f"Sitemap: {base}/sitemaps/index.xml\n" if self.sitemaps else ""
+        return PlainTextResponse(self.robots + listed)
+
+    def _sitemap_index(self, request: Request) -> Response:
+        if not self.sitemaps:
+            return Response(status_code=404)
+        body = _urlset(str(request.base_url).rstrip("/"), "sitemap", ["/sitemaps/pages.xml.gz"])
+        return Response(body, media_type="application/xml")
+
+    def _sitemap_pages(self, request: Request) -> Response:
+        if not self.sitemaps:
+            return Response(status_code=404)
+        body = _urlset(str(request.base_url).rstrip("/"), "url", SITEMAPPED)
+        return Response(gzip.compress(body.encode()), media_type="application/gzip")
 
     def _page(self, request: Request) -> Response:
         path = request.url.path

@@ -82,7 +82,7 @@ def test_an_audit_started_through_audits_is_read_back_as_the_latest(served: Api)
     before = assert_problem(client.get(latest), 404)
     assert "site_audit" in before["detail"]
     assert _jobs(client, project) == []  # reading started nothing
-    site = AuditSite(generated=5)
+    site = AuditSite(generated=5, sitemaps=False)
     with site.running() as base:
         params = {"start_url": f"{base}/g/0", "thresholds": {"slow_response_ms": 600_000}}
         started = client.post(f"/v1/projects/{project}/audits", json=params)

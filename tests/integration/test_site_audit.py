@@ -111,7 +111,7 @@ async def test_a_crawl_that_reaches_max_pages_completes_and_says_so(
 ) -> None:
     services = audit_services
     user = services.create_user("alice").user
-    site = AuditSite(generated=50)
+    site = AuditSite(generated=50, sitemaps=False)
     with site.running() as base:
         job, _ = services.create_job(
             user, "site_audit", {"start_url": f"{base}/g/0", "max_pages": 7, **RELAXED}
@@ -126,7 +126,7 @@ async def test_a_crawl_that_reaches_max_pages_completes_and_says_so(
 async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) -> None:
     services = audit_services
     user = services.create_user("alice").user
-    site = AuditSite(generated=50)
+    site = AuditSite(generated=50, sitemaps=False)
     with site.running() as base:
         job, _ = services.create_job(
             user, "site_audit", {"start_url": f"{base}/g/0", "max_depth": 2, **RELAXED}
@@ -195,7 +195,7 @@ def test_an_audit_resumes_after_its_worker_is_sigkilled(
         "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "true",
         "SEOJOBS_SITE_AUDIT_CONCURRENCY": str(concurrency),
     }
-    site = AuditSite(generated=pages, delay=0.05)
+    site = AuditSite(generated=pages, delay=0.05, sitemaps=False)
     try:
         with site.running() as base:
             job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0"})

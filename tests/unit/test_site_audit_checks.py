@@ -1,8 +1,9 @@
-"""The site audit's page reader and rules on given pages: the checks the fixture site of
-tests/integration/test_site_audit.py does not plant (thresholds on timings among them)."""
+"""The site audit's page reader, sitemap reader and rules on given pages: the checks the
+fixture site of tests/integration/test_site_audit.py does not plant (timing thresholds too)."""
 
 from __future__ import annotations
 
+import gzip
 from dataclasses import replace
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from seojobs.kinds.site_audit.checks import CATALOGUE, Page, page_findings
 from seojobs.kinds.site_audit.page import parse_page
 from seojobs.kinds.site_audit.params import Thresholds
+from seojobs.kinds.site_audit.sitemaps import read_sitemap
 from tests.fakes.audit_site import html, words
 
 URL = "https://example.com/garden/care"
@@ -123,3 +125,17 @@ def test_the_catalogue_has_one_entry_per_code_and_real_thresholds() -> None:
     assert len(codes) == len(set(codes))
     fields = set(Thresholds.model_fields)
     assert {c.threshold for c in CATALOGUE if c.threshold} <= fields
+
+
+def test_a_sitemap_lists_its_locs_and_says_whether_it_is_an_index() -> None:
+    urlset = b"<urlset><url><loc> https://a.example/?x=1&amp;y=2 </loc></url></urlset>"
+    assert read_sitemap(urlset, 10_000) == (False, ["https://a.example/?x=1&y=2"])
+    index = b"<sitemapindex><sitemap><loc>https://a.example/s.xml</loc></sitemap></sitemapindex>"
+    assert read_sitemap(gzip.compress(index), 10_000) == (True, ["https://a.example/s.xml"])
+
+
+def test_a_gzipped_sitemap_is_opened_only_up_to_the_cap() -> None:
+    locs = b"".join(b"<url><loc>https://a.example/%d</loc></url>" % n for n in range(1000))
+    _index, urls = read_sitemap(gzip.compress(b"<urlset>" + locs + b"</urlset>"), 4096)
+    assert 0 < len(urls) < 1000
+    assert read_sitemap(b"\x1f\x8b not gzip at all", 4096) == (False, [])

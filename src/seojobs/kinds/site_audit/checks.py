@@ -24,7 +24,7 @@ class Page:
     """One crawled page as the page rules see it."""
 
     url: str
-    depth: int
+    depth: int | None  # None: only a sitemap lists the page
     status: int | None
     elapsed_ms: int
     redirects: int
@@ -180,7 +180,8 @@ def _slow(page: Page, t: Thresholds) -> Evidence:
 
 
 def _deep(page: Page, t: Thresholds) -> Evidence:
-    return {"depth": page.depth} if page.depth > t.max_depth else None
+    deep = page.depth is not None and page.depth > t.max_depth
+    return {"depth": page.depth} if deep else None
 
 
 def _url_long(page: Page, t: Thresholds) -> Evidence:
@@ -360,6 +361,18 @@ SITE_CHECKS = (
         scope="site",
     ),
     Check("canonical_to_redirect", _W, "The canonical URL redirects.", scope="site"),
+    Check(
+        "sitemap_url_not_linked",
+        _N,
+        "A sitemap lists the page, but no link of the site reaches it.",
+        scope="site",
+    ),
+    Check(
+        "sitemap_url_non_200",
+        _W,
+        "A sitemap lists the URL, and it does not answer 200 (an error or a redirect).",
+        scope="site",
+    ),
     Check(
         "linked_page_blocked_by_robots",
         _N,

@@ -18,6 +18,7 @@ from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.checks import Page, codes, page_findings
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.params import SiteAuditParams
+from seojobs.kinds.site_audit.sitemaps import discover
 from seojobs.kinds.site_audit.sitewide import site_findings, summary
 from seojobs.store.records import ItemRecord
 
@@ -47,8 +48,9 @@ class Frontier:
     def in_scope(self, url: str) -> bool:
         return _site(parse_url(url)) == self.site
 
-    async def add(self, urls: list[str], depth: int) -> None:
-        if depth > self._ctx.params.max_depth:
+    async def add(self, urls: list[str], depth: int | None) -> None:
+        """``depth`` None: pages only a sitemap lists (no click reaches them)."""
+        if depth is not None and depth > self._ctx.params.max_depth:
             return
         async with self._lock:  # two pages must not both take the last free places
             room = self._ctx.params.max_pages - len(self._known)
@@ -101,8 +103,8 @@ def _indexability(
     return next((reason for hit, reason in reasons if hit), None)
 
 
-def _blocked(url: str, depth: int, verdict: RobotsVerdict) -> ItemResult:
-    record = {
+def _blocked(url: str, depth: int | None, verdict: RobotsVerdict) -> ItemResult:
+    record: dict[str, Any] = {
         "url": url,
         "depth": depth,
         "status": None,
@@ -124,7 +126,7 @@ class Crawl:
         self.frontier = frontier
 
     async def page(self, item: ItemRecord) -> ItemResult:
-        url, depth = item.data["url"], int(item.data["depth"])
+        url, depth = item.data["url"], item.data["depth"]
         verdict = await self.fetcher.robots_verdict(url)
         if not verdict.allowed:
             return _blocked(url, depth, verdict)
@@ -142,7 +144,8 @@ class Crawl:
         canonical = _canonical(fetched.final_url, facts) if facts else None
         follow = [u for u, _nofollow in internal]
         follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
-        await self.frontier.add(follow, depth + 1)
+        if depth is not None:  # a page only a sitemap lists is audited, its links not followed
+            await self.frontier.add(follow, depth + 1)
         noindex = _noindex(fetched, facts)
         page = Page(
             url=url,
@@ -202,6 +205,18 @@ def _record(
     }
 
 
+def _in_scope(urls: list[str], frontier: Frontier) -> list[str]:
+    found = []
+    for url in urls:
+        try:
+            key = page_key(url)
+        except FetchError:
+            continue
+        if frontier.in_scope(key):
+            found.append(key)
+    return found
+
+
 async def _check_start(fetcher: Fetcher, start: str) -> None:
     verdict = await fetcher.robots_verdict(start)
     if verdict.state == "disallowed":
@@ -221,12 +236,20 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
     if params.user_agent:
         settings = settings.model_copy(update={"user_agent": params.user_agent})
     known = {item.data["url"] async for item in ctx.items()}
+    concurrency = ctx.kind_settings.concurrency
+    listed: list[str] = []
     async with Fetcher(settings) as fetcher:
         await _check_start(fetcher, params.start_url)
-        crawl = Crawl(ctx, fetcher, Frontier(ctx, known))
-        await ctx.run_items(crawl.page, concurrency=ctx.kind_settings.concurrency)
+        frontier = Frontier(ctx, known)
+        crawl = Crawl(ctx, fetcher, frontier)
+        await ctx.run_items(crawl.page, concurrency=concurrency)
+        if params.include_sitemaps:
+            # After the links: a page reached by no click is then known as such.
+            listed = _in_scope(await discover(fetcher, params.start_url), frontier)
+            await frontier.add(listed, None)
+            await ctx.run_items(crawl.page, concurrency=concurrency)
     pages = [item.result async for item in ctx.items() if item.result]
-    site = site_findings(pages)
+    site = site_findings(pages, listed)
     await ctx.add_findings(site)
     data = summary(pages, site, params.max_pages)
     ctx.result = data

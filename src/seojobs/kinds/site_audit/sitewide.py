@@ -61,7 +61,23 @@ def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Find
             yield finding("canonical_to_non_200", page["url"], evidence)
 
 
-def site_findings(pages: list[Record]) -> list[Finding]:
+def _sitemaps(
+    pages: list[Record], by_url: dict[str, Record], listed: list[str]
+) -> Iterator[Finding]:
+    for page in pages:
+        if page.get("depth") is None and not page.get("blocked_by_robots"):
+            yield finding("sitemap_url_not_linked", page["url"], {"linked": False})
+    for url in dict.fromkeys(listed):
+        crawled = by_url.get(url)
+        if crawled is None or crawled.get("blocked_by_robots"):
+            continue  # beyond max_pages: never crawled
+        if crawled.get("status") != 200 or crawled.get("redirects"):
+            evidence = {"status": crawled.get("status"), "redirects": crawled.get("redirects")}
+            yield finding("sitemap_url_non_200", url, evidence)
+
+
+def site_findings(pages: list[Record], listed: list[str]) -> list[Finding]:
+    """``listed``: the (normalised, in-scope) URLs the site's sitemaps list."""
     by_url = {page["url"]: page for page in pages}
     return [
         *_duplicates(pages, "title", "title_duplicate"),
@@ -69,6 +85,7 @@ def site_findings(pages: list[Record]) -> list[Finding]:
         *_duplicates(pages, "content_hash", "duplicate_content"),
         *_links(pages, by_url),
         *_canonicals(pages, by_url),
+        *_sitemaps(pages, by_url, listed),
     ]
 
 
