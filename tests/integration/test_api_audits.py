@@ -1,10 +1,13 @@
 """The audit endpoints over real HTTP on both stores: the check catalogue, starting an audit
 through ``/audits`` (the same job as through ``/jobs``), the latest summary (404 before the
-first completed audit, and a read never starts one), and bad params named by field."""
+first completed audit, and a read never starts one), an audit's issues and pages, and bad
+params named by field."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -12,7 +15,7 @@ import pytest
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from tests.api_helpers import TERMINAL, Api, api, assert_problem, error_fields
 from tests.conftest import make_settings
-from tests.fakes.audit_site import AuditSite
+from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
 from tests.waiting import wait_until
 
 # Every code issue 13 names; the catalogue must serve each.
@@ -122,3 +125,47 @@ def test_bad_params_are_refused_naming_the_field(served: Api) -> None:
     )
     assert "params.bogus" in error_fields(through_jobs)
     assert _jobs(client, project) == []
+
+
+def test_an_audits_issues_and_pages_are_listed_filtered_and_paged(served: Api) -> None:
+    client = served.client(served.account())
+    project = client.post("/v1/projects", json={"name": "site"}).json()["data"]["id"]
+    other = client.post("/v1/projects", json={"name": "other"}).json()["data"]["id"]
+    with AuditSite().running() as base:
+        params = {"start_url": f"{base}/", "thresholds": {"slow_response_ms": 600_000}}
+        job = client.post(f"/v1/projects/{project}/audits", json=params).json()["data"]
+        audit = f"/v1/projects/{project}/audits/{job['id']}"
+        done = wait_until(
+            lambda: (
+                (d := client.get(f"/v1/jobs/{job['id']}").json()["data"])["status"] in TERMINAL
+                and d
+            ),
+            timeout=120,
+        )
+    assert done["status"] == "completed", done["error"]
+    errors = client.get(f"{audit}/issues", params={"severity": "error", "limit": 1000}).json()
+    assert errors["job_id"] == job["id"] and errors["collected_at"]
+    codes = {i["code"] for i in errors["data"]}
+    assert {"http_4xx", "http_5xx", "broken_internal_link", "title_missing"} <= codes
+    assert {i["severity"] for i in errors["data"]} == {"error"}
+    dup = client.get(f"{audit}/issues", params={"code": "title_duplicate"}).json()["data"]
+    assert sorted(urlsplit(i["url"]).path for i in dup) == ["/dup-title-a", "/dup-title-b"]
+    assert dup[0]["evidence"]["title"] == "The same title on two pages of it"
+    seen: list[int] = []
+    query: dict[str, Any] = {"limit": 7}
+    while True:
+        answer = client.get(f"{audit}/issues", params=query).json()
+        seen += [i["id"] for i in answer["data"]]
+        if not answer["next_cursor"]:
+            break
+        query["cursor"] = answer["next_cursor"]
+    assert len(seen) == len(set(seen)) == len(PLANTED)
+    pages = client.get(f"{audit}/pages", params={"limit": 1000}).json()
+    assert {urlsplit(p["url"]).path for p in pages["data"]} == REACHED
+    [home] = [p for p in pages["data"] if urlsplit(p["url"]).path == "/"]
+    assert (home["status"], home["depth"], home["indexable"]) == (200, 0, True)
+    assert_problem(client.get(f"{audit}/issues", params={"severity": "fatal"}), 422)
+    # Not this project's audit, or not an audit: nothing collected there.
+    assert_problem(client.get(f"/v1/projects/{other}/audits/{job['id']}/pages"), 404)
+    noop = client.post(f"/v1/projects/{project}/jobs", json={"type": "test_noop"}).json()
+    assert_problem(client.get(f"/v1/projects/{project}/audits/{noop['data']['id']}/issues"), 404)
