@@ -13,6 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -102,6 +103,7 @@ def html(
 
 
 BASE = "{base}"  # the site's own base URL, filled in when a page is served
+ELSEWHERE = "{elsewhere}"  # another site's (the same app on another port)
 
 
 def _canonical(path: str) -> str:
@@ -113,7 +115,9 @@ SAME_TEXT = words("twin text")
 PAGES: dict[str, str] = {
     "/clean/1": html("clean-1", head=_canonical("/clean/1")),
     "/clean/2": html("clean-2", links=("/", "/clean/1")),
-    "/clean/3": html("clean-3", links=("/clean/2", "https://elsewhere.invalid/x")),
+    # Links to another site that answer, one only to GET (HEAD is refused).
+    "/clean/3": html("clean-3", links=("/clean/2", f"{ELSEWHERE}/ext/ok", f"{ELSEWHERE}/ext/get")),
+    "/links-external-broken": html("links-external-broken", links=("/", f"{ELSEWHERE}/ext/gone")),
     "/links-broken": html("links-broken", links=("/", "/gone", "/server-error")),
     "/no-title": html("no-title", title=""),
     "/long-title": html("long-title", title="A title far too long for search results " * 3),
@@ -193,6 +197,7 @@ PLANTED = {
     ("structured_data_invalid", "/bad-json-ld"),
     ("linked_page_blocked_by_robots", "/links-private"),
     ("depth_too_high", "/deep/5"),
+    ("broken_external_link", "/links-external-broken"),
     ("sitemap_url_not_linked", "/orphan"),
     ("sitemap_url_non_200", "/gone"),
     ("sitemap_url_non_200", "/hop1"),
@@ -229,12 +234,17 @@ class AuditSite:
         self.sitemaps = sitemaps  # robots.txt names a sitemap index (else no sitemap at all)
         self.generated = generated  # serve /g/0 .. /g/{n-1} as well: a site of n pages
         self.delay = delay  # seconds each generated page takes (a crawl a test can interrupt)
-        self.hits: Counter[str] = Counter()
+        self.hits: Counter[str] = Counter()  # path -> requests to the site
+        self.elsewhere: Counter[str] = Counter()  # "METHOD path" -> requests to the other site
+        self._elsewhere_port: int | None = None
         self._lock = threading.Lock()
 
     def _count(self, request: Request) -> None:
         with self._lock:
-            self.hits[request.url.path] += 1
+            if request.url.port == self._elsewhere_port:
+                self.elsewhere[f"{request.method} {request.url.path}"] += 1
+            else:
+                self.hits[request.url.path] += 1
 
     def _routes(self) -> list[Route]:
         def endpoint(answer: Callable[[Request], Response]) -> Callable[[Request], Response]:
@@ -272,9 +282,14 @@ class AuditSite:
 
     def _page(self, request: Request) -> Response:
         path = request.url.path
+        if path == "/ext/ok" or (path == "/ext/get" and request.method == "GET"):
+            return HTMLResponse(html("elsewhere"))
+        if path == "/ext/get":
+            return Response(status_code=405)
         if path in PAGES:
             base = str(request.base_url).rstrip("/")
-            return HTMLResponse(PAGES[path].replace(BASE, base))
+            elsewhere = f"http://127.0.0.1:{self._elsewhere_port}"
+            return HTMLResponse(PAGES[path].replace(BASE, base).replace(ELSEWHERE, elsewhere))
         if path in REDIRECTS:
             return RedirectResponse(REDIRECTS[path], status_code=301)
         if path == "/server-error":
@@ -290,5 +305,8 @@ class AuditSite:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[str]:
-        with serve(Starlette(routes=self._routes())) as base:
+        """The site's base URL; the same app also answers as another site on another port."""
+        app = Starlette(routes=self._routes())
+        with serve(app) as elsewhere, serve(app) as base:
+            self._elsewhere_port = urlsplit(elsewhere).port
             yield base

@@ -87,6 +87,14 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
     twice = {path for path, n in site.hits.items() if n > 1}
     assert twice == {"/redirect-target", "/loop-a", "/loop-b"}
     assert "/private/secret" not in site.hits
+    # Links to the other site: each checked once, HEAD first, GET where HEAD is refused.
+    assert site.elsewhere == {
+        "GET /robots.txt": 1,
+        "HEAD /ext/ok": 1,
+        "HEAD /ext/get": 1,
+        "GET /ext/get": 1,
+        "HEAD /ext/gone": 1,
+    }
     latest = services.collected(user, project.id, "site_audit")
     summary = latest.data
     assert latest.job_id == job.id

@@ -23,10 +23,12 @@ __all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalo
 
 class SiteAuditSettings(BaseSettings):
     """``SEOJOBS_SITE_AUDIT_CONCURRENCY``: pages one audit fetches at once (the fetcher's
-    per-host limit and delay still apply: ``SEOJOBS_FETCH_HOST_CONCURRENCY``/``_DELAY``)."""
+    per-host limit and delay still apply: ``SEOJOBS_FETCH_HOST_CONCURRENCY``/``_DELAY``);
+    ``..._EXTERNAL_LINKS_PER_HOST``: how many URLs of one other site its links get checked."""
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_SITE_AUDIT_", extra="ignore")
     concurrency: int = Field(default=8, ge=1)
+    external_links_per_host: int = Field(default=20, ge=0)
 
 
 def _items(params: SiteAuditParams) -> list[dict[str, Any]]:

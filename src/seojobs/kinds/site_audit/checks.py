@@ -32,6 +32,7 @@ class Page:
     facts: PageFacts | None  # None unless a 2xx HTML page was read
     noindex: bool = False
     internal_links: list[tuple[str, bool]] = field(default_factory=list)  # (url, nofollow)
+    broken_external: list[dict[str, Any]] = field(default_factory=list)  # checked, broken
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,10 @@ def _nofollow_links(page: Page, _t: Thresholds) -> Evidence:
 def _dead_end(page: Page, _t: Thresholds) -> Evidence:
     dead = page.facts is not None and not page.internal_links
     return {"internal_links": 0} if dead else None
+
+
+def _broken_external(page: Page, _t: Thresholds) -> Evidence:
+    return {"links": page.broken_external[:10]} if page.broken_external else None
 
 
 def _redirect_chain(page: Page, t: Thresholds) -> Evidence:
@@ -306,6 +311,14 @@ PAGE_RULES: dict[str, tuple[Check, Callable[[Page, Thresholds], Evidence]]] = {
         (
             Check("non_crawlable_link", _W, "Anchors without an href, or with a javascript: one."),
             _html(_non_crawlable),
+        ),
+        (
+            Check(
+                "broken_external_link",
+                _E,
+                "Links to another site's URL that answers 4xx or 5xx, or not at all.",
+            ),
+            _broken_external,
         ),
         (
             Check("too_many_links", _N, "More links than the threshold.", "max_links"),

@@ -16,6 +16,7 @@ from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.checks import Page, codes, page_findings
+from seojobs.kinds.site_audit.external import ExternalLinks
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.sitemaps import discover
@@ -119,11 +120,16 @@ def _blocked(url: str, depth: int | None, verdict: RobotsVerdict) -> ItemResult:
 
 class Crawl:
     def __init__(
-        self, ctx: JobContext[SiteAuditParams], fetcher: Fetcher, frontier: Frontier
+        self,
+        ctx: JobContext[SiteAuditParams],
+        fetcher: Fetcher,
+        frontier: Frontier,
+        external: ExternalLinks | None,
     ) -> None:
         self.ctx = ctx
         self.fetcher = fetcher
         self.frontier = frontier
+        self.external = external  # None: external links are not checked
 
     async def page(self, item: ItemRecord) -> ItemResult:
         url, depth = item.data["url"], item.data["depth"]
@@ -147,6 +153,8 @@ class Crawl:
         if depth is not None:  # a page only a sitemap lists is audited, its links not followed
             await self.frontier.add(follow, depth + 1)
         noindex = _noindex(fetched, facts)
+        outside = [u for u, _nofollow in links if not self.frontier.in_scope(u)]
+        broken = await self.external.broken(outside) if self.external and outside else []
         page = Page(
             url=url,
             depth=depth,
@@ -157,6 +165,7 @@ class Crawl:
             facts=facts,
             noindex=noindex,
             internal_links=internal,
+            broken_external=broken,
         )
         found = page_findings(page, self.ctx.params.thresholds)
         record = _record(page, fetched, canonical, links, internal)
@@ -241,7 +250,9 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
     async with Fetcher(settings) as fetcher:
         await _check_start(fetcher, params.start_url)
         frontier = Frontier(ctx, known)
-        crawl = Crawl(ctx, fetcher, frontier)
+        per_host = ctx.kind_settings.external_links_per_host
+        external = ExternalLinks(fetcher, per_host) if params.check_external_links else None
+        crawl = Crawl(ctx, fetcher, frontier, external)
         await ctx.run_items(crawl.page, concurrency=concurrency)
         if params.include_sitemaps:
             # After the links: a page reached by no click is then known as such.

@@ -40,7 +40,8 @@ class SiteAuditParams(BaseModel):
         default=True, description="Also crawl URLs listed in the site's sitemaps."
     )
     check_external_links: bool = Field(
-        default=True, description="Check that links to other sites answer (not built yet)."
+        default=True,
+        description="Check that links to other sites answer (HEAD, then GET if refused).",
     )
     user_agent: str | None = Field(
         default=None,
