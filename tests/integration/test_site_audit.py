@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from sqlalchemy import func, select
 
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
@@ -18,6 +19,7 @@ from seojobs.services import NotFound, Services
 from seojobs.settings import Settings
 from seojobs.store.db import Database
 from seojobs.store.records import JobRecord, UserRecord
+from seojobs.store.tables import collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
 from tests.procs import Procs
@@ -227,3 +229,55 @@ def test_an_audit_resumes_after_its_worker_is_sigkilled(
     twice = [path for path, n in fetched.items() if n > 1]
     assert len(twice) <= concurrency and max(fetched.values()) <= 2, fetched
     assert done.result is not None and done.result["pages_crawled"] == pages
+
+
+async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_findings(
+    audit_services: Services,
+) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    doomed = services.create_project(user, "doomed")
+    kept = services.create_project(user, "kept")
+    site = AuditSite(generated=200, delay=0.2, sitemaps=False)
+    worker = Worker(services.db, services.settings, services.registry)
+    running = asyncio.create_task(worker.run())
+    try:
+        with site.running() as base:
+            job, _ = services.create_job(
+                user, "site_audit", {"start_url": f"{base}/g/0"}, project_id=doomed.id
+            )
+
+            async def crawling() -> bool:
+                return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 5
+
+            await await_until(crawling, timeout=60)
+            await asyncio.to_thread(services.delete_project, user, doomed.id)
+            # The worker lets the audit go at its next write; had it crawled on, it would
+            # only have let go once every page was fetched.
+
+            async def dropped() -> bool:
+                return job.id not in worker.running
+
+            await await_until(dropped, timeout=60)
+            fetched = len([p for p in site.hits if p.startswith("/g/")])
+            # The same worker goes on with other work: a small audit in another project.
+            with AuditSite(generated=3, sitemaps=False).running() as small:
+                other, _ = services.create_job(
+                    user, "site_audit", {"start_url": f"{small}/g/0"}, project_id=kept.id
+                )
+
+                async def other_done() -> bool:
+                    return (await asyncio.to_thread(services.job, user, other.id)).is_final
+
+                await await_until(other_done, timeout=60)
+    finally:
+        worker.stop()
+        await running
+    with pytest.raises(NotFound):
+        services.job(user, job.id)
+    assert services.job(user, other.id).state == "completed"
+    with services.db.read() as conn:
+        for table in (job_items, findings, collections):
+            rows = conn.execute(select(func.count()).where(table.c.job_id == job.id))
+            assert rows.scalar_one() == 0, table.name
+    assert fetched < 200
