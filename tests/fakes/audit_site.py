@@ -110,6 +110,13 @@ def _canonical(path: str) -> str:
     return f'<link rel="canonical" href="{BASE}{path}">'
 
 
+def _alternates(*pairs: tuple[str, str]) -> str:
+    return "".join(
+        f'<link rel="alternate" hreflang="{language}" href="{BASE}{path}">'
+        for language, path in pairs
+    )
+
+
 SAME_TEXT = words("twin text")
 # path -> the page's HTML (200), for every HTML page but the home page.
 PAGES: dict[str, str] = {
@@ -150,6 +157,10 @@ PAGES: dict[str, str] = {
     **{f"/deep/{n}": html(f"deep-{n}", links=(f"/deep/{n + 1}",)) for n in range(1, 5)},
     "/deep/5": html("deep-5"),
     "/orphan": html("orphan"),  # only the sitemap lists it
+    # English and French name each other; the German page does not name the English back.
+    "/en": html("en", head=_alternates(("en", "/en"), ("fr", "/fr"), ("de", "/de"))),
+    "/fr": html("fr", head=_alternates(("en", "/en"), ("fr", "/fr"))),
+    "/de": html("de", head=_alternates(("de", "/de"))),
 }
 REDIRECTS = {
     "/hop1": "/hop2",
@@ -198,6 +209,7 @@ PLANTED = {
     ("linked_page_blocked_by_robots", "/links-private"),
     ("depth_too_high", "/deep/5"),
     ("broken_external_link", "/links-external-broken"),
+    ("hreflang_no_return_link", "/en"),
     ("sitemap_url_not_linked", "/orphan"),
     ("sitemap_url_non_200", "/gone"),
     ("sitemap_url_non_200", "/hop1"),

@@ -375,6 +375,12 @@ SITE_CHECKS = (
     ),
     Check("canonical_to_redirect", _W, "The canonical URL redirects.", scope="site"),
     Check(
+        "hreflang_no_return_link",
+        _W,
+        "An hreflang alternate of the page does not name the page back.",
+        scope="site",
+    ),
+    Check(
         "sitemap_url_not_linked",
         _N,
         "A sitemap lists the page, but no link of the site reaches it.",

@@ -76,14 +76,25 @@ def _links(base: str, facts: PageFacts) -> list[tuple[str, bool]]:
     return found
 
 
-def _canonical(base: str, facts: PageFacts) -> str | None:
-    href = facts.canonicals[0] if facts.canonicals else None
-    if not href:
-        return None
+def _absolute(base: str, href: str) -> str | None:
     try:
         return page_key(join_url(parse_url(base), href))
     except (FetchError, ValueError):
         return None
+
+
+def _canonical(base: str, facts: PageFacts) -> str | None:
+    return _absolute(base, facts.canonicals[0]) if facts.canonicals else None
+
+
+def _hreflang(base: str, facts: PageFacts) -> dict[str, str]:
+    """Language -> alternate URL (normalised); the first of a language counts."""
+    found: dict[str, str] = {}
+    for language, href in facts.hreflang:
+        url = _absolute(base, href)
+        if url is not None:
+            found.setdefault(language, url)
+    return found
 
 
 def _indexability(
@@ -205,6 +216,7 @@ def _record(
         "description": facts.description if facts else None,
         "h1": facts.h1[0] if facts and facts.h1 else None,
         "canonical": canonical,
+        "hreflang": _hreflang(fetched.final_url, facts) if facts else {},
         "words": facts.words if facts else None,
         "content_hash": facts.text_hash if facts else None,
         "out_links": len(internal),

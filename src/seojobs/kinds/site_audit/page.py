@@ -29,6 +29,7 @@ class PageFacts:
     descriptions: list[str] = field(default_factory=list)
     h1: list[str] = field(default_factory=list)
     canonicals: list[str] = field(default_factory=list)
+    hreflang: list[tuple[str, str]] = field(default_factory=list)  # (language, href)
     robots_meta: list[tuple[str, str]] = field(default_factory=list)
     lang: str | None = None
     viewport: bool = False
@@ -87,14 +88,22 @@ class _PageParser(HTMLParser):
             facts.lang = a["lang"].strip()
         elif tag == "meta":
             self._meta(a)
-        elif tag == "link" and "canonical" in a.get("rel", "").lower().split():
-            facts.canonicals.append(a.get("href", "").strip())
+        elif tag == "link":
+            self._link(a)
         elif tag == "base" and facts.base_href is None and a.get("href", "").strip():
             facts.base_href = a["href"].strip()
         elif tag == "a":
             self._anchor(a)
         elif tag == "img" and not a.get("alt", "").strip():
             facts.images_without_alt.append(a.get("src", ""))
+
+    def _link(self, a: dict[str, str]) -> None:
+        rels = a.get("rel", "").lower().split()
+        href = a.get("href", "").strip()
+        if "canonical" in rels:
+            self.facts.canonicals.append(href)
+        elif "alternate" in rels and a.get("hreflang", "").strip() and href:
+            self.facts.hreflang.append((a["hreflang"].strip().lower(), href))
 
     def _meta(self, a: dict[str, str]) -> None:
         name = a.get("name", "").strip().lower()

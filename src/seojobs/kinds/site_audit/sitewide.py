@@ -61,6 +61,20 @@ def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Find
             yield finding("canonical_to_non_200", page["url"], evidence)
 
 
+def _hreflang(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """An alternate must name the page back (Google ignores one-way hreflang)."""
+    for page in pages:
+        missing = []
+        for language, target in (page.get("hreflang") or {}).items():
+            other = by_url.get(target)
+            if target == page["url"] or other is None or other.get("status") != 200:
+                continue  # not crawled, or an error of its own
+            if page["url"] not in (other.get("hreflang") or {}).values():
+                missing.append({"language": language, "alternate": target})
+        if missing:
+            yield finding("hreflang_no_return_link", page["url"], {"alternates": missing[:_SAMPLE]})
+
+
 def _sitemaps(
     pages: list[Record], by_url: dict[str, Record], listed: list[str]
 ) -> Iterator[Finding]:
@@ -86,6 +100,7 @@ def site_findings(pages: list[Record], listed: list[str]) -> list[Finding]:
         *_links(pages, by_url),
         *_canonicals(pages, by_url),
         *_sitemaps(pages, by_url, listed),
+        *_hreflang(pages, by_url),
     ]
 
 
