@@ -88,6 +88,7 @@ def test_an_audit_started_through_audits_is_read_back_as_the_latest(served: Api)
     latest = f"/v1/projects/{project}/audits/latest"
     before = assert_problem(client.get(latest), 404)
     assert "site_audit" in before["detail"]
+    assert client.get(f"/v1/projects/{project}/audits").json()["data"] == []
     assert _jobs(client, project) == []  # reading started nothing
     site = AuditSite(generated=5, sitemaps=False)
     with site.running() as base:
@@ -112,6 +113,8 @@ def test_an_audit_started_through_audits_is_read_back_as_the_latest(served: Api)
     assert (data["type"], data["job_id"]) == ("site_audit", job["id"])
     assert data["collected_at"]
     assert data["data"]["pages_crawled"] == 5 and data["data"]["health_score"] == 100
+    listed = client.get(f"/v1/projects/{project}/audits").json()
+    assert listed == {"data": [data], "next_cursor": None}
     assert _jobs(client, project) == [job["id"]]  # the reads started nothing
 
 

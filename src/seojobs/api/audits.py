@@ -21,7 +21,7 @@ from seojobs.api.problems import Problem
 from seojobs.api.projects import ProjectId, start_job
 from seojobs.api.projects_models import JobData, JobIn
 from seojobs.api.reports import MAX_SEQ
-from seojobs.api.results import CollectedData, collection_body
+from seojobs.api.results import CollectedData, CollectedPage, collection_body
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
 from seojobs.kinds import site_audit
 from seojobs.services import Services
@@ -73,6 +73,23 @@ def start_audit(
     `site_audit` and these params. Answers 202 at once; poll the Location (`/v1/jobs/{id}`)."""
     body = JobIn(type=site_audit.NAME, params=params.model_dump(exclude_unset=True))
     return start_job(svc, user, project_id, body, request, params_at=None)
+
+
+@router.get(
+    "/projects/{project_id}/audits",
+    response_model=CollectedPage,
+    operation_id="list_audits",
+)
+def list_audits(
+    project_id: ProjectId, user: User, svc: Svc, cursor: Cursor = None, limit: Limit = 100
+) -> Response:
+    """The project's completed audits, newest first, each with its summary (as `latest`)."""
+    found = svc.collection_history(
+        user, project_id, site_audit.NAME, before_id=parse_cursor(cursor), limit=limit + 1
+    )
+    page = found[:limit]
+    more = str(page[-1].id) if len(found) > limit else None
+    return JSONResponse({"data": [collection_body(c) for c in page], "next_cursor": more})
 
 
 @router.get(
