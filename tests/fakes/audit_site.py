@@ -237,7 +237,7 @@ class AuditSite:
 
     def __init__(
         self,
-        robots: str = ROBOTS,
+        robots: str | None = ROBOTS,  # None: robots.txt answers 503
         generated: int = 0,
         delay: float = 0.0,
         sitemaps: bool = True,
@@ -276,6 +276,8 @@ class AuditSite:
         ]
 
     def _robots(self, request: Request) -> Response:
+        if self.robots is None:
+            return Response(status_code=503)
         base = str(request.base_url).rstrip("/")
         listed = f"Sitemap: {base}/sitemaps/index.xml\n" if self.sitemaps else ""
         return PlainTextResponse(self.robots + listed)

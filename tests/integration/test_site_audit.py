@@ -147,16 +147,23 @@ async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) ->
     assert {p for p in site.hits if p.startswith("/g/")} == {f"/g/{n}" for n in range(7)}
 
 
+@pytest.mark.parametrize(
+    ("robots", "says"),
+    [("User-agent: *\nDisallow: /\n", "disallows"), (None, "answered 503")],
+)
 async def test_a_start_url_disallowed_by_robots_fails_the_audit(
-    audit_services: Services,
+    audit_services: Services, robots: str | None, says: str
 ) -> None:
+    """Disallowed, or robots.txt answering 5xx (crawlers then take everything as
+    disallowed): the audit fails without fetching a page."""
     services = audit_services
     user = services.create_user("alice").user
-    site = AuditSite(robots="User-agent: *\nDisallow: /\n")
+    site = AuditSite(robots=robots)
     with site.running() as base:
         job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/"})
         done = await _run(services, user, job)
     assert (done.state, done.error_code) == ("failed", "blocked_by_robots")
+    assert done.error is not None and says in str(done.error)
     assert set(site.hits) == {"/robots.txt"}
 
 
