@@ -25,6 +25,7 @@ import pytest
 
 from tests.conftest import ROOT, subprocess_env
 from tests.e2e.helpers import Proc, Spawner, free_port, run_cli, wait_http_ok
+from tests.fakes.audit_site import AuditSite
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
 from tests.fakes.site import FixtureSite, running_site
@@ -320,3 +321,30 @@ def test_seed_001_poller_waits_for_an_open_job(server: Server) -> None:
     code = seed_001_program(server, f"wait_for(f'{{BASE}}/jobs/{job_id}', interval=1)")
     job = json.loads(output_of_a_poller_that_waited(server, job_id, code, {}))
     assert job["id"] == job_id and job["status"] == "completed" and job["items_done"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_seed_001_poller_returns_a_finished_site_audit(server: Server) -> None:
+    """Issue 13: the printed poller, unmodified but for its base URL and key, on an audit."""
+    headers = {"X-API-Key": server.key}
+    project = server.client.post("/v1/projects", json={"name": "site"}, headers=headers)
+    with AuditSite(generated=5, sitemaps=False).running() as site:
+        answer = server.client.post(
+            f"/v1/projects/{project.json()['data']['id']}/audits",
+            json={"start_url": f"{site}/g/0", "thresholds": {"slow_response_ms": 600_000}},
+            headers=headers,
+        )
+        assert answer.status_code == 202, answer.text
+        job_id = answer.json()["data"]["id"]
+        wait_until(
+            lambda: (
+                server.client.get(f"/v1/jobs/{job_id}").json()["data"]["status"]
+                in ("completed", "failed")
+            ),
+            timeout=40,
+        )
+    job = json.loads(
+        run_python(seed_001_program(server, f"wait_for(f'{{BASE}}/jobs/{job_id}')"), {})
+    )
+    assert job["id"] == job_id and job["type"] == "site_audit" and job["status"] == "completed"
+    assert job["items_done"] == job["items_total"] == 5 and job["error"] is None

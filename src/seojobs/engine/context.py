@@ -63,6 +63,8 @@ class JobHost(Protocol):
 
     async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
 
+    async def read_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
+
     async def record_items(
         self, job: JobRecord, outcomes: list[ItemOutcome], counters: dict[str, int]
     ) -> None: ...
@@ -121,6 +123,16 @@ class JobContext(Generic[P]):
     def open_items(self) -> AsyncIterator[ItemRecord]:
         """Unfinished items in order; finished ones (from an earlier claim) are skipped."""
         return self._open_items_after(-1)
+
+    async def items(self) -> AsyncIterator[ItemRecord]:
+        """Every item in order, finished ones with their results: what a kind reads back
+        after ``run_items`` for checks over the whole job (a crawl's site-wide checks), which
+        must see the items an earlier claim recorded too."""
+        after = -1
+        while page := await self._host.read_items(self.job, after, ITEM_PAGE):
+            for item in page:
+                yield item
+            after = page[-1].seq
 
     async def record(self, item: ItemRecord, verdict: ItemResult) -> None:
         """Store one item's result now; raises ``Interrupted`` if the job was taken away."""

@@ -377,10 +377,18 @@ class Worker:
     # -- JobHost: what a running job's context asks of the store ------------------------------
 
     async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]:
+        return await self._items_page(job, after_seq, limit, only_open=True)
+
+    async def read_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]:
+        return await self._items_page(job, after_seq, limit, only_open=False)
+
+    async def _items_page(
+        self, job: JobRecord, after_seq: int, limit: int, *, only_open: bool
+    ) -> list[ItemRecord]:
         def read() -> list[ItemRecord]:
             with self.db.read() as conn:
                 return job_sql.items_page(
-                    conn, job.id, after_seq=after_seq, limit=limit, only_open=True
+                    conn, job.id, after_seq=after_seq, limit=limit, only_open=only_open
                 )
 
         return await self.run_db(read)

@@ -266,12 +266,15 @@ class JobServices(ServiceBase):
         job_id: int,
         *,
         code: str | None = None,
+        severity: str | None = None,
         after_id: int = 0,
         limit: int = 100,
     ) -> list[FindingRecord]:
         self.job(user, job_id, summary=True)
         with self.db.read() as conn:
-            return result_sql.findings_page(conn, job_id, code=code, after_id=after_id, limit=limit)
+            return result_sql.findings_page(
+                conn, job_id, code=code, severity=severity, after_id=after_id, limit=limit
+            )
 
     def collected(
         self, user: UserRecord, project_id: int, kind: str, subject: str | None = None
