@@ -44,6 +44,7 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "params": {"urls": ["a", "b"], "fail_items": ["b"]},
         "title": "launch",
     },
+    ("POST", "/v1/projects/{project_id}/audits"): {"start_url": URL, "max_pages": 10},
     ("POST", "/v1/projects/{project_id}/schedules"): {
         "name": "nightly",
         "type": "test_noop",
@@ -228,7 +229,7 @@ def test_valid_bodies_still_pass(world: tuple[Api, httpx.Client, dict[str, str]]
         after["projects"] == before["projects"] + 1
         and after["schedules"] == before["schedules"] + 1
     )
-    assert after["jobs"] == before["jobs"] + 5  # v1 x2, v2 create and url, projects
+    assert after["jobs"] == before["jobs"] + 6  # v1 x2, v2 create and url, projects, audits
 
 
 QUERIES = {"note=a%00b": "note", "%00=1": "\\u0000", "a%00b=": "a\\u0000b"}
