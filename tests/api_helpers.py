@@ -166,13 +166,18 @@ class Api:
     app: FastAPI
     settings: Settings
     clients: list[httpx.Client] = field(default_factory=list)
+    unnamed: int = 0
 
     @property
     def services(self) -> Services:
         found: Services = self.app.state.services
         return found
 
-    def account(self, name: str = "alice", rate_limit: str | None = None) -> Account:
+    def account(self, name: str | None = None, rate_limit: str | None = None) -> Account:
+        """A new user; unnamed ones are alice, then alice-2, alice-3... (names are unique)."""
+        if name is None:
+            self.unnamed += 1
+            name = "alice" if self.unnamed == 1 else f"alice-{self.unnamed}"
         created = self.services.create_user(name, rate_limit=rate_limit)
         return Account(created.user, created.api_key)
 

@@ -113,6 +113,25 @@ def store_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("sqlite_url"))
 
 
+# A provider for every engine, so index jobs are accepted (a job whose engine has no
+# provider is refused at creation). Nothing listens at the discard port: tests whose jobs run
+# point these at local fakes (tests.api_helpers.Providers), and tests of the refusal unset them.
+UNREACHABLE = "http://127.0.0.1:9"
+CONFIGURED_PROVIDERS: dict[str, object] = {
+    "indexnow_key": "0123456789abcdef",
+    "indexnow_endpoint": UNREACHABLE + "/indexnow",
+    # The shipped orders, with IndexNow after Google's own API for google.
+    "submit_providers": {
+        "google": ["google_indexing", "indexnow"],
+        "bing": ["indexnow"],
+        "yandex": ["indexnow"],
+    },
+    "serpapi_key": "serpapi-key",  # in the shipped check order of every engine
+    "serpapi_base_url": UNREACHABLE,
+}
+NO_PROVIDERS: dict[str, object] = {"indexnow_key": None, "serpapi_key": None}
+
+
 def make_settings(url: str, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "database_url": url,
@@ -120,6 +139,7 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "lease_seconds": 5,
         "poll_interval": 0.2,
         "maintenance_interval": 0.2,
+        **CONFIGURED_PROVIDERS,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

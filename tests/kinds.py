@@ -63,6 +63,8 @@ class ItemsParams(BaseModel):
     urls: list[str] = Field(min_length=1)
     item_delay: float = Field(default=0.0, ge=0)
     fail_items: list[str] = Field(default_factory=list)
+    concurrency: int = Field(default=1, ge=1)
+    delay_step: float = Field(default=0.0, ge=0)  # item n sleeps n x this longer
 
 
 class SleepParams(BaseModel):
@@ -84,13 +86,13 @@ async def items(ctx: JobContext[ItemsParams]) -> None:
 
     async def one(item: ItemRecord) -> ItemResult:
         await asyncio.to_thread(write_log, ctx, "start", item.input)
-        if params.item_delay:
-            await asyncio.sleep(params.item_delay)
+        if params.item_delay or params.delay_step:
+            await asyncio.sleep(params.item_delay + item.seq * params.delay_step)
         if item.input in params.fail_items:
             return ItemResult.error("item_failed", f"{item.input} was told to fail")
         return ItemResult(outcome="ok", result={"length": len(item.input)})
 
-    await ctx.run_items(one)
+    await ctx.run_items(one, concurrency=params.concurrency)
     ctx.result = {"seen": ctx.counters.get("ok", 0)}
 
 
@@ -114,6 +116,7 @@ async def fail(ctx: JobContext[FailParams]) -> None:
 class CrawlParams(BaseModel):
     start: str
     item_delay: float = Field(default=0.0, ge=0)
+    concurrency: int = Field(default=2, ge=1)
 
 
 LINK = re.compile(r'href="([^"#]+)"')
@@ -140,7 +143,7 @@ async def crawl(ctx: JobContext[CrawlParams]) -> None:
         return ItemResult(outcome="crawled", result={"links": len(links)}, findings=found)
 
     async with Fetcher(ctx.settings) as fetcher:
-        await ctx.run_items(one, concurrency=2)
+        await ctx.run_items(one, concurrency=ctx.params.concurrency)
     await ctx.collect(site, {"pages": ctx.counters.get("crawled", 0)})
 
 

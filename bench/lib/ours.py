@@ -209,6 +209,7 @@ class Scenario:
 @dataclass(frozen=True)
 class CheckRun:
     seconds: float
+    cpu: float  # this process's CPU seconds over the same span (job creation, checks excluded)
     indexed: int
     not_indexed: int
     fetched_ok: int
@@ -305,11 +306,12 @@ async def check(
         warm(db, EXECUTOR_THREADS)
         warm(probe, 1)
         worker = Worker(db, settings, load_registry(settings), maintenance=False)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         async with running(worker) as task:
             ended = await _wait_completed(worker, task, probe, job_id, 60 + len(urls) / 20)
+            cpu = time.process_time() - cpu
         counts = await asyncio.to_thread(_verify, probe, job_id, len(urls))
-        return CheckRun(ended - started, *counts)
+        return CheckRun(ended - started, cpu, *counts)
     finally:
         db.dispose()
         probe.dispose()

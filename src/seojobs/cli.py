@@ -16,6 +16,7 @@ import typer
 from seojobs.client.cli_commands import register as register_client_commands
 
 if TYPE_CHECKING:
+    from seojobs.services import Services
     from seojobs.settings import Settings
 
 app = typer.Typer(
@@ -57,15 +58,35 @@ def _logging() -> None:
     )
 
 
+def _database(settings: Settings) -> None:
+    """Say which database a server command uses (password masked), on stderr: a command run
+    from another directory must not silently use another ./seojobs.db."""
+    from seojobs.store.db import shown_url
+
+    typer.echo(f"database: {shown_url(settings.database_url)}", err=True)
+
+
+def _log_providers(settings: Settings) -> None:
+    from seojobs.kinds.provider_table import log_table
+
+    log_table(settings, logging.getLogger("seojobs.providers"))
+
+
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    host: Annotated[
+        str, typer.Option(envvar="SEOJOBS_HOST", help="Interface to bind.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="SEOJOBS_PORT", help="Port to listen on.")] = 8000,
     no_worker: Annotated[
         bool, typer.Option("--no-worker", help="API only; run workers apart.")
     ] = False,
 ) -> None:
-    """Run the API (and an in-process worker unless --no-worker). Migrates the schema first."""
+    """Run the API (and an in-process worker unless --no-worker). Migrates the schema first.
+
+    The database is SEOJOBS_DATABASE_URL (default sqlite:///./seojobs.db, relative to the
+    current directory); every other setting is an SEOJOBS_* variable (README, Settings).
+    """
     settings = _settings()
     import uvicorn
 
@@ -88,6 +109,8 @@ def serve(
                     signal.signal(sig, handler)
 
     _logging()
+    _database(settings)
+    _log_providers(settings)
     app_ = create_app(settings, run_worker=not no_worker)
     Server(uvicorn_config(app_, settings, host=host, port=port, log_level="info")).run()
 
@@ -100,7 +123,11 @@ def worker(
         typer.Option(help="Serve only the job kinds of this queue (repeatable); default: all."),
     ] = None,
 ) -> None:
-    """Run a worker process. SIGTERM: jobs finish their current item and are handed back."""
+    """Run a worker process. SIGTERM: jobs finish their current item and are handed back.
+
+    The database is SEOJOBS_DATABASE_URL (default sqlite:///./seojobs.db, relative to the
+    current directory); every other setting is an SEOJOBS_* variable (README, Settings).
+    """
     # A stop asked for while the worker is still starting (connecting, checking the schema)
     # is kept and honoured once it runs: a clean exit 0, nothing claimed, instead of dying
     # by the signal.
@@ -117,6 +144,8 @@ def worker(
     from seojobs.store.db import Database
 
     _logging()
+    _database(settings)
+    _log_providers(settings)
     db = Database(settings.database_url)
     registry = load_registry(settings)
     if not migrate.is_current(db, registry.migration_dirs()):
@@ -152,8 +181,13 @@ def worker(
 
 @app.command("migrate")
 def migrate_cmd() -> None:
-    """Create or upgrade the database schema."""
+    """Create or upgrade the database schema.
+
+    The database is SEOJOBS_DATABASE_URL (default sqlite:///./seojobs.db, relative to the
+    current directory); every other setting is an SEOJOBS_* variable (README, Settings).
+    """
     settings = _settings()
+    _database(settings)
     from seojobs.kinds import load_registry
     from seojobs.store import migrate
     from seojobs.store.db import Database
@@ -165,9 +199,35 @@ def migrate_cmd() -> None:
     db.dispose()
 
 
+@contextlib.contextmanager
+def user_services(settings: Settings) -> Iterator[Services]:
+    """Services on the settings' database, migrated to head (a new one is created)."""
+    from seojobs.kinds import load_registry
+    from seojobs.services import Services
+    from seojobs.store import migrate
+    from seojobs.store.db import Database
+
+    _database(settings)
+    db = Database(settings.database_url)
+    try:
+        registry = load_registry(settings)
+        migrate.upgrade(db, extra=registry.migration_dirs())
+        yield Services(db, settings, registry)
+    finally:
+        db.dispose()
+
+
+def _print_key(user_id: int, name: str, key: str, as_json: bool, what: str) -> None:
+    if as_json:
+        typer.echo(json.dumps({"user_id": user_id, "api_key": key}))
+    else:
+        typer.echo(f"user {user_id} ({name}) {what}.")
+        typer.echo(f"API key (shown once, store it now): {key}")
+
+
 @users_app.command("create")
 def users_create(
-    name: Annotated[str, typer.Argument(help="A name for the user.")],
+    name: Annotated[str, typer.Argument(help="A name for the user (unique).")],
     rate_limit: Annotated[
         int | None, typer.Option(help="Requests per minute (default: SEOJOBS_RATE_LIMIT).", min=1)
     ] = None,
@@ -181,22 +241,103 @@ def users_create(
     if len(name) > 200:
         raise typer.BadParameter("at most 200 characters", param_hint="NAME")
     settings = _settings()
-    from seojobs.kinds import load_registry
-    from seojobs.services import Services
-    from seojobs.store import migrate
-    from seojobs.store.db import Database
+    from seojobs.services import Conflict
 
-    db = Database(settings.database_url)
-    registry = load_registry(settings)
-    migrate.upgrade(db, extra=registry.migration_dirs())
-    services = Services(db, settings, registry)
-    created = services.create_user(name, rate_limit=f"{rate_limit}/minute" if rate_limit else None)
-    db.dispose()
-    if as_json:
-        typer.echo(json.dumps({"user_id": created.user.id, "api_key": created.api_key}))
-    else:
-        typer.echo(f"user {created.user.id} ({name}) created.")
-        typer.echo(f"API key (shown once, store it now): {created.api_key}")
+    with user_services(settings) as services:
+        try:
+            created = services.create_user(
+                name, rate_limit=f"{rate_limit}/minute" if rate_limit else None
+            )
+        except Conflict as exc:
+            typer.echo(f"{exc}: pick another name, or `seojobs users rotate-key {name}`", err=True)
+            raise typer.Exit(1) from None
+    _print_key(created.user.id, name, created.api_key, as_json, "created")
+
+
+@users_app.command("list")
+def users_list(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per user.")] = False,
+) -> None:
+    """Every user: id, name, rate limit, created, disabled."""
+    settings = _settings()
+    with user_services(settings) as services:
+        found = services.users()
+    for user in found:
+        row = {
+            "user_id": user.id,
+            "name": user.name,
+            "rate_limit": user.rate_limit,
+            "created_at": user.created_at.isoformat(),
+            "disabled_at": user.disabled_at.isoformat() if user.disabled_at else None,
+        }
+        if as_json:
+            typer.echo(json.dumps(row))
+        else:
+            state = f"disabled {row['disabled_at']}" if user.disabled_at else "active"
+            limit = user.rate_limit or "default rate limit"
+            typer.echo(f"{user.id}\t{user.name}\t{state}\t{limit}\tcreated {row['created_at']}")
+
+
+def _named(services: Services, name: str) -> None:
+    from seojobs.services import NotFound
+
+    try:
+        services.user_named(name)
+    except NotFound:
+        typer.echo(f"no user named {name!r} (see `seojobs users list`)", err=True)
+        raise typer.Exit(1) from None
+
+
+@users_app.command("rotate-key")
+def users_rotate_key(
+    name: Annotated[str, typer.Argument(help="The user's name.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print {user_id, api_key} as JSON.")
+    ] = False,
+) -> None:
+    """Give a user a new API key, printed once. The old key stops working within 5 s (the
+    API's authentication cache)."""
+    settings = _settings()
+    with user_services(settings) as services:
+        _named(services, name)
+        rotated = services.rotate_key(name)
+    _print_key(rotated.user.id, name, rotated.api_key, as_json, "has a new key")
+
+
+@users_app.command("disable")
+def users_disable(name: Annotated[str, typer.Argument(help="The user's name.")]) -> None:
+    """Disable a user: its API key stops working within 5 s (the API's authentication cache);
+    its projects, jobs and data stay. `rotate-key` does not re-enable it."""
+    settings = _settings()
+    with user_services(settings) as services:
+        _named(services, name)
+        user = services.disable_user(name)
+    typer.echo(f"user {user.id} ({name}) disabled.")
+
+
+@app.command("providers")
+def providers_cmd(
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Only the table; contact no provider.")
+    ] = False,
+) -> None:
+    """Which providers serve which engine, which are configured, and whether each configured
+    credential works (one request to each provider; exit 1 if one is refused)."""
+    settings = _settings()
+    import asyncio
+
+    from seojobs.kinds.provider_table import rows, verify_all
+
+    for row in rows(settings):
+        typer.echo(row.text(settings))
+    if offline:
+        return
+    failed = False
+    for name, ok, message in asyncio.run(verify_all(settings)):
+        typer.echo(f"credential {name}: {'ok' if ok else 'FAILED'}: {message}")
+        failed = failed or not ok
+    if failed:
+        raise typer.Exit(1)
 
 
 def main() -> None:

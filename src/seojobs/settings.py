@@ -141,6 +141,11 @@ class Settings(BaseSettings):
             "yandex": ["serpapi", "dataforseo"],
         }
     )
+    check_diagnostics_only: bool = Field(
+        default=False,
+        description="Index checks with no index provider for their engine still run: our own "
+        "indexability diagnostics per URL, the index verdict `unknown`.",
+    )
     index_check_concurrency: int = Field(default=8, ge=1, description="URLs checked at once.")
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
@@ -148,6 +153,9 @@ class Settings(BaseSettings):
     # -- quotas: URLs per user per UTC day (per-user overrides live on the user) ---------
     quota_submit_daily: int = Field(default=10_000, ge=0)
     quota_check_daily: int = Field(default=10_000, ge=0)
+    # Site audits: pages per user, charged max_pages when an audit is created.
+    quota_audit_pages_daily: int = Field(default=50_000, ge=0)
+    quota_audit_pages_monthly: int = Field(default=500_000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",

@@ -28,7 +28,7 @@ from tests.waiting import wait_until
 # The installed console script, next to the interpreter running the tests.
 SEOJOBS = Path(sys.executable).parent / "seojobs"
 # Generous bounds for a process to do something; never used as a sleep.
-PROCESS_TIMEOUT = 20.0
+PROCESS_TIMEOUT = 60.0
 SCHEMA_TABLES = {"users", "projects", "schedules", "jobs", "job_items", "leaders"}
 
 

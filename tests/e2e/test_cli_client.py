@@ -161,10 +161,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "SEOJOBS_DATABASE_URL": db_url,
             "SEOJOBS_INDEXNOW_KEY": INDEXNOW_KEY,
             "SEOJOBS_INDEXNOW_ENDPOINT": indexnow_base + "/indexnow",
-            # yandex gets a provider that is not configured: a job that fails.
+            # yandex gets a provider whose key file is missing: a job that fails.
             "SEOJOBS_SUBMIT_PROVIDERS": json.dumps(
                 {"google": ["indexnow"], "bing": ["indexnow"], "yandex": ["google_indexing"]}
             ),
+            "SEOJOBS_GOOGLE_CREDENTIALS_FILE": str(workdir / "missing-key.json"),
             "SEOJOBS_SERPER_KEY": SERPER_KEY,
             "SEOJOBS_SERPER_BASE_URL": serper_base,
             "SEOJOBS_CHECK_PROVIDERS": json.dumps({"google": ["serper"]}),
@@ -354,10 +355,18 @@ def test_submit_wait_failed_job_exits_1(cli: Cli) -> None:
     done = cli.run("submit", "--engine", "yandex", "--wait", *FAST, *cli.urls("fail", 1))
     assert done.returncode == 1, (done.stdout, done.stderr)
     job_id = int(done.stdout)  # without --json: the job id on stdout
-    assert "provider_not_configured" in done.stderr
+    assert "provider_auth_failed" in done.stderr and "missing-key.json" in done.stderr
     assert cli.server_job("index_submit", job_id).status == "failed"
     [entry] = cli.entries()
     assert entry.state == "done" and entry.status == "failed"
+
+
+def test_a_job_no_provider_can_run_is_refused_and_leaves_no_state(cli: Cli) -> None:
+    done = cli.run("check", "--engine", "bing", *cli.urls("refused", 1))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "provider is configured for index checks on engine 'bing'" in done.stderr
+    assert "add a provider in SEOJOBS_CHECK_PROVIDERS" in done.stderr
+    assert cli.entries() == [] and cli.server_jobs("index_check") == []
 
 
 def test_submit_wait_timeout_exits_3_and_the_job_runs_on(cli: Cli) -> None:
@@ -737,6 +746,8 @@ def test_jobs_lists_the_state_file(cli: Cli) -> None:
     before = cli.run(*state, *url, "jobs", "--json", env=elsewhere)
     after = cli.run("jobs", *state, *url, "--json", env=elsewhere)
     assert [r["job_id"] for r in json.loads(before.stdout)] == [job_id]
+    created = json.loads(before.stdout)[0]["created_at"]  # spelt as the API spells times
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", created), created
     assert [r["job_id"] for r in json.loads(after.stdout)] == [job_id]
     assert json.loads(cli.run("jobs", "--json", env=elsewhere).stdout) == []
 

@@ -25,6 +25,7 @@ import pytest
 
 from tests.conftest import ROOT, subprocess_env
 from tests.e2e.helpers import Proc, Spawner, free_port, run_cli, wait_http_ok
+from tests.fakes.audit_site import AuditSite
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
 from tests.fakes.site import FixtureSite, running_site
@@ -192,7 +193,7 @@ def test_embedded_poller_is_the_seeds_text() -> None:
     assert SEED_001_POLLER.strip() in sorted(SEEDS.glob("001_*.txt"))[0].read_text()
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_000_program_returns_a_finished_check(server: Server) -> None:
     urls = [f"{server.site_base}/ok", f"{server.site_base}/plain"]
     job_id = server.create("index-check", urls)
@@ -201,7 +202,7 @@ def test_seed_000_program_returns_a_finished_check(server: Server) -> None:
     assert out.strip() == "1 of 2 indexed"
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_000_wait_for_returns_the_finished_job_body(server: Server) -> None:
     job_id = server.create("index-check", [f"{server.site_base}/ok"])
     expected = server.finished("index-check", job_id)
@@ -256,7 +257,7 @@ def output_of_a_poller_that_waited(
     return out
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_000_wait_for_polls_an_open_job_until_it_finishes(server: Server) -> None:
     """The back-off loop, with the seed's own ``start`` parameter at 1 s instead of 15 s."""
     job_id = server.create("index-check", [f"{server.site_base}/hold"])
@@ -300,7 +301,7 @@ def start_in_project(server: Server, urls: list[str]) -> int:
     return job_id
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_001_poller_returns_a_finished_job(server: Server) -> None:
     job_id = start_in_project(server, [f"{server.site_base}/ok", f"{server.site_base}/plain"])
     server.finished("index-check", job_id)  # finished before the first poll
@@ -312,7 +313,7 @@ def test_seed_001_poller_returns_a_finished_job(server: Server) -> None:
     assert job["counters"] == {"indexed": 1, "not_indexed": 1} and job["error"] is None
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(120)  # a bound for a hung run, not a timing
 def test_seed_001_poller_waits_for_an_open_job(server: Server) -> None:
     """The poll loop, with the seed's own ``interval`` parameter at 1 s instead of 15 s."""
     job_id = start_in_project(server, [f"{server.site_base}/hold"])
@@ -320,3 +321,30 @@ def test_seed_001_poller_waits_for_an_open_job(server: Server) -> None:
     code = seed_001_program(server, f"wait_for(f'{{BASE}}/jobs/{job_id}', interval=1)")
     job = json.loads(output_of_a_poller_that_waited(server, job_id, code, {}))
     assert job["id"] == job_id and job["status"] == "completed" and job["items_done"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_seed_001_poller_returns_a_finished_site_audit(server: Server) -> None:
+    """Issue 13: the printed poller, unmodified but for its base URL and key, on an audit."""
+    headers = {"X-API-Key": server.key}
+    project = server.client.post("/v1/projects", json={"name": "site"}, headers=headers)
+    with AuditSite(generated=5, sitemaps=False).running() as site:
+        answer = server.client.post(
+            f"/v1/projects/{project.json()['data']['id']}/audits",
+            json={"start_url": f"{site}/g/0", "thresholds": {"slow_response_ms": 600_000}},
+            headers=headers,
+        )
+        assert answer.status_code == 202, answer.text
+        job_id = answer.json()["data"]["id"]
+        wait_until(
+            lambda: (
+                server.client.get(f"/v1/jobs/{job_id}").json()["data"]["status"]
+                in ("completed", "failed")
+            ),
+            timeout=40,
+        )
+    job = json.loads(
+        run_python(seed_001_program(server, f"wait_for(f'{{BASE}}/jobs/{job_id}')"), {})
+    )
+    assert job["id"] == job_id and job["type"] == "site_audit" and job["status"] == "completed"
+    assert job["items_done"] == job["items_total"] == 5 and job["error"] is None

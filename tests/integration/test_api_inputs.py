@@ -44,6 +44,7 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "params": {"urls": ["a", "b"], "fail_items": ["b"]},
         "title": "launch",
     },
+    ("POST", "/v1/projects/{project_id}/audits"): {"start_url": URL, "max_pages": 10},
     ("POST", "/v1/projects/{project_id}/schedules"): {
         "name": "nightly",
         "type": "test_noop",
@@ -70,7 +71,7 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
     job = client.post(f"{V1}/index-check/jobs", json={"urls": [URL]}).json()["job_id"]
     values = {"job_id": job, "project_id": project, "schedule_id": schedule, "page": 0}
-    values |= {"engine": "google", "type": "indexer"}
+    values |= {"engine": "google", "type": "indexer", "name": "favicon.png"}  # name: /docs assets
     return idle, client, {name: str(value) for name, value in values.items()}
 
 
@@ -228,7 +229,7 @@ def test_valid_bodies_still_pass(world: tuple[Api, httpx.Client, dict[str, str]]
         after["projects"] == before["projects"] + 1
         and after["schedules"] == before["schedules"] + 1
     )
-    assert after["jobs"] == before["jobs"] + 5  # v1 x2, v2 create and url, projects
+    assert after["jobs"] == before["jobs"] + 6  # v1 x2, v2 create and url, projects, audits
 
 
 QUERIES = {"note=a%00b": "note", "%00=1": "\\u0000", "a%00b=": "a\\u0000b"}

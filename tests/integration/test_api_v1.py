@@ -173,21 +173,19 @@ def test_check_status_is_200_in_every_state_with_retry_after_only_while_open(
     assert when(done["completed_at"]) >= when(done["created_at"])
 
 
-def test_failed_jobs_answer_200_with_error_and_no_retry_after(working: Api) -> None:
-    client = working.client(working.account())
-    # No check provider serves bing in these settings: the worker fails the job.
-    check_id = create(client, "index-check", ["https://a.example/1"], engine="bing").json()
-    submit_id = create(client, "index-submit", ["https://a.example/1"], engine="yandex").json()
-    for kind, job_id in (
-        ("index-check", check_id["job_id"]),
-        ("index-submit", submit_id["job_id"]),
-    ):
-        body = finished(client, kind, job_id)
-        answer = status(client, kind, job_id)
+def test_failed_jobs_answer_200_with_error_and_no_retry_after(
+    store_url: str, fakes: Providers
+) -> None:
+    # The check provider refuses the key: the worker fails the job (no automatic retry).
+    with api(fakes.settings(store_url, serper_key="not-the-key"), run_worker=True) as working:
+        client = working.client(working.account())
+        job_id = create(client, "index-check", ["https://a.example/1"]).json()["job_id"]
+        body = finished(client, "index-check", job_id)
+        answer = status(client, "index-check", job_id)
         assert answer.status_code == 200 and "retry-after" not in answer.headers
-        assert set(body) == FIELDS[kind]
+        assert set(body) == FIELDS["index-check"]
         assert body["status"] == "failed"
-        assert body["error"]["code"] == "provider_not_configured"
+        assert body["error"]["code"] == "provider_auth_failed"
         assert body["error"]["message"]
         assert body["completed_at"] is not None
 

@@ -25,6 +25,7 @@ from seojobs.store.db import Database
 from seojobs.store.fastread import FastReads
 from seojobs.store.records import JobRecord, UserRecord
 from seojobs.store.tables import jobs
+from seojobs.timefmt import rfc3339
 from tests.conftest import PG_ADMIN_URL, make_settings
 
 URLS = ["https://example.com/a", "https://example.com/b"]
@@ -159,7 +160,7 @@ def test_follow_up_check_is_read_as_on_the_slow_path(svc: Services) -> None:
     assert [c.id for c in found] == [child.id]
     assert found[0].run_at == child.run_at and found[0].state == child.state
     assert body == indexing.submission_status(svc, svc.job(user, submit.id, summary=True))
-    assert body["scheduled_check_at"] == child.run_at.isoformat()
+    assert body["scheduled_check_at"] == rfc3339(child.run_at)
 
 
 def _services(url: str) -> Services:

@@ -15,7 +15,7 @@ from seojobs.services import Services, indexing
 from seojobs.settings import Settings
 from seojobs.store.db import Database
 from seojobs.store.tables import jobs
-from tests.conftest import make_settings
+from tests.conftest import NO_PROVIDERS, make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper, Reply
 from tests.fakes.server import serve
@@ -164,6 +164,8 @@ async def test_no_configured_checker_fails_with_the_settings_to_set(store_url, s
     stack = Stack(make_settings(store_url))
     stacks.append(stack)
     job_id = stack.create("index_check", ["https://a.example/"], engine="bing")
+    # The key went away between creation (which refuses such a job) and the run.
+    stack.settings = make_settings(store_url, **NO_PROVIDERS)
     await stack.run(job_id)
     job = stack.job(job_id)
     assert job.state == "failed" and job.error_code == "provider_not_configured"

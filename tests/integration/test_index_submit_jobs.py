@@ -11,10 +11,11 @@ import pytest
 
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
-from seojobs.services import Services, indexing
+from seojobs.services import Invalid, Services, indexing
 from seojobs.services.quotas import day_start
 from seojobs.settings import Settings
 from seojobs.store.db import Database
+from seojobs.timefmt import rfc3339
 from tests.conftest import make_settings
 from tests.fakes.google import (
     INDEXING_SCOPE,
@@ -112,18 +113,19 @@ async def test_submission_to_indexnow_one_post_per_host(store_url, indexnow, sta
     assert all(i.result and i.result["provider"] == "indexnow" for i in items)
 
 
-async def test_engine_without_provider_fails_the_job_naming_the_setting(
+async def test_engine_without_provider_is_refused_naming_the_setting(
     store_url,
     indexnow,
     stack_factory,  # type: ignore[no-untyped-def]
 ) -> None:
     _fake, endpoint = indexnow
-    stack = stack_factory(settings_with(store_url, endpoint))
-    job_id = stack.submit(["https://a.example/"], engine="google")
-    [body] = await stack.run(job_id)
-    assert body["status"] == "failed"
-    assert body["error"]["code"] == "provider_not_configured"
-    assert "SEOJOBS_GOOGLE_CREDENTIALS_FILE" in body["error"]["message"]
+    shipped = {"google": ["google_indexing"], "bing": ["indexnow"]}
+    stack = stack_factory(settings_with(store_url, endpoint, submit_providers=shipped))
+    with pytest.raises(Invalid) as refused:
+        stack.submit(["https://a.example/"], engine="google")
+    assert refused.value.code == "provider_not_configured"
+    assert "SEOJOBS_GOOGLE_CREDENTIALS_FILE" in str(refused.value)
+    assert stack.services.jobs(stack.user) == []
 
 
 async def test_provider_429_is_retried_then_succeeds(store_url, indexnow, stack_factory) -> None:  # type: ignore[no-untyped-def]
@@ -183,7 +185,7 @@ async def test_daily_quota_refuses_the_job_that_would_exceed_it(
     refused = stack.status(over)
     assert refused["status"] == "failed"
     assert refused["error"]["code"] == "quota_exceeded"
-    reset = (day_start(stack.services.clock()) + timedelta(days=1)).isoformat()
+    reset = rfc3339(day_start(stack.services.clock()) + timedelta(days=1))
     assert reset in refused["error"]["message"]
     usage = stack.services.usage(stack.user)
     assert (usage["submit"].used, usage["submit"].remaining) == (8, 2)

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from seojobs.services import Invalid, NotFound, Services
+from seojobs.services import Invalid, JobFinished, NotFound, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import leaders
 from seojobs.store.coltypes import utcnow
@@ -206,7 +206,11 @@ def test_final_states_are_never_changed_by_the_store(services: Services, db: Dat
                 job_sql.record_items(conn, job_id, attempt, [], {"x": 1}, far)
         assert job_sql.rescue(conn, far, max_rescues=3) == (0, 0)
     assert {j: _get(db, j) for j in (done.id, failed.id)} == snapshot
-    assert services.cancel_job(user, done.id).state == "completed"
+    for final in (done, failed):  # a cancel is refused, with the state it found
+        with pytest.raises(JobFinished) as refused:
+            services.cancel_job(user, final.id)
+        assert refused.value.state == snapshot[final.id].state
+    assert {j: _get(db, j) for j in (done.id, failed.id)} == snapshot
 
 
 @pytest.mark.parametrize("column_value", ["state = 'pending'", "error_code = 'x'", "result = NULL"])

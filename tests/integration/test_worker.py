@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
+from seojobs.engine import context
 from seojobs.engine.registry import Registry
 from seojobs.engine.worker import Worker
 from seojobs.services import Services
@@ -75,6 +76,26 @@ async def test_items_job_runs_to_completion(services, db, settings, registry) ->
     assert items[3].state == "failed" and items[3].error_code == "item_failed"
     assert all(i.state == "done" for i in items if i.seq != 3)
     assert set(starts_per_item(db, job.id).values()) == {1}
+
+
+async def test_results_that_finish_apart_are_written_in_groups(
+    services, db, settings, registry, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    # A long wait, so that the groups are made by counts alone: half the concurrency (2), and
+    # the last result once no other item is running. Items finish 0.2 s apart, each of which
+    # was written alone before (items_done rose one by one).
+    monkeypatch.setattr(context, "GROUP_WAIT", 60.0)
+    user = services.create_user("alice").user
+    urls = [f"https://example.test/{i}" for i in range(5)]
+    params = {"urls": urls, "concurrency": 4, "delay_step": 0.2}
+    job, _ = services.create_job(user, "test_items", params)
+    async with running(db, settings, registry):
+        done = await until_state(services, user, job.id, "completed", "failed")
+    assert (done.state, done.items_done, done.counters) == ("completed", 5, {"ok": 5})
+    groups: dict[object, list[int]] = {}
+    for item in services.items(user, job.id):
+        groups.setdefault(item.finished_at, []).append(item.seq)  # one write, one time
+    assert sorted(groups.values()) == [[0, 1], [2, 3], [4]]
 
 
 async def test_job_failures_carry_code_and_message_and_are_not_retried(

@@ -12,7 +12,7 @@ from sqlalchemy import event
 from seojobs.engine.registry import Registry
 from seojobs.engine.worker import Worker
 from seojobs.services import Services
-from seojobs.store.db import Database
+from seojobs.store.db import NOTIFY_CHANNEL, Database
 from tests.conftest import make_settings
 from tests.waiting import await_until
 
@@ -77,3 +77,45 @@ async def _claimed_at_least(watch: ClaimWatch, n: int) -> bool:
 async def _completed(services: Services, user: Any, job_id: int) -> bool:
     job = await asyncio.to_thread(services.job, user, job_id)
     return bool(job.state == "completed")
+
+
+def test_a_created_job_wakes_workers_from_its_insert_statement(
+    store_url: str, registry: Registry
+) -> None:
+    # On PostgreSQL the NOTIFY rides in the INSERT itself (one round trip fewer per enqueue);
+    # on SQLite the in-process hook fires once, after the commit.
+    settings = make_settings(store_url)
+    db = Database(store_url)
+    statements: list[str] = []
+    event.listen(db.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    hooks: list[bool] = []
+    db.add_wake_hook(lambda: hooks.append(True))
+    services = Services(db, settings, registry)
+    user = services.create_user("alice").user
+    listener = _listen(store_url) if db.dialect == "postgresql" else None
+    try:
+        statements.clear()
+        _job, created = services.create_job(user, "test_noop", {})
+        assert created
+        notifying = [s for s in statements if "pg_notify" in s]
+        if listener is not None:
+            assert [n.channel for n in listener.notifies(timeout=10, stop_after=1)] == [
+                NOTIFY_CHANNEL
+            ]
+            assert len(notifying) == 1 and notifying[0].lstrip().startswith("WITH"), statements
+            assert "INSERT INTO jobs" in notifying[0]
+        else:
+            assert notifying == []
+            assert hooks == [True]  # once, after the commit
+    finally:
+        if listener is not None:
+            listener.close()
+        db.dispose()
+
+
+def _listen(url: str) -> Any:
+    import psycopg
+
+    conn = psycopg.connect(Database(url).psycopg_conninfo(), autocommit=True)
+    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+    return conn

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from seojobs.fetch import parse_head
+from seojobs.fetch import html, parse_head
+from seojobs.fetch.html import HeadInfo
 from seojobs.fetch.result import decode_body
 
 
@@ -103,3 +106,116 @@ def test_unquoted_attributes_in_broken_markup_still_count() -> None:
 )
 def test_body_decoding(body: bytes, content_type: str | None, text: str) -> None:
     assert decode_body(body, content_type) == text
+
+
+# -- the plain-markup scanner against html.parser ----------------------------------------------
+
+
+def _read(info: HeadInfo) -> tuple[object, ...]:
+    """What diagnostics use of a head (``malformed`` only says that html.parser gave up)."""
+    return info.robots_meta, info.canonicals, info.base_href
+
+
+PLAIN_HEADS = [
+    "<!doctype html>\n<html lang=en><head>\n<meta charset=utf-8>\n<title>Page | Site</title>\n"
+    '<meta name=robots content="noindex, follow">\n<link rel=canonical href="/p/1">\n'
+    "</head>\n<body><p>text</p></body></html>\n",
+    '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN">\n<HTML><HEAD>'
+    "<META NAME='ROBOTS' CONTENT='NOINDEX'/><LINK REL=\"Canonical\" HREF=\"/a?x=1&amp;y=2\" />"
+    "</HEAD><BODY>",
+    "<html><head><!-- a comment --><!--[if lt IE 9]><script src=x.js></script><![endif]-->"
+    '<base href=\'/b/\'><link rel="alternate canonical" href=" /c "></head>',
+    '<head><script type="application/ld+json">{"@type": "Thing", "a": "<b>"}</script>'
+    "<style>p > a { color: red }</style><noscript><img src=/pixel.gif></noscript>"
+    '<meta name="googlebot" content="nofollow"><link rel=canonical href=/c/></head>',
+    "<head><title>a <b> title</title><template><meta name=robots content=noindex></template>"
+    "<link rel=canonical href=/1><link rel=canonical href=/2>\n\n</head>",
+    "<head><meta name=robots content=noindex><div>body starts</div><link rel=canonical href=/late>",
+    "<head>\n  visible text <link rel=canonical href=/late>",
+    "<head><meta name=robots><meta content=noindex name=robots data-x>"
+    '<link rel="canonical" href=""><link rel=canonical href="/ok" rel=other></head>',
+    "<head><script>var end = '</head>';</script><link rel=canonical href=/c></head>",
+    "<head><script>document.write('</div>' + (a</b))</SCRIPT><link rel=canonical href=/c>",
+    "<head><!-- </head> --><link rel=canonical href=/c></head><body>",
+    "<head><link rel=canonical href=/c>" + "<meta name=x>" * 500 + "</head><p>x",
+    "<head><link rel=canonical href=/c>",
+    "",
+    "   \n\t",
+    "not html at all",
+]
+
+
+@pytest.mark.parametrize("document", PLAIN_HEADS)
+def test_plain_heads_are_scanned_and_read_as_html_parser_reads_them(document: str) -> None:
+    scanner = html._HeadParser()
+    assert html._scan(document, scanner), "plain markup left to html.parser"
+    assert _read(scanner.info) == _read(html._parse_with_stdlib(document))
+    assert parse_head(document) == scanner.info
+
+
+ODD_HEADS = [
+    "<head>&nbsp;<link rel=canonical href=/c></head>",  # a reference that is whitespace
+    "<head>&amp;<link rel=canonical href=/c></head>",
+    "<head><meta name=robots content=a=b><link rel=canonical href=/c></head>",
+    "<head><meta\vname=robots content=noindex></head>",
+    "<head><meta name=robots content=noindex / ><link rel=canonical href=/c></head>",
+    "<head><link rel=canonical href=/c\xa0x></head>",
+    "<head><?php echo 1 ?><link rel=canonical href=/c></head>",
+    "<head><!-- a -- b --><link rel=canonical href=/c></head>",
+    "<head><!--><link rel=canonical href=/c></head>",
+    "<head><!-- a -- ><link rel=canonical href=/c></head>",
+    "<head><script><!--<script>x</script>--></script><link rel=canonical href=/c></head>",
+    "<head><script>if (a</ b) {}</script><link rel=canonical href=/c></head>",
+    "<head><script>x = '</ script>'; y()</script><link rel=canonical href=/c></head>",
+    "<head><script></SCRIPT ><link rel=canonical href=/c></head>",
+    "<head><script>never ends <link rel=canonical href=/c>",
+    "<head><![CDATA[x]]><link rel=canonical href=/c></head>",
+    "<head><link rel=canonical href=/c></head><![if !IE]><p>",
+    "<head></ head><link rel=canonical href=/c>",
+    "<head><a:b><link rel=canonical href=/c>",
+    "<head><link rel=canonical href=/c",
+    "<head>< link rel=canonical href=/c>",
+    "<head><meta name=robots content='noindex\"'><link rel='canonical'href=/c></head>",
+    "<<<>>><!-- unterminated",
+]
+
+
+@pytest.mark.parametrize("document", ODD_HEADS)
+def test_markup_the_scanner_does_not_know_is_read_as_html_parser_reads_it(document: str) -> None:
+    assert _read(parse_head(document)) == _read(html._parse_with_stdlib(document))
+
+
+FRAGMENTS = [
+    *(piece for document in PLAIN_HEADS + ODD_HEADS for piece in document.split("><")),
+    "<",
+    ">",
+    " ",
+    "\n",
+    "&",
+    "&#32;",
+    "<head>",
+    "</head>",
+    "<title>",
+    "</title>",
+    "<script>",
+    "</script>",
+    "<noscript>",
+    "</noscript>",
+    "<!--",
+    "-->",
+    "<meta name=robots content=noindex>",
+    '<link rel="canonical" href="/c">',
+    "<base href=/b/>",
+    "<p>",
+    "x",
+]
+
+
+def test_any_mix_of_fragments_is_read_as_html_parser_reads_it() -> None:
+    rng = random.Random(11)
+    scanned = 0
+    for _ in range(3000):
+        document = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 12)))
+        scanned += html._scan(document, html._HeadParser())
+        assert _read(parse_head(document)) == _read(html._parse_with_stdlib(document)), document
+    assert scanned > 300  # the mixes exercise the scanner, not only the fallback

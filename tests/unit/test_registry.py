@@ -159,3 +159,13 @@ def test_job_record_fields_follow_the_table_columns() -> None:
     from seojobs.store.tables import jobs
 
     assert [f.name for f in fields(JobRecord)] == [c.name for c in jobs.columns]
+
+
+def test_item_record_fields_follow_the_table_columns() -> None:
+    """Item rows become ItemRecords by position too."""
+    from dataclasses import fields
+
+    from seojobs.store.records import ItemRecord
+    from seojobs.store.tables import job_items
+
+    assert [f.name for f in fields(ItemRecord)] == [c.name for c in job_items.columns]

@@ -31,45 +31,33 @@ class AuthCache:
     the user up on every one cost more than the poll itself (bench/api.py).
 
     An entry lives ``ttl`` seconds from its lookup, so a deleted user's key (or a changed
-    limit) takes effect within ``ttl``. Two things keep the lookups off the request path:
-
-    - one lookup per key at a time: requests that miss while a lookup is running wait for it
-      (before, every request of a busy key missed at once when its entry expired, each with
-      its own database read in the thread pool);
-    - refresh ahead: a request that finds its entry in the last ``refresh_share`` of its life
-      is answered from it, and starts the next lookup in the background.
+    limit) takes effect within ``ttl``. One lookup per key at a time: requests that miss
+    while a lookup is running wait for it (before, every request of a busy key missed at once
+    when its entry expired, each with its own database read in the thread pool).
     """
 
-    def __init__(
-        self, ttl: float = AUTH_CACHE_SECONDS, size: int = 10_000, refresh_share: float = 0.2
-    ) -> None:
+    def __init__(self, ttl: float = AUTH_CACHE_SECONDS, size: int = 10_000) -> None:
         self.ttl = ttl
         self.size = size
-        self.refresh_after = ttl * (1 - refresh_share)
         self.lookups = 0  # database lookups made (for tests and metrics)
-        self._entries: dict[str, tuple[float, float, UserRecord]] = {}
+        self._entries: dict[str, tuple[float, UserRecord]] = {}
         self._running: dict[str, asyncio.Task[UserRecord | None]] = {}
 
     async def user(
         self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
     ) -> UserRecord | None:
         """The user of the key hashed to ``digest``, from the cache or ``lookup()``."""
-        found = self.cached(digest, lookup)
+        found = self.cached(digest)
         if found is not None:
             return found
         return await self.look_up(digest, lookup)
 
-    def cached(
-        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
-    ) -> UserRecord | None:
-        """The cached user of ``digest`` (refreshed ahead in the background), or None."""
-        now = time.monotonic()
+    def cached(self, digest: str) -> UserRecord | None:
+        """The cached user of ``digest``, or None."""
         found = self._entries.get(digest)
-        if found is None or now >= found[0]:
+        if found is None or time.monotonic() >= found[0]:
             return None
-        if now >= found[1]:
-            self._start(digest, lookup)  # refresh ahead; this request does not wait
-        return found[2]
+        return found[1]
 
     async def look_up(
         self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
@@ -77,17 +65,12 @@ class AuthCache:
         """Look the key up (joining a lookup of the same key already running)."""
         # The lookup is a task of its own: a request that goes away (its client hung up)
         # does not cancel it for the others waiting.
-        return await asyncio.shield(self._start(digest, lookup))
-
-    def _start(
-        self, digest: str, lookup: Callable[[], Awaitable[UserRecord | None]]
-    ) -> asyncio.Task[UserRecord | None]:
         task = self._running.get(digest)
         if task is None:
             task = asyncio.create_task(self._lookup(digest, lookup), name="seojobs-auth-lookup")
             self._running[digest] = task
             task.add_done_callback(functools.partial(self._done, digest))
-        return task
+        return await asyncio.shield(task)
 
     def _done(self, digest: str, task: asyncio.Task[UserRecord | None]) -> None:
         if self._running.get(digest) is task:
@@ -107,8 +90,7 @@ class AuthCache:
     def _put(self, digest: str, user: UserRecord) -> None:
         if len(self._entries) >= self.size:
             self._entries.clear()  # crude but bounded; refills within one TTL
-        now = time.monotonic()
-        self._entries[digest] = (now + self.ttl, now + self.refresh_after, user)
+        self._entries[digest] = (time.monotonic() + self.ttl, user)
 
 
 def _unauthorized(*, missing: bool) -> Problem:
@@ -178,7 +160,7 @@ async def _authenticate(request: Request, key: str | None) -> UserRecord | None:
     async def lookup() -> UserRecord | None:
         return await run_in_threadpool(svc.authenticate, key or "")
 
-    if key and (user := cache.cached(digest, lookup)) is not None:
+    if key and (user := cache.cached(digest)) is not None:
         return user
     limiter: RateLimiter = request.app.state.rate_limiter
     spec: str = request.app.state.settings.auth_failure_limit

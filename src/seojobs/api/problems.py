@@ -134,7 +134,7 @@ def invalid_problem(exc: Invalid) -> JSONResponse:
     ]
     if exc.code == "unknown_kind":
         return problem(422, "Unknown job kind", code=exc.code, errors=errors)
-    return validation_problem(errors)
+    return validation_problem(errors, exc.code)
 
 
 def summary(errors: list[dict[str, Any]]) -> str:
@@ -145,8 +145,12 @@ def summary(errors: list[dict[str, Any]]) -> str:
     return detail
 
 
-def validation_problem(errors: list[dict[str, Any]]) -> JSONResponse:
-    return problem(422, "Invalid request", code="validation_error", errors=errors)
+def validation_problem(
+    errors: list[dict[str, Any]], code: str = "validation_error"
+) -> JSONResponse:
+    """A 422 naming each field; ``code`` tells why when it is not plain bad input (e.g.
+    ``provider_not_configured``: the input is fine, this deployment cannot run it)."""
+    return problem(422, "Invalid request", code=code, errors=errors)
 
 
 def install(app: FastAPI) -> None:

@@ -121,14 +121,15 @@ def _page(records: Sequence[R], cursor: str | None, limit: int) -> tuple[list[R]
 
 
 @contextmanager
-def _answers() -> Iterator[None]:
+def _answers(params_at: str | None = "params") -> Iterator[None]:
     """Refusals about a job's params name their field inside the body's ``params``
-    (``params.urls[0]``); the app's handlers answer the rest."""
+    (``params.urls[0]``), or as they are when the body is the params (``params_at`` None);
+    the app's handlers answer the rest."""
     try:
         yield
     except Invalid as exc:
-        if exc.in_params:
-            raise exc.within("params") from None
+        if exc.in_params and params_at:
+            raise exc.within(params_at) from None
         raise
 
 
@@ -205,9 +206,14 @@ def list_job_types(user: User, svc: Svc) -> Response:
 
 
 def _start(
-    svc: Services, user: UserRecord, project_id: int, body: JobIn, job_key: str | None
+    svc: Services,
+    user: UserRecord,
+    project_id: int,
+    body: JobIn,
+    job_key: str | None,
+    params_at: str | None = "params",
 ) -> JobRecord:
-    with _answers():
+    with _answers(params_at):
         job, _created = svc.create_job(
             user,
             body.type,
@@ -229,10 +235,22 @@ def create_job(
     project_id: ProjectId, body: JobIn, request: Request, user: User, svc: Svc
 ) -> Response:
     """Start a job in a project. Answers 202 at once; poll the Location (`/v1/jobs/{id}`)."""
+    return start_job(svc, user, project_id, body, request)
+
+
+def start_job(
+    svc: Services,
+    user: UserRecord,
+    project_id: int,
+    body: JobIn,
+    request: Request,
+    params_at: str | None = "params",
+) -> Response:
+    """A 202 with the started job (or the one an Idempotency-Key already started)."""
     svc.project(user, project_id)  # 404 first, whatever the body: not the user's project
 
     def produce(job_key: str | None) -> JSONResponse:
-        job = _start(svc, user, project_id, body, job_key)
+        job = _start(svc, user, project_id, body, job_key, params_at)
         headers = {"Location": f"/v1/jobs/{job.id}"} | retry_headers(job)
         return JSONResponse({"data": job_body(job)}, status_code=202, headers=headers)
 

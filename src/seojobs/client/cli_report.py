@@ -90,7 +90,9 @@ def entry_document(entry: Entry) -> dict[str, Any]:
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(timestamp, UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )  # as the API writes
 
 
 def _table(out: Output, entries: list[Entry]) -> None:

@@ -16,6 +16,10 @@ from pydantic import BaseModel
 from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 ITEM_PAGE = 200
+# How long a group of results waits for more (see JobContext._gather): a write costs about
+# half a millisecond of CPU whatever its size (SQLite, bench/check.py), and items that finish
+# one at a time (a host's politeness gate lets two pages through at once) would each pay it.
+GROUP_WAIT = 0.02
 P = TypeVar("P", bound=BaseModel)
 # A finding: ``Finding("missing_title", "warning", {"url": ...})``.
 Finding = NewFinding
@@ -59,6 +63,8 @@ class JobHost(Protocol):
 
     async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
 
+    async def read_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
+
     async def record_items(
         self, job: JobRecord, outcomes: list[ItemOutcome], counters: dict[str, int]
     ) -> None: ...
@@ -99,6 +105,11 @@ class JobContext(Generic[P]):
         # job: counters are written as a snapshot, so writes must not overtake each other.
         self._pending: list[tuple[list[tuple[ItemRecord, ItemResult]], asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        # While run_items runs: items started and not yet recorded, the group size worth
+        # waiting for, and an event set whenever either count changes.
+        self._unrecorded = 0
+        self._group_target = 1
+        self._changed = asyncio.Event()
 
     @property
     def job_id(self) -> int:
@@ -112,6 +123,16 @@ class JobContext(Generic[P]):
     def open_items(self) -> AsyncIterator[ItemRecord]:
         """Unfinished items in order; finished ones (from an earlier claim) are skipped."""
         return self._open_items_after(-1)
+
+    async def items(self) -> AsyncIterator[ItemRecord]:
+        """Every item in order, finished ones with their results: what a kind reads back
+        after ``run_items`` for checks over the whole job (a crawl's site-wide checks), which
+        must see the items an earlier claim recorded too."""
+        after = -1
+        while page := await self._host.read_items(self.job, after, ITEM_PAGE):
+            for item in page:
+                yield item
+            after = page[-1].seq
 
     async def record(self, item: ItemRecord, verdict: ItemResult) -> None:
         """Store one item's result now; raises ``Interrupted`` if the job was taken away."""
@@ -127,6 +148,7 @@ class JobContext(Generic[P]):
         """
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending.append((finished, done))
+        self._changed.set()
         if self._flusher is None or self._flusher.done():
             # A task of its own, so a cancelled caller cannot strand the others' results.
             self._flusher = asyncio.create_task(self._flush())
@@ -134,6 +156,7 @@ class JobContext(Generic[P]):
 
     async def _flush(self) -> None:
         while self._pending:
+            await self._gather()
             batch, self._pending = self._pending, []
             finished = [pair for pairs, _done in batch for pair in pairs]
             try:
@@ -148,6 +171,24 @@ class JobContext(Generic[P]):
             for _pairs, done in batch:
                 if not done.done():
                     done.set_result(None)
+
+    async def _gather(self) -> None:
+        """Under run_items, let the next group grow a little: until it holds the results of
+        half the concurrency, until every item still running is waiting in it (none will add
+        to it soon), or for GROUP_WAIT seconds at most. An item keeps its concurrency slot until
+        its result is written, so at most ``concurrency`` items are ever run again after a
+        crash, as before; what the wait costs is a little latency per item, never a write."""
+        deadline = asyncio.get_running_loop().time() + GROUP_WAIT
+        while not self.stopping:
+            waiting = sum(len(pairs) for pairs, _done in self._pending)
+            if waiting >= self._group_target or waiting >= self._unrecorded:
+                return
+            self._changed.clear()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self._changed.wait()
+            except TimeoutError:
+                return
 
     async def _write(self, finished: list[tuple[ItemRecord, ItemResult]]) -> None:
         outcomes = [
@@ -217,32 +258,39 @@ class JobContext(Generic[P]):
             except BaseException as exc:  # collected; re-raised after in-flight items settle
                 failures.append(exc)
             finally:
+                self._unrecorded -= 1
+                self._changed.set()
                 semaphore.release()
 
         after = -1
         interrupted = False
-        # Leaving the TaskGroup normally lets items in flight finish and be recorded; raising
-        # inside it would cancel them half done.
-        async with asyncio.TaskGroup() as group:
-            while not failures:
-                if self.stopping:
-                    interrupted = True
-                    break
-                started = 0
-                async for item in self._open_items_after(after):
-                    await semaphore.acquire()
-                    if failures or self.stopping:
-                        semaphore.release()
+        self._group_target = max(1, concurrency // 2)
+        try:
+            # Leaving the TaskGroup normally lets items in flight finish and be recorded;
+            # raising inside it would cancel them half done.
+            async with asyncio.TaskGroup() as group:
+                while not failures:
+                    if self.stopping:
+                        interrupted = True
                         break
-                    task = group.create_task(one(item))
-                    in_flight.add(task)
-                    task.add_done_callback(in_flight.discard)
-                    after, started = item.seq, started + 1
-                if started == 0 and not in_flight:
-                    break  # nothing open, and nothing running that could add more
-                if started == 0:
-                    # Items in flight may add more: look again once one of them is done.
-                    await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_COMPLETED)
+                    started = 0
+                    async for item in self._open_items_after(after):
+                        await semaphore.acquire()
+                        if failures or self.stopping:
+                            semaphore.release()
+                            break
+                        self._unrecorded += 1
+                        task = group.create_task(one(item))
+                        in_flight.add(task)
+                        task.add_done_callback(in_flight.discard)
+                        after, started = item.seq, started + 1
+                    if started == 0 and not in_flight:
+                        break  # nothing open, and nothing running that could add more
+                    if started == 0:
+                        # Items in flight may add more: look again once one of them is done.
+                        await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._group_target = 1
         if failures:
             raise failures[0]
         if interrupted:

@@ -2,8 +2,9 @@
 
 A ``Kind`` is the one extension seam: its params model, its handler, its items, what it costs
 against which quota, whether it can be scheduled, what creating one also creates (follow-ups),
-its report columns, the queue and per-worker concurrency it runs with, its timeout and its own
-settings. Nothing outside the kind branches on its name.
+its report columns, the queue and per-worker concurrency it runs with, its timeout, its own
+settings, and whether this deployment can run it at all (``refusal``: e.g. no provider for its
+engine). Nothing outside the kind branches on its name.
 
 Kinds come from three places: the built-in ones (``seojobs.kinds``), installed plug-ins that
 declare an entry point in the ``seojobs.kinds`` group, and modules named in the
@@ -98,6 +99,16 @@ class ReportColumn:
         return found
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why this deployment cannot run a job of these params (e.g. no provider is configured
+    for its engine): ``field`` is the param to blame, ``message`` names the settings to set."""
+
+    code: str
+    message: str
+    field: str = "params"
+
+
 def _no_cost(_params: Any, _items: int) -> dict[str, int]:
     return {}
 
@@ -124,6 +135,10 @@ class Kind(Generic[P]):
     quotas: tuple[Quota, ...] = ()
     # Jobs that creating one of this kind also creates: ``follow_ups(params, job_id, settings)``.
     follow_ups: Callable[[P, int, Any], Sequence[FollowUp]] | None = None
+    # Can this deployment run a job of these params at all? ``refusal(params, settings)``
+    # answers why not (a missing provider): creation refuses such a job before anything is
+    # written, and a schedule's tick stores it failed with the refusal's code.
+    refusal: Callable[[P, Any], Refusal | None] | None = None
     # CSV report columns besides the generic ones (input, status, error, finished_at).
     report_columns: tuple[ReportColumn, ...] = ()
     # Workers serve queues (``seojobs worker --queue``); ``concurrency`` caps the jobs of

@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from pydantic import ValidationError
 
 from seojobs.engine import maintenance
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
+from seojobs.engine.events import event
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.settings import Settings
@@ -82,6 +84,7 @@ class Worker:
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
         self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
         self.claimed_total = 0
+        self._released: set[int] = set()  # jobs handed back during a graceful stop
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self._slot_free = asyncio.Event()
@@ -248,16 +251,29 @@ class Worker:
 
     async def _drain(self) -> None:
         """Graceful stop: jobs finish their current item, then are released."""
+        in_flight = sorted(self.running)
+        event(log, "shutdown", worker=self.worker_id, in_flight=in_flight)
+        self._released.clear()
         for _task, ctx, _job in list(self.running.values()):
             if ctx is not None:
                 ctx.stopping = True
         tasks = [task for task, _ctx, _job in self.running.values()]
-        if not tasks:
-            return
-        _done, pending = await asyncio.wait(tasks, timeout=self.shutdown_grace)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        cancelled = 0
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=self.shutdown_grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            cancelled = len(pending)
+        event(
+            log,
+            "shutdown_done",
+            worker=self.worker_id,
+            in_flight=in_flight,
+            released=sorted(self._released),
+            ended=sorted(set(in_flight) - self._released),
+            cut_at_grace=cancelled,
+        )
 
     # -- one job --------------------------------------------------------------------------
 
@@ -282,25 +298,32 @@ class Worker:
         self.running[job.id] = (task, ctx, job)
         if self._stopping.is_set():
             ctx.stopping = True
+        started = time.monotonic()
+        event(
+            log, "job_start", job=job.id, kind=job.kind, attempt=job.attempt, items=job.items_total
+        )
         try:
             async with asyncio.timeout(kind.timeout):
                 await kind.handler(ctx)
         except Interrupted:
             await self._release_if_held(job, ctx)
         except JobFailed as exc:
-            await self._fail(job, exc.code, exc.message)
+            await self._fail(job, exc.code, exc.message, ctx, started)
         except TimeoutError:
-            await self._fail(job, "timeout", f"the job ran longer than {kind.timeout:g} s")
+            message = f"the job ran longer than {kind.timeout:g} s"
+            await self._fail(job, "timeout", message, ctx, started)
         except asyncio.CancelledError:
             # Lease lost (heartbeat found the job gone) or the shutdown grace ran out.
             await asyncio.shield(self._release_if_held(job, ctx))
             raise
         except Exception as exc:
             log.exception("job %s (%s) raised", job.id, job.kind)
-            await self._fail(job, "internal_error", f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            await self._fail(job, "internal_error", message, ctx, started)
         else:
             self._completions.append((job.id, job.attempt, ctx.result))
             self._has_completions.set()
+            event(log, "job_end", outcome="completed", **_run_fields(job, ctx, started))
 
     def _settings_of(self, kind: Kind[Any]) -> Any:
         """The kind's own settings, read from the environment once per worker."""
@@ -310,13 +333,33 @@ class Worker:
             self._kind_settings[kind.name] = kind.settings()
         return self._kind_settings[kind.name]
 
-    async def _fail(self, job: JobRecord, code: str, message: str) -> None:
+    async def _fail(
+        self,
+        job: JobRecord,
+        code: str,
+        message: str,
+        ctx: JobContext[Any] | None = None,
+        started: float | None = None,
+    ) -> None:
         def write() -> bool:
             with self.db.write() as conn:
                 return job_sql.fail(conn, job.id, job.attempt, code, message, self.clock())
 
-        if not await self.run_db(write):
-            log.warning("job %s: could not record failure %s (claim lost)", job.id, code)
+        recorded = await self.run_db(write)
+        fields = (
+            _run_fields(job, ctx, started)
+            if ctx is not None and started is not None
+            else {"job": job.id}
+        )
+        event(
+            log,
+            "job_end",
+            logging.WARNING,
+            outcome="failed" if recorded else "failed_claim_lost",
+            code=code,
+            **fields,
+            message=message[:200],
+        )
 
     async def _release_if_held(self, job: JobRecord, ctx: JobContext[Any]) -> None:
         def write() -> int:
@@ -327,16 +370,25 @@ class Worker:
             return
         released = await self.run_db(write)
         if released:
-            log.info("job %s released for another worker to resume", job.id)
+            self._released.add(job.id)
+            event(log, "job_released", job=job.id, kind=job.kind, items=_items(ctx))
             self.db.wake_local()
 
     # -- JobHost: what a running job's context asks of the store ------------------------------
 
     async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]:
+        return await self._items_page(job, after_seq, limit, only_open=True)
+
+    async def read_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]:
+        return await self._items_page(job, after_seq, limit, only_open=False)
+
+    async def _items_page(
+        self, job: JobRecord, after_seq: int, limit: int, *, only_open: bool
+    ) -> list[ItemRecord]:
         def read() -> list[ItemRecord]:
             with self.db.read() as conn:
                 return job_sql.items_page(
-                    conn, job.id, after_seq=after_seq, limit=limit, only_open=True
+                    conn, job.id, after_seq=after_seq, limit=limit, only_open=only_open
                 )
 
         return await self.run_db(read)
@@ -464,3 +516,18 @@ class Worker:
             except Exception:
                 log.exception("maintenance pass failed")
             await asyncio.sleep(self.settings.maintenance_interval)
+
+
+def _items(ctx: JobContext[Any]) -> int:
+    """Items the job has finished so far, every run of it included."""
+    return sum(ctx.counters.values())
+
+
+def _run_fields(job: JobRecord, ctx: JobContext[Any], started: float) -> dict[str, Any]:
+    return {
+        "job": job.id,
+        "kind": job.kind,
+        "duration_s": time.monotonic() - started,
+        "items": _items(ctx),
+        "items_total": job.items_total,
+    }

@@ -147,21 +147,22 @@ class Fetcher:
         """Indexability diagnostics for ``url``: robots.txt, then the page if we may fetch it."""
         return await inspect(url, self, self.robots)
 
-    async def fetch(self, url: str) -> FetchResult:
-        """GET ``url`` following redirects; never raises for a network or policy failure."""
+    async def fetch(self, url: str, *, method: str = "GET") -> FetchResult:
+        """GET ``url`` following redirects; never raises for a network or policy failure.
+        ``method="HEAD"`` asks for the status alone (a link check)."""
         started = time.monotonic()
         progress = _Progress(requested=url, current=url)
         try:
-            await self._follow(parse_url(url), progress)
+            await self._follow(parse_url(url), progress, method)
         except FetchError as exc:
             progress.error = exc
         return progress.result(time.monotonic() - started)
 
-    async def _follow(self, target: URL, progress: _Progress) -> None:
+    async def _follow(self, target: URL, progress: _Progress, method: str) -> None:
         seen = {normalize_url(target)}
         while True:
             progress.current, progress.response = str(target), None
-            response = await self._hop(target)
+            response = await self._hop(target, method)
             progress.response = response
             location = redirect_location(response.status, response.headers)
             if location is None:
@@ -177,12 +178,13 @@ class Fetcher:
                 raise TooManyRedirects(f"more than {self.max_redirects} redirects")
             seen.add(key)
 
-    async def _hop(self, target: URL) -> Response:
+    async def _hop(self, target: URL, method: str) -> Response:
         host = target.host
         addresses = await self.guard.resolve(host)  # refused here: nothing was sent
         async with self.gate.slot(host):
             with pinned(host, addresses):
-                return await self.http.get(
+                return await self.http.request(
+                    method,
                     # As parse_url spelled it, not re-encoded by yarl.
                     YarlURL(target.text, encoded=True),
                     truncate=True,

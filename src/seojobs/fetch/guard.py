@@ -16,6 +16,7 @@ addresses are refused in every spelling, whatever the policy.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import ipaddress
 import re
@@ -144,6 +145,9 @@ def is_metadata(ip: IPAddress) -> bool:
     return False
 
 
+# Cached, like parse_ip_host: every hop of every fetch asks, and both are pure functions of
+# their argument (the tables scanned are constants).
+@functools.lru_cache(maxsize=4096)
 def forbidden_reason(ip: IPAddress) -> str | None:
     """Why the guard refuses ``ip`` (``None``: a public address the fetcher may reach)."""
     if is_metadata(ip):
@@ -203,6 +207,7 @@ def _whatwg_ipv4(labels: list[str], host: str) -> ipaddress.IPv4Address:
     return ipaddress.IPv4Address(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_ip_host(host: str) -> IPAddress | None:
     """The address an IP-literal host names, or ``None`` for a name that needs DNS.
 

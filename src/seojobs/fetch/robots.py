@@ -142,6 +142,13 @@ class RobotsCache:
         rules = await self._rules_for(origin_of(target), target.host)
         return self._decide(str(target), rules)
 
+    async def sitemaps(self, url: str) -> list[str]:
+        """The ``Sitemap:`` lines of the robots.txt of ``url``'s origin, as written (none
+        without rules). Shares the cache: no second request for robots.txt."""
+        target = parse_url(url)
+        rules = await self._rules_for(origin_of(target), target.host)
+        return list(rules.parser.sitemaps) if rules.parser is not None else []
+
     def _decide(self, url: str, rules: _Rules) -> RobotsVerdict:
         ours: RobotsState
         google: RobotsState

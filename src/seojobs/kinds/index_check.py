@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
-from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
@@ -25,7 +26,10 @@ class IndexCheckParams(UrlListParams):
     pass
 
 
-async def _provider_verdict(checker: Checker, url: str, engine: str) -> CheckResult:
+async def _provider_verdict(checker: Checker | None, url: str, engine: str) -> CheckResult:
+    if checker is None:  # diagnostics only (SEOJOBS_CHECK_DIAGNOSTICS_ONLY): no verdict
+        reason = f"no index provider is configured for engine {engine!r}"
+        return CheckResult(url, "unknown", "none", detail={"reason": reason})
     try:
         return await checker.check(url, engine)
     except ProviderError as exc:
@@ -36,7 +40,12 @@ async def _provider_verdict(checker: Checker, url: str, engine: str) -> CheckRes
 
 async def run(ctx: JobContext[IndexCheckParams]) -> None:
     params = ctx.params
-    checker = providers.checker_for(ctx.settings, params.engine)
+    checker = (
+        None
+        if ctx.settings.check_diagnostics_only
+        and providers.chosen(ctx.settings, providers.CHECKS, params.engine) is None
+        else providers.checker_for(ctx.settings, params.engine)
+    )
 
     async def one(item: ItemRecord) -> ItemResult:
         # Fetch the page while the provider answers; if the provider call ends the job, the
@@ -66,6 +75,14 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
             await ctx.run_items(one, concurrency=ctx.settings.index_check_concurrency)
     finally:
         await providers.close(checker)
+
+
+def refusal(params: IndexCheckParams, settings: Any) -> Refusal | None:
+    """No index provider for the engine: refused, unless the deployment takes diagnostics
+    alone (SEOJOBS_CHECK_DIAGNOSTICS_ONLY)."""
+    if settings.check_diagnostics_only:
+        return None
+    return providers.refusal(settings, providers.CHECKS, params.engine)
 
 
 QUOTA = Quota(
@@ -100,4 +117,5 @@ KIND = Kind(
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),
     report_columns=tuple(ReportColumn(name, f"diagnostics.{name}") for name in DIAGNOSTICS),
+    refusal=refusal,
 )

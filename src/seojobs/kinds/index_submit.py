@@ -7,14 +7,17 @@ again; only the batch in flight when a worker dies can be sent twice.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
-from seojobs.engine.registry import FollowUp, Kind, Quota
+from seojobs.engine.registry import FollowUp, Kind, Quota, Refusal
 from seojobs.kinds import providers
 from seojobs.kinds.index_check import NAME as CHECK
+from seojobs.kinds.index_check import IndexCheckParams
+from seojobs.kinds.index_check import refusal as check_refusal
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
 from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResult, Submitter
 from seojobs.store.records import ItemRecord
@@ -94,6 +97,15 @@ def follow_ups(params: IndexSubmitParams, job_id: int, settings: Any) -> list[Fo
     ]
 
 
+def refusal(params: IndexSubmitParams, settings: Any) -> Refusal | None:
+    """No submission provider for the engine, or none to run the follow-up check it asks for."""
+    found = providers.refusal(settings, providers.SUBMISSION, params.engine)
+    if found is None and params.checker:
+        check = check_refusal(IndexCheckParams(urls=params.urls, engine=params.engine), settings)
+        found = replace(check, field="checker") if check else None
+    return found
+
+
 QUOTA = Quota(
     "submit",
     lambda settings: settings.quota_submit_daily,
@@ -110,4 +122,5 @@ KIND = Kind(
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),
     follow_ups=follow_ups,
+    refusal=refusal,
 )

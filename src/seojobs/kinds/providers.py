@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seojobs.engine.context import JobFailed
+from seojobs.engine.registry import Refusal
 from seojobs.providers.base import NOT_CONFIGURED, Checker, ProviderError, Submitter
 from seojobs.settings import Settings
 
@@ -34,46 +35,69 @@ PROVIDERS: dict[str, ProviderSpec] = {
 }
 
 
-def _configured(settings: Settings, spec: ProviderSpec) -> bool:
-    return all(getattr(settings, name, None) for name in spec.needs)
+# The two roles an engine needs a provider for: the settings holding their order, and what
+# the role is called in messages.
+SUBMISSION = ("submit_providers", "submission")
+CHECKS = ("check_providers", "index checks")
+Role = tuple[str, str]
 
 
-def _build(name: str, settings: Settings) -> Any:
+def configured(settings: Settings, name: str) -> bool:
+    spec = PROVIDERS.get(name)
+    return spec is not None and all(getattr(settings, n, None) for n in spec.needs)
+
+
+def chosen(settings: Settings, role: Role, engine: str) -> str | None:
+    """The provider that serves ``engine`` in this role: the first configured one in order."""
+    order: dict[str, list[str]] = getattr(settings, role[0])
+    return next((name for name in order.get(engine, []) if configured(settings, name)), None)
+
+
+def setting_names(name: str) -> str:
+    return " and ".join(f"SEOJOBS_{n.upper()}" for n in PROVIDERS[name].needs)
+
+
+def missing(settings: Settings, role: Role, engine: str) -> str | None:
+    """Why no provider serves ``engine`` in this role, naming the settings to set; None if
+    one does."""
+    if chosen(settings, role, engine) is not None:
+        return None
+    order: dict[str, list[str]] = getattr(settings, role[0])
+    hints = [f"{setting_names(n)} ({n})" for n in order.get(engine, []) if n in PROVIDERS]
+    advice = (
+        "set " + ", or ".join(hints) if hints else f"add a provider in SEOJOBS_{role[0].upper()}"
+    )
+    return f"no provider is configured for {role[1]} on engine {engine!r}: {advice}"
+
+
+def refusal(settings: Settings, role: Role, engine: str, field: str = "engine") -> Refusal | None:
+    why = missing(settings, role, engine)
+    return Refusal(NOT_CONFIGURED, why, field) if why else None
+
+
+def build(name: str, settings: Settings) -> Any:
     module_name, _, class_name = PROVIDERS[name].target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(settings)
+
+
+def _pick(settings: Settings, role: Role, engine: str) -> Any:
+    name = chosen(settings, role, engine)
+    if name is None:
+        raise JobFailed(NOT_CONFIGURED, missing(settings, role, engine) or "")
     try:
-        return cls(settings)
+        return build(name, settings)
     except ProviderError as exc:  # e.g. a malformed key: nothing of this job can proceed
         raise JobFailed(exc.code, exc.message) from None
 
 
-def _pick(settings: Settings, engine: str, order: dict[str, list[str]], what: str) -> Any:
-    names = order.get(engine, [])
-    for name in names:
-        spec = PROVIDERS.get(name)
-        if spec is not None and _configured(settings, spec):
-            return _build(name, settings)
-    hints = [
-        " and ".join(f"SEOJOBS_{n.upper()}" for n in PROVIDERS[name].needs) + f" ({name})"
-        for name in names
-        if name in PROVIDERS
-    ]
-    order_setting = (
-        "SEOJOBS_SUBMIT_PROVIDERS" if what == "submission" else "SEOJOBS_CHECK_PROVIDERS"
-    )
-    advice = "set " + ", or ".join(hints) if hints else f"add a provider in {order_setting}"
-    raise JobFailed(
-        NOT_CONFIGURED, f"no provider is configured for {what} on engine {engine!r}: {advice}"
-    )
-
-
 def submitter_for(settings: Settings, engine: str) -> Submitter:
-    picked: Submitter = _pick(settings, engine, settings.submit_providers, "submission")
+    picked: Submitter = _pick(settings, SUBMISSION, engine)
     return picked
 
 
 def checker_for(settings: Settings, engine: str) -> Checker:
-    picked: Checker = _pick(settings, engine, settings.check_providers, "index checks")
+    picked: Checker = _pick(settings, CHECKS, engine)
     return picked
 
 

@@ -29,7 +29,8 @@ from seojobs.settings import Settings
 
 T = TypeVar("T")
 
-CheckStatus = Literal["indexed", "not_indexed", "failed"]
+# unknown: no provider gave a verdict (a deployment running diagnostics-only checks).
+CheckStatus = Literal["indexed", "not_indexed", "failed", "unknown"]
 
 # Error codes shared by all adapters (stored on items and shown in reports).
 UPSTREAM_ERROR = "upstream_error"  # 429/5xx/transport, after the bounded retries

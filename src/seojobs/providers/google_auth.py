@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from google.auth import crypt, jwt
@@ -191,3 +191,14 @@ def _parse_token(response: Response) -> tuple[str, float]:
     if isinstance(lifetime, bool) or not isinstance(lifetime, int | float) or lifetime <= 0:
         raise malformed("Google token endpoint", f"expires_in is {lifetime!r}")
     return token, float(lifetime)
+
+
+class TokenSource(Protocol):
+    async def token(self, client: HttpClient) -> str: ...
+
+
+async def verify_tokens(tokens: TokenSource, client: HttpClient) -> str:
+    """The credential check of a Google adapter: the token endpoint grants the service
+    account an access token for the adapter's scope (free; no API call is spent)."""
+    await tokens.token(client)
+    return "the token endpoint granted an access token"

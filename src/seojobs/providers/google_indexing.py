@@ -34,7 +34,11 @@ from seojobs.providers.base import (
     retry_after_seconds,
     with_retries,
 )
-from seojobs.providers.google_auth import ServiceAccountTokens, load_service_account
+from seojobs.providers.google_auth import (
+    ServiceAccountTokens,
+    load_service_account,
+    verify_tokens,
+)
 from seojobs.settings import Settings
 
 INDEXING_SCOPE = "https://www.googleapis.com/auth/indexing"
@@ -64,6 +68,9 @@ class GoogleIndexingSubmitter:
     async def aclose(self) -> None:
         if self._own_client:
             await self._client.aclose()
+
+    async def verify(self) -> str:
+        return await verify_tokens(self._token_source(), self._client)
 
     def _token_source(self) -> ServiceAccountTokens:
         if self._tokens is None:

@@ -53,7 +53,13 @@ class IndexNowSubmitter:
         if self._own_client:
             await self._client.aclose()
 
-    async def submit(self, urls: list[str]) -> list[SubmitResult]:
+    async def verify(self) -> str:
+        """What can be checked of the key without submitting: IndexNow has no account to ask;
+        each engine checks the key against the key file of each host it is sent."""
+        self._check_key()
+        return "key format valid; engines verify it per host, at https://HOST/KEY.txt"
+
+    def _check_key(self) -> None:
         if not _KEY_FORMAT.fullmatch(self._key):
             # Every engine would answer 422 for every host; say what is wrong once.
             raise ProviderError(
@@ -61,6 +67,9 @@ class IndexNowSubmitter:
                 "SEOJOBS_INDEXNOW_KEY must be 8 to 128 characters of a-z, A-Z, 0-9 and '-'",
                 fatal=True,
             )
+
+    async def submit(self, urls: list[str]) -> list[SubmitResult]:
+        self._check_key()
         results: dict[str, SubmitResult] = {}
         hosts: dict[str, list[str]] = {}
         for url in dict.fromkeys(urls):  # a URL listed twice is sent once

@@ -157,6 +157,11 @@ class UrlInspectionChecker:
         if self._own_client:
             await self._client.aclose()
 
+    async def verify(self) -> str:
+        from seojobs.providers.google_auth import verify_tokens
+
+        return await verify_tokens(self._token_source(), self._client)
+
     def _token_source(self) -> TokenSource:
         if self._tokens is None:
             path = self._settings.google_credentials_file

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
+from seojobs.engine.registry import InvalidParams, Kind, Refusal, Registry, UnknownKind
 from seojobs.services.errors import FieldError, Invalid, NotFound
 from seojobs.settings import Settings
 from seojobs.store import accounts
@@ -68,6 +68,21 @@ class ServiceBase:
             raise Invalid(errors, in_params=True) from None
         except ValidationError as exc:  # a model validator that raised outside its fields
             raise Invalid("params", str(exc), in_params=True) from None
+
+    def refusal(self, kind: Kind[Any], model: Any) -> Refusal | None:
+        """Why this deployment cannot run such a job (the kind's own answer), or None."""
+        return kind.refusal(model, self.settings) if kind.refusal else None
+
+    def runnable(self, kind: Kind[Any], model: Any) -> None:
+        """``Invalid`` (its code, e.g. ``provider_not_configured``) when the deployment
+        cannot run such a job: refused before anything is written or charged."""
+        refused = self.refusal(kind, model)
+        if refused is not None:
+            raise Invalid(
+                [FieldError(_path(refused.field), refused.message)],
+                code=refused.code,
+                in_params=True,
+            )
 
 
 def _path(field: str) -> tuple[str | int, ...]:

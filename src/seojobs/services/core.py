@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seojobs.engine.registry import Registry
-from seojobs.services.errors import Conflict, FieldError, Invalid
+from seojobs.services.errors import Conflict, FieldError, Invalid, NotFound
 from seojobs.services.schedules import ScheduleServices
 from seojobs.settings import Settings
 from seojobs.store import accounts, migrate
@@ -87,16 +87,46 @@ class Services(ScheduleServices):
     def create_user(self, name: str, *, rate_limit: str | None = None) -> CreatedUser:
         if not name.strip():
             raise Invalid("name", "must not be empty")
-        key = API_KEY_PREFIX + secrets.token_urlsafe(32)
-        with self.db.write() as conn:
-            user = accounts.create_user(
-                conn,
-                name=name,
-                api_key_hash=hash_api_key(key),
-                rate_limit=rate_limit,
-                now=self.clock(),
-            )
+        key = _new_key()
+        try:
+            with self.db.write() as conn:
+                user = accounts.create_user(
+                    conn,
+                    name=name,
+                    api_key_hash=hash_api_key(key),
+                    rate_limit=rate_limit,
+                    now=self.clock(),
+                )
+        except Duplicate:
+            raise Conflict(f"a user named {name!r} exists", "name_taken") from None
         return CreatedUser(user=user, api_key=key)
+
+    def users(self) -> list[UserRecord]:
+        with self.db.read() as conn:
+            return accounts.users_list(conn)
+
+    def user_named(self, name: str) -> UserRecord:
+        with self.db.read() as conn:
+            found = accounts.user_by_name(conn, name)
+        if found is None:
+            raise NotFound(f"user {name!r}")
+        return found
+
+    def rotate_key(self, name: str) -> CreatedUser:
+        """A new API key for the user; the old one stops working (once the API's auth cache,
+        5 s, has let go of it)."""
+        user = self.user_named(name)
+        key = _new_key()
+        with self.db.write() as conn:
+            accounts.set_key_hash(conn, user.id, hash_api_key(key))
+        return CreatedUser(user=user, api_key=key)
+
+    def disable_user(self, name: str) -> UserRecord:
+        """The user's key stops working (as for a rotated key); its data stays."""
+        user = self.user_named(name)
+        with self.db.write() as conn:
+            accounts.disable(conn, user.id, self.clock())
+        return self.user_named(name)
 
     def authenticate(self, api_key: str) -> UserRecord | None:
         with self.db.read() as conn:
@@ -132,3 +162,7 @@ class Services(ScheduleServices):
             )
         with self.db.write() as conn:
             accounts.delete_project(conn, project_id)
+
+
+def _new_key() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)

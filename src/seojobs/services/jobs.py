@@ -55,10 +55,12 @@ class JobServices(ServiceBase):
         Returns ``(job, created)``; ``created`` is False when the idempotency key named an
         existing job, which is returned unchanged. Over a quota the job is stored already
         ``failed`` with code ``quota_exceeded`` and the reset time, where its owner looks for
-        results. Raises ``Invalid`` (unknown type, bad params) before anything is stored.
+        results. Raises ``Invalid`` (unknown type, bad params, a job this deployment cannot
+        run, e.g. no provider for its engine) before anything is stored.
         """
         spec = self.kind(kind)
         model = self.validated(spec, params)
+        self.runnable(spec, model)
         project = self.project(user, project_id).id if project_id else user.default_project_id
         now = self.clock()
         with self.db.write() as conn:
@@ -93,10 +95,15 @@ class JobServices(ServiceBase):
         idempotency_key: str | None = None,
         origin: Origin | None = None,
     ) -> tuple[int, bool]:
-        """``create_job`` inside the caller's transaction (a schedule's tick uses it)."""
+        """``create_job`` inside the caller's transaction (a schedule's tick uses it). A job
+        the deployment cannot run (its provider went away since the schedule was made) is
+        stored failed with the refusal's code, like one over a quota: charged nothing."""
         items = new_items(spec, model)
         cost = {q: n for q, n in spec.cost(model, len(items)).items() if n}
-        failure = self._over_quota(conn, user, cost, now) if cost else None
+        refused = self.refusal(spec, model)
+        failure = (refused.code, refused.message) if refused else None
+        if failure is None and cost:
+            failure = self._over_quota(conn, user, cost, now)
         new = NewJob(
             project_id=project_id,
             kind=spec.name,
@@ -259,12 +266,15 @@ class JobServices(ServiceBase):
         job_id: int,
         *,
         code: str | None = None,
+        severity: str | None = None,
         after_id: int = 0,
         limit: int = 100,
     ) -> list[FindingRecord]:
         self.job(user, job_id, summary=True)
         with self.db.read() as conn:
-            return result_sql.findings_page(conn, job_id, code=code, after_id=after_id, limit=limit)
+            return result_sql.findings_page(
+                conn, job_id, code=code, severity=severity, after_id=after_id, limit=limit
+            )
 
     def collected(
         self, user: UserRecord, project_id: int, kind: str, subject: str | None = None

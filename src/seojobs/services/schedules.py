@@ -50,6 +50,7 @@ class ScheduleServices(JobServices):
         if not spec.schedulable:
             raise Invalid("type", f"{kind} jobs cannot be scheduled; start them one at a time")
         model = self.validated(spec, params)
+        self.runnable(spec, model)
         self._fits_quotas(user, spec, model)
         interval = self._interval(every_days, every_seconds, cron)
         project = self.project(user, project_id) if project_id else None

@@ -18,11 +18,14 @@ DEFAULT_PROJECT = "default"
 def create_user(
     conn: Connection, *, name: str, api_key_hash: str, rate_limit: str | None, now: datetime
 ) -> UserRecord:
-    user_id = conn.execute(
-        insert(users)
-        .values(name=name, api_key_hash=api_key_hash, rate_limit=rate_limit, created_at=now)
-        .returning(users.c.id)
-    ).scalar_one()
+    try:
+        user_id = conn.execute(
+            insert(users)
+            .values(name=name, api_key_hash=api_key_hash, rate_limit=rate_limit, created_at=now)
+            .returning(users.c.id)
+        ).scalar_one()
+    except IntegrityError:  # UNIQUE name, also when two commands race
+        raise Duplicate(name) from None
     project = create_project(conn, user_id=user_id, name=DEFAULT_PROJECT, now=now, default=True)
     return UserRecord(
         id=user_id,
@@ -42,10 +45,14 @@ def _user_query() -> Any:
         users.c.quotas,
         users.c.created_at,
         projects.c.id.label("default_project_id"),
+        users.c.disabled_at,
     ).join(projects, (projects.c.user_id == users.c.id) & projects.c.is_default.is_(True))
 
 
-_BY_KEY_HASH = _user_query().where(users.c.api_key_hash == bindparam("key_hash"))
+# A disabled user's key finds nobody.
+_BY_KEY_HASH = _user_query().where(
+    users.c.api_key_hash == bindparam("key_hash"), users.c.disabled_at.is_(None)
+)
 
 
 def user_by_key_hash(conn: Connection, api_key_hash: str) -> UserRecord | None:
@@ -56,6 +63,28 @@ def user_by_key_hash(conn: Connection, api_key_hash: str) -> UserRecord | None:
 def user_by_id(conn: Connection, user_id: int) -> UserRecord | None:
     row = conn.execute(_user_query().where(users.c.id == user_id)).first()
     return UserRecord(**row._asdict()) if row else None
+
+
+def users_list(conn: Connection) -> list[UserRecord]:
+    rows = conn.execute(_user_query().order_by(users.c.id))
+    return [UserRecord(**r._asdict()) for r in rows]
+
+
+def user_by_name(conn: Connection, name: str) -> UserRecord | None:
+    row = conn.execute(_user_query().where(users.c.name == name)).first()
+    return UserRecord(**row._asdict()) if row else None
+
+
+def set_key_hash(conn: Connection, user_id: int, api_key_hash: str) -> None:
+    conn.execute(update(users).where(users.c.id == user_id).values(api_key_hash=api_key_hash))
+
+
+def disable(conn: Connection, user_id: int, now: datetime) -> None:
+    conn.execute(
+        update(users)
+        .where(users.c.id == user_id, users.c.disabled_at.is_(None))
+        .values(disabled_at=now)
+    )
 
 
 def owner_of_project(conn: Connection, project_id: int) -> UserRecord | None:

@@ -7,7 +7,9 @@ plain ``BEGIN`` so they never wait for the writer lock.
 
 from __future__ import annotations
 
+import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import Connection as Connection  # re-exported: the layers above type with it
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import QueuePool, StaticPool
 
@@ -24,6 +26,9 @@ from seojobs.store.errors import Unavailable
 
 NOTIFY_CHANNEL = "seojobs_jobs"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A pooled PostgreSQL connection idle longer than this is pinged before use (HikariCP's
+# aliveBypassWindow is 0.5 s, pgxpool's 1 s).
+PING_AFTER_IDLE = 1.0
 
 
 class Database:
@@ -47,16 +52,19 @@ class Database:
             url = self.url
             if url.drivername == "postgresql":
                 url = url.set(drivername="postgresql+psycopg")
-            return create_engine(
+            engine = create_engine(
                 url,
                 pool_size=pool_size,
                 max_overflow=pool_size,
-                pool_pre_ping=True,
                 # No server-side prepared statements: their generic plans for the batched
                 # claim and ack were slower than planning each time (bench/queue.py), and
                 # they break behind PgBouncer in transaction mode.
                 connect_args={"prepare_threshold": None},
             )
+            event.listen(engine, "connect", _pg_mark_idle)
+            event.listen(engine, "checkin", _pg_mark_idle)
+            event.listen(engine, "checkout", _PgCheckout(engine.dialect))
+            return engine
         database = self.url.database
         if database and database != ":memory:":
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -139,6 +147,39 @@ class Database:
         self.engine.dispose()
 
 
+def _pg_mark_idle(_dbapi_conn: Any, record: Any) -> None:
+    record.info["seojobs_idle_since"] = time.monotonic()
+
+
+class _PgCheckout:
+    """Instead of ``pool_pre_ping`` (a round trip on every checkout, the first of every
+    enqueue and claim), a pooled connection is pinged only when it may be dead: it sat idle
+    past ``PING_AFTER_IDLE``, or the server has sent it something unasked. A backend that was
+    terminated (server restart, ``pg_terminate_backend``, failover) writes its FATAL error and
+    closes the socket, so its connection reads as ready; a healthy idle one has nothing to
+    read. A dead connection is replaced by a new one before the caller sees it."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def __call__(self, dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        idle = time.monotonic() - record.info.get("seojobs_idle_since", 0.0)
+        try:
+            if idle >= PING_AFTER_IDLE or _has_input(dbapi_conn.fileno()):
+                self.dialect.do_ping(dbapi_conn)
+        except Exception as exc:  # the fileno of a closed connection raises too
+            raise DisconnectionError(f"pooled connection is dead: {exc}") from exc
+
+
+def _has_input(fd: int) -> bool:
+    if not hasattr(select, "poll"):  # Windows: no poll(); ping every time
+        return True
+    # poll(), not select(): select() refuses descriptors above 1023.
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     # Take transaction control away from pysqlite so BEGIN is ours to emit.
     dbapi_conn.isolation_level = None
@@ -169,3 +210,8 @@ def _unavailable() -> Iterator[None]:
         yield
     except (OperationalError, PoolTimeout) as exc:
         raise Unavailable(str(exc).splitlines()[0]) from exc
+
+
+def shown_url(url: str) -> str:
+    """A database URL as commands print it: the password masked."""
+    return make_url(url).render_as_string(hide_password=True)

@@ -159,6 +159,7 @@ class UserRecord:
     quotas: dict[str, Any] | None
     created_at: datetime
     default_project_id: int
+    disabled_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

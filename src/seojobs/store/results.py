@@ -115,12 +115,15 @@ def findings_page(
     job_id: int,
     *,
     code: str | None = None,
+    severity: str | None = None,
     after_id: int = 0,
     limit: int = 100,
 ) -> list[FindingRecord]:
     query = select(findings).where(findings.c.job_id == job_id, findings.c.id > after_id)
     if code is not None:
         query = query.where(findings.c.code == code)
+    if severity is not None:
+        query = query.where(findings.c.severity == severity)
     rows = conn.execute(query.order_by(findings.c.id).limit(limit))
     return [FindingRecord(**r._asdict()) for r in rows]
 

@@ -53,8 +53,11 @@ users = Table(
     Column("rate_limit", String(50), nullable=True),
     Column("quotas", JSON, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # Set by `seojobs users disable`: the key stops working (after the API's auth cache).
+    Column("disabled_at", UTCDateTime, nullable=True),
     sqlite_autoincrement=True,
 )
+Index("ix_users_name", users.c.name, unique=True)
 
 projects = Table(
     "projects",

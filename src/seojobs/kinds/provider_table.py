@@ -1,0 +1,111 @@
+"""The provider table: which providers serve which engine (in the order tried), which of them
+are configured, and a live check of each configured credential (``seojobs providers``).
+``serve`` and ``worker`` log the table when they start."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from seojobs.kinds.providers import (
+    CHECKS,
+    PROVIDERS,
+    SUBMISSION,
+    build,
+    chosen,
+    configured,
+    setting_names,
+)
+from seojobs.kinds.providers import close as close_adapter
+from seojobs.providers.base import ProviderError
+from seojobs.settings import Settings
+
+# What a checker without a credential check of its own is asked: one query, which the
+# provider may bill. A refused key ends it with a fatal ProviderError.
+PROBE_URL = "https://example.com/"
+
+
+@dataclass(frozen=True)
+class Row:
+    role: str  # "submission" or "index checks"
+    engine: str
+    order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
+    uses: str | None  # the provider jobs use; None: such jobs are refused
+
+    def jobs(self, settings: Settings) -> str:
+        """What happens to a new job of this role and engine: run, refused or diagnostics only."""
+        if self.uses:
+            return "run"
+        if self.role == CHECKS[1] and settings.check_diagnostics_only:
+            return "diagnostics_only"
+        return "refused"
+
+    def text(self, settings: Settings) -> str:
+        names = ", ".join(
+            name if ok else f"{name} (not configured: {_needs(name)})" for name, ok in self.order
+        )
+        uses = self.uses or SHOWN[self.jobs(settings)]
+        return f"{self.role:<13} {self.engine:<7} {uses:<22} order: {names or '(none)'}"
+
+    def fields(self, settings: Settings) -> str:
+        order = ",".join(f"{name}:{'configured' if ok else 'missing'}" for name, ok in self.order)
+        return (
+            f"role={self.role.replace(' ', '_')} engine={self.engine} uses={self.uses or '-'} "
+            f"jobs={self.jobs(settings)} order={order or '-'}"
+        )
+
+
+SHOWN = {"refused": "none (refused)", "diagnostics_only": "diagnostics only"}
+
+
+def _needs(name: str) -> str:
+    return setting_names(name) if name in PROVIDERS else "unknown provider"
+
+
+def rows(settings: Settings) -> list[Row]:
+    found = []
+    for role in (SUBMISSION, CHECKS):
+        order: dict[str, list[str]] = getattr(settings, role[0])
+        for engine in sorted(order):
+            listed = tuple((name, configured(settings, name)) for name in order[engine])
+            found.append(Row(role[1], engine, listed, chosen(settings, role, engine)))
+    return found
+
+
+def log_table(settings: Settings, logger: logging.Logger) -> None:
+    """One line per (role, engine): which provider jobs use, and the order with each one's
+    state, so an operator sees at startup which jobs will be refused."""
+    for row in rows(settings):
+        logger.info("providers %s", row.fields(settings))
+
+
+def in_use(settings: Settings) -> list[str]:
+    """The configured providers some engine lists, each once."""
+    names = [name for row in rows(settings) for name, ok in row.order if ok]
+    return list(dict.fromkeys(names))
+
+
+async def verify(settings: Settings, name: str) -> tuple[bool, str]:
+    """Check one configured provider's credentials against the provider: its own check
+    (Google: a token is granted; IndexNow: the key's format) or one probe query."""
+    try:
+        adapter: Any = build(name, settings)
+    except ProviderError as exc:
+        return False, exc.message
+    try:
+        if hasattr(adapter, "verify"):
+            return True, str(await adapter.verify())
+        await adapter.check(PROBE_URL, sorted(adapter.engines)[0])
+        return True, f"answered a query for {PROBE_URL} (a provider may bill it)"
+    except ProviderError as exc:
+        return False, exc.message
+    finally:
+        await close_adapter(adapter)
+
+
+async def verify_all(settings: Settings) -> list[tuple[str, bool, str]]:
+    names = in_use(settings)
+    results = await asyncio.gather(*(verify(settings, name) for name in names))
+    return [(name, ok, message) for name, (ok, message) in zip(names, results, strict=True)]

@@ -1,0 +1,78 @@
+"""``site_audit``: crawl a site and report its SEO issues (seed 001's first job type).
+
+The package: ``params`` (what a request sets), ``crawler`` (the handler and its frontier),
+``page`` (what is read from one page), ``checks`` (the catalogue and page rules),
+``sitewide`` (checks over every stored page, and the summary a project's reads serve).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
+from seojobs.kinds.site_audit.crawler import page_key, run
+from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
+
+NAME = "site_audit"
+__all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalogue"]
+
+
+class SiteAuditSettings(BaseSettings):
+    """``SEOJOBS_SITE_AUDIT_CONCURRENCY``: pages one audit fetches at once (the fetcher's
+    per-host limit and delay still apply: ``SEOJOBS_FETCH_HOST_CONCURRENCY``/``_DELAY``);
+    ``..._EXTERNAL_LINKS_PER_HOST``: how many URLs of one other site its links get checked."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_SITE_AUDIT_", extra="ignore")
+    concurrency: int = Field(default=8, ge=1)
+    external_links_per_host: int = Field(default=20, ge=0)
+
+
+def _items(params: SiteAuditParams) -> list[dict[str, Any]]:
+    return [{"url": page_key(params.start_url), "depth": 0}]
+
+
+def _key(value: Any) -> str:
+    return str(value["url"]) if isinstance(value, dict) else str(value)
+
+
+def _cost(params: SiteAuditParams, _items: int) -> dict[str, int]:
+    # Charged when the audit is created, so the most it may crawl: the platform charges
+    # before a job runs, and refunds nothing.
+    return {DAILY.name: params.max_pages, MONTHLY.name: params.max_pages}
+
+
+DAILY = Quota(
+    "audit_pages",
+    lambda settings: settings.quota_audit_pages_daily,
+    description="Audit pages per UTC day, max_pages charged per audit "
+    "(SEOJOBS_QUOTA_AUDIT_PAGES_DAILY).",
+)
+# A quota is known by its name, so the month's needs one of its own.
+MONTHLY = Quota(
+    "audit_pages_month",
+    lambda settings: settings.quota_audit_pages_monthly,
+    period="month",
+    description="Audit pages per calendar month (SEOJOBS_QUOTA_AUDIT_PAGES_MONTHLY).",
+)
+
+KIND: Kind[SiteAuditParams] = Kind(
+    NAME,
+    SiteAuditParams,
+    run,
+    items=_items,
+    item_key=_key,
+    description="Crawl a site from start_url and report its SEO issues (GET /v1/audit-checks).",
+    summary_params=("start_url", "max_pages", "max_depth"),
+    schedulable=False,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    report_columns=tuple(
+        ReportColumn(name, name)
+        for name in ("status", "depth", "title", "indexable", "indexability_reason", "words")
+    ),
+    settings=SiteAuditSettings,
+)

@@ -1,0 +1,279 @@
+"""The crawl: one item per page (the frontier), fetched through ``seojobs.fetch``.
+
+Links found on a page become new items (``ctx.add_items``, deduplicated by normalised URL),
+so a worker that dies mid-audit leaves its frontier stored; the worker that resumes it runs
+only the pages not yet recorded. Scope is the start URL's host and its ``www.`` twin (same
+port); ``max_depth`` bounds clicks from the start, ``max_pages`` the pages ever added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
+from seojobs.fetch.errors import FetchError
+from seojobs.fetch.urls import URL, join_url, parse_url
+from seojobs.kinds.site_audit.checks import Page, codes, page_findings
+from seojobs.kinds.site_audit.external import ExternalLinks
+from seojobs.kinds.site_audit.page import PageFacts, parse_page
+from seojobs.kinds.site_audit.params import SiteAuditParams
+from seojobs.kinds.site_audit.sitemaps import discover
+from seojobs.kinds.site_audit.sitewide import site_findings, summary
+from seojobs.store.records import ItemRecord
+
+TARGET_UNREACHABLE = "target_unreachable"
+BLOCKED_BY_ROBOTS = "blocked_by_robots"
+
+
+def page_key(url: str) -> str:
+    """The frontier's dedupe key, also the URL stored for the page: normalised (lowercase
+    scheme and host, no default port, no fragment)."""
+    return parse_url(url).key
+
+
+def _site(url: URL) -> tuple[str, int | None]:
+    return url.host.removeprefix("www."), url.port
+
+
+class Frontier:
+    """Adds a page's in-scope links as items, each once, up to ``max_pages`` in all."""
+
+    def __init__(self, ctx: JobContext[SiteAuditParams], known: set[str]) -> None:
+        self._ctx = ctx
+        self.site = _site(parse_url(ctx.params.start_url))
+        self._known = known
+        self._lock = asyncio.Lock()
+
+    def in_scope(self, url: str) -> bool:
+        return _site(parse_url(url)) == self.site
+
+    async def add(self, urls: list[str], depth: int | None) -> None:
+        """``depth`` None: pages only a sitemap lists (no click reaches them)."""
+        if depth is not None and depth > self._ctx.params.max_depth:
+            return
+        async with self._lock:  # two pages must not both take the last free places
+            room = self._ctx.params.max_pages - len(self._known)
+            new = [u for u in dict.fromkeys(urls) if u not in self._known][: max(room, 0)]
+            if new:
+                await self._ctx.add_items({"url": u, "depth": depth} for u in new)
+                self._known.update(new)
+
+
+def _links(base: str, facts: PageFacts) -> list[tuple[str, bool]]:
+    """Every link as (normalised absolute URL, nofollow); unparseable ones are dropped."""
+    found = []
+    try:
+        root = parse_url(join_url(parse_url(base), facts.base_href) if facts.base_href else base)
+    except (FetchError, ValueError):
+        root = parse_url(base)
+    for link in facts.links:
+        try:
+            found.append((page_key(join_url(root, link.href)), link.nofollow))
+        except (FetchError, ValueError):
+            continue
+    return found
+
+
+def _absolute(base: str, href: str) -> str | None:
+    try:
+        return page_key(join_url(parse_url(base), href))
+    except (FetchError, ValueError):
+        return None
+
+
+def _canonical(base: str, facts: PageFacts) -> str | None:
+    return _absolute(base, facts.canonicals[0]) if facts.canonicals else None
+
+
+def _hreflang(base: str, facts: PageFacts) -> dict[str, str]:
+    """Language -> alternate URL (normalised); the first of a language counts."""
+    found: dict[str, str] = {}
+    for language, href in facts.hreflang:
+        url = _absolute(base, href)
+        if url is not None:
+            found.setdefault(language, url)
+    return found
+
+
+def _indexability(
+    fetched: FetchResult, noindex: bool, canonical: str | None, url: str
+) -> str | None:
+    """Why the page is not indexable (Screaming Frog's reasons), or None if it is."""
+    status = fetched.status
+    if status is None:
+        return "unreachable"
+    reasons = [
+        (fetched.redirect_chain != (), "redirected"),
+        (400 <= status < 500, "client_error"),
+        (status >= 500, "server_error"),
+        (not fetched.is_html, "non_html"),
+        (noindex, "noindex"),
+        (canonical is not None and canonical != url, "canonicalised"),
+    ]
+    return next((reason for hit, reason in reasons if hit), None)
+
+
+def _blocked(url: str, depth: int | None, verdict: RobotsVerdict) -> ItemResult:
+    record: dict[str, Any] = {
+        "url": url,
+        "depth": depth,
+        "status": None,
+        "blocked_by_robots": True,
+        "robots": verdict.state,
+        "indexable": False,
+        "indexability_reason": "blocked_by_robots",
+        "issues": [],
+    }
+    return ItemResult(outcome="blocked", result=record)
+
+
+class Crawl:
+    def __init__(
+        self,
+        ctx: JobContext[SiteAuditParams],
+        fetcher: Fetcher,
+        frontier: Frontier,
+        external: ExternalLinks | None,
+    ) -> None:
+        self.ctx = ctx
+        self.fetcher = fetcher
+        self.frontier = frontier
+        self.external = external  # None: external links are not checked
+
+    async def page(self, item: ItemRecord) -> ItemResult:
+        url, depth = item.data["url"], item.data["depth"]
+        verdict = await self.fetcher.robots_verdict(url)
+        if not verdict.allowed:
+            return _blocked(url, depth, verdict)
+        fetched = await self.fetcher.fetch(url)
+        if depth == 0 and fetched.status is None and not fetched.redirect_chain:
+            raise JobFailed(
+                TARGET_UNREACHABLE, f"the start URL {url} did not answer: {fetched.error}"
+            )
+        # A redirected page's target is a page (an item) of its own: read it there, once.
+        read = fetched.is_html and _ok(fetched) and not fetched.redirect_chain
+        facts = parse_page(fetched.text) if read else None
+        final = page_key(fetched.final_url)
+        links = _links(fetched.final_url, facts) if facts else []
+        internal = [(u, nofollow) for u, nofollow in links if self.frontier.in_scope(u)]
+        canonical = _canonical(fetched.final_url, facts) if facts else None
+        follow = [u for u, _nofollow in internal]
+        follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
+        if depth is not None:  # a page only a sitemap lists is audited, its links not followed
+            await self.frontier.add(follow, depth + 1)
+        noindex = _noindex(fetched, facts)
+        outside = [u for u, _nofollow in links if not self.frontier.in_scope(u)]
+        broken = await self.external.broken(outside) if self.external and outside else []
+        page = Page(
+            url=url,
+            depth=depth,
+            status=fetched.status,
+            elapsed_ms=round(fetched.elapsed * 1000),
+            redirects=len(fetched.redirect_chain),
+            error_kind=fetched.error_kind,
+            facts=facts,
+            noindex=noindex,
+            internal_links=internal,
+            broken_external=broken,
+        )
+        found = page_findings(page, self.ctx.params.thresholds)
+        record = _record(page, fetched, canonical, links, internal)
+        record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
+        record["indexable"] = record["indexability_reason"] is None
+        record["issues"] = codes(found)
+        return ItemResult(outcome="crawled", result=record, findings=tuple(found))
+
+
+def _ok(fetched: FetchResult) -> bool:
+    return fetched.status is not None and 200 <= fetched.status < 300
+
+
+def _noindex(fetched: FetchResult, facts: PageFacts | None) -> bool:
+    header = parse_x_robots_tag(fetched.header_list("x-robots-tag")).noindex()
+    return header or (facts is not None and parse_meta_robots(facts.robots_meta).noindex())
+
+
+def _record(
+    page: Page,
+    fetched: FetchResult,
+    canonical: str | None,
+    links: list[tuple[str, bool]],
+    internal: list[tuple[str, bool]],
+) -> dict[str, Any]:
+    facts = page.facts
+    return {
+        "url": page.url,
+        "final_url": fetched.final_url,
+        "status": fetched.status,
+        "error_kind": fetched.error_kind,
+        "depth": page.depth,
+        "response_ms": page.elapsed_ms,
+        "redirects": page.redirects,
+        "content_type": fetched.content_type,
+        "title": facts.title if facts else None,
+        "description": facts.description if facts else None,
+        "h1": facts.h1[0] if facts and facts.h1 else None,
+        "canonical": canonical,
+        "hreflang": _hreflang(fetched.final_url, facts) if facts else {},
+        "words": facts.words if facts else None,
+        "content_hash": facts.text_hash if facts else None,
+        "out_links": len(internal),
+        "external_links": len(links) - len(internal),
+        # Distinct internal targets, for the site-wide checks.
+        "links": sorted({u for u, _nofollow in internal}),
+    }
+
+
+def _in_scope(urls: list[str], frontier: Frontier) -> list[str]:
+    found = []
+    for url in urls:
+        try:
+            key = page_key(url)
+        except FetchError:
+            continue
+        if frontier.in_scope(key):
+            found.append(key)
+    return found
+
+
+async def _check_start(fetcher: Fetcher, start: str) -> None:
+    verdict = await fetcher.robots_verdict(start)
+    if verdict.state == "disallowed":
+        raise JobFailed(BLOCKED_BY_ROBOTS, f"robots.txt ({verdict.robots_url}) disallows {start}")
+    if verdict.state == "unreachable" and verdict.status is None:
+        raise JobFailed(TARGET_UNREACHABLE, f"{verdict.robots_url} did not answer: {verdict.error}")
+    if verdict.state == "unreachable":
+        raise JobFailed(
+            BLOCKED_BY_ROBOTS,
+            f"{verdict.robots_url} answered {verdict.status}: crawlers treat that as disallow-all",
+        )
+
+
+async def run(ctx: JobContext[SiteAuditParams]) -> None:
+    params = ctx.params
+    settings = ctx.settings
+    if params.user_agent:
+        settings = settings.model_copy(update={"user_agent": params.user_agent})
+    known = {item.data["url"] async for item in ctx.items()}
+    concurrency = ctx.kind_settings.concurrency
+    listed: list[str] = []
+    async with Fetcher(settings) as fetcher:
+        await _check_start(fetcher, params.start_url)
+        frontier = Frontier(ctx, known)
+        per_host = ctx.kind_settings.external_links_per_host
+        external = ExternalLinks(fetcher, per_host) if params.check_external_links else None
+        crawl = Crawl(ctx, fetcher, frontier, external)
+        await ctx.run_items(crawl.page, concurrency=concurrency)
+        if params.include_sitemaps:
+            # After the links: a page reached by no click is then known as such.
+            listed = _in_scope(await discover(fetcher, params.start_url), frontier)
+            await frontier.add(listed, None)
+            await ctx.run_items(crawl.page, concurrency=concurrency)
+    pages = [item.result async for item in ctx.items() if item.result]
+    site = site_findings(pages, listed)
+    await ctx.add_findings(site)
+    data = summary(pages, site, params.max_pages)
+    ctx.result = data
+    await ctx.collect(parse_url(params.start_url).host, {"start_url": params.start_url, **data})

@@ -1,0 +1,79 @@
+"""The README's quickstart, run as written: its ``sh`` block between ``<!-- quickstart -->`` and
+``<!-- /quickstart -->`` is taken from README.md itself (so the two cannot drift) and run with
+``bash -e`` in a fresh copy of the repository, a new ``.venv`` and no ``SEOJOBS_*`` settings,
+only the port changed (``SEOJOBS_PORT``, and the URLs that name it). Any failing step fails
+the test. The install step makes it one of the slowest tests (about a minute)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.helpers import env_without_seojobs, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = re.compile(r"<!-- quickstart -->\s*```sh\n(.*?)```\s*<!-- /quickstart -->", re.S)
+
+
+def quickstart() -> str:
+    found = BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(found) == 1, "README.md needs exactly one marked quickstart block"
+    return str(found[0])
+
+
+def fresh_copy(target: Path) -> None:
+    """The files a fresh clone would have, as they are in this work tree."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+
+
+@pytest.mark.timeout(900)
+def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
+    script = quickstart()
+    assert "./scripts/serve" in script and "127.0.0.1:8000" in script
+    port = free_port()
+    script = script.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    checkout = tmp_path / "seojobs"
+    fresh_copy(checkout)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = env_without_seojobs() | {"SEOJOBS_PORT": str(port), "HOME": str(home)}
+    env.pop("XDG_DATA_HOME", None)
+    env.pop("XDG_STATE_HOME", None)
+    run = subprocess.Popen(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=checkout,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # the server it starts in the background is in this group
+    )
+    try:
+        output, _ = run.communicate(timeout=840)
+    finally:  # the bash process leads the group, the server included
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGTERM)
+    log = (
+        (checkout / "serve.log").read_text(errors="replace")[-3000:]
+        if (checkout / "serve.log").exists()
+        else ""
+    )
+    assert run.returncode == 0, f"{output}\n--- serve.log ---\n{log}"
+    # What a newcomer should see: the check ran to the end, with a row per URL.
+    assert "index_check job 1: completed" in output, output
+    assert "https://example.com/missing,unknown" in output, output
+    assert '"status":"completed"' in output, output

@@ -1,0 +1,290 @@
+"""``site_audit`` end to end on both stores: a real worker crawls a fixture site on loopback
+with planted issues next to clean pages; the failures it ends with; the max_pages cap."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from sqlalchemy import func, select
+
+from seojobs.engine.worker import Worker
+from seojobs.kinds import load_registry
+from seojobs.services import NotFound, Services
+from seojobs.settings import Settings
+from seojobs.store.db import Database
+from seojobs.store.records import JobRecord, UserRecord
+from seojobs.store.tables import collections, findings, job_items
+from tests.conftest import make_settings
+from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
+from tests.procs import Procs
+from tests.waiting import await_until, wait_until
+
+# No check may depend on how fast the machine is today.
+RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
+
+
+def _settings(store_url: str) -> Settings:
+    return make_settings(store_url, allow_private_networks=True, fetch_host_concurrency=4)
+
+
+async def _run(services: Services, user: UserRecord, job: JobRecord) -> JobRecord:
+    worker = Worker(services.db, services.settings, services.registry)
+    running = asyncio.create_task(worker.run())
+    try:
+
+        async def final() -> bool:
+            return (await asyncio.to_thread(services.job, user, job.id)).is_final
+
+        await await_until(final, timeout=120)
+    finally:
+        worker.stop()
+        await running
+    return services.job(user, job.id)
+
+
+def _path(url: str) -> str:
+    return urlsplit(url).path
+
+
+def _all_findings(services: Services, user: UserRecord, job_id: int) -> list[Any]:
+    return services.findings(user, job_id, limit=10_000)
+
+
+@pytest.fixture
+def audit_services(store_url: str) -> Any:
+    settings = _settings(store_url)
+    services = Services(Database(store_url), settings, load_registry(settings))
+    yield services
+    services.db.dispose()
+
+
+async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_clean_ones(
+    audit_services: Services,
+) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    project = services.create_project(user, "site")
+    site = AuditSite()
+    with site.running() as base:
+        job, _ = services.create_job(
+            user, "site_audit", {"start_url": f"{base}/", **RELAXED}, project_id=project.id
+        )
+        with pytest.raises(NotFound):  # nothing collected before an audit completes
+            services.collected(user, project.id, "site_audit")
+        done = await _run(services, user, job)
+    assert done.state == "completed", done.error
+    found = _all_findings(services, user, job.id)
+    assert {(f.code, _path(f.data["url"])) for f in found} == PLANTED
+    assert len(found) == len(PLANTED)  # each once
+    items = services.items(user, job.id, limit=1000)
+    assert {_path(i.data["url"]) for i in items if i.data} == REACHED
+    # Every page fetched once, but for those also reached as a redirect's hop (a redirected
+    # page's target is a page of its own); the page robots.txt disallows never.
+    twice = {path for path, n in site.hits.items() if n > 1}
+    assert twice == {"/redirect-target", "/loop-a", "/loop-b"}
+    assert "/private/secret" not in site.hits
+    # Links to the other site: each checked once, HEAD first, GET where HEAD is refused.
+    assert site.elsewhere == {
+        "GET /robots.txt": 1,
+        "HEAD /ext/ok": 1,
+        "HEAD /ext/get": 1,
+        "GET /ext/get": 1,
+        "HEAD /ext/gone": 1,
+    }
+    latest = services.collected(user, project.id, "site_audit")
+    summary = latest.data
+    assert latest.job_id == job.id
+    assert summary["pages_crawled"] == len(REACHED) - 1
+    assert summary["pages_blocked_by_robots"] == 1
+    assert summary["max_pages_hit"] is False
+    assert summary["issues"] == len(PLANTED)
+    assert sum(summary["issues_by_severity"].values()) == len(PLANTED)
+    assert summary["issues_by_code"]["title_duplicate"] == 2
+    assert 0 < summary["health_score"] < 100
+    # What a page record holds.
+    [clean] = [i.result for i in items if i.data and _path(i.data["url"]) == "/clean/1"]
+    assert clean is not None
+    assert (clean["status"], clean["depth"], clean["indexable"]) == (200, 1, True)
+    assert clean["title"] == "Fixture page clean-1 on garden care"
+    assert clean["canonical"] == f"{base}/clean/1" and clean["issues"] == []
+    assert clean["words"] > 200 and clean["out_links"] == 1 and clean["content_hash"]
+
+
+async def test_a_crawl_that_reaches_max_pages_completes_and_says_so(
+    audit_services: Services,
+) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    site = AuditSite(generated=50, sitemaps=False)
+    with site.running() as base:
+        job, _ = services.create_job(
+            user, "site_audit", {"start_url": f"{base}/g/0", "max_pages": 7, **RELAXED}
+        )
+        done = await _run(services, user, job)
+    assert done.state == "completed", done.error
+    assert done.items_total == done.items_done == 7
+    assert done.result is not None and done.result["max_pages_hit"] is True
+    assert len([p for p in site.hits if p.startswith("/g/")]) == 7
+
+
+async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    site = AuditSite(generated=50, sitemaps=False)
+    with site.running() as base:
+        job, _ = services.create_job(
+            user, "site_audit", {"start_url": f"{base}/g/0", "max_depth": 2, **RELAXED}
+        )
+        done = await _run(services, user, job)
+    assert done.state == "completed", done.error
+    # Depth 0: /g/0; 1: /g/1-2; 2: /g/3-6.
+    assert {p for p in site.hits if p.startswith("/g/")} == {f"/g/{n}" for n in range(7)}
+
+
+@pytest.mark.parametrize(
+    ("robots", "says"),
+    [("User-agent: *\nDisallow: /\n", "disallows"), (None, "answered 503")],
+)
+async def test_a_start_url_disallowed_by_robots_fails_the_audit(
+    audit_services: Services, robots: str | None, says: str
+) -> None:
+    """Disallowed, or robots.txt answering 5xx (crawlers then take everything as
+    disallowed): the audit fails without fetching a page."""
+    services = audit_services
+    user = services.create_user("alice").user
+    site = AuditSite(robots=robots)
+    with site.running() as base:
+        job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/"})
+        done = await _run(services, user, job)
+    assert (done.state, done.error_code) == ("failed", "blocked_by_robots")
+    assert done.error is not None and says in str(done.error)
+    assert set(site.hits) == {"/robots.txt"}
+
+
+async def test_a_start_url_that_does_not_answer_fails_the_audit(
+    audit_services: Services,
+) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    job, _ = services.create_job(user, "site_audit", {"start_url": f"http://127.0.0.1:{port}/"})
+    done = await _run(services, user, job)
+    assert (done.state, done.error_code) == ("failed", "target_unreachable")
+
+
+def test_an_audit_over_its_page_quota_is_stored_failed(audit_services: Services) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    user = services.set_quotas(user, {"audit_pages_daily": 100})
+    first, _ = services.create_job(
+        user, "site_audit", {"start_url": "http://127.0.0.1:9/", "max_pages": 60}
+    )
+    second, _ = services.create_job(
+        user, "site_audit", {"start_url": "http://127.0.0.1:9/", "max_pages": 60}
+    )
+    assert first.state == "pending"
+    assert (second.state, second.error_code) == ("failed", "quota_exceeded")
+    usage = services.usage(user)
+    assert (usage["audit_pages"].used, usage["audit_pages_month"].used) == (60, 60)
+
+
+@pytest.mark.slow
+def test_an_audit_resumes_after_its_worker_is_sigkilled(
+    audit_services: Services, store_url: str, tmp_path: Path
+) -> None:
+    """The frontier is the job's items: the worker that resumes the audit fetches only the
+    pages not yet recorded (those in flight at the kill, at most its concurrency, again),
+    and loses none that were discovered."""
+    services = audit_services
+    pages, concurrency = 120, 2
+    procs = Procs(store_url, tmp_path)
+    user = services.create_user("alice").user
+    env = {
+        "SEOJOBS_LEASE_SECONDS": "1.5",
+        "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "true",
+        "SEOJOBS_SITE_AUDIT_CONCURRENCY": str(concurrency),
+    }
+    site = AuditSite(generated=pages, delay=0.05, sitemaps=False)
+    try:
+        with site.running() as base:
+            job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0"})
+            victim = procs.worker(**env)
+            wait_until(lambda: services.job(user, job.id).items_done >= 20, timeout=60)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(timeout=30)
+            before = services.job(user, job.id)
+            assert before.items_done < pages  # killed mid-audit
+            procs.worker(**env)
+            wait_until(lambda: services.job(user, job.id).is_final, timeout=120)
+    finally:
+        procs.stop_all()
+    done = services.job(user, job.id)
+    assert done.state == "completed", (done.error, procs.exits())
+    assert done.items_total == done.items_done == pages
+    urls = [i.data["url"] for i in services.items(user, job.id, limit=1000) if i.data]
+    assert sorted(map(_path, urls)) == sorted(f"/g/{n}" for n in range(pages))
+    fetched = {path: n for path, n in site.hits.items() if path.startswith("/g/")}
+    assert len(fetched) == pages
+    twice = [path for path, n in fetched.items() if n > 1]
+    assert len(twice) <= concurrency and max(fetched.values()) <= 2, fetched
+    assert done.result is not None and done.result["pages_crawled"] == pages
+
+
+async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_findings(
+    audit_services: Services,
+) -> None:
+    services = audit_services
+    user = services.create_user("alice").user
+    doomed = services.create_project(user, "doomed")
+    kept = services.create_project(user, "kept")
+    site = AuditSite(generated=200, delay=0.2, sitemaps=False)
+    worker = Worker(services.db, services.settings, services.registry)
+    running = asyncio.create_task(worker.run())
+    try:
+        with site.running() as base:
+            job, _ = services.create_job(
+                user, "site_audit", {"start_url": f"{base}/g/0"}, project_id=doomed.id
+            )
+
+            async def crawling() -> bool:
+                return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 5
+
+            await await_until(crawling, timeout=60)
+            await asyncio.to_thread(services.delete_project, user, doomed.id)
+            # The worker lets the audit go at its next write; had it crawled on, it would
+            # only have let go once every page was fetched.
+
+            async def dropped() -> bool:
+                return job.id not in worker.running
+
+            await await_until(dropped, timeout=60)
+            fetched = len([p for p in site.hits if p.startswith("/g/")])
+            # The same worker goes on with other work: a small audit in another project.
+            with AuditSite(generated=3, sitemaps=False).running() as small:
+                other, _ = services.create_job(
+                    user, "site_audit", {"start_url": f"{small}/g/0"}, project_id=kept.id
+                )
+
+                async def other_done() -> bool:
+                    return (await asyncio.to_thread(services.job, user, other.id)).is_final
+
+                await await_until(other_done, timeout=60)
+    finally:
+        worker.stop()
+        await running
+    with pytest.raises(NotFound):
+        services.job(user, job.id)
+    assert services.job(user, other.id).state == "completed"
+    with services.db.read() as conn:
+        for table in (job_items, findings, collections):
+            rows = conn.execute(select(func.count()).where(table.c.job_id == job.id))
+            assert rows.scalar_one() == 0, table.name
+    assert fetched < 200
