@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -58,7 +59,10 @@ def test_read_only_params_are_refused_in_new_params(value: object) -> None:
         with pytest.raises(InvalidParams) as info:
             reg.validate(name, params)
         assert info.value.errors == [
-            {"field": "duplicates_removed", "message": "set by the server; a request cannot set it"}
+            {
+                "field": "duplicates_removed",
+                "message": f"set by the server; a request cannot set it (got {json.dumps(value)})",
+            }
         ]
         schema = reg.get(name).params.model_json_schema()
         assert schema["properties"]["duplicates_removed"]["readOnly"] is True

@@ -122,5 +122,5 @@ def create_app(
         return JSONResponse({"status": "ready", "database": services.db.dialect})
 
     require_checked(app.routes)
-    openapi.install(app, registry)
+    openapi.install(app, registry, settings)
     return app

@@ -64,11 +64,12 @@ def run(
     job_key = hashlib.sha256(f"{key}\n{request_print}".encode()).hexdigest()
     outcome, stored = svc.idempotency_begin(user, key, request_print, IN_FLIGHT_SECONDS)
     if outcome == "mismatch":
+        message = "this key was used with a different request; use a new key for a new request"
         raise Problem(
             422,
             "Idempotency-Key reused",
-            "this key was used with a different request; use a new key for a new request",
             code="idempotency_key_reused",
+            errors=[{"field": "Idempotency-Key", "message": message}],
         )
     if outcome == "in_flight":
         raise Problem(

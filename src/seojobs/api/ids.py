@@ -17,6 +17,7 @@ from typing import Final
 from pydantic import BeforeValidator
 
 from seojobs.api.problems import invalid
+from seojobs.fielderrors import shown
 
 MAX_ID: Final = 2**63 - 1  # the database's BIGINT
 
@@ -64,7 +65,9 @@ def parse_cursor(
     try:
         return whole_number(cursor, lo, hi)
     except ValueError:
-        raise invalid(field, "use the next_cursor of a previous page") from None
+        raise invalid(
+            field, f"use the next_cursor of a previous page (got {shown(cursor)})"
+        ) from None
 
 
 def parse_ids(ids: str | None, *, most: int, field: str = "ids") -> list[int] | None:
@@ -73,11 +76,20 @@ def parse_ids(ids: str | None, *, most: int, field: str = "ids") -> list[int] | 
         return None
     parts = [part for part in ids.split(",") if part]
     if len(parts) > most:
-        raise invalid(field, f"at most {most} ids")
-    try:
-        return [parse_id(part) for part in parts]
-    except ValueError:
-        raise invalid(field, f"comma-separated whole numbers 1 to {MAX_ID}") from None
+        raise invalid(field, f"at most {most} ids (got {len(parts)})")
+    found: list[int] = []
+    bad: list[str] = []
+    for part in parts:
+        try:
+            found.append(parse_id(part))
+        except ValueError:
+            bad.append(part)
+    if bad:  # the first few bad ones, as sent
+        listed = ", ".join(shown(part) for part in bad[:5])
+        if len(bad) > 5:
+            listed += f" and {len(bad) - 5} more"
+        raise invalid(field, f"comma-separated whole numbers 1 to {MAX_ID} (got {listed})")
+    return found
 
 
 def _at_most(hi: str) -> list[str]:

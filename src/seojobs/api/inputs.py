@@ -36,16 +36,16 @@ MAX_DEPTH: Final = 32
 # schema cannot count the other.
 STORABLE_JSON_NAME: Final = "StorableJson"
 _STORABLE_REF: Final = {"$ref": f"#/components/schemas/{STORABLE_JSON_NAME}"}
-_NO_NUL: Final = "^[^\\u0000]*$"
+NO_NUL: Final = "^[^\\u0000]*$"
 STORABLE_JSON: Final[dict[str, Any]] = {
     "description": f"Any JSON without NUL in its strings or keys, nested at most {MAX_DEPTH} deep.",
     "anyOf": [
         {"type": ["null", "boolean", "number"]},
-        {"type": "string", "pattern": _NO_NUL},
+        {"type": "string", "pattern": NO_NUL},
         {"type": "array", "items": _STORABLE_REF},
         {
             "type": "object",
-            "propertyNames": {"pattern": _NO_NUL},
+            "propertyNames": {"pattern": NO_NUL},
             "additionalProperties": _STORABLE_REF,
         },
     ],
@@ -55,7 +55,7 @@ STORABLE_JSON: Final[dict[str, Any]] = {
 FORBID: Final = ConfigDict(extra="forbid")
 # For ``json_schema_extra`` of a model that ignores unknown keys.
 TOLERATED_KEYS: Final[dict[str, Any]] = {
-    "propertyNames": {"pattern": _NO_NUL},
+    "propertyNames": {"pattern": NO_NUL},
     "additionalProperties": _STORABLE_REF,
 }
 _UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
@@ -129,13 +129,15 @@ def query_errors(request: Request) -> list[dict[str, Any]]:
 
 async def _json_errors(request: Request) -> list[dict[str, Any]]:
     """Parse the body as FastAPI would (``request.json()`` keeps the result, so it is parsed
-    once) and check it. A body that is not JSON is left to FastAPI, which answers it."""
+    once) and check it. FastAPI's own answer to a body that is not JSON named the position as
+    if it were a field (``[25]: JSON decode error``)."""
     if not await request.body():
         return []
     try:
         document = await request.json()
-    except json.JSONDecodeError:
-        return []  # FastAPI's json_invalid 422, or its refusal of a non-JSON body
+    except json.JSONDecodeError as exc:
+        where = f"character {exc.pos + 1} (line {exc.lineno}, column {exc.colno})"
+        return [_error(("body",), f"body is not valid JSON at {where}: {exc.msg}", "json_invalid")]
     except RecursionError:  # deeper than the parser goes, far past MAX_DEPTH
         return [_error(("body",), f"nested more than {MAX_DEPTH} levels deep", "too_deep")]
     except ValueError as exc:  # not UTF-8, or a number of over 4,300 digits

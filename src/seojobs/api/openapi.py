@@ -5,6 +5,9 @@ app knows once it is built.
   job types (plug-ins included), and each ``type`` carries its own ``params`` schema (the
   registry validates them; ``/v1/job-types`` serves the same schemas). Schedules take only
   schedulable types.
+- A schedule's ``every_days`` and ``every_seconds`` carry the bounds of this deployment's
+  settings (``SEOJOBS_SCHEDULE_MIN_INTERVAL_SECONDS``, ``SEOJOBS_DAY_SECONDS``).
+- A query parameter's free-form strings hold no NUL, as the input gate requires.
 - The problems the server can send on every operation, whatever the route (the HTTP protocol's
   400/408/414/431, the body limit's 413, the database's 503; 401 and 429 where a key is
   needed), are declared here once, on every operation.
@@ -18,9 +21,11 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from seojobs.api.inputs import STORABLE_JSON, STORABLE_JSON_NAME
+from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
 from seojobs.engine.registry import Kind, Registry
+from seojobs.services.schedules import interval_bounds
+from seojobs.settings import Settings
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 PUBLIC_TAG = "health"  # operations that answer without a key
@@ -44,7 +49,7 @@ WITH_KEY: dict[str, dict[str, Any]] = {
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
-def install(app: FastAPI, registry: Registry) -> None:
+def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
     """Serve the completed document at ``/openapi.json`` (built once, on first request)."""
 
     def openapi() -> dict[str, Any]:
@@ -55,7 +60,7 @@ def install(app: FastAPI, registry: Registry) -> None:
                 description=app.description,
                 routes=app.routes,
             )
-            complete(document, registry)
+            complete(document, registry, settings)
             app.openapi_schema = document
             return document
         return app.openapi_schema
@@ -63,9 +68,10 @@ def install(app: FastAPI, registry: Registry) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def complete(document: dict[str, Any], registry: Registry) -> None:
+def complete(document: dict[str, Any], registry: Registry, settings: Settings) -> None:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas[STORABLE_JSON_NAME] = STORABLE_JSON
+    _bound_intervals(schemas, interval_bounds(settings))
     kinds = registry.kinds()
     _tie_type(schemas, "JobIn", kinds)
     _tie_type(schemas, "ScheduleIn", [kind for kind in kinds if kind.schedulable])
@@ -76,6 +82,18 @@ def complete(document: dict[str, Any], registry: Registry) -> None:
             if path.startswith("/v1/projects/{project_id}/data/{type}"):
                 _name_types(operation, kinds)
             _declare_problems(operation)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query":
+                    _no_nul(parameter["schema"])
+
+
+def _bound_intervals(schemas: dict[str, Any], bounds: dict[str, tuple[float, float]]) -> None:
+    model = schemas.get("ScheduleIn")
+    if model is None:  # no route of this app takes it
+        return
+    for field, (least, most) in bounds.items():
+        number = {"type": "number", "minimum": least, "maximum": most}
+        model["properties"][field]["anyOf"] = [number, {"type": "null"}]
 
 
 def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +130,18 @@ def _name_types(operation: dict[str, Any], kinds: Iterable[Kind[Any]]) -> None:
     for parameter in operation.get("parameters", []):
         if parameter["in"] == "path" and parameter["name"] == "type":
             parameter["schema"]["enum"] = [kind.name for kind in kinds]
+
+
+def _no_nul(schema: Any) -> None:
+    """The input gate refuses NUL in every query value: say so on each free-form string."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "string" and not {"pattern", "enum", "const"} & schema.keys():
+            schema["pattern"] = NO_NUL
+        for value in schema.values():
+            _no_nul(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _no_nul(item)
 
 
 def _declare_problems(operation: dict[str, Any]) -> None:

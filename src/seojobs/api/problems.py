@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seojobs.api.allow import allowed_methods
+from seojobs.fielderrors import message
 from seojobs.services import (
     Conflict,
     Invalid,
@@ -21,6 +22,8 @@ from seojobs.services import (
 )
 
 PROBLEM_BASE = "https://seojobs.dev/problems/"
+# A request can hold 10,000 bad URLs: an answer lists this many of its errors and counts the rest.
+MAX_ERRORS = 100
 MEDIA_TYPE = "application/problem+json"
 
 
@@ -32,7 +35,12 @@ class ProblemDocument(BaseModel):
     status: int
     detail: str | None = None
     errors: list[dict[str, str]] | None = Field(
-        default=None, description="Validation errors: [{field, message}], fields like urls[3]."
+        default=None,
+        description=f"Validation errors: [{{field, message}}], fields like urls[3]; the first "
+        f"{MAX_ERRORS}.",
+    )
+    errors_omitted: int | None = Field(
+        default=None, description=f"How many validation errors came after the first {MAX_ERRORS}."
     )
 
 
@@ -75,13 +83,7 @@ class Problem(Exception):
 
 def invalid(field: str, message: str, code: str = "validation_error") -> Problem:
     """The 422 of one field, shaped like every validation error (``errors`` names it)."""
-    return Problem(
-        422,
-        "Invalid request",
-        f"{field}: {message}",
-        code=code,
-        errors=[{"field": field, "message": message}],
-    )
+    return Problem(422, "Invalid request", code=code, errors=[{"field": field, "message": message}])
 
 
 # Cancelling a job that has ended (other than one already cancelled).
@@ -104,6 +106,11 @@ def problem(
         "title": title,
         "status": status,
     }
+    errors = extra.get("errors")
+    if errors:  # the one place a detail is made of field errors: the two never disagree
+        detail = summary(errors)
+        if len(errors) > MAX_ERRORS:
+            extra |= {"errors": errors[:MAX_ERRORS], "errors_omitted": len(errors) - MAX_ERRORS}
     if detail:
         body["detail"] = detail
     body.update(extra)
@@ -126,8 +133,16 @@ def invalid_problem(exc: Invalid) -> JSONResponse:
         for e in exc.errors
     ]
     if exc.code == "unknown_kind":
-        return problem(422, "Unknown job kind", str(exc), code=exc.code, errors=errors)
+        return problem(422, "Unknown job kind", code=exc.code, errors=errors)
     return validation_problem(errors, exc.code)
+
+
+def summary(errors: list[dict[str, Any]]) -> str:
+    """``detail`` of a problem with field ``errors``: the first few, as ``field: message``."""
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
+    if len(errors) > 5:
+        detail += f"; and {len(errors) - 5} more"
+    return detail
 
 
 def validation_problem(
@@ -135,10 +150,7 @@ def validation_problem(
 ) -> JSONResponse:
     """A 422 naming each field; ``code`` tells why when it is not plain bad input (e.g.
     ``provider_not_configured``: the input is fine, this deployment cannot run it)."""
-    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:5])
-    if len(errors) > 5:
-        detail += f"; and {len(errors) - 5} more"
-    return problem(422, "Invalid request", detail, code=code, errors=errors)
+    return problem(422, "Invalid request", code=code, errors=errors)
 
 
 def install(app: FastAPI) -> None:
@@ -153,8 +165,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"field": field_name(e.get("loc", ())), "message": str(e.get("msg", "invalid"))}
-            for e in exc.errors()
+            {"field": field_name(e.get("loc", ())), "message": message(e)} for e in exc.errors()
         ]
         return validation_problem(errors)
 
@@ -193,7 +204,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(QuotaExceeded)
     async def _quota(request: Request, exc: QuotaExceeded) -> JSONResponse:
         errors = [{"field": "params", "message": str(exc)}]
-        return problem(422, "Over quota", str(exc), code=exc.code, errors=errors)
+        return problem(422, "Over quota", code=exc.code, errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

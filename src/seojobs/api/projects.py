@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request
@@ -39,7 +39,7 @@ from seojobs.api.projects_models import (
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
 from seojobs.services import Invalid, Services
 from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
-from seojobs.timefmt import rfc3339_or_none
+from seojobs.timefmt import rfc3339, rfc3339_or_none
 
 router = APIRouter(
     prefix="/v1", tags=["projects"], responses=problems.RESPONSES, route_class=CheckedRoute
@@ -329,24 +329,19 @@ def _interval_fields(body: ScheduleIn) -> None:
     raise Problem(
         422,
         "Invalid request",
-        message,
         code="validation_error",
         errors=[{"field": f, "message": message} for f in named],
     )
 
 
 def _start_at(value: datetime | None, now: datetime) -> datetime | None:
-    """UTC (a time without offset is taken as UTC), from a day ago to ten years ahead: the
-    engine steps cron ticks from there, and ticks must stay representable."""
-    if value is None:
-        return None
-    try:
-        utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    except (OverflowError, ValueError):
-        utc = None
-    if utc is None or not now - timedelta(days=1) <= utc <= now + timedelta(days=3650):
-        raise invalid("start_at", "a time from one day ago to ten years ahead")
-    return utc
+    """From a day ago to ten years ahead: the engine steps cron ticks from there, and ticks
+    must stay representable."""
+    if value is not None and not now - timedelta(days=1) <= value <= now + timedelta(days=3650):
+        raise invalid(
+            "start_at", f"a time from one day ago to ten years ahead (got {rfc3339(value)})"
+        )
+    return value
 
 
 @router.get(

@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
+from seojobs.timefmt import DateTime
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-YEAR = 365 * 86400
 
 
 class ProjectIn(BaseModel):
@@ -84,13 +84,17 @@ class ScheduleIn(BaseModel):
     name: Name
     type: KindName
     params: dict[str, Any] = Field(default_factory=dict)
+    # Their bounds follow the deployment's settings: the services check them, and the served
+    # document states them (seojobs.api.openapi).
     every_days: float | None = Field(
-        default=None, gt=0, le=3650, description="Run every N days (of SEOJOBS_DAY_SECONDS)."
+        default=None, description="Run every N days (of SEOJOBS_DAY_SECONDS)."
     )
-    every_seconds: float | None = Field(default=None, ge=1, le=10 * YEAR)
+    every_seconds: float | None = Field(default=None, description="Run every N seconds.")
     cron: Cron | None = Field(default=None, description="UTC cron expression.")
-    start_at: datetime | None = Field(
-        default=None, description="First run (intervals) or not before (cron); default now."
+    start_at: DateTime | None = Field(
+        default=None,
+        description="First run (intervals) or not before (cron); default now. RFC 3339, from "
+        "a day ago to ten years ahead.",
     )
 
 

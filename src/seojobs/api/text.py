@@ -34,10 +34,26 @@ _DOCUMENTED: Final = Field(json_schema_extra={"pattern": ONE_LINE_PATTERN})
 Title = Annotated[str, StringConstraints(max_length=500), _DOCUMENTED, AfterValidator(one_line)]
 # croniter takes "0 3 * * *\n" and tabs between fields; what is stored is shown as sent.
 Cron = Annotated[str, StringConstraints(max_length=200), _DOCUMENTED, AfterValidator(one_line)]
-# Names are trimmed first: a trailing newline pasted with a name is not part of it.
+# Names lose the ASCII whitespace around them (a newline pasted with a name is not part of it),
+# and then are more than spaces and without control characters, as the pattern says.
+_AROUND: Final = " \t\n\v\f\r"
+_SPACES: Final = r"[\t\n\v\f\r ]*"
+NAME_PATTERN: Final = (
+    rf"^{_SPACES}[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u009f]"
+    rf"[^\u0000-\u001f\u007f-\u009f]*{_SPACES}$"
+)
+
+
+def _name(value: str) -> str:
+    name = one_line(value.strip(_AROUND))
+    if not name:
+        raise ValueError("blank; a name needs a character other than spaces")
+    return name
+
+
 Name = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
-    _DOCUMENTED,
-    AfterValidator(one_line),
+    StringConstraints(min_length=1, max_length=200),
+    Field(json_schema_extra={"pattern": NAME_PATTERN}),
+    AfterValidator(_name),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -28,9 +28,10 @@ from seojobs.api.ids import (
 from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
-from seojobs.kinds.urls import MAX_URLS, UrlText
+from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import Services, indexing
 from seojobs.store.records import JobRecord, UserRecord
+from seojobs.timefmt import DateTime
 
 PREFIX = "/api/v1"
 TAGS: list[str | Enum] = ["v1 indexing"]
@@ -46,7 +47,7 @@ JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id."), IdDig
 class SubmitRequest(BaseModel):
     model_config = FORBID
 
-    urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
+    urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     checker: int | None = Field(
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
     )
@@ -57,7 +58,7 @@ class SubmitRequest(BaseModel):
 class CheckRequest(BaseModel):
     model_config = FORBID
 
-    urls: list[UrlText] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
+    urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
 
@@ -226,7 +227,6 @@ def _list(
 ) -> dict[str, Any]:
     id_list = parse_ids(ids, most=MAX_IDS)
     before = parse_cursor(cursor)
-    updated_since = _as_utc(updated_since)
     found = svc.jobs(
         user,
         kind=kind,
@@ -243,22 +243,6 @@ def _list(
     return {"jobs": bodies, "next_cursor": str(page[-1].id) if more and page else None}
 
 
-def _as_utc(value: datetime | None) -> datetime | None:
-    """A time without an offset is taken as UTC; one that cannot be expressed in UTC is 422."""
-    if value is None:
-        return None
-    try:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    except (OverflowError, ValueError):
-        raise Problem(
-            422,
-            "Invalid request",
-            "updated_since: out of range",
-            code="validation_error",
-            errors=[{"field": "updated_since", "message": "a time between years 1 and 9999"}],
-        ) from None
-
-
 StatusFilter = Annotated[
     list[Literal["pending", "processing", "completed", "failed"]] | None,
     Query(description="Only jobs in these states (repeat the parameter)."),
@@ -271,7 +255,9 @@ IdsFilter = Annotated[
         json_schema_extra={"pattern": id_list_pattern(MAX_IDS)},
     ),
 ]
-Since = Annotated[datetime | None, Query(description="Only jobs updated at or after this time.")]
+Since = Annotated[
+    DateTime | None, Query(description="Only jobs updated at or after this time (RFC 3339).")
+]
 Cursor = Annotated[
     str | None,
     Query(

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
+from seojobs.fielderrors import message
 from seojobs.store.records import NewItem
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ class InvalidParams(ValueError):
     def __init__(self, kind: str, error: ValidationError) -> None:
         self.kind = kind
         self.errors: list[dict[str, Any]] = [
-            {"field": ".".join(str(p) for p in e["loc"]) or "params", "message": e["msg"]}
+            {"field": ".".join(str(p) for p in e["loc"]) or "params", "message": message(e)}
             for e in error.errors()
         ]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in self.errors)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +11,7 @@ from seojobs.engine.maintenance import first_tick, latest_due_tick
 from seojobs.services.errors import Conflict, Invalid, NotFound, QuotaExceeded
 from seojobs.services.jobs import JobServices, Origin, new_items
 from seojobs.services.quotas import limit_of
+from seojobs.settings import Settings
 from seojobs.store import accounts
 from seojobs.store import schedules as schedule_sql
 from seojobs.store import usage as usage_sql
@@ -20,6 +20,15 @@ from seojobs.store.records import ScheduleRecord, UserRecord
 from seojobs.timefmt import rfc3339
 
 MAX_INTERVAL_SECONDS = 3650 * 86400.0  # ten years: ticks stay representable
+
+
+def interval_bounds(settings: Settings) -> dict[str, tuple[float, float]]:
+    """The least and the greatest ``every_days`` and ``every_seconds`` (both inclusive)."""
+    least, day = settings.schedule_min_interval_seconds, settings.day_seconds
+    return {
+        "every_days": (least / day, MAX_INTERVAL_SECONDS / day),
+        "every_seconds": (least, MAX_INTERVAL_SECONDS),
+    }
 
 
 class ScheduleServices(JobServices):
@@ -101,21 +110,18 @@ class ScheduleServices(JobServices):
         field, value = (
             ("every_days", every_days)
             if every_days is not None
-            else (
-                "every_seconds",
-                every_seconds,
-            )
+            else ("every_seconds", every_seconds)
         )
         assert value is not None
-        seconds = value * (self.settings.day_seconds if field == "every_days" else 1.0)
-        least = self.settings.schedule_min_interval_seconds
-        if not math.isfinite(seconds) or not least <= seconds <= MAX_INTERVAL_SECONDS:
+        # Compared in the field's own unit, with the bounds the OpenAPI document states.
+        least, most = interval_bounds(self.settings)[field]
+        if not least <= value <= most:
             raise Invalid(
                 field,
-                f"the interval must be from {least:g} seconds (SEOJOBS_SCHEDULE_MIN_INTERVAL_"
-                f"SECONDS) to ten years; got {seconds:g} seconds",
+                f"the interval must be from {least:g} to {most:g} (from "
+                f"SEOJOBS_SCHEDULE_MIN_INTERVAL_SECONDS to ten years); got {value:g}",
             )
-        return seconds
+        return value * (self.settings.day_seconds if field == "every_days" else 1.0)
 
     def _check_cron(self, expression: str) -> None:
         fields = expression.split()
