@@ -9,6 +9,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -204,17 +205,33 @@ def test_submit_wait_completed_report_and_usage(stack: Stack, mode: str) -> None
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_wait_on_a_failed_job_returns_it_failed(stack: Stack, mode: str) -> None:
-    key = stack.key()
+def test_wait_on_a_failed_job_returns_it_failed(store_url: str, tmp_path: Path, mode: str) -> None:
+    # google submits through the Indexing API, whose service-account file is not JSON: the
+    # job is accepted (a provider is configured) and fails when it runs.
+    bad = tmp_path / "sa.json"
+    bad.write_text("{not json")
+    fake = FakeIndexNow()
+    with (
+        serve(fake.app()) as indexnow_base,
+        running_stack(
+            stack_settings(
+                store_url,
+                indexnow_base + "/indexnow",
+                google_credentials_file=str(bad),
+                submit_providers={"google": ["google_indexing"]},
+            ),
+            fake,
+        ) as stack,
+    ):
+        key = stack.key()
 
-    async def scenario(c: Any) -> tuple[Any, Any]:
-        # google submits through the Indexing API, which has no credentials here.
-        created = await aw(c.submit(["https://a.example/"], engine="google"))
-        return created, await aw(c.wait("index_submit", created.job_id, policy=FAST))
+        async def scenario(c: Any) -> tuple[Any, Any]:
+            created = await aw(c.submit(["https://a.example/"], engine="google"))
+            return created, await aw(c.wait("index_submit", created.job_id, policy=FAST))
 
-    created, done = Driver(mode, stack.base, key).run(scenario)
+        created, done = Driver(mode, stack.base, key).run(scenario)
     assert done.job_id == created.job_id and done.status == "failed"
-    assert done.error is not None and done.error.code == "provider_not_configured"
+    assert done.error is not None and done.error.code == "provider_auth_failed"
 
 
 # -- 429 ------------------------------------------------------------------------------------------
