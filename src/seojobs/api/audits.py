@@ -163,8 +163,8 @@ def audit_issues(
 ) -> Response:
     """The issues a completed audit found, in the order found (filter by `code`,
     `severity`)."""
+    after = parse_cursor(cursor) or 0  # the request is checked before anything is read
     job = _audit(svc, user, project_id, job_id)
-    after = parse_cursor(cursor) or 0
     found = svc.findings(
         user, job_id, code=code, severity=severity, after_id=after, limit=limit + 1
     )
@@ -197,8 +197,8 @@ def audit_pages(
     limit: Limit = 100,
 ) -> Response:
     """The pages a completed audit recorded, in the order they were found."""
+    after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)  # checked before anything is read
     job = _audit(svc, user, project_id, job_id)
-    after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)
     found = svc.items(user, job_id, after_seq=-1 if after is None else after, limit=limit + 1)
     page = found[:limit]
     data = [{"seq": item.seq, **(item.result or {})} for item in page]

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
-from seojobs.kinds.types import Number
 from seojobs.timefmt import DateTime
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -87,10 +86,10 @@ class ScheduleIn(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     # Their bounds follow the deployment's settings: the services check them, and the served
     # document states them (seojobs.api.openapi).
-    every_days: Number | None = Field(
+    every_days: float | None = Field(
         default=None, description="Run every N days (of SEOJOBS_DAY_SECONDS)."
     )
-    every_seconds: Number | None = Field(default=None, description="Run every N seconds.")
+    every_seconds: float | None = Field(default=None, description="Run every N seconds.")
     cron: Cron | None = Field(default=None, description="UTC cron expression.")
     start_at: DateTime | None = Field(
         default=None,

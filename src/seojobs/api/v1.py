@@ -28,7 +28,6 @@ from seojobs.api.ids import (
 from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
-from seojobs.kinds.types import Int
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import Services, indexing
 from seojobs.store.records import JobRecord, UserRecord
@@ -49,7 +48,7 @@ class SubmitRequest(BaseModel):
     model_config = FORBID
 
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
-    checker: Int | None = Field(
+    checker: int | None = Field(
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
     )
     engine: Literal["google", "bing", "yandex"] = "google"
@@ -79,7 +78,7 @@ class JobStatus(BaseModel):
     created_at: datetime
     completed_at: datetime | None
     error: JobError | None
-    duplicates_removed: Int = Field(description="Duplicate URLs dropped from the request.")
+    duplicates_removed: int = Field(description="Duplicate URLs dropped from the request.")
 
 
 class SubmitStatus(JobStatus):

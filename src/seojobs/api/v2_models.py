@@ -16,7 +16,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from seojobs.api.ids import MAX_ID, digits_pattern, parse_id, whole_number
 from seojobs.api.inputs import TOLERATED_KEYS
 from seojobs.api.text import Title
-from seojobs.kinds.types import Int
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.services import indexing
 from seojobs.store.records import ItemRecord, JobRecord
@@ -71,7 +70,7 @@ class V2CreateRequest(BaseModel):
 
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     title: Title | None = None
-    checker: Int | None = Field(
+    checker: int | None = Field(
         default=None,
         ge=1,
         le=5,

@@ -18,7 +18,6 @@ from seojobs.kinds import providers
 from seojobs.kinds.index_check import NAME as CHECK
 from seojobs.kinds.index_check import IndexCheckParams
 from seojobs.kinds.index_check import refusal as check_refusal
-from seojobs.kinds.types import Int
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
 from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResult, Submitter
 from seojobs.store.records import ItemRecord
@@ -27,7 +26,7 @@ NAME = "index_submit"
 
 
 class IndexSubmitParams(UrlListParams):
-    checker: Int | None = Field(
+    checker: int | None = Field(
         default=None, ge=1, le=5, description="Check the URLs' index status N days later."
     )
 

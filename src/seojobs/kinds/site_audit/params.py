@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from seojobs.kinds.types import Int
 from seojobs.kinds.urls import Url
 
 
@@ -13,16 +12,16 @@ class Thresholds(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title_max_chars: Int = Field(default=60, ge=1, description="title_too_long over this.")
-    title_min_chars: Int = Field(default=20, ge=0, description="title_too_short under this.")
-    description_max_chars: Int = Field(default=160, ge=1, description="Over: too long.")
-    description_min_chars: Int = Field(default=80, ge=0, description="Under: too short.")
-    thin_content_words: Int = Field(default=200, ge=0, description="thin_content under this.")
-    slow_response_ms: Int = Field(default=800, ge=1, description="slow_response over this.")
-    max_depth: Int = Field(default=4, ge=0, description="depth_too_high over this many clicks.")
-    max_links: Int = Field(default=100, ge=1, description="too_many_links over this.")
-    redirect_hops: Int = Field(default=1, ge=1, description="redirect_chain over this.")
-    url_max_chars: Int = Field(default=115, ge=1, description="url_too_long over this.")
+    title_max_chars: int = Field(default=60, ge=1, description="title_too_long over this.")
+    title_min_chars: int = Field(default=20, ge=0, description="title_too_short under this.")
+    description_max_chars: int = Field(default=160, ge=1, description="Over: too long.")
+    description_min_chars: int = Field(default=80, ge=0, description="Under: too short.")
+    thin_content_words: int = Field(default=200, ge=0, description="thin_content under this.")
+    slow_response_ms: int = Field(default=800, ge=1, description="slow_response over this.")
+    max_depth: int = Field(default=4, ge=0, description="depth_too_high over this many clicks.")
+    max_links: int = Field(default=100, ge=1, description="too_many_links over this.")
+    redirect_hops: int = Field(default=1, ge=1, description="redirect_chain over this.")
+    url_max_chars: int = Field(default=115, ge=1, description="url_too_long over this.")
 
 
 class SiteAuditParams(BaseModel):
@@ -31,10 +30,10 @@ class SiteAuditParams(BaseModel):
     start_url: Url = Field(
         description="Where the crawl starts; its host (and www. twin) is the site."
     )
-    max_pages: Int = Field(
+    max_pages: int = Field(
         default=5000, ge=1, le=100_000, description="Pages crawled at most (charged up front)."
     )
-    max_depth: Int = Field(
+    max_depth: int = Field(
         default=10, ge=0, le=100, description="Clicks from the start URL followed at most."
     )
     include_sitemaps: bool = Field(
