@@ -147,6 +147,29 @@ async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) ->
     assert {p for p in site.hits if p.startswith("/g/")} == {f"/g/{n}" for n in range(7)}
 
 
+async def test_a_site_without_robots_txt_or_sitemaps_is_told_so(audit_services: Services) -> None:
+    """The two site-file checks the fixture site cannot plant next to its sitemaps: reported
+    once each, on robots.txt and on the start URL, and nothing on the (clean) pages."""
+    services = audit_services
+    user = services.create_user("alice").user
+    site = AuditSite(robots="", generated=3, sitemaps=False)
+    with site.running() as base:
+        job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0", **RELAXED})
+        done = await _run(services, user, job)
+        # Not looked for: not reported.
+        unread, _ = services.create_job(
+            user,
+            "site_audit",
+            {"start_url": f"{base}/g/0", "include_sitemaps": False, **RELAXED},
+        )
+        unread_done = await _run(services, user, unread)
+    assert done.state == unread_done.state == "completed", (done.error, unread_done.error)
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, job.id)}
+    assert found == {("robots_txt_missing", "/robots.txt"), ("sitemap_missing", "/g/0")}
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, unread.id)}
+    assert found == {("robots_txt_missing", "/robots.txt")}
+
+
 @pytest.mark.parametrize(
     ("robots", "says"),
     [("User-agent: *\nDisallow: /\n", "disallows"), (None, "answered 503")],
