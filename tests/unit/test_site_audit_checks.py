@@ -14,7 +14,7 @@ from seojobs.kinds.site_audit.languages import valid_language
 from seojobs.kinds.site_audit.page import parse_page
 from seojobs.kinds.site_audit.params import Thresholds
 from seojobs.kinds.site_audit.sitemaps import read_sitemap
-from tests.fakes.audit_site import html, words
+from tests.fakes.audit_site import PLANTED, html, words
 
 URL = "https://example.com/garden/care"
 
@@ -314,3 +314,30 @@ def test_thresholds_of_the_new_checks() -> None:
     assert _codes(_page(document)) == {"h1_too_long", "dom_too_large"}
     relaxed = Thresholds(h1_max_chars=71, dom_max_nodes=2000)
     assert _codes(_page(document), relaxed) == set()
+
+
+# Checks the fixture site does not plant, tested on given pages above: timings and limits a
+# loopback site cannot show without slowing every test, and those older than the rule.
+UNPLANTED = {
+    "page_unreachable",
+    "too_many_redirects",
+    "slow_response",
+    "title_too_short",
+    "title_multiple",
+    "meta_description_too_long",
+    "meta_description_multiple",
+    "canonical_multiple",
+    "canonical_relative",
+    "too_many_links",
+    "dead_end",
+    "url_too_long",
+    "url_underscore",
+}
+# Planted by a site of their own (tests/integration/test_site_audit.py): the fixture site
+# has a robots.txt and sitemaps.
+SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
+
+
+def test_every_other_check_is_planted_in_the_fixture_site() -> None:
+    planted = {code for code, _path in PLANTED}
+    assert {c.code for c in CATALOGUE} - UNPLANTED - SITE_FILES == planted
