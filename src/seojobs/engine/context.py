@@ -73,7 +73,7 @@ class JobHost(Protocol):
 
     async def add_items(self, job: JobRecord, items: list[NewItem]) -> int: ...
 
-    async def add_findings(self, job: JobRecord, findings: list[NewFinding]) -> None: ...
+    async def set_job_findings(self, job: JobRecord, findings: list[NewFinding]) -> None: ...
 
     async def collect(self, job: JobRecord, subject: str, data: Any) -> None: ...
 
@@ -229,11 +229,12 @@ class JobContext(Generic[P]):
         return await self._host.add_items(self.job, items) if items else 0
 
     async def add_findings(self, findings: Iterable[NewFinding]) -> None:
-        """Findings about the whole job; a finding about one item goes in its ``ItemResult``
-        so that it is written once, with the item."""
-        found = list(findings)
-        if found:
-            await self._host.add_findings(self.job, found)
+        """Findings about the whole job, as one set, like collected data: each call replaces
+        the job-level findings an earlier call wrote, this claim's or a rescued one's, so a
+        job resumed after a crash that reruns its final checks does not report them twice.
+        Compute them all, then write them once. A finding about one item goes in its
+        ``ItemResult`` so that it is written once, with the item."""
+        await self._host.set_job_findings(self.job, list(findings))
 
     async def collect(self, subject: str, data: Any) -> None:
         """Store what the job collected about ``subject`` (a domain, a keyword); reads serve

@@ -418,10 +418,12 @@ class Worker:
             ),
         )
 
-    async def add_findings(self, job: JobRecord, findings: list[NewFinding]) -> None:
+    async def set_job_findings(self, job: JobRecord, findings: list[NewFinding]) -> None:
         await self._fenced(
             job,
-            lambda conn: result_sql.add_findings(conn, job.id, job.attempt, findings, self.clock()),
+            lambda conn: result_sql.set_job_findings(
+                conn, job.id, job.attempt, findings, self.clock()
+            ),
         )
 
     async def collect(self, job: JobRecord, subject: str, data: Any) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from seojobs.store.db import Database
@@ -55,12 +55,17 @@ def add_items(
     return added
 
 
-def add_findings(
+def set_job_findings(
     conn: Connection, job_id: int, attempt: int, found: Sequence[NewFinding], now: datetime
 ) -> None:
+    """Replace the job's findings about the whole job (those of no item) with ``found``,
+    in one transaction: a job resumed after a crash that writes them again (an audit's
+    site-wide checks) replaces what the dead worker wrote instead of adding to it."""
     fence(conn, job_id, attempt, now)
-    if found:
-        conn.execute(insert(findings), [finding_row(job_id, f, now) for f in found])
+    conn.execute(delete(findings).where(findings.c.job_id == job_id, findings.c.item_id.is_(None)))
+    if found:  # about the job: an item_id a caller set is not kept (nor would be replaced)
+        rows = [{**finding_row(job_id, f, now), "item_id": None} for f in found]
+        conn.execute(insert(findings), rows)
 
 
 def collect(
