@@ -418,6 +418,16 @@ class Worker:
             ),
         )
 
+    async def add_finished_item(
+        self, job: JobRecord, item: NewItem, outcome: ItemOutcome, counters: dict[str, int]
+    ) -> bool:
+        return await self._fenced(
+            job,
+            lambda conn: result_sql.add_finished_item(
+                self.db, conn, job.id, job.attempt, item, outcome, counters, self.clock()
+            ),
+        )
+
     async def set_job_findings(self, job: JobRecord, findings: list[NewFinding]) -> None:
         await self._fenced(
             job,
