@@ -241,11 +241,15 @@ class AuditSite:
         generated: int = 0,
         delay: float = 0.0,
         sitemaps: bool = True,
+        external: bool = False,
     ) -> None:
         self.robots = robots
         self.sitemaps = sitemaps  # robots.txt names a sitemap index (else no sitemap at all)
         self.generated = generated  # serve /g/0 .. /g/{n-1} as well: a site of n pages
         self.delay = delay  # seconds each generated page takes (a crawl a test can interrupt)
+        # Generated pages also link to the other site: a URL that answers HEAD, one that
+        # answers only GET (the same two on every page).
+        self.external = external
         self.hits: Counter[str] = Counter()  # path -> requests to the site
         self.elsewhere: Counter[str] = Counter()  # "METHOD path" -> requests to the other site
         self._elsewhere_port: int | None = None
@@ -315,6 +319,8 @@ class AuditSite:
         n = int(request.path_params["n"])
         time.sleep(self.delay)  # a sync endpoint: Starlette runs it in its thread pool
         links = [f"/g/{c}" for c in (2 * n + 1, 2 * n + 2) if c < self.generated]
+        if self.external:
+            links += [f"http://127.0.0.1:{self._elsewhere_port}/ext/{p}" for p in ("ok", "get")]
         return HTMLResponse(html(f"g-{n}", links=("/g/0", *links)))
 
     @contextlib.contextmanager
