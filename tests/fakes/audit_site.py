@@ -178,6 +178,7 @@ PAGES: dict[str, str] = {
     ),
     "/links-private": html("links-private", links=("/", "/private/secret")),
     "/redirect-target": html("redirect-target"),
+    "/temp-target": html("temp-target"),
     "/private/secret": html("private-secret"),
     **{f"/deep/{n}": html(f"deep-{n}", links=(f"/deep/{n + 1}",)) for n in range(1, 5)},
     "/deep/5": html("deep-5"),
@@ -311,14 +312,14 @@ REDIRECTS = {
     "/hop2": "/redirect-target",
     "/loop-a": "/loop-b",
     "/loop-b": "/loop-a",
-    "/temp-redirect": "/redirect-target",
+    "/temp-redirect": "/temp-target",
 }
 TEMPORARY = {"/temp-redirect"}
 # Linked from the home page; the rest are reached through them.
 LINKED_FROM_HOME = [
     HREFS.get(path, path)
     for path in PAGES
-    if path not in ("/private/secret", "/redirect-target", "/orphan")
+    if path not in ("/private/secret", "/redirect-target", "/temp-target", "/orphan")
     and (not path.startswith("/deep/") or path == "/deep/1")
 ]
 # More than a page may link to (too_many_links): the home page links to the first half and
@@ -502,11 +503,15 @@ class AuditSite:
         generated: int = 0,
         delay: float = 0.0,
         sitemaps: bool = True,
+        external: bool = False,
     ) -> None:
         self.robots = robots
         self.sitemaps = sitemaps  # robots.txt names a sitemap index (else no sitemap at all)
         self.generated = generated  # serve /g/0 .. /g/{n-1} as well: a site of n pages
         self.delay = delay  # seconds each generated page takes (a crawl a test can interrupt)
+        # Generated pages also link to the other site: a URL that answers HEAD, one that
+        # answers only GET (the same two on every page).
+        self.external = external
         self.hits: Counter[str] = Counter()  # path -> requests to the site
         self.elsewhere: Counter[str] = Counter()  # "METHOD path" -> requests to the other site
         self._elsewhere_port: int | None = None
@@ -603,6 +608,8 @@ class AuditSite:
         n = int(request.path_params["n"])
         time.sleep(self.delay)  # a sync endpoint: Starlette runs it in its thread pool
         links = [f"/g/{c}" for c in (2 * n + 1, 2 * n + 2) if c < self.generated]
+        if self.external:
+            links += [f"http://127.0.0.1:{self._elsewhere_port}/ext/{p}" for p in ("ok", "get")]
         return self._html(request, f"/g/{n}", html(f"g-{n}", links=("/g/0", *links)))
 
     @contextlib.contextmanager
