@@ -91,7 +91,8 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
     assert site.hits["/redirect-target"] == 1
     records = {_path(i.data["url"]): i.result for i in items if i.data and i.result}
     target = records["/redirect-target"]  # audited from /hop1's final answer, as its own page
-    assert (target["status"], target["depth"], target["redirects"]) == (200, 2, 0)
+    # Home -> /links-redirect -> /hop1 -> its target.
+    assert (target["status"], target["depth"], target["redirects"]) == (200, 3, 0)
     assert (target["indexable"], target["title"]) == (
         True,
         "Fixture page redirect-target on garden care",
@@ -163,6 +164,29 @@ async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) ->
     assert done.state == "completed", done.error
     # Depth 0: /g/0; 1: /g/1-2; 2: /g/3-6.
     assert {p for p in site.hits if p.startswith("/g/")} == {f"/g/{n}" for n in range(7)}
+
+
+async def test_a_site_without_robots_txt_or_sitemaps_is_told_so(audit_services: Services) -> None:
+    """The two site-file checks the fixture site cannot plant next to its sitemaps: reported
+    once each, on robots.txt and on the start URL, and nothing on the (clean) pages."""
+    services = audit_services
+    user = services.create_user("alice").user
+    site = AuditSite(robots="", generated=3, sitemaps=False)
+    with site.running() as base:
+        job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0", **RELAXED})
+        done = await _run(services, user, job)
+        # Not looked for: not reported.
+        unread, _ = services.create_job(
+            user,
+            "site_audit",
+            {"start_url": f"{base}/g/0", "include_sitemaps": False, **RELAXED},
+        )
+        unread_done = await _run(services, user, unread)
+    assert done.state == unread_done.state == "completed", (done.error, unread_done.error)
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, job.id)}
+    assert found == {("robots_txt_missing", "/robots.txt"), ("sitemap_missing", "/g/0")}
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, unread.id)}
+    assert found == {("robots_txt_missing", "/robots.txt")}
 
 
 @pytest.mark.parametrize(

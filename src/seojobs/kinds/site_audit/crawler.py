@@ -23,7 +23,7 @@ from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.sitemaps import discover
-from seojobs.kinds.site_audit.sitewide import site_findings, summary
+from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
 from seojobs.store.records import ItemRecord
 
 TARGET_UNREACHABLE = "target_unreachable"
@@ -220,6 +220,7 @@ class Crawl:
             noindex=noindex,
             internal_links=internal,
             broken_external=broken,
+            response=fetched,
         )
         found = page_findings(page, self.ctx.params.thresholds)
         record = _record(page, fetched, canonical, links, internal)
@@ -321,8 +322,12 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
             listed = _in_scope(await discover(fetcher, params.start_url), frontier)
             await frontier.add(listed, None)
             await ctx.run_items(crawl.page, concurrency=concurrency)
+        robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
+    files = SiteFiles(
+        page_key(params.start_url), robots.robots_url, robots.status, params.include_sitemaps
+    )
     pages = [item.result async for item in ctx.items() if item.result]
-    site = site_findings(pages, listed)
+    site = site_findings(pages, listed, files)
     await ctx.add_findings(site)
     data = summary(pages, site, params.max_pages)
     ctx.result = data
