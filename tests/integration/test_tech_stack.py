@@ -57,6 +57,10 @@ def test_a_lookup_reports_each_pages_stack_and_the_site_is_read_back(served: Api
     before = assert_problem(client.get(read), 404)
     assert "tech_stack" in before["detail"]
     assert _jobs(client, project) == []  # the read started nothing
+    types = {t["name"]: t for t in client.get("/v1/job-types").json()["data"]}
+    urls_schema = types["tech_stack"]["params_schema"]["properties"]["urls"]
+    assert (urls_schema["minItems"], urls_schema["maxItems"]) == (1, 20)
+    assert "charged per URL" in urls_schema["description"]
     site = TechSite()
     with site.running() as base:
         urls = [f"{base}/", f"{base}/shop/cart", f"{base}/slow", f"{base}/"]

@@ -32,7 +32,7 @@ class TechStackSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_TECH_STACK_", extra="ignore")
     concurrency: int = Field(default=4, ge=1)
-    pattern_timeout: float = Field(default=0.05, gt=0)
+    pattern_timeout: float = Field(default=0.5, gt=0)
     page_budget: float = Field(default=30.0, gt=0)
     max_chars: int = Field(default=500_000, ge=1_000)
 
