@@ -13,8 +13,8 @@ import pytest
 from seojobs.fetch.result import FetchResult, make_headers
 from seojobs.kinds.tech_stack import database
 from seojobs.kinds.tech_stack.matcher import Limits, match
-from seojobs.kinds.tech_stack.page import read_page
-from seojobs.kinds.tech_stack.patterns import Pattern, split_tags
+from seojobs.kinds.tech_stack.page import bounded, read_page
+from seojobs.kinds.tech_stack.patterns import Pattern, required_literal, split_tags
 from seojobs.kinds.tech_stack.report import page_result
 from tests.conftest import TEST_FINGERPRINTS
 from tests.fakes.tech_site import CART, EXPECTED, HOME, HOME_HEADERS, SLOW, found
@@ -26,14 +26,18 @@ def db() -> database.Fingerprints:
     return database.parse(json.loads(Path(TEST_FINGERPRINTS).read_text()))
 
 
-def looked_up(url: str, html: str, headers: dict[str, str]) -> dict[str, Any]:
-    fetched = FetchResult(
+def response(url: str, html: str, headers: dict[str, str]) -> FetchResult:
+    return FetchResult(
         url=url,
         final_url=url,
         status=200,
         headers=make_headers([("Content-Type", "text/html"), *headers.items()]),
         body=html.encode(),
     )
+
+
+def looked_up(url: str, html: str, headers: dict[str, str]) -> dict[str, Any]:
+    fetched = response(url, html, headers)
     fingerprints = db()
     return page_result(
         url, url, 200, match(fingerprints, read_page(fetched, 500_000), LIMITS), fingerprints
@@ -151,3 +155,48 @@ def test_malformed_entries_are_reported_and_the_rest_kept() -> None:
 def test_a_missing_database_names_the_command(tmp_path: Path) -> None:
     with pytest.raises(database.FingerprintsMissing, match="seojobs fingerprints update"):
         database.load(str(tmp_path / "none.json"))
+
+
+@pytest.mark.parametrize(
+    ("expression", "literal"),
+    [
+        ('<link[^>]+?href="[^"]+wp-content', "wp-content"),
+        ("jfoo[.-]([\\d.]+)(?:\\.min)?\\.js", "jfoo"),
+        ("window\\.inlineTracker\\s*=", "window.inlinetracker"),  # casefolded
+        ("colou?r-box", "r-box"),  # the u may be missing
+        ("aaab+cd", "aaab"),  # b+: at least one b, then the run ends
+        ("ab{2}cdef", "cdef"),  # a repeat count is no literal
+        ("abc\\{def", "abc{def"),
+        ("Straße-xyz", "e-xyz"),  # runs of ASCII only
+        ("abc|defgh", None),  # either side may match
+        ("x\\x41yz", None),  # an escape that runs on past its letter
+        ("(x+x+)+y", None),
+        ("ab", None),  # too short to be worth it
+    ],
+)
+def test_the_literal_a_pattern_requires(expression: str, literal: str | None) -> None:
+    assert required_literal(expression) == literal
+
+
+def test_a_page_without_a_patterns_literal_is_not_searched() -> None:
+    # A catastrophic expression that requires a literal: searched (and timing out) only on
+    # the page that holds the literal.
+    fingerprints = database.parse(
+        {
+            "technologies": {"Slow": {"cats": [1], "html": "(x+x+)+y[^<]*needle"}},
+            "categories": {"1": {"name": "CMS"}},
+        }
+    )
+    runs = "<p>" + "x" * 5000 + "</p>"
+    for html, skipped in ((runs, []), (runs + "<p>needle</p>", ["timeout"])):
+        page = read_page(response("http://site.test/", html, {}), 500_000)
+        outcome = match(fingerprints, page, LIMITS)
+        assert [s["reason"] for s in outcome.skipped] == skipped
+
+
+def test_a_long_page_is_searched_at_its_start_and_its_end() -> None:
+    html = "<head>" + "a" * 1000 + "MIDDLE" + "b" * 1000 + "<!-- footer --></html>"
+    kept = bounded(html, 400)
+    assert kept.startswith("<head>") and kept.endswith("<!-- footer --></html>")
+    assert "MIDDLE" not in kept and len(kept) == 401  # and the line between
+    assert bounded("short", 400) == "short"

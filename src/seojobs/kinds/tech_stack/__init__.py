@@ -34,7 +34,7 @@ class TechStackSettings(BaseSettings):
     concurrency: int = Field(default=4, ge=1)
     pattern_timeout: float = Field(default=0.5, gt=0)
     page_budget: float = Field(default=30.0, gt=0)
-    max_chars: int = Field(default=500_000, ge=1_000)
+    max_chars: int = Field(default=200_000, ge=1_000)
 
 
 def _items(params: TechStackParams) -> list[str]:

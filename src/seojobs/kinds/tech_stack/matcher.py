@@ -60,6 +60,17 @@ def _texts(facts: PageFacts, name: str, key: str | None) -> Iterator[tuple[str |
         yield None, facts.url
 
 
+def _absent(facts: PageFacts, name: str, pattern: Pattern) -> bool:
+    """Whether the page surely lacks what the pattern requires (its literal is nowhere in
+    the field's casefolded text): then no search is needed. Large fields only."""
+    folded = {
+        "html": facts.html_folded,
+        "scripts": facts.scripts_folded,
+        "scriptSrc": facts.script_src_folded,
+    }.get(name)
+    return folded is not None and pattern.literal is not None and pattern.literal not in folded
+
+
 class _Run:
     def __init__(self, db: Fingerprints, facts: PageFacts, limits: Limits) -> None:
         self.db = db
@@ -92,7 +103,7 @@ class _Run:
             for key, pattern in pairs:
                 if pattern.timed_out:  # on an earlier page: said on each page it skips
                     self._skip(tech, name, pattern, "timed_out_before")
-                if not pattern.usable:
+                if not pattern.usable or _absent(self.facts, name, pattern):
                     continue
                 if time.monotonic() > self.deadline:
                     self.out_of_time = True

@@ -25,6 +25,10 @@ class PageFacts:
     script_src: list[str] = field(default_factory=list)
     scripts: str = ""  # inline scripts, joined
     html: str = ""
+    # Casefolded copies, so a pattern's required literal is looked for before its regex.
+    scripts_folded: str = ""
+    html_folded: str = ""
+    script_src_folded: str = ""  # every script URL: one without the literal has none
 
 
 class _Reader(HTMLParser):
@@ -68,6 +72,16 @@ def _cookies(set_cookie: list[str]) -> list[tuple[str, str]]:
     return found
 
 
+def bounded(html: str, max_chars: int) -> str:
+    """What ``html`` patterns search: the whole page, or its start and its end (where the
+    head's markup and a footer's "powered by" are), ``max_chars`` in all. Searching a long
+    page costs up to a millisecond per 100 KB per pattern, and a database holds thousands."""
+    if len(html) <= max_chars:
+        return html
+    tail = max_chars // 4
+    return html[: max_chars - tail] + "\n" + html[-tail:]
+
+
 def read_page(fetched: FetchResult, max_chars: int) -> PageFacts:
     headers = [(k.lower(), v[:MAX_VALUE_CHARS]) for k, v in fetched.headers.items()]
     facts = PageFacts(
@@ -76,12 +90,15 @@ def read_page(fetched: FetchResult, max_chars: int) -> PageFacts:
         cookies=_cookies(fetched.header_list("set-cookie")),
     )
     if fetched.is_html or (fetched.content_type is None and fetched.body):
-        html = fetched.text[:max_chars]
+        text = fetched.text  # at most fetch_max_bytes: read whole for meta tags and scripts
         reader = _Reader(max_chars)
-        reader.feed(html)
+        reader.feed(text)
         reader.close()
-        facts.html = html
+        facts.html = bounded(text, max_chars)
         facts.meta = reader.meta
         facts.script_src = reader.script_src
         facts.scripts = "\n".join(reader.inline)
+        facts.html_folded = facts.html.casefold()
+        facts.scripts_folded = facts.scripts.casefold()
+        facts.script_src_folded = "\n".join(facts.script_src).casefold()
     return facts

@@ -22,6 +22,78 @@ _TERNARY = regex.compile(r"\\(\d+)\?([^:]*):(.*)")
 _GROUP = regex.compile(r"\\(\d+)")
 
 
+_CLASS_ESCAPES = frozenset("dDwWsSbBAZzGntrfv")
+# Escapes whose meaning runs on past their letter (\x41, \u00e9, \p{L}, \12): a pattern
+# with one gets no literal rather than a wrong one.
+_LONG_ESCAPES = frozenset("xuUNpPkgcoO0123456789")
+_QUANTIFIERS = frozenset("?*+{")
+MIN_LITERAL = 3
+
+
+def _skip_group(expression: str, i: int) -> int:
+    """The index after the group or class that starts at ``i``."""
+    depth, in_class = 0, False
+    while i < len(expression):
+        char = expression[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if expression[i + 1 : i + 2] == "]":  # a "]" first in a class is literal
+                i += 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        i += 1
+        if depth == 0 and not in_class:
+            return i
+    return i
+
+
+def required_literal(expression: str) -> str | None:
+    """The longest run of plain ASCII characters every match must contain (casefolded), or
+    None: a cheap ``in`` test first spares the regex most pages. Only runs at the top level
+    of an expression without a top-level ``|`` count; a character a quantifier may drop
+    (``?``, ``*``, ``{0,}``) is not part of a run."""
+    runs: list[str] = []
+    run: list[str] = []
+    i = 0
+    while i < len(expression):
+        char = expression[i]
+        nxt = expression[i + 1 : i + 2]
+        if char == "|" or (char == "\\" and nxt in _LONG_ESCAPES and nxt):
+            return None
+        if char in "([":
+            runs.append("".join(run))
+            run = []
+            i = _skip_group(expression, i)
+            continue
+        if char == "\\" and nxt and nxt not in _CLASS_ESCAPES and nxt.isascii():
+            literal, i = nxt, i + 2
+        elif char == "{":  # a repeat count (or a literal brace): skipped whole
+            end = expression.find("}", i)
+            literal, i = None, len(expression) if end < 0 else end + 1
+        elif char in ".^$)" or char in _QUANTIFIERS or char == "\\" or not char.isascii():
+            literal, i = None, i + (2 if char == "\\" else 1)
+        else:
+            literal, i = char, i + 1
+        quantified = expression[i : i + 1] in _QUANTIFIERS
+        if literal is not None and not quantified:
+            run.append(literal)
+            continue
+        if literal is not None and expression[i : i + 1] == "+":
+            run.append(literal)  # once at least: kept, but the run ends here
+        runs.append("".join(run))
+        run = []
+    runs.append("".join(run))
+    best = max(runs, key=len)
+    return best.casefold() if len(best) >= MIN_LITERAL else None
+
+
 class PatternTimeout(Exception):
     """A search ran past its timeout: the pattern is skipped from then on."""
 
@@ -56,6 +128,7 @@ class Pattern:
     tags: Tags
     compiled: Any = None  # regex.Pattern[str]
     error: str | None = None
+    literal: str | None = None  # see required_literal
     timed_out: bool = field(default=False)
 
     @classmethod
@@ -68,7 +141,7 @@ class Pattern:
             compiled = regex.compile(expression, regex.IGNORECASE | regex.VERSION0)
         except (regex.error, ValueError, OverflowError, RecursionError) as exc:
             return cls(expression, tags, error=f"does not compile: {exc}")
-        return cls(expression, tags, compiled)
+        return cls(expression, tags, compiled, literal=required_literal(expression))
 
     @property
     def usable(self) -> bool:
