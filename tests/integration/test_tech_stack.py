@@ -74,6 +74,9 @@ def test_a_lookup_reports_each_pages_stack_and_the_site_is_read_back(served: Api
     pages = {urlsplit(i["input"]).path: i["result"] for i in items}
     assert {path: found(page["technologies"]) for path, page in pages.items()} == EXPECTED
     assert {s["technology"] for s in pages["/slow"]["skipped"]} == {"Catastrophic"}
+    csv = client.get(f"/v1/jobs/{job_id}/items", headers={"Accept": "text/csv"}).text
+    assert csv.splitlines()[0].endswith(",http_status,final_url")
+    assert csv.splitlines()[1].endswith(f",200,{base}/")
 
     answer = client.get(read)
     assert answer.status_code == 200, answer.text

@@ -78,6 +78,6 @@ KIND: Kind[TechStackParams] = Kind(
     cost=_cost,
     quotas=(DAILY, MONTHLY),
     refusal=_refusal,
-    report_columns=(ReportColumn("status", "status"), ReportColumn("final_url", "final_url")),
+    report_columns=(ReportColumn("http_status", "status"), ReportColumn("final_url", "final_url")),
     settings=TechStackSettings,
 )
