@@ -123,6 +123,9 @@ def _fuzz(operation: Any, mode: GenerationMode, key: str) -> None:
         check()
 
 
+# Every operation times 8 examples, plus each check's negative cases: a minute or two per
+# store on a quiet machine, and it grows with the routes; the suite's 120 s is for hangs.
+@pytest.mark.timeout(600)
 def test_every_check_passes_on_generated_requests(running: tuple[str, Account]) -> None:
     base, account = running
     # The document the running app serves, not one built beside it.
