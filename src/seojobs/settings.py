@@ -156,6 +156,9 @@ class Settings(BaseSettings):
     # Site audits: pages per user, charged max_pages when an audit is created.
     quota_audit_pages_daily: int = Field(default=50_000, ge=0)
     quota_audit_pages_monthly: int = Field(default=500_000, ge=0)
+    # Domain lookups: one per lookup job.
+    quota_domain_lookups_daily: int = Field(default=1_000, ge=0)
+    quota_domain_lookups_monthly: int = Field(default=10_000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
