@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -48,34 +49,34 @@ class _Bootstrap:
     services: dict[str, list[str]]  # tld or suffix (lower case, ASCII) -> base URLs
 
 
-@dataclass
 class BootstrapCache:
-    """IANA's dns.json per URL, kept ``ttl`` seconds; one fetch at a time per process."""
+    """IANA's dns.json per URL, each kept ``ttl`` seconds; one fetch at a time per event loop
+    (a worker starting ten lookups at once fetches it once). ``clock``: tests' hook."""
 
-    ttl: float
-    _files: dict[str, _Bootstrap] = field(default_factory=dict)
-    _lock: asyncio.Lock | None = None
-    fetches: int = 0
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._files: dict[str, _Bootstrap] = {}
+        # A lock belongs to one event loop; the cache outlives them (tests run several).
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.fetches = 0
 
-    async def services(self, http: HttpClient, url: str) -> dict[str, list[str]]:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
+    async def services(self, http: HttpClient, url: str, ttl: float) -> dict[str, list[str]]:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.setdefault(loop, asyncio.Lock())
+        async with lock:
             cached = self._files.get(url)
-            if cached is not None and time.monotonic() - cached.fetched < self.ttl:
+            if cached is not None and self._clock() - cached.fetched < ttl:
                 return cached.services
             services = parse_bootstrap(await _get_json(http, url, "the RDAP bootstrap file"))
             self.fetches += 1
-            self._files[url] = _Bootstrap(time.monotonic(), services)
+            self._files[url] = _Bootstrap(self._clock(), services)
             return services
 
 
-# One per process (a worker runs many lookups); tests point each at a server of their own.
-_CACHES: dict[float, BootstrapCache] = {}
-
-
-def bootstrap_cache(ttl: float) -> BootstrapCache:
-    return _CACHES.setdefault(ttl, BootstrapCache(ttl))
+# One per process: a worker's lookups share it.
+BOOTSTRAP = BootstrapCache()
 
 
 def parse_bootstrap(document: Any) -> dict[str, list[str]]:
@@ -229,12 +230,17 @@ def merge(registry: dict[str, Any], registrar: dict[str, Any]) -> dict[str, Any]
 
 
 async def lookup(
-    http: HttpClient, cache: BootstrapCache, bootstrap_url: str, domain: str
+    http: HttpClient,
+    domain: str,
+    *,
+    bootstrap_url: str,
+    ttl: float,
+    cache: BootstrapCache = BOOTSTRAP,
 ) -> dict[str, Any]:
     """The registry's data for ``domain`` (ASCII), with the registrar's where it links one.
     Raises :class:`RdapError` when the registry gives nothing usable; a failed registrar hop
     is recorded in ``registrar_error`` instead."""
-    services = await cache.services(http, bootstrap_url)
+    services = await cache.services(http, bootstrap_url, ttl)
     base = registry_base(services, domain)
     if base is None:
         tld = domain.rsplit(".", 1)[-1]

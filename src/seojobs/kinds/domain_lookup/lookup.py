@@ -34,10 +34,14 @@ def _failed(code: str, message: str) -> dict[str, Any]:
 
 async def _rdap(ctx: JobContext[DomainLookupParams], domain: str) -> dict[str, Any]:
     settings = ctx.kind_settings
-    cache = rdap.bootstrap_cache(settings.rdap_bootstrap_ttl)
     async with http_client(ctx.settings) as http:
         try:
-            found = await rdap.lookup(http, cache, settings.rdap_bootstrap_url, domain)
+            found = await rdap.lookup(
+                http,
+                domain,
+                bootstrap_url=settings.rdap_bootstrap_url,
+                ttl=settings.rdap_bootstrap_ttl,
+            )
         except rdap.RdapError as exc:
             return _failed(exc.code, exc.message)
     return {"error": None, **found}
