@@ -3,7 +3,8 @@
 It holds one zone as ``{name: {type: [rdata text, ...]}}`` and answers like an authoritative
 server: the records asked for, NOERROR with an empty answer for a name that exists without
 that type, NXDOMAIN for a name it does not hold. ``servfail = True`` makes every answer a
-SERVFAIL (a broken resolver). ``queries`` records (name, type) as asked.
+SERVFAIL (a broken resolver); ``silent = True`` answers nothing at all (a resolver that hangs).
+``queries`` records (name, type) as asked.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ class FakeDns:
         self.zone = {dns.name.from_text(n): types for n, types in zone.items()}
         self.ttl = ttl
         self.servfail = False
+        self.silent = False
         self.queries: list[tuple[str, str]] = []
         self._lock = threading.Lock()
 
-    def answer(self, wire: bytes) -> bytes:
+    def answer(self, wire: bytes) -> bytes | None:
         query = dns.message.from_wire(wire)
         response = dns.message.make_response(query)
         response.flags |= dns.flags.AA
@@ -44,6 +46,8 @@ class FakeDns:
         rdtype = dns.rdatatype.to_text(question.rdtype)
         with self._lock:
             self.queries.append((question.name.to_text(omit_final_dot=True), rdtype))
+        if self.silent:
+            return None
         if self.servfail:
             response.set_rcode(dns.rcode.SERVFAIL)
             return bytes(response.to_wire())
@@ -64,7 +68,9 @@ class _Udp(socketserver.BaseRequestHandler):
 
     def handle(self) -> None:
         data, sock = self.request
-        sock.sendto(self.server.fake.answer(data), self.client_address)
+        reply = self.server.fake.answer(data)
+        if reply is not None:
+            sock.sendto(reply, self.client_address)
 
 
 class _Tcp(socketserver.BaseRequestHandler):
@@ -75,6 +81,8 @@ class _Tcp(socketserver.BaseRequestHandler):
         while header := _read(conn, 2):
             (length,) = struct.unpack("!H", header)
             reply = self.server.fake.answer(_read(conn, length))
+            if reply is None:
+                return
             conn.sendall(struct.pack("!H", len(reply)) + reply)
 
 

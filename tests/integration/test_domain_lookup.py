@@ -162,6 +162,41 @@ async def test_a_certificate_for_another_name_is_read_and_reported_unverified(
     assert tls["sans"] == [DOMAIN, f"www.{DOMAIN}"]  # read all the same
 
 
+async def test_a_failing_resolver_costs_the_dns_based_parts_only(
+    services: Services, world: World
+) -> None:
+    world.dns.servfail = True
+    user, done = await _look_up(services, DOMAIN)
+    assert done.state == "completed", done.error
+    data = services.collected(user, done.project_id, "domain_lookup").data
+    assert [(e["part"], e["code"]) for e in data["errors"]] == [
+        ("dns", "dns_unavailable"),
+        ("tls", "tls_unavailable"),  # its addresses come from the same resolver
+    ]
+    assert world.tls.connections == 0
+    assert data["rdap"]["error"] is None and data["rdap"]["registrar"]["iana_id"] == "376"
+
+
+async def test_a_resolver_that_never_answers_is_cut_off_by_the_part_timeout(
+    services: Services, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each part ends within SEOJOBS_DOMAIN_LOOKUP_PART_TIMEOUT, failed on its own, whatever
+    its own timeouts say: the lookup completes with what the other parts found."""
+    monkeypatch.setenv("SEOJOBS_DOMAIN_LOOKUP_DNS_TIMEOUT", "600")
+    monkeypatch.setenv("SEOJOBS_DOMAIN_LOOKUP_PART_TIMEOUT", "1")
+    world.dns.silent = True
+    user, done = await _look_up(services, DOMAIN)
+    assert done.state == "completed", done.error
+    data = services.collected(user, done.project_id, "domain_lookup").data
+    assert data["dns"]["error"] == {
+        "code": "dns_unavailable",
+        "message": "did not finish within 1 s",
+    }
+    assert data["tls"]["error"]["code"] == "tls_unavailable"
+    assert data["rdap"]["error"] is None
+    assert world.dns.queries  # it was asked
+
+
 async def test_a_domain_nobody_registered_fails_with_domain_not_found(
     services: Services, world: World
 ) -> None:

@@ -30,7 +30,8 @@ class DomainLookupSettings(BaseSettings):
     gives; each also answers to its ``SEOJOBS_DOMAIN_LOOKUP_`` spelling. The rest:
     ``SEOJOBS_DOMAIN_LOOKUP_RDAP_BOOTSTRAP_TTL`` (seconds the bootstrap file is kept),
     ``..._DNS_TIMEOUT``, ``..._TLS_PORT``, ``..._TLS_TIMEOUT``, ``..._TLS_CA_FILE`` (extra
-    trust anchors for the certificate check, PEM)."""
+    trust anchors for the certificate check, PEM), ``..._PART_TIMEOUT`` (seconds each part
+    may take in all)."""
 
     model_config = SettingsConfigDict(
         env_prefix="SEOJOBS_DOMAIN_LOOKUP_", extra="ignore", populate_by_name=True
@@ -53,6 +54,8 @@ class DomainLookupSettings(BaseSettings):
     tls_port: int = Field(default=443, ge=1, le=65535)
     tls_timeout: float = Field(default=10.0, gt=0)
     tls_ca_file: str | None = None
+    # Each part (RDAP, DNS, TLS) ends by then, failed on its own: below the kind's timeout.
+    part_timeout: float = Field(default=60.0, gt=0, le=100)
 
     @field_validator("dns_nameservers", mode="before")
     @classmethod

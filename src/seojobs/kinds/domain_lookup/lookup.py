@@ -10,6 +10,7 @@ so that a failed job always means "nothing to read". Failures are never retried 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,12 +81,25 @@ def _verdict(parts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"part": name, **part["error"]} for name, part in parts.items() if part["error"]]
 
 
+async def _bounded(part: Awaitable[dict[str, Any]], seconds: float, code: str) -> dict[str, Any]:
+    """A part that has not finished in ``seconds`` fails on its own (its code), so that a slow
+    server costs that part, never the whole lookup (the kind's timeout fails the job)."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await part
+    except TimeoutError:
+        return _failed(code, f"did not finish within {seconds:g} s")
+
+
 async def run(ctx: JobContext[DomainLookupParams]) -> None:
     domain = ctx.params.domain
     settings = ctx.kind_settings
     resolver = records.resolver(settings.dns_nameservers, settings.dns_timeout)
+    limit = settings.part_timeout
     found = await asyncio.gather(
-        _rdap(ctx, domain), _dns(resolver, domain), _tls(ctx, resolver, domain)
+        _bounded(_rdap(ctx, domain), limit, rdap.UNAVAILABLE),
+        _bounded(_dns(resolver, domain), limit, records.UNAVAILABLE),
+        _bounded(_tls(ctx, resolver, domain), limit, TLS_UNAVAILABLE),
     )
     parts = dict(zip(PARTS, found, strict=True))
     errors = _verdict(parts)
