@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ssl
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -68,7 +69,10 @@ def domain_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Wo
     fake_dns = FakeDns(ZONE)
     with serve(rdap.app()) as base, serve_dns(fake_dns) as nameserver, serve_tls(context) as tls:
         rdap.base = base
-        monkeypatch.setenv("SEOJOBS_RDAP_BOOTSTRAP_URL", f"{base}/bootstrap/dns.json")
+        # A URL of its own: a worker keeps the file per URL for a day, and a later world may
+        # be served on a port an earlier one had.
+        bootstrap = f"{base}/bootstrap/dns.json?world={uuid.uuid4().hex}"
+        monkeypatch.setenv("SEOJOBS_RDAP_BOOTSTRAP_URL", bootstrap)
         monkeypatch.setenv("SEOJOBS_DNS_NAMESERVERS", nameserver)
         monkeypatch.setenv("SEOJOBS_DOMAIN_LOOKUP_TLS_PORT", str(tls.port))
         monkeypatch.setenv("SEOJOBS_DOMAIN_LOOKUP_TLS_CA_FILE", str(ca_file))
