@@ -211,7 +211,8 @@ async def test_a_domain_nobody_registered_fails_with_domain_not_found(
 
 async def test_the_certificate_probe_obeys_the_ssrf_guard(store_url: str, world: World) -> None:
     """Without SEOJOBS_ALLOW_PRIVATE_NETWORKS, a domain whose DNS points at loopback gets no
-    connection: the TLS part is refused, the rest of the lookup stands."""
+    connection, nor a registrar link to loopback: the TLS part and the registrar hop are
+    refused, the rest of the lookup stands (the registry is the operator's setting)."""
     services = _services(store_url, allow_private_networks=False)
     try:
         user, done = await _look_up(services, DOMAIN)
@@ -223,6 +224,9 @@ async def test_the_certificate_probe_obeys_the_ssrf_guard(store_url: str, world:
     assert "loopback" in data["tls"]["error"]["message"]
     assert world.tls.connections == 0
     assert data["rdap"]["error"] is None and data["dns"]["error"] is None
+    # The registrar's URL came from the registry's answer: that hop is guarded too.
+    assert data["rdap"]["registrar_error"]["code"] == "rdap_refused"
+    assert world.rdap.hits[f"/registrar/domain/{DOMAIN.upper()}"] == 0
 
 
 def test_lookups_are_charged_to_the_daily_quota_and_shown_in_usage(store_url: str) -> None:

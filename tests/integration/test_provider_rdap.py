@@ -74,6 +74,28 @@ async def test_a_registrar_that_fails_leaves_the_registrys_data(
     assert found["status"] == ["client delete prohibited", "client transfer prohibited"]
 
 
+async def test_the_registrar_hop_goes_through_the_ssrf_guard(
+    http: HttpClient, fake: FakeRdap
+) -> None:
+    url = f"{fake.base}/bootstrap/dns.json"
+    settings = Settings(database_url="sqlite://", allow_private_networks=False)
+    async with rdap.guarded_client(settings) as guarded:
+        found = await rdap.lookup(
+            http, DOMAIN, bootstrap_url=url, ttl=TTL, hop_http=guarded, cache=rdap.BootstrapCache()
+        )
+    assert found["registrar_error"]["code"] == "rdap_refused"
+    assert "loopback" in found["registrar_error"]["message"]
+    assert fake.hits[f"/registrar/domain/{DOMAIN.upper()}"] == 0
+    assert found["expires"] == "2026-08-13T04:00:00Z"  # the registry's answer stands
+    allowed = Settings(database_url="sqlite://", allow_private_networks=True)
+    async with rdap.guarded_client(allowed) as guarded:
+        found = await rdap.lookup(
+            http, DOMAIN, bootstrap_url=url, ttl=TTL, hop_http=guarded, cache=rdap.BootstrapCache()
+        )
+    assert found["registrar_error"] is None
+    assert fake.hits[f"/registrar/domain/{DOMAIN.upper()}"] == 1
+
+
 @pytest.mark.parametrize(
     ("domain", "down", "code"),
     [

@@ -2,10 +2,12 @@
 bootstrap file (RFC 9224), then one hop to the registrar's server when the registry links it.
 
 The bootstrap file is cached per process for ``ttl`` seconds (IANA publishes it a few times a
-year; fetching it for every lookup would be wasteful). Registry and registrar URLs come from
-that file and the registry's answer, never from users, so they go through the provider client
-(no SSRF guard, like the other providers); the registrar hop is only followed over https, or
-over the registry's own scheme (a registry served over plain http is a test's).
+year; fetching it for every lookup would be wasteful). The bootstrap file and the registries it
+names are the operator's choice (a setting, then IANA's list), so they go through the provider
+client like other provider APIs. The registrar's URL is whatever a registry's answer links,
+so that hop goes through :func:`guarded_client` (the SSRF guard of page fetches, no proxy),
+and only over https or the registry's own scheme (a registry served over plain http is a
+test's).
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from seojobs.fetch.errors import FetchError, UnreadableBody
-from seojobs.fetch.http import HttpClient, Response
+from seojobs.fetch.errors import SSRF_REFUSED, FetchError, UnreadableBody
+from seojobs.fetch.guard import AddressGuard, GuardPolicy
+from seojobs.fetch.http import ACCEPT_ENCODING, HttpClient, Response
+from seojobs.fetch.transport import PinnedConnector
+from seojobs.providers.base import MAX_ANSWER_BYTES
+from seojobs.settings import Settings
 
 ACCEPT = "application/rdap+json, application/json;q=0.9"
 # Part codes (stored in a lookup's ``errors``; the job fails with one when nothing was learned).
 NOT_FOUND = "domain_not_found"
 UNAVAILABLE = "rdap_unavailable"
 UNSUPPORTED = "rdap_unsupported"
+REFUSED = "rdap_refused"  # the registrar's link points where the SSRF guard does not go
 
 # RFC 9083 §4.5 event actions -> our field names.
 EVENTS = {
@@ -116,7 +123,8 @@ async def _get_json(http: HttpClient, url: str, what: str) -> Any:
     except UnreadableBody as exc:
         raise RdapError(UNAVAILABLE, f"{what} could not be read: {exc.message}") from exc
     except FetchError as exc:
-        raise RdapError(UNAVAILABLE, f"{what} is unreachable ({exc.kind}): {exc.message}") from exc
+        code = REFUSED if exc.kind == SSRF_REFUSED else UNAVAILABLE
+        raise RdapError(code, f"{what} is unreachable ({exc.kind}): {exc.message}") from exc
     return _json_of(response, url, what)
 
 
@@ -229,17 +237,34 @@ def merge(registry: dict[str, Any], registrar: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
+def guarded_client(settings: Settings) -> HttpClient:
+    """A client for URLs that answers (not the operator) chose: every connection checked by the
+    SSRF guard of page fetches, no proxy (the guard must see the address connected to)."""
+    guard = AddressGuard(GuardPolicy.from_settings(settings))
+    return HttpClient(
+        headers={"User-Agent": settings.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
+        connect_timeout=settings.fetch_connect_timeout,
+        read_timeout=settings.provider_timeout,
+        deadline=settings.fetch_connect_timeout + 2 * settings.provider_timeout,
+        max_bytes=MAX_ANSWER_BYTES,
+        connector=lambda: PinnedConnector(guard, limit=10),
+        env_proxies=False,
+    )
+
+
 async def lookup(
     http: HttpClient,
     domain: str,
     *,
     bootstrap_url: str,
     ttl: float,
+    hop_http: HttpClient | None = None,
     cache: BootstrapCache = BOOTSTRAP,
 ) -> dict[str, Any]:
-    """The registry's data for ``domain`` (ASCII), with the registrar's where it links one.
-    Raises :class:`RdapError` when the registry gives nothing usable; a failed registrar hop
-    is recorded in ``registrar_error`` instead."""
+    """The registry's data for ``domain`` (ASCII), with the registrar's where it links one
+    (fetched with ``hop_http``: :func:`guarded_client`; by default ``http``). Raises
+    :class:`RdapError` when the registry gives nothing usable; a failed registrar hop is
+    recorded in ``registrar_error`` instead."""
     services = await cache.services(http, bootstrap_url, ttl)
     base = registry_base(services, domain)
     if base is None:
@@ -253,7 +278,8 @@ async def lookup(
     if hop is not None:
         data["registrar_url"] = hop
         try:
-            found = parse_domain(await _get_json(http, hop, "the registrar's RDAP server"), hop)
+            answer = await _get_json(hop_http or http, hop, "the registrar's RDAP server")
+            found = parse_domain(answer, hop)
         except RdapError as exc:
             data["registrar_error"] = {"code": exc.code, "message": exc.message}
         else:

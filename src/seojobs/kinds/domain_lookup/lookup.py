@@ -35,13 +35,14 @@ def _failed(code: str, message: str) -> dict[str, Any]:
 
 async def _rdap(ctx: JobContext[DomainLookupParams], domain: str) -> dict[str, Any]:
     settings = ctx.kind_settings
-    async with http_client(ctx.settings) as http:
+    async with http_client(ctx.settings) as http, rdap.guarded_client(ctx.settings) as hop:
         try:
             found = await rdap.lookup(
                 http,
                 domain,
                 bootstrap_url=settings.rdap_bootstrap_url,
                 ttl=settings.rdap_bootstrap_ttl,
+                hop_http=hop,
             )
         except rdap.RdapError as exc:
             return _failed(exc.code, exc.message)
