@@ -75,7 +75,10 @@ async def _tls(ctx: JobContext[DomainLookupParams], resolver: Any, domain: str) 
     except FetchError as exc:
         code = TLS_REFUSED if exc.kind == SSRF_REFUSED else TLS_UNAVAILABLE
         return _failed(code, exc.message)
-    return {"error": None, **describe(peer, domain, datetime.now(UTC))}
+    try:
+        return {"error": None, **describe(peer, domain, datetime.now(UTC))}
+    except ValueError as exc:  # cryptography could not parse what the server sent
+        return _failed(TLS_UNAVAILABLE, f"the certificate {domain} sent is unreadable: {exc}")
 
 
 def _verdict(parts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
