@@ -105,12 +105,22 @@ class _TcpServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
 
+def _bind_pair(attempts: int = 20) -> tuple[_UdpServer, _TcpServer]:
+    """A UDP and a TCP server on one free port (the UDP port's TCP twin may be taken: retry)."""
+    for _ in range(attempts):
+        udp = _UdpServer(("127.0.0.1", 0), _Udp)
+        try:
+            return udp, _TcpServer(("127.0.0.1", udp.server_address[1]), _Tcp)
+        except OSError:
+            udp.server_close()
+    raise RuntimeError(f"no port free for both UDP and TCP in {attempts} attempts")
+
+
 @contextlib.contextmanager
 def serve_dns(fake: FakeDns) -> Iterator[str]:
     """Serve ``fake`` on 127.0.0.1, UDP and TCP on one port; yield ``127.0.0.1:port``."""
-    udp = _UdpServer(("127.0.0.1", 0), _Udp)
+    udp, tcp = _bind_pair()
     port = udp.server_address[1]
-    tcp = _TcpServer(("127.0.0.1", port), _Tcp)
     servers: list[socketserver.BaseServer] = [udp, tcp]
     for server in servers:
         server.fake = fake  # type: ignore[attr-defined]
