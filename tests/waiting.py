@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from seojobs.services import Services
+    from seojobs.store.records import JobRecord, UserRecord
 
 T = TypeVar("T")
 
@@ -32,3 +36,24 @@ async def await_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
         await asyncio.sleep(interval)
+
+
+async def run_until_final(
+    services: Services, user: UserRecord, job: JobRecord, timeout: float = 120.0
+) -> JobRecord:
+    """Run an in-process worker over the services' store until ``job`` has ended; the job as
+    it ended."""
+    from seojobs.engine.worker import Worker  # the server's; this module also serves e2e waits
+
+    worker = Worker(services.db, services.settings, services.registry)
+    running = asyncio.create_task(worker.run())
+    try:
+
+        async def final() -> bool:
+            return (await asyncio.to_thread(services.job, user, job.id)).is_final
+
+        await await_until(final, timeout=timeout)
+    finally:
+        worker.stop()
+        await running
+    return services.job(user, job.id)

@@ -164,6 +164,9 @@ class Settings(BaseSettings):
     # Site audits: pages per user, charged max_pages when an audit is created.
     quota_audit_pages_daily: int = Field(default=50_000, ge=0)
     quota_audit_pages_monthly: int = Field(default=500_000, ge=0)
+    # Domain lookups: one per lookup job.
+    quota_domain_lookups_daily: int = Field(default=1_000, ge=0)
+    quota_domain_lookups_monthly: int = Field(default=10_000, ge=0)
     # Tech-stack lookups (kinds.tech_stack): URLs per user, one per URL of a job.
     quota_tech_lookups_daily: int = Field(default=1_000, ge=0)
     quota_tech_lookups_monthly: int = Field(default=20_000, ge=0)

@@ -55,6 +55,7 @@ OPERATION_IDS = {
     ("get", "/v1/projects/{project_id}/data/{type}"): "get_collected_data",
     ("get", "/v1/projects/{project_id}/data/{type}/history"): "list_collected_data",
     ("get", "/v1/usage"): "get_quota_usage",
+    ("get", "/v1/projects/{project_id}/domain"): "get_domain_data",
     ("get", "/v1/projects/{project_id}/tech-stack"): "get_tech_stack",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}

@@ -17,12 +17,12 @@ from seojobs.kinds import load_registry
 from seojobs.services import NotFound, Services
 from seojobs.settings import Settings
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord, UserRecord
+from seojobs.store.records import UserRecord
 from seojobs.store.tables import collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
 from tests.procs import Procs
-from tests.waiting import await_until, wait_until
+from tests.waiting import await_until, run_until_final, wait_until
 
 # No check may depend on how fast the machine is today.
 RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
@@ -30,21 +30,6 @@ RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
 
 def _settings(store_url: str) -> Settings:
     return make_settings(store_url, allow_private_networks=True, fetch_host_concurrency=4)
-
-
-async def _run(services: Services, user: UserRecord, job: JobRecord) -> JobRecord:
-    worker = Worker(services.db, services.settings, services.registry)
-    running = asyncio.create_task(worker.run())
-    try:
-
-        async def final() -> bool:
-            return (await asyncio.to_thread(services.job, user, job.id)).is_final
-
-        await await_until(final, timeout=120)
-    finally:
-        worker.stop()
-        await running
-    return services.job(user, job.id)
 
 
 def _path(url: str) -> str:
@@ -76,7 +61,7 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
         )
         with pytest.raises(NotFound):  # nothing collected before an audit completes
             services.collected(user, project.id, "site_audit")
-        done = await _run(services, user, job)
+        done = await run_until_final(services, user, job)
     assert done.state == "completed", done.error
     found = _all_findings(services, user, job.id)
     assert {(f.code, _path(f.data["url"])) for f in found} == PLANTED
@@ -145,7 +130,7 @@ async def test_a_crawl_that_reaches_max_pages_completes_and_says_so(
         job, _ = services.create_job(
             user, "site_audit", {"start_url": f"{base}/g/0", "max_pages": 7, **RELAXED}
         )
-        done = await _run(services, user, job)
+        done = await run_until_final(services, user, job)
     assert done.state == "completed", done.error
     assert done.items_total == done.items_done == 7
     assert done.result is not None and done.result["max_pages_hit"] is True
@@ -160,7 +145,7 @@ async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) ->
         job, _ = services.create_job(
             user, "site_audit", {"start_url": f"{base}/g/0", "max_depth": 2, **RELAXED}
         )
-        done = await _run(services, user, job)
+        done = await run_until_final(services, user, job)
     assert done.state == "completed", done.error
     # Depth 0: /g/0; 1: /g/1-2; 2: /g/3-6.
     assert {p for p in site.hits if p.startswith("/g/")} == {f"/g/{n}" for n in range(7)}
@@ -174,14 +159,14 @@ async def test_a_site_without_robots_txt_or_sitemaps_is_told_so(audit_services: 
     site = AuditSite(robots="", generated=3, sitemaps=False)
     with site.running() as base:
         job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0", **RELAXED})
-        done = await _run(services, user, job)
+        done = await run_until_final(services, user, job)
         # Not looked for: not reported.
         unread, _ = services.create_job(
             user,
             "site_audit",
             {"start_url": f"{base}/g/0", "include_sitemaps": False, **RELAXED},
         )
-        unread_done = await _run(services, user, unread)
+        unread_done = await run_until_final(services, user, unread)
     assert done.state == unread_done.state == "completed", (done.error, unread_done.error)
     found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, job.id)}
     assert found == {("robots_txt_missing", "/robots.txt"), ("sitemap_missing", "/g/0")}
@@ -203,7 +188,7 @@ async def test_a_start_url_disallowed_by_robots_fails_the_audit(
     site = AuditSite(robots=robots)
     with site.running() as base:
         job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/"})
-        done = await _run(services, user, job)
+        done = await run_until_final(services, user, job)
     assert (done.state, done.error_code) == ("failed", "blocked_by_robots")
     assert done.error is not None and says in str(done.error)
     assert set(site.hits) == {"/robots.txt"}
@@ -218,7 +203,7 @@ async def test_a_start_url_that_does_not_answer_fails_the_audit(
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     job, _ = services.create_job(user, "site_audit", {"start_url": f"http://127.0.0.1:{port}/"})
-    done = await _run(services, user, job)
+    done = await run_until_final(services, user, job)
     assert (done.state, done.error_code) == ("failed", "target_unreachable")
 
 

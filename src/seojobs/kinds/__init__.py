@@ -7,12 +7,13 @@ from seojobs.settings import Settings
 
 
 def load_registry(settings: Settings) -> Registry:
-    from seojobs.kinds import index_check, index_submit, site_audit, tech_stack
+    from seojobs.kinds import domain_lookup, index_check, index_submit, site_audit, tech_stack
 
     registry = Registry()
     registry.add(index_submit.KIND)
     registry.add(index_check.KIND)
     registry.add(site_audit.KIND)
+    registry.add(domain_lookup.KIND)
     registry.add(tech_stack.KIND)
     registry.load_plugins(settings.plugins)
     return registry
