@@ -11,8 +11,10 @@ request is recorded; ``script(Reply(...))`` answers the next requests with error
 
 from __future__ import annotations
 
+import asyncio
 import calendar
 import secrets
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -60,6 +62,8 @@ class FakeDataForSeoKeywords(FakeDataForSeo):
 
     def __init__(self, login: str = "dfs-login", password: str = "dfs-password") -> None:
         super().__init__(login, password)
+        # Set by a test that needs a call in flight: requests wait until it is released.
+        self.gate: threading.Event | None = None
         self.pages: dict[str, list[str]] = {}
         for path, answer in (
             ("/v3/keywords_data/google_ads/search_volume/live", self._search_volume),
@@ -71,6 +75,8 @@ class FakeDataForSeoKeywords(FakeDataForSeo):
     def _endpoint(self, answer: Any) -> Any:
         async def endpoint(request: Request) -> Response:
             recorded, scripted = await self._begin(request)
+            if self.gate is not None:
+                await asyncio.to_thread(self.gate.wait, 60)
             if scripted is not None:
                 return scripted
             if (refused := self.unauthorized(request)) is not None:

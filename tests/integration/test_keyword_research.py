@@ -5,18 +5,33 @@ error bodies included), and ``GET /v1/projects/{id}/keywords`` reads what was co
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from seojobs.cli import app as cli
+from seojobs.kinds import load_registry
+from seojobs.services import Services
+from seojobs.store.db import Database
 from tests.api_helpers import Api, api, assert_problem, error_fields, stored
 from tests.conftest import make_settings
-from tests.fakes.keywords import TABLE, FakeDataForSeoKeywords, FakeGoogleAds, google_error
+from tests.fakes.keywords import (
+    TABLE,
+    FakeDataForSeoKeywords,
+    FakeGoogleAds,
+    google_error,
+    ideas_for,
+)
 from tests.fakes.serp import Reply, dfs_task, envelope
 from tests.fakes.server import serve
+from tests.procs import Procs
 from tests.waiting import wait_until
 
 SEEDS = ["Garden hose", "pruning shears"]
@@ -384,3 +399,92 @@ def test_lookups_over_the_daily_quota_fail_with_the_reset_time(
     assert (month["period"], month["used"]) == ("month", 1)
     assert second["error"]["message"].endswith(day["resets_at"])
     assert len(fakes.dataforseo.requests) == 2  # the first job's two calls only
+
+
+def test_job_types_show_the_params_schema_with_its_defaults(sqlite_url: str) -> None:
+    with api(make_settings(sqlite_url)) as app:
+        client = app.client(app.account())
+        types = {t["name"]: t for t in client.get("/v1/job-types").json()["data"]}
+        document = client.get("/openapi.json").json()
+    schema = types["keyword_research"]["params_schema"]
+    fields = schema["properties"]
+    assert {name: fields[name].get("default") for name in fields} == {
+        "seeds": None,
+        "url": None,
+        "location": 2840,
+        "language": "en",
+        "provider": None,
+        "limit": 100,
+    }
+    assert schema["oneOf"] == [{"required": ["seeds"]}, {"required": ["url"]}]
+    assert fields["seeds"]["anyOf"][0]["maxItems"] == 20
+    assert fields["limit"]["maximum"] == 1000
+    # params {} is no valid research: the document makes params required for this type.
+    branches = document["components"]["schemas"]["JobIn"]["allOf"][-1]["oneOf"]
+    [branch] = [b for b in branches if b["properties"]["type"]["const"] == "keyword_research"]
+    assert branch["required"] == ["params"]
+
+
+def test_seojobs_providers_lists_keyword_providers_and_checks_the_refresh_token(
+    tmp_path: Any, fakes: Fakes
+) -> None:
+    env = {
+        "SEOJOBS_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+        **{f"SEOJOBS_{name.upper()}": value for name, value in ADS.items()},
+        "SEOJOBS_GOOGLE_ADS_TOKEN_URL": fakes.ads_base + "/token",
+        "SEOJOBS_PROVIDER_RETRIES": "0",
+    }
+    offline = CliRunner().invoke(cli, ["providers", "--offline"], env=env)
+    assert offline.exit_code == 0, offline.output
+    [row] = [line for line in offline.output.splitlines() if line.startswith("keywords")]
+    assert row.split()[1:3] == ["google", "google_ads"]
+    assert "dataforseo (not configured: SEOJOBS_DATAFORSEO_LOGIN and" in row
+    assert fakes.ads.grants == []
+    checked = CliRunner().invoke(cli, ["providers"], env=env)
+    assert checked.exit_code == 0, checked.output
+    assert "credential google_ads: ok: the token endpoint granted an access token" in checked.output
+    assert len(fakes.ads.grants) == 1 and fakes.ads.requests == []  # no operation spent
+    revoked = {**env, "SEOJOBS_GOOGLE_ADS_REFRESH_TOKEN": "revoked"}
+    refused = CliRunner().invoke(cli, ["providers"], env=revoked)
+    assert refused.exit_code == 1
+    assert "credential google_ads: FAILED:" in refused.output and "invalid_grant" in refused.output
+
+
+@pytest.mark.slow
+def test_a_research_whose_worker_is_sigkilled_mid_call_is_resumed_and_collected_once(
+    store_url: str, fakes: Fakes, tmp_path: Path
+) -> None:
+    settings = fakes.settings(store_url)
+    services = Services(Database(store_url), settings, load_registry(settings))
+    procs = Procs(store_url, tmp_path)
+    env = {
+        "SEOJOBS_LEASE_SECONDS": "1.5",
+        "SEOJOBS_DATAFORSEO_LOGIN": "dfs-login",
+        "SEOJOBS_DATAFORSEO_PASSWORD": "dfs-password",
+        "SEOJOBS_DATAFORSEO_BASE_URL": fakes.dfs_base,
+    }
+    fakes.dataforseo.gate = threading.Event()
+    try:
+        user = services.create_user("alice").user
+        project = services.create_project(user, "shop")
+        job, _ = services.create_job(
+            user, "keyword_research", {"seeds": SEEDS}, project_id=project.id
+        )
+        victim = procs.worker(**env)
+        wait_until(lambda: fakes.dataforseo.requests, timeout=60)  # its first call in flight
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=30)
+        fakes.dataforseo.gate.set()
+        assert not services.job(user, job.id).is_final
+        procs.worker(**env)
+        wait_until(lambda: services.job(user, job.id).is_final, timeout=120)
+        done = services.job(user, job.id)
+        history = services.collection_history(user, project.id, "keyword_research")
+    finally:
+        procs.stop_all()
+        services.db.dispose()
+    assert done.state == "completed", (done.error_code, done.error, procs.exits())
+    assert [c.job_id for c in history] == [job.id]  # collected once, by the resumed job
+    assert {k["keyword"].lower() for k in history[0].data["keywords"]} == set(ideas_for(SEEDS))
+    # The killed call, then the resumed job's two.
+    assert len(fakes.dataforseo.requests) == 3

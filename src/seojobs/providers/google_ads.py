@@ -153,8 +153,6 @@ class GoogleAdsKeywords:
             login = customer_digits(self._settings.google_ads_login_customer_id)
             headers["login-customer-id"] = login
         response = await self._client.post(self._endpoint, json=body, headers=headers)
-        if response.status == 401:
-            self._token = None  # a revoked or expired token: a retry asks for a new one
         error = _api_error(response)
         if error is not None:
             raise error
