@@ -146,6 +146,9 @@ NO_PROVIDERS: dict[str, object] = {
     "dataforseo_login": None,
     "google_ads_developer_token": None,
 }
+# Our own small fingerprint database (made-up technologies), so tech_stack jobs are accepted
+# (one is refused at creation while the server has none).
+TEST_FINGERPRINTS = str(Path(__file__).parent / "fakes" / "fingerprints.json")
 
 
 def make_settings(url: str, **overrides: object) -> Settings:
@@ -156,6 +159,7 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "poll_interval": 0.2,
         "maintenance_interval": 0.2,
         **CONFIGURED_PROVIDERS,
+        "fingerprints_path": TEST_FINGERPRINTS,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

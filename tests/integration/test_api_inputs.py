@@ -1,8 +1,8 @@
 """The input gate (``seojobs.api.inputs``) on every route the app serves, over HTTP on both
 stores: a JSON body nested deeper than 32 levels, or holding NUL, a lone surrogate or a
-non-finite number anywhere (keys and values, at any depth), or ``true``/``false`` where the
-published document expects a number (in a body or in any job type's params), and NUL in a
-query string, are 422 problems naming the field, and nothing is stored.
+non-finite number anywhere (keys and values, at any depth), or a value pydantic would convert
+into the number or boolean the published document expects (in a body or in any job type's
+params), and NUL in a query string, are 422 problems naming the field, and nothing is stored.
 
 The routes come from the app itself (``app_routes``): a new route is walked too, and a new
 route with a body fails ``test_every_body_route_is_walked`` until its valid body is added here.
@@ -31,6 +31,7 @@ from tests.api_helpers import (
 
 URL = "https://a.example/page"
 Loc = tuple[str | int, ...]
+Probe = tuple[Loc, str]
 # A body each route takes; every probe below is this body with one odd part.
 VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", f"{V1}/index-submit/jobs"): {"urls": [URL], "title": "launch"},
@@ -157,27 +158,41 @@ def test_odd_strings_and_numbers_anywhere_in_a_body_are_422(
     assert stored(app) == before
 
 
-NUMBERS = {"integer", "number"}
+# What pydantic would convert into each JSON type, which JSON Schema does not.
+CONVERTED: dict[str, list[Any]] = {
+    "integer": [True, False, "5"],
+    "number": [True, False, "2.5"],
+    "boolean": [0, 1, "true", "yes"],
+}
 
 
-def numbers(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[Loc]:
-    """Where a document may hold a number, by the schema ``node``: through ``$ref``, the
-    alternatives of a union, object properties and array items (as index 0)."""
-    ref = node.get("$ref")
-    if ref is not None:
+def typed(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[Probe]:
+    """Where a document may hold a number or a boolean by the schema ``node`` (and nothing
+    else but null), with the JSON type expected: through ``$ref``, the alternatives of a
+    union, object properties and array items (as index 0)."""
+
+    def resolved(part: Any) -> tuple[dict[str, Any], frozenset[str]]:
+        ref = part.get("$ref")
+        if ref is None:
+            return part, seen
         name = ref.rsplit("/", 1)[-1]
-        return set() if name in seen else numbers(defs[name], defs, seen | {name})
-    kinds = node.get("type")
-    found: set[Loc] = (
-        {()} if NUMBERS & set([kinds] if isinstance(kinds, str) else kinds or ()) else set()
-    )
-    for branch in (*node.get("anyOf", ()), *node.get("oneOf", ())):
-        found |= numbers(branch, defs, seen)
-    for key, sub in node.get("properties", {}).items():
-        found |= {(key, *loc) for loc in numbers(sub, defs, seen)}
-    if isinstance(node.get("items"), dict):
-        found |= {(0, *loc) for loc in numbers(node["items"], defs, seen)}
-    return found
+        return ({}, seen) if name in seen else (defs[name], seen | {name})
+
+    node, seen = resolved(node)
+    alternatives = [resolved(b)[0] for b in (*node.get("anyOf", ()), *node.get("oneOf", ()))]
+    kinds: set[str] = set()
+    for part in (node, *alternatives):
+        found = part.get("type")
+        kinds |= {found} if isinstance(found, str) else set(found or ())
+    probes: set[Probe] = set()
+    if len(kinds - {"null"}) == 1 and (kinds - {"null"}) <= set(CONVERTED):
+        probes.add(((), (kinds - {"null"}).pop()))
+    for part in (node, *alternatives):
+        for key, sub in part.get("properties", {}).items():
+            probes |= {((key, *loc), kind) for loc, kind in typed(sub, defs, seen)}
+        if isinstance(part.get("items"), dict):
+            probes |= {((0, *loc), kind) for loc, kind in typed(part["items"], defs, seen)}
+    return probes
 
 
 def placed(body: dict[str, Any], loc: Loc, value: Any) -> dict[str, Any]:
@@ -194,41 +209,46 @@ def placed(body: dict[str, Any], loc: Loc, value: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("flag", [True, False])
-def test_booleans_where_the_document_expects_a_number_are_422(
-    world: tuple[Api, httpx.Client, dict[str, str]], flag: bool
+def test_values_pydantic_would_convert_into_the_documented_type_are_422(
+    world: tuple[Api, httpx.Client, dict[str, str]],
 ) -> None:
-    """pydantic reads true/false as 1/0; JSON Schema does not (schemathesis found a site
-    audit's ``"max_depth": true`` taken as 1). Every number the published document asks for,
-    in every body and in every job type's params (through both creation routes), refuses a
-    boolean; the probes come from the document, so a new field or job type is probed too."""
-    app, client, values = world
+    """pydantic reads true as 1, 0 as false, "5" as 5 and "yes" as true; JSON Schema does not
+    (schemathesis found a site audit's ``"max_depth": true`` and ``"check_external_links": 0``
+    accepted). Every number and boolean the published document asks for, in every body and in
+    every job type's params (through both creation routes), refuses them; the probes come
+    from the document, so a new field or job type is probed too."""
+    app, _client, values = world
+    client = app.client(app.account(rate_limit="100000/minute"))  # a few hundred probes
+    values = values | {
+        "project_id": str(client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"])
+    }
     document = client.get("/openapi.json").json()
     defs = document["components"]["schemas"]
-    cases: list[tuple[str, str, dict[str, Any], str]] = []
+    places: list[tuple[str, str, dict[str, Any], Loc, str]] = []
     for method, path in body_routes(app):
         content = document["paths"][path][method.lower()]["requestBody"]["content"]
-        for loc in numbers(content["application/json"]["schema"], defs):
-            cases.append((method, path, placed(VALID_BODIES[method, path], loc, flag), field(loc)))
+        for loc, kind in typed(content["application/json"]["schema"], defs):
+            places.append((method, path, VALID_BODIES[method, path], loc, kind))
     schedulable = defs["ScheduleIn"]["properties"]["type"]["enum"]
     for job_type in client.get("/v1/job-types").json()["data"]:
-        for loc in numbers(job_type["params_schema"], job_type["params_schema"].get("$defs", {})):
-            params = placed({}, loc, flag)
-            body = {"type": job_type["name"], "params": params}
-            wanted = field(("params", *loc))
-            cases.append(("POST", "/v1/projects/{project_id}/jobs", body, wanted))
+        schema = job_type["params_schema"]
+        for loc, kind in typed(schema, schema.get("$defs", {})):
+            body = {"type": job_type["name"], "params": {}}
+            places.append(("POST", "/v1/projects/{project_id}/jobs", body, ("params", *loc), kind))
             if job_type["name"] in schedulable:
                 schedule = {"name": "n", "every_days": 1, **body}
-                cases.append(("POST", "/v1/projects/{project_id}/schedules", schedule, wanted))
-    probed = {wanted for _method, _path, _body, wanted in cases}
-    # The ones the issue named, and one per kind of place: the test walks what it should.
+                at = ("params", *loc)
+                places.append(("POST", "/v1/projects/{project_id}/schedules", schedule, at, kind))
+    probed = {field(loc) for _method, _path, _body, loc, _kind in places}
+    # The ones the issue and schemathesis named, one per kind of place: the walk is complete.
     assert {"checker", "max_depth", "thresholds.max_depth", "every_days", "every_seconds"} <= probed
-    assert {"params.checker", "params.thresholds.max_depth"} <= probed
+    assert {"check_external_links", "params.checker", "params.check_external_links"} <= probed
     before = stored(app)
-    for method, path, body, wanted in cases:
-        answer = send_json(client, method, path.format(**values), body)
-        assert_problem(answer, 422)
-        assert wanted in error_fields(answer), (path, body, answer.text)
+    for method, path, body, loc, kind in places:
+        for value in CONVERTED[kind]:
+            answer = send_json(client, method, path.format(**values), placed(body, loc, value))
+            assert_problem(answer, 422)
+            assert field(loc) in error_fields(answer), (path, loc, value, answer.text)
     assert stored(app) == before
 
 

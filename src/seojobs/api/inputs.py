@@ -4,8 +4,8 @@ route of the app (:class:`CheckedRoute`; ``create_app`` refuses a route without 
 - A JSON body is at most :data:`MAX_DEPTH` levels deep; none of its strings, keys or values,
   holds a NUL or a lone surrogate (``"\\udc80"`` is valid JSON, not valid Unicode); its numbers
   are finite (Python's parser takes NaN and Infinity, and reads ``1e400`` as infinity).
-- ``true`` or ``false`` stands nowhere the published document expects a number: pydantic
-  would read them as 1 and 0 (:mod:`seojobs.jsonbooleans`).
+- Each value has a JSON type the published document admits where pydantic would convert it
+  (``true`` read as 1, ``0`` as false, ``"5"`` as 5: :mod:`seojobs.jsontypes`).
 - A query string holds no NUL (``%00``).
 
 Each of these used to reach the stores or an encoder and answer 500: PostgreSQL refuses NUL in
@@ -31,8 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from seojobs.jsonbooleans import MESSAGE as BOOLEAN_MESSAGE
-from seojobs.jsonbooleans import Schema
+from seojobs.jsontypes import Schema, value_at
 
 MAX_DEPTH: Final = 32
 # What the gate lets through, as JSON Schema: for the keys a model ignores (v2 tolerates keys
@@ -170,22 +169,25 @@ class CheckedRoute(APIRoute):
         reads_body = self.body_field is not None
         schemas: list[Schema | None] = []  # read from the app's document on first use
 
-        def booleans(request: Request, document: Any) -> list[dict[str, Any]]:
+        def coerced(request: Request, document: Any) -> list[dict[str, Any]]:
             if not schemas:
                 published = request.app.openapi()
                 schemas.append(_body_schema(published, self.path_format, self.methods or ()))
             schema = schemas[0]
             if schema is None:
                 return []
-            where = schema.booleans_as_numbers(document, ("body",))
-            return [_error(loc, BOOLEAN_MESSAGE, "number_type") for loc in where]
+            found = schema.coercions(document, ("body",))
+            return [
+                _error(at, why, "json_type") | {"input": value_at(document, at[1:])}
+                for at, why in found
+            ]
 
         async def checked(request: Request) -> Response:
             errors = query_errors(request)
             if not errors and reads_body:
                 errors = await _json_errors(request)
                 if not errors and await request.body():
-                    errors = booleans(request, await request.json())
+                    errors = coerced(request, await request.json())
             if errors:
                 raise RequestValidationError(errors)
             return await handler(request)

@@ -26,8 +26,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
 from seojobs.fielderrors import message
-from seojobs.jsonbooleans import MESSAGE as BOOLEAN_MESSAGE
-from seojobs.jsonbooleans import Schema, value_at
+from seojobs.jsontypes import Schema, value_at
 from seojobs.store.records import NewItem
 
 if TYPE_CHECKING:
@@ -274,21 +273,22 @@ def _schema(model: type[BaseModel]) -> Schema:
 
 def _refuse_what_pydantic_takes(model: type[BaseModel], params: Any) -> None:
     """Refuse what the params' schema refuses and pydantic would take: fields the server
-    fills in (``readOnly``), and ``true``/``false`` where a number is expected (pydantic
-    reads them as 1 and 0)."""
+    fills in (``readOnly``), and values of a JSON type the schema does not admit that pydantic
+    would convert (``true`` as 1, ``0`` as false, ``"5"`` as 5: :mod:`seojobs.jsontypes`)."""
     if not isinstance(params, dict):
         return  # the model's own validation refuses it
-    boolean = PydanticCustomError("number_type", BOOLEAN_MESSAGE)
-    errors: list[InitErrorDetails] = [
-        {"type": boolean, "loc": loc, "input": value_at(params, loc)}
-        for loc in _schema(model).booleans_as_numbers(params)
-    ]
+    errors: list[InitErrorDetails] = []
     for name, info in model.model_fields.items():
         extra = info.json_schema_extra
         key = info.alias or name
         if isinstance(extra, dict) and extra.get("readOnly") is True and key in params:
             error = PydanticCustomError("read_only", "set by the server; a request cannot set it")
             errors.append({"type": error, "loc": (key,), "input": params[key]})
+    refused = {error["loc"][0] for error in errors}
+    for loc, why in _schema(model).coercions(params):
+        if loc[0] not in refused:
+            error = PydanticCustomError("json_type", why)
+            errors.append({"type": error, "loc": loc, "input": value_at(params, loc)})
     if errors:
         raise ValidationError.from_exception_data(model.__name__, errors)
 
