@@ -128,8 +128,24 @@ CONFIGURED_PROVIDERS: dict[str, object] = {
     },
     "serpapi_key": "serpapi-key",  # in the shipped check order of every engine
     "serpapi_base_url": UNREACHABLE,
+    # Keyword research: both providers (DataForSEO checks come after SerpApi in every order).
+    "dataforseo_login": "dfs-login",
+    "dataforseo_password": "dfs-password",
+    "dataforseo_base_url": UNREACHABLE,
+    "google_ads_developer_token": "dev-token",
+    "google_ads_client_id": "client-id",
+    "google_ads_client_secret": "client-secret",
+    "google_ads_refresh_token": "refresh-token",
+    "google_ads_customer_id": "1234567890",
+    "google_ads_base_url": UNREACHABLE,
+    "google_ads_token_url": UNREACHABLE + "/token",
 }
-NO_PROVIDERS: dict[str, object] = {"indexnow_key": None, "serpapi_key": None}
+NO_PROVIDERS: dict[str, object] = {
+    "indexnow_key": None,
+    "serpapi_key": None,
+    "dataforseo_login": None,
+    "google_ads_developer_token": None,
+}
 # Our own small fingerprint database (made-up technologies), so tech_stack jobs are accepted
 # (one is refused at creation while the server has none).
 TEST_FINGERPRINTS = str(Path(__file__).parent / "fakes" / "fingerprints.json")

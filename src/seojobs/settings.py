@@ -134,6 +134,21 @@ class Settings(BaseSettings):
     dataforseo_base_url: str = "https://api.dataforseo.com"
     serper_key: str | None = None
     serper_base_url: str = "https://google.serper.dev"
+    # Google Ads API (Keyword Planner): a developer token, an OAuth client and its refresh
+    # token (exchanged at the token URL for access tokens), and the account to plan in.
+    google_ads_developer_token: str | None = None
+    google_ads_client_id: str | None = None
+    google_ads_client_secret: str | None = None
+    google_ads_refresh_token: str | None = None
+    google_ads_customer_id: str | None = Field(
+        default=None, description="The Google Ads account (digits; dashes are dropped)."
+    )
+    google_ads_login_customer_id: str | None = Field(
+        default=None, description="The manager account the access goes through, if any."
+    )
+    google_ads_base_url: str = "https://googleads.googleapis.com"
+    google_ads_token_url: str = "https://oauth2.googleapis.com/token"  # noqa: S105 (a URL)
+    google_ads_api_version: str = Field(default="v26", pattern=r"^v[0-9]{1,3}$")
     # Which providers serve an engine, in the order tried (JSON in the environment).
     submit_providers: dict[str, list[str]] = Field(
         default_factory=lambda: {
@@ -148,6 +163,11 @@ class Settings(BaseSettings):
             "bing": ["serpapi", "dataforseo"],
             "yandex": ["serpapi", "dataforseo"],
         }
+    )
+    # Which providers serve keyword research, in the order tried (the first configured one
+    # is a job's default provider); "google" is the only engine.
+    keyword_providers: dict[str, list[str]] = Field(
+        default_factory=lambda: {"google": ["dataforseo", "google_ads"]}
     )
     check_diagnostics_only: bool = Field(
         default=False,
@@ -175,6 +195,9 @@ class Settings(BaseSettings):
         description="The tech-stack fingerprint database `seojobs fingerprints update` "
         "installs (default: ./seojobs-fingerprints.json); API and workers read it.",
     )
+    # Keyword research: lookups (jobs) per user.
+    quota_keyword_lookups_daily: int = Field(default=100, ge=0)
+    quota_keyword_lookups_monthly: int = Field(default=1000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",

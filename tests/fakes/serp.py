@@ -236,17 +236,23 @@ class FakeDataForSeo(ScriptedFake):
         recorded, scripted = await self._begin(request)
         if scripted is not None:
             return scripted
-        expected = base64.b64encode(f"{self.login}:{self.password}".encode()).decode()
-        if request.headers.get("authorization") != f"Basic {expected}":
-            body = envelope([], 40100)
-            body["status_message"] = "You are not authorized to access this resource."
-            return JSONResponse(body, status_code=401)
+        if (refused := self.unauthorized(request)) is not None:
+            return refused
         if engine not in QUERY_PARAM or mode not in ("regular", "advanced"):
             return JSONResponse(envelope([], 40400), status_code=404)
         tasks = recorded.body
         if not isinstance(tasks, list) or len(tasks) != 1 or not isinstance(tasks[0], dict):
             return JSONResponse(envelope([dfs_task(40000, "You can set only one task at a time.")]))
         return JSONResponse(envelope([self.answer(engine, tasks[0])]))
+
+    def unauthorized(self, request: Request) -> Response | None:
+        """DataForSEO's answer to wrong HTTP Basic credentials; None when they are right."""
+        expected = base64.b64encode(f"{self.login}:{self.password}".encode()).decode()
+        if request.headers.get("authorization") == f"Basic {expected}":
+            return None
+        body = envelope([], 40100)
+        body["status_message"] = "You are not authorized to access this resource."
+        return JSONResponse(body, status_code=401)
 
     def answer(self, engine: str, task: dict[str, Any]) -> dict[str, Any]:
         keyword = task.get("keyword")

@@ -63,7 +63,8 @@ def test_every_creation_path_refuses_a_job_without_a_provider(store_url: str) ->
 
 
 def test_a_submission_whose_follow_up_check_has_no_provider_is_refused(store_url: str) -> None:
-    settings = make_settings(store_url, serpapi_key=None)  # submission yes, checks no
+    # Submission yes, checks no.
+    settings = make_settings(store_url, serpapi_key=None, dataforseo_login=None)
     with api(settings) as app:
         alice = app.account()
         client = app.client(alice)

@@ -19,6 +19,7 @@ from seojobs.api.audits import router as audits_router
 from seojobs.api.deps import AuthCache
 from seojobs.api.domain import router as domain_router
 from seojobs.api.inputs import CheckedRoute, require_checked
+from seojobs.api.keywords import router as keywords_router
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
@@ -99,6 +100,7 @@ def create_app(
     app.include_router(results_router)
     app.include_router(audits_router)
     app.include_router(domain_router)
+    app.include_router(keywords_router)
     app.include_router(tech_stack_router)
     docs.install(app)
     app.add_middleware(RateLimitHeaders)

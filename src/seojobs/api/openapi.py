@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import ValidationError
 
 from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
@@ -103,6 +104,16 @@ def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _takes_empty(kind: Kind[Any]) -> bool:
+    """Whether ``{}`` is valid params (a kind may need one of several fields, which its
+    schema's top-level ``required`` cannot say)."""
+    try:
+        kind.params.model_validate({})
+    except ValidationError:
+        return False
+    return True
+
+
 def _tie_type(schemas: dict[str, Any], name: str, kinds: list[Kind[Any]]) -> None:
     """``type`` is one of ``kinds``, and ``params`` follow that kind's schema: a ``oneOf``
     with one branch per kind beside the model's own properties, which admit nothing else."""
@@ -120,7 +131,7 @@ def _tie_type(schemas: dict[str, Any], name: str, kinds: list[Kind[Any]]) -> Non
         branch: dict[str, Any] = {
             "properties": {"type": {"const": kind.name}, "params": params},
         }
-        if params.get("required"):  # params default to {}: required when {} is not valid
+        if not _takes_empty(kind):  # params default to {}: required when {} is not valid
             branch["required"] = ["params"]
         branches.append(branch)
     model["allOf"] = [*model.get("allOf", []), {"oneOf": branches}]

@@ -7,7 +7,14 @@ from seojobs.settings import Settings
 
 
 def load_registry(settings: Settings) -> Registry:
-    from seojobs.kinds import domain_lookup, index_check, index_submit, site_audit, tech_stack
+    from seojobs.kinds import (
+        domain_lookup,
+        index_check,
+        index_submit,
+        keyword_research,
+        site_audit,
+        tech_stack,
+    )
 
     registry = Registry()
     registry.add(index_submit.KIND)
@@ -15,5 +22,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(site_audit.KIND)
     registry.add(domain_lookup.KIND)
     registry.add(tech_stack.KIND)
+    registry.add(keyword_research.KIND)
     registry.load_plugins(settings.plugins)
     return registry

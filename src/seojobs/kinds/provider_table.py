@@ -11,6 +11,7 @@ from typing import Any
 
 from seojobs.kinds.providers import (
     CHECKS,
+    KEYWORDS,
     PROVIDERS,
     SUBMISSION,
     build,
@@ -29,7 +30,7 @@ PROBE_URL = "https://example.com/"
 
 @dataclass(frozen=True)
 class Row:
-    role: str  # "submission" or "index checks"
+    role: str  # "submission", "index checks" or "keywords"
     engine: str
     order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
     uses: str | None  # the provider jobs use; None: such jobs are refused
@@ -66,7 +67,7 @@ def _needs(name: str) -> str:
 
 def rows(settings: Settings) -> list[Row]:
     found = []
-    for role in (SUBMISSION, CHECKS):
+    for role in (SUBMISSION, CHECKS, KEYWORDS):
         order: dict[str, list[str]] = getattr(settings, role[0])
         for engine in sorted(order):
             listed = tuple((name, configured(settings, name)) for name in order[engine])

@@ -9,6 +9,7 @@ from typing import Any
 from seojobs.engine.context import JobFailed
 from seojobs.engine.registry import Refusal
 from seojobs.providers.base import NOT_CONFIGURED, Checker, ProviderError, Submitter
+from seojobs.providers.google_ads import NEEDS as GOOGLE_ADS_NEEDS
 from seojobs.settings import Settings
 
 
@@ -32,6 +33,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         ("dataforseo_login", "dataforseo_password"),
     ),
     "serper": ProviderSpec("seojobs.providers.serper:SerperChecker", ("serper_key",)),
+    "google_ads": ProviderSpec("seojobs.providers.google_ads:GoogleAdsKeywords", GOOGLE_ADS_NEEDS),
 }
 
 
@@ -39,6 +41,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
 # the role is called in messages.
 SUBMISSION = ("submit_providers", "submission")
 CHECKS = ("check_providers", "index checks")
+KEYWORDS = ("keyword_providers", "keywords")
 Role = tuple[str, str]
 
 

@@ -77,14 +77,8 @@ class DataForSeoChecker:
 
         ``location_code`` 2840 is the United States; DataForSEO requires a location.
         """
-        login, password = settings.dataforseo_login, settings.dataforseo_password
-        if not login or not password:
-            names = ("dataforseo_login", "dataforseo_password")
-            raise ProviderNotConfigured(
-                self.name, [n for n, v in zip(names, (login, password), strict=True) if not v]
-            )
         self._settings = settings
-        self._auth = (login, password)
+        self._auth = credentials(settings)
         self._own_client = client is None
         self._client = client if client is not None else http_client(settings)
         self._options = options
@@ -130,7 +124,7 @@ class DataForSeoChecker:
     ) -> CheckResult:
         response = await self._client.post(endpoint, json=[task], auth=self._auth)
         detail = dict(detail)  # a fresh copy per attempt
-        error = _http_error(response)
+        error = http_error(response)
         if error is not None:
             if error.code != REJECTED or error.fatal:
                 raise error
@@ -202,16 +196,36 @@ def _raise_for_code(envelope: dict[str, Any], level: str) -> int:
     if code == OK or (code == NO_RESULTS and level == "task"):
         return code
     message = f"dataforseo {level} status {code}: {envelope.get('status_message')!r}"
-    if code in _RETRYABLE or code >= 50000:
-        raise ProviderError(UPSTREAM_ERROR, message, retryable=True)
-    if code == 40100:
-        raise ProviderError(AUTH_FAILED, message, fatal=True)
-    if 40200 <= code < 40300:
-        raise ProviderError(QUOTA_EXHAUSTED, message, fatal=True)
+    error = code_error(code, message)
+    if error is not None:
+        raise error
     raise _Rejected(message)
 
 
-def _http_error(response: Response) -> ProviderError | None:
+def code_error(code: int, message: str) -> ProviderError | None:
+    """The error of a ``status_code`` that no task of this account can get past (auth,
+    money) or that is worth retrying; None for a refusal of this task alone."""
+    if code in _RETRYABLE or code >= 50000:
+        return ProviderError(UPSTREAM_ERROR, message, retryable=True)
+    if code == 40100:
+        return ProviderError(AUTH_FAILED, message, fatal=True)
+    if 40200 <= code < 40300:
+        return ProviderError(QUOTA_EXHAUSTED, message, fatal=True)
+    return None
+
+
+def credentials(settings: Settings) -> tuple[str, str]:
+    """SEOJOBS_DATAFORSEO_LOGIN and _PASSWORD; ProviderNotConfigured naming those unset."""
+    login, password = settings.dataforseo_login, settings.dataforseo_password
+    if not login or not password:
+        names = ("dataforseo_login", "dataforseo_password")
+        raise ProviderNotConfigured(
+            "dataforseo", [n for n, v in zip(names, (login, password), strict=True) if not v]
+        )
+    return login, password
+
+
+def http_error(response: Response) -> ProviderError | None:
     status = response.status
     snippet = response.text[:300]
     if status == 402:

@@ -84,7 +84,7 @@ def load_service_account(path: str) -> ServiceAccount:
     return ServiceAccount(path, info["client_email"], info["token_uri"], signer)
 
 
-def _oauth_error(response: Response) -> str:
+def oauth_error(response: Response) -> str:
     """The ``error`` / ``error_description`` of an OAuth error answer, or the raw text."""
     try:
         body = response.json()
@@ -170,14 +170,14 @@ class ServiceAccountTokens:
             raise ProviderError(
                 AUTH_FAILED,
                 f"Google refused the service account {self.account.client_email} "
-                f"({status}): {_oauth_error(response)}",
+                f"({status}): {oauth_error(response)}",
                 status=status,
                 fatal=True,
             )
-        return _parse_token(response)
+        return parse_token(response)
 
 
-def _parse_token(response: Response) -> tuple[str, float]:
+def parse_token(response: Response) -> tuple[str, float]:
     try:
         body = response.json()
     except ValueError:

@@ -1,0 +1,47 @@
+"""``keyword_research``: search volume, CPC, competition and ideas for seed keywords or a page,
+from DataForSEO or the Google Ads Keyword Planner (seed 001: only when started).
+
+The package: ``params`` (what a request sets), ``run`` (the handler, the provider choice and
+the refusal at creation). Adapters live in ``seojobs.providers`` (``dataforseo_keywords``,
+``google_ads``). Each completed job stores the keywords as the project's collection for its
+market (``{location}/{language}``); ``GET /v1/projects/{id}/keywords`` reads it.
+"""
+
+from __future__ import annotations
+
+from seojobs.engine.registry import Kind, Quota
+from seojobs.kinds.keyword_research.params import KeywordResearchParams
+from seojobs.kinds.keyword_research.run import refusal, run, subject
+
+NAME = "keyword_research"
+__all__ = ["KIND", "NAME", "KeywordResearchParams", "subject"]
+
+
+def _cost(_params: KeywordResearchParams, _items: int) -> dict[str, int]:
+    return {DAILY.name: 1, MONTHLY.name: 1}  # one lookup, whatever its size
+
+
+DAILY = Quota(
+    "keyword_lookups",
+    lambda settings: settings.quota_keyword_lookups_daily,
+    description="Keyword research jobs per UTC day (SEOJOBS_QUOTA_KEYWORD_LOOKUPS_DAILY).",
+)
+MONTHLY = Quota(
+    "keyword_lookups_month",
+    lambda settings: settings.quota_keyword_lookups_monthly,
+    period="month",
+    description="Keyword research jobs per calendar month (SEOJOBS_QUOTA_KEYWORD_LOOKUPS_MONTHLY).",
+)
+
+KIND: Kind[KeywordResearchParams] = Kind(
+    NAME,
+    KeywordResearchParams,
+    run,
+    description="Search volume, CPC, competition and keyword ideas for seeds or a page "
+    "(GET /v1/projects/{id}/keywords).",
+    summary_params=("seeds", "url", "location", "language", "provider", "limit"),
+    schedulable=False,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    refusal=refusal,
+)
