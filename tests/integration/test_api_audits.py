@@ -336,6 +336,8 @@ def test_two_audits_are_compared_by_code_and_url(
     assert _all_changed(client, url, "fixed") == {("title_missing", "/no-title")}
     unchanged = _all_changed(client, url, "unchanged")
     assert len(unchanged) == total - 1 and ("h1_missing", "/no-h1") in unchanged
+    itself = client.get(f"/v1/projects/{project}/audits/{first}/compare/{first}").json()
+    assert itself["data"]["counts"] == {"new": 0, "fixed": 0, "unchanged": total}
     # The other way round, new and fixed swap.
     back = client.get(f"/v1/projects/{project}/audits/{first}/compare/{second}").json()
     assert [i["code"] for i in back["data"]["issues"]] == ["title_missing"]

@@ -18,8 +18,6 @@ from seojobs.store.records import (
     UserRecord,
 )
 
-CHANGES = ("new", "fixed", "unchanged")
-
 
 @dataclass(frozen=True)
 class Audit:

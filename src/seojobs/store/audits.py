@@ -7,10 +7,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, func, literal, select
+from sqlalchemy import Connection, and_, case, func, literal, select
+from sqlalchemy.sql.elements import ColumnElement
 
 from seojobs.store.records import AuditPageRecord, ChangeCount, ChangedFinding
 from seojobs.store.tables import audit_pages, collections, findings
+
+CHANGES = ("new", "fixed", "unchanged")
 
 
 def collected_at(conn: Connection, job_id: int) -> datetime | None:
@@ -41,57 +44,57 @@ def pages_page(
     return [AuditPageRecord(**r._asdict()) for r in rows]
 
 
-def _keyed(job_id: int) -> Any:
-    """One row per (code, url) a job found, with its severity and first finding's id. A
-    finding's page is ``data["url"]``; one about no page compares as ""."""
+def _pairs(job_id: int, other_id: int) -> Any:
+    """One row per (code, url) either job found, in one pass over both jobs' findings: whether
+    each found it, and the id of each one's first finding of it. A finding's page is
+    ``data["url"]``; one about no page compares as ""."""
     url = func.coalesce(findings.c.data["url"].as_string(), literal(""))
     found = (
-        select(findings.c.code, url.label("url"), findings.c.severity, findings.c.id)
-        .where(findings.c.job_id == job_id)
+        select(
+            findings.c.job_id, findings.c.code, url.label("url"), findings.c.severity, findings.c.id
+        )
+        .where(findings.c.job_id.in_((job_id, other_id)))
         .subquery()
     )
+    # Two tests, not one and its negation: an audit compared with itself is all unchanged.
     return (
         select(
             found.c.code,
             found.c.url,
             func.min(found.c.severity).label("severity"),
-            func.min(found.c.id).label("id"),
+            func.min(case((found.c.job_id == job_id, found.c.id))).label("id"),
+            func.min(case((found.c.job_id == other_id, found.c.id))).label("other_id"),
         )
         .group_by(found.c.code, found.c.url)
         .subquery()
     )
 
 
-def _against(job_id: int, other_id: int) -> tuple[Any, Any, Any]:
-    """``job_id``'s pairs left-joined to ``other_id``'s: (pairs, theirs, the join)."""
-    mine, theirs = _keyed(job_id), _keyed(other_id)
-    on = and_(mine.c.code == theirs.c.code, mine.c.url == theirs.c.url)
-    return mine, theirs, mine.outerjoin(theirs, on)
+def _change(pairs: Any, change: str) -> ColumnElement[bool]:
+    if change == "new":
+        return and_(pairs.c.id.is_not(None), pairs.c.other_id.is_(None))
+    if change == "fixed":
+        return and_(pairs.c.id.is_(None), pairs.c.other_id.is_not(None))
+    return and_(pairs.c.id.is_not(None), pairs.c.other_id.is_not(None))
 
 
 def change_counts(conn: Connection, job_id: int, other_id: int) -> list[ChangeCount]:
     """Per code: how many (code, url) pairs ``job_id`` found that ``other_id`` did not
-    (``new``), both found (``unchanged``), and ``other_id`` found that ``job_id`` did not
-    (``fixed``)."""
-    counts: dict[str, dict[str, Any]] = {}
-    for first, second, absent, present in (
-        (job_id, other_id, "new", "unchanged"),
-        (other_id, job_id, "fixed", None),
-    ):
-        mine, theirs, joined = _against(first, second)
-        query: Select[Any] = (
-            select(mine.c.code, func.min(mine.c.severity), func.count(), func.count(theirs.c.code))
-            .select_from(joined)
-            .group_by(mine.c.code)
+    (``new``), ``other_id`` found that ``job_id`` did not (``fixed``), and both found
+    (``unchanged``)."""
+    pairs = _pairs(job_id, other_id)
+    counted = [func.sum(case((_change(pairs, c), 1), else_=0)) for c in CHANGES]
+    query = (
+        select(pairs.c.code, func.min(pairs.c.severity), *counted)
+        .group_by(pairs.c.code)
+        .order_by(pairs.c.code)
+    )
+    return [
+        ChangeCount(
+            code=code, severity=severity, new=int(new), fixed=int(fixed), unchanged=int(same)
         )
-        for code, severity, total, matched in conn.execute(query):
-            row = counts.setdefault(
-                code, {"code": code, "severity": severity, "new": 0, "fixed": 0, "unchanged": 0}
-            )
-            row[absent] = int(total) - int(matched)
-            if present:
-                row[present] = int(matched)
-    return [ChangeCount(**row) for _code, row in sorted(counts.items())]
+        for code, severity, new, fixed, same in conn.execute(query)
+    ]
 
 
 def changed(
@@ -106,15 +109,12 @@ def changed(
 ) -> list[ChangedFinding]:
     """The (code, url) pairs of one ``change`` (``new``, ``fixed`` or ``unchanged``), ordered
     by the id of the first finding of each (``other_id``'s for ``fixed``): also the cursor."""
-    first, second = (other_id, job_id) if change == "fixed" else (job_id, other_id)
-    mine, theirs, joined = _against(first, second)
-    kept = theirs.c.code.is_not(None) if change == "unchanged" else theirs.c.code.is_(None)
-    query = (
-        select(mine.c.id, mine.c.code, mine.c.severity, mine.c.url)
-        .select_from(joined)
-        .where(kept, mine.c.id > after_id)
+    pairs = _pairs(job_id, other_id)
+    key = pairs.c.other_id if change == "fixed" else pairs.c.id
+    query = select(key, pairs.c.code, pairs.c.severity, pairs.c.url).where(
+        _change(pairs, change), key > after_id
     )
     if code is not None:
-        query = query.where(mine.c.code == code)
-    rows = conn.execute(query.order_by(mine.c.id).limit(limit))
+        query = query.where(pairs.c.code == code)
+    rows = conn.execute(query.order_by(key).limit(limit))
     return [ChangedFinding(id=i, code=c, severity=s, url=u or None) for i, c, s, u in rows]
