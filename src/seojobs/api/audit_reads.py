@@ -321,7 +321,8 @@ def compare_audits(
 ) -> Response:
     """How the issues of audit `job_id` differ from those of audit `other_job_id` (both
     completed audits of the project), an issue being its (code, url): how many are new, fixed
-    and unchanged, in all and per code, and a page of those of one `change`."""
+    and unchanged, in all and per code, and a page of those of one `change` (of one
+    `code`, if given; the counts are always of every issue)."""
     after = parse_cursor(cursor) or 0
     found = svc.audit_comparison(
         user,
