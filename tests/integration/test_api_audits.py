@@ -311,7 +311,11 @@ def test_two_audits_are_compared_by_code_and_url(
         first = _completed(client, project, params)
         # Between the audits the site fixes its missing title and loses an h1.
         monkeypatch.setitem(PAGES, "/no-title", html("no-title"))
-        monkeypatch.setitem(PAGES, "/clean/2", html("clean-2", h1=(), links=("/", "/clean/1")))
+        # ... and takes a title a spreadsheet would run (CSV cells are guarded).
+        formula = "=SUM(1+1) reads like a formula in garden care"
+        monkeypatch.setitem(
+            PAGES, "/clean/2", html("clean-2", title=formula, h1=(), links=("/", "/clean/1"))
+        )
         second = _completed(client, project, params)
         elsewhere = _completed(client, other, params)
     before = client.get(f"/v1/projects/{project}/audits/{first}/issues", params={"limit": 1000})
@@ -336,6 +340,11 @@ def test_two_audits_are_compared_by_code_and_url(
     assert _all_changed(client, url, "fixed") == {("title_missing", "/no-title")}
     unchanged = _all_changed(client, url, "unchanged")
     assert len(unchanged) == total - 1 and ("h1_missing", "/no-h1") in unchanged
+    pages = f"/v1/projects/{project}/audits/{second}/pages"
+    [clean2] = [p for p in _every(client, pages, {}) if p["url"].endswith("/clean/2")]
+    assert clean2["title"] == formula  # JSON keeps it as it is
+    [row] = [r for r in _csv_rows(client.get(pages, headers=CSV)) if r["url"] == clean2["url"]]
+    assert row["title"] == "'" + formula
     itself = client.get(f"/v1/projects/{project}/audits/{first}/compare/{first}").json()
     assert itself["data"]["counts"] == {"new": 0, "fixed": 0, "unchanged": total}
     # The other way round, new and fixed swap.
