@@ -108,6 +108,9 @@ class Settings(BaseSettings):
     fetch_host_delay: float = Field(
         default=0.0, ge=0, description="Pause between requests to a host."
     )
+    fetch_dns_ttl: float = Field(
+        default=60.0, ge=0, description="Seconds a fetcher keeps a name's addresses (0: none)."
+    )
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Hostnames exempt from the private-network guard (comma separated).",

@@ -1,7 +1,8 @@
 """The input gate (``seojobs.api.inputs``) on every route the app serves, over HTTP on both
 stores: a JSON body nested deeper than 32 levels, or holding NUL, a lone surrogate or a
-non-finite number anywhere (keys and values, at any depth), and NUL in a query string, are 422
-problems naming the field, and nothing is stored.
+non-finite number anywhere (keys and values, at any depth), or ``true``/``false`` where the
+published document expects a number (in a body or in any job type's params), and NUL in a
+query string, are 422 problems naming the field, and nothing is stored.
 
 The routes come from the app itself (``app_routes``): a new route is walked too, and a new
 route with a body fails ``test_every_body_route_is_walked`` until its valid body is added here.
@@ -29,6 +30,7 @@ from tests.api_helpers import (
 )
 
 URL = "https://a.example/page"
+Loc = tuple[str | int, ...]
 # A body each route takes; every probe below is this body with one odd part.
 VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", f"{V1}/index-submit/jobs"): {"urls": [URL], "title": "launch"},
@@ -152,6 +154,81 @@ def test_odd_strings_and_numbers_anywhere_in_a_body_are_422(
         for body, wanted in probes(VALID_BODIES[method, path], value):
             key = {"Idempotency-Key": f"k-{odd}-{wanted}"}
             refused(send_json(client, method, path.format(**values), body, headers=key), wanted)
+    assert stored(app) == before
+
+
+NUMBERS = {"integer", "number"}
+
+
+def numbers(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[Loc]:
+    """Where a document may hold a number, by the schema ``node``: through ``$ref``, the
+    alternatives of a union, object properties and array items (as index 0)."""
+    ref = node.get("$ref")
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1]
+        return set() if name in seen else numbers(defs[name], defs, seen | {name})
+    kinds = node.get("type")
+    found: set[Loc] = (
+        {()} if NUMBERS & set([kinds] if isinstance(kinds, str) else kinds or ()) else set()
+    )
+    for branch in (*node.get("anyOf", ()), *node.get("oneOf", ())):
+        found |= numbers(branch, defs, seen)
+    for key, sub in node.get("properties", {}).items():
+        found |= {(key, *loc) for loc in numbers(sub, defs, seen)}
+    if isinstance(node.get("items"), dict):
+        found |= {(0, *loc) for loc in numbers(node["items"], defs, seen)}
+    return found
+
+
+def placed(body: dict[str, Any], loc: Loc, value: Any) -> dict[str, Any]:
+    """``body`` with ``value`` at ``loc``, the objects and lists on the way made as needed."""
+    out = copy.deepcopy(body)
+    holder: Any = out
+    for index, part in enumerate(loc[:-1]):
+        empty: Any = [None] if isinstance(loc[index + 1], int) else {}
+        current = holder[part] if isinstance(holder, list) else holder.get(part)
+        if not isinstance(current, type(empty)):
+            holder[part] = empty
+        holder = holder[part]
+    holder[loc[-1]] = value
+    return out
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_booleans_where_the_document_expects_a_number_are_422(
+    world: tuple[Api, httpx.Client, dict[str, str]], flag: bool
+) -> None:
+    """pydantic reads true/false as 1/0; JSON Schema does not (schemathesis found a site
+    audit's ``"max_depth": true`` taken as 1). Every number the published document asks for,
+    in every body and in every job type's params (through both creation routes), refuses a
+    boolean; the probes come from the document, so a new field or job type is probed too."""
+    app, client, values = world
+    document = client.get("/openapi.json").json()
+    defs = document["components"]["schemas"]
+    cases: list[tuple[str, str, dict[str, Any], str]] = []
+    for method, path in body_routes(app):
+        content = document["paths"][path][method.lower()]["requestBody"]["content"]
+        for loc in numbers(content["application/json"]["schema"], defs):
+            cases.append((method, path, placed(VALID_BODIES[method, path], loc, flag), field(loc)))
+    schedulable = defs["ScheduleIn"]["properties"]["type"]["enum"]
+    for job_type in client.get("/v1/job-types").json()["data"]:
+        for loc in numbers(job_type["params_schema"], job_type["params_schema"].get("$defs", {})):
+            params = placed({}, loc, flag)
+            body = {"type": job_type["name"], "params": params}
+            wanted = field(("params", *loc))
+            cases.append(("POST", "/v1/projects/{project_id}/jobs", body, wanted))
+            if job_type["name"] in schedulable:
+                schedule = {"name": "n", "every_days": 1, **body}
+                cases.append(("POST", "/v1/projects/{project_id}/schedules", schedule, wanted))
+    probed = {wanted for _method, _path, _body, wanted in cases}
+    # The ones the issue named, and one per kind of place: the test walks what it should.
+    assert {"checker", "max_depth", "thresholds.max_depth", "every_days", "every_seconds"} <= probed
+    assert {"params.checker", "params.thresholds.max_depth"} <= probed
+    before = stored(app)
+    for method, path, body, wanted in cases:
+        answer = send_json(client, method, path.format(**values), body)
+        assert_problem(answer, 422)
+        assert wanted in error_fields(answer), (path, body, answer.text)
     assert stored(app) == before
 
 

@@ -169,3 +169,38 @@ def test_item_record_fields_follow_the_table_columns() -> None:
     from seojobs.store.tables import job_items
 
     assert [f.name for f in fields(ItemRecord)] == [c.name for c in job_items.columns]
+
+
+class Mixed(BaseModel):
+    """A plug-in's params with numbers in every kind of place, none refusing booleans itself."""
+
+    limit: int | None = Field(default=None, ge=1)
+    ratio: float = 0.5
+    sizes: list[int] = []
+    weights: dict[str, float] = {}
+    either: int | str = 1  # pydantic would take true as 1 here too
+    flag: bool | int = 0  # a boolean is a member: true stays true
+    nested: Params | None = None
+
+
+def test_booleans_are_refused_where_the_params_schema_expects_a_number() -> None:
+    """pydantic reads true/false as 1/0; the schema a job type publishes does not. The registry
+    refuses them for any kind, a plug-in's included, without help from its model."""
+    reg = Registry()
+    reg.add(Kind("mixed", Mixed, handler))
+    params = {
+        "limit": True,
+        "ratio": False,
+        "sizes": [1, True],
+        "weights": {"a": 1.5, "b": False},
+        "either": True,
+        "flag": True,
+        "nested": {"urls": ["a"], "engine": "x"},
+    }
+    with pytest.raises(InvalidParams) as info:
+        reg.validate("mixed", params)
+    fields = [e["field"] for e in info.value.errors]
+    assert fields == ["either", "limit", "ratio", "sizes.1", "weights.b"]
+    assert info.value.errors[0]["message"] == "must be a number, not true or false (got true)"
+    model, _items = reg.validate("mixed", {"flag": True, "limit": 2, "ratio": 1})
+    assert model.flag is True and model.limit == 2

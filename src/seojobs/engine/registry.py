@@ -13,6 +13,7 @@ declare an entry point in the ``seojobs.kinds`` group, and modules named in the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -25,6 +26,8 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
 from seojobs.fielderrors import message
+from seojobs.jsonbooleans import MESSAGE as BOOLEAN_MESSAGE
+from seojobs.jsonbooleans import Schema, value_at
 from seojobs.store.records import NewItem
 
 if TYPE_CHECKING:
@@ -166,7 +169,7 @@ class Kind(Generic[P]):
         """A request's params. Fields the kind marks ``readOnly`` in its schema are its own to
         fill in (e.g. ``duplicates_removed``): params that set one are refused."""
         try:
-            _refuse_read_only(self.params, params)
+            _refuse_what_pydantic_takes(self.params, params)
         except ValidationError as exc:
             raise InvalidParams(self.name, exc) from None
         return self.validate(params)
@@ -264,10 +267,22 @@ class Registry:
             _call_register(getattr(module, "register", None), self, f"module {module_name!r}")
 
 
-def _refuse_read_only(model: type[BaseModel], params: Any) -> None:
+@functools.cache
+def _schema(model: type[BaseModel]) -> Schema:
+    return Schema(model.model_json_schema())
+
+
+def _refuse_what_pydantic_takes(model: type[BaseModel], params: Any) -> None:
+    """Refuse what the params' schema refuses and pydantic would take: fields the server
+    fills in (``readOnly``), and ``true``/``false`` where a number is expected (pydantic
+    reads them as 1 and 0)."""
     if not isinstance(params, dict):
         return  # the model's own validation refuses it
-    errors: list[InitErrorDetails] = []
+    boolean = PydanticCustomError("number_type", BOOLEAN_MESSAGE)
+    errors: list[InitErrorDetails] = [
+        {"type": boolean, "loc": loc, "input": value_at(params, loc)}
+        for loc in _schema(model).booleans_as_numbers(params)
+    ]
     for name, info in model.model_fields.items():
         extra = info.json_schema_extra
         key = info.alias or name

@@ -105,7 +105,10 @@ class Fetcher:
             hop_timeout or settings.fetch_connect_timeout + 2 * settings.fetch_timeout
         )
         self.guard = AddressGuard(
-            GuardPolicy.from_settings(settings), resolver, lookup_timeout=self.hop_timeout
+            GuardPolicy.from_settings(settings),
+            resolver,
+            lookup_timeout=self.hop_timeout,
+            dns_ttl=settings.fetch_dns_ttl,
         )
         self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         guard = self.guard
