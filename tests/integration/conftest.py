@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import text
 
+from seojobs.store.db import Database
+from tests import schema_0002
 from tests.api_helpers import Api, Providers, api, providers
 from tests.conftest import make_settings
 
@@ -30,3 +33,21 @@ def working(store_url: str, fakes: Providers) -> Iterator[Api]:
     the fake providers."""
     with api(fakes.settings(store_url), run_worker=True) as running:
         yield running
+
+
+@pytest.fixture
+def at_0002(store_url: str) -> Iterator[Database]:
+    """A database built by the migrations up to 0002 and seeded by ``tests.schema_0002`` (the
+    data of a server in use then): where the tests of later migrations start."""
+    db = Database(store_url)
+    with db.write() as conn:  # start from nothing: the fixtures migrated to head
+        if db.dialect == "postgresql":
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+    if db.dialect == "sqlite":
+        db.dispose()
+        open(store_url.removeprefix("sqlite:///"), "wb").close()
+        db = Database(store_url)
+    schema_0002.build(db)
+    yield db
+    db.dispose()

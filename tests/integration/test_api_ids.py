@@ -34,7 +34,13 @@ NOT_DIGITS = [
 TOO_BIG = [str(MAX_ID + 1), "9" * 20, "9" * 5000]
 ODD = [*NOT_DIGITS, *TOO_BIG]
 ODD_IDS = [*ODD, "0"]  # ids start at 1; pages and report cursors at 0
-PATH_PARAMS = {"job_id": ODD_IDS, "project_id": ODD_IDS, "schedule_id": ODD_IDS, "page": ODD}
+PATH_PARAMS = {
+    "job_id": ODD_IDS,
+    "other_job_id": ODD_IDS,
+    "project_id": ODD_IDS,
+    "schedule_id": ODD_IDS,
+    "page": ODD,
+}
 
 
 # Bodies the POST routes with path ids take, so that the path id is the only error.
@@ -59,6 +65,7 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
     values = {
         "job_id": 3,
+        "other_job_id": 3,
         "project_id": project,
         "schedule_id": schedule,
         "page": 0,
@@ -129,21 +136,19 @@ def test_odd_cursors_are_422_on_every_list(
     app, client, values = world
     lists = query_routes(app, "cursor")
     # v1 x2, their reports, projects, a project's jobs and schedules, a job's items and
-    # findings, a project's collected data, a project's audits, an audit's issues and pages,
-    # a project's keywords
-    assert len(lists) == 14
+    # findings, a project's collected data, a project's audits, an audit's issues, pages and
+    # comparison, a project's keywords
+    assert len(lists) == 15
     for method, path in lists:
-        if "/audits/{job_id}/" in path:
-            # Known gap (issue 13 note): an audit's issues and pages look the audit up before
-            # an empty cursor is refused, so that one answers 404 here; the others are 422.
-            continue
-        reports = path.endswith(("/report", "/items"))  # rows count from 0
+        reports = path.endswith(("/report", "/items", "/pages"))  # rows count from 0
         for odd in [*ODD, ""] if reports else [*ODD_IDS, ""]:
             answer = client.request(method, url_of(path, values), params={"cursor": odd})
-            refused(answer, "cursor")
+            refused(answer, "cursor")  # before the audit is looked up (job 3 is none)
         first = client.request(method, url_of(path, values), params={"cursor": "0" * 30 + "1"})
-        # A keywords cursor names a collection: none exists in this world.
-        assert first.status_code == (404 if path.endswith("/keywords") else 200), first.text
+        # Job 3 is an index check: an audit's reads find no audit there; a keywords cursor
+        # names a collection, and none exists in this world.
+        missing = "/audits/{job_id}/" in path or path.endswith("/keywords")
+        assert first.status_code == (404 if missing else 200), first.text
 
 
 @pytest.mark.parametrize("kind", ["index-submit", "index-check"])
@@ -164,7 +169,7 @@ def test_odd_ids_filters_are_422(
 def test_odd_limits_are_422(world: tuple[Api, httpx.Client, dict[str, str]]) -> None:
     app, client, values = world
     lists = query_routes(app, "limit")
-    assert len(lists) == 14
+    assert len(lists) == 15
     for method, path in lists:
         for odd in [*ODD, "0", "1001"]:
             refused(client.request(method, url_of(path, values), params={"limit": odd}), "limit")

@@ -73,7 +73,8 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     every = {"name": "kept", "type": "test_noop", "every_days": 1}
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
     job = client.post(f"{V1}/index-check/jobs", json={"urls": [URL]}).json()["job_id"]
-    values = {"job_id": job, "project_id": project, "schedule_id": schedule, "page": 0}
+    values = {"job_id": job, "other_job_id": job, "project_id": project, "schedule_id": schedule}
+    values |= {"page": 0}
     values |= {"engine": "google", "type": "indexer", "name": "favicon.png"}  # name: /docs assets
     return idle, client, {name: str(value) for name, value in values.items()}
 

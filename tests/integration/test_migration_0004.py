@@ -7,28 +7,17 @@ import hashlib
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from seojobs.store import migrate
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items, usage_charges
-from tests import schema_0002
 from tests.schema_0002 import TABLES, _item, _job
 
 
 @pytest.fixture
-def in_use(store_url: str) -> Iterator[Database]:
-    db = Database(store_url)
-    with db.write() as conn:  # start from nothing: the fixtures migrated to head
-        if db.dialect == "postgresql":
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-    if db.dialect == "sqlite":
-        db.dispose()
-        path = store_url.removeprefix("sqlite:///")
-        open(path, "wb").close()
-        db = Database(store_url)
-    schema_0002.build(db)
+def in_use(at_0002: Database) -> Iterator[Database]:
+    db = at_0002
     jobs = [
         # bob's (user 2, project 3) index jobs: charged, refused, a follow-up of the first
         _job(10, 3, "completed", kind="index_check", items_total=3),
@@ -42,7 +31,6 @@ def in_use(store_url: str) -> Iterator[Database]:
             TABLES["job_items"].insert(), [_item(100 + i, 10, i, "done") for i in range(3)]
         )
     yield db
-    db.dispose()
 
 
 def test_upgrade_keys_every_item_and_charges_past_use(in_use: Database) -> None:

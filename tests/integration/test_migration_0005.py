@@ -6,28 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from seojobs.store import migrate
 from seojobs.store.db import Database
 from seojobs.store.tables import users
-from tests import schema_0002
 from tests.schema_0002 import TABLES, _user
 
 
 @pytest.fixture
-def at_0004(store_url: str) -> Iterator[Database]:
-    db = Database(store_url)
-    with db.write() as conn:  # start from nothing: the fixtures migrated to head
-        if db.dialect == "postgresql":
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-    if db.dialect == "sqlite":
-        db.dispose()
-        open(store_url.removeprefix("sqlite:///"), "wb").close()
-        db = Database(store_url)
-    schema_0002.build(db)  # alice (1) and bob (2)
+def at_0004(at_0002: Database) -> Iterator[Database]:
+    db = at_0002  # alice (1) and bob (2)
     migrate.upgrade(db, "0004")
     with db.write() as conn:
         conn.execute(
@@ -35,7 +25,6 @@ def at_0004(store_url: str) -> Iterator[Database]:
             [_user(4, "alice"), _user(5, "alice"), _user(6, "alice-5"), _user(7, "bob")],
         )
     yield db
-    db.dispose()
 
 
 def test_duplicate_names_are_renamed_and_names_become_unique(

@@ -18,7 +18,7 @@ from seojobs.services import NotFound, Services
 from seojobs.settings import Settings
 from seojobs.store.db import Database
 from seojobs.store.records import UserRecord
-from seojobs.store.tables import collections, findings, job_items
+from seojobs.store.tables import audit_pages, collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
 from tests.procs import Procs
@@ -269,6 +269,10 @@ def test_a_1000_page_audit_resumes_after_its_worker_is_sigkilled(
         "HEAD /ext/get": 1,
         "GET /ext/get": 1,
     }
+    # The pages table, written once the crawl was complete: every page once, with in-links.
+    _job, stored = services.audit_pages(user, done.project_id, job.id, limit=pages + 1)
+    assert sorted(_path(p.url) for p in stored) == sorted(f"/g/{n}" for n in range(pages))
+    assert {_path(p.url): p.in_links for p in stored}["/g/0"] == pages - 1  # all link home
 
 
 async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_findings(
@@ -317,7 +321,7 @@ async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_find
         services.job(user, job.id)
     assert services.job(user, other.id).state == "completed"
     with services.db.read() as conn:
-        for table in (job_items, findings, collections):
+        for table in (job_items, findings, collections, audit_pages):
             rows = conn.execute(select(func.count()).where(table.c.job_id == job.id))
             assert rows.scalar_one() == 0, table.name
     assert fetched < 200

@@ -15,6 +15,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
 from seojobs.api import docs, openapi, problems
+from seojobs.api.audit_reads import router as audit_reads_router
 from seojobs.api.audits import router as audits_router
 from seojobs.api.deps import AuthCache
 from seojobs.api.domain import router as domain_router
@@ -102,6 +103,7 @@ def create_app(
     app.include_router(domain_router)
     app.include_router(keywords_router)
     app.include_router(tech_stack_router)
+    app.include_router(audit_reads_router)
     docs.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

@@ -20,6 +20,7 @@ from seojobs.api.deps import Svc, User, current_user
 from seojobs.api.fastroute import PathIdRoute
 from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
 from seojobs.api.inputs import CheckedRoute
+from seojobs.api.paging import by_id, paged
 from seojobs.api.problems import Problem, invalid
 from seojobs.api.projects_models import (
     INTERVALS,
@@ -112,9 +113,7 @@ def _page(records: Sequence[R], cursor: str | None, limit: int) -> tuple[list[R]
     """Oldest first; the cursor is the last id of the previous page. Users have few projects
     and schedules, so the store hands all of them over and the page is cut here."""
     after = parse_cursor(cursor) or 0
-    rest = [r for r in records if r.id > after]
-    page = rest[:limit]
-    return page, str(page[-1].id) if len(rest) > limit else None
+    return paged([r for r in records if r.id > after], limit, by_id)
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -277,8 +276,7 @@ def list_jobs(
         limit=limit + 1,
         summary=True,
     )
-    page = found[:limit]
-    next_cursor = str(page[-1].id) if len(found) > limit and page else None
+    page, next_cursor = paged(found, limit, by_id)
     return JSONResponse({"data": [job_body(j) for j in page], "next_cursor": next_cursor})
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from seojobs import csvfile
 from seojobs.api.ids import parse_cursor
+from seojobs.api.paging import by_seq, paged
 from seojobs.engine.registry import ReportColumn
 from seojobs.services import Services
 from seojobs.store.records import ItemRecord, JobRecord, UserRecord
@@ -149,12 +150,8 @@ def respond(
     after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)  # a row's seq; the first is 0
     if after is None:
         after = -1
-    page = svc.items(user, job.id, after_seq=after, limit=limit + 1)
-    rows, more = page[:limit], len(page) > limit
+    found = svc.items(user, job.id, after_seq=after, limit=limit + 1)
+    rows, more = paged(found, limit, by_seq)
     return JSONResponse(
-        {
-            "job_id": job.id,
-            "rows": [row(i, job) for i in rows],
-            "next_cursor": str(rows[-1].seq) if more and rows else None,
-        }
+        {"job_id": job.id, "rows": [row(i, job) for i in rows], "next_cursor": more}
     )

@@ -15,6 +15,7 @@ from seojobs.api import problems
 from seojobs.api.deps import Svc, User
 from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
 from seojobs.api.inputs import CheckedRoute
+from seojobs.api.paging import by_id, by_seq, paged
 from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ, cell, item_status, report_columns
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
 from seojobs.services import Services
@@ -197,17 +198,11 @@ def list_items(
             _items_csv(svc, user, job, outcome), media_type="text/csv", headers=headers
         )
     after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)
-    page = svc.items(
+    found = svc.items(
         user, job_id, after_seq=-1 if after is None else after, limit=limit + 1, outcomes=outcome
     )
-    more = len(page) > limit
-    page = page[:limit]
-    return JSONResponse(
-        {
-            "data": [item_body(i, job.is_final) for i in page],
-            "next_cursor": str(page[-1].seq) if more else None,
-        }
-    )
+    page, more = paged(found, limit, by_seq)
+    return JSONResponse({"data": [item_body(i, job.is_final) for i in page], "next_cursor": more})
 
 
 @router.get(
@@ -233,15 +228,9 @@ def list_findings(
 ) -> Response:
     """A job's findings, oldest first (all of one code with `code`)."""
     after = parse_cursor(cursor) or 0
-    page = svc.findings(user, job_id, code=code, after_id=after, limit=limit + 1)
-    more = len(page) > limit
-    page = page[:limit]
-    return JSONResponse(
-        {
-            "data": [finding_body(f) for f in page],
-            "next_cursor": str(page[-1].id) if more else None,
-        }
-    )
+    found = svc.findings(user, job_id, code=code, after_id=after, limit=limit + 1)
+    page, more = paged(found, limit, by_id)
+    return JSONResponse({"data": [finding_body(f) for f in page], "next_cursor": more})
 
 
 @router.get(
@@ -274,17 +263,11 @@ def collected_history(
 ) -> Response:
     """Every completed collection (of one subject, if given), newest first."""
     before = parse_cursor(cursor)
-    page = svc.collection_history(
+    found = svc.collection_history(
         user, project_id, type, subject, before_id=before, limit=limit + 1
     )
-    more = len(page) > limit
-    page = page[:limit]
-    return JSONResponse(
-        {
-            "data": [collection_body(c) for c in page],
-            "next_cursor": str(page[-1].id) if more else None,
-        }
-    )
+    page, more = paged(found, limit, by_id)
+    return JSONResponse({"data": [collection_body(c) for c in page], "next_cursor": more})
 
 
 @router.get("/usage", operation_id="get_quota_usage", response_model=UsageData)

@@ -26,6 +26,7 @@ from seojobs.api.ids import (
     parse_ids,
 )
 from seojobs.api.inputs import FORBID, CheckedRoute
+from seojobs.api.paging import by_id, paged
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
@@ -237,10 +238,10 @@ def _list(
         limit=limit + 1,
         summary=True,
     )
-    page, more = found[:limit], len(found) > limit
+    page, more = paged(found, limit, by_id)
     children = indexing.follow_ups(svc, page)
     bodies = [_body(svc, job, children.get(job.id)) for job in page]
-    return {"jobs": bodies, "next_cursor": str(page[-1].id) if more and page else None}
+    return {"jobs": bodies, "next_cursor": more}
 
 
 StatusFilter = Annotated[

@@ -81,6 +81,10 @@ class JobHost(Protocol):
 
     async def collect(self, job: JobRecord, subject: str, data: Any) -> None: ...
 
+    async def replace_rows(
+        self, job: JobRecord, table: str, rows: list[dict[str, Any]]
+    ) -> None: ...
+
 
 ItemHandler = Callable[[ItemRecord], Awaitable[ItemResult]]
 
@@ -251,6 +255,12 @@ class JobContext(Generic[P]):
         it as the project's latest once the job completes. Collecting a subject again in the
         same job replaces it."""
         await self._host.collect(self.job, subject, data)
+
+    async def replace_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
+        """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in
+        one transaction: a phase that runs again after a rescue leaves one set of rows."""
+        self.check()
+        await self._host.replace_rows(self.job, table, list(rows))
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes,

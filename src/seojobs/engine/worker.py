@@ -31,6 +31,7 @@ from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
+from seojobs.store import kindrows
 from seojobs.store import results as result_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
@@ -450,6 +451,12 @@ class Worker:
                 data=data,
                 now=self.clock(),
             ),
+        )
+
+    async def replace_rows(self, job: JobRecord, table: str, rows: list[dict[str, Any]]) -> None:
+        await self._fenced(
+            job,
+            lambda conn: kindrows.replace(conn, job.id, job.attempt, table, rows, self.clock()),
         )
 
     async def _fenced(self, job: JobRecord, write: Callable[[Any], T]) -> T:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seojobs.engine.registry import Registry
+from seojobs.services.audits import AuditServices
 from seojobs.services.errors import Conflict, FieldError, Invalid, NotFound
 from seojobs.services.schedules import ScheduleServices
 from seojobs.settings import Settings
@@ -32,8 +33,9 @@ class CreatedUser:
     api_key: str
 
 
-class Services(ScheduleServices):
-    """Users, projects, jobs (``JobServices``) and schedules (``ScheduleServices``)."""
+class Services(ScheduleServices, AuditServices):
+    """Users, projects, jobs (``JobServices``), schedules (``ScheduleServices``) and site
+    audits' reads (``AuditServices``)."""
 
     @classmethod
     def open(cls, settings: Settings, registry: Registry) -> Services:

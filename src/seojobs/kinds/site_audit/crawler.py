@@ -21,6 +21,7 @@ from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.checks import Page, codes, page_findings
 from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
+from seojobs.kinds.site_audit.pages import write_pages
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.sitemaps import discover
 from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
@@ -332,3 +333,4 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
     data = summary(pages, site, params.max_pages)
     ctx.result = data
     await ctx.collect(parse_url(params.start_url).host, {"start_url": params.start_url, **data})
+    await write_pages(ctx)  # the audit_pages table, with in-link counts (reads: issue 13)

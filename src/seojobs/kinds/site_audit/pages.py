@@ -1,0 +1,56 @@
+"""The audit's page table (``audit_pages``): one row per crawled URL, with the in-link counts
+that are only known once the crawl is complete. Written by the site-wide phase, replacing
+the job's rows, so a rescued audit that runs the phase again writes each page once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from seojobs.engine.context import JobContext
+from seojobs.kinds.site_audit.params import SiteAuditParams
+
+TABLE = "audit_pages"
+# Copied as they are from a page's record (crawler._record and its verdicts).
+FIELDS = (
+    "url",
+    "final_url",
+    "status",
+    "depth",
+    "response_ms",
+    "redirects",
+    "content_type",
+    "title",
+    "description",
+    "h1",
+    "canonical",
+    "indexability_reason",
+    "words",
+    "content_hash",
+    "issues",
+)
+
+
+def page_rows(pages: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``pages``: (item seq, the page's record). ``in_links``: how many other crawled pages
+    link to the page (each linking page counted once, as the record keeps distinct links)."""
+    in_links: Counter[str] = Counter(
+        target for _seq, page in pages for target in page.get("links", ()) if target != page["url"]
+    )
+    return [
+        {
+            "seq": seq,
+            **{name: page.get(name) for name in FIELDS},
+            "indexable": bool(page.get("indexable")),
+            "in_links": in_links[page["url"]],
+            "out_links": page.get("out_links") or 0,
+            "external_links": page.get("external_links") or 0,
+        }
+        for seq, page in pages
+    ]
+
+
+async def write_pages(ctx: JobContext[SiteAuditParams]) -> None:
+    """Store the audit's pages, read back from its items (an earlier claim's too)."""
+    pages = [(item.seq, item.result) async for item in ctx.items() if item.result]
+    await ctx.replace_rows(TABLE, page_rows(pages))

@@ -1,0 +1,103 @@
+"""Site audits' reads: one completed audit of a project, its pages, and how its findings
+changed against another audit of the project. Reads never start an audit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from seojobs.kinds.site_audit import NAME as SITE_AUDIT
+from seojobs.services.errors import NotFound
+from seojobs.services.jobs import JobServices
+from seojobs.store import audits as audit_sql
+from seojobs.store.records import (
+    AuditPageRecord,
+    ChangeCount,
+    ChangedFinding,
+    JobRecord,
+    UserRecord,
+)
+
+
+@dataclass(frozen=True)
+class Audit:
+    job: JobRecord
+    collected_at: datetime | None  # as audits/latest says it, for the same audit
+
+    @property
+    def id(self) -> int:
+        return self.job.id
+
+
+@dataclass(frozen=True)
+class Comparison:
+    audit: Audit
+    other: Audit
+    counts: list[ChangeCount]  # per code
+    found: list[ChangedFinding]  # a page of the pairs of one change
+
+
+class AuditServices(JobServices):
+    def audit(self, user: UserRecord, project_id: int, job_id: int) -> Audit:
+        """A completed site audit of the user's project; ``NotFound`` otherwise, whichever
+        way it is not (nothing collected is nothing to read)."""
+        self.project(user, project_id)
+        try:
+            job = self.job(user, job_id, summary=True)
+        except NotFound:
+            job = None
+        if (
+            job is None
+            or job.project_id != project_id
+            or job.kind != SITE_AUDIT
+            or job.state != "completed"
+        ):
+            raise NotFound(f"completed site audit {job_id} in project {project_id}")
+        with self.db.read() as conn:
+            return Audit(job, audit_sql.collected_at(conn, job_id) or job.completed_at)
+
+    def audit_pages(
+        self,
+        user: UserRecord,
+        project_id: int,
+        job_id: int,
+        *,
+        statuses: tuple[int, int] | None = None,
+        indexable: bool | None = None,
+        after_seq: int = -1,
+        limit: int = 100,
+    ) -> tuple[Audit, list[AuditPageRecord]]:
+        audit = self.audit(user, project_id, job_id)
+        with self.db.read() as conn:
+            found = audit_sql.pages_page(
+                conn,
+                job_id,
+                statuses=statuses,
+                indexable=indexable,
+                after_seq=after_seq,
+                limit=limit,
+            )
+        return audit, found
+
+    def audit_comparison(
+        self,
+        user: UserRecord,
+        project_id: int,
+        job_id: int,
+        other_id: int,
+        *,
+        change: str = "new",
+        code: str | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> Comparison:
+        """How ``job_id``'s findings differ from ``other_id``'s (both completed audits of the
+        project), by (code, url): counts per code, and a page of the pairs of one change."""
+        audit = self.audit(user, project_id, job_id)
+        other = self.audit(user, project_id, other_id)
+        with self.db.read() as conn:
+            counts = audit_sql.change_counts(conn, job_id, other_id)
+            found = audit_sql.changed(
+                conn, job_id, other_id, change=change, code=code, after_id=after_id, limit=limit
+            )
+        return Comparison(audit, other, counts, found)

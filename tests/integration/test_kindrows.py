@@ -1,0 +1,67 @@
+"""Rows a job writes to a table its kind owns (``store.kindrows``): a claim replaces all of
+its job's rows at once, so a phase run again after a rescue leaves one set; a claim that
+lost its job writes nothing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from seojobs.services import Services
+from seojobs.store import jobs as job_sql
+from seojobs.store import kindrows
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.records import JobRecord
+from seojobs.store.tables import audit_pages
+
+
+def _claim(db: Database, worker: str, later: timedelta = timedelta(0)) -> JobRecord:
+    with db.write() as conn:
+        [claimed] = job_sql.claim(db, conn, worker, 1, utcnow() + later, 30)
+    return claimed
+
+
+def _page(seq: int, url: str) -> dict[str, Any]:
+    return {"seq": seq, "url": url, "indexable": True, "in_links": seq, "out_links": 0}
+
+
+def _write(db: Database, job: JobRecord, rows: list[dict[str, Any]]) -> None:
+    rows = [{"external_links": 0, **row} for row in rows]
+    with db.write() as conn:
+        kindrows.replace(conn, job.id, job.attempt, "audit_pages", rows, utcnow())
+
+
+def _stored(db: Database) -> list[tuple[Any, ...]]:
+    query = select(audit_pages.c.job_id, audit_pages.c.seq, audit_pages.c.url)
+    with db.read() as conn:
+        return [tuple(r) for r in conn.execute(query.order_by(audit_pages.c.seq))]
+
+
+def test_a_rescued_job_replaces_its_rows_and_the_lost_claim_writes_none(
+    services: Services, db: Database
+) -> None:
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_noop", {})
+    first = _claim(db, "w1")
+    _write(db, first, [_page(0, "https://a.test/"), _page(1, "https://a.test/x")])
+    with db.write() as conn:  # w1 dies after writing; the job is rescued
+        assert job_sql.rescue(conn, utcnow() + timedelta(minutes=1), 3) == (1, 0)
+    again = _claim(db, "w2", later=timedelta(minutes=2))
+    _write(db, again, [_page(0, "https://a.test/"), _page(2, "https://a.test/y")])
+    _write(db, again, [_page(0, "https://a.test/"), _page(2, "https://a.test/y")])
+    assert _stored(db) == [(job.id, 0, "https://a.test/"), (job.id, 2, "https://a.test/y")]
+    with pytest.raises(job_sql.LeaseLost):
+        _write(db, first, [_page(5, "https://a.test/late")])
+    assert len(_stored(db)) == 2
+
+
+def test_only_registered_tables_are_written(services: Services, db: Database) -> None:
+    user = services.create_user("alice").user
+    services.create_job(user, "test_noop", {})
+    claimed = _claim(db, "w1")
+    with pytest.raises(ValueError, match="no kind table named 'jobs'"), db.write() as conn:
+        kindrows.replace(conn, claimed.id, claimed.attempt, "jobs", [], utcnow())
