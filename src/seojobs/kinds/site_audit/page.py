@@ -15,6 +15,10 @@ from html.parser import HTMLParser
 
 _SKIP_TEXT = frozenset({"script", "style", "noscript", "template", "title"})
 _WORD = re.compile(r"\w+")
+# In ASCII text the runs of \w are the runs of [A-Za-z0-9_]: with every other byte made a
+# space, bytes.split() finds them ~5x faster than the regular expression (bench/audit.py).
+_ASCII_WORD_BYTES = bytes(c if chr(c).isalnum() or c == ord("_") else 32 for c in range(128))
+_ASCII_WORD_BYTES += b" " * 128
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,16 @@ class _PageParser(HTMLParser):
 
     def finish(self) -> PageFacts:
         text = " ".join(" ".join(self._text).split())
-        self.facts.words = len(_WORD.findall(text))
+        self.facts.words = count_words(text)
         self.facts.text_hash = hashlib.sha256(text.encode()).hexdigest()[:32]
         return self.facts
+
+
+def count_words(text: str) -> int:
+    """How many runs of word characters (``\\w+``) ``text`` holds."""
+    if text.isascii():
+        return len(text.encode().translate(_ASCII_WORD_BYTES).split())
+    return len(_WORD.findall(text))
 
 
 def _is_json_ld(attrs: dict[str, str]) -> bool:
