@@ -15,7 +15,7 @@ from bench.lib.cli import table
 
 # First match wins, so the narrower steps come before the ones that contain them.
 CATEGORIES: tuple[tuple[str, str], ...] = (
-    ("page parsing (page.parse_page: html.parser, words, hash)", r"parse_page \("),
+    ("page parsing (page.parse_page: scanner or html.parser, words, hash)", r"parse_page \("),
     ("links: join + normalise (crawler._links, page_key)", r"_links \(|_canonical \(|page_key \("),
     ("per-page checks (checks.page_findings)", r"page_findings \("),
     ("frontier: add_items (loop + DB thread)", r"Frontier\.add \(|Worker\.add_items"),
