@@ -53,12 +53,16 @@ class Results:
             found[run.label].append(run)
         return found
 
-    def ratios(self, ours: str, other: str) -> list[float]:
-        """ours' pages/s over ``other``'s, one per round that ran both."""
+    def pairs(self, ours: str, other: str) -> list[tuple[Run, Run]]:
+        """(ours, other) for every round that ran both."""
         rounds: dict[int, dict[str, Run]] = defaultdict(dict)
         for run in self.runs:
             rounds[run.round][run.label] = run
-        return [r[ours].rate / r[other].rate for r in rounds.values() if ours in r and other in r]
+        return [(r[ours], r[other]) for r in rounds.values() if ours in r and other in r]
+
+    def ratios(self, ours: str, other: str) -> list[float]:
+        """ours' pages/s over ``other``'s, one per round that ran both."""
+        return [a.rate / b.rate for a, b in self.pairs(ours, other)]
 
 
 def _mb(value: float) -> str:
@@ -149,10 +153,16 @@ def render(results: Results) -> str:
         labels = results.by_label()
         for label in labels:
             for other in (PEER, BARE):
-                ratios = results.ratios(label, other) if label.startswith(OURS) else []
-                if ratios:
-                    each = ", ".join(f"{r:.2f}" for r in ratios)
-                    lines.append(f"  {label} / {other} pages/s, per round: {each}")
+                pairs = results.pairs(label, other) if label.startswith(OURS) else []
+                if pairs:
+                    rate = ", ".join(f"{a.rate / b.rate:.2f}" for a, b in pairs)
+                    cpu = ", ".join(
+                        f"{b.cpu_ms_per_page / a.cpu_ms_per_page:.2f}" for a, b in pairs
+                    )
+                    lines.append(
+                        f"  {label} / {other}, per round: pages/s {rate}; "
+                        f"pages per CPU-second {cpu}"
+                    )
     found = targets(results)
     if found:
         lines.append("")
