@@ -39,7 +39,8 @@ from bench.lib import REPO, cli, procstat, spy
 from bench.lib.audit_profile import profile_lines
 from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
 from bench.lib.auditsite import private_links
-from bench.lib.crawl_ours import Databases, audit
+from bench.lib.crawl_ours import audit
+from bench.lib.ours import Databases
 
 SYSTEMS = ("ours", "advertools", "bare")
 STORES = ("sqlite", "pg")
@@ -350,7 +351,12 @@ def main(argv: list[str] | None = None) -> int:
             site = stack.enter_context(Site(opts.pages, 1 if opts.pin else None))
             if opts.pin:
                 os.sched_setaffinity(0, {0})
-            dbs = Databases(stack, opts.stores)
+            dbs = Databases(
+                stack,
+                sqlite="sqlite" in opts.stores,
+                postgres="pg" in opts.stores,
+                prefix="seojobs_audit",
+            )
             bench = Bench(opts, site, dbs, tmp)
             results = bench.results
             results.environment = _environment(opts, bench)

@@ -21,14 +21,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.lib import REPO, procstat
-from bench.lib.ours import create_user
-from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_checkpoint, sqlite_url
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.settings import Settings
@@ -60,45 +57,6 @@ def worker_env(url: str, concurrency: int) -> dict[str, str]:
         SEOJOBS_LOG_FORMAT="plain",
     )
     return env
-
-
-class Databases:
-    """A migrated template per store (with the user ``bench``), and a fresh copy per run."""
-
-    def __init__(self, stack: ExitStack, stores: tuple[str, ...]) -> None:
-        self.sqlite: tuple[ScratchSqlite, Path, int] | None = None
-        self.postgres: tuple[ScratchPostgres, str, int] | None = None
-        self.pg: ScratchPostgres | None = None
-        if "sqlite" in stores:
-            scratch = stack.enter_context(ScratchSqlite())
-            template = scratch.new_path("template")
-            user_id = create_user(sqlite_url(template)).user_id
-            sqlite_checkpoint(template)
-            self.sqlite = (scratch, template, user_id)
-        if "pg" in stores:
-            self.pg = stack.enter_context(ScratchPostgres())
-            name = self.pg.create("seojobs_audit_tpl")
-            self.postgres = (self.pg, name, create_user(pg_url(name)).user_id)
-
-    @contextmanager
-    def fresh(self, store: str) -> Iterator[tuple[str, int]]:
-        """(database URL, user id) of a new copy of ``store``'s template, removed after."""
-        if store == "sqlite":
-            assert self.sqlite is not None
-            scratch, template, user_id = self.sqlite
-            path = scratch.copy(template, "run")
-            try:
-                yield sqlite_url(path), user_id
-            finally:
-                scratch.remove(path)
-        else:
-            assert self.postgres is not None
-            pg, template_name, user_id = self.postgres
-            name = pg.create("seojobs_audit", template=template_name)
-            try:
-                yield pg_url(name), user_id
-            finally:
-                pg.drop(name)
 
 
 class WorkerProcess:
