@@ -30,17 +30,19 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from types import TracebackType
+from typing import Any
 
 from bench.lib import REPO, cli, procstat, spy
 from bench.lib.audit_profile import profile_lines
 from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
-from bench.lib.auditsite import private_links
+from bench.lib.auditsite import STATS_PATH, private_links
 from bench.lib.crawl_ours import audit
 from bench.lib.ours import Databases
+from bench.lib.site import SiteProcess
 
 SYSTEMS = ("ours", "advertools", "bare")
 STORES = ("sqlite", "pg")
@@ -119,48 +121,25 @@ def parse_args(argv: list[str] | None) -> Options:
     )
 
 
-class Site:
+class Site(SiteProcess):
     """``python -m bench.lib.auditsite`` as a child process, until the block ends."""
 
     def __init__(self, pages: int, cpu: int | None) -> None:
-        args = [sys.executable, "-m", "bench.lib.auditsite", "--pages", str(pages)]
-        self._args = args + (["--cpu", str(cpu)] if cpu is not None else [])
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__(site_ports=1, pages=pages, cpu=cpu, module="bench.lib.auditsite")
         self.url = ""
-        self.stats: dict[str, int] = {}
 
     def __enter__(self) -> Site:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        self._proc = subprocess.Popen(
-            self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
-        )
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
-        if not line:
-            self.__exit__(None, None, None)
-            raise RuntimeError("the site process failed to start")
-        self.url = f"http://127.0.0.1:{json.loads(line)['port']}/"
+        super().__enter__()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.close()  # the server stops and prints its counts
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        out = proc.stdout.read()
-        proc.stdout.close()
-        self.stats = json.loads(out) if out.strip() else {}
+    def _listening(self, ports: dict[str, Any]) -> None:
+        self.url = f"http://127.0.0.1:{ports['port']}/"
+
+    def stats(self) -> dict[str, int]:
+        """The server's request counts so far."""
+        with urllib.request.urlopen(self.url + STATS_PATH.lstrip("/"), timeout=10) as answer:
+            counts: dict[str, int] = json.loads(answer.read())
+        return counts
 
 
 class TreeSampler:
@@ -212,6 +191,7 @@ class Bench:
         self.cpu = 0 if opts.pin else None
         self.blocked = len(private_links(opts.pages))
         self.version = ""  # advertools' and Scrapy's, once it ran
+        self.stats: dict[str, int] = {}  # the site server's counts
 
     def _add(self, run: Run) -> None:
         self.results.runs.append(run)
@@ -335,8 +315,8 @@ def _notes(bench: Bench) -> list[str]:
     ]
     if bench.version:
         notes.insert(1, f"peer: {bench.version}")
-    if bench.site.stats:
-        notes.append(f"site server: {bench.site.stats}")
+    if bench.stats:
+        notes.append(f"site server: {bench.stats} (requests for /private/ must be 0)")
     return notes
 
 
@@ -363,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.run_all()
             if opts.profile:
                 profile = bench.profile()
+            bench.stats = site.stats()
         results.notes = _notes(bench)
         if opts.profile:
             results.extra = profile

@@ -13,7 +13,8 @@ ten others spread over the site. ``/robots.txt`` disallows ``/private/`` and nam
 obeys robots.txt never asks for those (the server answers 404 if one does, and counts it).
 
 Run as ``python -m bench.lib.auditsite --pages N [--cpu C]``: prints ``{"port": P}`` on one
-line, serves until its stdin is closed, then prints ``{"requests": ..., "private": ...}``.
+line and serves until its stdin is closed; ``GET /_stats`` answers its counts so far
+(``{"requests": ..., "private": ...}``, itself not counted).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CHILDREN = 10  # the tree's fan-out: 5,000 pages are 4 clicks deep at most
 OTHERS = 10  # links to pages elsewhere in the site, besides the children
 PRIVATE_EVERY = 250  # every 250th page (from 7) also links to /private/N
 DISALLOWED = "/private/"
+STATS_PATH = "/_stats"
 WORDS = [
     "crawl",
     "audit",
@@ -166,6 +168,12 @@ class SiteProtocol(asyncio.Protocol):
         assert self.transport is not None
         method, _, rest = request.partition(b" ")
         target = rest.split(b" ", 1)[0].split(b"?", 1)[0]
+        if target == STATS_PATH.encode():
+            counts = {"requests": self.stats.requests, "private": self.stats.private}
+            self.transport.write(
+                b"".join(_response("200 OK", "application/json", json.dumps(counts).encode()))
+            )
+            return
         self.stats.requests += 1
         self.stats.private += target.startswith(DISALLOWED.encode())
         head, body = self.site.get(target, NOT_FOUND)
@@ -174,7 +182,7 @@ class SiteProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-async def _serve(pages: int, sock: socket.socket) -> Stats:
+async def _serve(pages: int, sock: socket.socket) -> None:
     site = build(pages, sock.getsockname()[1])
     stats = Stats()
     loop = asyncio.get_running_loop()
@@ -183,11 +191,11 @@ async def _serve(pages: int, sock: socket.socket) -> Stats:
     # The parent closes our stdin when it is done with the site (or dies).
     await loop.run_in_executor(None, sys.stdin.buffer.read)
     server.close()
-    return stats
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--site-ports", type=int, choices=[1], default=1, help="one origin")
     parser.add_argument("--pages", type=int, default=5000)
     parser.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
     args = parser.parse_args()
@@ -197,8 +205,7 @@ def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    stats = asyncio.run(_serve(args.pages, sock))
-    print(json.dumps({"requests": stats.requests, "private": stats.private}), flush=True)
+    asyncio.run(_serve(args.pages, sock))
 
 
 if __name__ == "__main__":
