@@ -130,6 +130,9 @@ CONFIGURED_PROVIDERS: dict[str, object] = {
     "serpapi_base_url": UNREACHABLE,
 }
 NO_PROVIDERS: dict[str, object] = {"indexnow_key": None, "serpapi_key": None}
+# Our own small fingerprint database (made-up technologies), so tech_stack jobs are accepted
+# (one is refused at creation while the server has none).
+TEST_FINGERPRINTS = str(Path(__file__).parent / "fakes" / "fingerprints.json")
 
 
 def make_settings(url: str, **overrides: object) -> Settings:
@@ -140,6 +143,7 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "poll_interval": 0.2,
         "maintenance_interval": 0.2,
         **CONFIGURED_PROVIDERS,
+        "fingerprints_path": TEST_FINGERPRINTS,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

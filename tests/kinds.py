@@ -147,6 +147,23 @@ async def crawl(ctx: JobContext[CrawlParams]) -> None:
     await ctx.collect(site, {"pages": ctx.counters.get("crawled", 0)})
 
 
+class SummaryParams(BaseModel):
+    findings: int = Field(default=3, ge=0)
+    hold: float = Field(default=0.0, ge=0, le=600)  # the first claim waits, findings written
+
+
+async def summary(ctx: JobContext[SummaryParams]) -> None:
+    """Writes job-level findings, logs that it did, then (its first claim only) waits: the
+    moment a crash test kills the worker, before the job completes."""
+    await ctx.add_findings(
+        Finding("site_wide", "notice", {"n": n}) for n in range(ctx.params.findings)
+    )
+    await asyncio.to_thread(write_log, ctx, "findings_written")
+    if ctx.job.rescue_count == 0:
+        await asyncio.sleep(ctx.params.hold)
+    ctx.result = {"findings": ctx.params.findings}
+
+
 def register(registry: Registry) -> None:
     registry.add(Kind("test_noop", NoopParams, noop))
     registry.add(Kind("test_items", ItemsParams, items, items=lambda p: list(p.urls)))
@@ -154,6 +171,7 @@ def register(registry: Registry) -> None:
     registry.add(Kind("test_log_run", NoopParams, log_run))
     registry.add(Kind("test_fail", FailParams, fail))
     registry.add(Kind("test_crawl", CrawlParams, crawl, items=lambda p: [p.start]))
+    registry.add(Kind("test_summary", SummaryParams, summary))
     # A kind with a queue of its own and one job at a time per worker (a browser pool's kind).
     registry.add(Kind("test_capped", SleepParams, sleep, queue="capped", concurrency=1))
     registry.add(Kind("test_timed", SleepParams, sleep, timeout=0.5))

@@ -29,6 +29,13 @@ class Procs:
         self.procs.append(proc)
         return proc
 
+    def replace(self, victim: subprocess.Popen[bytes], **env: str) -> subprocess.Popen[bytes]:
+        """SIGKILL ``victim`` (a crash: nothing released, nothing flushed), wait for it to
+        die, and start another worker that will rescue what it held."""
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=30)
+        return self.worker(**env)
+
     def exits(self) -> str:
         """Each worker's exit code and the end of its log, for assertion messages."""
         return "\n".join(

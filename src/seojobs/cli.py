@@ -340,5 +340,36 @@ def providers_cmd(
         raise typer.Exit(1)
 
 
+fingerprints_app = typer.Typer(help="The tech-stack fingerprint database.", no_args_is_help=True)
+app.add_typer(fingerprints_app, name="fingerprints")
+
+
+@fingerprints_app.command("update")
+def fingerprints_update(
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="A directory (technologies/*.json + categories.json), a merged JSON file, "
+            "a .tar.gz/.zip of the webappanalyzer repository, or an http(s) URL of either "
+            "(default: the webappanalyzer repository's archive).",
+        ),
+    ] = None,
+) -> None:
+    """Install the webappanalyzer fingerprint database (GPL-3.0, not shipped with seojobs)
+    where SEOJOBS_FINGERPRINTS_PATH says; the old one is replaced atomically."""
+    settings = _settings()
+    from seojobs.kinds.tech_stack.database import InvalidDatabase
+    from seojobs.kinds.tech_stack.install import DEFAULT_SOURCE, update
+
+    try:
+        done = update(source or DEFAULT_SOURCE, settings.fingerprints_path)
+    except InvalidDatabase as exc:
+        typer.echo(f"not installed (the old database, if any, is kept): {exc}", err=True)
+        raise typer.Exit(1) from None
+    for line in done.summary():
+        typer.echo(line)
+
+
 def main() -> None:
     app()

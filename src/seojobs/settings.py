@@ -18,6 +18,11 @@ def _default_database_url() -> str:
     return f"sqlite:///{Path.cwd() / 'seojobs.db'}"
 
 
+def _default_fingerprints_path() -> str:
+    # Beside the default database: the directory a deployment keeps its data in.
+    return str(Path.cwd() / "seojobs-fingerprints.json")
+
+
 # The rate limiter's storages: this process's memory, or Redis shared by several processes.
 STORAGE_SCHEMES = ("memory", "redis", "rediss", "redis+unix")
 
@@ -108,6 +113,9 @@ class Settings(BaseSettings):
     fetch_host_delay: float = Field(
         default=0.0, ge=0, description="Pause between requests to a host."
     )
+    fetch_dns_ttl: float = Field(
+        default=60.0, ge=0, description="Seconds a fetcher keeps a name's addresses (0: none)."
+    )
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Hostnames exempt from the private-network guard (comma separated).",
@@ -156,6 +164,14 @@ class Settings(BaseSettings):
     # Site audits: pages per user, charged max_pages when an audit is created.
     quota_audit_pages_daily: int = Field(default=50_000, ge=0)
     quota_audit_pages_monthly: int = Field(default=500_000, ge=0)
+    # Tech-stack lookups (kinds.tech_stack): URLs per user, one per URL of a job.
+    quota_tech_lookups_daily: int = Field(default=1_000, ge=0)
+    quota_tech_lookups_monthly: int = Field(default=20_000, ge=0)
+    fingerprints_path: str = Field(
+        default_factory=_default_fingerprints_path,
+        description="The tech-stack fingerprint database `seojobs fingerprints update` "
+        "installs (default: ./seojobs-fingerprints.json); API and workers read it.",
+    )
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
+from xml.sax.saxutils import escape
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -69,10 +71,15 @@ def html(
     title: str | None = None,
     description: str | None = None,
     h1: tuple[str, ...] | None = None,
-    lang: bool = True,
+    h2: bool = True,
+    lang: str | None = "en",
     viewport: bool = True,
+    doctype: bool = True,
+    favicon: bool = True,
+    social: tuple[bool, bool] = (True, True),  # (Open Graph, Twitter card)
     head: str = "",
     body: str | None = None,
+    image: str = '<img src="/logo.png" alt="Fixture logo" width="120" height="40">',
     links: tuple[str, ...] = ("/",),
 ) -> str:
     """A page clean by every check, unless an argument plants something."""
@@ -84,19 +91,30 @@ def html(
         else description
     )
     h1 = (f"Garden care: {slug}",) if h1 is None else h1
+    open_graph, twitter = social
     parts = [
-        "<!doctype html>",
-        '<html lang="en">' if lang else "<html>",
+        "<!doctype html>" if doctype else "",
+        f'<html lang="{lang}">' if lang else "<html>",
         "<head>",
         f"<title>{title}</title>" if title else "",
         f'<meta name="description" content="{description}">' if description else "",
         '<meta name="viewport" content="width=device-width">' if viewport else "",
+        '<link rel="icon" href="/favicon.ico">' if favicon else "",
+        (
+            f'<meta property="og:title" content="{slug}">'
+            f'<meta property="og:description" content="About {slug}">'
+            '<meta property="og:image" content="/og.png">'
+            if open_graph
+            else ""
+        ),
+        '<meta name="twitter:card" content="summary">' if twitter else "",
         head,
         "</head><body>",
         *(f"<h1>{text}</h1>" for text in h1),
+        "<h2>Planting and care</h2>" if h2 else "",
         f"<p>{words(slug) if body is None else body}</p>",
-        '<img src="/logo.png" alt="Fixture logo">',
-        *(f'<a href="{href}">link</a>' for href in links),
+        image,
+        *(f'<a href="{href}">Read about {href}</a>' for href in links),
         "</body></html>",
     ]
     return "".join(parts)
@@ -117,6 +135,15 @@ def _alternates(*pairs: tuple[str, str]) -> str:
     )
 
 
+def _self_alternates(path: str, *languages: str) -> str:
+    return _alternates(*((language, path) for language in languages))
+
+
+def _with(slug: str, body: str) -> str:
+    """A clean page's body with something planted after its text."""
+    return html(slug, body=words(slug) + body)
+
+
 SAME_TEXT = words("twin text")
 # path -> the page's HTML (200), for every HTML page but the home page.
 PAGES: dict[str, str] = {
@@ -132,14 +159,12 @@ PAGES: dict[str, str] = {
     "/no-h1": html("no-h1", h1=()),
     "/two-h1": html("two-h1", h1=("First heading", "Second heading")),
     "/noindex": html("noindex", head='<meta name="robots" content="noindex">'),
-    "/no-alt": html("no-alt", body=words("no-alt") + '<img src="/photo.jpg">'),
-    "/no-lang": html("no-lang", lang=False),
+    "/no-alt": _with("no-alt", '<img src="/photo.jpg" width="10" height="10">'),
+    "/no-lang": html("no-lang", lang=None),
     "/no-viewport": html("no-viewport", viewport=False),
-    "/thin": html("thin", body="Only a few words here."),
-    "/nofollow-links": html(
-        "nofollow-links", body=words("nofollow-links") + '<a href="/clean/1" rel="nofollow">c</a>'
-    ),
-    "/js-link": html("js-link", body=words("js-link") + '<a href="javascript:void(0)">menu</a>'),
+    "/thin": html("thin", body="Few words."),
+    "/nofollow-links": _with("nofollow-links", '<a href="/clean/1" rel="nofollow">Clean one</a>'),
+    "/js-link": _with("js-link", '<a href="javascript:void(0)">menu</a>'),
     "/dup-title-a": html("dup-title-a", title="The same title on two pages of it"),
     "/dup-title-b": html("dup-title-b", title="The same title on two pages of it"),
     "/dup-desc-a": html("dup-desc-a", description="One description shared by two pages " * 3),
@@ -153,29 +178,155 @@ PAGES: dict[str, str] = {
     ),
     "/links-private": html("links-private", links=("/", "/private/secret")),
     "/redirect-target": html("redirect-target"),
+    "/temp-target": html("temp-target"),
     "/private/secret": html("private-secret"),
     **{f"/deep/{n}": html(f"deep-{n}", links=(f"/deep/{n + 1}",)) for n in range(1, 5)},
     "/deep/5": html("deep-5"),
     "/orphan": html("orphan"),  # only the sitemap lists it
     # English and French name each other; the German page does not name the English back.
-    "/en": html("en", head=_alternates(("en", "/en"), ("fr", "/fr"), ("de", "/de"))),
-    "/fr": html("fr", head=_alternates(("en", "/en"), ("fr", "/fr"))),
-    "/de": html("de", head=_alternates(("de", "/de"))),
+    "/en": html(
+        "en", head=_alternates(("en", "/en"), ("fr", "/fr"), ("de", "/de"), ("x-default", "/en"))
+    ),
+    "/fr": html("fr", head=_alternates(("en", "/en"), ("fr", "/fr"), ("x-default", "/en"))),
+    "/de": html("de", head=_self_alternates("/de", "de", "x-default")),
+    "/hl-invalid": html("hl-invalid", head=_self_alternates("/hl-invalid", "en-uk", "x-default")),
+    "/hl-relative": html(
+        "hl-relative",
+        head='<link rel="alternate" hreflang="en" href="/hl-relative">'
+        + _self_alternates("/hl-relative", "x-default"),
+    ),
+    "/hl-no-x-default": html("hl-no-x-default", head=_self_alternates("/hl-no-x-default", "en")),
+    "/hl-no-self": html("hl-no-self", head=_alternates(("en", "/fr"), ("x-default", "/fr"))),
+    "/hl-multi": html("hl-multi", head=_self_alternates("/hl-multi", "en", "en-gb", "x-default")),
+    "/hl-to-redirect": html(
+        "hl-to-redirect",
+        head=_alternates(
+            ("en", "/hl-to-redirect"), ("fr", "/hop1"), ("x-default", "/hl-to-redirect")
+        ),
+    ),
+    "/hl-to-canonicalised": html(
+        "hl-to-canonicalised",
+        head=_alternates(
+            ("en", "/hl-to-canonicalised"),
+            ("fr", "/canonical-to-root"),
+            ("x-default", "/hl-to-canonicalised"),
+        ),
+    ),
+    # Titles and headings.
+    "/title-is-h1": html("title-is-h1", h1=("Fixture page title-is-h1 on garden care",)),
+    "/title-is-description": html(
+        "title-is-description",
+        title="Fixture page on garden care, said once",
+        description="Fixture page on garden care, said once",
+    ),
+    "/h1-empty": html("h1-empty", h1=("",)),
+    "/h1-long": html(
+        "h1-long", h1=("A heading about garden care that goes on for far too long " * 2,)
+    ),
+    "/no-h2": html("no-h2", h2=False),
+    "/heading-skip": _with("heading-skip", "<h4>A heading two levels down</h4>"),
+    # Text, images and markup.
+    "/low-ratio": html("low-ratio", head="<style>" + "p { color: green; } " * 2000 + "</style>"),
+    "/lorem": _with("lorem", " Lorem ipsum dolor sit amet."),
+    "/big-dom": _with("big-dom", "<br>" * 1600),
+    "/long-alt": _with(
+        "long-alt",
+        f'<img src="/wide.png" alt="{"a wide view of the garden " * 5}" width="9" height="9">',
+    ),
+    "/img-no-size": _with("img-no-size", '<img src="/plain.png" alt="A plain picture">'),
+    "/lang-invalid": html("lang-invalid", lang="en_us"),
+    "/two-viewports": html("two-viewports", head='<meta name="viewport" content="width=500">'),
+    "/no-doctype": html("no-doctype", doctype=False),
+    "/no-favicon": html("no-favicon", favicon=False),
+    "/meta-refresh": html("meta-refresh", head='<meta http-equiv="refresh" content="300">'),
+    "/meta-keywords": html("meta-keywords", head='<meta name="keywords" content="garden, soil">'),
+    "/meta-in-body": _with("meta-in-body", '<meta name="robots" content="index, follow">'),
+    "/no-open-graph": html("no-open-graph", social=(False, True)),
+    "/no-twitter-card": html("no-twitter-card", social=(True, False)),
+    "/json-ld-incomplete": html(
+        "json-ld-incomplete",
+        head='<script type="application/ld+json">{"@type": "Thing", "name": "x"}</script>',
+    ),
+    "/deprecated": _with("deprecated", "<center>Centred the old way</center>"),
+    "/plugin": _with("plugin", '<object data="/movie.swf"></object>'),
+    "/iframe": _with("iframe", '<iframe src="/clean/1" title="Clean one"></iframe>'),
+    "/nosnippet": html("nosnippet", head='<meta name="robots" content="nosnippet">'),
+    "/noimageindex": html("noimageindex", head='<meta name="robots" content="noimageindex">'),
+    "/html-large": html("html-large", body=words("html-large", 210_000)),
+    # Links, canonicals and forms.
+    "/links-redirect": html("links-redirect", links=("/", "/hop1", "/loop-a", "/temp-redirect")),
+    "/empty-link-text": _with("empty-link-text", '<a href="/clean/2"> </a>'),
+    "/generic-link-text": _with("generic-link-text", '<a href="/clean/2">Click here</a>'),
+    "/canonical-empty": html("canonical-empty", head='<link rel="canonical" href="">'),
+    "/canonical-other-host": html(
+        "canonical-other-host", head=f'<link rel="canonical" href="{ELSEWHERE}/ext/ok">'
+    ),
+    "/canonical-to-root": html("canonical-to-root", head=_canonical("/")),
+    "/canonical-to-noindex": html("canonical-to-noindex", head=_canonical("/noindex")),
+    "/canonical-header-mismatch": html(
+        "canonical-header-mismatch", head=_canonical("/canonical-header-mismatch")
+    ),
+    "/form": _with("form", '<form action="/search"><input name="q"></form>'),
+    "/form-insecure": _with(
+        "form-insecure", f'<form action="{BASE}/search"><input name="q"></form>'
+    ),
+    # Response headers (see HEADERS and UNDRESSED).
+    **{
+        path: html(path.strip("/"))
+        for path in (
+            "/no-compression",
+            "/no-validator",
+            "/no-nosniff",
+            "/no-csp",
+            "/no-charset",
+            "/nofollow-header",
+            "/not-in-sitemap",
+        )
+    },
+    # URLs (as linked: encoded, as the crawl stores them).
+    "/url%20with%20space": html("url-with-space"),
+    "/caf%C3%A9": html("cafe"),
+    "/double//slash": html("double-slash"),
+    "/params": html("params"),
+    "/Case-Page": html("case-page-upper"),
+    "/case-page": html("case-page-lower"),
+    "/slash": html("slash"),
+    "/slash/": html("slash-slash"),
+}
+# What a page is linked as, where it is not its path.
+HREFS = {"/params": "/params?a=1&b=2&c=3&d=4"}
+# Headers a page is sent with besides the clean ones; the clean ones it goes without.
+HEADERS = {
+    "/canonical-header-mismatch": {"link": f'<{BASE}/clean/2>; rel="canonical"'},
+    "/nofollow-header": {"x-robots-tag": "nofollow"},
+}
+UNDRESSED = {
+    "/no-compression": "gzip",
+    "/no-validator": "etag",
+    "/no-nosniff": "x-content-type-options",
+    "/no-csp": "content-security-policy",
+    "/no-charset": "charset",
 }
 REDIRECTS = {
     "/hop1": "/hop2",
     "/hop2": "/redirect-target",
     "/loop-a": "/loop-b",
     "/loop-b": "/loop-a",
+    "/temp-redirect": "/temp-target",
 }
+TEMPORARY = {"/temp-redirect"}
 # Linked from the home page; the rest are reached through them.
 LINKED_FROM_HOME = [
-    path
-    for path in [*PAGES, "/hop1", "/loop-a"]
-    if path not in ("/private/secret", "/redirect-target", "/orphan")
+    HREFS.get(path, path)
+    for path in PAGES
+    if path not in ("/private/secret", "/redirect-target", "/temp-target", "/orphan")
     and (not path.startswith("/deep/") or path == "/deep/1")
 ]
-HOME = html("home", links=tuple(LINKED_FROM_HOME))
+# More than a page may link to (too_many_links): the home page links to the first half and
+# to a hub page that links to the rest.
+_HALF = len(LINKED_FROM_HOME) // 2
+HOME = html("home", links=(*LINKED_FROM_HOME[:_HALF], "/hub"))
+HUB = html("hub", links=("/", *LINKED_FROM_HOME[_HALF:]))
 
 # What the audit must report: (code, path), and nothing more.
 PLANTED = {
@@ -195,6 +346,7 @@ PLANTED = {
     ("lang_missing", "/no-lang"),
     ("viewport_missing", "/no-viewport"),
     ("thin_content", "/thin"),
+    ("low_text_ratio", "/thin"),
     ("internal_link_nofollow", "/nofollow-links"),
     ("non_crawlable_link", "/js-link"),
     ("title_duplicate", "/dup-title-a"),
@@ -203,6 +355,8 @@ PLANTED = {
     ("meta_description_duplicate", "/dup-desc-b"),
     ("duplicate_content", "/dup-content-a"),
     ("duplicate_content", "/dup-content-b"),
+    ("h1_duplicate", "/dup-content-a"),
+    ("h1_duplicate", "/dup-content-b"),
     ("canonical_to_non_200", "/canonical-to-404"),
     ("canonical_to_redirect", "/canonical-to-redirect"),
     ("structured_data_invalid", "/bad-json-ld"),
@@ -213,13 +367,111 @@ PLANTED = {
     ("sitemap_url_not_linked", "/orphan"),
     ("sitemap_url_non_200", "/gone"),
     ("sitemap_url_non_200", "/hop1"),
+    # hreflang
+    ("hreflang_invalid_code", "/hl-invalid"),
+    ("hreflang_relative", "/hl-relative"),
+    ("hreflang_missing_x_default", "/hl-no-x-default"),
+    ("hreflang_missing_self", "/hl-no-self"),
+    ("hreflang_no_return_link", "/hl-no-self"),
+    ("hreflang_multiple_languages", "/hl-multi"),
+    ("hreflang_to_non_200", "/hl-to-redirect"),
+    ("hreflang_to_non_canonical", "/hl-to-canonicalised"),
+    # titles and headings
+    ("title_same_as_h1", "/title-is-h1"),
+    ("title_same_as_description", "/title-is-description"),
+    ("meta_description_too_short", "/title-is-description"),
+    ("h1_empty", "/h1-empty"),
+    ("h1_too_long", "/h1-long"),
+    ("h2_missing", "/no-h2"),
+    ("headings_out_of_order", "/heading-skip"),
+    # text, images and markup
+    ("low_text_ratio", "/low-ratio"),
+    ("placeholder_text", "/lorem"),
+    ("dom_too_large", "/big-dom"),
+    ("img_alt_too_long", "/long-alt"),
+    ("img_size_missing", "/img-no-size"),
+    ("lang_invalid", "/lang-invalid"),
+    ("viewport_multiple", "/two-viewports"),
+    ("doctype_missing", "/no-doctype"),
+    ("favicon_missing", "/no-favicon"),
+    ("meta_refresh", "/meta-refresh"),
+    ("meta_keywords", "/meta-keywords"),
+    ("head_element_in_body", "/meta-in-body"),
+    ("open_graph_missing", "/no-open-graph"),
+    ("twitter_card_missing", "/no-twitter-card"),
+    ("structured_data_incomplete", "/json-ld-incomplete"),
+    ("deprecated_html", "/deprecated"),
+    ("plugin_content", "/plugin"),
+    ("iframe_present", "/iframe"),
+    ("nosnippet", "/nosnippet"),
+    ("noimageindex", "/noimageindex"),
+    ("html_too_large", "/html-large"),
+    # links, canonicals and forms
+    ("internal_link_to_redirect", "/links-redirect"),
+    ("redirect_temporary", "/temp-redirect"),
+    ("link_text_empty", "/empty-link-text"),
+    ("link_text_generic", "/generic-link-text"),
+    ("canonical_empty", "/canonical-empty"),
+    ("canonical_other_host", "/canonical-other-host"),
+    ("canonical_to_root", "/canonical-to-root"),
+    ("canonical_to_non_indexable", "/canonical-to-noindex"),
+    ("canonical_header_mismatch", "/canonical-header-mismatch"),
+    ("form_on_http_page", "/form"),
+    ("form_on_http_page", "/form-insecure"),
+    ("form_insecure_action", "/form-insecure"),
+    # response headers
+    ("compression_missing", "/no-compression"),
+    ("cache_validator_missing", "/no-validator"),
+    ("x_content_type_options_missing", "/no-nosniff"),
+    ("csp_missing", "/no-csp"),
+    ("charset_missing", "/no-charset"),
+    ("nofollow_page", "/nofollow-header"),
+    # URLs
+    ("url_space", "/url%20with%20space"),
+    ("url_non_ascii", "/caf%C3%A9"),
+    ("url_multiple_slashes", "/double//slash"),
+    ("url_too_many_parameters", "/params"),
+    ("url_uppercase", "/Case-Page"),
+    ("url_case_duplicate", "/Case-Page"),
+    ("url_case_duplicate", "/case-page"),
+    ("url_trailing_slash_duplicate", "/slash"),
+    ("url_trailing_slash_duplicate", "/slash/"),
+    # sitemaps
+    ("sitemap_url_noindex", "/noindex"),
+    ("sitemap_url_blocked", "/private/secret"),
+    ("sitemap_url_canonicalised", "/canonical-to-root"),
+    ("indexable_not_in_sitemap", "/not-in-sitemap"),
 }
-# What the sitemaps list (robots.txt names the index; the pages file is gzipped).
-SITEMAPPED = ["/", "/clean/1", "/orphan", "/gone", "/hop1"]
+# Pages that are not indexable (noindex, or canonical elsewhere): a sitemap lists them only
+# to plant an issue.
+NOT_INDEXABLE = {
+    "/noindex",
+    "/canonical-to-404",
+    "/canonical-to-redirect",
+    "/canonical-other-host",
+    "/canonical-to-root",
+    "/canonical-to-noindex",
+}
+# What the sitemaps list (robots.txt names the index; the pages file is gzipped): every
+# indexable page but one, and URLs that plant an issue each.
+SITEMAPPED = [
+    "/",
+    "/hub",
+    *(
+        HREFS.get(path, path)
+        for path in PAGES
+        if path not in NOT_INDEXABLE | {"/private/secret", "/not-in-sitemap"}
+    ),
+    "/gone",
+    "/hop1",
+    "/noindex",
+    "/private/secret",
+    "/canonical-to-root",
+]
 
 
 def _urlset(base: str, tag: str, paths: list[str]) -> str:
-    entries = "".join(f"<{tag}><loc>{base}{path}</loc></{tag}>" for path in paths)
+    entries = "".join(f"<{tag}><loc>{escape(base + path)}</loc></{tag}>" for path in paths)
     root = "sitemapindex" if tag == "sitemap" else "urlset"
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>'
@@ -229,7 +481,17 @@ def _urlset(base: str, tag: str, paths: list[str]) -> str:
 
 # Every page the crawl records (the blocked one included, never fetched); /hop2 is only a
 # hop of /hop1's redirects.
-REACHED = {"/", *PAGES, "/hop1", "/loop-a", "/loop-b", "/gone", "/server-error"}
+REACHED = {
+    "/",
+    "/hub",
+    *PAGES,
+    "/hop1",
+    "/loop-a",
+    "/loop-b",
+    "/temp-redirect",
+    "/gone",
+    "/server-error",
+}
 
 
 class AuditSite:
@@ -237,15 +499,19 @@ class AuditSite:
 
     def __init__(
         self,
-        robots: str | None = ROBOTS,  # None: robots.txt answers 503
+        robots: str | None = ROBOTS,  # None: robots.txt answers 503; "": 404 (there is none)
         generated: int = 0,
         delay: float = 0.0,
         sitemaps: bool = True,
+        external: bool = False,
     ) -> None:
         self.robots = robots
         self.sitemaps = sitemaps  # robots.txt names a sitemap index (else no sitemap at all)
         self.generated = generated  # serve /g/0 .. /g/{n-1} as well: a site of n pages
         self.delay = delay  # seconds each generated page takes (a crawl a test can interrupt)
+        # Generated pages also link to the other site: a URL that answers HEAD, one that
+        # answers only GET (the same two on every page).
+        self.external = external
         self.hits: Counter[str] = Counter()  # path -> requests to the site
         self.elsewhere: Counter[str] = Counter()  # "METHOD path" -> requests to the other site
         self._elsewhere_port: int | None = None
@@ -270,7 +536,8 @@ class AuditSite:
             Route("/robots.txt", endpoint(self._robots)),
             Route("/sitemaps/index.xml", endpoint(self._sitemap_index)),
             Route("/sitemaps/pages.xml.gz", endpoint(self._sitemap_pages)),
-            Route("/", endpoint(lambda _r: HTMLResponse(HOME))),
+            Route("/", endpoint(lambda r: self._html(r, "/", HOME))),
+            Route("/hub", endpoint(lambda r: self._html(r, "/hub", HUB))),
             Route("/g/{n:int}", endpoint(self._generated)),
             Route("/{path:path}", endpoint(self._page)),
         ]
@@ -278,6 +545,8 @@ class AuditSite:
     def _robots(self, request: Request) -> Response:
         if self.robots is None:
             return Response(status_code=503)
+        if not self.robots:
+            return PlainTextResponse("no robots.txt here", status_code=404)
         base = str(request.base_url).rstrip("/")
         listed = f"Sitemap: {base}/sitemaps/index.xml\n" if self.sitemaps else ""
         return PlainTextResponse(self.robots + listed)
@@ -300,22 +569,48 @@ class AuditSite:
             return HTMLResponse(html("elsewhere"))
         if path == "/ext/get":
             return Response(status_code=405)
-        if path in PAGES:
-            base = str(request.base_url).rstrip("/")
-            elsewhere = f"http://127.0.0.1:{self._elsewhere_port}"
-            return HTMLResponse(PAGES[path].replace(BASE, base).replace(ELSEWHERE, elsewhere))
+        raw = request.scope["raw_path"].decode()  # as linked: encoded, slashes kept
+        if raw in PAGES:
+            return self._html(request, raw, PAGES[raw])
         if path in REDIRECTS:
-            return RedirectResponse(REDIRECTS[path], status_code=301)
+            status = 302 if path in TEMPORARY else 301
+            return RedirectResponse(REDIRECTS[path], status_code=status)
         if path == "/server-error":
             return HTMLResponse(html("server-error"), status_code=500)
         return HTMLResponse(html("gone"), status_code=404)
+
+    def _html(self, request: Request, path: str, page: str) -> Response:
+        """A page as a well-configured server sends it (compressed, validators, security
+        headers, a charset), but for what ``UNDRESSED`` leaves out and ``HEADERS`` adds."""
+        base = str(request.base_url).rstrip("/")
+        elsewhere = f"http://127.0.0.1:{self._elsewhere_port}"
+        body = page.replace(BASE, base).replace(ELSEWHERE, elsewhere).encode()
+        left_out = UNDRESSED.get(path)
+        headers = {
+            "etag": f'"{hashlib.sha256(body).hexdigest()[:16]}"',
+            "x-content-type-options": "nosniff",
+            "content-security-policy": "default-src 'self'",
+            "content-type": "text/html; charset=utf-8",
+        }
+        if left_out == "charset":
+            headers["content-type"] = "text/html"
+        else:
+            headers.pop(left_out or "", None)
+        for name, value in HEADERS.get(path, {}).items():
+            headers[name] = value.replace(BASE, base)
+        if left_out != "gzip" and "gzip" in request.headers.get("accept-encoding", ""):
+            body = gzip.compress(body)
+            headers["content-encoding"] = "gzip"
+        return Response(body, headers=headers)
 
     def _generated(self, request: Request) -> Response:
         """Page n of a generated site: a binary tree of links, each page back to /g/0."""
         n = int(request.path_params["n"])
         time.sleep(self.delay)  # a sync endpoint: Starlette runs it in its thread pool
         links = [f"/g/{c}" for c in (2 * n + 1, 2 * n + 2) if c < self.generated]
-        return HTMLResponse(html(f"g-{n}", links=("/g/0", *links)))
+        if self.external:
+            links += [f"http://127.0.0.1:{self._elsewhere_port}/ext/{p}" for p in ("ok", "get")]
+        return self._html(request, f"/g/{n}", html(f"g-{n}", links=("/g/0", *links)))
 
     @contextlib.contextmanager
     def running(self) -> Iterator[str]:

@@ -1,7 +1,8 @@
 """The input gate (``seojobs.api.inputs``) on every route the app serves, over HTTP on both
 stores: a JSON body nested deeper than 32 levels, or holding NUL, a lone surrogate or a
-non-finite number anywhere (keys and values, at any depth), and NUL in a query string, are 422
-problems naming the field, and nothing is stored.
+non-finite number anywhere (keys and values, at any depth), or a value pydantic would convert
+into the number or boolean the published document expects (in a body or in any job type's
+params), and NUL in a query string, are 422 problems naming the field, and nothing is stored.
 
 The routes come from the app itself (``app_routes``): a new route is walked too, and a new
 route with a body fails ``test_every_body_route_is_walked`` until its valid body is added here.
@@ -29,6 +30,8 @@ from tests.api_helpers import (
 )
 
 URL = "https://a.example/page"
+Loc = tuple[str | int, ...]
+Probe = tuple[Loc, str]
 # A body each route takes; every probe below is this body with one odd part.
 VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", f"{V1}/index-submit/jobs"): {"urls": [URL], "title": "launch"},
@@ -152,6 +155,100 @@ def test_odd_strings_and_numbers_anywhere_in_a_body_are_422(
         for body, wanted in probes(VALID_BODIES[method, path], value):
             key = {"Idempotency-Key": f"k-{odd}-{wanted}"}
             refused(send_json(client, method, path.format(**values), body, headers=key), wanted)
+    assert stored(app) == before
+
+
+# What pydantic would convert into each JSON type, which JSON Schema does not.
+CONVERTED: dict[str, list[Any]] = {
+    "integer": [True, False, "5"],
+    "number": [True, False, "2.5"],
+    "boolean": [0, 1, "true", "yes"],
+}
+
+
+def typed(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[Probe]:
+    """Where a document may hold a number or a boolean by the schema ``node`` (and nothing
+    else but null), with the JSON type expected: through ``$ref``, the alternatives of a
+    union, object properties and array items (as index 0)."""
+
+    def resolved(part: Any) -> tuple[dict[str, Any], frozenset[str]]:
+        ref = part.get("$ref")
+        if ref is None:
+            return part, seen
+        name = ref.rsplit("/", 1)[-1]
+        return ({}, seen) if name in seen else (defs[name], seen | {name})
+
+    node, seen = resolved(node)
+    alternatives = [resolved(b)[0] for b in (*node.get("anyOf", ()), *node.get("oneOf", ()))]
+    kinds: set[str] = set()
+    for part in (node, *alternatives):
+        found = part.get("type")
+        kinds |= {found} if isinstance(found, str) else set(found or ())
+    probes: set[Probe] = set()
+    if len(kinds - {"null"}) == 1 and (kinds - {"null"}) <= set(CONVERTED):
+        probes.add(((), (kinds - {"null"}).pop()))
+    for part in (node, *alternatives):
+        for key, sub in part.get("properties", {}).items():
+            probes |= {((key, *loc), kind) for loc, kind in typed(sub, defs, seen)}
+        if isinstance(part.get("items"), dict):
+            probes |= {((0, *loc), kind) for loc, kind in typed(part["items"], defs, seen)}
+    return probes
+
+
+def placed(body: dict[str, Any], loc: Loc, value: Any) -> dict[str, Any]:
+    """``body`` with ``value`` at ``loc``, the objects and lists on the way made as needed."""
+    out = copy.deepcopy(body)
+    holder: Any = out
+    for index, part in enumerate(loc[:-1]):
+        empty: Any = [None] if isinstance(loc[index + 1], int) else {}
+        current = holder[part] if isinstance(holder, list) else holder.get(part)
+        if not isinstance(current, type(empty)):
+            holder[part] = empty
+        holder = holder[part]
+    holder[loc[-1]] = value
+    return out
+
+
+def test_values_pydantic_would_convert_into_the_documented_type_are_422(
+    world: tuple[Api, httpx.Client, dict[str, str]],
+) -> None:
+    """pydantic reads true as 1, 0 as false, "5" as 5 and "yes" as true; JSON Schema does not
+    (schemathesis found a site audit's ``"max_depth": true`` and ``"check_external_links": 0``
+    accepted). Every number and boolean the published document asks for, in every body and in
+    every job type's params (through both creation routes), refuses them; the probes come
+    from the document, so a new field or job type is probed too."""
+    app, _client, values = world
+    client = app.client(app.account(rate_limit="100000/minute"))  # a few hundred probes
+    values = values | {
+        "project_id": str(client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"])
+    }
+    document = client.get("/openapi.json").json()
+    defs = document["components"]["schemas"]
+    places: list[tuple[str, str, dict[str, Any], Loc, str]] = []
+    for method, path in body_routes(app):
+        content = document["paths"][path][method.lower()]["requestBody"]["content"]
+        for loc, kind in typed(content["application/json"]["schema"], defs):
+            places.append((method, path, VALID_BODIES[method, path], loc, kind))
+    schedulable = defs["ScheduleIn"]["properties"]["type"]["enum"]
+    for job_type in client.get("/v1/job-types").json()["data"]:
+        schema = job_type["params_schema"]
+        for loc, kind in typed(schema, schema.get("$defs", {})):
+            body = {"type": job_type["name"], "params": {}}
+            places.append(("POST", "/v1/projects/{project_id}/jobs", body, ("params", *loc), kind))
+            if job_type["name"] in schedulable:
+                schedule = {"name": "n", "every_days": 1, **body}
+                at = ("params", *loc)
+                places.append(("POST", "/v1/projects/{project_id}/schedules", schedule, at, kind))
+    probed = {field(loc) for _method, _path, _body, loc, _kind in places}
+    # The ones the issue and schemathesis named, one per kind of place: the walk is complete.
+    assert {"checker", "max_depth", "thresholds.max_depth", "every_days", "every_seconds"} <= probed
+    assert {"check_external_links", "params.checker", "params.check_external_links"} <= probed
+    before = stored(app)
+    for method, path, body, loc, kind in places:
+        for value in CONVERTED[kind]:
+            answer = send_json(client, method, path.format(**values), placed(body, loc, value))
+            assert_problem(answer, 422)
+            assert field(loc) in error_fields(answer), (path, loc, value, answer.text)
     assert stored(app) == before
 
 

@@ -55,6 +55,7 @@ OPERATION_IDS = {
     ("get", "/v1/projects/{project_id}/data/{type}"): "get_collected_data",
     ("get", "/v1/projects/{project_id}/data/{type}/history"): "list_collected_data",
     ("get", "/v1/usage"): "get_quota_usage",
+    ("get", "/v1/projects/{project_id}/tech-stack"): "get_tech_stack",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
@@ -122,6 +123,9 @@ def _fuzz(operation: Any, mode: GenerationMode, key: str) -> None:
         check()
 
 
+# Every operation times 8 examples, plus each check's negative cases: a minute or two per
+# store on a quiet machine, and it grows with the routes; the suite's 120 s is for hangs.
+@pytest.mark.timeout(600)
 def test_every_check_passes_on_generated_requests(running: tuple[str, Account]) -> None:
     base, account = running
     # The document the running app serves, not one built beside it.

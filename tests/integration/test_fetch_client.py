@@ -290,7 +290,24 @@ async def test_an_allow_listed_name_is_fetched_by_its_validated_address(site: Si
     assert (result.error_kind, result.status) == (None, 200)
     assert result.final_url == f"http://fixture.test:{port}/ok"
     assert {s.host for s in fake.seen} == {f"fixture.test:{port}"}  # Host header kept
-    assert resolver.calls == ["fixture.test"] * 4  # once per hop, never again inside httpx
+    # Once for the four hops (the fetcher keeps the answer), never again inside aiohttp.
+    assert resolver.calls == ["fixture.test"]
+
+
+@pytest.mark.parametrize(("ttl", "lookups"), [(60.0, 1), (0.0, 4)])
+async def test_a_fetcher_resolves_a_name_once_while_its_answer_is_kept(
+    site: Site, ttl: float, lookups: int
+) -> None:
+    """The system resolver, for a name of its own (localhost): fetches at once share one
+    lookup and later ones reuse it; ``fetch_dns_ttl=0`` asks again every hop."""
+    fake, base = site
+    url = f"http://localhost:{port_of(base)}/ok"
+    async with Fetcher(settings(fetch_dns_ttl=ttl)) as fetcher:
+        first = await asyncio.gather(*(fetcher.fetch(url) for _ in range(3)))
+        later = await fetcher.fetch(url)
+        assert [r.status for r in (*first, later)] == [200] * 4
+        assert fetcher.guard.lookups == lookups
+    assert fake.count("/ok") == 4
 
 
 async def test_an_allow_listed_name_cannot_redirect_to_loopback(site: Site) -> None:

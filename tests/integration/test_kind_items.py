@@ -146,3 +146,36 @@ def test_a_crawl_survives_a_sigkilled_worker(
     assert set(starts) == {f"{base}/p/{n}" for n in range(PAGES)}
     twice = [item for item, n in starts.items() if n > 1]
     assert len(twice) <= concurrency and all(n <= 2 for n in starts.values()), starts
+
+
+def _events(services: Services, job_id: int, event: str) -> int:
+    with services.db.read() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).where(test_log.c.job_id == job_id, test_log.c.event == event)
+            ).scalar_one()
+        )
+
+
+@pytest.mark.slow
+def test_job_level_findings_rewritten_by_a_rescue_replace_the_dead_workers(
+    services: Services, store_url: str, tmp_path: Path
+) -> None:
+    """A worker killed after writing a job's findings about the whole job, before the job
+    completes: the worker that resumes it writes them again, and they are there once."""
+    procs = Procs(store_url, tmp_path)
+    user = services.create_user("alice").user
+    env = {"SEOJOBS_LEASE_SECONDS": "1.5"}
+    try:
+        job, _ = services.create_job(user, "test_summary", {"findings": 3, "hold": 600})
+        victim = procs.worker(**env)
+        wait_until(lambda: _events(services, job.id, "findings_written") == 1, timeout=60)
+        procs.replace(victim, **env)
+        wait_until(lambda: services.job(user, job.id).is_final, timeout=60)
+    finally:
+        procs.stop_all()
+    done = services.job(user, job.id)
+    assert done.state == "completed", (done.error, procs.exits())
+    assert _events(services, job.id, "findings_written") == 2  # written by both workers
+    found = services.findings(user, job.id, limit=100)
+    assert sorted(f.data["n"] for f in found if f.data) == [0, 1, 2]

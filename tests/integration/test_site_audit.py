@@ -4,7 +4,6 @@ with planted issues next to clean pages; the failures it ends with; the max_page
 from __future__ import annotations
 
 import asyncio
-import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -84,10 +83,20 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
     assert len(found) == len(PLANTED)  # each once
     items = services.items(user, job.id, limit=1000)
     assert {_path(i.data["url"]) for i in items if i.data} == REACHED
-    # Every page fetched once, but for those also reached as a redirect's hop (a redirected
-    # page's target is a page of its own); the page robots.txt disallows never.
+    # Every page fetched once, but for a redirect loop's (each hop is a page of its own); a
+    # redirect's target once, as the last hop of /hop1 (its item carries that answer); the
+    # page robots.txt disallows never.
     twice = {path for path, n in site.hits.items() if n > 1}
-    assert twice == {"/redirect-target", "/loop-a", "/loop-b"}
+    assert twice == {"/loop-a", "/loop-b"}
+    assert site.hits["/redirect-target"] == 1
+    records = {_path(i.data["url"]): i.result for i in items if i.data and i.result}
+    target = records["/redirect-target"]  # audited from /hop1's final answer, as its own page
+    # Home -> /links-redirect -> /hop1 -> its target.
+    assert (target["status"], target["depth"], target["redirects"]) == (200, 3, 0)
+    assert (target["indexable"], target["title"]) == (
+        True,
+        "Fixture page redirect-target on garden care",
+    )
     assert "/private/secret" not in site.hits
     # Links to the other site: each checked once, HEAD first, GET where HEAD is refused.
     assert site.elsewhere == {
@@ -96,6 +105,16 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
         "HEAD /ext/get": 1,
         "GET /ext/get": 1,
         "HEAD /ext/gone": 1,
+    }
+    # Each page keeps the outcome of its external links (a resumed audit starts from them).
+    outcomes = {
+        path: {(_path(o["url"]), o["state"], o["status"]) for o in records[path]["external"]}
+        for path in ("/clean/3", "/links-external-broken", "/clean/1")
+    }
+    assert outcomes == {
+        "/clean/3": {("/ext/ok", "checked", 200), ("/ext/get", "checked", 200)},
+        "/links-external-broken": {("/ext/gone", "checked", 404)},
+        "/clean/1": set(),
     }
     latest = services.collected(user, project.id, "site_audit")
     summary = latest.data
@@ -145,6 +164,29 @@ async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) ->
     assert done.state == "completed", done.error
     # Depth 0: /g/0; 1: /g/1-2; 2: /g/3-6.
     assert {p for p in site.hits if p.startswith("/g/")} == {f"/g/{n}" for n in range(7)}
+
+
+async def test_a_site_without_robots_txt_or_sitemaps_is_told_so(audit_services: Services) -> None:
+    """The two site-file checks the fixture site cannot plant next to its sitemaps: reported
+    once each, on robots.txt and on the start URL, and nothing on the (clean) pages."""
+    services = audit_services
+    user = services.create_user("alice").user
+    site = AuditSite(robots="", generated=3, sitemaps=False)
+    with site.running() as base:
+        job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0", **RELAXED})
+        done = await _run(services, user, job)
+        # Not looked for: not reported.
+        unread, _ = services.create_job(
+            user,
+            "site_audit",
+            {"start_url": f"{base}/g/0", "include_sitemaps": False, **RELAXED},
+        )
+        unread_done = await _run(services, user, unread)
+    assert done.state == unread_done.state == "completed", (done.error, unread_done.error)
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, job.id)}
+    assert found == {("robots_txt_missing", "/robots.txt"), ("sitemap_missing", "/g/0")}
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, unread.id)}
+    assert found == {("robots_txt_missing", "/robots.txt")}
 
 
 @pytest.mark.parametrize(
@@ -197,14 +239,15 @@ def test_an_audit_over_its_page_quota_is_stored_failed(audit_services: Services)
 
 
 @pytest.mark.slow
-def test_an_audit_resumes_after_its_worker_is_sigkilled(
+def test_a_1000_page_audit_resumes_after_its_worker_is_sigkilled(
     audit_services: Services, store_url: str, tmp_path: Path
 ) -> None:
     """The frontier is the job's items: the worker that resumes the audit fetches only the
     pages not yet recorded (those in flight at the kill, at most its concurrency, again),
-    and loses none that were discovered."""
+    and loses none that were discovered. External links checked before the kill are stored
+    with the pages that link to them, and not checked again."""
     services = audit_services
-    pages, concurrency = 120, 2
+    pages, concurrency = 1000, 4
     procs = Procs(store_url, tmp_path)
     user = services.create_user("alice").user
     env = {
@@ -212,30 +255,35 @@ def test_an_audit_resumes_after_its_worker_is_sigkilled(
         "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "true",
         "SEOJOBS_SITE_AUDIT_CONCURRENCY": str(concurrency),
     }
-    site = AuditSite(generated=pages, delay=0.05, sitemaps=False)
+    site = AuditSite(generated=pages, delay=0.005, sitemaps=False, external=True)
     try:
         with site.running() as base:
             job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0"})
             victim = procs.worker(**env)
-            wait_until(lambda: services.job(user, job.id).items_done >= 20, timeout=60)
-            victim.send_signal(signal.SIGKILL)
-            victim.wait(timeout=30)
-            before = services.job(user, job.id)
-            assert before.items_done < pages  # killed mid-audit
-            procs.worker(**env)
+            wait_until(lambda: services.job(user, job.id).items_done >= 200, timeout=60)
+            procs.replace(victim, **env)
+            killed_at = services.job(user, job.id).items_done
             wait_until(lambda: services.job(user, job.id).is_final, timeout=120)
     finally:
         procs.stop_all()
     done = services.job(user, job.id)
     assert done.state == "completed", (done.error, procs.exits())
+    assert killed_at < pages  # killed mid-audit
     assert done.items_total == done.items_done == pages
-    urls = [i.data["url"] for i in services.items(user, job.id, limit=1000) if i.data]
+    urls = [i.data["url"] for i in services.items(user, job.id, limit=pages + 1) if i.data]
     assert sorted(map(_path, urls)) == sorted(f"/g/{n}" for n in range(pages))
     fetched = {path: n for path, n in site.hits.items() if path.startswith("/g/")}
     assert len(fetched) == pages
     twice = [path for path, n in fetched.items() if n > 1]
     assert len(twice) <= concurrency and max(fetched.values()) <= 2, fetched
     assert done.result is not None and done.result["pages_crawled"] == pages
+    # Checked by the first worker (the first page links to them), once.
+    assert site.elsewhere == {
+        "GET /robots.txt": 1,
+        "HEAD /ext/ok": 1,
+        "HEAD /ext/get": 1,
+        "GET /ext/get": 1,
+    }
 
 
 async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_findings(

@@ -11,10 +11,10 @@ from sqlalchemy.exc import DBAPIError
 
 from seojobs.services import Invalid, JobFinished, NotFound, Services
 from seojobs.store import jobs as job_sql
-from seojobs.store import leaders
+from seojobs.store import leaders, results
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import ItemOutcome, NewJob
+from seojobs.store.records import ItemOutcome, NewFinding, NewItem, NewJob
 from seojobs.store.tables import job_items, jobs
 
 LEASE = 30.0
@@ -365,6 +365,36 @@ def test_record_items_is_fenced_by_the_claim(services: Services, db: Database) -
     assert [i.state for i in after] == ["done", "pending"]
     assert _get(db, job.id).items_done == 1
     assert _get(db, job.id).counters == {"ok": 1}
+
+
+def test_an_item_added_finished_is_stored_done_once_and_never_run(
+    services: Services, db: Database
+) -> None:
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_items", {"urls": ["a"]})
+    claimed = _claim(db)[0]
+    found = (NewFinding("thin", "notice", {"url": "b"}),)
+    outcome = ItemOutcome(item_id=0, failed=False, outcome="ok", result={"n": 2}, findings=found)
+
+    def add(counters: dict[str, int]) -> bool:
+        with db.write() as conn:
+            return results.add_finished_item(
+                db, conn, job.id, claimed.attempt, NewItem.of("b"), outcome, counters, utcnow()
+            )
+
+    assert add({"ok": 1}) is True
+    assert add({"ok": 2}) is False  # the job has "b": nothing written, counters kept
+    items = services.items(user, job.id)
+    assert [(i.input, i.state, i.result) for i in items] == [
+        ("a", "pending", None),
+        ("b", "done", {"n": 2}),
+    ]
+    after = _get(db, job.id)
+    assert (after.items_total, after.items_done, after.counters) == (2, 1, {"ok": 1})
+    [finding] = services.findings(user, job.id)
+    assert (finding.code, finding.item_id) == ("thin", items[1].id)
+    with db.read() as conn:  # the pending item is the only one left to run
+        assert [i.input for i in job_sql.items_page(conn, job.id, only_open=True)] == ["a"]
 
 
 def test_cancel_pending_job_fails_it_as_cancelled(services: Services, db: Database) -> None:

@@ -291,6 +291,22 @@ async def test_a_resolver_that_never_answers_is_a_dns_error() -> None:
             await guard.resolve("hangs.test")
 
 
+async def test_a_kept_answer_is_checked_again_and_a_failure_is_not_kept() -> None:
+    answers: dict[str, list[str]] = {"mixed.test": [PUBLIC, "10.0.0.7"], "late.test": []}
+    resolver = StubResolver(answers)
+    guard = AddressGuard(GuardPolicy(), resolver, dns_ttl=60)
+    for _ in range(2):
+        with pytest.raises(SSRFRefused):
+            await guard.resolve("mixed.test")
+    with pytest.raises(DNSError):
+        await guard.resolve("late.test")
+    answers["late.test"] = [PUBLIC]
+    for _ in range(2):
+        assert [str(a) for a in await guard.resolve("late.test")] == [PUBLIC]
+    assert resolver.calls == ["mixed.test", "late.test", "late.test"]
+    assert guard.lookups == 3
+
+
 def test_policy_from_settings() -> None:
     policy = GuardPolicy.from_settings(settings(fetch_allow_hosts="Fixture.Test., b.test"))
     assert policy == GuardPolicy(False, frozenset({"fixture.test", "b.test"}))

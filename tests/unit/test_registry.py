@@ -169,3 +169,47 @@ def test_item_record_fields_follow_the_table_columns() -> None:
     from seojobs.store.tables import job_items
 
     assert [f.name for f in fields(ItemRecord)] == [c.name for c in job_items.columns]
+
+
+class Mixed(BaseModel):
+    """A plug-in's params with numbers and booleans in every kind of place, none refusing a
+    converted value itself."""
+
+    limit: int | None = Field(default=None, ge=1)
+    ratio: float = 0.5
+    sizes: list[int] = []
+    weights: dict[str, float] = {}
+    either: int | str = 1  # pydantic would take true as 1 here too
+    flag: bool | int = 0  # a boolean is a member: true stays true
+    deep: bool = False
+    nested: Params | None = None
+
+
+def test_values_pydantic_would_convert_are_refused_where_the_schema_expects_another_type() -> None:
+    """pydantic reads true as 1, 0 as false and "5" as 5; the schema a job type publishes does
+    not. The registry refuses them for any kind, a plug-in's included, without help from its
+    model."""
+    reg = Registry()
+    reg.add(Kind("mixed", Mixed, handler))
+    params = {
+        "limit": "7",
+        "ratio": False,
+        "sizes": [1, True],
+        "weights": {"a": 1.5, "b": "2"},
+        "either": True,
+        "flag": True,
+        "deep": 0,
+        "nested": {"urls": ["a"], "engine": "x"},
+    }
+    with pytest.raises(InvalidParams) as info:
+        reg.validate("mixed", params)
+    assert info.value.errors == [
+        {"field": "deep", "message": "must be true or false, not a number (got 0)"},
+        {"field": "either", "message": "must be an integer, not true or false (got true)"},
+        {"field": "limit", "message": 'must be an integer, not a string (got "7")'},
+        {"field": "ratio", "message": "must be a number, not true or false (got false)"},
+        {"field": "sizes.1", "message": "must be an integer, not true or false (got true)"},
+        {"field": "weights.b", "message": 'must be a number, not a string (got "2")'},
+    ]
+    model, _items = reg.validate("mixed", {"flag": True, "limit": 2, "ratio": 1, "deep": True})
+    assert model.flag is True and model.limit == 2 and model.deep is True

@@ -8,7 +8,6 @@ import random
 import pytest
 from bench.lib.auditsite import page_html
 
-from seojobs.fetch.html import scan
 from seojobs.kinds.site_audit import page
 from seojobs.kinds.site_audit.page import parse_page
 from tests.fakes.audit_site import HOME, PAGES
@@ -36,8 +35,9 @@ PLAIN_PAGES = [
 
 @pytest.mark.parametrize("document", PLAIN_PAGES)
 def test_plain_pages_are_scanned_and_read_as_html_parser_reads_them(document: str) -> None:
-    assert scan(document, page._PageParser(), page._READ_ATTRIBUTES), "left to html.parser"
-    assert parse_page(document) == page._parse_with_stdlib(document)
+    scanned = page._scanned(document)
+    assert scanned is not None, "plain markup left to html.parser"
+    assert scanned == page._parse_with_stdlib(document) == parse_page(document)
 
 
 # The head reader's fragments, and the body's elements the page reader reads.
@@ -72,6 +72,6 @@ def test_any_mix_of_fragments_is_read_as_html_parser_reads_it() -> None:
     scanned = 0
     for _ in range(3000):
         document = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 14)))
-        scanned += scan(document, page._PageParser(), page._READ_ATTRIBUTES)
+        scanned += page._scanned(document) is not None
         assert parse_page(document) == page._parse_with_stdlib(document), document
     assert scanned > 300  # the mixes exercise the scanner, not only the fallback

@@ -22,6 +22,7 @@ from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.results import router as results_router
+from seojobs.api.tech_stack import router as tech_stack_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
@@ -96,6 +97,7 @@ def create_app(
     app.include_router(projects_router)
     app.include_router(results_router)
     app.include_router(audits_router)
+    app.include_router(tech_stack_router)
     docs.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

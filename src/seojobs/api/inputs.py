@@ -4,6 +4,8 @@ route of the app (:class:`CheckedRoute`; ``create_app`` refuses a route without 
 - A JSON body is at most :data:`MAX_DEPTH` levels deep; none of its strings, keys or values,
   holds a NUL or a lone surrogate (``"\\udc80"`` is valid JSON, not valid Unicode); its numbers
   are finite (Python's parser takes NaN and Infinity, and reads ``1e400`` as infinity).
+- Each value has a JSON type the published document admits where pydantic would convert it
+  (``true`` read as 1, ``0`` as false, ``"5"`` as 5: :mod:`seojobs.jsontypes`).
 - A query string holds no NUL (``%00``).
 
 Each of these used to reach the stores or an encoder and answer 500: PostgreSQL refuses NUL in
@@ -19,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Final
 
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +30,8 @@ from pydantic import ConfigDict
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
+
+from seojobs.jsontypes import Schema, value_at
 
 MAX_DEPTH: Final = 32
 # What the gate lets through, as JSON Schema: for the keys a model ignores (v2 tolerates keys
@@ -145,6 +149,17 @@ async def _json_errors(request: Request) -> list[dict[str, Any]]:
     return body_errors(document)
 
 
+def _body_schema(document: dict[str, Any], path: str, methods: Iterable[str]) -> Schema | None:
+    """The schema the published document gives this operation's JSON body, if any."""
+    operations = document.get("paths", {}).get(path, {})
+    for method in methods:
+        body = operations.get(method.lower(), {}).get("requestBody", {})
+        schema = body.get("content", {}).get("application/json", {}).get("schema")
+        if schema is not None:
+            return Schema(schema, document.get("components", {}).get("schemas", {}))
+    return None
+
+
 class CheckedRoute(APIRoute):
     """An ``APIRoute`` whose request passes the gate (see module doc) before FastAPI reads
     its parameters and body."""
@@ -152,11 +167,27 @@ class CheckedRoute(APIRoute):
     def get_route_handler(self) -> Handler:
         handler = super().get_route_handler()
         reads_body = self.body_field is not None
+        schemas: list[Schema | None] = []  # read from the app's document on first use
+
+        def coerced(request: Request, document: Any) -> list[dict[str, Any]]:
+            if not schemas:
+                published = request.app.openapi()
+                schemas.append(_body_schema(published, self.path_format, self.methods or ()))
+            schema = schemas[0]
+            if schema is None:
+                return []
+            found = schema.coercions(document, ("body",))
+            return [
+                _error(at, why, "json_type") | {"input": value_at(document, at[1:])}
+                for at, why in found
+            ]
 
         async def checked(request: Request) -> Response:
             errors = query_errors(request)
             if not errors and reads_body:
                 errors = await _json_errors(request)
+                if not errors and await request.body():
+                    errors = coerced(request, await request.json())
             if errors:
                 raise RequestValidationError(errors)
             return await handler(request)

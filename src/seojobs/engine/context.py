@@ -73,7 +73,11 @@ class JobHost(Protocol):
 
     async def add_items(self, job: JobRecord, items: list[NewItem]) -> int: ...
 
-    async def add_findings(self, job: JobRecord, findings: list[NewFinding]) -> None: ...
+    async def add_finished_item(
+        self, job: JobRecord, item: NewItem, outcome: ItemOutcome, counters: dict[str, int]
+    ) -> bool: ...
+
+    async def set_job_findings(self, job: JobRecord, findings: list[NewFinding]) -> None: ...
 
     async def collect(self, job: JobRecord, subject: str, data: Any) -> None: ...
 
@@ -105,6 +109,9 @@ class JobContext(Generic[P]):
         # job: counters are written as a snapshot, so writes must not overtake each other.
         self._pending: list[tuple[list[tuple[ItemRecord, ItemResult]], asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        # Held while counters are written (a group of results, a finished item added), so
+        # that each write's snapshot counts everything written before it.
+        self._counting = asyncio.Lock()
         # While run_items runs: items started and not yet recorded, the group size worth
         # waiting for, and an event set whenever either count changes.
         self._unrecorded = 0
@@ -191,24 +198,11 @@ class JobContext(Generic[P]):
                 return
 
     async def _write(self, finished: list[tuple[ItemRecord, ItemResult]]) -> None:
-        outcomes = [
-            ItemOutcome(
-                item_id=item.id,
-                failed=verdict.failed,
-                outcome=verdict.outcome,
-                result=verdict.result,
-                error_code=verdict.error_code,
-                error_message=verdict.error_message,
-                findings=verdict.findings,
-            )
-            for item, verdict in finished
-        ]
-        counters = dict(self.counters)
-        for _item, verdict in finished:
-            key = verdict.outcome or ("failed" if verdict.failed else "done")
-            counters[key] = counters.get(key, 0) + 1
-        await self._host.record_items(self.job, outcomes, counters)
-        self.counters = counters
+        outcomes = [_outcome(item.id, verdict) for item, verdict in finished]
+        async with self._counting:
+            counters = _counted(self.counters, [verdict for _item, verdict in finished])
+            await self._host.record_items(self.job, outcomes, counters)
+            self.counters = counters
 
     async def ensure_held(self) -> None:
         """Raise ``Interrupted`` if the job was cancelled or taken away, or the worker stops.
@@ -228,12 +222,29 @@ class JobContext(Generic[P]):
         items = self._new_items(values)
         return await self._host.add_items(self.job, items) if items else 0
 
+    async def add_finished_item(self, value: Any, verdict: ItemResult) -> bool:
+        """Add an item already finished, with its verdict (result and findings), in one
+        transaction; it is never run. For work a job got done on the way to other work (a
+        crawler that followed a redirect has its target's answer). Returns False, adding
+        nothing, if the job already has the item (by the kind's dedupe key)."""
+        self.check()
+        [item] = self._new_items([value])
+        async with self._counting:
+            counters = _counted(self.counters, [verdict])
+            added = await self._host.add_finished_item(
+                self.job, item, _outcome(0, verdict), counters
+            )
+            if added:
+                self.counters = counters
+        return added
+
     async def add_findings(self, findings: Iterable[NewFinding]) -> None:
-        """Findings about the whole job; a finding about one item goes in its ``ItemResult``
-        so that it is written once, with the item."""
-        found = list(findings)
-        if found:
-            await self._host.add_findings(self.job, found)
+        """Findings about the whole job, as one set, like collected data: each call replaces
+        the job-level findings an earlier call wrote, this claim's or a rescued one's, so a
+        job resumed after a crash that reruns its final checks does not report them twice.
+        Compute them all, then write them once. A finding about one item goes in its
+        ``ItemResult`` so that it is written once, with the item."""
+        await self._host.set_job_findings(self.job, list(findings))
 
     async def collect(self, subject: str, data: Any) -> None:
         """Store what the job collected about ``subject`` (a domain, a keyword); reads serve
@@ -304,6 +315,27 @@ class JobContext(Generic[P]):
             for item in page:
                 yield item
             after = page[-1].seq
+
+
+def _outcome(item_id: int, verdict: ItemResult) -> ItemOutcome:
+    return ItemOutcome(
+        item_id=item_id,
+        failed=verdict.failed,
+        outcome=verdict.outcome,
+        result=verdict.result,
+        error_code=verdict.error_code,
+        error_message=verdict.error_message,
+        findings=verdict.findings,
+    )
+
+
+def _counted(counters: dict[str, int], verdicts: list[ItemResult]) -> dict[str, int]:
+    """``counters`` with ``verdicts`` counted, each under its outcome."""
+    counted = dict(counters)
+    for verdict in verdicts:
+        key = verdict.outcome or ("failed" if verdict.failed else "done")
+        counted[key] = counted.get(key, 0) + 1
+    return counted
 
 
 def _copy(exc: BaseException) -> BaseException:

@@ -13,6 +13,7 @@ declare an entry point in the ``seojobs.kinds`` group, and modules named in the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -25,6 +26,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
 from seojobs.fielderrors import message
+from seojobs.jsontypes import Schema, value_at
 from seojobs.store.records import NewItem
 
 if TYPE_CHECKING:
@@ -166,7 +168,7 @@ class Kind(Generic[P]):
         """A request's params. Fields the kind marks ``readOnly`` in its schema are its own to
         fill in (e.g. ``duplicates_removed``): params that set one are refused."""
         try:
-            _refuse_read_only(self.params, params)
+            _refuse_what_pydantic_takes(self.params, params)
         except ValidationError as exc:
             raise InvalidParams(self.name, exc) from None
         return self.validate(params)
@@ -264,7 +266,15 @@ class Registry:
             _call_register(getattr(module, "register", None), self, f"module {module_name!r}")
 
 
-def _refuse_read_only(model: type[BaseModel], params: Any) -> None:
+@functools.cache
+def _schema(model: type[BaseModel]) -> Schema:
+    return Schema(model.model_json_schema())
+
+
+def _refuse_what_pydantic_takes(model: type[BaseModel], params: Any) -> None:
+    """Refuse what the params' schema refuses and pydantic would take: fields the server
+    fills in (``readOnly``), and values of a JSON type the schema does not admit that pydantic
+    would convert (``true`` as 1, ``0`` as false, ``"5"`` as 5: :mod:`seojobs.jsontypes`)."""
     if not isinstance(params, dict):
         return  # the model's own validation refuses it
     errors: list[InitErrorDetails] = []
@@ -274,6 +284,11 @@ def _refuse_read_only(model: type[BaseModel], params: Any) -> None:
         if isinstance(extra, dict) and extra.get("readOnly") is True and key in params:
             error = PydanticCustomError("read_only", "set by the server; a request cannot set it")
             errors.append({"type": error, "loc": (key,), "input": params[key]})
+    refused = {error["loc"][0] for error in errors}
+    for loc, why in _schema(model).coercions(params):
+        if loc[0] not in refused:
+            error = PydanticCustomError("json_type", why)
+            errors.append({"type": error, "loc": loc, "input": value_at(params, loc)})
     if errors:
         raise ValidationError.from_exception_data(model.__name__, errors)
 

@@ -418,10 +418,22 @@ class Worker:
             ),
         )
 
-    async def add_findings(self, job: JobRecord, findings: list[NewFinding]) -> None:
+    async def add_finished_item(
+        self, job: JobRecord, item: NewItem, outcome: ItemOutcome, counters: dict[str, int]
+    ) -> bool:
+        return await self._fenced(
+            job,
+            lambda conn: result_sql.add_finished_item(
+                self.db, conn, job.id, job.attempt, item, outcome, counters, self.clock()
+            ),
+        )
+
+    async def set_job_findings(self, job: JobRecord, findings: list[NewFinding]) -> None:
         await self._fenced(
             job,
-            lambda conn: result_sql.add_findings(conn, job.id, job.attempt, findings, self.clock()),
+            lambda conn: result_sql.set_job_findings(
+                conn, job.id, job.attempt, findings, self.clock()
+            ),
         )
 
     async def collect(self, job: JobRecord, subject: str, data: Any) -> None:

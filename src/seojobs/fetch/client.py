@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from yarl import URL as YarlURL
@@ -17,7 +16,7 @@ from yarl import URL as YarlURL
 from seojobs.fetch.diagnostics import Diagnostics, inspect
 from seojobs.fetch.errors import FetchError, InvalidURL, RedirectLoop, TooManyRedirects
 from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver
-from seojobs.fetch.http import ACCEPT_ENCODING, Connector, HttpClient, Response
+from seojobs.fetch.http import ACCEPT_ENCODING, Closing, Connector, HttpClient, Response
 from seojobs.fetch.politeness import HostGate
 from seojobs.fetch.result import FetchResult, Headers, RedirectHop, no_headers
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict
@@ -77,7 +76,7 @@ def _join(base: URL, location: str) -> URL:
     return parse_url(joined)
 
 
-class Fetcher:
+class Fetcher(Closing):
     """The one HTTP client for page work. Use as ``async with Fetcher(settings) as f``.
 
     Each hop is one GET of the shared :class:`~seojobs.fetch.http.HttpClient`, without any
@@ -105,7 +104,10 @@ class Fetcher:
             hop_timeout or settings.fetch_connect_timeout + 2 * settings.fetch_timeout
         )
         self.guard = AddressGuard(
-            GuardPolicy.from_settings(settings), resolver, lookup_timeout=self.hop_timeout
+            GuardPolicy.from_settings(settings),
+            resolver,
+            lookup_timeout=self.hop_timeout,
+            dns_ttl=settings.fetch_dns_ttl,
         )
         self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         guard = self.guard
@@ -124,17 +126,6 @@ class Fetcher:
             env_proxies=False,  # never: see seojobs.fetch.http
         )
         self.robots = RobotsCache(self)  # one robots.txt cache per fetcher (per job)
-
-    async def __aenter__(self) -> Fetcher:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         await self.http.aclose()

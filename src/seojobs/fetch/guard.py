@@ -21,6 +21,7 @@ import inspect
 import ipaddress
 import re
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -256,7 +257,13 @@ class GuardPolicy:
 
 
 class AddressGuard:
-    """Resolve a host once and decide whether the fetcher may connect to what it names."""
+    """Resolve a host once and decide whether the fetcher may connect to what it names.
+
+    A name's addresses are kept for ``dns_ttl`` seconds (0: not kept), and fetches that ask
+    for a name being looked up wait for that lookup: a crawl fetches hundreds of pages of one
+    host, each with a hop or two, and getaddrinfo runs in a thread each time. Every fetch
+    still checks the addresses it connects to; only answers are cached, never failures.
+    """
 
     def __init__(
         self,
@@ -264,11 +271,16 @@ class AddressGuard:
         resolver: Resolver | None = None,
         *,
         lookup_timeout: float | None = None,
+        dns_ttl: float = 0.0,
     ) -> None:
         self.policy = policy
         self._resolver: Resolver = resolver or system_resolver
         # A resolver that never answers would hold the fetch (and a worker) forever.
         self._lookup_timeout = lookup_timeout
+        self._dns_ttl = dns_ttl
+        # name -> (the lookup, when its answer expires: monotonic seconds, None until done)
+        self._cache: dict[str, tuple[asyncio.Task[tuple[IPAddress, ...]], float | None]] = {}
+        self.lookups = 0  # resolver calls made (a crawl's figures; the cache's test)
 
     async def resolve(self, host: str) -> tuple[IPAddress, ...]:
         """Addresses to connect to for ``host``, every one of them allowed; raises otherwise."""
@@ -277,8 +289,28 @@ class AddressGuard:
             addresses: tuple[IPAddress, ...] = (literal,)
         else:
             self._check_name(host)
-            addresses = await self._lookup(host)
+            addresses = await self._cached_lookup(host.lower())
         self.check(host, addresses)
+        return addresses
+
+    async def _cached_lookup(self, name: str) -> tuple[IPAddress, ...]:
+        if not self._dns_ttl:
+            return await self._lookup(name)
+        now = time.monotonic()
+        entry = self._cache.get(name)
+        if entry is None or (entry[1] is not None and entry[1] <= now):
+            # Shielded: one waiter cancelled must not cancel the lookup the others wait on.
+            entry = (asyncio.ensure_future(self._lookup(name)), None)
+            self._cache[name] = entry
+        lookup = entry[0]
+        try:
+            addresses = await asyncio.shield(lookup)
+        except BaseException:
+            if lookup.done() and self._cache.get(name, (None,))[0] is lookup:
+                del self._cache[name]  # a failure is asked again next time
+            raise
+        if self._cache.get(name) == (lookup, None):
+            self._cache[name] = (lookup, time.monotonic() + self._dns_ttl)
         return addresses
 
     def check(self, host: str, addresses: Iterable[IPAddress]) -> None:
@@ -306,6 +338,7 @@ class AddressGuard:
     async def _lookup(self, host: str) -> tuple[IPAddress, ...]:
         try:
             async with asyncio.timeout(self._lookup_timeout):
+                self.lookups += 1
                 answer = self._resolver(host.lower())
                 raw = await answer if inspect.isawaitable(answer) else answer
             found = [ipaddress.ip_address(str(a)) for a in raw]

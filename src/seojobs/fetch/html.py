@@ -141,6 +141,7 @@ class TokenSink(Protocol):
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None: ...
     def handle_endtag(self, tag: str) -> None: ...
     def handle_data(self, data: str) -> None: ...
+    def handle_decl(self, decl: str) -> None: ...
     def scanned_text(self, text: str) -> str | None: ...
 
 
@@ -196,10 +197,13 @@ def _raw_text(document: str, pos: int, tag: str, parser: TokenSink) -> int:
     return end
 
 
-def scan(document: str, parser: TokenSink, attributes: frozenset[str] = _WITH_ATTRIBUTES) -> bool:
+def scan(
+    document: str, parser: TokenSink, attributes: frozenset[str] | None = _WITH_ATTRIBUTES
+) -> bool:
     """Feed ``parser`` the tokens of ``document`` as html.parser would (the attributes of the
-    tags in ``attributes`` only), until the end or ``parser.done``; False as soon as something
-    is not plain markup (then nothing it read counts: parse again with html.parser)."""
+    tags in ``attributes`` only; None: of every tag), until the end or ``parser.done``; False
+    as soon as something is not plain markup (then nothing it read counts: parse again with
+    html.parser)."""
     pos, size = 0, len(document)
     token_at = _TOKEN.match
     while pos < size and not parser.done:
@@ -214,7 +218,7 @@ def scan(document: str, parser: TokenSink, attributes: frozenset[str] = _WITH_AT
             parser.handle_data(text)
         elif kind == _START:
             tag = token[2].lower()
-            attrs = _attribute_list(token[3]) if tag in attributes else []
+            attrs = _attribute_list(token[3]) if attributes is None or tag in attributes else []
             if token[_START]:
                 parser.handle_startendtag(tag, attrs)
                 continue
@@ -229,6 +233,8 @@ def scan(document: str, parser: TokenSink, attributes: frozenset[str] = _WITH_AT
             pos = _skip_comment(document, token.start(_COMMENT))
             if pos < 0:
                 return False
+        else:
+            parser.handle_decl(token[0][2:-1])  # a doctype: "DOCTYPE html", as html.parser
     return True
 
 

@@ -30,7 +30,7 @@ import json as jsonlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlencode
 
 import aiohttp
@@ -127,7 +127,25 @@ def _basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
-class HttpClient:
+class Closing:
+    """``async with`` for a class with ``aclose()``: entered as itself, closed on exit."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class HttpClient(Closing):
     """One aiohttp session with our errors, timeouts, body cap, header decoding and proxy
     policy (see the module's docstring). Opened on first use; ``aclose()`` closes it."""
 
@@ -197,17 +215,6 @@ class HttpClient:
             else:
                 self._proxies[origin] = (proxy, auth.encode() if auth else None)
         return self._proxies[origin]
-
-    async def __aenter__(self) -> HttpClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         if self._session is not None:

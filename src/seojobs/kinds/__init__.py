@@ -7,11 +7,12 @@ from seojobs.settings import Settings
 
 
 def load_registry(settings: Settings) -> Registry:
-    from seojobs.kinds import index_check, index_submit, site_audit
+    from seojobs.kinds import index_check, index_submit, site_audit, tech_stack
 
     registry = Registry()
     registry.add(index_submit.KIND)
     registry.add(index_check.KIND)
     registry.add(site_audit.KIND)
+    registry.add(tech_stack.KIND)
     registry.load_plugins(settings.plugins)
     return registry

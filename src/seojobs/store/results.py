@@ -11,12 +11,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from seojobs.store.db import Database
 from seojobs.store.jobs import ITEM_INSERT_CHUNK, fence, finding_row, item_rows
-from seojobs.store.records import CollectionRecord, FindingRecord, NewFinding, NewItem
+from seojobs.store.records import (
+    CollectionRecord,
+    FindingRecord,
+    ItemOutcome,
+    NewFinding,
+    NewItem,
+)
 from seojobs.store.tables import collections, findings, job_items, jobs
 
 
@@ -55,12 +61,63 @@ def add_items(
     return added
 
 
-def add_findings(
+def add_finished_item(
+    db: Database,
+    conn: Connection,
+    job_id: int,
+    attempt: int,
+    item: NewItem,
+    outcome: ItemOutcome,
+    counters: dict[str, int],
+    now: datetime,
+) -> bool:
+    """Add an item already finished, with its result and findings, and the job's counters
+    (``counters``: the snapshot that counts it); never run. Returns False, writing nothing
+    but the fence, when the job already has an item with that key."""
+    fence(conn, job_id, attempt, now)
+    last = conn.execute(
+        select(func.coalesce(func.max(job_items.c.seq), -1)).where(job_items.c.job_id == job_id)
+    ).scalar_one()
+    [row] = item_rows(job_id, [item], last + 1)
+    row.update(
+        state="failed" if outcome.failed else "done",
+        outcome=outcome.outcome,
+        result=outcome.result,
+        error_code=outcome.error_code,
+        error_message=outcome.error_message,
+        finished_at=now,
+    )
+    stmt = _insert(db)(job_items).values(**row).on_conflict_do_nothing()
+    item_id = conn.execute(stmt.returning(job_items.c.id)).scalar_one_or_none()
+    if item_id is None:
+        return False
+    if outcome.findings:
+        rows = [finding_row(job_id, f, now, item_id=item_id) for f in outcome.findings]
+        conn.execute(insert(findings), rows)
+    conn.execute(
+        update(jobs)
+        .where(jobs.c.id == job_id)
+        .values(
+            items_total=jobs.c.items_total + 1,
+            items_done=jobs.c.items_done + 1,
+            items_failed=jobs.c.items_failed + int(outcome.failed),
+            counters=counters,
+        )
+    )
+    return True
+
+
+def set_job_findings(
     conn: Connection, job_id: int, attempt: int, found: Sequence[NewFinding], now: datetime
 ) -> None:
+    """Replace the job's findings about the whole job (those of no item) with ``found``,
+    in one transaction: a job resumed after a crash that writes them again (an audit's
+    site-wide checks) replaces what the dead worker wrote instead of adding to it."""
     fence(conn, job_id, attempt, now)
-    if found:
-        conn.execute(insert(findings), [finding_row(job_id, f, now) for f in found])
+    conn.execute(delete(findings).where(findings.c.job_id == job_id, findings.c.item_id.is_(None)))
+    if found:  # about the job: an item_id a caller set is not kept (nor would be replaced)
+        rows = [{**finding_row(job_id, f, now), "item_id": None} for f in found]
+        conn.execute(insert(findings), rows)
 
 
 def collect(

@@ -2,13 +2,16 @@
 
 Links found on a page become new items (``ctx.add_items``, deduplicated by normalised URL),
 so a worker that dies mid-audit leaves its frontier stored; the worker that resumes it runs
-only the pages not yet recorded. Scope is the start URL's host and its ``www.`` twin (same
-port); ``max_depth`` bounds clicks from the start, ``max_pages`` the pages ever added.
+only the pages not yet recorded. A redirect's target is audited from the redirect's final
+answer and added already finished, so it is not fetched again as its own item. Scope is the
+start URL's host and its ``www.`` twin (same port); ``max_depth`` bounds clicks from the
+start, ``max_pages`` the pages ever added.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
@@ -16,11 +19,11 @@ from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.checks import Page, codes, page_findings
-from seojobs.kinds.site_audit.external import ExternalLinks
+from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.sitemaps import discover
-from seojobs.kinds.site_audit.sitewide import site_findings, summary
+from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
 from seojobs.store.records import ItemRecord
 
 TARGET_UNREACHABLE = "target_unreachable"
@@ -49,6 +52,12 @@ class Frontier:
     def in_scope(self, url: str) -> bool:
         return _site(parse_url(url)) == self.site
 
+    def fresh(self, url: str, depth: int) -> bool:
+        """Whether ``url`` is in scope and could still be added at ``depth``."""
+        if depth > self._ctx.params.max_depth or len(self._known) >= self._ctx.params.max_pages:
+            return False
+        return url not in self._known and self.in_scope(url)
+
     async def add(self, urls: list[str], depth: int | None) -> None:
         """``depth`` None: pages only a sitemap lists (no click reaches them)."""
         if depth is not None and depth > self._ctx.params.max_depth:
@@ -59,6 +68,15 @@ class Frontier:
             if new:
                 await self._ctx.add_items({"url": u, "depth": depth} for u in new)
                 self._known.update(new)
+
+    async def add_fetched(self, url: str, depth: int, verdict: ItemResult) -> bool:
+        """Add ``url`` as an item already audited (from a redirect's final response), unless
+        it is known by now or there is no room; whether added."""
+        async with self._lock:
+            if url in self._known or len(self._known) >= self._ctx.params.max_pages:
+                return False
+            self._known.add(url)
+            return await self._ctx.add_finished_item({"url": url, "depth": depth}, verdict)
 
 
 def _links(base: str, facts: PageFacts) -> list[tuple[str, bool]]:
@@ -152,6 +170,26 @@ class Crawl:
             raise JobFailed(
                 TARGET_UNREACHABLE, f"the start URL {url} did not answer: {fetched.error}"
             )
+        if fetched.redirect_chain and depth is not None:
+            await self._redirect_target(fetched, depth + 1)
+        return await self.audit(url, depth, fetched)
+
+    async def _redirect_target(self, fetched: FetchResult, depth: int) -> None:
+        """A redirect's target is a page (an item) of its own. When it answered, is new, in
+        scope and robots.txt allows it, the final response just followed is that page: audit
+        it now and add it finished, rather than fetch it again as its own item. (Its
+        ``response_ms`` then spans every hop: what it took to reach.)"""
+        target = page_key(fetched.final_url)
+        # Not after an error (a loop, a refused or silent hop): no final response was read.
+        if not fetched.ok or not self.frontier.fresh(target, depth):
+            return
+        if not (await self.fetcher.robots_verdict(target)).allowed:
+            return
+        page = dataclasses.replace(fetched, url=fetched.final_url, redirect_chain=())
+        await self.frontier.add_fetched(target, depth, await self.audit(target, depth, page))
+
+    async def audit(self, url: str, depth: int | None, fetched: FetchResult) -> ItemResult:
+        """The page at ``url`` from its response: its links added, its checks run."""
         # A redirected page's target is a page (an item) of its own: read it there, once.
         read = fetched.is_html and _ok(fetched) and not fetched.redirect_chain
         facts = parse_page(fetched.text) if read else None
@@ -165,7 +203,12 @@ class Crawl:
             await self.frontier.add(follow, depth + 1)
         noindex = _noindex(fetched, facts)
         outside = [u for u, _nofollow in links if not self.frontier.in_scope(u)]
-        broken = await self.external.broken(outside) if self.external and outside else []
+        checked = await self.external.outcomes(outside) if self.external and outside else []
+        broken = [
+            {"target": o["url"], "status": o["status"], "error_kind": o["error_kind"]}
+            for o in checked
+            if is_broken(o)
+        ]
         page = Page(
             url=url,
             depth=depth,
@@ -177,12 +220,14 @@ class Crawl:
             noindex=noindex,
             internal_links=internal,
             broken_external=broken,
+            response=fetched,
         )
         found = page_findings(page, self.ctx.params.thresholds)
         record = _record(page, fetched, canonical, links, internal)
         record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
+        record["external"] = checked  # each external link's outcome, kept for a resume
         return ItemResult(outcome="crawled", result=record, findings=tuple(found))
 
 
@@ -256,7 +301,11 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
     settings = ctx.settings
     if params.user_agent:
         settings = settings.model_copy(update={"user_agent": params.user_agent})
-    known = {item.data["url"] async for item in ctx.items()}
+    known: set[str] = set()
+    outcomes: list[dict[str, Any]] = []  # external links checked before a crash
+    async for item in ctx.items():
+        known.add(item.data["url"])
+        outcomes += (item.result or {}).get("external", [])
     concurrency = ctx.kind_settings.concurrency
     listed: list[str] = []
     async with Fetcher(settings) as fetcher:
@@ -264,6 +313,8 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
         frontier = Frontier(ctx, known)
         per_host = ctx.kind_settings.external_links_per_host
         external = ExternalLinks(fetcher, per_host) if params.check_external_links else None
+        if external is not None:
+            external.restore(outcomes)
         crawl = Crawl(ctx, fetcher, frontier, external)
         await ctx.run_items(crawl.page, concurrency=concurrency)
         if params.include_sitemaps:
@@ -271,8 +322,12 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
             listed = _in_scope(await discover(fetcher, params.start_url), frontier)
             await frontier.add(listed, None)
             await ctx.run_items(crawl.page, concurrency=concurrency)
+        robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
+    files = SiteFiles(
+        page_key(params.start_url), robots.robots_url, robots.status, params.include_sitemaps
+    )
     pages = [item.result async for item in ctx.items() if item.result]
-    site = site_findings(pages, listed)
+    site = site_findings(pages, listed, files)
     await ctx.add_findings(site)
     data = summary(pages, site, params.max_pages)
     ctx.result = data

@@ -22,6 +22,23 @@ class Thresholds(BaseModel):
     max_links: int = Field(default=100, ge=1, description="too_many_links over this.")
     redirect_hops: int = Field(default=1, ge=1, description="redirect_chain over this.")
     url_max_chars: int = Field(default=115, ge=1, description="url_too_long over this.")
+    url_max_params: int = Field(
+        default=3, ge=0, description="url_too_many_parameters over this many query parameters."
+    )
+    h1_max_chars: int = Field(default=70, ge=1, description="h1_too_long over this.")
+    img_alt_max_chars: int = Field(default=100, ge=1, description="img_alt_too_long over this.")
+    html_max_kb: int = Field(
+        default=1024, ge=1, description="html_too_large over this many KB (1024 bytes each)."
+    )
+    text_ratio_min_percent: int = Field(
+        default=10,
+        ge=0,
+        le=100,
+        description="low_text_ratio under this percent of visible text in the HTML.",
+    )
+    dom_max_nodes: int = Field(
+        default=1500, ge=1, description="dom_too_large over this many HTML elements."
+    )
 
 
 class SiteAuditParams(BaseModel):

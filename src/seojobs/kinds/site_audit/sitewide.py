@@ -7,14 +7,15 @@ sees the pages an earlier worker recorded as well as its own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from seojobs.engine.context import Finding
+from seojobs.kinds.site_audit.check import SAMPLE as _SAMPLE
 from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, finding
 
 Record = dict[str, Any]
-_SAMPLE = 10  # how many other URLs a finding's evidence names
 
 
 def _duplicates(pages: list[Record], field: str, code: str) -> Iterator[Finding]:
@@ -30,22 +31,40 @@ def _duplicates(pages: list[Record], field: str, code: str) -> Iterator[Finding]
                 yield finding(code, url, {field: value, "also_on": others})
 
 
+def _variants(pages: list[Record], code: str, key: Callable[[str], str]) -> Iterator[Finding]:
+    """URLs that differ only in a way ``key`` takes out, each answering 200 itself."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for page in pages:
+        if page.get("status") == 200 and not page.get("redirects"):
+            groups[key(page["url"])].append(page["url"])
+    for urls in groups.values():
+        for url in urls if len(urls) > 1 else ():
+            yield finding(code, url, {"also_answers": [u for u in urls if u != url][:_SAMPLE]})
+
+
+def _without_slash(url: str) -> str:
+    head, mark, query = url.partition("?")
+    if head.count("/") > 3:  # a path beyond the root's "/"
+        head = head.rstrip("/")
+    return head + mark + query
+
+
 def _links(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
     for page in pages:
-        broken, blocked = [], []
+        found: dict[str, list[Any]] = defaultdict(list)
         for target in page.get("links", ()):
             linked = by_url.get(target)
             if linked is None:
                 continue  # beyond max_pages or max_depth: never crawled
             if linked.get("blocked_by_robots"):
-                blocked.append(target)
+                found["linked_page_blocked_by_robots"].append(target)
             elif (linked.get("status") or 0) >= 400:
-                broken.append({"target": target, "status": linked["status"]})
-        if broken:
-            yield finding("broken_internal_link", page["url"], {"links": broken[:_SAMPLE]})
-        if blocked:
-            evidence = {"links": blocked[:_SAMPLE]}
-            yield finding("linked_page_blocked_by_robots", page["url"], evidence)
+                found["broken_internal_link"].append({"target": target, "status": linked["status"]})
+            elif linked.get("redirects") or linked.get("error_kind"):
+                hops = {"target": target, "redirects": linked.get("redirects")}
+                found["internal_link_to_redirect"].append(hops)
+        for code, links in found.items():
+            yield finding(code, page["url"], {"links": links[:_SAMPLE]})
 
 
 def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
@@ -59,20 +78,53 @@ def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Find
             yield finding("canonical_to_redirect", page["url"], evidence)
         elif linked.get("status") != 200:
             yield finding("canonical_to_non_200", page["url"], evidence)
+        elif not linked.get("indexable"):
+            evidence["reason"] = linked.get("indexability_reason")
+            yield finding("canonical_to_non_indexable", page["url"], evidence)
+
+
+def _alternate(page: Record, other: Record) -> str | None:
+    """What is wrong with an hreflang alternate, the page's return link aside."""
+    if other.get("status") != 200 or other.get("redirects"):
+        return "hreflang_to_non_200"
+    if other.get("canonical") not in (None, other["url"]):
+        return "hreflang_to_non_canonical"
+    if page["url"] not in (other.get("hreflang") or {}).values():
+        return "hreflang_no_return_link"  # Google ignores one-way hreflang
+    return None
 
 
 def _hreflang(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
-    """An alternate must name the page back (Google ignores one-way hreflang)."""
     for page in pages:
-        missing = []
+        found: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for language, target in (page.get("hreflang") or {}).items():
             other = by_url.get(target)
-            if target == page["url"] or other is None or other.get("status") != 200:
-                continue  # not crawled, or an error of its own
-            if page["url"] not in (other.get("hreflang") or {}).values():
-                missing.append({"language": language, "alternate": target})
-        if missing:
-            yield finding("hreflang_no_return_link", page["url"], {"alternates": missing[:_SAMPLE]})
+            if target == page["url"] or other is None or other.get("blocked_by_robots"):
+                continue  # not crawled
+            problem = _alternate(page, other)
+            if problem:
+                found[problem].append({"language": language, "alternate": target})
+        for code, alternates in found.items():
+            yield finding(code, page["url"], {"alternates": alternates[:_SAMPLE]})
+
+
+_LISTED_BUT = (
+    ("noindex", "sitemap_url_noindex"),
+    ("canonicalised", "sitemap_url_canonicalised"),
+)
+
+
+def _listed(url: str, crawled: Record) -> Iterator[Finding]:
+    if crawled.get("blocked_by_robots"):
+        yield finding("sitemap_url_blocked", url, {"robots": crawled.get("robots")})
+    elif crawled.get("status") != 200 or crawled.get("redirects"):
+        evidence = {"status": crawled.get("status"), "redirects": crawled.get("redirects")}
+        yield finding("sitemap_url_non_200", url, evidence)
+    else:
+        reason = crawled.get("indexability_reason")
+        for why, code in _LISTED_BUT:
+            if reason == why:
+                yield finding(code, url, {"reason": reason, "canonical": crawled.get("canonical")})
 
 
 def _sitemaps(
@@ -83,24 +135,49 @@ def _sitemaps(
             yield finding("sitemap_url_not_linked", page["url"], {"linked": False})
     for url in dict.fromkeys(listed):
         crawled = by_url.get(url)
-        if crawled is None or crawled.get("blocked_by_robots"):
-            continue  # beyond max_pages: never crawled
-        if crawled.get("status") != 200 or crawled.get("redirects"):
-            evidence = {"status": crawled.get("status"), "redirects": crawled.get("redirects")}
-            yield finding("sitemap_url_non_200", url, evidence)
+        if crawled is not None:  # else beyond max_pages: never crawled
+            yield from _listed(url, crawled)
+    if listed:  # a site without sitemaps has its own finding, not one per page
+        in_sitemaps = set(listed)
+        for page in pages:
+            if page.get("indexable") and page["url"] not in in_sitemaps:
+                yield finding("indexable_not_in_sitemap", page["url"], {"in_sitemaps": False})
 
 
-def site_findings(pages: list[Record], listed: list[str]) -> list[Finding]:
+@dataclass(frozen=True)
+class SiteFiles:
+    """What the crawl learnt of the site's own files: robots.txt and sitemaps."""
+
+    start_url: str
+    robots_url: str
+    robots_status: int | None
+    sitemaps_read: bool  # include_sitemaps: the sitemaps were looked for
+
+
+def _files(files: SiteFiles, listed: list[str]) -> Iterator[Finding]:
+    if files.robots_status is not None and 400 <= files.robots_status < 500:
+        yield finding("robots_txt_missing", files.robots_url, {"status": files.robots_status})
+    if files.sitemaps_read and not listed:
+        yield finding("sitemap_missing", files.start_url, {"listed": 0})
+
+
+def site_findings(
+    pages: list[Record], listed: list[str], files: SiteFiles | None = None
+) -> list[Finding]:
     """``listed``: the (normalised, in-scope) URLs the site's sitemaps list."""
     by_url = {page["url"]: page for page in pages}
     return [
         *_duplicates(pages, "title", "title_duplicate"),
         *_duplicates(pages, "description", "meta_description_duplicate"),
+        *_duplicates(pages, "h1", "h1_duplicate"),
         *_duplicates(pages, "content_hash", "duplicate_content"),
+        *_variants(pages, "url_trailing_slash_duplicate", _without_slash),
+        *_variants(pages, "url_case_duplicate", str.lower),
         *_links(pages, by_url),
         *_canonicals(pages, by_url),
         *_sitemaps(pages, by_url, listed),
         *_hreflang(pages, by_url),
+        *(_files(files, listed) if files else ()),
     ]
 
 

@@ -1,0 +1,83 @@
+"""``tech_stack``: which technologies a site runs, from its pages' fingerprints.
+
+The package: ``params`` (what a request sets), ``patterns`` (one fingerprint pattern,
+compiled safely), ``database`` (the webappanalyzer-format database, loaded once per change),
+``install`` (``seojobs fingerprints update``), ``page`` (what a response shows), ``matcher``
+(patterns, then requires / implies / excludes), ``report`` (page results, site collections),
+``lookup`` (the handler).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
+from seojobs.kinds.tech_stack.database import FingerprintsMissing
+from seojobs.kinds.tech_stack.lookup import FINGERPRINTS_MISSING, run, subject
+from seojobs.kinds.tech_stack.params import TechStackParams
+
+NAME = "tech_stack"
+__all__ = ["KIND", "NAME", "TechStackParams", "subject"]
+
+
+class TechStackSettings(BaseSettings):
+    """``SEOJOBS_TECH_STACK_CONCURRENCY``: pages one lookup fetches at once;
+    ``..._PATTERN_TIMEOUT``: seconds one fingerprint search may take before it is skipped
+    (and not tried again by that worker); ``..._PAGE_BUDGET``: seconds of matching per page;
+    ``..._MAX_CHARS``: characters of HTML (and of inline scripts) searched per page."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_TECH_STACK_", extra="ignore")
+    concurrency: int = Field(default=4, ge=1)
+    pattern_timeout: float = Field(default=0.5, gt=0)
+    page_budget: float = Field(default=30.0, gt=0)
+    max_chars: int = Field(default=200_000, ge=1_000)
+
+
+def _items(params: TechStackParams) -> list[str]:
+    return list(params.urls)
+
+
+def _cost(_params: TechStackParams, items: int) -> dict[str, int]:
+    return {DAILY.name: items, MONTHLY.name: items}
+
+
+def _refusal(_params: TechStackParams, settings: Any) -> Refusal | None:
+    """Refused at creation while this server has no database: the user learns at once
+    (a worker without one fails the job with the same code)."""
+    path = settings.fingerprints_path
+    if Path(path).is_file():
+        return None
+    return Refusal(FINGERPRINTS_MISSING, str(FingerprintsMissing(path)))
+
+
+DAILY = Quota(
+    "tech_lookups",
+    lambda settings: settings.quota_tech_lookups_daily,
+    description="Tech-stack lookups (URLs) per UTC day (SEOJOBS_QUOTA_TECH_LOOKUPS_DAILY).",
+)
+MONTHLY = Quota(
+    "tech_lookups_month",
+    lambda settings: settings.quota_tech_lookups_monthly,
+    period="month",
+    description="Tech-stack lookups (URLs) per calendar month "
+    "(SEOJOBS_QUOTA_TECH_LOOKUPS_MONTHLY).",
+)
+
+KIND: Kind[TechStackParams] = Kind(
+    NAME,
+    TechStackParams,
+    run,
+    items=_items,
+    description="Detect the technologies of pages (webappanalyzer fingerprints: headers, "
+    "cookies, meta, scripts, HTML, URL); read with GET /v1/projects/{id}/tech-stack.",
+    schedulable=False,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    refusal=_refusal,
+    report_columns=(ReportColumn("http_status", "status"), ReportColumn("final_url", "final_url")),
+    settings=TechStackSettings,
+)
