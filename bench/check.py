@@ -29,13 +29,13 @@ import importlib.util
 import logging
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 
 from bench.lib import bare, cli, ours, procstat, spy
 from bench.lib.check_report import BARE, BARE_HTTPX, OURS, Results, Run, failures, render
-from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_checkpoint, sqlite_url
+from bench.lib.scratch import ScratchPostgres
 from bench.lib.site import SiteProcess, indexed
 
 SELECTABLE = ("sqlite", "postgresql", "bare")
@@ -168,8 +168,7 @@ class Bench:
         n = opts.urls
         self.urls = [f"{site.site_urls[i % len(site.site_urls)]}/p/{i}" for i in range(n)]
         self.expected_indexed = sum(indexed(i) for i in range(n))
-        self.sqlite: tuple[ScratchSqlite, Path, int] | None = None
-        self.postgres: tuple[ScratchPostgres, str, int] | None = None
+        self.dbs: ours.Databases | None = None
 
     def bare(self, system: str, concurrency: int) -> None:
         meter = Meter(self.site)
@@ -180,25 +179,10 @@ class Bench:
             raise RuntimeError(f"{system}: {listed} listed, expected {self.expected_indexed}")
         self._add(system, "-", concurrency, None, seconds, usage)
 
-    @contextmanager
-    def _database(self, dialect: str) -> Iterator[tuple[str, int]]:
+    def _database(self, dialect: str) -> AbstractContextManager[tuple[str, int]]:
         """A fresh database for one run (copied from a migrated template) and the user id."""
-        if dialect == "sqlite":
-            assert self.sqlite is not None
-            scratch, template, user_id = self.sqlite
-            path = scratch.copy(template, "run")
-            try:
-                yield sqlite_url(path), user_id
-            finally:
-                scratch.remove(path)
-        else:
-            assert self.postgres is not None
-            pg, pg_template, user_id = self.postgres
-            name = pg.create("seojobs_check", template=pg_template)
-            try:
-                yield pg_url(name), user_id
-            finally:
-                pg.drop(name)
+        assert self.dbs is not None
+        return self.dbs.fresh(dialect)
 
     def ours(self, dialect: str, concurrency: int, host_concurrency: int) -> None:
         scenario = ours.Scenario(dialect, concurrency, host_concurrency)
@@ -283,21 +267,6 @@ class Bench:
 
 
 # -- set-up and report ------------------------------------------------------------------------
-
-
-def _prepare_sqlite(stack: ExitStack) -> tuple[ScratchSqlite, Path, int]:
-    scratch = stack.enter_context(ScratchSqlite())
-    template = scratch.new_path("template")
-    user_id = ours.create_user(sqlite_url(template)).user_id
-    sqlite_checkpoint(template)
-    return scratch, template, user_id
-
-
-def _prepare_postgres(stack: ExitStack) -> tuple[ScratchPostgres, str, int]:
-    pg = stack.enter_context(ScratchPostgres())
-    template = pg.create("seojobs_check_tpl")
-    user_id = ours.create_user(pg_url(template)).user_id
-    return pg, template, user_id
 
 
 def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
@@ -386,13 +355,13 @@ def main(argv: list[str] | None = None) -> int:
                 os.sched_setaffinity(0, {0})
             site.wait_ready()
             bench = Bench(opts, site, results)
-            pg = None
-            if "sqlite" in opts.only or opts.profile:
-                bench.sqlite = _prepare_sqlite(stack)
-            if "postgresql" in opts.only:
-                bench.postgres = _prepare_postgres(stack)
-                pg = bench.postgres[0]
-            results.environment = _environment(opts, pg)
+            bench.dbs = ours.Databases(
+                stack,
+                sqlite="sqlite" in opts.only or opts.profile,
+                postgres="postgresql" in opts.only,
+                prefix="seojobs_check",
+            )
+            results.environment = _environment(opts, bench.dbs.pg)
             cli.progress("warming up")
             bench.warm_up()
             bench.run_all()

@@ -1,5 +1,6 @@
 """The benchmarks' shared library. The entry scripts are ``bench/queue.py``, ``bench/check.py``,
-``bench/api.py`` and ``bench/poll.py`` (see bench/README.md); everything they share is here:
+``bench/api.py``, ``bench/poll.py`` and ``bench/audit.py`` (see bench/README.md); everything
+they share is here:
 
 - ``cli``: progress lines, tables, PASS/FAIL, argument types, the environment lines, SIGTERM;
 - ``scratch``: scratch PostgreSQL databases and SQLite files; ``procstat``: CPU accounting;
@@ -8,7 +9,11 @@
 - ``site``: the local site and fake Serper API; ``servers``: the API benchmark's uvicorn
   processes and apps; ``load``: its load generators; ``spy``: py-spy profiles;
 - ``queue_report``, ``check_report``, ``api_report``: the printed reports and targets;
-  ``pollsim``: the simulated world of ``bench/poll.py``.
+  ``pollsim``: the simulated world of ``bench/poll.py``;
+- ``bench/audit.py``'s: ``auditsite`` (the generated site and its server), ``crawl_ours``
+  (a ``seojobs worker`` process running a ``site_audit`` job), ``crawl_advertools`` (the
+  peer, run by a venv of its own), ``crawl_bare`` (the ceiling), ``audit_report`` and
+  ``audit_profile``.
 """
 
 from pathlib import Path

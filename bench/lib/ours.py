@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -27,6 +28,7 @@ from bench.lib.jobs import (
     wait_until_done,
     wake_registry,
 )
+from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_checkpoint, sqlite_url
 from bench.lib.site import API_KEY
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
@@ -66,6 +68,48 @@ def create_user(url: str) -> BenchUser:
         return BenchUser(user.id, user.default_project_id, created.api_key)
     finally:
         db.dispose()
+
+
+class Databases:
+    """A migrated template per store with the user ``bench`` (SQLite file, PostgreSQL
+    database ``<prefix>_tpl``), and a fresh copy of it for each run."""
+
+    def __init__(self, stack: ExitStack, *, sqlite: bool, postgres: bool, prefix: str) -> None:
+        self.prefix = prefix
+        self.sqlite: tuple[ScratchSqlite, Path, int] | None = None
+        self.postgres: tuple[ScratchPostgres, str, int] | None = None
+        self.pg: ScratchPostgres | None = None
+        if sqlite:
+            scratch = stack.enter_context(ScratchSqlite())
+            template = scratch.new_path("template")
+            user_id = create_user(sqlite_url(template)).user_id
+            sqlite_checkpoint(template)
+            self.sqlite = (scratch, template, user_id)
+        if postgres:
+            self.pg = stack.enter_context(ScratchPostgres())
+            name = self.pg.create(f"{prefix}_tpl")
+            self.postgres = (self.pg, name, create_user(pg_url(name)).user_id)
+
+    @contextmanager
+    def fresh(self, dialect: str) -> Iterator[tuple[str, int]]:
+        """(database URL, user id) of a new copy of a template ("sqlite", else PostgreSQL's),
+        removed after the block."""
+        if dialect == "sqlite":
+            assert self.sqlite is not None
+            scratch, template, user_id = self.sqlite
+            path = scratch.copy(template, "run")
+            try:
+                yield sqlite_url(path), user_id
+            finally:
+                scratch.remove(path)
+        else:
+            assert self.postgres is not None
+            pg, template_name, user_id = self.postgres
+            name = pg.create(self.prefix, template=template_name)
+            try:
+                yield pg_url(name), user_id
+            finally:
+                pg.drop(name)
 
 
 def insert_jobs(

@@ -53,3 +53,44 @@ def thread_sched() -> tuple[float, float]:
 
 def loadavg() -> str:
     return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (children, grandchildren), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += parents.get(current, [])
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` now (0 once it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The kernel's high-water mark of ``pid``'s resident memory (VmHWM; 0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0

@@ -186,11 +186,13 @@ def serve(site_ports: int, pages: int, cpu: int | None) -> None:
 class SiteProcess:
     """The server child: ``with SiteProcess(...) as site:`` gives its base URLs."""
 
-    def __init__(self, site_ports: int, pages: int, cpu: int | None) -> None:
+    def __init__(
+        self, site_ports: int, pages: int, cpu: int | None, module: str = "bench.lib.site"
+    ) -> None:
         self._args = [
             sys.executable,
             "-m",
-            "bench.lib.site",
+            module,
             "--site-ports",
             str(site_ports),
             "--pages",
@@ -212,10 +214,13 @@ class SiteProcess:
         if not line:
             self.__exit__(None, None, None)
             raise RuntimeError("the site process failed to start")
-        ports = json.loads(line)
+        self._listening(json.loads(line))
+        return self
+
+    def _listening(self, ports: dict[str, Any]) -> None:
+        """What the child printed once it listens: its ports."""
         self.site_urls = [f"http://127.0.0.1:{p}" for p in ports["site"]]
         self.serper_url = f"http://127.0.0.1:{ports['serper']}"
-        return self
 
     def __exit__(
         self,

@@ -148,7 +148,7 @@ PLAIN_HEADS = [
 @pytest.mark.parametrize("document", PLAIN_HEADS)
 def test_plain_heads_are_scanned_and_read_as_html_parser_reads_them(document: str) -> None:
     scanner = html._HeadParser()
-    assert html._scan(document, scanner), "plain markup left to html.parser"
+    assert html.scan(document, scanner), "plain markup left to html.parser"
     assert _read(scanner.info) == _read(html._parse_with_stdlib(document))
     assert parse_head(document) == scanner.info
 
@@ -216,6 +216,6 @@ def test_any_mix_of_fragments_is_read_as_html_parser_reads_it() -> None:
     scanned = 0
     for _ in range(3000):
         document = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 12)))
-        scanned += html._scan(document, html._HeadParser())
+        scanned += html.scan(document, html._HeadParser())
         assert _read(parse_head(document)) == _read(html._parse_with_stdlib(document)), document
     assert scanned > 300  # the mixes exercise the scanner, not only the fallback

@@ -4,6 +4,7 @@ fixture site of tests/integration/test_site_audit.py does not plant (timing thre
 from __future__ import annotations
 
 import gzip
+import re
 from dataclasses import replace
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from seojobs.fetch.result import FetchResult, RedirectHop, make_headers
 from seojobs.kinds.site_audit.checks import CATALOGUE, SITE_CHECKS, Page, page_findings
 from seojobs.kinds.site_audit.languages import valid_language
-from seojobs.kinds.site_audit.page import parse_page
+from seojobs.kinds.site_audit.page import count_words, parse_page
 from seojobs.kinds.site_audit.params import Thresholds
 from seojobs.kinds.site_audit.sitemaps import read_sitemap
 from tests.fakes.audit_site import PLANTED, html, words
@@ -69,6 +70,20 @@ def test_the_same_text_hashes_the_same_whatever_the_markup_around_it() -> None:
     one = parse_page(f"<title>One</title><p>{words('x')}</p>")
     other = parse_page(f"<title>Other</title><div>{words('x')}</div>")
     assert one.text_hash == other.text_hash != parse_page(f"<p>{words('y')}</p>").text_hash
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "one",
+        "snake_case and kebab-case, 3.14 & x2: (a)[b]{c}",
+        "__ _ - -- 'quoted' \"double\" tab\there\nnew\x00line\x7f~end",
+        "caf\u00e9 na\u00efve \u65e5\u672c\u8a9e word\u00a0word",  # not ASCII: the regex
+    ],
+)
+def test_words_are_the_runs_of_word_characters(text: str) -> None:
+    assert count_words(text) == len(re.findall(r"\w+", text))
 
 
 @pytest.mark.parametrize(

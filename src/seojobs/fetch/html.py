@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
+from typing import Protocol
 
 # Meta names that carry robots directives Google reads (generic and Googlebot-specific).
 ROBOTS_META_NAMES = frozenset({"robots", "googlebot"})
@@ -84,6 +85,11 @@ class _HeadParser(HTMLParser):
         if not self.done and self._raw_depth == 0 and data.strip():
             self.done = True  # visible text starts the body
 
+    def scanned_text(self, text: str) -> str | None:
+        # A character reference in visible text could be whitespace (&nbsp;): left to the
+        # stdlib parser, as is everything this scanner was first measured without.
+        return None if "&" in text and not self._raw_depth else text
+
     def _element(self, tag: str, attrs: dict[str, str]) -> None:
         info = self.info
         if tag == "meta":
@@ -108,10 +114,11 @@ _VALUE = r"""(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+)"""  # quoted, or bare (never empty
 _NAME = "[a-zA-Z_:][-a-zA-Z0-9_:.]*"
 _ATTRIBUTES = re.compile(rf"{_SP}+({_NAME})(?:{_SP}*={_SP}*({_VALUE}))?")
 _ANY_ATTRIBUTE = rf"{_SP}+{_NAME}(?:{_SP}*={_SP}*{_VALUE})?"
-# One plain token after any whitespace (which is never visible text): text, a start tag, an
-# end tag, a doctype, or the opening of a comment. Which group matched tells them apart.
+# One plain token: text (whitespace too, handed over as html.parser hands it: an audit joins
+# a heading's pieces), a start tag, an end tag, a doctype, or the opening of a comment. Which
+# group matched tells them apart.
 _TOKEN = re.compile(
-    rf"{_SP}*(?:([^<]+)"
+    r"(?:([^<]+)"
     rf"|<([a-zA-Z][a-zA-Z0-9-]*)((?:{_ANY_ATTRIBUTE})*){_SP}*(/?)>"
     rf"|</([a-zA-Z][a-zA-Z0-9-]*){_SP}*>"
     r"|(<!--)"
@@ -121,7 +128,21 @@ _TEXT, _START, _END, _COMMENT = 1, 4, 5, 6  # Match.lastindex of each kind (None
 # html.parser reads these up to their end tag.
 _CDATA_END = {tag: re.compile(f"</{tag}", re.IGNORECASE) for tag in ("script", "style")}
 _SPACED_END_TAG = re.compile(r"</\s")
-_WITH_ATTRIBUTES = frozenset({"meta", "link", "base"})  # the handlers read no other's
+_WITH_ATTRIBUTES = frozenset({"meta", "link", "base"})  # the head's handlers read no other's
+
+
+class TokenSink(Protocol):
+    """What the scanner feeds: html.parser's handlers, ``done`` (stop reading), and how text
+    between tags is handed over (``None``: it is not plain, the scanner gives up)."""
+
+    done: bool
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None: ...
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None: ...
+    def handle_endtag(self, tag: str) -> None: ...
+    def handle_data(self, data: str) -> None: ...
+    def handle_decl(self, decl: str) -> None: ...
+    def scanned_text(self, text: str) -> str | None: ...
 
 
 def _attribute_list(text: str) -> list[tuple[str, str | None]]:
@@ -164,9 +185,25 @@ def _skip_comment(document: str, pos: int) -> int:
     return end + 3
 
 
-def _scan(document: str, parser: _HeadParser) -> bool:
-    """Feed ``parser`` the tokens of ``document`` as html.parser would, up to the end of the
-    head; False as soon as something is not plain markup (then nothing it read counts)."""
+def _raw_text(document: str, pos: int, tag: str, parser: TokenSink) -> int:
+    """Hand over a script's or style's content and its end tag; where it ends, or -1."""
+    end = _skip_cdata(document, pos, tag)
+    if end < 0:
+        return -1
+    content = document[pos : end - len(tag) - 3]  # up to its "</script>"
+    if content:  # raw, in one piece, as html.parser hands it over
+        parser.handle_data(content)
+    parser.handle_endtag(tag)
+    return end
+
+
+def scan(
+    document: str, parser: TokenSink, attributes: frozenset[str] | None = _WITH_ATTRIBUTES
+) -> bool:
+    """Feed ``parser`` the tokens of ``document`` as html.parser would (the attributes of the
+    tags in ``attributes`` only; None: of every tag), until the end or ``parser.done``; False
+    as soon as something is not plain markup (then nothing it read counts: parse again with
+    html.parser)."""
     pos, size = 0, len(document)
     token_at = _TOKEN.match
     while pos < size and not parser.done:
@@ -175,28 +212,29 @@ def _scan(document: str, parser: _HeadParser) -> bool:
             return False
         kind, pos = token.lastindex, token.end()
         if kind == _TEXT:
-            text = token[_TEXT]
-            if "&" in text and not parser._raw_depth:
-                return False  # a character reference could be whitespace (&nbsp;)
+            text = parser.scanned_text(token[_TEXT])
+            if text is None:
+                return False
             parser.handle_data(text)
         elif kind == _START:
             tag = token[2].lower()
-            attributes = _attribute_list(token[3]) if tag in _WITH_ATTRIBUTES else []
+            attrs = _attribute_list(token[3]) if attributes is None or tag in attributes else []
             if token[_START]:
-                parser.handle_startendtag(tag, attributes)
+                parser.handle_startendtag(tag, attrs)
                 continue
-            parser.handle_starttag(tag, attributes)
+            parser.handle_starttag(tag, attrs)
             if tag in _CDATA_END:
-                pos = _skip_cdata(document, pos, tag)
+                pos = _raw_text(document, pos, tag, parser)
                 if pos < 0:
                     return False
-                parser.handle_endtag(tag)  # its text never counts: the head is done or raw
         elif kind == _END:
             parser.handle_endtag(token[_END].lower())
         elif kind == _COMMENT:
             pos = _skip_comment(document, token.start(_COMMENT))
             if pos < 0:
                 return False
+        else:
+            parser.handle_decl(token[0][2:-1])  # a doctype: "DOCTYPE html", as html.parser
     return True
 
 
@@ -233,6 +271,6 @@ def _parse_with_stdlib(document: str) -> HeadInfo:
 def parse_head(document: str) -> HeadInfo:
     """Parse the head of ``document``; never raises, whatever the markup."""
     parser = _HeadParser()
-    if _scan(document, parser):
+    if scan(document, parser):
         return parser.info
     return _parse_with_stdlib(document)

@@ -1,0 +1,212 @@
+"""``bench/audit.py``'s site: N generated pages served from memory by a raw asyncio protocol.
+
+Every response (status line, headers, body) is built once before the server listens, so a
+request costs a dictionary lookup and one ``write``: the server must not be what limits a
+crawler (the bare loop fetches ~3,000 pages/s). HTTP/1.1 keep-alive, GET and HEAD, one
+request at a time per connection (no crawler here pipelines).
+
+The site (``/`` is page 0, ``/p/N`` the others): about 8 KB of HTML a page with a title, a
+description, one h1, a canonical, ``lang``, a viewport, images with ``alt``, and ~20 internal
+links: its ten children in a 10-ary tree (so every page is at most 4 clicks from ``/``) and
+ten others spread over the site. ``/robots.txt`` disallows ``/private/`` and names
+``/sitemap.xml``, which lists every page. A few pages link into ``/private/``: a crawler that
+obeys robots.txt never asks for those (the server answers 404 if one does, and counts it).
+
+Run as ``python -m bench.lib.auditsite --pages N [--cpu C]``: prints ``{"port": P}`` on one
+line and serves until its stdin is closed; ``GET /_stats`` answers its counts so far
+(``{"requests": ..., "private": ...}``, itself not counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+
+CHILDREN = 10  # the tree's fan-out: 5,000 pages are 4 clicks deep at most
+OTHERS = 10  # links to pages elsewhere in the site, besides the children
+PRIVATE_EVERY = 250  # every 250th page (from 7) also links to /private/N
+DISALLOWED = "/private/"
+STATS_PATH = "/_stats"
+WORDS = [
+    "crawl",
+    "audit",
+    "index",
+    "page",
+    "site",
+    "link",
+    "search",
+    "engine",
+    "title",
+    "canonical",
+    "content",
+    "robots",
+    "sitemap",
+    "status",
+    "header",
+    "meta",
+    "description",
+    "anchor",
+    "heading",
+    "image",
+    "text",
+    "depth",
+    "redirect",
+    "server",
+    "client",
+]
+
+
+def page_path(n: int) -> str:
+    return "/" if n == 0 else f"/p/{n}"
+
+
+def links_of(n: int, pages: int) -> list[int]:
+    """The internal pages page ``n`` links to, in order, without repeats."""
+    found = [c for c in range(CHILDREN * n + 1, CHILDREN * n + CHILDREN + 1) if c < pages]
+    k = 1
+    while len(found) < CHILDREN + OTHERS and k < 4 * (CHILDREN + OTHERS):
+        other = (n * 7919 + k * 104729) % pages
+        if other != n and other not in found:
+            found.append(other)
+        k += 1
+    return found
+
+
+def private_links(pages: int) -> list[str]:
+    return [f"{DISALLOWED}{n}" for n in range(7, pages, PRIVATE_EVERY)]
+
+
+def _paragraph(n: int, i: int) -> str:
+    words = [WORDS[(n * 31 + i * 7 + j * 13) % len(WORDS)] for j in range(70)]
+    return f"<p>Section {i} of page {n}: " + " ".join(words) + ".</p>"
+
+
+def page_html(n: int, pages: int) -> bytes:
+    links = links_of(n, pages)
+    anchors = [f'<li><a href="{page_path(m)}">Page {m} of the bench site</a></li>' for m in links]
+    if n % PRIVATE_EVERY == 7:
+        anchors.append(f'<li><a href="{DISALLOWED}{n}">Members only {n}</a></li>')
+    body: list[str] = []
+    for i in range(12):
+        body.append(_paragraph(n, i))
+        if anchors[2 * i : 2 * i + 2]:
+            body += ["<ul>", *anchors[2 * i : 2 * i + 2], "</ul>"]
+        if i % 4 == 0:
+            body.append(f'<img src="/img/{n}-{i}.png" alt="Figure {i} of page {n}">')
+    head = (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Page {n} of the bench site</title>"
+        f'<meta name="description" content="Page {n}: a generated page of the audit benchmark '
+        f'site, about eight kilobytes of text with twenty internal links.">'
+        f'<link rel="canonical" href="{page_path(n)}"></head>'
+    )
+    text = (
+        f'{head}<body><header><a href="/">Home</a></header><main><h1>Page {n}</h1>'
+        + "\n".join(body)
+        + "</main><footer>Bench site footer</footer></body></html>\n"
+    )
+    return text.encode()
+
+
+def _response(status: str, ctype: str, body: bytes) -> tuple[bytes, bytes]:
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+        "Connection: keep-alive\r\n\r\n"
+    ).encode()
+    return head, body
+
+
+def build(pages: int, port: int) -> dict[bytes, tuple[bytes, bytes]]:
+    """Path -> (status line and headers, body), for every path the site serves."""
+    origin = f"http://127.0.0.1:{port}"
+    site = {
+        page_path(n).encode(): _response("200 OK", "text/html; charset=utf-8", page_html(n, pages))
+        for n in range(pages)
+    }
+    robots = f"User-agent: *\nDisallow: {DISALLOWED}\n\nSitemap: {origin}/sitemap.xml\n"
+    site[b"/robots.txt"] = _response("200 OK", "text/plain", robots.encode())
+    urls = "".join(f"<url><loc>{origin}{page_path(n)}</loc></url>" for n in range(pages))
+    sitemap = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>\n'
+    )
+    site[b"/sitemap.xml"] = _response("200 OK", "application/xml", sitemap.encode())
+    return site
+
+
+NOT_FOUND = _response("404 Not Found", "text/plain", b"not found\n")
+
+
+class Stats:
+    requests = 0
+    private = 0  # requests for a disallowed path
+
+
+class SiteProtocol(asyncio.Protocol):
+    def __init__(self, site: dict[bytes, tuple[bytes, bytes]], stats: Stats) -> None:
+        self.site = site
+        self.stats = stats
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            request, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
+            self._answer(request)
+
+    def _answer(self, request: bytes) -> None:
+        assert self.transport is not None
+        method, _, rest = request.partition(b" ")
+        target = rest.split(b" ", 1)[0].split(b"?", 1)[0]
+        if target == STATS_PATH.encode():
+            counts = {"requests": self.stats.requests, "private": self.stats.private}
+            self.transport.write(
+                b"".join(_response("200 OK", "application/json", json.dumps(counts).encode()))
+            )
+            return
+        self.stats.requests += 1
+        self.stats.private += target.startswith(DISALLOWED.encode())
+        head, body = self.site.get(target, NOT_FOUND)
+        self.transport.write(head if method == b"HEAD" else head + body)
+        if b"\r\nconnection: close" in request.lower():
+            self.transport.close()
+
+
+async def _serve(pages: int, sock: socket.socket) -> None:
+    site = build(pages, sock.getsockname()[1])
+    stats = Stats()
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: SiteProtocol(site, stats), sock=sock, backlog=2048)
+    print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
+    # The parent closes our stdin when it is done with the site (or dies).
+    await loop.run_in_executor(None, sys.stdin.buffer.read)
+    server.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--site-ports", type=int, choices=[1], default=1, help="one origin")
+    parser.add_argument("--pages", type=int, default=5000)
+    parser.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
+    args = parser.parse_args()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})
+    # IPPROTO_TCP, so asyncio sets TCP_NODELAY on the accepted sockets (see bench/lib/site.py).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    asyncio.run(_serve(args.pages, sock))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""``bench/audit.py``'s peer: ``advertools.crawl`` (Scrapy) over the same site.
+
+Run by the Python of a separate venv that has advertools (it is no dependency of seojobs):
+``PEER_PYTHON -m bench.lib.crawl_advertools OUTPUT.jl START_URL CONCURRENCY``; it needs only
+the standard library and advertools. Prints one JSON line: ``{"seconds", "pages", "private",
+"cpu", "version"}``. ``seconds`` is the ``advertools.crawl`` call (it runs ``scrapy runspider``
+as a child process, whose start-up belongs to the crawl as a user meets it); ``cpu`` is this
+process's CPU over the call plus its children's (Scrapy's).
+
+Settings, as in the reference measurement (reference/bench_anchors.md): concurrency (global
+and per domain) as given, ``ROBOTSTXT_OBEY``, no AutoThrottle, no delay, log level WARNING.
+``allowed_domains`` is the bare host: from ``http://127.0.0.1:PORT/`` Scrapy would derive a
+domain with the port and its offsite filter would drop the start URL itself.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import resource
+import sys
+import time
+from urllib.parse import urlsplit
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    output, start, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    # advertools runs `scrapy runspider` from PATH: this venv's one.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    import advertools
+
+    settings = {
+        "CONCURRENT_REQUESTS": concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
+        "ROBOTSTXT_OBEY": True,
+        "AUTOTHROTTLE_ENABLED": False,
+        "DOWNLOAD_DELAY": 0,
+        "LOG_LEVEL": "WARNING",
+    }
+    host = urlsplit(start).hostname or ""
+    cpu, children = time.process_time(), _children_cpu()
+    started = time.perf_counter()
+    advertools.crawl(
+        [start], output, follow_links=True, allowed_domains=[host], custom_settings=settings
+    )
+    seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu + _children_cpu() - children
+    pages = private = 0
+    with open(output, encoding="utf-8") as rows:
+        for line in rows:
+            row = json.loads(line)
+            path = urlsplit(row.get("url", "")).path
+            private += path.startswith("/private/")
+            pages += row.get("status") == 200 and not path.startswith("/private/")
+    version = importlib.metadata.version("advertools")
+    scrapy = importlib.metadata.version("scrapy")
+    report = {"seconds": seconds, "pages": pages, "private": private, "cpu": cpu}
+    print(json.dumps({**report, "version": f"advertools {version} (Scrapy {scrapy})"}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

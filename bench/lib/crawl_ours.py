@@ -1,0 +1,195 @@
+"""``bench/audit.py``'s seojobs run: one ``seojobs worker`` process runs one ``site_audit`` job.
+
+The worker is the real command (``seojobs worker``, settings from ``SEOJOBS_*``) on a fresh
+database (SQLite file or PostgreSQL database, copied from a migrated template with the user
+``bench``). Once it has started and gone idle, the job is created through
+``Services.create_job`` as the API creates it; the clock is the job's own ``started_at`` (its
+claim) to ``completed_at`` (after the site-wide checks, the summary and the collection were
+written), both set by the worker. CPU is the worker process's (from /proc) between the job's
+creation and its completion; peak RSS is its high-water mark (VmHWM), read before it stops.
+
+Politeness: the per-host gate (``SEOJOBS_FETCH_HOST_CONCURRENCY``) is raised to the audit's
+concurrency and the delay (``SEOJOBS_FETCH_HOST_DELAY``) set to 0, so that ours, advertools
+and the bare loop all have ``concurrency`` requests in flight to the one host and no delay.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.lib import REPO, procstat
+from seojobs.kinds import load_registry
+from seojobs.services import Services
+from seojobs.settings import Settings
+from seojobs.store import jobs as job_sql
+from seojobs.store.db import Database
+
+START_TIMEOUT = 60.0
+POLL = 0.05  # seconds between reads of the job's state
+
+
+@dataclass(frozen=True)
+class OursRun:
+    seconds: float
+    pages: int  # pages fetched and stored with status 200
+    blocked: int  # links robots.txt disallows: stored as blocked, never fetched
+    cpu: float
+    peak_rss: int
+    issues: int  # findings in the summary (per page and site-wide)
+
+
+def worker_env(url: str, concurrency: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
+    env.update(
+        SEOJOBS_DATABASE_URL=url,
+        SEOJOBS_ALLOW_PRIVATE_NETWORKS="true",  # the site is on loopback
+        SEOJOBS_SITE_AUDIT_CONCURRENCY=str(concurrency),
+        SEOJOBS_FETCH_HOST_CONCURRENCY=str(concurrency),
+        SEOJOBS_FETCH_HOST_DELAY="0",
+        SEOJOBS_LOG_FORMAT="plain",
+    )
+    return env
+
+
+class WorkerProcess:
+    """``seojobs worker`` as a child process, its log lines kept in ``log``."""
+
+    def __init__(self, env: dict[str, str], log: Path, cpu: int | None) -> None:
+        seojobs = Path(sys.executable).with_name("seojobs")
+        self.log = log
+        self.started = threading.Event()
+        self.proc = subprocess.Popen(
+            [str(seojobs), "worker", "--concurrency", "1"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None,
+        )
+        threading.Thread(target=self._read_log, daemon=True).start()
+
+    def _read_log(self) -> None:
+        assert self.proc.stderr is not None
+        with self.log.open("ab") as out:
+            for line in self.proc.stderr:
+                out.write(line)
+                if b"starting" in line:
+                    self.started.set()
+
+    def wait_idle(self) -> None:
+        """Until it logged its start and then used no CPU for 0.2 s (imports and connections
+        done): CPU read after that is the job's."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.started.wait(0.1):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the worker did not start; see {self.log}")
+        before = procstat.proc_cpu(self.proc.pid)
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = procstat.proc_cpu(self.proc.pid)
+            if now - before < 0.01:
+                return
+            before = now
+        raise RuntimeError("the worker kept busy before any job was created")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _create_audit(url: str, user_id: int, start_url: str, max_pages: int) -> int:
+    settings = Settings(database_url=url, allow_private_networks=True)
+    db = Database(url)
+    try:
+        services = Services(db, settings, load_registry(settings))
+        params = {"start_url": start_url, "max_pages": max_pages}
+        job, created = services.create_job(services.user(user_id), "site_audit", params)
+        assert created, job
+        return job.id
+    finally:
+        db.dispose()
+
+
+def _wait_done(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with probe.read() as conn:
+            job = job_sql.get(conn, job_id)
+        assert job is not None
+        if job.state == "completed":
+            return
+        if job.state == "failed":
+            raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
+        if worker.proc.poll() is not None:
+            raise RuntimeError(f"the worker exited ({worker.proc.returncode}); see {worker.log}")
+        time.sleep(POLL)
+    raise TimeoutError(f"the audit did not finish within {timeout:.0f} s")
+
+
+def _check(probe: Database, job_id: int) -> tuple[float, int, int, int]:
+    """(seconds from claim to completion, pages stored with 200, blocked, issues), after
+    checking that every page is stored once and the summary counts them."""
+    urls: list[str] = []
+    pages = blocked = 0
+    with probe.read() as conn:
+        job = job_sql.get(conn, job_id)
+        assert job is not None and job.started_at and job.completed_at and job.result
+        after = -1
+        while batch := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
+            for item in batch:
+                record = item.result or {}
+                urls.append(record.get("url", ""))
+                pages += record.get("status") == 200
+                blocked += bool(record.get("blocked_by_robots"))
+            after = batch[-1].seq
+    if len(set(urls)) != len(urls) or job.items_done != len(urls):
+        raise RuntimeError(f"{len(urls)} items, {len(set(urls))} distinct, {job.items_done} done")
+    summary = job.result
+    if summary["pages_crawled"] != pages or summary["pages_blocked_by_robots"] != blocked:
+        raise RuntimeError(f"the summary says {summary['pages_crawled']} pages, stored {pages}")
+    seconds = (job.completed_at - job.started_at).total_seconds()
+    return seconds, pages, blocked, int(summary["issues"])
+
+
+def audit(
+    url: str,
+    user_id: int,
+    start_url: str,
+    concurrency: int,
+    max_pages: int,
+    log: Path,
+    cpu: int | None,
+    on_start: Callable[[int], None] | None = None,
+) -> OursRun:
+    """One audit by a fresh worker process; ``on_start`` gets its pid once it is idle (to
+    attach a profiler)."""
+    worker = WorkerProcess(worker_env(url, concurrency), log, cpu)
+    probe = Database(url, pool_size=1)
+    try:
+        worker.wait_idle()
+        if on_start is not None:
+            on_start(worker.proc.pid)
+        cpu_before = procstat.proc_cpu(worker.proc.pid)
+        job_id = _create_audit(url, user_id, start_url, max_pages)
+        _wait_done(probe, job_id, worker, timeout=60 + max_pages / 5)
+        used = procstat.proc_cpu(worker.proc.pid) - cpu_before
+        peak = sum(procstat.peak_rss_bytes(p) for p in procstat.descendants(worker.proc.pid))
+        seconds, pages, blocked, issues = _check(probe, job_id)
+        return OursRun(seconds, pages, blocked, used, peak, issues)
+    finally:
+        worker.stop()
+        probe.dispose()
