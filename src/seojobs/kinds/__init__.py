@@ -7,12 +7,13 @@ from seojobs.settings import Settings
 
 
 def load_registry(settings: Settings) -> Registry:
-    from seojobs.kinds import index_check, index_submit, site_audit, tech_stack
+    from seojobs.kinds import index_check, index_submit, site_audit, tech_stack, web_vitals
 
     registry = Registry()
     registry.add(index_submit.KIND)
     registry.add(index_check.KIND)
     registry.add(site_audit.KIND)
     registry.add(tech_stack.KIND)
+    registry.add(web_vitals.KIND)
     registry.load_plugins(settings.plugins)
     return registry
