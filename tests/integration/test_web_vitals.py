@@ -10,6 +10,7 @@ Lighthouse fails these tests (``scripts/test`` installs both), never skips them.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -25,6 +26,8 @@ from fastapi.responses import HTMLResponse
 
 from seojobs.kinds.web_vitals import WebVitalsSettings
 from seojobs.kinds.web_vitals.reaper import MARKER_ENV
+from seojobs.providers.base import ProviderError
+from seojobs.providers.crux import CruxClient
 from tests.api_helpers import TERMINAL, api, assert_problem
 from tests.conftest import make_settings
 from tests.fakes.crux import KEY, FakeCrux
@@ -32,6 +35,7 @@ from tests.fakes.server import serve
 from tests.procs import Procs
 from tests.waiting import wait_until
 
+PROJECTS = itertools.count(1)
 LOOPBACK_ONLY = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width"><title>Vitals</title></head>
@@ -124,7 +128,8 @@ def _chromium_running(prefix: str) -> bool:
 
 
 def _start(client: httpx.Client, urls: list[str], **params: Any) -> tuple[int, int]:
-    project = client.post("/v1/projects", json={"name": "vitals"}).json()["data"]["id"]
+    name = f"vitals-{next(PROJECTS)}"  # project names are unique per user
+    project = client.post("/v1/projects", json={"name": name}).json()["data"]["id"]
     body = {"type": "web_vitals", "params": {"urls": urls, **params}}
     answer = client.post(f"/v1/projects/{project}/jobs", json=body)
     assert answer.status_code == 202, answer.text
@@ -319,3 +324,76 @@ def test_a_sigkilled_workers_lighthouse_and_chromium_die_with_it(
             wait_until(lambda: not marked(prefix), timeout=60)  # the reaper's sweep
         finally:
             procs.stop_all()
+
+
+def test_coded_failures_and_quotas_need_no_browser_run(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _installed()
+    monkeypatch.setenv("SEOJOBS_WEB_VITALS_RESOLVER_RULES", LOOPBACK_ONLY)
+    # The fetcher's address policy refuses loopback (allow_private_networks is off): the URL
+    # is refused before any Chromium starts (nothing listens there either).
+    settings = make_settings(sqlite_url, quota_web_vitals_daily=3)
+    with api(settings, run_worker=True) as served:
+        client = served.client(served.account())
+        project, job_id = _start(client, ["http://127.0.0.1:9/"], form_factors=["mobile"])
+        done = _finished(client, job_id)
+        assert (done["status"], done["error"]["code"]) == ("failed", "ssrf_refused"), done
+        assert marked(str(os.getpid())) == {}
+        # Charged per URL and form factor: 1 used, 4 more would pass the limit of 3.
+        _, over = _start(client, ["http://a.example/", "http://b.example/"])
+        job = client.get(f"/v1/jobs/{over}").json()["data"]
+        assert (job["status"], job["error"]["code"]) == ("failed", "quota_exceeded")
+        assert "resets at" in job["error"]["message"]
+        usage = {q["quota"]: q for q in client.get("/v1/usage").json()["data"]}
+        assert (usage["web_vitals"]["used"], usage["web_vitals"]["limit"]) == (1, 3)
+        assert usage["web_vitals_month"]["used"] == 1
+        assert_problem(client.get(f"/v1/projects/{project}/web-vitals"), 404)
+    monkeypatch.setenv("SEOJOBS_WEB_VITALS_LIGHTHOUSE_PATH", str(tmp_path / "none"))
+    with api(make_settings(sqlite_url), run_worker=True) as served:
+        client = served.client(served.account("bob"))
+        _, job_id = _start(client, ["http://a.example/"], form_factors=["desktop"])
+        done = _finished(client, job_id)
+        assert done["error"]["code"] == "lighthouse_missing", done
+        assert "npm ci" in done["error"]["message"]
+
+
+def test_the_crux_client_speaks_the_wire_format(crux: tuple[FakeCrux, str]) -> None:
+    fake, base = crux
+    fake.urls.add("https://example.com/")
+    settings = make_settings("sqlite://", crux_api_key=KEY, crux_base_url=base)
+
+    async def ask() -> tuple[Any, Any, Any]:
+        client = CruxClient(settings)
+        try:
+            found = await client.record("https://example.com/", "desktop")
+            missing = await client.record("https://example.com/none", "mobile")
+        finally:
+            await client.aclose()
+        refused = CruxClient(settings.model_copy(update={"crux_api_key": "wrong"}))
+        try:
+            await refused.record("https://example.com/", "mobile")
+        except ProviderError as exc:
+            return found, missing, exc
+        finally:
+            await refused.aclose()
+        raise AssertionError("a wrong key was accepted")
+
+    found, missing, error = asyncio.run(ask())
+    assert found["metrics"]["lcp"]["p75"] == 1200
+    assert found["metrics"]["cls"]["p75"] == 0.0
+    assert "inp" in found["metrics"] and "ttfb" not in found["metrics"]
+    assert missing is None  # 404 NOT_FOUND: CrUX has no data for that URL
+    assert error.code == "provider_rejected" and "API key not valid" in error.message
+    assert fake.requests[0] == {
+        "key": KEY,
+        "url": "https://example.com/",
+        "formFactor": "DESKTOP",
+        "metrics": [
+            "largest_contentful_paint",
+            "cumulative_layout_shift",
+            "interaction_to_next_paint",
+            "first_contentful_paint",
+            "experimental_time_to_first_byte",
+        ],
+    }

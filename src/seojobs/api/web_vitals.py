@@ -35,7 +35,8 @@ FormFactor = Annotated[
     Literal["mobile", "desktop"] | None, Query(description="Only this form factor.")
 ]
 PageUrl = Annotated[
-    str, Query(max_length=2048, description="The page, as the job's `urls` gave it.")
+    str | None,
+    Query(max_length=2048, description="Only this page, as the job's `urls` gave it."),
 ]
 DATA_DESCRIPTION = (
     "`url`, `form_factor`; `lab`: `performance_score` (0-100), `metrics` (lcp, cls, tbt, fcp, "
@@ -108,25 +109,28 @@ def web_vitals_history(
     project_id: ProjectId,
     user: User,
     svc: Svc,
-    url: PageUrl,
+    url: PageUrl = None,
     form_factor: FormFactor = None,
     cursor: Cursor = None,
     limit: Limit = 100,
 ) -> Response:
-    """Every completed measurement of `url` (of one form factor, if given), newest first.
-    404 until one has completed."""
+    """Every completed measurement of `url` (of every URL without it; of one form factor,
+    if given), newest first. 404 until one has completed."""
     before = parse_cursor(cursor)
+    factors = [form_factor] if form_factor else list(FORM_FACTORS)
+    subjects = [web_vitals.subject(f, _stored(url)) for f in factors] if url else [None]
     page: list[CollectionRecord] = []
-    for factor in [form_factor] if form_factor else FORM_FACTORS:
-        subject = web_vitals.subject(factor, _stored(url))
+    for subject in subjects:
         page += svc.collection_history(
             user, project_id, web_vitals.NAME, subject, before_id=before, limit=limit + 1
         )
     if not page and before is None:
-        raise NotFound(f"web_vitals data for {url!r} in project {project_id} (none completed)")
+        what = f" for {url!r}" if url else ""
+        raise NotFound(f"web_vitals data{what} in project {project_id} (none completed)")
     page = sorted(page, key=lambda c: c.id, reverse=True)[: limit + 1]
     more = len(page) > limit
     page = page[:limit]
-    return JSONResponse(
-        {"data": [_body(c) for c in page], "next_cursor": str(page[-1].id) if more else None}
-    )
+    data = [_body(c) for c in page]
+    if form_factor and not url:  # filtered after paging: a page may hold fewer than `limit`
+        data = [d for d in data if d["form_factor"] == form_factor]
+    return JSONResponse({"data": data, "next_cursor": str(page[-1].id) if more else None})

@@ -60,7 +60,8 @@ class Measure:
         url = item.input
         try:
             host = parse_url(url).host
-            rules = self.fixed_rules or resolver_rules(host, await self.guard.resolve(host))
+            addresses = await self.guard.resolve(host)  # always: fixed rules or not
+            rules = self.fixed_rules or resolver_rules(host, addresses)
         except FetchError as exc:  # refused by the address policy, or unresolvable
             result = {"url": url, "form_factors": {}}
             return ItemResult.error(exc.kind, f"{url}: {exc.message}", result=result)
