@@ -299,6 +299,21 @@ def test_a_run_past_its_timeout_is_killed_with_its_chromium(
         assert marked(str(os.getpid())) == {}  # nothing of the run is left
 
 
+def test_a_cancelled_jobs_run_is_killed_with_its_chromium(
+    sqlite_url: str, site: tuple[Site, str], vitals_env: Path
+) -> None:
+    pages, base = site
+    settings = make_settings(sqlite_url, allow_private_networks=True)
+    with api(settings, run_worker=True) as served:
+        client = served.client(served.account())
+        _, job_id = _start(client, [f"{base}/hang"], form_factors=["mobile"])
+        wait_until(lambda: pages.hits.get("/hang"), timeout=60)
+        assert _chromium_running(str(os.getpid())), marked(str(os.getpid()))
+        assert client.post(f"/v1/jobs/{job_id}/cancel").status_code == 200
+        wait_until(lambda: not marked(str(os.getpid())), timeout=60)
+        assert client.get(f"/v1/jobs/{job_id}").json()["data"]["error"]["code"] == "cancelled"
+
+
 def test_a_sigkilled_workers_lighthouse_and_chromium_die_with_it(
     sqlite_url: str, site: tuple[Site, str], tmp_path: Path
 ) -> None:
