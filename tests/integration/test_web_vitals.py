@@ -275,6 +275,10 @@ def test_the_job_path_on_postgresql(pg_url: str, site: tuple[Site, str], vitals_
         [kept] = list(vitals_env.glob(f"job-{job_id}-*-mobile.json"))
         assert _stored_values(entry["data"]["lab"]) == _report_values(json.loads(kept.read_text()))
         assert entry["data"]["field"] is None  # no CrUX key: no field data
+        csv = client.get(f"/v1/jobs/{job_id}/items", headers={"Accept": "text/csv"}).text
+        header, row = csv.splitlines()[:2]
+        assert header.endswith(",mobile_score,desktop_score")
+        assert row.endswith(f",{entry['data']['lab']['performance_score']},")  # no desktop run
 
 
 def test_a_run_past_its_timeout_is_killed_with_its_chromium(
