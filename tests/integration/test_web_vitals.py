@@ -275,6 +275,11 @@ def test_the_job_path_on_postgresql(pg_url: str, site: tuple[Site, str], vitals_
         [kept] = list(vitals_env.glob(f"job-{job_id}-*-mobile.json"))
         assert _stored_values(entry["data"]["lab"]) == _report_values(json.loads(kept.read_text()))
         assert entry["data"]["field"] is None  # no CrUX key: no field data
+        history = f"/v1/projects/{project}/web-vitals/history"
+        every = client.get(history).json()  # without url: every URL's, newest first
+        assert [d["data"] for d in every["data"]] == [entry["data"]]
+        assert client.get(history, params={"form_factor": "desktop"}).json()["data"] == []
+        assert _jobs(client, project) == [job_id]  # the reads started nothing
         csv = client.get(f"/v1/jobs/{job_id}/items", headers={"Accept": "text/csv"}).text
         header, row = csv.splitlines()[:2]
         assert header.endswith(",mobile_score,desktop_score")
