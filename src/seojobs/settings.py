@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     google_ads_base_url: str = "https://googleads.googleapis.com"
     google_ads_token_url: str = "https://oauth2.googleapis.com/token"  # noqa: S105 (a URL)
     google_ads_api_version: str = Field(default="v26", pattern=r"^v[0-9]{1,3}$")
+    # CrUX API (web_vitals field data): queried only when a key is set.
+    crux_api_key: str | None = None
+    crux_base_url: str = "https://chromeuxreport.googleapis.com"
+    chrome_path: str = Field(
+        default="/usr/bin/chromium",
+        description="The Chromium Lighthouse drives (Debian's `chromium`; never a downloaded one).",
+    )
     # Which providers serve an engine, in the order tried (JSON in the environment).
     submit_providers: dict[str, list[str]] = Field(
         default_factory=lambda: {
@@ -190,6 +197,9 @@ class Settings(BaseSettings):
     # Tech-stack lookups (kinds.tech_stack): URLs per user, one per URL of a job.
     quota_tech_lookups_daily: int = Field(default=1_000, ge=0)
     quota_tech_lookups_monthly: int = Field(default=20_000, ge=0)
+    # Web vitals (kinds.web_vitals): Lighthouse runs per user (one per URL and form factor).
+    quota_web_vitals_daily: int = Field(default=200, ge=0)
+    quota_web_vitals_monthly: int = Field(default=3_000, ge=0)
     fingerprints_path: str = Field(
         default_factory=_default_fingerprints_path,
         description="The tech-stack fingerprint database `seojobs fingerprints update` "

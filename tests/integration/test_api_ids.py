@@ -137,8 +137,8 @@ def test_odd_cursors_are_422_on_every_list(
     lists = query_routes(app, "cursor")
     # v1 x2, their reports, projects, a project's jobs and schedules, a job's items and
     # findings, a project's collected data, a project's audits, an audit's issues, pages and
-    # comparison, a project's keywords
-    assert len(lists) == 15
+    # comparison, a project's keywords and web-vitals history
+    assert len(lists) == 16
     for method, path in lists:
         reports = path.endswith(("/report", "/items", "/pages"))  # rows count from 0
         for odd in [*ODD, ""] if reports else [*ODD_IDS, ""]:
@@ -169,7 +169,7 @@ def test_odd_ids_filters_are_422(
 def test_odd_limits_are_422(world: tuple[Api, httpx.Client, dict[str, str]]) -> None:
     app, client, values = world
     lists = query_routes(app, "limit")
-    assert len(lists) == 15
+    assert len(lists) == 16
     for method, path in lists:
         for odd in [*ODD, "0", "1001"]:
             refused(client.request(method, url_of(path, values), params={"limit": odd}), "limit")

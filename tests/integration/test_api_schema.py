@@ -57,6 +57,8 @@ OPERATION_IDS = {
     ("get", "/v1/usage"): "get_quota_usage",
     ("get", "/v1/projects/{project_id}/domain"): "get_domain_data",
     ("get", "/v1/projects/{project_id}/tech-stack"): "get_tech_stack",
+    ("get", "/v1/projects/{project_id}/web-vitals"): "get_web_vitals",
+    ("get", "/v1/projects/{project_id}/web-vitals/history"): "list_web_vitals_history",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

@@ -29,6 +29,7 @@ from seojobs.api.tech_stack import router as tech_stack_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
+from seojobs.api.web_vitals import router as web_vitals_router
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services
@@ -104,6 +105,7 @@ def create_app(
     app.include_router(keywords_router)
     app.include_router(tech_stack_router)
     app.include_router(audit_reads_router)
+    app.include_router(web_vitals_router)
     docs.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

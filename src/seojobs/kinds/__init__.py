@@ -14,6 +14,7 @@ def load_registry(settings: Settings) -> Registry:
         keyword_research,
         site_audit,
         tech_stack,
+        web_vitals,
     )
 
     registry = Registry()
@@ -23,5 +24,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(domain_lookup.KIND)
     registry.add(tech_stack.KIND)
     registry.add(keyword_research.KIND)
+    registry.add(web_vitals.KIND)
     registry.load_plugins(settings.plugins)
     return registry

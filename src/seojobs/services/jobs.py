@@ -290,6 +290,19 @@ class JobServices(ServiceBase):
             raise NotFound(f"{what} in project {project_id} (no {kind} job has completed)")
         return found
 
+    def collected_each(
+        self, user: UserRecord, project_id: int, kind: str
+    ) -> list[CollectionRecord]:
+        """The latest collection of every subject a kind collected in a project. Never starts
+        work: ``NotFound`` until a job of the kind has completed there."""
+        self.project(user, project_id)
+        self.kind(kind)
+        with self.db.read() as conn:
+            found = result_sql.latest_each(conn, project_id, kind)
+        if not found:
+            raise NotFound(f"{kind} data in project {project_id} (no {kind} job has completed)")
+        return found
+
     def collection_history(
         self,
         user: UserRecord,

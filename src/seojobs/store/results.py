@@ -214,3 +214,20 @@ def history(
         query = query.where(collections.c.id < before_id)
     rows = conn.execute(query.order_by(collections.c.id.desc()).limit(limit))
     return [CollectionRecord(**r._asdict()) for r in rows]
+
+
+def latest_each(conn: Connection, project_id: int, kind: str) -> list[CollectionRecord]:
+    """The newest published collection of every subject of a kind in a project, by subject."""
+    newest = (
+        select(func.max(collections.c.id))
+        .where(
+            collections.c.project_id == project_id,
+            collections.c.kind == kind,
+            collections.c.committed.is_(True),
+        )
+        .group_by(collections.c.subject)
+    )
+    rows = conn.execute(
+        select(collections).where(collections.c.id.in_(newest)).order_by(collections.c.subject)
+    )
+    return [CollectionRecord(**r._asdict()) for r in rows]

@@ -1,0 +1,92 @@
+"""``web_vitals``: Lighthouse lab data (and CrUX field data) per URL and form factor.
+
+The package: ``params`` (what a request sets), ``runner`` (one Lighthouse run and its
+process tree), ``reaper`` (the wrapper that makes a run die with its worker), ``report``
+(a Lighthouse report in our shape; the web-vitals thresholds), ``measure`` (the handler).
+
+Chromium is heavy: a worker runs one ``web_vitals`` job at a time (the kind's per-worker
+``concurrency``), and that job at most ``SEOJOBS_WEB_VITALS_CONCURRENCY`` Lighthouse runs at
+once, so a worker never holds more browsers than that and its other slots stay free for cheap
+HTTP checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.kinds.web_vitals.measure import run, subject
+from seojobs.kinds.web_vitals.params import WebVitalsParams
+
+NAME = "web_vitals"
+__all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
+
+# The repository's pinned Lighthouse (``npm ci`` in lighthouse/), for a source checkout.
+_CHECKOUT_LIGHTHOUSE = (
+    Path(__file__).resolve().parents[4] / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
+)
+
+
+class WebVitalsSettings(BaseSettings):
+    """``SEOJOBS_WEB_VITALS_CONCURRENCY``: Lighthouse runs one worker holds at once;
+    ``..._RUN_TIMEOUT``: seconds one run may take before its process tree is killed;
+    ``..._MAX_WAIT_FOR_LOAD``: Lighthouse's own wait for a page's load, seconds;
+    ``..._LIGHTHOUSE_PATH``: the Lighthouse CLI; ``..._THROTTLING_METHOD``: Lighthouse's
+    (``simulate`` by default; ``provided``: none); ``..._RESOLVER_RULES``: Chromium's
+    ``--host-resolver-rules`` outright, instead of the rules derived from the checked address;
+    ``..._REPORT_DIR``: keep every run's raw Lighthouse JSON there (for debugging)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_WEB_VITALS_", extra="ignore")
+    concurrency: int = Field(default=1, ge=1, le=8)
+    run_timeout: float = Field(default=120.0, gt=0)
+    max_wait_for_load: float = Field(default=45.0, gt=0)
+    lighthouse_path: str = str(_CHECKOUT_LIGHTHOUSE)
+    throttling_method: str | None = Field(default=None, pattern="^(simulate|devtools|provided)$")
+    resolver_rules: str | None = None
+    report_dir: str | None = None
+
+
+def _items(params: WebVitalsParams) -> list[str]:
+    return list(params.urls)
+
+
+def _cost(params: WebVitalsParams, items: int) -> dict[str, int]:
+    runs = items * len(params.factors())
+    return {DAILY.name: runs, MONTHLY.name: runs}
+
+
+DAILY = Quota(
+    "web_vitals",
+    lambda settings: settings.quota_web_vitals_daily,
+    description="Lighthouse runs (URL x form factor) per UTC day (SEOJOBS_QUOTA_WEB_VITALS_DAILY).",
+)
+MONTHLY = Quota(
+    "web_vitals_month",
+    lambda settings: settings.quota_web_vitals_monthly,
+    period="month",
+    description="Lighthouse runs (URL x form factor) per calendar month "
+    "(SEOJOBS_QUOTA_WEB_VITALS_MONTHLY).",
+)
+
+KIND: Kind[WebVitalsParams] = Kind(
+    NAME,
+    WebVitalsParams,
+    run,
+    items=_items,
+    description="Lighthouse lab data (performance score, LCP, CLS, TBT, FCP, Speed Index, "
+    "TTFB; opportunities) per URL and form factor in Debian's Chromium, with CrUX field data "
+    "when a key is set; read with GET /v1/projects/{id}/web-vitals.",
+    schedulable=False,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    report_columns=(
+        ReportColumn("mobile_score", "form_factors.mobile.lab.performance_score"),
+        ReportColumn("desktop_score", "form_factors.desktop.lab.performance_score"),
+    ),
+    queue="default",
+    concurrency=1,
+    settings=WebVitalsSettings,
+)

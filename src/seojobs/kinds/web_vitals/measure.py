@@ -1,0 +1,160 @@
+"""The handler: each URL (an item) measured by Lighthouse per form factor, CrUX beside it.
+
+Before Chromium is pointed at a URL, its host passes the fetcher's address policy
+(:class:`seojobs.fetch.guard.AddressGuard`) and Chromium is held to the answer: its
+``--host-resolver-rules`` map the checked host to the checked address and every other name to
+``~NOTFOUND`` (so a redirect or a subresource on another host cannot reach an address the
+policy never saw). An operator may set the rules outright (``SEOJOBS_WEB_VITALS_RESOLVER_RULES``;
+the tests' loopback rule).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.fetch import FetchError
+from seojobs.fetch.guard import AddressGuard, GuardPolicy, parse_ip_host
+from seojobs.fetch.urls import parse_url
+from seojobs.kinds.web_vitals import report, runner
+from seojobs.kinds.web_vitals.params import WebVitalsParams
+from seojobs.providers.base import ProviderError
+from seojobs.providers.crux import CruxClient
+from seojobs.store.records import ItemRecord
+
+CHROMIUM_MISSING = "chromium_missing"
+LIGHTHOUSE_MISSING = "lighthouse_missing"
+MEASURED = "measured"
+
+
+def subject(form_factor: str, url: str) -> str:
+    """A collection's subject: one per URL and form factor (a space never occurs in a URL)."""
+    return f"{form_factor} {url}"
+
+
+def resolver_rules(host: str, addresses: tuple[Any, ...]) -> str:
+    """Chromium's host rules keeping it on what the guard checked."""
+    if parse_ip_host(host) is not None:
+        return f"MAP * ~NOTFOUND, EXCLUDE {host}"
+    address = addresses[0]
+    target = f"[{address}]" if address.version == 6 else str(address)
+    return f"MAP {host} {target}, MAP * ~NOTFOUND"
+
+
+@dataclass
+class Measure:
+    browser: runner.Browser
+    guard: AddressGuard
+    crux: CruxClient | None
+    factors: list[str]
+    fixed_rules: str | None
+    # Keep each run's raw Lighthouse report here (job-<id>-<seq>-<form factor>.json).
+    report_dir: str | None = None
+    job_id: int = 0
+
+    async def page(self, item: ItemRecord) -> ItemResult:
+        url = item.input
+        try:
+            host = parse_url(url).host
+            addresses = await self.guard.resolve(host)  # always: fixed rules or not
+            rules = self.fixed_rules or resolver_rules(host, addresses)
+        except FetchError as exc:  # refused by the address policy, or unresolvable
+            result = {"url": url, "form_factors": {}}
+            return ItemResult.error(exc.kind, f"{url}: {exc.message}", result=result)
+        runs: dict[str, Any] = {}
+        failures: list[report.LighthouseFailed] = []
+        for factor in self.factors:
+            try:
+                raw = await runner.lighthouse(self.browser, url, factor, rules)
+                await self.keep(raw, item.seq, factor)
+                lab = report.lab(raw)
+            except report.LighthouseFailed as exc:
+                failures.append(exc)
+                runs[factor] = {"error": {"code": exc.code, "message": exc.message}}
+                continue
+            runs[factor] = {"lab": lab, "field": await self.field(url, factor)}
+        result = {"url": url, "form_factors": runs}
+        if failures:
+            message = "; ".join(f.message for f in failures)
+            return ItemResult.error(failures[0].code, message, result=result)
+        return ItemResult(outcome=MEASURED, result=result)
+
+    async def keep(self, raw: Any, seq: int, factor: str) -> None:
+        if self.report_dir:
+            path = Path(self.report_dir) / f"job-{self.job_id}-{seq}-{factor}.json"
+            await asyncio.to_thread(path.write_text, json.dumps(raw), "utf-8")
+
+    async def field(self, url: str, factor: str) -> dict[str, Any] | None:
+        if self.crux is None:
+            return None
+        try:
+            return report.rate_field(await self.crux.record(url, factor))
+        except ProviderError as exc:  # field data is extra: the lab data stands without it
+            return {"source": "crux", "error": {"code": exc.code, "message": exc.message}}
+
+
+def _installed(browser: runner.Browser) -> None:
+    if not Path(browser.chrome).is_file():
+        raise JobFailed(
+            CHROMIUM_MISSING,
+            f"no Chromium at {browser.chrome} (SEOJOBS_CHROME_PATH): apt-get install -y chromium",
+        )
+    if not Path(browser.lighthouse).is_file():
+        raise JobFailed(
+            LIGHTHOUSE_MISSING,
+            f"no Lighthouse CLI at {browser.lighthouse} (SEOJOBS_WEB_VITALS_LIGHTHOUSE_PATH): "
+            "run `npm ci` in the repository's lighthouse/ folder",
+        )
+
+
+async def _collect(ctx: JobContext[WebVitalsParams]) -> int:
+    measured = 0
+    first_error: tuple[str, str] | None = None
+    async for item in ctx.items():
+        if item.error_code and first_error is None:
+            first_error = (item.error_code, item.error_message or item.error_code)
+        for factor, run in ((item.result or {}).get("form_factors") or {}).items():
+            if "lab" in run:
+                measured += 1
+                data = {"url": item.input, "form_factor": factor, **run}
+                await ctx.collect(subject(factor, item.input), data)
+    if not measured and first_error is not None:
+        raise JobFailed(*first_error)
+    return measured
+
+
+async def run(ctx: JobContext[WebVitalsParams]) -> None:
+    settings, kind_settings = ctx.settings, ctx.kind_settings
+    browser = runner.Browser(
+        lighthouse=kind_settings.lighthouse_path,
+        chrome=settings.chrome_path,
+        timeout=kind_settings.run_timeout,
+        max_wait=kind_settings.max_wait_for_load,
+        throttling=kind_settings.throttling_method,
+    )
+    _installed(browser)
+    guard = AddressGuard(
+        GuardPolicy.from_settings(settings),
+        lookup_timeout=settings.fetch_connect_timeout + 2 * settings.fetch_timeout,
+    )
+    crux = CruxClient(settings) if settings.crux_api_key else None
+    try:
+        measure = Measure(
+            browser,
+            guard,
+            crux,
+            ctx.params.factors(),
+            kind_settings.resolver_rules,
+            kind_settings.report_dir,
+            ctx.job_id,
+        )
+        await ctx.run_items(measure.page, concurrency=kind_settings.concurrency)
+    finally:
+        if crux is not None:
+            await crux.aclose()
+    measured = await _collect(ctx)
+    ctx.result = {"urls": len(ctx.params.urls), "runs_measured": measured}
