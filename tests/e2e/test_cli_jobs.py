@@ -235,7 +235,6 @@ def test_a_failing_typed_job_exits_1_with_its_error(
     [
         ("seconds=0.05", 0.05),  # a JSON number
         ("seconds=0", 0),
-        ('seconds="0.1"', "0.1"),  # a JSON string: the server's model accepts numeric text
     ],
 )
 def test_param_values_are_json_when_they_parse(cli: Cli, param: str, expected: Any) -> None:
@@ -244,6 +243,14 @@ def test_param_values_are_json_when_they_parse(cli: Cli, param: str, expected: A
     [entry] = cli.entries()
     assert entry.job_id == job_id and entry.request["params"] == {"seconds": expected}
     assert entry.status == "completed"
+
+
+def test_a_number_sent_as_json_text_is_refused_naming_the_param(cli: Cli) -> None:
+    """``seconds="0.1"`` is a JSON string; the type's schema asks for a number, and a value
+    a lax parser would convert is refused rather than read as 0.1. Nothing is stored."""
+    done = ok(cli.run("submit", "--type", "test_sleep", "--param", 'seconds="0.1"', *FAST), 2)
+    assert 'params.seconds: must be a number, not a string (got "0.1")' in done.stderr
+    assert cli.entries() == []
 
 
 def test_urls_from_a_file_become_the_urls_param(cli: Cli) -> None:

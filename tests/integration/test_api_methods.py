@@ -14,6 +14,7 @@ from tests.api_helpers import Api, assert_problem
 SENT = ["OPTIONS", "GET", "POST", "PUT", "PATCH", "DELETE", "TRACE", "PROPFIND"]
 PATH_PARAMS = {
     "job_id": "1",
+    "other_job_id": "2",
     "project_id": "1",
     "schedule_id": "1",
     "engine": "google",
