@@ -73,6 +73,26 @@ class Quota:
     def label(self) -> str:
         return f"{self.adverb} {self.name} quota"
 
+    @classmethod
+    def day_and_month(cls, name: str, what: str) -> tuple[Quota, Quota]:
+        """A daily quota ``name`` and a monthly one ``name_month`` (a quota is known by its
+        name, so the month's needs one of its own), their limits read from the settings
+        ``quota_{name}_daily`` and ``quota_{name}_monthly``; ``what`` is what one unit is."""
+        env = f"SEOJOBS_QUOTA_{name.upper()}"
+        return (
+            cls(
+                name,
+                lambda settings: int(getattr(settings, f"quota_{name}_daily")),
+                description=f"{what} per UTC day ({env}_DAILY).",
+            ),
+            cls(
+                f"{name}_month",
+                lambda settings: int(getattr(settings, f"quota_{name}_monthly")),
+                period="month",
+                description=f"{what} per calendar month ({env}_MONTHLY).",
+            ),
+        )
+
 
 @dataclass(frozen=True)
 class FollowUp:

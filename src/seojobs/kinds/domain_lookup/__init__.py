@@ -76,18 +76,7 @@ def _cost(_params: DomainLookupParams, _items: int) -> dict[str, int]:
     return {DAILY.name: 1, MONTHLY.name: 1}
 
 
-DAILY = Quota(
-    "domain_lookups",
-    lambda settings: settings.quota_domain_lookups_daily,
-    description="Domain lookups per UTC day (SEOJOBS_QUOTA_DOMAIN_LOOKUPS_DAILY).",
-)
-# A quota is known by its name, so the month's needs one of its own.
-MONTHLY = Quota(
-    "domain_lookups_month",
-    lambda settings: settings.quota_domain_lookups_monthly,
-    period="month",
-    description="Domain lookups per calendar month (SEOJOBS_QUOTA_DOMAIN_LOOKUPS_MONTHLY).",
-)
+DAILY, MONTHLY = Quota.day_and_month("domain_lookups", "Domain lookups")
 
 KIND: Kind[DomainLookupParams] = Kind(
     NAME,

@@ -21,17 +21,7 @@ def _cost(_params: KeywordResearchParams, _items: int) -> dict[str, int]:
     return {DAILY.name: 1, MONTHLY.name: 1}  # one lookup, whatever its size
 
 
-DAILY = Quota(
-    "keyword_lookups",
-    lambda settings: settings.quota_keyword_lookups_daily,
-    description="Keyword research jobs per UTC day (SEOJOBS_QUOTA_KEYWORD_LOOKUPS_DAILY).",
-)
-MONTHLY = Quota(
-    "keyword_lookups_month",
-    lambda settings: settings.quota_keyword_lookups_monthly,
-    period="month",
-    description="Keyword research jobs per calendar month (SEOJOBS_QUOTA_KEYWORD_LOOKUPS_MONTHLY).",
-)
+DAILY, MONTHLY = Quota.day_and_month("keyword_lookups", "Keyword research jobs")
 
 KIND: Kind[KeywordResearchParams] = Kind(
     NAME,

@@ -45,19 +45,7 @@ def _cost(params: SiteAuditParams, _items: int) -> dict[str, int]:
     return {DAILY.name: params.max_pages, MONTHLY.name: params.max_pages}
 
 
-DAILY = Quota(
-    "audit_pages",
-    lambda settings: settings.quota_audit_pages_daily,
-    description="Audit pages per UTC day, max_pages charged per audit "
-    "(SEOJOBS_QUOTA_AUDIT_PAGES_DAILY).",
-)
-# A quota is known by its name, so the month's needs one of its own.
-MONTHLY = Quota(
-    "audit_pages_month",
-    lambda settings: settings.quota_audit_pages_monthly,
-    period="month",
-    description="Audit pages per calendar month (SEOJOBS_QUOTA_AUDIT_PAGES_MONTHLY).",
-)
+DAILY, MONTHLY = Quota.day_and_month("audit_pages", "Audit pages (max_pages charged per audit)")
 
 KIND: Kind[SiteAuditParams] = Kind(
     NAME,

@@ -54,18 +54,7 @@ def _refusal(_params: TechStackParams, settings: Any) -> Refusal | None:
     return Refusal(FINGERPRINTS_MISSING, str(FingerprintsMissing(path)))
 
 
-DAILY = Quota(
-    "tech_lookups",
-    lambda settings: settings.quota_tech_lookups_daily,
-    description="Tech-stack lookups (URLs) per UTC day (SEOJOBS_QUOTA_TECH_LOOKUPS_DAILY).",
-)
-MONTHLY = Quota(
-    "tech_lookups_month",
-    lambda settings: settings.quota_tech_lookups_monthly,
-    period="month",
-    description="Tech-stack lookups (URLs) per calendar month "
-    "(SEOJOBS_QUOTA_TECH_LOOKUPS_MONTHLY).",
-)
+DAILY, MONTHLY = Quota.day_and_month("tech_lookups", "Tech-stack lookups (URLs)")
 
 KIND: Kind[TechStackParams] = Kind(
     NAME,

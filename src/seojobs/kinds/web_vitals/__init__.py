@@ -58,18 +58,7 @@ def _cost(params: WebVitalsParams, items: int) -> dict[str, int]:
     return {DAILY.name: runs, MONTHLY.name: runs}
 
 
-DAILY = Quota(
-    "web_vitals",
-    lambda settings: settings.quota_web_vitals_daily,
-    description="Lighthouse runs (URL x form factor) per UTC day (SEOJOBS_QUOTA_WEB_VITALS_DAILY).",
-)
-MONTHLY = Quota(
-    "web_vitals_month",
-    lambda settings: settings.quota_web_vitals_monthly,
-    period="month",
-    description="Lighthouse runs (URL x form factor) per calendar month "
-    "(SEOJOBS_QUOTA_WEB_VITALS_MONTHLY).",
-)
+DAILY, MONTHLY = Quota.day_and_month("web_vitals", "Lighthouse runs (URL x form factor)")
 
 KIND: Kind[WebVitalsParams] = Kind(
     NAME,
