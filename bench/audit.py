@@ -28,7 +28,6 @@ import json
 import os
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -142,28 +141,6 @@ class Site(SiteProcess):
         return counts
 
 
-class TreeSampler:
-    """Samples the resident memory of a process and its descendants; ``peak`` is the largest
-    sum seen."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak = 0
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._done.wait(SAMPLE):
-            total = sum(procstat.rss_bytes(p) for p in procstat.descendants(self.pid))
-            self.peak = max(self.peak, total)
-
-    def stop(self) -> int:
-        self._done.set()
-        self._thread.join()
-        return self.peak
-
-
 def _child(args: list[str], cpu: int | None) -> tuple[dict[str, object], int]:
     """Run a crawler process; (the JSON line it printed, the peak RSS of its process tree)."""
     proc = subprocess.Popen(
@@ -173,7 +150,7 @@ def _child(args: list[str], cpu: int | None) -> tuple[dict[str, object], int]:
         stdout=subprocess.PIPE,
         preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None,
     )
-    sampler = TreeSampler(proc.pid)
+    sampler = procstat.TreeSampler(proc.pid, interval=SAMPLE)
     out, _ = proc.communicate()
     peak = sampler.stop()
     if proc.returncode != 0:

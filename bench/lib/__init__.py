@@ -1,6 +1,6 @@
 """The benchmarks' shared library. The entry scripts are ``bench/queue.py``, ``bench/check.py``,
-``bench/api.py``, ``bench/poll.py`` and ``bench/audit.py`` (see bench/README.md); everything
-they share is here:
+``bench/api.py``, ``bench/poll.py``, ``bench/audit.py`` and ``bench/vitals.py`` (see
+bench/README.md); everything they share is here:
 
 - ``cli``: progress lines, tables, PASS/FAIL, argument types, the environment lines, SIGTERM;
 - ``scratch``: scratch PostgreSQL databases and SQLite files; ``procstat``: CPU accounting;
@@ -13,7 +13,10 @@ they share is here:
 - ``bench/audit.py``'s: ``auditsite`` (the generated site and its server), ``crawl_ours``
   (a ``seojobs worker`` process running a ``site_audit`` job), ``crawl_advertools`` (the
   peer, run by a venv of its own), ``crawl_bare`` (the ceiling), ``audit_report`` and
-  ``audit_profile``.
+  ``audit_profile``;
+- ``bench/vitals.py``'s: ``vitalsite`` (20 pages with CSS, a script and images, served from
+  memory) and ``vitals_runs`` (a ``seojobs worker`` running a ``web_vitals`` job; the
+  Lighthouse CLI once per URL, one after another).
 """
 
 from pathlib import Path

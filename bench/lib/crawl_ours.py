@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.lib import REPO, procstat
 from seojobs.kinds import load_registry
@@ -31,6 +32,7 @@ from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store.db import Database
+from seojobs.store.records import JobRecord
 
 START_TIMEOUT = 60.0
 POLL = 0.05  # seconds between reads of the job's state
@@ -111,33 +113,38 @@ class WorkerProcess:
                 self.proc.wait()
 
 
-def _create_audit(url: str, user_id: int, start_url: str, max_pages: int) -> int:
+def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:
+    """A job created through ``Services.create_job``, as the API creates it; its id."""
     settings = Settings(database_url=url, allow_private_networks=True)
     db = Database(url)
     try:
         services = Services(db, settings, load_registry(settings))
-        params = {"start_url": start_url, "max_pages": max_pages}
-        job, created = services.create_job(services.user(user_id), "site_audit", params)
+        job, created = services.create_job(services.user(user_id), kind, params)
         assert created, job
         return job.id
     finally:
         db.dispose()
 
 
-def _wait_done(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> None:
+def wait_finished(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> JobRecord:
+    """The job once it is ``completed`` or ``failed`` (raises if the worker exits first)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with probe.read() as conn:
             job = job_sql.get(conn, job_id)
         assert job is not None
-        if job.state == "completed":
-            return
-        if job.state == "failed":
-            raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
+        if job.state in ("completed", "failed"):
+            return job
         if worker.proc.poll() is not None:
             raise RuntimeError(f"the worker exited ({worker.proc.returncode}); see {worker.log}")
         time.sleep(POLL)
-    raise TimeoutError(f"the audit did not finish within {timeout:.0f} s")
+    raise TimeoutError(f"job {job_id} did not finish within {timeout:.0f} s")
+
+
+def _wait_done(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> None:
+    job = wait_finished(probe, job_id, worker, timeout)
+    if job.state == "failed":
+        raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
 
 
 def _check(probe: Database, job_id: int) -> tuple[float, int, int, int]:
@@ -184,7 +191,9 @@ def audit(
         if on_start is not None:
             on_start(worker.proc.pid)
         cpu_before = procstat.proc_cpu(worker.proc.pid)
-        job_id = _create_audit(url, user_id, start_url, max_pages)
+        job_id = create_job(
+            url, user_id, "site_audit", {"start_url": start_url, "max_pages": max_pages}
+        )
         _wait_done(probe, job_id, worker, timeout=60 + max_pages / 5)
         used = procstat.proc_cpu(worker.proc.pid) - cpu_before
         peak = sum(procstat.peak_rss_bytes(p) for p in procstat.descendants(worker.proc.pid))

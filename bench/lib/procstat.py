@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -85,12 +86,51 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
-def peak_rss_bytes(pid: int) -> int:
-    """The kernel's high-water mark of ``pid``'s resident memory (VmHWM; 0 once it is gone)."""
+def _kib(path: str, key: str) -> int:
+    """The ``key:`` line of a /proc file in kB, as bytes (0 once the process is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1]) * 1024
     except (OSError, IndexError, ValueError):
         pass
     return 0
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The kernel's high-water mark of ``pid``'s resident memory (VmHWM; 0 once it is gone)."""
+    return _kib(f"/proc/{pid}/status", "VmHWM:")
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid`` now: shared pages divided among their sharers, so a
+    sum over Chromium's processes does not count its shared libraries once per process."""
+    return _kib(f"/proc/{pid}/smaps_rollup", "Pss:")
+
+
+class TreeSampler:
+    """Samples the resident memory (RSS, or PSS with ``pss``) of a process and its
+    descendants (without the process itself with ``skip_root``: a benchmark sampling its own
+    children); ``peak`` is the largest sum seen."""
+
+    def __init__(
+        self, pid: int, *, interval: float, skip_root: bool = False, pss: bool = False
+    ) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._size = pss_bytes if pss else rss_bytes
+        self._interval = interval
+        self._skip = pid if skip_root else None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self._interval):
+            tree = [p for p in descendants(self.pid) if p != self._skip]
+            self.peak = max(self.peak, sum(self._size(p) for p in tree))
+
+    def stop(self) -> int:
+        self._done.set()
+        self._thread.join()
+        return self.peak
