@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from limits import parse
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -83,6 +83,13 @@ class Settings(BaseSettings):
         default=500.0,
         ge=0,
         description="Bytes/s a request body must average after its first body_timeout (0: off).",
+    )
+    dashboard_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs dashboard cookies; unset: the server makes one, kept in the database.",
+    )
+    dashboard_session_hours: float = Field(
+        default=12, gt=0, description="A dashboard sign-in lasts this long."
     )
     idempotency_ttl_seconds: float = Field(default=86400, gt=0)
     allow_private_networks: bool = False

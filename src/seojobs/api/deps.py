@@ -130,7 +130,7 @@ async def current_user(request: Request) -> UserRecord:
     whole status read, bench/api.py).
     """
     key = _presented_key(request)
-    user = await _authenticate(request, key)
+    user = await authenticate(request, key)
     if user is None:
         raise _unauthorized(missing=key is None)
     limiter: RateLimiter = request.app.state.rate_limiter
@@ -145,7 +145,7 @@ async def current_user(request: Request) -> UserRecord:
     return user
 
 
-async def _authenticate(request: Request, key: str | None) -> UserRecord | None:
+async def authenticate(request: Request, key: str | None) -> UserRecord | None:
     """The key's user, or None; a client address over its budget of failed attempts gets 429.
 
     A key found in the cache is served at once. Anything else would cost a database lookup

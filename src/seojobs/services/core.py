@@ -11,6 +11,7 @@ from seojobs.engine.registry import Registry
 from seojobs.services.audits import AuditServices
 from seojobs.services.errors import Conflict, FieldError, Invalid, NotFound
 from seojobs.services.schedules import ScheduleServices
+from seojobs.services.sessions import SessionServices
 from seojobs.settings import Settings
 from seojobs.store import accounts, migrate
 from seojobs.store import idempotency as idempotency_sql
@@ -33,7 +34,7 @@ class CreatedUser:
     api_key: str
 
 
-class Services(ScheduleServices, AuditServices):
+class Services(ScheduleServices, AuditServices, SessionServices):
     """Users, projects, jobs (``JobServices``), schedules (``ScheduleServices``) and site
     audits' reads (``AuditServices``)."""
 

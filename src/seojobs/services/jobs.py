@@ -233,6 +233,12 @@ class JobServices(ServiceBase):
                 param_keys=self.registry.summary_keys() if summary else None,
             )
 
+    def job_counts(self, user: UserRecord) -> list[tuple[str, str, int]]:
+        """(kind, state, jobs) over all the user's projects."""
+        project_ids = [p.id for p in self.projects(user)]
+        with self.db.read() as conn:
+            return job_sql.count_by_kind_and_state(conn, project_ids)
+
     def items(
         self,
         user: UserRecord,

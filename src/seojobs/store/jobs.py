@@ -242,6 +242,18 @@ def list_for_projects(
     return [_record(r, param_keys) for r in rows]
 
 
+def count_by_kind_and_state(
+    conn: Connection, project_ids: Sequence[int]
+) -> list[tuple[str, str, int]]:
+    """(kind, state, jobs) over the projects' jobs."""
+    rows = conn.execute(
+        select(jobs.c.kind, jobs.c.state, func.count())
+        .where(jobs.c.project_id.in_(project_ids))
+        .group_by(jobs.c.kind, jobs.c.state)
+    )
+    return [(kind, state, int(n)) for kind, state, n in rows]
+
+
 def count_by_state(conn: Connection) -> dict[str, int]:
     rows = conn.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state))
     return {state: int(n) for state, n in rows}

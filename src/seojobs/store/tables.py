@@ -291,3 +291,27 @@ leaders = Table(
     Column("owner", String(100), nullable=False),
     Column("expires_at", UTCDateTime, nullable=False),
 )
+
+# Dashboard sign-ins. The cookie carries a random token; only its sha256 is stored, so a
+# leaked table signs nobody in. ``key_hash`` is the user's API key hash at sign-in: rotating
+# the key ends the user's dashboard sessions too. Signing out deletes the row.
+dashboard_sessions = Table(
+    "dashboard_sessions",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("user_id", BigId, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("key_hash", String(64), nullable=False),
+    Column("csrf_token", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+Index("ix_dashboard_sessions_expires", dashboard_sessions.c.expires_at)
+
+# Secrets the server makes for itself and every process shares (the dashboard cookie's
+# signing key when SEOJOBS_DASHBOARD_SECRET is unset).
+server_secrets = Table(
+    "server_secrets",
+    metadata,
+    Column("name", String(50), primary_key=True),
+    Column("value", String(200), nullable=False),
+)

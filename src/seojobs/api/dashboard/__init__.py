@@ -1,0 +1,89 @@
+"""The dashboard: server-rendered pages under ``/dashboard`` (Jinja2, our own small script,
+no build step, every asset served by seojobs). People sign in with their API key; the pages
+reach data only through the services, like the API."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, RedirectResponse, Response
+
+from seojobs.api.dashboard.auth import DashboardError, SignInRequired
+from seojobs.api.dashboard.render import page
+from seojobs.api.dashboard.routes import router
+from seojobs.services import Invalid, NotFound, Unavailable
+
+PREFIX = "/dashboard"
+# Scripts poll these: they get JSON errors, never a sign-in page.
+JSON_PATHS = ("/dashboard/live",)
+
+
+def _is_page(request: Request) -> bool:
+    path = request.url.path
+    return path.startswith(PREFIX) and not path.startswith(JSON_PATHS)
+
+
+def _error_page(request: Request, status: int, title: str, message: str) -> Response:
+    if not _is_page(request):
+        return JSONResponse({"title": title, "detail": message}, status_code=status)
+    return page(request, "error.html", {"title": title, "message": message}, status_code=status)
+
+
+def install(app: FastAPI) -> None:
+    """Add the dashboard's routes, and answer errors on its pages with pages: the API's
+    handlers keep answering everything else with problem+json."""
+    app.include_router(router)
+    api_handlers = dict(app.exception_handlers)
+
+    async def signin(request: Request, exc: Exception) -> Response:
+        if not _is_page(request):
+            return JSONResponse({"title": "Signed out"}, status_code=401)
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"{PREFIX}/login?next={quote(target)}", status_code=303)
+
+    async def dashboard_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, DashboardError)
+        return _error_page(request, exc.status, exc.title, exc.message)
+
+    def either(kind: type[Exception], status: int, title: str) -> None:
+        api_handler = api_handlers.get(kind)
+
+        async def handler(request: Request, exc: Exception) -> Response:
+            if request.url.path.startswith(PREFIX) or api_handler is None:
+                return _error_page(request, _status(exc, status), title, _message(exc))
+            answer: Response = await api_handler(request, exc)
+            return answer
+
+        app.add_exception_handler(kind, handler)
+
+    app.add_exception_handler(SignInRequired, signin)
+    app.add_exception_handler(DashboardError, dashboard_error)
+    either(NotFound, 404, "Not found")
+    either(Invalid, 422, "Invalid input")
+    either(RequestValidationError, 422, "Invalid input")
+    either(Unavailable, 503, "Service unavailable")
+    either(StarletteHTTPException, 404, "Not found")
+
+
+def _status(exc: Exception, default: int) -> int:
+    if isinstance(exc, StarletteHTTPException):
+        return exc.status_code
+    return default
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, NotFound):
+        return "There is nothing here, or it is not yours."
+    if isinstance(exc, Unavailable):
+        return "The database cannot take requests right now; retry shortly."
+    if isinstance(exc, StarletteHTTPException):
+        return str(exc.detail)
+    if isinstance(exc, RequestValidationError):
+        return "; ".join(str(e.get("msg", "")) for e in exc.errors())
+    return str(exc)
+
+
+__all__ = ["install", "router"]

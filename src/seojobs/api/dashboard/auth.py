@@ -1,0 +1,126 @@
+"""Who is signed in: a signed session cookie, a CSRF token per session, and form bodies.
+
+The cookie holds a random session token and its HMAC; the session itself (user, CSRF token,
+expiry) lives in the database, so signing out ends it for good and every process agrees.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Final
+from urllib.parse import parse_qs
+
+from fastapi.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from seojobs.services import Services
+from seojobs.store.records import UserRecord
+
+COOKIE: Final = "seojobs_session"
+LOGIN_COOKIE: Final = "seojobs_login"  # the sign-in form's CSRF token (no session yet)
+FORM_TYPE: Final = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS: Final = 1_000
+
+
+class SignInRequired(Exception):
+    """No live session: pages redirect to the sign-in form, scripts get 401."""
+
+
+class DashboardError(Exception):
+    """An error page: ``status`` with a short ``title`` and a ``message`` for the user."""
+
+    def __init__(self, status: int, title: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.title = title
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The signed-in user of a request, and their session's CSRF token."""
+
+    user: UserRecord
+    csrf: str
+    token: str
+
+
+def _mac(secret: bytes, token: str) -> str:
+    digest = hmac.new(secret, token.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def cookie_value(services: Services, token: str) -> str:
+    return f"{token}.{_mac(services.cookie_secret(), token)}"
+
+
+def _token_of(services: Services, value: str | None) -> str | None:
+    """The session token of a cookie whose signature holds, else None."""
+    if not value or value.count(".") != 1:
+        return None
+    token, mac = value.split(".")
+    if not hmac.compare_digest(mac, _mac(services.cookie_secret(), token)):
+        return None
+    return token
+
+
+async def viewer(request: Request) -> Viewer:
+    """The request's signed-in user, or :class:`SignInRequired`."""
+    services: Services = request.app.state.services
+    token = _token_of(services, request.cookies.get(COOKIE))
+    if token is None:
+        raise SignInRequired
+    found = await run_in_threadpool(services.session, token)
+    if found is None:
+        raise SignInRequired
+    user, csrf = found
+    return Viewer(user, csrf, token)
+
+
+def secure_cookies(request: Request) -> bool:
+    """Cookies get ``Secure`` when the page came over HTTPS (directly or, from a trusted
+    proxy, as ``X-Forwarded-Proto`` says: uvicorn's proxy middleware sets the scheme)."""
+    return request.url.scheme == "https"
+
+
+def new_login_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """An urlencoded form body: each field's last value. Anything else is refused (400)."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    body = await request.body()
+    if not body and not media:  # an empty form: its checks (CSRF first) refuse it
+        return {}
+    if media != FORM_TYPE:
+        raise DashboardError(415, "Unsupported form", f"forms are sent as {FORM_TYPE}")
+    try:
+        text = body.decode("utf-8")
+        fields = parse_qs(
+            text,
+            keep_blank_values=True,
+            strict_parsing=False,
+            max_num_fields=MAX_FORM_FIELDS,
+            errors="strict",
+        )
+    except (UnicodeDecodeError, ValueError):
+        raise DashboardError(400, "Unreadable form", "the form could not be read") from None
+    if any("\x00" in k or any("\x00" in v for v in vs) for k, vs in fields.items()):
+        raise DashboardError(400, "Unreadable form", "the form holds a NUL character")
+    return {name: values[-1] for name, values in fields.items()}
+
+
+def check_csrf(expected: str, form: dict[str, str]) -> None:
+    """Refuse (403) a form whose CSRF token is missing or not the session's."""
+    sent = form.get("csrf_token", "")
+    if not sent or not hmac.compare_digest(sent.encode(), expected.encode()):
+        raise DashboardError(
+            403,
+            "Form expired",
+            "the form's security token is missing or out of date: reload the page and retry",
+        )

@@ -1,0 +1,129 @@
+"""Browser tests: a real `seojobs serve` on loopback, driven by Debian's chromium through
+Playwright (never a downloaded browser), kept off the network by a resolver rule. Every test
+saves full-page screenshots, desktop and 390 px wide, under the test output folder."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+
+from seojobs.services import Services
+from seojobs.store.records import UserRecord
+from tests.conftest import ROOT, subprocess_env
+from tests.e2e.conftest import spawn  # noqa: F401  (the fixture, for this folder's tests)
+from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok
+
+CHROMIUM = os.environ.get("SEOJOBS_TEST_CHROMIUM", "/usr/bin/chromium")
+# Chromium looks up Google's hosts at start even with background networking off: map every
+# name but loopback to "not found" (../shared/reference/browser_feasibility.md).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+]
+# Where screenshots go; CI keeps this folder.
+OUTPUT = Path(os.environ.get("SEOJOBS_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (scripts/test does)")
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="session")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    launched = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+    )
+    try:
+        yield launched
+    finally:
+        launched.close()
+
+
+@dataclass
+class Site:
+    """A running server and the service facade over its database (to start jobs and users)."""
+
+    base: str
+    services: Services
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def user(self, name: str = "browser") -> tuple[UserRecord, str]:
+        """A new user and their API key."""
+        made = self.services.create_user(name)
+        return made.user, made.api_key
+
+
+@pytest.fixture
+def site(spawn: Spawner, sqlite_url: str) -> Iterator[Site]:  # noqa: F811
+    """`seojobs serve` with its in-process worker and the test kinds, on a SQLite file."""
+    port = free_port()
+    proc = spawn(
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        env=subprocess_env(sqlite_url),
+        name="serve",
+    )
+    base = f"http://127.0.0.1:{port}"
+    wait_http_ok(proc, f"{base}/readyz")
+    with open_services(sqlite_url) as services:
+        yield Site(base, services)
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def sign_in(page: Page, site: Site, api_key: str) -> None:
+    """Sign in through the login form, as a person would."""
+    page.goto(site.url("/dashboard/login"))
+    page.get_by_label("API key").fill(api_key)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(re.compile(r".*/dashboard(\?.*)?$|.*/dashboard/.*"))
+
+
+def screenshots(page: Page, name: str) -> list[Path]:
+    """Save the page full-length at desktop width and at 390 px, and check that the phone
+    width needs no horizontal scrolling. Returns the files written."""
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    written = []
+    original = page.viewport_size or DESKTOP
+    for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
+        page.set_viewport_size(size)
+        path = OUTPUT / f"{name}-{label}.png"
+        page.screenshot(path=str(path), full_page=True)
+        written.append(path)
+        if label == "phone":
+            overflow = page.evaluate(
+                "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"{name}: {overflow}px of horizontal scrolling at 390 px"
+    page.set_viewport_size(original)
+    return written

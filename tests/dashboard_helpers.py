@@ -1,0 +1,50 @@
+"""Shared helpers for the dashboard tests: sign in as a browser would (the form, its CSRF
+token, the cookie), read tokens out of pages."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from tests.api_helpers import Api
+
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token of the first form on a page."""
+    found = _CSRF.search(html)
+    assert found, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+def browser(app: Api) -> httpx.Client:
+    """A cookie-keeping client without a key, that does not follow redirects."""
+    client = httpx.Client(base_url=app.base, timeout=60.0, follow_redirects=False)
+    app.clients.append(client)
+    return client
+
+
+def sign_in(app: Api, key: str) -> httpx.Client:
+    """A client signed in to the dashboard with ``key``."""
+    client = browser(app)
+    answer = post_login(client, key)
+    assert answer.status_code == 303, answer.text
+    return client
+
+
+def post_login(client: httpx.Client, key: str, *, next_path: str | None = None) -> httpx.Response:
+    form = client.get("/dashboard/login")
+    assert form.status_code == 200
+    data = {"csrf_token": csrf_of(form.text), "api_key": key}
+    if next_path is not None:
+        data["next"] = next_path
+    return client.post("/dashboard/login", data=data)
+
+
+def post_form(client: httpx.Client, page: str, action: str, data: dict[str, str]) -> httpx.Response:
+    """Post ``data`` to ``action`` with the CSRF token of ``page``'s form, as a browser would."""
+    shown = client.get(page)
+    assert shown.status_code == 200, shown.text
+    return client.post(action, data={"csrf_token": csrf_of(shown.text), **data})
