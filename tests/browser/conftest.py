@@ -22,7 +22,8 @@ from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok
 CHROMIUM = os.environ.get("SEOJOBS_TEST_CHROMIUM", "/usr/bin/chromium")
 # Chromium looks up Google's hosts at start even with background networking off: map every
 # name but loopback to "not found" (../shared/reference/browser_feasibility.md).
-CHROMIUM_ARGS = [
+RESOLVER_RULES = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
+QUIET_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -30,8 +31,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 ]
+CHROMIUM_ARGS = [*QUIET_ARGS, f"--host-resolver-rules={RESOLVER_RULES}"]
 # Where screenshots go; CI keeps this folder.
 OUTPUT = Path(os.environ.get("SEOJOBS_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
 DESKTOP = {"width": 1280, "height": 800}

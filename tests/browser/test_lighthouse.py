@@ -1,0 +1,89 @@
+"""Lighthouse (the pinned one in lighthouse/) in Debian's chromium against the dashboard's
+pages, signed in: accessibility and best practices must score at least 95. The performance
+score is printed for bench/README.md, never asserted (tests do not assert on timings)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.browser.conftest import CHROMIUM, OUTPUT, QUIET_ARGS, RESOLVER_RULES, Site
+from tests.conftest import ROOT
+from tests.dashboard_helpers import csrf_of
+
+LIGHTHOUSE = ROOT / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
+FLOOR = 0.95
+
+
+def session_cookie(site: Site, key: str) -> str:
+    """Sign in through the form, as a browser would; the ``Cookie`` header of the session."""
+    with httpx.Client(base_url=site.base, follow_redirects=False) as client:
+        form = client.get("/dashboard/login")
+        answer = client.post(
+            "/dashboard/login", data={"csrf_token": csrf_of(form.text), "api_key": key}
+        )
+        assert answer.status_code == 303, answer.text
+        return "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+
+
+def audit(site: Site, path: str, cookie: str, out: Path) -> dict[str, float]:
+    """Run Lighthouse on one page; its category scores (0-1)."""
+    # Lighthouse splits --chrome-flags on spaces outside quotes.
+    flags = " ".join([*QUIET_ARGS, "--headless=new", f'--host-resolver-rules="{RESOLVER_RULES}"'])
+    run = subprocess.run(
+        [
+            str(LIGHTHOUSE),
+            site.url(path),
+            "--quiet",
+            "--output=json",
+            f"--output-path={out}",
+            "--preset=desktop",
+            "--only-categories=accessibility,best-practices,performance",
+            f"--extra-headers={json.dumps({'Cookie': cookie})}",
+            f"--chrome-flags={flags}",
+        ],
+        env={"CHROME_PATH": CHROMIUM, "PATH": "/usr/bin:/bin", "HOME": str(out.parent)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report.get("runtimeError") is None, report["runtimeError"]
+    # The page audited is the signed-in page, not the sign-in form it would redirect to.
+    assert report["finalDisplayedUrl"] == site.url(path), report["finalDisplayedUrl"]
+    return {name: category["score"] for name, category in report["categories"].items()}
+
+
+def failing(report_path: Path, category: str) -> list[str]:
+    report = json.loads(report_path.read_text())
+    refs = report["categories"][category]["auditRefs"]
+    return [
+        f"{ref['id']}: {report['audits'][ref['id']]['title']}"
+        for ref in refs
+        if ref["weight"] and (report["audits"][ref["id"]].get("score") or 0) < 1
+    ]
+
+
+def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
+    if not LIGHTHOUSE.exists():
+        pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
+    user, key = site.user()
+    site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
+    cookie = session_cookie(site, key)
+    folder = OUTPUT.parent / "lighthouse"
+    folder.mkdir(parents=True, exist_ok=True)
+    pages = {"overview": "/dashboard"}
+    results = {}
+    for name, path in pages.items():
+        out = folder / f"{name}.json"
+        scores = audit(site, path, cookie, out)
+        results[name] = scores
+        for category in ("accessibility", "best-practices"):
+            assert scores[category] >= FLOOR, (name, category, failing(out, category))
+    print("lighthouse scores:", json.dumps(results))
