@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
@@ -365,6 +366,27 @@ def test_record_items_is_fenced_by_the_claim(services: Services, db: Database) -
     assert [i.state for i in after] == ["done", "pending"]
     assert _get(db, job.id).items_done == 1
     assert _get(db, job.id).counters == {"ok": 1}
+
+
+def test_writing_an_item_finds_it_by_its_key_before_statistics_exist(
+    services: Services, db: Database
+) -> None:
+    """A new job's items have no planner statistics yet: writing one must still find it by
+    its primary key, not scan the job's pending items (once per item: quadratic)."""
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_items", {"urls": [f"u{n}" for n in range(3000)]})
+    item = services.items(user, job.id)[0]
+    with db.read() as conn:
+        compiled = job_sql._RECORD_ITEM.compile(dialect=conn.dialect)
+        values = {"b_id": item.id, "b_job": job.id, "b_state": "done", "b_outcome": "ok"}
+        values |= {"b_result": None, "b_code": None, "b_message": None, "b_at": "2026-01-01"}
+        params: Any = compiled.construct_params(values)
+        if compiled.positional:
+            params = tuple(params[name] for name in compiled.positiontup or ())
+        explain = "EXPLAIN " if db.dialect == "postgresql" else "EXPLAIN QUERY PLAN "
+        plan = " ".join(str(row) for row in conn.exec_driver_sql(explain + str(compiled), params))
+    assert "ix_job_items_open" not in plan, plan
+    assert ("pk_job_items" in plan) or ("INTEGER PRIMARY KEY" in plan), plan
 
 
 def test_an_item_added_finished_is_stored_done_once_and_never_run(

@@ -543,11 +543,15 @@ _RECORD_JOB = (
     )
 )
 
+# The item is found by its primary key; `job_id + 0` keeps the fence (an item of this job)
+# out of index selection. Without it, PostgreSQL planning a job whose items have no
+# statistics yet picks ix_job_items_open (job_id, state) and scans every pending item of the
+# job for each one written: 20,000 items took 19 s instead of 3.
 _RECORD_ITEM = (
     update(job_items)
     .where(
         job_items.c.id == bindparam("b_id"),
-        job_items.c.job_id == bindparam("b_job"),
+        job_items.c.job_id + 0 == bindparam("b_job"),
         job_items.c.state == "pending",
     )
     .values(
