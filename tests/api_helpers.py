@@ -335,13 +335,17 @@ def when(value: str) -> datetime:
 # -- what the app serves and stores -------------------------------------------------------------
 
 
-def app_routes(app: FastAPI) -> list[tuple[str, str, APIRoute]]:
-    """(method, path, route) of every API route, included routers' too, as the app serves them."""
+def app_routes(app: FastAPI, *, pages: bool = False) -> list[tuple[str, str, APIRoute]]:
+    """(method, path, route) of every API route, included routers' too, as the app serves them.
+    The dashboard's pages answer HTML, not problem+json: only with ``pages`` are they walked."""
     found = []
     for context in iter_route_contexts(app.routes):
         route = context.original_route
-        if isinstance(route, APIRoute) and context.path and context.methods:
-            found += [(method, context.path, route) for method in sorted(context.methods)]
+        if not isinstance(route, APIRoute) or not context.path or not context.methods:
+            continue
+        if pages != (context.path == "/" or context.path.startswith("/dashboard")):
+            continue
+        found += [(method, context.path, route) for method in sorted(context.methods)]
     return found
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, api
+from tests.api_helpers import V1, Api, api, app_routes, stored
 from tests.conftest import make_settings
 from tests.dashboard_helpers import browser, csrf_of, post_form, post_login, sign_in
 
@@ -151,3 +151,20 @@ def test_cookies_are_secure_over_https(store_url: str) -> None:
         )
         assert answer.status_code == 303, answer.text
         assert "; secure" in answer.headers["set-cookie"].lower()
+
+
+def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api) -> None:
+    """The API's input gate covers the pages too; they answer with a page, not problem+json."""
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    before = stored(app)
+    routes = app_routes(app.app, pages=True)
+    assert len(routes) >= 6  # the walk finds the pages
+    for method, path, _route in routes:
+        url = path.format(name="app.css")
+        answer = client.request(method, f"{url}?note=a%00b")
+        assert answer.status_code == 422, (method, path, answer.status_code)
+        if url.startswith("/dashboard") and not url.startswith("/dashboard/live"):
+            assert answer.headers["content-type"].startswith("text/html"), (method, path)
+            assert "note" in answer.text, (method, path)
+    assert stored(app) == before

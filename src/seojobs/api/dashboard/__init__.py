@@ -4,6 +4,7 @@ reach data only through the services, like the API."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -82,8 +83,15 @@ def _message(exc: Exception) -> str:
     if isinstance(exc, StarletteHTTPException):
         return str(exc.detail)
     if isinstance(exc, RequestValidationError):
-        return "; ".join(str(e.get("msg", "")) for e in exc.errors())
+        return "; ".join(_field_error(error) for error in exc.errors())
     return str(exc)
+
+
+def _field_error(error: Any) -> str:
+    """ "field: message", the field named as the page's form or address names it."""
+    where = [str(part) for part in error.get("loc", ()) if part not in ("query", "body", "path")]
+    message = str(error.get("msg", ""))
+    return f"{'.'.join(where)}: {message}" if where else message
 
 
 __all__ = ["install", "router"]
