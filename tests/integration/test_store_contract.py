@@ -528,3 +528,22 @@ def test_missed_ticks_are_not_backfilled(services: Services, db: Database) -> No
     with db.read() as conn:
         ticks = list(conn.execute(select(jobs.c.schedule_tick)).scalars())
     assert ticks == [start + timedelta(seconds=300)]
+
+
+def test_the_overview_counts_jobs_from_an_index_alone(services: Services, db: Database) -> None:
+    """Counting 100,000 jobs per state and kind read every row (60-70 ms per overview):
+    ix_jobs_project_state answers it without touching the table."""
+    user = services.create_user("alice").user
+    services.create_job(user, "test_items", {"urls": ["a"]})
+    query = job_sql.counts_query([user.default_project_id])
+    with db.read() as conn:
+        compiled = query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+        if db.dialect == "postgresql":
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # a tiny table: no scans
+            explain = "EXPLAIN "
+        else:
+            explain = "EXPLAIN QUERY PLAN "
+        plan = " ".join(str(row) for row in conn.exec_driver_sql(explain + str(compiled)))
+    assert "ix_jobs_project_state" in plan, plan
+    assert ("Index Only Scan" in plan) or ("COVERING INDEX" in plan), plan
+    assert services.job_counts(user) == [("test_items", "pending", 1)]

@@ -142,6 +142,8 @@ Index("ix_jobs_claim", jobs.c.state, jobs.c.priority, jobs.c.run_at, jobs.c.id)
 Index("ix_jobs_lease", jobs.c.state, jobs.c.lease_expires_at)
 Index("ix_jobs_worker", jobs.c.worker_id)
 Index("ix_jobs_project", jobs.c.project_id, jobs.c.id)
+# Counts per state and kind read from the index alone; a project's jobs in one state.
+Index("ix_jobs_project_state", jobs.c.project_id, jobs.c.state, jobs.c.kind)
 Index("ix_jobs_parent", jobs.c.parent_id)
 Index("ix_jobs_prune", jobs.c.completed_at)
 

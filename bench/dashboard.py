@@ -1,0 +1,285 @@
+"""Dashboard page-render benchmark: ``python bench/dashboard.py [--jobs N] [--requests N]``.
+
+Seeds N index-check jobs (default 100,000: every other one completed, one in 500 running) for
+one user on SQLite and on PostgreSQL, serves each with one uvicorn process built as
+``seojobs serve --no-worker`` builds it, signs in through the login form, and times page
+GETs one at a time over a kept-alive connection: the overview (``/dashboard``) and the jobs
+list (``/dashboard/jobs``, unfiltered and by status), each beside the JSON list endpoint over
+the same rows (``/v1/projects/{id}/jobs``, same page size and filter), in interleaved rounds
+so that each pair meets the same load from the rest of the machine. Prints p50/p99 per page,
+the ratio to its JSON peer and PASS/FAIL against the targets (every page p99 <= 50 ms; the
+jobs list's p99 within 2x of the JSON list's over the same rows); exits 1 when one fails.
+See bench/README.md.
+
+Run as a script, this folder would come first on ``sys.path`` and ``bench/queue.py`` would
+shadow the standard library's ``queue``: the folder is swapped for the repository root first.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
+    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
+]
+
+import argparse
+import http.client
+import re
+import statistics
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+from sqlalchemy import update
+
+from bench.lib import cli
+from bench.lib.ours import Seeded, seed
+from bench.lib.scratch import (
+    ScratchPostgres,
+    ScratchSqlite,
+    analyze_sqlite,
+    pg_url,
+    sqlite_url,
+    vacuum_postgres,
+)
+from bench.lib.servers import Server
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.store.tables import jobs as jobs_table
+
+TARGET_P99_MS = 50.0
+TARGET_RATIO = 2.0
+PAGE_SIZE = 50  # the dashboard's jobs page size (seojobs.api.dashboard), and the JSON peer's
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A dashboard page and a JSON request beside it. ``same_rows``: the JSON request reads
+    the rows the page shows (the jobs list), so the page is held to 2x of it; the overview's
+    counts have no JSON twin, so its ratio to the list is printed but not a target."""
+
+    name: str
+    page: str
+    peer: str
+    same_rows: bool = True
+
+
+@dataclass
+class Timings:
+    samples: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
+
+    def add(self, store: str, pair: str, side: str, ms: float) -> None:
+        self.samples.setdefault((store, pair, side), []).append(ms)
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+class Session:
+    """One kept-alive connection, signed in to the dashboard and holding an API key."""
+
+    def __init__(self, port: int, api_key: str) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.api_key = api_key
+        self.cookies: dict[str, str] = {}
+
+    def _cookie_header(self) -> dict[str, str]:
+        if not self.cookies:
+            return {}
+        return {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+
+    def request(
+        self, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        sent = {**self._cookie_header(), **(headers or {})}
+        self.conn.request(method, path, body=body, headers=sent)
+        response = self.conn.getresponse()
+        data = response.read()
+        for name, value in response.getheaders():
+            if name.lower() == "set-cookie":
+                key, _, rest = value.partition("=")
+                self.cookies[key] = rest.split(";", 1)[0]
+        return response.status, data
+
+    def sign_in(self) -> None:
+        status, form = self.request("GET", "/dashboard/login")
+        found = _CSRF.search(form.decode())
+        if status != 200 or not found:
+            raise RuntimeError(f"the login page answered {status}")
+        body = urlencode({"csrf_token": found.group(1), "api_key": self.api_key})
+        status, _ = self.request(
+            "POST",
+            "/dashboard/login",
+            body,
+            {"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        if status != 303:
+            raise RuntimeError(f"signing in answered {status}")
+
+    def timed(self, path: str, api: bool) -> float:
+        headers = {"Authorization": self.api_key} if api else {}
+        started = time.perf_counter()
+        status, body = self.request("GET", path, headers=headers)
+        elapsed = (time.perf_counter() - started) * 1000
+        if status != 200:
+            raise RuntimeError(f"GET {path} answered {status}: {body[:300]!r}")
+        return elapsed
+
+
+PAGES = ("overview", "jobs list", "jobs list, completed")
+
+
+def _pairs(project_id: int) -> list[Pair]:
+    json_list = f"/v1/projects/{project_id}/jobs?limit={PAGE_SIZE}"
+    return [
+        Pair("overview", "/dashboard", json_list, same_rows=False),
+        Pair("jobs list", "/dashboard/jobs", json_list),
+        Pair(
+            "jobs list, completed",
+            "/dashboard/jobs?status=completed",
+            f"{json_list}&status=completed",
+        ),
+    ]
+
+
+def _mark_running(url: str) -> None:
+    """One pending job in 500 running, so the overview has progress bars to draw."""
+    db = Database(url)
+    try:
+        with db.write() as conn:
+            conn.execute(
+                update(jobs_table)
+                .where(jobs_table.c.id % 500 == 1, jobs_table.c.state == "pending")
+                .values(state="processing", started_at=utcnow())
+            )
+    finally:
+        db.dispose()
+
+
+def _project_id(url: str) -> int:
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            return int(conn.execute(jobs_table.select().limit(1)).one().project_id)
+    finally:
+        db.dispose()
+
+
+def run_store(
+    store: str, url: str, seeded: Seeded, opts: argparse.Namespace, timings: Timings, log: Path
+) -> None:
+    env = {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
+    with Server("bench.lib.servers:ours", "/healthz", env, log) as server:
+        session = Session(server.port, seeded.api_key)
+        session.sign_in()
+        pairs = [pair for pair in _pairs(_project_id(url)) if pair.name in opts.pages]
+        for pair in pairs:  # warm-up: connections, templates, the planner
+            for _ in range(opts.warmup):
+                session.timed(pair.page, api=False)
+                session.timed(pair.peer, api=True)
+        for rnd in range(opts.rounds):
+            for pair in pairs:
+                for _ in range(opts.requests // opts.rounds):
+                    timings.add(store, pair.name, "page", session.timed(pair.page, api=False))
+                    timings.add(store, pair.name, "json", session.timed(pair.peer, api=True))
+            cli.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
+
+
+def report(timings: Timings, stores: list[str]) -> list[str]:
+    rows, failed = [], []
+    names = dict.fromkeys(pair for (_s, pair, _side) in timings.samples)
+    held = {pair.name: pair.same_rows for pair in _pairs(0)}
+    for store in stores:
+        for name in names:
+            page = timings.samples.get((store, name, "page"))
+            peer = timings.samples.get((store, name, "json"))
+            if not page or not peer:
+                continue
+            p50, p99 = statistics.median(page), _percentile(page, 0.99)
+            j50, j99 = statistics.median(peer), _percentile(peer, 0.99)
+            ratio = p99 / j99
+            ok_abs, ok_ratio = p99 <= TARGET_P99_MS, ratio <= TARGET_RATIO
+            if not ok_abs:
+                failed.append(f"{store} {name}: p99 {p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
+            if held[name] and not ok_ratio:
+                failed.append(f"{store} {name}: p99 {ratio:.2f}x the JSON list's")
+            ratio_verdict = cli.verdict(ok_ratio) if held[name] else "(no twin)"
+            rows.append(
+                [
+                    store,
+                    name,
+                    f"{p50:.1f}",
+                    f"{p99:.1f}",
+                    f"{j50:.1f}",
+                    f"{j99:.1f}",
+                    f"{ratio:.2f}x",
+                    f"{cli.verdict(ok_abs)} / {ratio_verdict}",
+                ]
+            )
+    lines = cli.table(
+        [
+            "store",
+            "page",
+            "p50 ms",
+            "p99 ms",
+            "JSON p50",
+            "JSON p99",
+            "p99 ratio",
+            f"<= {TARGET_P99_MS:.0f} ms / <= {TARGET_RATIO:.0f}x",
+        ],
+        rows,
+        right=range(2, 7),
+    )
+    print("\n".join(lines))
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/dashboard.py", description=__doc__.split("\n")[0])
+    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table (100000)")
+    p.add_argument("--requests", type=int, default=600, help="timed GETs per page (600)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
+    p.add_argument("--warmup", type=int, default=20, help="untimed GETs per page first (20)")
+    p.add_argument(
+        "--only", type=cli.choice(("sqlite", "postgresql")), default=("sqlite", "postgresql")
+    )
+    p.add_argument("--pages", type=cli.choice(PAGES), default=PAGES, help=", ".join(PAGES))
+    opts = p.parse_args(argv)
+    cli.unwind_on_sigterm()
+    timings = Timings()
+    with ExitStack() as stack:
+        scratch_sqlite = stack.enter_context(ScratchSqlite())
+        pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
+        print(cli.machine(pg))
+        print(f"  {opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time")
+        for store in opts.only:
+            if store == "sqlite":
+                path = scratch_sqlite.new_path("dashboard")
+                url = sqlite_url(path)
+                seeded = seed(url, opts.jobs)
+                _mark_running(url)
+                analyze_sqlite(path)
+            else:
+                assert pg is not None
+                name = pg.create("seojobs_dashbench")
+                url = pg_url(name)
+                seeded = seed(url, opts.jobs)
+                _mark_running(url)
+                vacuum_postgres(name)
+            cli.progress(f"{store}: {seeded.count:,} jobs seeded in {seeded.seconds:.1f} s")
+            log = scratch_sqlite.new_path(f"{store}-server").with_suffix(".log")
+            run_store(store, url, seeded, opts, timings, log)
+        failed = report(timings, list(opts.only))
+    for line in failed:
+        print(f"  FAIL {line}")
+    return cli.exit_code(failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
