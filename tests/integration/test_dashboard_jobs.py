@@ -223,3 +223,25 @@ def test_the_new_job_form_keeps_input_on_errors_and_starts_a_check(app: Api) -> 
     items = app.services.items(alice.user, job_id)
     assert [i.input for i in items] == URLS[:3]
     assert isinstance(client.get(made.headers["location"]), httpx.Response)
+
+
+def test_over_quota_or_rate_limit_the_form_answers_as_the_api_does(store_url: str) -> None:
+    with api(make_settings(store_url, quota_check_daily=2)) as app:
+        alice = app.account("alice", rate_limit="2/minute")
+        client = sign_in(app, alice.key)
+        token = csrf_of(client.get("/dashboard/new").text)
+        form = {"csrf_token": token, "kind": "index_check"}
+        form["project"] = str(alice.user.default_project_id)
+        # Over the quota the job exists, failed with quota_exceeded (the API's 202 body says
+        # the same): its page shows why.
+        over = client.post("/dashboard/new", data={**form, "urls": "\n".join(URLS[:3])})
+        assert over.status_code == 303
+        job = app.services.job(alice.user, int(over.headers["location"].rsplit("/", 1)[1]))
+        assert job.state == "failed" and job.error_code == "quota_exceeded"
+        shown = client.get(over.headers["location"])
+        assert "quota_exceeded" in shown.text
+        # The second start spends the user's request budget; the third is refused with 429.
+        assert client.post("/dashboard/new", data={**form, "urls": URLS[0]}).status_code == 303
+        limited = client.post("/dashboard/new", data={**form, "urls": URLS[1]})
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        assert "too many requests" in limited.text and URLS[1] in limited.text
