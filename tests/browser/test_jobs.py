@@ -94,3 +94,16 @@ def test_start_a_check_from_the_form(page: Page, checking_site: Site) -> None:
     expect(page).to_have_url(re.compile(r"/dashboard/jobs/\d+$"))
     expect(page.get_by_text("index_check").first).to_be_visible()
     expect(page.get_by_role("rowheader", name="https://example.com/b", exact=True)).to_be_visible()
+
+
+def test_a_job_page_follows_its_job_and_drops_cancel_when_it_ends(page: Page, site: Site) -> None:
+    user, key = site.user()
+    urls = [f"https://example.com/{n}" for n in range(4)]
+    job, _ = site.services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.5})
+    sign_in(page, site, key)
+    page.goto(site.url(f"/dashboard/jobs/{job.id}"))
+    cancel = page.get_by_role("button", name="Cancel job")
+    expect(cancel).to_be_visible()
+    status = page.locator(f"[data-job='{job.id}'] [data-field='status']").first
+    expect(status).to_have_text("completed", timeout=30_000)
+    expect(cancel).to_be_hidden()

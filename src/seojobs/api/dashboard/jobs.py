@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from seojobs.api.dashboard.auth import DashboardError, check_csrf, read_form
+from seojobs.api.dashboard.auth import DashboardError, Viewer, check_csrf, read_form
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, see_other
 from seojobs.api.inputs import CheckedRoute
@@ -21,9 +21,10 @@ from seojobs.api.ratelimit import USER, RateLimiter
 from seojobs.api.reports import item_status, report_columns
 from seojobs.api.results import items_csv_response
 from seojobs.api.v1 import JobId
+from seojobs.engine.registry import ReportColumn
 from seojobs.services import Invalid, Services, indexing
 from seojobs.services.errors import JobFinished
-from seojobs.store.records import ItemRecord, JobRecord
+from seojobs.store.records import ItemRecord, JobRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 PAGE: Final = 50
@@ -197,7 +198,7 @@ async def job_page(
     return page(request, "job.html", context, user=who.user, csrf=who.csrf)
 
 
-def _project_name(services: Services, who: Any, project_id: int) -> str:
+def _project_name(services: Services, who: Viewer, project_id: int) -> str:
     for project in services.projects(who.user):
         if project.id == project_id:
             return project.name
@@ -224,7 +225,9 @@ def _duration(job: JobRecord) -> str | None:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def _item_row(item: ItemRecord, job: JobRecord, columns: Any) -> dict[str, Any]:
+def _item_row(
+    item: ItemRecord, job: JobRecord, columns: tuple[ReportColumn, ...]
+) -> dict[str, Any]:
     return {
         "seq": item.seq,
         "input": item.input,
@@ -265,8 +268,8 @@ async def cancel(request: Request, who: Signed, job_id: JobId) -> Response:
 
 def _new_page(
     request: Request,
-    who: Any,
-    projects: list[Any],
+    who: Viewer,
+    projects: list[ProjectRecord],
     form: dict[str, str],
     errors: dict[str, str],
     status_code: int = 200,
