@@ -74,11 +74,15 @@ def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
     if not LIGHTHOUSE.exists():
         pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
     user, key = site.user()
-    site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
+    job, _ = site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
     cookie = session_cookie(site, key)
     folder = OUTPUT.parent / "lighthouse"
     folder.mkdir(parents=True, exist_ok=True)
-    pages = {"overview": "/dashboard"}
+    pages = {
+        "overview": "/dashboard",
+        "jobs": "/dashboard/jobs",
+        "job": f"/dashboard/jobs/{job.id}",
+    }
     results = {}
     for name, path in pages.items():
         out = folder / f"{name}.json"

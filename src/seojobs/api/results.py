@@ -151,7 +151,7 @@ def collection_body(found: CollectionRecord) -> dict[str, Any]:
     }
 
 
-def _items_csv(
+def items_csv(
     svc: Services, user: UserRecord, job: JobRecord, outcomes: list[str] | None
 ) -> Iterator[str]:
     columns = report_columns(svc, job)
@@ -174,6 +174,16 @@ def _items_csv(
     return csvfile.lines(ITEM_COLUMNS + [c.name for c in columns], rows())
 
 
+def items_csv_response(
+    svc: Services, user: UserRecord, job: JobRecord, outcomes: list[str] | None
+) -> StreamingResponse:
+    """A job's items as a CSV download (the API's and the dashboard's)."""
+    headers = {"Content-Disposition": f'attachment; filename="job-{job.id}-items.csv"'}
+    return StreamingResponse(
+        items_csv(svc, user, job, outcomes), media_type="text/csv", headers=headers
+    )
+
+
 @router.get(
     "/jobs/{job_id}/items",
     operation_id="list_job_items",
@@ -193,10 +203,7 @@ def list_items(
     list as CSV (`Accept: text/csv`) with the columns the job's type declares."""
     job = svc.job(user, job_id, summary=True)  # 404 before anything else
     if accept and "text/csv" in accept.lower():
-        headers = {"Content-Disposition": f'attachment; filename="job-{job_id}-items.csv"'}
-        return StreamingResponse(
-            _items_csv(svc, user, job, outcome), media_type="text/csv", headers=headers
-        )
+        return items_csv_response(svc, user, job, outcome)
     after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)
     found = svc.items(
         user, job_id, after_seq=-1 if after is None else after, limit=limit + 1, outcomes=outcome

@@ -211,11 +211,15 @@ class JobServices(ServiceBase):
         kind: str | None = None,
         states: Sequence[str] | None = None,
         before_id: int | None = None,
+        after_id: int | None = None,
         limit: int = 50,
         ids: Sequence[int] | None = None,
         updated_since: datetime | None = None,
+        created_since: datetime | None = None,
+        created_until: datetime | None = None,
         summary: bool = False,
     ) -> list[JobRecord]:
+        """The user's jobs, newest first (see ``store.jobs.list_for_projects``)."""
         if project_id is not None:
             project_ids = [self.project(user, project_id).id]
         else:
@@ -227,9 +231,12 @@ class JobServices(ServiceBase):
                 kind=kind,
                 states=states,
                 before_id=before_id,
+                after_id=after_id,
                 limit=limit,
                 ids=ids,
                 updated_since=updated_since,
+                created_since=created_since,
+                created_until=created_until,
                 param_keys=self.registry.summary_keys() if summary else None,
             )
 

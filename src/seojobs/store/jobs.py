@@ -223,11 +223,16 @@ def list_for_projects(
     kind: str | None = None,
     states: Sequence[str] | None = None,
     before_id: int | None = None,
+    after_id: int | None = None,
     limit: int = 50,
     ids: Sequence[int] | None = None,
     updated_since: datetime | None = None,
+    created_since: datetime | None = None,
+    created_until: datetime | None = None,
     param_keys: Sequence[str] | None = None,
 ) -> list[JobRecord]:
+    """The projects' jobs, newest first: those before ``before_id`` (the next page), or
+    the ``limit`` just after ``after_id`` (the previous page), still newest first."""
     query = _select(param_keys).where(jobs.c.project_id.in_(project_ids))
     if kind:
         query = query.where(jobs.c.kind == kind)
@@ -237,8 +242,16 @@ def list_for_projects(
         query = query.where(jobs.c.id.in_(ids))
     if updated_since is not None:
         query = query.where(jobs.c.updated_at >= updated_since)
+    if created_since is not None:
+        query = query.where(jobs.c.created_at >= created_since)
+    if created_until is not None:
+        query = query.where(jobs.c.created_at < created_until)
     if before_id is not None:
         query = query.where(jobs.c.id < before_id)
+    if after_id is not None:
+        query = query.where(jobs.c.id > after_id)
+        rows = conn.execute(query.order_by(jobs.c.id.asc()).limit(limit))
+        return [_record(r, param_keys) for r in rows][::-1]
     rows = conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))
     return [_record(r, param_keys) for r in rows]
 

@@ -32,6 +32,8 @@
     });
     if (job.final) {
       el.removeAttribute("data-live-job");
+      // What only an open job offers (its Cancel button) goes when it ends.
+      el.querySelectorAll("[data-open-only]").forEach(function (part) { part.hidden = true; });
       el.dispatchEvent(new CustomEvent("seojobs:final", { bubbles: true, detail: job }));
     }
   }
