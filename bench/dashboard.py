@@ -132,19 +132,21 @@ class Session:
         return elapsed
 
 
-PAGES = ("overview", "jobs list", "jobs list, completed")
+PAGES = ("overview", "jobs", "jobs-completed", "jobs-failed")
 
 
 def _pairs(project_id: int) -> list[Pair]:
     json_list = f"/v1/projects/{project_id}/jobs?limit={PAGE_SIZE}"
     return [
         Pair("overview", "/dashboard", json_list, same_rows=False),
-        Pair("jobs list", "/dashboard/jobs", json_list),
+        Pair("jobs", "/dashboard/jobs", json_list),
         Pair(
-            "jobs list, completed",
+            "jobs-completed",
             "/dashboard/jobs?status=completed",
             f"{json_list}&status=completed",
         ),
+        # None failed: the filter that finds nothing must not read every job to say so.
+        Pair("jobs-failed", "/dashboard/jobs?status=failed", f"{json_list}&status=failed"),
     ]
 
 
