@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync_playwright
 
 from seojobs.services import Services
 from seojobs.store.records import UserRecord
@@ -130,3 +130,18 @@ def screenshots(page: Page, name: str) -> list[Path]:
             assert overflow <= 0, f"{name}: {overflow}px of horizontal scrolling at 390 px"
     page.set_viewport_size(original)
     return written
+
+
+def watch_until_completed(page: Page, row: Locator, items: int) -> None:
+    """``row``'s counters move while its job runs, then it says completed, its bar full: all
+    without a reload (no navigation happens while watching)."""
+    done = row.locator("[data-field='items_done']")
+    first = int(done.inner_text())
+    assert first < items
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    expect(done).not_to_have_text(str(first), timeout=30_000)
+    expect(row.locator("[data-field='status']")).to_have_text("completed", timeout=30_000)
+    expect(done).to_have_text(str(items))
+    expect(row.locator("progress")).to_have_attribute("value", "100")
+    assert navigations == []

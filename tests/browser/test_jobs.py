@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import Site, screenshots, sign_in
+from tests.browser.conftest import Site, screenshots, sign_in, watch_until_completed
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok
 from tests.fakes.serp import FakeSerper
@@ -53,15 +53,7 @@ def test_a_job_moves_in_the_list_and_its_page_gives_results_and_csv(page: Page, 
     expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
     row = page.locator(f"tr[data-job='{job_id}']")
     expect(row).to_be_visible()
-    done = row.locator("[data-field='items_done']")
-    first = int(done.inner_text())
-    assert first < len(urls)
-    navigations: list[str] = []
-    page.on("framenavigated", lambda frame: navigations.append(frame.url))
-    expect(done).not_to_have_text(str(first), timeout=30_000)
-    expect(row.locator("[data-field='status']")).to_have_text("completed", timeout=30_000)
-    expect(row.locator("progress")).to_have_attribute("value", "100")
-    assert navigations == []
+    watch_until_completed(page, row, len(urls))
     screenshots(page, "jobs")
 
     row.get_by_role("link", name=f"#{job_id}").click()

@@ -7,7 +7,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import Site, screenshots, sign_in
+from tests.browser.conftest import Site, screenshots, sign_in, watch_until_completed
 
 
 def test_overview_shows_live_progress_until_completed(page: Page, site: Site) -> None:
@@ -19,18 +19,7 @@ def test_overview_shows_live_progress_until_completed(page: Page, site: Site) ->
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     row = page.locator(f"[data-job='{job.id}']")
     expect(row).to_be_visible()
-    done = row.locator("[data-field='items_done']")
-    first = int(done.inner_text())
-    assert first < len(urls)
-    # The counters move while the job runs, then the row says completed: no reload happened
-    # (the navigation count stays one).
-    navigations: list[str] = []
-    page.on("framenavigated", lambda frame: navigations.append(frame.url))
-    expect(done).not_to_have_text(str(first), timeout=30_000)
-    expect(row.locator("[data-field='status']")).to_have_text("completed", timeout=30_000)
-    expect(done).to_have_text(str(len(urls)))
-    expect(row.locator("progress")).to_have_attribute("value", "100")
-    assert navigations == []
+    watch_until_completed(page, row, len(urls))
     screenshots(page, "overview")
 
     page.get_by_role("button", name="Sign out").click()
