@@ -163,3 +163,73 @@ def test_another_user_gets_404_and_forms_need_their_token(app: Api) -> None:
     assert client.post(f"{page}/schedules/{sid}", data={"enabled": "false"}).status_code == 403
     assert client.get(page).status_code == 200
     assert app.services.schedule(alice.user, pid, sid).enabled is True
+
+
+def test_every_registered_type_has_a_form_and_a_job_starts_from_one(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    kinds = app.services.registry.names()
+    listed = client.get(new)
+    assert listed.status_code == 200
+    for kind in kinds:
+        assert f'href="{new}?type={kind}"' in listed.text, kind
+        form = client.get(new, params={"type": kind})
+        assert form.status_code == 200, (kind, form.text)
+        assert f'name="type" value="{kind}"' in form.text
+    items = client.get(new, params={"type": "test_items"}).text
+    assert '<textarea id="f-urls" name="p_urls"' in items  # an array of strings
+    assert 'type="number" id="f-concurrency" name="p_concurrency" value="1" step="1" min="1"' in (
+        items
+    )
+    assert 'type="checkbox" id="f-crash"' in client.get(new, params={"type": "test_fail"}).text
+
+    started = post_form(
+        client,
+        f"{new}?type=test_items",
+        new,
+        {"type": "test_items", "p_urls": "a\n\n b \n", "p_concurrency": "2", "p_item_delay": ""},
+    )
+    assert started.status_code == 303, started.text
+    job_id = int(started.headers["location"].rsplit("/", 1)[1])
+    assert started.headers["location"] == f"/dashboard/jobs/{job_id}"
+    job = app.services.job(alice.user, job_id)
+    assert job.project_id == pid and job.kind == "test_items"
+    assert job.params["urls"] == ["a", "b"] and job.params["concurrency"] == 2
+
+
+def test_a_refused_job_form_names_the_field_and_keeps_the_input(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    before = app.services.jobs(alice.user, project_id=pid)
+    too_long = post_form(
+        client, f"{new}?type=test_sleep", new, {"type": "test_sleep", "p_seconds": "700"}
+    )
+    assert too_long.status_code == 422
+    assert "seconds:" in too_long.text and 'value="700"' in too_long.text
+    assert 'aria-invalid="true"' in too_long.text
+    unreadable = post_form(
+        client,
+        f"{new}?type=test_items",
+        new,
+        {"type": "test_items", "p_urls": "x\ny", "p_concurrency": "two"},
+    )
+    assert unreadable.status_code == 422
+    assert "concurrency: must be a whole number" in unreadable.text
+    assert "x\ny</textarea>" in unreadable.text and 'value="two"' in unreadable.text
+    missing = post_form(client, f"{new}?type=test_items", new, {"type": "test_items", "p_urls": ""})
+    assert missing.status_code == 422 and "urls:" in missing.text
+    unknown = post_form(client, new, new, {"type": "no_such_type"})
+    assert unknown.status_code == 422 and "no_such_type" in unknown.text
+    assert app.services.jobs(alice.user, project_id=pid) == before
+
+    bob = sign_in(app, app.account("bob").key)
+    assert bob.get(new, params={"type": "test_noop"}).status_code == 404
+    token = csrf_of(bob.get("/dashboard/projects").text)
+    taken = bob.post(new, data={"csrf_token": token, "type": "test_noop"})
+    assert taken.status_code == 404
+    assert client.post(new, data={"type": "test_noop"}).status_code == 403
+    assert app.services.jobs(alice.user, project_id=pid) == before

@@ -1,16 +1,17 @@
 """Project pages: the list (and creating one), a project's page (rename, delete after a
 confirmation step, its schedules, its latest jobs, what its kinds collected as tables and
-charts)."""
+charts) and starting a job of any type there from a form built from its params schema."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 
+from seojobs.api.dashboard import jobform
 from seojobs.api.dashboard.auth import DashboardError, Viewer, check_csrf, read_form
 from seojobs.api.dashboard.charts import bar_chart
 from seojobs.api.dashboard.render import page
@@ -18,8 +19,8 @@ from seojobs.api.dashboard.routes import Signed, see_other
 from seojobs.api.ids import MAX_ID
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.text import Name
-from seojobs.services import Conflict, NotFound, Services
-from seojobs.store.records import CollectionRecord
+from seojobs.services import Conflict, Invalid, NotFound, Services
+from seojobs.store.records import CollectionRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 ProjectId = Annotated[int, Path(ge=1, le=MAX_ID)]
@@ -243,3 +244,75 @@ async def schedule_enable(
         services.set_schedule_enabled, who.user, project_id, schedule_id, wanted == "true"
     )
     return see_other(f"/dashboard/projects/{project_id}#schedules")
+
+
+# -- starting a job -----------------------------------------------------------------------------
+
+
+@router.get("/dashboard/projects/{project_id}/new", name="dashboard_project_new_job")
+async def new_job_form(
+    request: Request,
+    who: Signed,
+    project_id: ProjectId,
+    kind: Annotated[str | None, Query(alias="type", max_length=100)] = None,
+) -> Response:
+    services = _services(request)
+    project = await run_in_threadpool(services.project, who.user, project_id)
+    if kind is None:
+        registry = services.registry
+        kinds = [registry.get(name) for name in registry.names()]
+        context = {"project": project, "kinds": kinds}
+        return page(request, "project_kinds.html", context, **_as(who))
+    spec = services.kind(kind)
+    form_fields = jobform.fields(spec.params.model_json_schema())
+    return _job_page(request, who, project, spec, form_fields, errors=[], status_code=200)
+
+
+def _job_page(
+    request: Request,
+    who: Viewer,
+    project: ProjectRecord,
+    spec: Any,
+    form_fields: list[jobform.Field],
+    *,
+    errors: list[str],
+    status_code: int,
+) -> Response:
+    context = {"project": project, "kind": spec, "fields": form_fields, "errors": errors}
+    return page(request, "project_new.html", context, status_code=status_code, **_as(who))
+
+
+@router.post("/dashboard/projects/{project_id}/new", name="dashboard_project_start_job")
+async def start_job(request: Request, who: Signed, project_id: ProjectId) -> Response:
+    form = await read_form(request)
+    check_csrf(who.csrf, form)
+    services = _services(request)
+    project = await run_in_threadpool(services.project, who.user, project_id)
+    spec = services.kind(form.get("type", ""))
+    form_fields = jobform.fields(spec.params.model_json_schema())
+    params, readable = jobform.read(form_fields, form)
+    errors = [f.error for f in form_fields if f.error]
+    if readable:
+        try:
+            job, _ = await run_in_threadpool(
+                lambda: services.create_job(who.user, spec.name, params, project_id=project_id)
+            )
+        except Invalid as exc:
+            errors = _place(form_fields, exc)
+        else:
+            return see_other(f"/dashboard/jobs/{job.id}")
+    return _job_page(request, who, project, spec, form_fields, errors=errors, status_code=422)
+
+
+def _place(form_fields: list[jobform.Field], exc: Invalid) -> list[str]:
+    """The refusal's messages, each on its field too when it names one of the form's."""
+    by_name = {f.name: f for f in form_fields}
+    messages = []
+    for error in exc.errors:
+        path = ".".join(str(part) for part in error.path) or "params"
+        message = f"{path}: {error.message}"
+        messages.append(message)
+        found = by_name.get(str(error.path[0])) if error.path else None
+        if found is not None:
+            found.error = message if found.error is None else f"{found.error}; {message}"
+    return messages
