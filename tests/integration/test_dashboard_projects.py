@@ -9,12 +9,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from seojobs.store import jobs as job_sql
-from seojobs.store import results
-from seojobs.store.coltypes import utcnow
 from tests.api_helpers import Api, api
 from tests.conftest import make_settings
-from tests.dashboard_helpers import csrf_of, post_form, sign_in
+from tests.dashboard_helpers import collected_job, csrf_of, post_form, sign_in
 
 
 @pytest.fixture
@@ -99,32 +96,15 @@ def test_collected_data_shows_as_a_table_and_an_svg_chart(app: Api) -> None:
     alice = app.account("alice")
     client = sign_in(app, alice.key)
     pid = _create(client, "Shop")
-    services = app.services
-    services.create_job(alice.user, "test_crawl", {"start": "http://shop.test/"}, project_id=pid)
-    db = services.db
-    with db.write() as conn:
-        [job] = job_sql.claim(db, conn, "w1", 1, utcnow(), 30)
-    with db.write() as conn:
-        results.collect(
-            db,
-            conn,
-            job_id=job.id,
-            attempt=job.attempt,
-            project_id=pid,
-            kind="test_crawl",
-            subject="shop.test",
-            data={"pages": 12, "scores": {"speed": 0.75}, "server": "nginx"},
-            now=utcnow(),
-        )
-    with db.write() as conn:
-        assert job_sql.complete_many(db, conn, [(job.id, job.attempt, None)], utcnow())
+    data = {"pages": 12, "scores": {"speed": 0.75}, "server": "nginx"}
+    job = collected_job(app.services, alice.user, pid, data)
     shown = client.get(f"/dashboard/projects/{pid}")
     assert shown.status_code == 200
     text = shown.text
     assert "test_crawl: latest results" in text
     assert "shop.test" in text and "scores.speed" in text and "nginx" in text
     assert '<svg class="chart" role="img" aria-label="test_crawl shop.test' in text
-    assert "<title>test_crawl shop.test</title>" in text
+    assert "<title>test_crawl shop.test</title>" in text and "pages: 12," in text
     assert f'href="/dashboard/jobs/{job.id}"' in text
 
 

@@ -19,7 +19,7 @@ DEFAULT_COLOUR: Final = "#0b57d0"
 
 
 def _number(value: float) -> str:
-    return f"{value:,}" if float(value).is_integer() else f"{value:,.2f}"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
 
 
 def bar_chart(title: str, values: Sequence[tuple[str, float]]) -> Markup:
