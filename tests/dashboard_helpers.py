@@ -4,9 +4,16 @@ token, the cookie), read tokens out of pages."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
+from typing import Any
 
 import httpx
 
+from seojobs.services import Services
+from seojobs.store import jobs as job_sql
+from seojobs.store import results
+from seojobs.store.coltypes import utcnow
+from seojobs.store.records import JobRecord, UserRecord
 from tests.api_helpers import Api
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -48,3 +55,36 @@ def post_form(client: httpx.Client, page: str, action: str, data: dict[str, str]
     shown = client.get(page)
     assert shown.status_code == 200, shown.text
     return client.post(action, data={"csrf_token": csrf_of(shown.text), **data})
+
+
+def collected_job(services: Services, user: UserRecord, project_id: int, data: Any) -> JobRecord:
+    """A completed ``test_crawl`` job in ``project_id`` that collected ``data`` for
+    ``shop.test``: written through the store as a worker would, so no site is crawled. The
+    job is due only in an hour, so that a running worker leaves it alone."""
+    created, _ = services.create_job(
+        user,
+        "test_crawl",
+        {"start": "http://shop.test/"},
+        project_id=project_id,
+        delay_seconds=3600,
+    )
+    db = services.db
+    later = utcnow() + timedelta(hours=2)
+    with db.write() as conn:
+        [job] = job_sql.claim(db, conn, "dashboard-test", 1, later, 30)
+    assert job.id == created.id
+    with db.write() as conn:
+        results.collect(
+            db,
+            conn,
+            job_id=job.id,
+            attempt=job.attempt,
+            project_id=project_id,
+            kind=job.kind,
+            subject="shop.test",
+            data=data,
+            now=utcnow(),
+        )
+    with db.write() as conn:
+        assert job_sql.complete_many(db, conn, [(job.id, job.attempt, None)], later)
+    return job

@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser.conftest import CHROMIUM, OUTPUT, QUIET_ARGS, RESOLVER_RULES, Site
 from tests.conftest import ROOT
-from tests.dashboard_helpers import csrf_of
+from tests.dashboard_helpers import collected_job, csrf_of
 
 LIGHTHOUSE = ROOT / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
 FLOOR = 0.95
@@ -75,6 +75,9 @@ def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
         pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
     user, key = site.user()
     job, _ = site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
+    project = site.services.create_project(user, "Shop")
+    data = {"pages": 12, "scores": {"speed": 0.75, "seo": 0.9}, "server": "nginx"}
+    collected_job(site.services, user, project.id, data)
     cookie = session_cookie(site, key)
     folder = OUTPUT.parent / "lighthouse"
     folder.mkdir(parents=True, exist_ok=True)
@@ -82,6 +85,7 @@ def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
         "overview": "/dashboard",
         "jobs": "/dashboard/jobs",
         "job": f"/dashboard/jobs/{job.id}",
+        "project": f"/dashboard/projects/{project.id}",
     }
     results = {}
     for name, path in pages.items():

@@ -42,6 +42,8 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v2/task/{engine}/{type}/report"): {"task_id": "1"},
     ("POST", "/v2/{engine}/url"): {"url": URL},
     ("POST", "/v1/projects"): {"name": "site"},
+    ("PATCH", "/v1/projects/{project_id}"): {"name": "renamed"},
+    ("PATCH", "/v1/projects/{project_id}/schedules/{schedule_id}"): {"enabled": False},
     ("POST", "/v1/projects/{project_id}/jobs"): {
         "type": "test_items",
         "params": {"urls": ["a", "b"], "fail_items": ["b"]},

@@ -30,8 +30,8 @@ def allowed(response: httpx.Response) -> set[str]:
 @pytest.mark.parametrize(
     ("path", "methods"),
     [
-        ("/v1/projects/1", {"GET", "DELETE"}),
-        ("/v1/projects/1/schedules/1", {"GET", "DELETE"}),
+        ("/v1/projects/1", {"GET", "PATCH", "DELETE"}),
+        ("/v1/projects/1/schedules/1", {"GET", "PATCH", "DELETE"}),
         ("/v1/projects", {"GET", "POST"}),
         ("/api/v1/index-check/jobs", {"GET", "POST"}),
         ("/api/v1/index-submit/jobs/1", {"GET"}),  # a status route of its own (PathIdRoute)

@@ -611,3 +611,36 @@ def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> N
     # Answers are documented by their models, so generated clients know the shapes.
     job = document["components"]["schemas"]["Job"]["properties"]
     assert {"id", "type", "status", "error", "result"} <= set(job)
+
+
+def test_a_project_is_renamed_by_patch(idle: Api) -> None:
+    client = idle.client(idle.account())
+    first = client.post("/v1/projects", json={"name": "one"}).json()["data"]
+    client.post("/v1/projects", json={"name": "two"})
+    renamed = client.patch(f"/v1/projects/{first['id']}", json={"name": "  uno  "})
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["data"] == first | {"name": "uno"}
+    assert client.get(f"/v1/projects/{first['id']}").json()["data"]["name"] == "uno"
+    assert_problem(client.patch(f"/v1/projects/{first['id']}", json={"name": "two"}), 409)
+    assert error_fields(client.patch(f"/v1/projects/{first['id']}", json={"name": " "})) == ["name"]
+    bob = idle.client(idle.account())
+    assert_problem(bob.patch(f"/v1/projects/{first['id']}", json={"name": "mine"}), 404)
+    assert client.get(f"/v1/projects/{first['id']}").json()["data"]["name"] == "uno"
+
+
+def test_a_schedule_is_paused_and_resumed_by_patch(idle: Api) -> None:
+    client = idle.client(idle.account())
+    project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
+    made = schedule(client, project, every_days=1).json()["data"]
+    assert made["enabled"] is True
+    path = f"/v1/projects/{project}/schedules/{made['id']}"
+    paused = client.patch(path, json={"enabled": False})
+    assert paused.status_code == 200, paused.text
+    assert paused.json()["data"] == made | {"enabled": False}
+    assert client.get(path).json()["data"]["enabled"] is False
+    assert client.patch(path, json={"enabled": True}).json()["data"]["enabled"] is True
+    assert error_fields(client.patch(path, json={"enabled": "yes"})) == ["enabled"]
+    assert error_fields(client.patch(path, json={})) == ["enabled"]
+    bob = idle.client(idle.account())
+    assert_problem(bob.patch(path, json={"enabled": False}), 404)
+    assert client.get(path).json()["data"]["enabled"] is True

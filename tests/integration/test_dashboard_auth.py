@@ -161,7 +161,7 @@ def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api
     routes = app_routes(app.app, pages=True)
     assert len(routes) >= 6  # the walk finds the pages
     for method, path, _route in routes:
-        url = path.format(name="app.css", job_id=1)
+        url = path.format(name="app.css", job_id=1, project_id=1, schedule_id=1)
         answer = client.request(method, f"{url}?note=a%00b")
         assert answer.status_code == 422, (method, path, answer.status_code)
         if url.startswith("/dashboard") and not url.startswith("/dashboard/live"):

@@ -32,6 +32,7 @@ from seojobs.api.projects_models import (
     ProjectIn,
     ProjectPage,
     ScheduleData,
+    ScheduleEnabledIn,
     ScheduleIn,
     SchedulePage,
 )
@@ -168,6 +169,17 @@ def create_project(body: ProjectIn, request: Request, user: User, svc: Svc) -> R
 def get_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
     """One of your projects."""
     return JSONResponse({"data": project_body(svc.project(user, project_id))})
+
+
+@router.patch(
+    "/projects/{project_id}",
+    response_model=ProjectData,
+    responses=CONFLICT,
+    operation_id="rename_project",
+)
+def rename_project(project_id: ProjectId, body: ProjectIn, user: User, svc: Svc) -> Response:
+    """Rename one of your projects (names are unique per user: 409 when taken)."""
+    return JSONResponse({"data": project_body(svc.rename_project(user, project_id, body.name))})
 
 
 @router.delete(
@@ -398,6 +410,20 @@ def create_schedule(
 def get_schedule(project_id: ProjectId, schedule_id: ScheduleId, user: User, svc: Svc) -> Response:
     """One schedule, with when it runs next."""
     return JSONResponse({"data": schedule_body(svc.schedule(user, project_id, schedule_id))})
+
+
+@router.patch(
+    "/projects/{project_id}/schedules/{schedule_id}",
+    response_model=ScheduleData,
+    operation_id="set_schedule_enabled",
+)
+def set_schedule_enabled(
+    project_id: ProjectId, schedule_id: ScheduleId, body: ScheduleEnabledIn, user: User, svc: Svc
+) -> Response:
+    """Pause (`enabled: false`) or resume a schedule. A resumed schedule that missed ticks
+    while paused starts one job for the latest of them."""
+    found = svc.set_schedule_enabled(user, project_id, schedule_id, body.enabled)
+    return JSONResponse({"data": schedule_body(found)})
 
 
 @router.delete(

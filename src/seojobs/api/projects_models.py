@@ -20,6 +20,12 @@ class ProjectIn(BaseModel):
     name: Name
 
 
+class ScheduleEnabledIn(BaseModel):
+    model_config = FORBID
+
+    enabled: bool = Field(description="false pauses the schedule; true resumes it.")
+
+
 class Project(BaseModel):
     id: int
     name: str

@@ -154,6 +154,15 @@ class Services(ScheduleServices, AuditServices, SessionServices):
         except Duplicate:
             raise Conflict(f"you already have a project named {name!r}", "name_taken") from None
 
+    def rename_project(self, user: UserRecord, project_id: int, name: str) -> ProjectRecord:
+        """Give one of the user's projects a new name (unique among their projects)."""
+        self.project(user, project_id)
+        try:
+            with self.db.write() as conn:
+                return accounts.rename_project(conn, project_id, name)
+        except Duplicate:
+            raise Conflict(f"you already have a project named {name!r}", "name_taken") from None
+
     def delete_project(self, user: UserRecord, project_id: int) -> None:
         """Delete a project with its jobs, schedules and collected data. The default project,
         which holds the jobs started without one (the v1 indexing API's), cannot be deleted."""

@@ -149,6 +149,15 @@ class ScheduleServices(JobServices):
             raise NotFound(f"schedule {schedule_id}")
         return found
 
+    def set_schedule_enabled(
+        self, user: UserRecord, project_id: int, schedule_id: int, enabled: bool
+    ) -> ScheduleRecord:
+        """Pause (``enabled=False``) or resume a schedule. A resumed schedule that missed
+        ticks while paused starts one job for the latest of them, as after downtime."""
+        self.schedule(user, project_id, schedule_id)
+        with self.db.write() as conn:
+            return schedule_sql.set_enabled(conn, schedule_id, enabled)
+
     def delete_schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> None:
         """Stop a schedule; the jobs it already started stay (their schedule_id becomes null)."""
         self.schedule(user, project_id, schedule_id)

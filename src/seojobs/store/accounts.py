@@ -128,6 +128,19 @@ def projects_of(conn: Connection, user_id: int) -> list[ProjectRecord]:
     return [ProjectRecord(**r._asdict()) for r in rows]
 
 
+def rename_project(conn: Connection, project_id: int, name: str) -> ProjectRecord:
+    try:
+        row = conn.execute(
+            update(projects)
+            .where(projects.c.id == project_id)
+            .values(name=name)
+            .returning(*projects.c)
+        ).one()
+    except IntegrityError:  # UNIQUE (user_id, name)
+        raise Duplicate(name) from None
+    return ProjectRecord(**row._asdict())
+
+
 def delete_project(conn: Connection, project_id: int) -> bool:
     """Delete a project; its jobs, items and schedules go with it (FK cascades)."""
     return conn.execute(delete(projects).where(projects.c.id == project_id)).rowcount == 1

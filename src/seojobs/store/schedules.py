@@ -93,3 +93,13 @@ def advance(
 
 def disable(conn: Connection, schedule_id: int) -> None:
     conn.execute(update(schedules).where(schedules.c.id == schedule_id).values(enabled=False))
+
+
+def set_enabled(conn: Connection, schedule_id: int, enabled: bool) -> ScheduleRecord:
+    row = conn.execute(
+        update(schedules)
+        .where(schedules.c.id == schedule_id)
+        .values(enabled=enabled)
+        .returning(*schedules.c)
+    ).one()
+    return _schedule(row)

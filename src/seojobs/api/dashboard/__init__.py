@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from seojobs.api.dashboard.auth import DashboardError, SignInRequired
 from seojobs.api.dashboard.jobs import router as jobs_router
+from seojobs.api.dashboard.projects import router as project_router
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import router
 from seojobs.services import Invalid, NotFound, Unavailable
@@ -39,6 +40,7 @@ def install(app: FastAPI) -> None:
     handlers keep answering everything else with problem+json."""
     app.include_router(router)
     app.include_router(jobs_router)
+    app.include_router(project_router)
     api_handlers = dict(app.exception_handlers)
 
     async def signin(request: Request, exc: Exception) -> Response:

@@ -1,0 +1,215 @@
+"""Dashboard project pages: create, rename, delete after a confirmation step, schedules
+enabled and disabled, collected data as a table and an SVG chart; other users get 404 and
+forms without their CSRF token are refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.api_helpers import Api, api
+from tests.conftest import make_settings
+from tests.dashboard_helpers import collected_job, csrf_of, post_form, sign_in
+
+
+@pytest.fixture
+def app(store_url: str) -> Iterator[Api]:
+    with api(make_settings(store_url)) as running:
+        yield running
+
+
+def _create(client: httpx.Client, name: str) -> int:
+    made = post_form(client, "/dashboard/projects", "/dashboard/projects", {"name": name})
+    assert made.status_code == 303, made.text
+    location = made.headers["location"]
+    assert location.startswith("/dashboard/projects/")
+    return int(location.rsplit("/", 1)[1])
+
+
+def test_create_rename_and_delete_with_confirmation(app: Api) -> None:
+    client = sign_in(app, app.account("alice").key)
+    listed = client.get("/dashboard/projects")
+    assert listed.status_code == 200 and 'href="/dashboard/projects"' in listed.text
+    pid = _create(client, "Shop")
+    shown = client.get(f"/dashboard/projects/{pid}")
+    assert shown.status_code == 200 and "<h1>Shop</h1>" in shown.text
+    assert f'href="/dashboard/jobs?project={pid}"' in shown.text
+    assert "Shop" in client.get("/dashboard/projects").text
+
+    page = f"/dashboard/projects/{pid}"
+    renamed = post_form(client, page, f"{page}/rename", {"name": "Shop EU"})
+    assert renamed.status_code == 303 and renamed.headers["location"] == page
+    assert "<h1>Shop EU</h1>" in client.get(page).text
+
+    # A refused name is shown on the form, naming the field, with what was typed kept.
+    _create(client, "Blog")
+    taken = post_form(client, page, f"{page}/rename", {"name": "Blog"})
+    assert taken.status_code == 422 and "name:" in taken.text and 'value="Blog"' in taken.text
+    blank = post_form(client, "/dashboard/projects", "/dashboard/projects", {"name": "  "})
+    assert blank.status_code == 422 and "name:" in blank.text
+
+    confirm = client.get(f"{page}/delete")
+    assert confirm.status_code == 200 and "Delete for good" in confirm.text
+    assert "Shop EU" in client.get(page).text  # asking deletes nothing
+    gone = client.post(f"{page}/delete", data={"csrf_token": csrf_of(confirm.text)})
+    assert gone.status_code == 303 and gone.headers["location"] == "/dashboard/projects"
+    assert client.get(page).status_code == 404
+    assert "Shop EU" not in client.get("/dashboard/projects").text
+
+
+def test_the_default_project_is_not_deleted(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    page = f"/dashboard/projects/{alice.user.default_project_id}"
+    refused = post_form(client, page, f"{page}/delete", {})
+    assert refused.status_code == 409 and "default project" in refused.text
+    assert client.get(page).status_code == 200
+
+
+def test_schedules_are_disabled_and_enabled(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    made = app.client(alice).post(
+        f"/v1/projects/{pid}/schedules",
+        json={"name": "nightly", "type": "test_noop", "every_seconds": 3600},
+    )
+    assert made.status_code == 201, made.text
+    sid = made.json()["data"]["id"]
+    page = f"/dashboard/projects/{pid}"
+    action = f"{page}/schedules/{sid}"
+    assert "nightly" in client.get(page).text
+    off = post_form(client, page, action, {"enabled": "false"})
+    assert off.status_code == 303
+    assert app.services.schedule(alice.user, pid, sid).enabled is False
+    assert ">Enable<" in client.get(page).text
+    on = post_form(client, page, action, {"enabled": "true"})
+    assert on.status_code == 303
+    assert app.services.schedule(alice.user, pid, sid).enabled is True
+    bad = post_form(client, page, action, {"enabled": "maybe"})
+    assert bad.status_code == 422 and "enabled" in bad.text
+
+
+def test_collected_data_shows_as_a_table_and_an_svg_chart(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    data = {"pages": 12, "scores": {"speed": 0.75}, "server": "nginx"}
+    job = collected_job(app.services, alice.user, pid, data)
+    shown = client.get(f"/dashboard/projects/{pid}")
+    assert shown.status_code == 200
+    text = shown.text
+    assert "test_crawl: latest results" in text
+    assert "shop.test" in text and "scores.speed" in text and "nginx" in text
+    assert '<svg class="chart" role="img" aria-label="test_crawl shop.test' in text
+    assert "<title>test_crawl shop.test</title>" in text and "pages: 12," in text
+    assert f'href="/dashboard/jobs/{job.id}"' in text
+
+
+def test_another_user_gets_404_and_forms_need_their_token(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    page = f"/dashboard/projects/{pid}"
+    made = app.client(alice).post(
+        f"/v1/projects/{pid}/schedules",
+        json={"name": "nightly", "type": "test_noop", "every_seconds": 3600},
+    )
+    sid = made.json()["data"]["id"]
+
+    bob = sign_in(app, app.account("bob").key)
+    assert "Shop" not in bob.get("/dashboard/projects").text
+    token = csrf_of(bob.get("/dashboard/projects").text)
+    for path in (page, f"{page}/delete"):
+        assert bob.get(path).status_code == 404, path
+    for path, data in (
+        (f"{page}/rename", {"name": "Mine"}),
+        (f"{page}/delete", {}),
+        (f"{page}/schedules/{sid}", {"enabled": "false"}),
+    ):
+        answer = bob.post(path, data={"csrf_token": token, **data})
+        assert answer.status_code == 404, path
+        assert "not yours" in answer.text
+    assert client.get(page).status_code == 200 and "Shop" in client.get(page).text
+
+    # Alice's own forms, posted without (or with someone else's) CSRF token, are refused.
+    for data in ({"name": "X"}, {"name": "X", "csrf_token": token}):
+        refused = client.post(f"{page}/rename", data=data)
+        assert refused.status_code == 403, data
+    assert client.post(f"{page}/delete", data={}).status_code == 403
+    assert client.post("/dashboard/projects", data={"name": "Y"}).status_code == 403
+    assert client.post(f"{page}/schedules/{sid}", data={"enabled": "false"}).status_code == 403
+    assert client.get(page).status_code == 200
+    assert app.services.schedule(alice.user, pid, sid).enabled is True
+
+
+def test_every_registered_type_has_a_form_and_a_job_starts_from_one(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    kinds = app.services.registry.names()
+    listed = client.get(new)
+    assert listed.status_code == 200
+    for kind in kinds:
+        assert f'href="{new}?type={kind}"' in listed.text, kind
+        form = client.get(new, params={"type": kind})
+        assert form.status_code == 200, (kind, form.text)
+        assert f'name="type" value="{kind}"' in form.text
+    items = client.get(new, params={"type": "test_items"}).text
+    assert '<textarea id="f-urls" name="p_urls"' in items  # an array of strings
+    assert 'type="number" id="f-concurrency" name="p_concurrency" value="1" step="1" min="1"' in (
+        items
+    )
+    assert 'type="checkbox" id="f-crash"' in client.get(new, params={"type": "test_fail"}).text
+
+    started = post_form(
+        client,
+        f"{new}?type=test_items",
+        new,
+        {"type": "test_items", "p_urls": "a\n\n b \n", "p_concurrency": "2", "p_item_delay": ""},
+    )
+    assert started.status_code == 303, started.text
+    job_id = int(started.headers["location"].rsplit("/", 1)[1])
+    assert started.headers["location"] == f"/dashboard/jobs/{job_id}"
+    job = app.services.job(alice.user, job_id)
+    assert job.project_id == pid and job.kind == "test_items"
+    assert job.params["urls"] == ["a", "b"] and job.params["concurrency"] == 2
+
+
+def test_a_refused_job_form_names_the_field_and_keeps_the_input(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    before = app.services.jobs(alice.user, project_id=pid)
+    too_long = post_form(
+        client, f"{new}?type=test_sleep", new, {"type": "test_sleep", "p_seconds": "700"}
+    )
+    assert too_long.status_code == 422
+    assert "seconds:" in too_long.text and 'value="700"' in too_long.text
+    assert 'aria-invalid="true"' in too_long.text
+    unreadable = post_form(
+        client,
+        f"{new}?type=test_items",
+        new,
+        {"type": "test_items", "p_urls": "x\ny", "p_concurrency": "two"},
+    )
+    assert unreadable.status_code == 422
+    assert "concurrency: must be a whole number" in unreadable.text
+    assert "x\ny</textarea>" in unreadable.text and 'value="two"' in unreadable.text
+    missing = post_form(client, f"{new}?type=test_items", new, {"type": "test_items", "p_urls": ""})
+    assert missing.status_code == 422 and "urls:" in missing.text
+    unknown = post_form(client, new, new, {"type": "no_such_type"})
+    assert unknown.status_code == 422 and "no_such_type" in unknown.text
+    assert app.services.jobs(alice.user, project_id=pid) == before
+
+    bob = sign_in(app, app.account("bob").key)
+    assert bob.get(new, params={"type": "test_noop"}).status_code == 404
+    token = csrf_of(bob.get("/dashboard/projects").text)
+    taken = bob.post(new, data={"csrf_token": token, "type": "test_noop"})
+    assert taken.status_code == 404
+    assert client.post(new, data={"type": "test_noop"}).status_code == 403
+    assert app.services.jobs(alice.user, project_id=pid) == before
