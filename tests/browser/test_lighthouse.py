@@ -74,10 +74,10 @@ def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
     if not LIGHTHOUSE.exists():
         pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
     user, key = site.user()
-    job, _ = site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
     project = site.services.create_project(user, "Shop")
     data = {"pages": 12, "scores": {"speed": 0.75, "seo": 0.9}, "server": "nginx"}
-    collected_job(site.services, user, project.id, data)
+    collected_job(site.services, user, project.id, data)  # claims the oldest job: it, first
+    job, _ = site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
     cookie = session_cookie(site, key)
     folder = OUTPUT.parent / "lighthouse"
     folder.mkdir(parents=True, exist_ok=True)

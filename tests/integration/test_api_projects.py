@@ -607,7 +607,7 @@ def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> N
                 if "application/problem+json" not in content:
                     missing.append(f"{method.upper()} {path} {code}")
     # 7 audit routes; domain, tech-stack, keywords; 2 web-vitals reads
-    assert operations == 31 and missing == []
+    assert operations == 33 and missing == []
     # Answers are documented by their models, so generated clients know the shapes.
     job = document["components"]["schemas"]["Job"]["properties"]
     assert {"id", "type", "status", "error", "result"} <= set(job)
