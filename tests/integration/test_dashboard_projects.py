@@ -39,7 +39,7 @@ def test_create_rename_and_delete_with_confirmation(app: Api) -> None:
     assert "Shop" in client.get("/dashboard/projects").text
 
     page = f"/dashboard/projects/{pid}"
-    renamed = post_form(client, page, f"{page}/rename", {"name": "Shop EU"})
+    renamed = post_form(client, page, f"{page}/rename", {"name": "  Shop EU "})
     assert renamed.status_code == 303 and renamed.headers["location"] == page
     assert "<h1>Shop EU</h1>" in client.get(page).text
 
