@@ -170,8 +170,10 @@ def _findings_chart(
 def _flat(data: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
     """A collection's top-level values (and those of nested objects, one level down) as
     ``{"key" or "key.sub": scalar}``; lists show their length."""
+    if isinstance(data, list):
+        return {prefix or "entries": len(data)}
     if not isinstance(data, dict):
-        return {prefix or "value": data} if not isinstance(data, list) else {prefix: len(data)}
+        return {prefix or "value": data}
     found: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}.{key}" if prefix else str(key)
