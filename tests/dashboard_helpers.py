@@ -4,6 +4,7 @@ token, the cookie), read tokens out of pages."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
-from seojobs.store.records import JobRecord, UserRecord
+from seojobs.store.records import JobRecord, NewFinding, UserRecord
 from tests.api_helpers import Api
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -57,10 +58,17 @@ def post_form(client: httpx.Client, page: str, action: str, data: dict[str, str]
     return client.post(action, data={"csrf_token": csrf_of(shown.text), **data})
 
 
-def collected_job(services: Services, user: UserRecord, project_id: int, data: Any) -> JobRecord:
+def collected_job(
+    services: Services,
+    user: UserRecord,
+    project_id: int,
+    data: Any,
+    findings: Sequence[tuple[str, str]] = (),
+) -> JobRecord:
     """A completed ``test_crawl`` job in ``project_id`` that collected ``data`` for
-    ``shop.test``: written through the store as a worker would, so no site is crawled. The
-    job is due only in an hour, so that a running worker leaves it alone."""
+    ``shop.test`` and found ``findings`` (code, severity): written through the store as a
+    worker would, so no site is crawled. The job is due only in an hour, so that a running
+    worker leaves it alone."""
     created, _ = services.create_job(
         user,
         "test_crawl",
@@ -85,6 +93,9 @@ def collected_job(services: Services, user: UserRecord, project_id: int, data: A
             data=data,
             now=utcnow(),
         )
+    found = [NewFinding(code, severity) for code, severity in findings]
+    with db.write() as conn:
+        results.set_job_findings(conn, job.id, job.attempt, found, later)
     with db.write() as conn:
         assert job_sql.complete_many(db, conn, [(job.id, job.attempt, None)], later)
     return job

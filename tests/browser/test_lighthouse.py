@@ -76,7 +76,7 @@ def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
     user, key = site.user()
     project = site.services.create_project(user, "Shop")
     data = {"pages": 12, "scores": {"speed": 0.75, "seo": 0.9}, "server": "nginx"}
-    collected_job(site.services, user, project.id, data)  # claims the oldest job: it, first
+    collected_job(site.services, user, project.id, data, [("missing_title", "warning")])
     job, _ = site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
     cookie = session_cookie(site, key)
     folder = OUTPUT.parent / "lighthouse"

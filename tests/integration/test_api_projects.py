@@ -600,14 +600,20 @@ def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> N
         for method, operation in item.items():
             operations += 1
             wanted = {"401", "422", "429"} | ({"404"} if "{" in path else set())
-            if operation["operationId"] in ("create_project", "delete_project", "create_schedule"):
+            conflicts = ("create_project", "rename_project", "delete_project", "create_schedule")
+            if operation["operationId"] in conflicts:
                 wanted.add("409")
             for code in sorted(wanted):
                 content = operation["responses"].get(code, {}).get("content", {})
                 if "application/problem+json" not in content:
                     missing.append(f"{method.upper()} {path} {code}")
-    # 7 audit routes; domain, tech-stack, keywords; 2 web-vitals reads
+    # 7 audit routes; domain, tech-stack, keywords; 2 web-vitals reads; 2 PATCH routes
     assert operations == 33 and missing == []
+    patches = {p for p, item in document["paths"].items() if "patch" in item}
+    assert patches == {
+        "/v1/projects/{project_id}",
+        "/v1/projects/{project_id}/schedules/{schedule_id}",
+    }
     # Answers are documented by their models, so generated clients know the shapes.
     job = document["components"]["schemas"]["Job"]["properties"]
     assert {"id", "type", "status", "error", "result"} <= set(job)

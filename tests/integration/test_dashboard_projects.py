@@ -39,7 +39,7 @@ def test_create_rename_and_delete_with_confirmation(app: Api) -> None:
     assert "Shop" in client.get("/dashboard/projects").text
 
     page = f"/dashboard/projects/{pid}"
-    renamed = post_form(client, page, f"{page}/rename", {"name": "Shop EU"})
+    renamed = post_form(client, page, f"{page}/rename", {"name": "  Shop EU "})
     assert renamed.status_code == 303 and renamed.headers["location"] == page
     assert "<h1>Shop EU</h1>" in client.get(page).text
 
@@ -97,7 +97,8 @@ def test_collected_data_shows_as_a_table_and_an_svg_chart(app: Api) -> None:
     client = sign_in(app, alice.key)
     pid = _create(client, "Shop")
     data = {"pages": 12, "scores": {"speed": 0.75}, "server": "nginx"}
-    job = collected_job(app.services, alice.user, pid, data)
+    found = [("missing_title", "warning"), ("broken_link", "error"), ("slow", "warning")]
+    job = collected_job(app.services, alice.user, pid, data, found)
     shown = client.get(f"/dashboard/projects/{pid}")
     assert shown.status_code == 200
     text = shown.text
@@ -106,6 +107,8 @@ def test_collected_data_shows_as_a_table_and_an_svg_chart(app: Api) -> None:
     assert '<svg class="chart" role="img" aria-label="test_crawl shop.test' in text
     assert "<title>test_crawl shop.test</title>" in text and "pages: 12," in text
     assert f'href="/dashboard/jobs/{job.id}"' in text
+    severity = f'aria-label="test_crawl findings by severity (job {job.id}): error: 1, warning: 2"'
+    assert severity in text
 
 
 def test_another_user_gets_404_and_forms_need_their_token(app: Api) -> None:

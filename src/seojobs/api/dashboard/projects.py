@@ -40,13 +40,13 @@ def _as(who: Viewer) -> dict[str, Any]:
     return {"user": who.user, "csrf": who.csrf}
 
 
-def _name_error(value: str) -> str | None:
-    """Why ``value`` cannot name a project, naming the field; None when it can."""
+def _checked_name(value: str) -> tuple[str, str | None]:
+    """A project name as the API takes it (trimmed), and why it cannot be one, naming the
+    field (None when it can)."""
     try:
-        NAME.validate_python(value)
+        return str(NAME.validate_python(value)), None
     except ValidationError as exc:
-        return "name: " + "; ".join(str(e["msg"]) for e in exc.errors())
-    return None
+        return value, "name: " + "; ".join(str(e["msg"]) for e in exc.errors())
 
 
 # -- the list -----------------------------------------------------------------------------------
@@ -69,8 +69,8 @@ async def _list_page(
 async def project_create(request: Request, who: Signed) -> Response:
     form = await read_form(request)
     check_csrf(who.csrf, form)
-    name = form.get("name", "")
-    error = _name_error(name)
+    sent = form.get("name", "")
+    name, error = _checked_name(sent)
     if error is None:
         try:
             project = await run_in_threadpool(_services(request).create_project, who.user, name)
@@ -78,7 +78,7 @@ async def project_create(request: Request, who: Signed) -> Response:
             error = f"name: {exc}"
         else:
             return see_other(f"/dashboard/projects/{project.id}")
-    return await _list_page(request, who, name=name, error=error, status_code=422)
+    return await _list_page(request, who, name=sent, error=error, status_code=422)
 
 
 # -- one project --------------------------------------------------------------------------------
@@ -170,8 +170,10 @@ def _findings_chart(
 def _flat(data: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
     """A collection's top-level values (and those of nested objects, one level down) as
     ``{"key" or "key.sub": scalar}``; lists show their length."""
+    if isinstance(data, list):
+        return {prefix or "entries": len(data)}
     if not isinstance(data, dict):
-        return {prefix or "value": data} if not isinstance(data, list) else {prefix: len(data)}
+        return {prefix or "value": data}
     found: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}.{key}" if prefix else str(key)
@@ -196,8 +198,8 @@ def _numbers(values: dict[str, Any]) -> list[tuple[str, float]]:
 async def project_rename(request: Request, who: Signed, project_id: ProjectId) -> Response:
     form = await read_form(request)
     check_csrf(who.csrf, form)
-    name = form.get("name", "")
-    error = _name_error(name)
+    sent = form.get("name", "")
+    name, error = _checked_name(sent)
     if error is None:
         services = _services(request)
         try:
@@ -206,7 +208,7 @@ async def project_rename(request: Request, who: Signed, project_id: ProjectId) -
             error = f"name: {exc}"
         else:
             return see_other(f"/dashboard/projects/{project_id}")
-    return await _project_page(request, who, project_id, name=name, error=error, status_code=422)
+    return await _project_page(request, who, project_id, name=sent, error=error, status_code=422)
 
 
 @router.get("/dashboard/projects/{project_id}/delete", name="dashboard_project_delete_form")
