@@ -196,7 +196,8 @@ def subprocess_env(url: str, **extra: str) -> dict[str, str]:
         {
             "SEOJOBS_DATABASE_URL": url,
             "SEOJOBS_PLUGINS": "tests.kinds",
-            "PYTHONPATH": str(ROOT),
+            # this checkout's package first (the editable install may be another checkout's)
+            "PYTHONPATH": os.pathsep.join((str(ROOT / "src"), str(ROOT))),
             "SEOJOBS_POLL_INTERVAL": "0.2",
             "SEOJOBS_MAINTENANCE_INTERVAL": "0.2",
         }
