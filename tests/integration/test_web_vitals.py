@@ -323,9 +323,12 @@ def test_a_cancelled_jobs_run_is_killed_with_its_chromium(
         assert client.get(f"/v1/jobs/{job_id}").json()["data"]["error"]["code"] == "cancelled"
 
 
+@pytest.mark.parametrize("warm", ["true", "false"])
 def test_a_sigkilled_workers_lighthouse_and_chromium_die_with_it(
-    sqlite_url: str, site: tuple[Site, str], tmp_path: Path
+    sqlite_url: str, site: tuple[Site, str], tmp_path: Path, warm: str
 ) -> None:
+    """Warm (a long-lived Node slot keeping its Chromium) and cold (the CLI per run) alike:
+    no Node, Lighthouse or Chromium process of the worker's is left."""
     _installed()
     pages, base = site
     settings = make_settings(sqlite_url, allow_private_networks=True)
@@ -337,12 +340,15 @@ def test_a_sigkilled_workers_lighthouse_and_chromium_die_with_it(
             SEOJOBS_ALLOW_PRIVATE_NETWORKS="true",
             SEOJOBS_WEB_VITALS_RESOLVER_RULES=LOOPBACK_ONLY,
             SEOJOBS_WEB_VITALS_RUN_TIMEOUT="600",
+            SEOJOBS_WEB_VITALS_WARM=warm,
         )
         try:
             wait_until(lambda: pages.hits.get("/hang"), timeout=90)
             prefix = str(worker.pid)
             assert _chromium_running(prefix), (marked(prefix), procs.exits())
-            assert any("lighthouse" in cmd for cmd in marked(prefix).values())
+            running = marked(prefix).values()
+            assert any("lighthouse" in cmd for cmd in running)
+            assert any("lighthouse_worker.mjs" in cmd for cmd in running) == (warm == "true")
             os.kill(worker.pid, signal.SIGKILL)
             worker.wait(timeout=30)
             wait_until(lambda: not marked(prefix), timeout=60)  # the reaper's sweep

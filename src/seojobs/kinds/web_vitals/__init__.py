@@ -12,6 +12,7 @@ HTTP checks.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pydantic import Field
@@ -37,16 +38,23 @@ class WebVitalsSettings(BaseSettings):
     ``..._LIGHTHOUSE_PATH``: the Lighthouse CLI; ``..._THROTTLING_METHOD``: Lighthouse's
     (``simulate`` by default; ``provided``: none); ``..._RESOLVER_RULES``: Chromium's
     ``--host-resolver-rules`` outright, instead of the rules derived from the checked address;
-    ``..._REPORT_DIR``: keep every run's raw Lighthouse JSON there (for debugging)."""
+    ``..._REPORT_DIR``: keep every run's raw Lighthouse JSON there (for debugging);
+    ``..._WARM``: keep Node and Chromium running between a job's URLs (a pool of
+    ``CONCURRENCY`` slots running Lighthouse's Node API; ``false``: the CLI once per run);
+    ``..._RECYCLE_AFTER``: a warm slot's Chromium is relaunched after that many runs;
+    ``..._NODE_PATH``: the Node.js that runs a warm slot."""
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_WEB_VITALS_", extra="ignore")
-    concurrency: int = Field(default=1, ge=1, le=8)
+    concurrency: int = Field(default=2, ge=1, le=8)
     run_timeout: float = Field(default=120.0, gt=0)
     max_wait_for_load: float = Field(default=45.0, gt=0)
     lighthouse_path: str = str(_CHECKOUT_LIGHTHOUSE)
     throttling_method: str | None = Field(default=None, pattern="^(simulate|devtools|provided)$")
     resolver_rules: str | None = None
     report_dir: str | None = None
+    warm: bool = True
+    recycle_after: int = Field(default=20, ge=1)
+    node_path: str = shutil.which("node") or "/usr/bin/node"
 
 
 def _items(params: WebVitalsParams) -> list[str]:

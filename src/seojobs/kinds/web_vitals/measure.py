@@ -55,6 +55,7 @@ class Measure:
     # Keep each run's raw Lighthouse report here (job-<id>-<seq>-<form factor>.json).
     report_dir: str | None = None
     job_id: int = 0
+    pool: runner.Pool | None = None  # warm slots; None: the CLI once per run
 
     async def page(self, item: ItemRecord) -> ItemResult:
         url = item.input
@@ -69,7 +70,10 @@ class Measure:
         failures: list[report.LighthouseFailed] = []
         for factor in self.factors:
             try:
-                raw = await runner.lighthouse(self.browser, url, factor, rules)
+                if self.pool is not None:
+                    raw = await self.pool.lighthouse(url, factor, rules)
+                else:
+                    raw = await runner.lighthouse(self.browser, url, factor, rules)
                 await self.keep(raw, item.seq, factor)
                 lab = report.lab(raw)
             except report.LighthouseFailed as exc:
@@ -97,7 +101,7 @@ class Measure:
             return {"source": "crux", "error": {"code": exc.code, "message": exc.message}}
 
 
-def _installed(browser: runner.Browser) -> None:
+def _installed(browser: runner.Browser, warm: bool) -> None:
     if not Path(browser.chrome).is_file():
         raise JobFailed(
             CHROMIUM_MISSING,
@@ -108,6 +112,12 @@ def _installed(browser: runner.Browser) -> None:
             LIGHTHOUSE_MISSING,
             f"no Lighthouse CLI at {browser.lighthouse} (SEOJOBS_WEB_VITALS_LIGHTHOUSE_PATH): "
             "run `npm ci` in the repository's lighthouse/ folder",
+        )
+    if warm and not Path(browser.node).is_file():
+        raise JobFailed(
+            LIGHTHOUSE_MISSING,
+            f"no Node.js at {browser.node} (SEOJOBS_WEB_VITALS_NODE_PATH): "
+            "apt-get install -y nodejs, or SEOJOBS_WEB_VITALS_WARM=false",
         )
 
 
@@ -135,13 +145,17 @@ async def run(ctx: JobContext[WebVitalsParams]) -> None:
         timeout=kind_settings.run_timeout,
         max_wait=kind_settings.max_wait_for_load,
         throttling=kind_settings.throttling_method,
+        node=kind_settings.node_path,
     )
-    _installed(browser)
+    _installed(browser, kind_settings.warm)
     guard = AddressGuard(
         GuardPolicy.from_settings(settings),
         lookup_timeout=settings.fetch_connect_timeout + 2 * settings.fetch_timeout,
     )
     crux = CruxClient(settings) if settings.crux_api_key else None
+    pool = None
+    if kind_settings.warm:
+        pool = runner.Pool(browser, kind_settings.concurrency, kind_settings.recycle_after)
     try:
         measure = Measure(
             browser,
@@ -151,9 +165,12 @@ async def run(ctx: JobContext[WebVitalsParams]) -> None:
             kind_settings.resolver_rules,
             kind_settings.report_dir,
             ctx.job_id,
+            pool,
         )
         await ctx.run_items(measure.page, concurrency=kind_settings.concurrency)
     finally:
+        if pool is not None:
+            await asyncio.shield(pool.close())
         if crux is not None:
             await crux.aclose()
     measured = await _collect(ctx)
