@@ -168,3 +168,24 @@ def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api
             assert answer.headers["content-type"].startswith("text/html"), (method, path)
             assert "note" in answer.text, (method, path)
     assert stored(app) == before
+
+
+@pytest.mark.parametrize("odd", ["+1", "1_0", "%20 1", "%D9%A3", "0", "9223372036854775808"])
+def test_odd_ids_in_a_page_address_are_an_error_page_naming_them(app: Api, odd: str) -> None:
+    """Ids in a page's address follow the API's rule (ASCII digits, 1 to 2^63-1), on every
+    page with an id in its path; nothing is read or written under a lax reading of them."""
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    before = stored(app)
+    walked = 0
+    for method, path, _route in app_routes(app.app, pages=True):
+        ids = [name for name in ("job_id", "project_id", "schedule_id") if f"{{{name}}}" in path]
+        for name in ids:
+            values = {other: "1" for other in ids} | {name: odd}
+            answer = client.request(method, path.format(**values))
+            assert answer.status_code == 422, (method, path, name, answer.status_code)
+            assert answer.headers["content-type"].startswith("text/html"), (method, path)
+            assert name in answer.text, (method, path, name)
+            walked += 1
+    assert walked >= 10  # the jobs' and the projects' pages
+    assert stored(app) == before

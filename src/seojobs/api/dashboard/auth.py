@@ -49,6 +49,12 @@ class Viewer:
     token: str
 
 
+def services_of(request: Request) -> Services:
+    """The app's services (the only way the pages reach data)."""
+    found: Services = request.app.state.services
+    return found
+
+
 def _mac(secret: bytes, token: str) -> str:
     digest = hmac.new(secret, token.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
@@ -70,7 +76,7 @@ def _token_of(services: Services, value: str | None) -> str | None:
 
 async def viewer(request: Request) -> Viewer:
     """The request's signed-in user, or :class:`SignInRequired`."""
-    services: Services = request.app.state.services
+    services = services_of(request)
     token = _token_of(services, request.cookies.get(COOKIE))
     if token is None:
         raise SignInRequired

@@ -13,9 +13,16 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from seojobs.api.dashboard.auth import DashboardError, Viewer, check_csrf, read_form
+from seojobs.api.dashboard.auth import (
+    DashboardError,
+    Viewer,
+    check_csrf,
+    read_form,
+    services_of,
+)
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, see_other
+from seojobs.api.ids import MAX_ID, whole_number
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.ratelimit import USER, RateLimiter
 from seojobs.api.reports import item_status, report_columns
@@ -29,15 +36,9 @@ from seojobs.store.records import ItemRecord, JobRecord, ProjectRecord
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 PAGE: Final = 50
 ITEMS_PAGE: Final = 50
-MAX_ID: Final = 2**63 - 1
 JOB_STATES: Final = ("pending", "processing", "completed", "failed")
 NEW_KINDS: Final = {indexing.SUBMIT: "Index submission", indexing.CHECK: "Index check"}
 Text = Annotated[str, Query(max_length=100)]
-
-
-def _services(request: Request) -> Services:
-    found: Services = request.app.state.services
-    return found
 
 
 def _invalid(field: str, message: str) -> DashboardError:
@@ -47,9 +48,10 @@ def _invalid(field: str, message: str) -> DashboardError:
 def _whole(field: str, raw: str) -> int | None:
     if not raw:
         return None
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
-        raise _invalid(field, "must be a whole number from 1")
-    return int(raw)
+    try:
+        return whole_number(raw, 1, MAX_ID)
+    except ValueError:
+        raise _invalid(field, "must be a whole number from 1") from None
 
 
 def _moment(field: str, raw: str, *, end_of_day: bool) -> datetime | None:
@@ -109,7 +111,7 @@ async def job_list(
     before: Text = "",
     after: Text = "",
 ) -> Response:
-    services = _services(request)
+    services = services_of(request)
     shown = {"project": project, "type": type, "status": status, "since": since, "until": until}
     filters = _filters(services, {k: v.strip() for k, v in shown.items()})
     before_id, after_id = _whole("before", before), _whole("after", after)
@@ -147,7 +149,7 @@ async def job_list(
         }
 
     context = await run_in_threadpool(read)
-    return page(request, "jobs.html", context, user=who.user, csrf=who.csrf)
+    return page(request, "jobs.html", context, viewer=who)
 
 
 def _outcome(raw: str) -> str | None:
@@ -160,7 +162,7 @@ def _outcome(raw: str) -> str | None:
 async def job_page(
     request: Request, who: Signed, job_id: JobId, outcome: Text = "", after: Text = ""
 ) -> Response:
-    services = _services(request)
+    services = services_of(request)
     wanted = _outcome(outcome.strip())
     start = _whole("after", after)
 
@@ -181,7 +183,7 @@ async def job_page(
         columns = report_columns(services, job)
         return {
             "job": job,
-            "project": _project_name(services, who, job.project_id),
+            "project": services.project(who.user, job.project_id).name,
             "params": _shown_params(job),
             "duration": _duration(job),
             "outcome": wanted,
@@ -195,14 +197,7 @@ async def job_page(
         }
 
     context = await run_in_threadpool(read)
-    return page(request, "job.html", context, user=who.user, csrf=who.csrf)
-
-
-def _project_name(services: Services, who: Viewer, project_id: int) -> str:
-    for project in services.projects(who.user):
-        if project.id == project_id:
-            return project.name
-    return str(project_id)
+    return page(request, "job.html", context, viewer=who)
 
 
 def _shown_params(job: JobRecord) -> list[tuple[str, str]]:
@@ -247,7 +242,7 @@ def _follow_up(services: Services, job: JobRecord) -> dict[str, Any] | None:
 
 @router.get("/dashboard/jobs/{job_id}/items.csv", name="dashboard_job_csv")
 async def job_csv(request: Request, who: Signed, job_id: JobId, outcome: Text = "") -> Response:
-    services = _services(request)
+    services = services_of(request)
     wanted = _outcome(outcome.strip())
     job = await run_in_threadpool(services.job, who.user, job_id, summary=True)
     return items_csv_response(services, who.user, job, [wanted] if wanted else None)
@@ -257,7 +252,7 @@ async def job_csv(request: Request, who: Signed, job_id: JobId, outcome: Text = 
 async def cancel(request: Request, who: Signed, job_id: JobId) -> Response:
     check_csrf(who.csrf, await read_form(request))
     try:
-        await run_in_threadpool(_services(request).cancel_job, who.user, job_id)
+        await run_in_threadpool(services_of(request).cancel_job, who.user, job_id)
     except JobFinished as exc:
         raise DashboardError(409, "Already finished", str(exc)) from None
     return see_other(f"/dashboard/jobs/{job_id}")
@@ -275,14 +270,12 @@ def _new_page(
     status_code: int = 200,
 ) -> Response:
     context = {"projects": projects, "kinds": NEW_KINDS, "form": form, "errors": errors}
-    return page(
-        request, "new_job.html", context, user=who.user, csrf=who.csrf, status_code=status_code
-    )
+    return page(request, "new_job.html", context, viewer=who, status_code=status_code)
 
 
 @router.get("/dashboard/new", name="dashboard_new")
 async def new_form(request: Request, who: Signed) -> Response:
-    projects = await run_in_threadpool(_services(request).projects, who.user)
+    projects = await run_in_threadpool(services_of(request).projects, who.user)
     default = next((str(p.id) for p in projects if p.is_default), "")
     form = {"kind": indexing.CHECK, "project": default, "urls": "", "title": ""}
     return _new_page(request, who, projects, form, {})
@@ -304,7 +297,7 @@ def _form_errors(exc: Invalid) -> dict[str, str]:
 
 @router.post("/dashboard/new", name="dashboard_new_post")
 async def start(request: Request, who: Signed) -> Response:
-    services = _services(request)
+    services = services_of(request)
     form = await read_form(request)
     check_csrf(who.csrf, form)
     typed = {k: form.get(k, "") for k in ("kind", "project", "urls", "title")}

@@ -6,38 +6,33 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 
 from seojobs.api.dashboard import jobform
-from seojobs.api.dashboard.auth import DashboardError, Viewer, check_csrf, read_form
+from seojobs.api.dashboard.auth import (
+    DashboardError,
+    Viewer,
+    check_csrf,
+    read_form,
+    services_of,
+)
 from seojobs.api.dashboard.charts import bar_chart
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, see_other
-from seojobs.api.ids import MAX_ID
 from seojobs.api.inputs import CheckedRoute
+from seojobs.api.projects import ProjectId, ScheduleId
 from seojobs.api.text import Name
 from seojobs.services import Conflict, Invalid, NotFound, Services
 from seojobs.store.records import CollectionRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
-ProjectId = Annotated[int, Path(ge=1, le=MAX_ID)]
-ScheduleId = Annotated[int, Path(ge=1, le=MAX_ID)]
 NAME: Final = TypeAdapter(Name)
 LATEST_JOBS: Final = 10
 MAX_COLUMNS: Final = 8
 SEVERITIES: Final = ("error", "warning", "notice")
-
-
-def _services(request: Request) -> Services:
-    found: Services = request.app.state.services
-    return found
-
-
-def _as(who: Viewer) -> dict[str, Any]:
-    return {"user": who.user, "csrf": who.csrf}
 
 
 def _checked_name(value: str) -> tuple[str, str | None]:
@@ -60,9 +55,9 @@ async def project_list(request: Request, who: Signed) -> Response:
 async def _list_page(
     request: Request, who: Viewer, *, name: str, error: str | None, status_code: int
 ) -> Response:
-    projects = await run_in_threadpool(_services(request).projects, who.user)
+    projects = await run_in_threadpool(services_of(request).projects, who.user)
     context = {"projects": projects, "name": name, "error": error}
-    return page(request, "projects.html", context, status_code=status_code, **_as(who))
+    return page(request, "projects.html", context, status_code=status_code, viewer=who)
 
 
 @router.post("/dashboard/projects", name="dashboard_project_create")
@@ -73,7 +68,7 @@ async def project_create(request: Request, who: Signed) -> Response:
     name, error = _checked_name(sent)
     if error is None:
         try:
-            project = await run_in_threadpool(_services(request).create_project, who.user, name)
+            project = await run_in_threadpool(services_of(request).create_project, who.user, name)
         except Conflict as exc:
             error = f"name: {exc}"
         else:
@@ -98,7 +93,7 @@ async def _project_page(
     error: str | None,
     status_code: int,
 ) -> Response:
-    services = _services(request)
+    services = services_of(request)
 
     def read() -> dict[str, Any]:
         project = services.project(who.user, project_id)
@@ -112,7 +107,7 @@ async def _project_page(
         }
 
     context = await run_in_threadpool(read)
-    return page(request, "project.html", context, status_code=status_code, **_as(who))
+    return page(request, "project.html", context, status_code=status_code, viewer=who)
 
 
 def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[str, Any]]:
@@ -201,7 +196,7 @@ async def project_rename(request: Request, who: Signed, project_id: ProjectId) -
     sent = form.get("name", "")
     name, error = _checked_name(sent)
     if error is None:
-        services = _services(request)
+        services = services_of(request)
         try:
             await run_in_threadpool(services.rename_project, who.user, project_id, name)
         except Conflict as exc:
@@ -213,9 +208,9 @@ async def project_rename(request: Request, who: Signed, project_id: ProjectId) -
 
 @router.get("/dashboard/projects/{project_id}/delete", name="dashboard_project_delete_form")
 async def project_delete_form(request: Request, who: Signed, project_id: ProjectId) -> Response:
-    services = _services(request)
+    services = services_of(request)
     project = await run_in_threadpool(services.project, who.user, project_id)
-    return page(request, "project_delete.html", {"project": project}, **_as(who))
+    return page(request, "project_delete.html", {"project": project}, viewer=who)
 
 
 @router.post("/dashboard/projects/{project_id}/delete", name="dashboard_project_delete")
@@ -223,7 +218,7 @@ async def project_delete(request: Request, who: Signed, project_id: ProjectId) -
     form = await read_form(request)
     check_csrf(who.csrf, form)
     try:
-        await run_in_threadpool(_services(request).delete_project, who.user, project_id)
+        await run_in_threadpool(services_of(request).delete_project, who.user, project_id)
     except Conflict as exc:
         raise DashboardError(409, "Cannot delete this project", str(exc)) from None
     return see_other("/dashboard/projects")
@@ -241,7 +236,7 @@ async def schedule_enable(
     wanted = form.get("enabled", "")
     if wanted not in ("true", "false"):
         raise DashboardError(422, "Invalid input", "enabled: must be true or false")
-    services = _services(request)
+    services = services_of(request)
     await run_in_threadpool(
         services.set_schedule_enabled, who.user, project_id, schedule_id, wanted == "true"
     )
@@ -258,13 +253,13 @@ async def new_job_form(
     project_id: ProjectId,
     kind: Annotated[str | None, Query(alias="type", max_length=100)] = None,
 ) -> Response:
-    services = _services(request)
+    services = services_of(request)
     project = await run_in_threadpool(services.project, who.user, project_id)
     if kind is None:
         registry = services.registry
         kinds = [registry.get(name) for name in registry.names()]
         context = {"project": project, "kinds": kinds}
-        return page(request, "project_kinds.html", context, **_as(who))
+        return page(request, "project_kinds.html", context, viewer=who)
     spec = services.kind(kind)
     form_fields = jobform.fields(spec.params.model_json_schema())
     return _job_page(request, who, project, spec, form_fields, errors=[], status_code=200)
@@ -281,14 +276,14 @@ def _job_page(
     status_code: int,
 ) -> Response:
     context = {"project": project, "kind": spec, "fields": form_fields, "errors": errors}
-    return page(request, "project_new.html", context, status_code=status_code, **_as(who))
+    return page(request, "project_new.html", context, status_code=status_code, viewer=who)
 
 
 @router.post("/dashboard/projects/{project_id}/new", name="dashboard_project_start_job")
 async def start_job(request: Request, who: Signed, project_id: ProjectId) -> Response:
     form = await read_form(request)
     check_csrf(who.csrf, form)
-    services = _services(request)
+    services = services_of(request)
     project = await run_in_threadpool(services.project, who.user, project_id)
     spec = services.kind(form.get("type", ""))
     form_fields = jobform.fields(spec.params.model_json_schema())

@@ -12,7 +12,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from seojobs.store.records import UserRecord
+from seojobs.api.dashboard.auth import Viewer
 
 # Scripts and styles come from our own origin only: no inline script can run, so markup that
 # slipped through escaping still cannot execute. Inline SVG charts need no style-src relaxing
@@ -96,13 +96,15 @@ def page(
     template: str,
     context: dict[str, Any] | None = None,
     *,
-    user: UserRecord | None = None,
+    viewer: Viewer | None = None,
     csrf: str | None = None,
     status_code: int = 200,
     headers: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    """Render ``template`` with what every page needs (the signed-in user, the CSRF token for
-    its forms, the current path for the navigation)."""
+    """Render ``template`` with what every page needs (the signed-in ``viewer`` and the CSRF
+    token of their forms, or a sign-in form's ``csrf``; the current path for the navigation)."""
+    user = viewer.user if viewer else None
+    csrf = viewer.csrf if viewer else csrf
     values = {"user": user, "csrf": csrf, "path": request.url.path, **(context or {})}
     body = TEMPLATES.get_template(template).render(values)
     return HTMLResponse(body, status_code=status_code, headers=PAGE_HEADERS | (headers or {}))

@@ -18,24 +18,19 @@ from seojobs.api.dashboard.auth import (
     new_login_token,
     read_form,
     secure_cookies,
+    services_of,
     viewer,
 )
 from seojobs.api.dashboard.render import page, static
 from seojobs.api.deps import authenticate
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
-from seojobs.services import Services
 from seojobs.store.records import JobRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 Signed = Annotated[Viewer, Depends(viewer)]
 HOME: Final = "/dashboard"
 LIVE_LIMIT: Final = 100  # jobs one progress poll may ask about
-
-
-def _services(request: Request) -> Services:
-    found: Services = request.app.state.services
-    return found
 
 
 def _safe_next(target: str | None) -> str:
@@ -102,7 +97,7 @@ async def login(request: Request) -> Response:
         return _login_page(request, target, error=exc.detail, status_code=exc.status)
     if user is None:
         return _login_page(request, target, error="That API key is not valid.", status_code=401)
-    services = _services(request)
+    services = services_of(request)
     token, _ = await run_in_threadpool(services.start_session, user)
     response = see_other(_safe_next(target))
     response.set_cookie(
@@ -121,7 +116,7 @@ async def login(request: Request) -> Response:
 @router.post("/dashboard/logout", name="dashboard_logout")
 async def logout(request: Request, who: Signed) -> Response:
     check_csrf(who.csrf, await read_form(request))
-    await run_in_threadpool(_services(request).end_session, who.token)
+    await run_in_threadpool(services_of(request).end_session, who.token)
     response = see_other(f"{HOME}/login")
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -129,7 +124,7 @@ async def logout(request: Request, who: Signed) -> Response:
 
 @router.get("/dashboard", name="dashboard_overview")
 async def overview(request: Request, who: Signed) -> Response:
-    services = _services(request)
+    services = services_of(request)
 
     def read() -> dict[str, Any]:
         counts = services.job_counts(who.user)
@@ -142,7 +137,7 @@ async def overview(request: Request, who: Signed) -> Response:
             "usage": list(services.usage(who.user).values()),
         }
 
-    return page(request, "overview.html", await run_in_threadpool(read), **_as(who))
+    return page(request, "overview.html", await run_in_threadpool(read), viewer=who)
 
 
 def _totals(counts: list[tuple[str, str, int]], at: int) -> dict[str, int]:
@@ -151,10 +146,6 @@ def _totals(counts: list[tuple[str, str, int]], at: int) -> dict[str, int]:
         key = str(row[at])
         totals[key] = totals.get(key, 0) + row[2]
     return dict(sorted(totals.items()))
-
-
-def _as(who: Viewer) -> dict[str, Any]:
-    return {"user": who.user, "csrf": who.csrf}
 
 
 def live_state(job: JobRecord) -> dict[str, Any]:
@@ -180,7 +171,7 @@ async def live(
     wanted = sorted({int(part) for part in ids.split(",")})
     if len(wanted) > LIVE_LIMIT:
         raise DashboardError(422, "Too many jobs", f"ask about at most {LIVE_LIMIT} jobs")
-    services = _services(request)
+    services = services_of(request)
     found = await run_in_threadpool(
         lambda: services.jobs(who.user, ids=wanted, limit=LIVE_LIMIT, summary=True)
     )
