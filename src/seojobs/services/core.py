@@ -152,7 +152,7 @@ class Services(ScheduleServices, AuditServices, SessionServices):
             with self.db.write() as conn:
                 return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
         except Duplicate:
-            raise Conflict(f"you already have a project named {name!r}", "name_taken") from None
+            raise _project_name_taken(name) from None
 
     def rename_project(self, user: UserRecord, project_id: int, name: str) -> ProjectRecord:
         """Give one of the user's projects a new name (unique among their projects)."""
@@ -161,7 +161,7 @@ class Services(ScheduleServices, AuditServices, SessionServices):
             with self.db.write() as conn:
                 return accounts.rename_project(conn, project_id, name)
         except Duplicate:
-            raise Conflict(f"you already have a project named {name!r}", "name_taken") from None
+            raise _project_name_taken(name) from None
 
     def delete_project(self, user: UserRecord, project_id: int) -> None:
         """Delete a project with its jobs, schedules and collected data. The default project,
@@ -174,6 +174,10 @@ class Services(ScheduleServices, AuditServices, SessionServices):
             )
         with self.db.write() as conn:
             accounts.delete_project(conn, project_id)
+
+
+def _project_name_taken(name: str) -> Conflict:
+    return Conflict(f"you already have a project named {name!r}", "name_taken")
 
 
 def _new_key() -> str:
