@@ -33,7 +33,7 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 
-from bench.lib import bare, cli, ours, procstat, spy
+from bench.lib import bare, check_layers, cli, ours, procstat, spy
 from bench.lib.check_report import BARE, BARE_HTTPX, OURS, Results, Run, failures, render
 from bench.lib.scratch import ScratchPostgres
 from bench.lib.site import SiteProcess, indexed
@@ -59,6 +59,7 @@ class Options:
     site_ports: int
     pin: bool
     profile: bool
+    layers: int  # rounds of the --layers ladder (0: none)
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -110,7 +111,18 @@ def parse_args(argv: list[str] | None) -> Options:
         help="also run ours once on SQLite at the highest concurrency under py-spy and print "
         "where the time goes",
     )
+    parser.add_argument(
+        "--layers",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also measure where the CPU per URL goes, one layer at a time (bare loop, our "
+        "HttpClient, fetcher + adapter, the whole job on SQLite) at the highest concurrency, "
+        "in ROUNDS interleaved rounds (see bench/lib/check_layers.py)",
+    )
     args = parser.parse_args(argv)
+    if args.layers < 0:
+        parser.error("--layers must be 0 or more")
     if args.urls < 1 or args.rounds < 1 or args.site_ports < 1:
         parser.error("--urls, --rounds and --site-ports must be at least 1")
     return Options(
@@ -122,6 +134,7 @@ def parse_args(argv: list[str] | None) -> Options:
         site_ports=args.site_ports,
         pin=args.pin,
         profile=args.profile,
+        layers=args.layers,
     )
 
 
@@ -340,6 +353,20 @@ def _profile(bench: Bench, concurrency: int) -> list[str]:
     return lines
 
 
+def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
+    """The ``--layers`` ladder at ``concurrency``; report lines."""
+
+    def whole_job(scenario: ours.Scenario) -> ours.CheckRun:
+        with bench._database("sqlite") as (url, user_id):
+            return asyncio.run(
+                ours.check(url, bench.site.serper_url, user_id, bench.urls, scenario)
+            )
+
+    cli.progress(f"layers: {rounds} round(s) at c={concurrency}")
+    found = check_layers.measure(bench.urls, bench.site.serper_url, concurrency, rounds, whole_job)
+    return check_layers.report(found)
+
+
 def main(argv: list[str] | None = None) -> int:
     cli.unwind_on_sigterm()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -357,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             bench = Bench(opts, site, results)
             bench.dbs = ours.Databases(
                 stack,
-                sqlite="sqlite" in opts.only or opts.profile,
+                sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
                 postgres="postgresql" in opts.only,
                 prefix="seojobs_check",
             )
@@ -367,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.run_all()
             if opts.profile:
                 results.notes += _profile(bench, max(opts.concurrency))
+            if opts.layers:
+                results.notes += _layers(bench, max(opts.concurrency), opts.layers)
     except KeyboardInterrupt:
         print(render(results), end="", flush=True)
         print("\n(incomplete: interrupted; site process stopped, scratch files removed)")

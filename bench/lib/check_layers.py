@@ -1,0 +1,141 @@
+"""``bench/check.py --layers``: where an index check's CPU per URL goes, one layer at a time.
+
+The same URLs, the same site and fake Serper, the same concurrency; each step adds one layer
+of what the index check does on top of the step before, so the differences say what each
+layer costs. Steps run interleaved in rounds (a burst of other load hits all alike) and
+CPU ms/URL is this process's CPU over the step's wall time (every thread), which a shared
+machine disturbs far less than URLs/s.
+
+1. ``bare aiohttp``: the ceiling, ``bare.check_aiohttp`` (page GET + Serper POST per URL);
+2. ``our HttpClient``: the same two requests through ``seojobs.fetch.http.HttpClient`` as
+   the fetcher and the provider adapters configure it (timeouts, deadline, body cap, header
+   decoding, proxy policy), with the body read and the JSON decoded as in step 1;
+3. ``fetcher + adapter``: ``Fetcher.inspect`` (URL parsing, SSRF guard and pinning,
+   politeness gate, robots.txt, head parsing, diagnostics, ``to_dict``) beside
+   ``SerperChecker.check`` (query, retries, answer parsing, URL match): the index check's
+   item handler without the worker;
+4. ``the whole job``: ``ours.check`` on SQLite, the row the main table reports (the worker,
+   ``run_items``, items read and results written, the job completed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+
+from bench.lib import bare, ours
+from bench.lib.site import API_KEY
+from seojobs.fetch import Fetcher
+from seojobs.fetch.http import HttpClient
+from seojobs.providers.base import http_client
+from seojobs.providers.serper import SerperChecker
+from seojobs.settings import Settings
+
+STEPS = ("bare aiohttp", "our HttpClient", "fetcher + adapter", "the whole job")
+
+
+@dataclass
+class Layers:
+    concurrency: int
+    urls: int
+    cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in STEPS})
+
+    def median(self, step: str) -> float:
+        return statistics.median(self.cpu_ms[step])
+
+
+async def _lanes(urls: list[str], concurrency: int, one: Callable[[str], Awaitable[None]]) -> None:
+    todo: Iterator[str] = iter(urls)
+
+    async def lane() -> None:
+        for url in todo:
+            await one(url)
+
+    await asyncio.gather(*(lane() for _ in range(concurrency)))
+
+
+async def _our_client(urls: list[str], settings: Settings, concurrency: int) -> None:
+    search = settings.serper_base_url.rstrip("/") + "/search"
+    async with Fetcher(settings) as fetcher, http_client(settings) as api:
+        pages: HttpClient = fetcher.http
+
+        async def one(url: str) -> None:
+            page = asyncio.create_task(pages.get(url, truncate=True))
+            query = {"q": "site:" + url.split("://", 1)[1], "num": 10}
+            answer = await api.post(search, json=query, headers={"X-API-KEY": API_KEY})
+            answer.json()
+            if (await page).status != 200 or answer.status != 200:
+                raise RuntimeError(f"our HttpClient: {url} failed")
+
+        await _lanes(urls, concurrency, one)
+
+
+async def _handler(urls: list[str], settings: Settings, concurrency: int) -> None:
+    checker = SerperChecker(settings)
+    try:
+        async with Fetcher(settings) as fetcher:
+
+            async def one(url: str) -> None:
+                inspecting = asyncio.create_task(fetcher.inspect(url))
+                verdict = await checker.check(url, "google")
+                diagnostics = await inspecting
+                diagnostics.to_dict()
+                if verdict.status == "failed" or diagnostics.http_status != 200:
+                    raise RuntimeError(f"fetcher + adapter: {url} failed")
+
+            await _lanes(urls, concurrency, one)
+    finally:
+        await checker.aclose()
+
+
+def _cpu_ms(urls: int, run: Callable[[], object]) -> float:
+    cpu = time.process_time()
+    run()
+    return (time.process_time() - cpu) * 1000 / urls
+
+
+def measure(
+    urls: list[str],
+    serper_url: str,
+    concurrency: int,
+    rounds: int,
+    whole_job: Callable[[ours.Scenario], ours.CheckRun],
+) -> Layers:
+    """``rounds`` interleaved rounds of the four steps at ``concurrency`` (per-host = it)."""
+    scenario = ours.Scenario("sqlite", concurrency, concurrency)
+    settings = ours.check_settings("sqlite://", serper_url, scenario)
+    layers = Layers(concurrency, len(urls))
+    n = len(urls)
+    for _round in range(rounds):
+        steps: dict[str, Callable[[], object]] = {
+            STEPS[0]: lambda: asyncio.run(bare.check_aiohttp(urls, serper_url, concurrency)),
+            STEPS[1]: lambda: asyncio.run(_our_client(urls, settings, concurrency)),
+            STEPS[2]: lambda: asyncio.run(_handler(urls, settings, concurrency)),
+        }
+        for step, run in steps.items():
+            layers.cpu_ms[step].append(_cpu_ms(n, run))
+        job = whole_job(scenario)  # its CPU covers the timed span only, as in the main table
+        layers.cpu_ms[STEPS[3]].append(job.cpu * 1000 / n)
+    return layers
+
+
+def report(layers: Layers) -> list[str]:
+    """The ladder as report lines: each step's median CPU ms/URL, what it adds, and the
+    bare loop's CPU over it (the ratio the step would have if CPU-bound)."""
+    rounds = len(layers.cpu_ms[STEPS[0]])
+    lines = [
+        f"layers (c={layers.concurrency}, per-host {layers.concurrency}, {layers.urls:,} URLs, "
+        f"median of {rounds} interleaved round(s); CPU ms/URL, this process, every thread):",
+        f"  {'step':<20} {'CPU ms/URL':>10} {'adds':>7} {'bare / step':>11}",
+    ]
+    floor = layers.median(STEPS[0])
+    before = None
+    for step in STEPS:
+        value = layers.median(step)
+        adds = "" if before is None else f"{value - before:+.3f}"
+        lines.append(f"  {step:<20} {value:>10.3f} {adds:>7} {floor / value:>11.2f}")
+        before = value
+    return lines
