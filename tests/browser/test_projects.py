@@ -45,3 +45,15 @@ def test_create_rename_and_start_a_job_from_the_schema_form(page: Page, site: Si
     job = site.services.job(user, job_id)
     assert job.project_id == project_id and job.kind == "test_items"
     assert job.params["urls"] == ["https://example.com/a", "https://example.com/b"]
+
+    # The same form creates a schedule instead: its own button, a name and how often.
+    page.go_back()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("New test_items job")
+    page.get_by_label("Urls (required)").fill("https://example.com/a")
+    page.get_by_label("Schedule name").fill("nightly")
+    page.get_by_label("Every N days").fill("1")
+    page.get_by_role("button", name="Create schedule").click()
+    page.wait_for_url(re.compile(rf".*/dashboard/projects/{project_id}#schedules$"))
+    expect(page.get_by_role("table").first).to_contain_text("nightly")
+    (schedule,) = site.services.schedules(user, project_id)
+    assert schedule.kind == "test_items" and schedule.params["urls"] == ["https://example.com/a"]

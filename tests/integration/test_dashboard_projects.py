@@ -216,3 +216,96 @@ def test_a_refused_job_form_names_the_field_and_keeps_the_input(app: Api) -> Non
     assert taken.status_code == 404
     assert client.post(new, data={"type": "test_noop"}).status_code == 403
     assert app.services.jobs(alice.user, project_id=pid) == before
+
+
+def test_a_job_form_creates_a_schedule_with_the_same_params(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    form = client.get(new, params={"type": "test_items"}).text
+    assert 'name="action" value="schedule"' in form and 'name="s_every_days"' in form
+    assert "Can run on a schedule." in client.get(new).text
+    assert f'href="{new}"' in client.get(f"/dashboard/projects/{pid}").text  # "New schedule"
+
+    fields = {"type": "test_items", "p_urls": "a\nb", "p_concurrency": "2"}
+    daily = post_form(
+        client,
+        f"{new}?type=test_items",
+        new,
+        {**fields, "action": "schedule", "s_name": " nightly ", "s_every_days": "1"},
+    )
+    assert daily.status_code == 303, daily.text
+    assert daily.headers["location"] == f"/dashboard/projects/{pid}#schedules"
+    weekly = post_form(
+        client,
+        f"{new}?type=test_items",
+        new,
+        {**fields, "action": "schedule", "s_name": "mondays", "s_cron": " 0 6 * * 1 "},
+    )
+    assert weekly.status_code == 303, weekly.text
+    made = {s.name: s for s in app.services.schedules(alice.user, pid)}
+    assert set(made) == {"nightly", "mondays"}
+    assert made["nightly"].kind == "test_items" and made["nightly"].params["urls"] == ["a", "b"]
+    assert made["nightly"].interval_seconds == app.services.settings.day_seconds
+    assert made["nightly"].cron is None
+    assert made["mondays"].cron == "0 6 * * 1" and made["mondays"].interval_seconds is None
+    page = client.get(f"/dashboard/projects/{pid}").text
+    assert "nightly" in page and "mondays" in page
+    assert app.services.jobs(alice.user, project_id=pid) == []  # no job was started
+
+
+def test_a_refused_schedule_names_the_field_and_keeps_the_input(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    fields = {"type": "test_items", "p_urls": "a", "action": "schedule", "s_name": "nightly"}
+
+    def post(**sent: str) -> httpx.Response:
+        answer = post_form(client, f"{new}?type=test_items", new, {**fields, **sent})
+        assert answer.status_code == 422, answer.text
+        assert "The schedule was not created:" in answer.text
+        return answer
+
+    assert "schedule: give every N days or a cron expression" in post().text
+    both = post(s_every_days="1", s_cron="0 6 * * 1").text
+    assert "not both" in both and 'value="0 6 * * 1"' in both
+    unreadable = post(s_every_days="often").text
+    assert "every_days: must be a number" in unreadable and 'value="often"' in unreadable
+    assert 'id="s-every_days" name="s_every_days" value="often"' in unreadable
+    assert 'aria-describedby="s-every_days-hint s-every_days-error" aria-invalid="true"' in (
+        unreadable
+    )
+    assert "every_days: the interval must be from" in post(s_every_days="0").text
+    assert "cron:" in post(s_cron="61 * * * *").text
+    assert "name:" in post(s_name="  ", s_every_days="1").text
+    # A params refusal still lands on its params field.
+    param = post(p_urls="", s_every_days="1").text
+    assert "urls:" in param and 'aria-invalid="true"' in param
+    assert app.services.schedules(alice.user, pid) == []
+
+    made = post_form(client, f"{new}?type=test_items", new, {**fields, "s_every_days": "1"})
+    assert made.status_code == 303
+    taken = post(s_every_days="2").text
+    assert "name: this project already has a schedule named &#39;nightly&#39;" in taken
+    assert 'id="s-name-error"' in taken
+    assert len(app.services.schedules(alice.user, pid)) == 1
+
+
+def test_a_type_that_is_only_started_offers_no_schedule(app: Api) -> None:
+    alice = app.account("alice")
+    client = sign_in(app, alice.key)
+    pid = _create(client, "Shop")
+    new = f"/dashboard/projects/{pid}/new"
+    assert not app.services.kind("domain_lookup").schedulable
+    form = client.get(new, params={"type": "domain_lookup"}).text
+    assert 'name="action" value="job"' in form
+    assert 'value="schedule"' not in form and "s_every_days" not in form
+    # Posted anyway (an old page, a hand-made request): refused by the services.
+    sent = {"type": "domain_lookup", "p_domain": "example.com", "action": "schedule"}
+    sent |= {"s_name": "n", "s_every_days": "1"}
+    refused = post_form(client, f"{new}?type=domain_lookup", new, sent)
+    assert refused.status_code == 422
+    assert "type: domain_lookup jobs cannot be scheduled" in refused.text
+    assert app.services.schedules(alice.user, pid) == []

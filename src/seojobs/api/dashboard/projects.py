@@ -9,9 +9,8 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import TypeAdapter, ValidationError
 
-from seojobs.api.dashboard import jobform
+from seojobs.api.dashboard import jobform, repeat
 from seojobs.api.dashboard.auth import (
     DashboardError,
     Viewer,
@@ -21,27 +20,17 @@ from seojobs.api.dashboard.auth import (
 )
 from seojobs.api.dashboard.charts import bar_chart
 from seojobs.api.dashboard.render import page
+from seojobs.api.dashboard.repeat import Repeat, checked_name
 from seojobs.api.dashboard.routes import Signed, see_other
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.projects import ProjectId, ScheduleId
-from seojobs.api.text import Name
-from seojobs.services import Conflict, Invalid, NotFound, Services
+from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded, Services
 from seojobs.store.records import CollectionRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
-NAME: Final = TypeAdapter(Name)
 LATEST_JOBS: Final = 10
 MAX_COLUMNS: Final = 8
 SEVERITIES: Final = ("error", "warning", "notice")
-
-
-def _checked_name(value: str) -> tuple[str, str | None]:
-    """A project name as the API takes it (trimmed), and why it cannot be one, naming the
-    field (None when it can)."""
-    try:
-        return str(NAME.validate_python(value)), None
-    except ValidationError as exc:
-        return value, "name: " + "; ".join(str(e["msg"]) for e in exc.errors())
 
 
 # -- the list -----------------------------------------------------------------------------------
@@ -65,7 +54,7 @@ async def project_create(request: Request, who: Signed) -> Response:
     form = await read_form(request)
     check_csrf(who.csrf, form)
     sent = form.get("name", "")
-    name, error = _checked_name(sent)
+    name, error = checked_name(sent)
     if error is None:
         try:
             project = await run_in_threadpool(services_of(request).create_project, who.user, name)
@@ -194,7 +183,7 @@ async def project_rename(request: Request, who: Signed, project_id: ProjectId) -
     form = await read_form(request)
     check_csrf(who.csrf, form)
     sent = form.get("name", "")
-    name, error = _checked_name(sent)
+    name, error = checked_name(sent)
     if error is None:
         services = services_of(request)
         try:
@@ -274,13 +263,23 @@ def _job_page(
     *,
     errors: list[str],
     status_code: int,
+    schedule: Repeat | None = None,
 ) -> Response:
-    context = {"project": project, "kind": spec, "fields": form_fields, "errors": errors}
+    context = {
+        "project": project,
+        "kind": spec,
+        "fields": form_fields,
+        "errors": errors,
+        "schedule": schedule or Repeat(),
+        "scheduling": schedule is not None,
+    }
     return page(request, "project_new.html", context, status_code=status_code, viewer=who)
 
 
 @router.post("/dashboard/projects/{project_id}/new", name="dashboard_project_start_job")
 async def start_job(request: Request, who: Signed, project_id: ProjectId) -> Response:
+    """Start one job, or (the form's "Create schedule" button, a schedulable type) create a
+    collection schedule with the same params."""
     form = await read_form(request)
     check_csrf(who.csrf, form)
     services = services_of(request)
@@ -289,24 +288,58 @@ async def start_job(request: Request, who: Signed, project_id: ProjectId) -> Res
     form_fields = jobform.fields(spec.params.model_json_schema())
     params, readable = jobform.read(form_fields, form)
     errors = [f.error for f in form_fields if f.error]
-    if readable:
+    schedule = repeat.read(form) if form.get("action") == "schedule" else None
+    if schedule is not None:
+        errors += schedule.messages
+    if readable and not (schedule and schedule.errors):
         try:
-            job, _ = await run_in_threadpool(
-                lambda: services.create_job(who.user, spec.name, params, project_id=project_id)
+            if schedule is None:
+                job, _ = await run_in_threadpool(
+                    lambda: services.create_job(who.user, spec.name, params, project_id=project_id)
+                )
+                return see_other(f"/dashboard/jobs/{job.id}")
+            await run_in_threadpool(
+                _create_schedule, services, who, project_id, spec, params, schedule
             )
+            return see_other(f"/dashboard/projects/{project_id}#schedules")
         except Invalid as exc:
-            errors = _place(form_fields, exc)
-        else:
-            return see_other(f"/dashboard/jobs/{job.id}")
-    return _job_page(request, who, project, spec, form_fields, errors=errors, status_code=422)
+            errors = _place(form_fields, exc, schedule)
+        except (Conflict, QuotaExceeded) as exc:
+            taken = isinstance(exc, Conflict) and exc.code == "name_taken"
+            errors = [schedule.refuse("name", str(exc)) if taken and schedule else str(exc)]
+    page_fields = (request, who, project, spec, form_fields)
+    return _job_page(*page_fields, errors=errors, status_code=422, schedule=schedule)
 
 
-def _place(form_fields: list[jobform.Field], exc: Invalid) -> list[str]:
-    """The refusal's messages, each on its field too when it names one of the form's."""
+def _create_schedule(
+    services: Services,
+    who: Viewer,
+    project_id: int,
+    spec: Any,
+    params: dict[str, Any],
+    schedule: Repeat,
+) -> None:
+    services.create_schedule(
+        who.user,
+        name=schedule.name,
+        kind=spec.name,
+        params=params,
+        project_id=project_id,
+        every_days=schedule.every_days,
+        cron=schedule.cron,
+    )
+
+
+def _place(form_fields: list[jobform.Field], exc: Invalid, schedule: Repeat | None) -> list[str]:
+    """The refusal's messages, each on its field too when it names one of the form's (the
+    params' fields, or the schedule's when the refusal is not about params)."""
     by_name = {f.name: f for f in form_fields}
     messages = []
     for error in exc.errors:
         path = ".".join(str(part) for part in error.path) or "params"
+        if schedule is not None and not exc.in_params:
+            messages.append(schedule.refuse(path, error.message))
+            continue
         message = f"{path}: {error.message}"
         messages.append(message)
         found = by_name.get(str(error.path[0])) if error.path else None
