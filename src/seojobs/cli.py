@@ -52,18 +52,22 @@ def _settings() -> Settings:
     return Settings()
 
 
-def _logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+def _logging(settings: Settings) -> None:
+    from seojobs.logfmt import configure
+
+    configure(settings.log_format)
 
 
-def _database(settings: Settings) -> None:
+def _database(settings: Settings, *, logging_set: bool = False) -> None:
     """Say which database a server command uses (password masked), on stderr: a command run
     from another directory must not silently use another ./seojobs.db."""
     from seojobs.store.db import shown_url
 
-    typer.echo(f"database: {shown_url(settings.database_url)}", err=True)
+    line = f"database: {shown_url(settings.database_url)}"
+    if logging_set and settings.log_format == "json":  # a JSON log: every line an object
+        logging.getLogger("seojobs").info(line)
+    else:
+        typer.echo(line, err=True)
 
 
 def _log_providers(settings: Settings) -> None:
@@ -108,11 +112,17 @@ def serve(
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
-    _logging()
-    _database(settings)
+    _logging(settings)
+    _database(settings, logging_set=True)
     _log_providers(settings)
     app_ = create_app(settings, run_worker=not no_worker)
-    Server(uvicorn_config(app_, settings, host=host, port=port, log_level="info")).run()
+    # JSON: uvicorn's records reach the root logger's handler (its own config would print
+    # them as plain text); plain: uvicorn's usual colours and access lines.
+    log_config = None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
+    config = uvicorn_config(
+        app_, settings, host=host, port=port, log_level="info", log_config=log_config
+    )
+    Server(config).run()
 
 
 @app.command()
@@ -143,8 +153,8 @@ def worker(
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
-    _logging()
-    _database(settings)
+    _logging(settings)
+    _database(settings, logging_set=True)
     _log_providers(settings)
     db = Database(settings.database_url)
     registry = load_registry(settings)

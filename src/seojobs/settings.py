@@ -88,6 +88,14 @@ class Settings(BaseSettings):
         default=None,
         description="Signs dashboard cookies; unset: the server makes one, kept in the database.",
     )
+    log_format: Literal["plain", "json"] = Field(
+        default="plain",
+        description="`seojobs serve` / `worker` log lines: plain text, or one JSON object each.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="GET /metrics asks for `Authorization: Bearer <this>`; unset: it is open.",
+    )
     dashboard_session_hours: float = Field(
         default=12, gt=0, description="A dashboard sign-in lasts this long."
     )

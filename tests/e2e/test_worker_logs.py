@@ -4,10 +4,22 @@ a SIGTERM (what was in flight, what was released)."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
+
+import httpx
 
 from tests.conftest import subprocess_env
-from tests.e2e.helpers import Spawner, count_starts, make_user, open_services, refresh
+from tests.e2e.helpers import (
+    Spawner,
+    count_starts,
+    free_port,
+    make_user,
+    open_services,
+    refresh,
+    wait_http_ok,
+)
 from tests.waiting import wait_until
 
 
@@ -58,3 +70,43 @@ def test_worker_logs_job_events_and_its_shutdown(spawn: Spawner, store_url: str)
     [ended] = events(out, "shutdown_done")
     assert begun["in_flight"] == ended["in_flight"] == ended["released"] == str(slow.id)
     assert ended["ended"] == "-"
+
+
+def _json_lines(output: str) -> list[dict[str, Any]]:
+    """Every line of ``output`` as the JSON object it must be."""
+    records = []
+    for line in output.splitlines():
+        record = json.loads(line)  # raises on a line that is not JSON
+        assert set(record) >= {"ts", "level", "logger", "message"}, line
+        assert record["ts"].endswith("+00:00"), line
+        records.append(record)
+    return records
+
+
+def test_json_logs_from_the_worker_and_the_api(spawn: Spawner, store_url: str) -> None:
+    env = subprocess_env(store_url, SEOJOBS_LOG_FORMAT="json")
+    with open_services(store_url) as services:
+        user = make_user(services)
+        failed, _ = services.create_job(user, "test_fail", {"code": "broken_thing"})
+        worker = spawn("worker", env=env, name="worker")
+        wait_until(lambda: refresh(services, user, failed).state == "failed")
+        worker.sigterm()
+        assert worker.wait() == 0, worker.output()
+    records = _json_lines(worker.output())
+    messages = [r["message"] for r in records]
+    assert any(m.startswith(f"database: {store_url.split('://')[0]}") for m in messages)
+    [end] = [m for m in messages if "event=job_end " in m]
+    assert f"job={failed.id} " in end and "code=broken_thing" in end
+    assert any(r["logger"] == "seojobs.providers" for r in records)
+
+    port = free_port()
+    api = spawn("serve", "--no-worker", "--port", str(port), env=env, name="api")
+    wait_http_ok(api, f"http://127.0.0.1:{port}/healthz")
+    assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here").status_code == 404
+    api.sigterm()
+    assert api.wait() == 0, api.output()
+    records = _json_lines(api.output())
+    access = [r["message"] for r in records if r["logger"] == "uvicorn.access"]
+    assert any('"GET /healthz HTTP/1.1" 200' in m for m in access), access
+    assert any('"GET /v1/nothing-here HTTP/1.1" 404' in m for m in access), access
+    assert any(r["logger"] == "uvicorn.error" for r in records)  # startup and shutdown

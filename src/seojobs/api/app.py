@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
-from seojobs.api import dashboard, docs, openapi, problems
+from seojobs.api import dashboard, docs, metrics, openapi, problems
 from seojobs.api.audit_reads import router as audit_reads_router
 from seojobs.api.audits import router as audits_router
 from seojobs.api.deps import AuthCache
@@ -107,6 +107,7 @@ def create_app(
     app.include_router(audit_reads_router)
     app.include_router(web_vitals_router)
     docs.install(app)
+    metrics.install(app, services)
     dashboard.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

@@ -15,10 +15,11 @@ from seojobs.services.sessions import SessionServices
 from seojobs.settings import Settings
 from seojobs.store import accounts, migrate
 from seojobs.store import idempotency as idempotency_sql
+from seojobs.store import metrics as metrics_sql
 from seojobs.store.db import Database
 from seojobs.store.errors import Duplicate
 from seojobs.store.idempotency import Outcome, Stored
-from seojobs.store.records import ProjectRecord, UserRecord
+from seojobs.store.records import ProjectRecord, QueueSnapshot, UserRecord
 
 API_KEY_PREFIX = "sj_"
 
@@ -53,6 +54,12 @@ class Services(ScheduleServices, AuditServices, SessionServices):
         if not migrate.is_current(self.db, self.registry.migration_dirs()):
             return "schema_out_of_date"
         return None
+
+    def queue_snapshot(self) -> QueueSnapshot:
+        """The whole queue's state for ``GET /metrics`` (an operator's view, every user's jobs)."""
+        now = self.clock()
+        with self.db.read() as conn:
+            return metrics_sql.snapshot(conn, now)
 
     async def close(self) -> None:
         await self.reads.close()

@@ -228,3 +228,13 @@ class ChangedFinding:
     code: str
     severity: str
     url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSnapshot:
+    at: datetime  # when it was read: the ages below are to this time
+    jobs: list[tuple[str, str, int]]  # (kind, state, jobs)
+    oldest_due: datetime | None  # run_at of the oldest pending job that is due
+    expired_leases: int  # processing jobs whose lease ran out (their worker is gone or hung)
+    workers: int  # distinct workers holding a processing job
+    schedules_enabled: int

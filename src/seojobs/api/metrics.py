@@ -1,0 +1,111 @@
+"""``GET /metrics``: the queue and the process in Prometheus' text format, for an operator.
+
+Read from the database at each scrape, so every API process answers the same about the queue
+however many run: jobs by type and state, the age of the oldest due job (the queue's lag),
+leases that ran out, the workers holding jobs, the schedules that are on. The process's own CPU,
+memory and file descriptors come from ``prometheus_client``'s collectors (per process).
+
+These figures cover every user, so ``SEOJOBS_METRICS_TOKEN`` puts them behind
+``Authorization: Bearer <token>``; unset, the endpoint is open, as Prometheus scrapes expect
+on a private network.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, FastAPI, Header
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from seojobs.api.inputs import CheckedRoute
+from seojobs.api.problems import Problem
+from seojobs.services import Services
+from seojobs.store.records import QueueSnapshot
+
+STATES = ("pending", "processing", "completed", "failed")
+
+
+class QueueCollector(Collector):
+    """The queue's gauges, from one snapshot per scrape."""
+
+    def __init__(self, snapshot: Callable[[], QueueSnapshot]) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        found = self._snapshot()
+        jobs = GaugeMetricFamily(
+            "seojobs_jobs", "Jobs in the database, by type and state.", labels=["type", "state"]
+        )
+        for kind, state, count in sorted(found.jobs):
+            jobs.add_metric([kind, state], count)
+        yield jobs
+        yield GaugeMetricFamily(
+            "seojobs_queue_oldest_due_seconds",
+            "How long the oldest pending job that is due has waited (0: none waiting).",
+            value=_age(found),
+        )
+        yield GaugeMetricFamily(
+            "seojobs_expired_leases",
+            "Processing jobs whose lease ran out: their worker died or hangs; maintenance "
+            "hands them to another worker.",
+            value=found.expired_leases,
+        )
+        yield GaugeMetricFamily(
+            "seojobs_workers_busy", "Workers holding at least one job.", value=found.workers
+        )
+        yield GaugeMetricFamily(
+            "seojobs_schedules_enabled",
+            "Collection schedules that are on.",
+            value=found.schedules_enabled,
+        )
+
+
+def _age(found: QueueSnapshot) -> float:
+    if found.oldest_due is None:
+        return 0.0
+    return max(0.0, (found.at - found.oldest_due).total_seconds())
+
+
+def registry_for(services: Services) -> CollectorRegistry:
+    """A registry of this app's own (several apps in one process keep apart)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(services.queue_snapshot))
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    return registry
+
+
+def install(app: FastAPI, services: Services) -> None:
+    registry = registry_for(services)
+    token = services.settings.metrics_token
+    router = APIRouter(route_class=CheckedRoute)
+
+    @router.get(
+        "/metrics",
+        operation_id="metrics",
+        tags=["health"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Metrics"}},
+    )
+    def metrics(authorization: Annotated[str | None, Header()] = None) -> Response:
+        """The queue and this process in Prometheus' text format (see the README)."""
+        if token is not None:
+            expected = f"Bearer {token.get_secret_value()}".encode()
+            if not hmac.compare_digest((authorization or "").encode(), expected):
+                raise Problem(
+                    401,
+                    "Unauthorized",
+                    "GET /metrics needs `Authorization: Bearer <SEOJOBS_METRICS_TOKEN>`",
+                    code="unauthorized",
+                    headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+                )
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(router)

@@ -1,0 +1,39 @@
+"""How the server's processes log: ``SEOJOBS_LOG_FORMAT=plain`` (the default: one readable
+line per record) or ``json`` (one JSON object per line, for log shippers): ``ts`` (RFC 3339,
+UTC), ``level``, ``logger``, ``message``, and ``exception`` (the traceback) when there is one.
+uvicorn's own records (``uvicorn.error``, ``uvicorn.access``) go through the same handler."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Literal
+
+LogFormat = Literal["plain", "json"]
+PLAIN = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        # ensure_ascii: a log line never carries raw control or non-ASCII bytes.
+        return json.dumps(entry, ensure_ascii=True, default=str)
+
+
+def configure(form: LogFormat, level: int = logging.INFO) -> None:
+    """The root logger's one handler (stderr), in ``form``."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if form == "json" else logging.Formatter(PLAIN))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
