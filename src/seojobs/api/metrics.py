@@ -35,15 +35,20 @@ STATES = ("pending", "processing", "completed", "failed")
 class QueueCollector(Collector):
     """The queue's gauges, from one snapshot per scrape."""
 
-    def __init__(self, snapshot: Callable[[], QueueSnapshot]) -> None:
+    def __init__(self, snapshot: Callable[[], QueueSnapshot], kinds: list[str]) -> None:
         self._snapshot = snapshot
+        # Every registered type in every state, 0 included: a rule on the failed jobs of a
+        # type needs its series before the first one fails.
+        self._zeros = {(kind, state): 0 for kind in kinds for state in STATES}
 
     def collect(self) -> Iterator[Metric]:
         found = self._snapshot()
         jobs = GaugeMetricFamily(
             "seojobs_jobs", "Jobs in the database, by type and state.", labels=["type", "state"]
         )
-        for kind, state, count in sorted(found.jobs):
+        counts = dict(self._zeros)
+        counts.update({(kind, state): count for kind, state, count in found.jobs})
+        for (kind, state), count in sorted(counts.items()):
             jobs.add_metric([kind, state], count)
         yield jobs
         yield GaugeMetricFamily(
@@ -76,7 +81,7 @@ def _age(found: QueueSnapshot) -> float:
 def registry_for(services: Services) -> CollectorRegistry:
     """A registry of this app's own (several apps in one process keep apart)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(services.queue_snapshot))
+    registry.register(QueueCollector(services.queue_snapshot, services.registry.names()))
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     return registry

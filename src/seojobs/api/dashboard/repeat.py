@@ -19,13 +19,13 @@ FIELDS: Final = ("name", "every_days", "cron")
 PREFIX: Final = "s_"  # form field names: s_name, s_every_days, s_cron
 
 
-def checked_name(value: str, field_name: str = "name") -> tuple[str, str | None]:
+def checked_name(value: str) -> tuple[str, str | None]:
     """A name as the API takes it (trimmed), and why it cannot be one, naming the field (None
     when it can): project and schedule names alike."""
     try:
         return str(NAME.validate_python(value)), None
     except ValidationError as exc:
-        return value, f"{field_name}: " + "; ".join(str(e["msg"]) for e in exc.errors())
+        return value, "name: " + "; ".join(str(e["msg"]) for e in exc.errors())
 
 
 @dataclass
