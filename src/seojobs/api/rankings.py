@@ -35,6 +35,7 @@ router = APIRouter(
 
 # A cursor is the newest collection id of the first page and the rows already read.
 PAGE_SPAN = 1_000_000
+KEY_FIELDS = ("keyword", "device", "location", "language")
 Device = Annotated[Literal["desktop", "mobile"] | None, Query(description="Only this device.")]
 Keyword = Annotated[
     str | None,
@@ -126,7 +127,8 @@ def _wanted(
 
 def _ordered(rows: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
     def name(r: dict[str, Any]) -> tuple[str, str, str, str]:
-        return (str(r["keyword"]).casefold(), str(r["device"]), str(r["location"]), r["language"])
+        keyword, device, place, language = (str(r.get(k)) for k in KEY_FIELDS)
+        return (keyword.casefold(), device, place, language)
 
     by_name = sorted(rows, key=name)
     if sort == "keyword":
@@ -205,7 +207,13 @@ def rankings_history(
     """Every collected position of `keyword` (of every keyword without it; of one device,
     location or language, if given), newest first. 404 until one has completed."""
     before = parse_cursor(cursor)
-    latest = svc.collected_each(user, project_id, rank_check.NAME)
+    try:
+        latest = svc.collected_each(user, project_id, rank_check.NAME)
+    except NotFound:
+        if before is None:
+            raise
+        svc.project(user, project_id)  # someone else's project stays 404
+        latest = []  # a page past the end, as web-vitals history answers it
     place = _place(location)
     subjects: list[str | None] = [
         c.subject for c in latest if _wanted(_row(c), device, place, language, keyword, None)

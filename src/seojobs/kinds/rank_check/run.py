@@ -104,6 +104,7 @@ def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp
         "results": len(serp.organic),
         "depth": query.depth,
         "provider": provider,
+        "provider_detail": serp.detail,  # e.g. DataForSEO's task id, cost and check_url
         "checked_at": rfc3339(datetime.now(UTC)),
     }
 
