@@ -145,24 +145,31 @@ def test_positions_are_collected_served_paged_and_kept_as_history(
         assert error_fields(rankings(client, project, device="tablet")) == ["device"]
         assert stored(app)["jobs"] == jobs  # no read started a job
 
-        # A first page of two; then a second check moves the hose to the top. The next page
-        # is of the rankings as they stood, and the new ones are served from then on.
+        # A first page of two; then a second check moves the hose and the shears to the top.
+        # The next page is of the rankings as they stood (else it would repeat the hose
+        # reel), and the new ones are served from then on.
         page = rankings(client, project, limit=2)
         assert positions(page) == [("Garden hose", 2), ("hose reel", 3)]
         fakes.dataforseo.results("garden hose", "https://example.com/", "https://shop.example/")
+        fakes.dataforseo.results("pruning shears", "https://example.com/shears")
         second = check(client, project, provider="dataforseo", device="mobile", location=2826)
         assert second["status"] == "completed", second
         rest = rankings(client, project, limit=2, cursor=page.json()["next_cursor"])
         assert positions(rest) == [("pruning shears", None)]
         assert rest.json()["next_cursor"] is None
         now = rankings(client, project).json()["data"]
-        assert [(r["keyword"], r["position"], r["job_id"]) for r in now[:1]] == [
-            ("Garden hose", 1, second["id"])]  # fmt: skip
+        assert [(r["keyword"], r["position"], r["job_id"]) for r in now] == [
+            ("Garden hose", 1, second["id"]), ("pruning shears", 1, second["id"]),
+            ("hose reel", 3, second["id"])]  # fmt: skip
         history = rankings(client, project, "/history", keyword="garden HOSE")
         assert [(r["position"], r["job_id"]) for r in history.json()["data"]] == [
             (1, second["id"]), (2, first["id"])]  # fmt: skip
         everything = rankings(client, project, "/history", limit=4)
-        assert len(everything.json()["data"]) == 4 and everything.json()["next_cursor"]
+        assert len(everything.json()["data"]) == 4  # of six, newest first
+        cursor = everything.json()["next_cursor"]
+        older = rankings(client, project, "/history", limit=4, cursor=cursor).json()
+        assert [r["job_id"] for r in older["data"]] == [first["id"]] * 2
+        assert older["next_cursor"] is None
         assert_problem(rankings(client, project, "/history", keyword="unknown"), 404)
         assert stored(app)["jobs"] == jobs + 1
 
