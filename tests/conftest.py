@@ -139,12 +139,17 @@ CONFIGURED_PROVIDERS: dict[str, object] = {
     "google_ads_customer_id": "1234567890",
     "google_ads_base_url": UNREACHABLE,
     "google_ads_token_url": UNREACHABLE + "/token",
+    # Rank checks: both providers, so a request naming either is accepted (Serper also comes
+    # before SerpApi in google's index-check order: both unreachable here).
+    "serper_key": "serper-key",
+    "serper_base_url": UNREACHABLE,
 }
 NO_PROVIDERS: dict[str, object] = {
     "indexnow_key": None,
     "serpapi_key": None,
     "dataforseo_login": None,
     "google_ads_developer_token": None,
+    "serper_key": None,
 }
 # Our own small fingerprint database (made-up technologies), so tech_stack jobs are accepted
 # (one is refused at creation while the server has none).

@@ -191,12 +191,20 @@ class Settings(BaseSettings):
     keyword_providers: dict[str, list[str]] = Field(
         default_factory=lambda: {"google": ["dataforseo", "google_ads"]}
     )
+    # Which providers serve rank checks, in the order tried (the first configured one is a
+    # job's default provider); "google" is the only engine.
+    rank_providers: dict[str, list[str]] = Field(
+        default_factory=lambda: {"google": ["serper", "dataforseo"]}
+    )
     check_diagnostics_only: bool = Field(
         default=False,
         description="Index checks with no index provider for their engine still run: our own "
         "indexability diagnostics per URL, the index verdict `unknown`.",
     )
     index_check_concurrency: int = Field(default=8, ge=1, description="URLs checked at once.")
+    rank_check_concurrency: int = Field(
+        default=4, ge=1, description="Keywords a rank check searches at once."
+    )
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")
@@ -223,6 +231,9 @@ class Settings(BaseSettings):
     # Keyword research: lookups (jobs) per user.
     quota_keyword_lookups_daily: int = Field(default=100, ge=0)
     quota_keyword_lookups_monthly: int = Field(default=1000, ge=0)
+    # Rank checks: keywords per user (one search each).
+    quota_rank_keywords_daily: int = Field(default=1_000, ge=0)
+    quota_rank_keywords_monthly: int = Field(default=20_000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",

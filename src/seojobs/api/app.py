@@ -23,6 +23,7 @@ from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.keywords import router as keywords_router
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
+from seojobs.api.rankings import router as rankings_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.results import router as results_router
 from seojobs.api.tech_stack import router as tech_stack_router
@@ -103,6 +104,7 @@ def create_app(
     app.include_router(audits_router)
     app.include_router(domain_router)
     app.include_router(keywords_router)
+    app.include_router(rankings_router)
     app.include_router(tech_stack_router)
     app.include_router(audit_reads_router)
     app.include_router(web_vitals_router)

@@ -12,6 +12,7 @@ def load_registry(settings: Settings) -> Registry:
         index_check,
         index_submit,
         keyword_research,
+        rank_check,
         site_audit,
         tech_stack,
         web_vitals,
@@ -24,6 +25,7 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(domain_lookup.KIND)
     registry.add(tech_stack.KIND)
     registry.add(keyword_research.KIND)
+    registry.add(rank_check.KIND)
     registry.add(web_vitals.KIND)
     registry.load_plugins(settings.plugins)
     return registry

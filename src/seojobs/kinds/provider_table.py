@@ -13,6 +13,7 @@ from seojobs.kinds.providers import (
     CHECKS,
     KEYWORDS,
     PROVIDERS,
+    RANKS,
     SUBMISSION,
     build,
     chosen,
@@ -30,7 +31,7 @@ PROBE_URL = "https://example.com/"
 
 @dataclass(frozen=True)
 class Row:
-    role: str  # "submission", "index checks" or "keywords"
+    role: str  # "submission", "index checks", "keywords" or "rank checks"
     engine: str
     order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
     uses: str | None  # the provider jobs use; None: such jobs are refused
@@ -67,7 +68,7 @@ def _needs(name: str) -> str:
 
 def rows(settings: Settings) -> list[Row]:
     found = []
-    for role in (SUBMISSION, CHECKS, KEYWORDS):
+    for role in (SUBMISSION, CHECKS, KEYWORDS, RANKS):
         order: dict[str, list[str]] = getattr(settings, role[0])
         for engine in sorted(order):
             listed = tuple((name, configured(settings, name)) for name in order[engine])

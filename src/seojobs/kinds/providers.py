@@ -37,11 +37,12 @@ PROVIDERS: dict[str, ProviderSpec] = {
 }
 
 
-# The two roles an engine needs a provider for: the settings holding their order, and what
+# The roles an engine needs a provider for: the settings holding their order, and what
 # the role is called in messages.
 SUBMISSION = ("submit_providers", "submission")
 CHECKS = ("check_providers", "index checks")
 KEYWORDS = ("keyword_providers", "keywords")
+RANKS = ("rank_providers", "rank checks")
 Role = tuple[str, str]
 
 

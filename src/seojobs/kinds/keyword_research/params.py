@@ -54,6 +54,22 @@ Seed = Annotated[str, *_text(MAX_KEYWORD)]
 LocationName = Annotated[str, *_text(MAX_LOCATION_NAME)]
 
 
+def checked_location(value: Any) -> Any:
+    """A location code or name, checked whole: a union would report each of its branches'
+    refusals. "2840" is the code 2840, not a place called that."""
+    if isinstance(value, str) and value.isascii() and value.strip(ASCII_SPACE).isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # 2840.0 is the integer JSON Schema says it is
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= MAX_LOCATION:
+            raise PydanticCustomError("location", "a location code is 1 or more")
+        return value
+    if isinstance(value, str):
+        return checked_text(value, MAX_LOCATION_NAME)
+    raise PydanticCustomError("location", "a location code (a number) or a name")
+
+
 class KeywordResearchParams(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -94,19 +110,7 @@ class KeywordResearchParams(BaseModel):
     @field_validator("location", mode="before")
     @classmethod
     def _location(cls, value: Any) -> Any:
-        # Checked here, whole: the union would report each of its branches' refusals.
-        # "2840" is the code 2840, not a place called that.
-        if isinstance(value, str) and value.isascii() and value.strip(ASCII_SPACE).isdigit():
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # 2840.0 is the integer JSON Schema says it is
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not 1 <= value <= MAX_LOCATION:
-                raise PydanticCustomError("location", "a location code is 1 or more")
-            return value
-        if isinstance(value, str):
-            return checked_text(value, MAX_LOCATION_NAME)
-        raise PydanticCustomError("location", "a location code (a number) or a name")
+        return checked_location(value)
 
     @field_validator("language")
     @classmethod

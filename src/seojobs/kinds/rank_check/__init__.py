@@ -1,0 +1,46 @@
+"""``rank_check``: where a domain or a page ranks in Google for keywords, from Serper or
+DataForSEO (seed 001: rankings run on a schedule; a read never starts one).
+
+The package: ``params`` (what a request sets), ``match`` (which result is the target's),
+``run`` (the handler, the provider choice and the refusal at creation). Adapters live in
+``seojobs.providers`` (``serper_ranks``, ``dataforseo_ranks``). Each keyword is an item and a
+quota unit; each completed job stores a row per keyword as the project's rankings
+(``{device}/{location}/{language}/{keyword}``), read with ``GET /v1/projects/{id}/rankings``.
+"""
+
+from __future__ import annotations
+
+from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.kinds.rank_check.params import RankCheckParams
+from seojobs.kinds.rank_check.run import items, refusal, run, subject
+
+NAME = "rank_check"
+__all__ = ["KIND", "NAME", "RankCheckParams", "subject"]
+
+
+def _cost(_params: RankCheckParams, keywords: int) -> dict[str, int]:
+    return {DAILY.name: keywords, MONTHLY.name: keywords}  # one search per keyword
+
+
+DAILY, MONTHLY = Quota.day_and_month("rank_keywords", "Keywords rank-checked")
+
+KIND: Kind[RankCheckParams] = Kind(
+    NAME,
+    RankCheckParams,
+    run,
+    items=items,
+    description="Google positions of a domain or page for keywords, with SERP features "
+    "(GET /v1/projects/{id}/rankings).",
+    summary_params=("target", "match", "location", "language", "device", "depth", "provider"),
+    schedulable=True,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    refusal=refusal,
+    report_columns=(
+        ReportColumn("keyword", "keyword"),
+        ReportColumn("position", "position"),
+        ReportColumn("rank_absolute", "rank_absolute"),
+        ReportColumn("url", "url"),
+        ReportColumn("provider", "provider"),
+    ),
+)

@@ -1,0 +1,120 @@
+"""A rank check's params: the keywords, whose position (a domain or a page), where, on which
+device, how deep, and by which provider."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from seojobs.kinds.domain_lookup.params import DOMAIN_SCHEMA, normalise_domain
+from seojobs.kinds.keyword_research.params import (
+    LANGUAGE_PATTERN,
+    MAX_LOCATION,
+    LocationName,
+    Seed,
+    checked_location,
+)
+from seojobs.kinds.urls import URL_SCHEMA, check_url
+
+MAX_KEYWORDS = 100
+Device = Literal["desktop", "mobile"]
+Match = Literal["domain", "exact_url"]
+TARGET_SCHEMA = {
+    "anyOf": [
+        {k: v for k, v in schema.items() if k != "description"}
+        for schema in (DOMAIN_SCHEMA, URL_SCHEMA)
+    ]
+}
+Target = Annotated[str, WithJsonSchema(TARGET_SCHEMA)]
+
+
+class RankCheckParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    keywords: list[Seed] = Field(
+        min_length=1,
+        max_length=MAX_KEYWORDS,
+        description="The keywords to check (1 to 100; one item and one quota unit each). "
+        "Trimmed; duplicates, whatever their case, count once.",
+    )
+    target: Target = Field(
+        description="The site whose position is wanted: a domain (`example.com`; with match "
+        "`domain`, its subdomains count too) or a page URL (its host, with match `domain`)."
+    )
+    match: Match = Field(
+        default="domain",
+        description="`domain`: the first result on the target's host or a subdomain of it "
+        "(`www.` ignored); `exact_url`: the first result that is the target page (scheme, "
+        "`www.`, a trailing slash and tracking parameters ignored).",
+    )
+    location: Annotated[int, Field(ge=1, le=MAX_LOCATION)] | LocationName = Field(
+        default=2840,
+        description="Where the search is made: a location code (Google Ads geo target id: "
+        "2840 United States, 2826 United Kingdom, 2276 Germany) or, with DataForSEO or "
+        "Serper, a location name (`London,England,United Kingdom`).",
+    )
+    language: str = Field(
+        default="en",
+        pattern=LANGUAGE_PATTERN,
+        description="The searchers' language, an ISO 639 code (`en`, `de`, `zh-TW`).",
+    )
+    device: Device = Field(
+        default="desktop", description="`desktop` or `mobile` results (mobile: DataForSEO)."
+    )
+    depth: int = Field(
+        default=100, ge=10, le=100, description="How many results are looked through (10-100)."
+    )
+    provider: Literal["serper", "dataforseo"] | None = Field(
+        default=None,
+        description="Who answers; default: the first configured one in "
+        "SEOJOBS_RANK_PROVIDERS (serper, then dataforseo).",
+    )
+
+    @field_validator("location", mode="before")
+    @classmethod
+    def _location(cls, value: Any) -> Any:
+        return checked_location(value)
+
+    @field_validator("language")
+    @classmethod
+    def _lower(cls, value: str) -> str:
+        return value.lower()
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        if "://" in value:
+            try:
+                return check_url(value)
+            except ValueError as exc:
+                raise PydanticCustomError("target", str(exc)) from None
+        try:
+            return normalise_domain(value)
+        except ValueError as exc:
+            why = f"a domain (example.com) or an http(s) URL: {exc}"
+            raise PydanticCustomError("target", why) from None
+
+    @model_validator(mode="after")
+    def _unique(self) -> RankCheckParams:
+        unique = {k.casefold(): k for k in reversed(self.keywords)}  # first spelling kept
+        self.keywords = [unique[k] for k in dict.fromkeys(k.casefold() for k in self.keywords)]
+        if self.match == "exact_url" and "://" not in self.target:
+            raise _field_error("target", "match exact_url needs a page URL, not a domain")
+        return self
+
+
+def _field_error(field: str, message: str) -> ValidationError:
+    error = PydanticCustomError("target", message)
+    return ValidationError.from_exception_data(
+        RankCheckParams.__name__, [{"type": error, "loc": (field,), "input": None}]
+    )

@@ -1,0 +1,153 @@
+"""The handler: one SERP per keyword (an item), the target's position in it, then the project's
+rankings collected, one row per keyword.
+
+Items run with bounded concurrency (``SEOJOBS_RANK_CHECK_CONCURRENCY``); a job rescued after a
+crash resumes at its unfinished keywords. A provider failure for one keyword (its retries
+spent, a refused or malformed answer) fails that item with the provider's code; a refused key
+or spent credits end the job (``JobFailed``), as index checks do. When the items are done,
+every keyword that got an answer is collected (subject ``{device}/{location}/{language}/
+{keyword}``), so ``GET /v1/projects/{id}/rankings`` serves the newest position of each and
+``/rankings/history`` all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.registry import Refusal
+from seojobs.kinds import providers
+from seojobs.kinds.rank_check.match import first_match
+from seojobs.kinds.rank_check.params import RankCheckParams
+from seojobs.providers import serper_ranks
+from seojobs.providers.base import NOT_CONFIGURED, REJECTED, ProviderError
+from seojobs.providers.dataforseo_ranks import DataForSeoRanks
+from seojobs.providers.ranks import RankQuery, RankSource, Serp
+from seojobs.providers.serper_ranks import SerperRanks
+from seojobs.store.records import ItemRecord
+from seojobs.timefmt import rfc3339
+
+ENGINE = "google"  # the one engine of SEOJOBS_RANK_PROVIDERS
+RANKED, NOT_RANKED = "ranked", "not_ranked"
+ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
+    "serper": SerperRanks,
+    "dataforseo": DataForSeoRanks,
+}
+
+
+def items(params: RankCheckParams) -> list[dict[str, Any]]:
+    """One item per keyword: the keyword with where and how it is searched."""
+    where = {"location": params.location, "language": params.language, "device": params.device}
+    return [{"keyword": keyword, **where} for keyword in params.keywords]
+
+
+def subject(device: str, location: int | str, language: str, keyword: str) -> str:
+    """A keyword's collection subject: one ranking per device, market and keyword (any case)."""
+    return f"{device}/{location}/{language}/{keyword.casefold()}"
+
+
+def provider_of(params: RankCheckParams, settings: Any) -> str | None:
+    """The job's own choice of provider, else the first configured one in order."""
+    if params.provider is not None:
+        return params.provider
+    return providers.chosen(settings, providers.RANKS, ENGINE)
+
+
+def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
+    """Refused at creation when no provider is configured (the chosen one, or any in order).
+    A search the provider cannot express (mobile or an unknown country code with Serper)
+    fails the job when it runs, before any call: what the params' schema admits is accepted."""
+    name = provider_of(params, settings)
+    if name is None:
+        return providers.refusal(settings, providers.RANKS, ENGINE, field="provider")
+    if not providers.configured(settings, name):
+        message = f"{name} is not configured: set {providers.setting_names(name)}"
+        return Refusal(NOT_CONFIGURED, message, "provider")
+    return None
+
+
+def _source(params: RankCheckParams, settings: Any) -> RankSource:
+    name = provider_of(params, settings)
+    if name is None:  # configured when created, gone since
+        raise JobFailed(NOT_CONFIGURED, providers.missing(settings, providers.RANKS, ENGINE) or "")
+    why = serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
+    if why is not None:
+        raise JobFailed(REJECTED, why)
+    try:
+        return ADAPTERS[name](settings)
+    except ProviderError as exc:
+        raise JobFailed(exc.code, exc.message) from None
+
+
+def _query(item: ItemRecord, depth: int) -> RankQuery:
+    data = item.data if isinstance(item.data, dict) else json.loads(item.input)
+    return RankQuery(data["keyword"], data["location"], data["language"], data["device"], depth)
+
+
+def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp) -> dict[str, Any]:
+    """One keyword's row: the target's best position in the SERP (null past the depth)."""
+    hit = first_match(serp.organic, params.target, params.match)
+    return {
+        "keyword": query.keyword,
+        "location": query.location,
+        "language": query.language,
+        "device": query.device,
+        "target": params.target,
+        "match": params.match,
+        "position": hit.rank_group if hit else None,
+        "rank_absolute": hit.rank_absolute if hit else None,
+        "url": hit.url if hit else None,
+        "title": hit.title if hit else None,
+        "features": list(serp.features),
+        "results": len(serp.organic),
+        "depth": query.depth,
+        "provider": provider,
+        "provider_detail": serp.detail,  # e.g. DataForSEO's task id, cost and check_url
+        "checked_at": rfc3339(datetime.now(UTC)),
+    }
+
+
+async def run(ctx: JobContext[RankCheckParams]) -> None:
+    params = ctx.params
+    source = _source(params, ctx.settings)
+
+    async def one(item: ItemRecord) -> ItemResult:
+        query = _query(item, params.depth)
+        await ctx.ensure_held()  # each search is billed: not for a job taken away
+        try:
+            serp = await source.serp(query)
+        except ProviderError as exc:
+            if exc.fatal:  # a refused key, no credits: no other keyword can succeed
+                raise JobFailed(exc.code, exc.message) from None
+            result = {"keyword": query.keyword, "provider": source.name}
+            return ItemResult.error(exc.code, exc.message, result=result)
+        row = ranking(query, params, source.name, serp)
+        return ItemResult(outcome=RANKED if row["position"] else NOT_RANKED, result=row)
+
+    try:
+        await ctx.run_items(one, concurrency=ctx.settings.rank_check_concurrency)
+    finally:
+        await source.aclose()
+    ctx.result = await _collect(ctx) | {"provider": source.name}
+
+
+async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, int]:
+    """Collect every keyword that got an answer; a job where none did fails with the first
+    keyword's error."""
+    counts = {RANKED: 0, NOT_RANKED: 0, "failed": 0}
+    first_error: tuple[str, str] | None = None
+    async for item in ctx.items():
+        row = item.result or {}
+        if item.outcome in (RANKED, NOT_RANKED):
+            counts[item.outcome] += 1
+            key = subject(row["device"], row["location"], row["language"], row["keyword"])
+            await ctx.collect(key, row)
+        else:
+            counts["failed"] += 1
+            if first_error is None and item.error_code:
+                first_error = (item.error_code, item.error_message or item.error_code)
+    if not counts[RANKED] + counts[NOT_RANKED] and first_error is not None:
+        raise JobFailed(*first_error)
+    return {"keywords": sum(counts.values()), **counts}

@@ -1,0 +1,168 @@
+"""DataForSEO Live SERP (advanced) for rank checks.
+
+Wire format (reference/providers.md §5.3, seo_jobs.md §8): ``POST {base}/v3/serp/google/organic/
+live/advanced`` with HTTP Basic ``login:password`` and one task ``{"keyword", "location_code" |
+"location_name", "language_code", "device", "depth"}``. The answer is the usual envelope
+(``status_code`` 20000 at request and task level); ``tasks[0].result[0].items[]`` lists every
+element of the page in order, each with a ``type``: ``organic`` ones carry ``rank_group``
+(among organic results), ``rank_absolute`` (among all elements), ``url``, ``domain``,
+``title``; the other types (``ai_overview``, ``featured_snippet``, ``people_also_ask``,
+``local_pack``, ...) are the page's SERP features. The advanced endpoint is used for those
+and for ``rank_absolute``.
+
+Status mapping, as for the index checker (``seojobs.providers.dataforseo``): HTTP 401 / 40100
+and HTTP 402 / 402xx end the job (bad login, no money); 40101, 40202, 5xxxx and HTTP 5xx are
+retried, then ``upstream_error`` for this keyword; 40102 "No Search Results" is an empty page;
+any other code ``provider_rejected`` for this keyword with DataForSEO's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from seojobs.fetch.http import HttpClient, Response
+from seojobs.providers.base import REJECTED, ProviderError, http_client, malformed
+from seojobs.providers.dataforseo import NO_RESULTS, OK, code_error, credentials, http_error
+from seojobs.providers.keywords import retried, whole
+from seojobs.providers.ranks import Organic, RankQuery, Serp, features_of, text_or_none
+from seojobs.settings import Settings
+
+NAME = "dataforseo"
+PATH = "/v3/serp/google/organic/live/advanced"
+# DataForSEO item types -> our SERP feature names (the same names, mostly).
+FEATURE_TYPES = {
+    "ai_overview": "ai_overview",
+    "featured_snippet": "featured_snippet",
+    "people_also_ask": "people_also_ask",
+    "local_pack": "local_pack",
+    "map": "local_pack",
+    "knowledge_graph": "knowledge_graph",
+    "top_stories": "top_stories",
+    "video": "videos",
+    "images": "images",
+    "shopping": "shopping",
+    "popular_products": "shopping",
+    "related_searches": "related_searches",
+    "paid": "paid",
+}
+
+
+def task_of(query: RankQuery) -> dict[str, Any]:
+    where: dict[str, Any] = (
+        {"location_code": query.location}
+        if isinstance(query.location, int)
+        else {"location_name": query.location}
+    )
+    # DataForSEO URL-decodes the keyword: a literal "%" or "+" must be sent escaped.
+    keyword = query.keyword.replace("%", "%25").replace("+", "%2B")
+    return {
+        "keyword": keyword,
+        **where,
+        "language_code": query.language,
+        "device": query.device,
+        "depth": query.depth,
+    }
+
+
+def parse(body: Any) -> Serp:
+    """A DataForSEO answer as a SERP. Raises ProviderError: fatal or retryable for the codes
+    of :func:`code_error`, ``provider_rejected`` for another refusal, ``malformed_response``."""
+    envelope = _object(body, "the body")
+    _check(envelope, "request")
+    tasks = envelope.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise malformed(NAME, "tasks is not a non-empty list")
+    task = _object(tasks[0], "tasks[0]")
+    detail = {f"task_{k}": task[k] for k in ("id", "cost") if k in task}
+    if _check(task, "task") == NO_RESULTS:
+        return Serp((), (), detail)
+    results = task.get("result")
+    if not isinstance(results, list) or not results:
+        raise malformed(NAME, "tasks[0].result is not a non-empty list")
+    result = _object(results[0], "tasks[0].result[0]")
+    if isinstance(result.get("check_url"), str):
+        detail["check_url"] = result["check_url"]
+    items = result.get("items") or []  # null when the page held no items
+    if not isinstance(items, list):
+        raise malformed(NAME, "items is not a list")
+    organic: list[Organic] = []
+    shown: list[str] = []
+    for raw in items:
+        item = _object(raw, "an item")
+        kind = item.get("type")
+        if kind == "organic":
+            organic.append(_organic(item, len(organic) + 1))
+        elif isinstance(kind, str) and kind in FEATURE_TYPES:
+            shown.append(FEATURE_TYPES[kind])
+    return Serp(tuple(organic), features_of(shown), detail)
+
+
+def _organic(item: dict[str, Any], seen: int) -> Organic:
+    url = item.get("url")
+    if not isinstance(url, str) or not url:
+        raise malformed(NAME, "an organic item has no url")
+    group = whole(item.get("rank_group"))
+    return Organic(
+        url,
+        text_or_none(item.get("title")),
+        group if group is not None and group > 0 else seen,
+        whole(item.get("rank_absolute")),
+    )
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise malformed(NAME, f"{what} is not a JSON object")
+    return value
+
+
+def _check(envelope: dict[str, Any], level: str) -> int:
+    code = envelope.get("status_code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise malformed(NAME, f"the {level} status_code is {code!r}")
+    if code == OK or (code == NO_RESULTS and level == "task"):
+        return code
+    message = f"dataforseo {level} status {code}: {envelope.get('status_message')!r}"
+    raise code_error(code, message) or ProviderError(REJECTED, message)
+
+
+class DataForSeoRanks:
+    name = NAME
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: HttpClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._settings = settings
+        self._auth = credentials(settings)
+        self._own_client = client is None
+        self._client = client if client is not None else http_client(settings)
+        self._endpoint = settings.dataforseo_base_url.rstrip("/") + PATH
+        self._sleep = sleep
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self._client.aclose()
+
+    async def serp(self, query: RankQuery) -> Serp:
+        task = task_of(query)
+        return await retried(NAME, lambda: self._attempt(task), self._settings, self._sleep)
+
+    async def _attempt(self, task: dict[str, Any]) -> Serp:
+        response = await self._client.post(self._endpoint, json=[task], auth=self._auth)
+        error = http_error(response)
+        if error is not None:
+            raise error
+        return parse(_json(response))
+
+
+def _json(response: Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise malformed(NAME, "the body is not JSON") from None

@@ -1,0 +1,378 @@
+"""``rank_check`` end to end: the HTTP API starts a check, the in-process worker asks a local
+fake of Serper or DataForSEO (their documented wire formats, error bodies included), and
+``GET /v1/projects/{id}/rankings`` (and ``/rankings/history``) read what was collected."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from seojobs.engine import maintenance
+from seojobs.kinds import load_registry
+from seojobs.services import Services
+from seojobs.services.quotas import day_start
+from seojobs.settings import Settings
+from seojobs.store import usage
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from tests.api_helpers import Api, api, assert_problem, error_fields, stored
+from tests.conftest import NO_PROVIDERS, make_settings
+from tests.fakes.ranks import FakeDataForSeoRanks, FakeSerperRanks
+from tests.fakes.serp import Reply, dfs_task, envelope
+from tests.fakes.server import serve
+from tests.waiting import wait_until
+
+KEYWORDS = ["Garden hose", "hose reel", "pruning shears"]
+
+
+@dataclass
+class Fakes:
+    serper: FakeSerperRanks
+    dataforseo: FakeDataForSeoRanks
+
+    def settings(self, store_url: str, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "serper_key": "serper-key",
+            "serper_base_url": self.serper.base_url,
+            "dataforseo_login": "dfs-login",
+            "dataforseo_password": "dfs-password",
+            "dataforseo_base_url": self.dataforseo.base_url,
+            "provider_backoff": 0.0,
+            "provider_retries": 1,
+        }
+        return make_settings(store_url, **(values | overrides))
+
+
+@pytest.fixture
+def fakes() -> Iterator[Fakes]:
+    serper, dataforseo = FakeSerperRanks(), FakeDataForSeoRanks()
+    for fake in (serper, dataforseo):
+        fake.results(
+            "garden hose",
+            "https://shop.example/hoses",
+            "https://www.example.com/hoses/",
+            "https://blog.example.com/hose-guide",
+        )
+        fake.features("garden hose", "featured_snippet", "people_also_ask")
+        fake.results(
+            "hose reel", "https://a.example/", "https://b.example/", "http://blog.example.com/reels"
+        )
+        fake.results(
+            "pruning shears", "https://notexample.com/", "https://example.com.evil.example/"
+        )
+    with serve(serper.app) as serper.base_url, serve(dataforseo.app) as dataforseo.base_url:
+        yield Fakes(serper, dataforseo)
+
+
+@contextlib.contextmanager
+def started(settings: Settings) -> Iterator[tuple[Api, httpx.Client, int]]:
+    with api(settings, run_worker=True) as app:
+        client = app.client(app.account("alice"))
+        project = client.post("/v1/projects", json={"name": "shop"}).json()["data"]["id"]
+        yield app, client, project
+
+
+def check(client: httpx.Client, project: int, **params: Any) -> dict[str, Any]:
+    """Start a rank check and wait until it has ended; its job."""
+    body = {
+        "type": "rank_check",
+        "params": {"keywords": KEYWORDS, "target": "example.com"} | params,
+    }
+    answer = client.post(f"/v1/projects/{project}/jobs", json=body)
+    assert answer.status_code == 202, answer.text
+    job_id = answer.json()["data"]["id"]
+
+    def ended() -> dict[str, Any] | None:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()["data"]
+        return job if job["status"] in ("completed", "failed") else None
+
+    return wait_until(ended, timeout=60)
+
+
+def rankings(client: httpx.Client, project: int, path: str = "", **query: Any) -> httpx.Response:
+    return client.get(f"/v1/projects/{project}/rankings{path}", params=query)
+
+
+def positions(answer: httpx.Response) -> list[tuple[str, int | None]]:
+    assert answer.status_code == 200, answer.text
+    return [(r["keyword"], r["position"]) for r in answer.json()["data"]]
+
+
+def test_positions_are_collected_served_paged_and_kept_as_history(
+    store_url: str, fakes: Fakes
+) -> None:
+    with started(fakes.settings(store_url)) as (app, client, project):
+        before = rankings(client, project)
+        assert "rank_check" in assert_problem(before, 404)["detail"]
+        assert_problem(rankings(client, project, "/history", keyword="garden hose"), 404)
+        first = check(client, project, provider="dataforseo", device="mobile", location="2826")
+        assert first["status"] == "completed", first
+        assert first["result"] == {"keywords": 3, "ranked": 2, "not_ranked": 1, "failed": 0,
+                                   "provider": "dataforseo"}  # fmt: skip
+        jobs = stored(app)["jobs"]
+        answer = rankings(client, project)
+        # The best position first; not ranked last. www and a subdomain count for the domain,
+        # a look-alike host (notexample.com, example.com.evil.example) does not.
+        assert positions(answer) == [("Garden hose", 2), ("hose reel", 3), ("pruning shears", None)]
+        hose, reel, shears = answer.json()["data"]
+        assert (hose["url"], hose["title"], hose["rank_absolute"]) == (
+            "https://www.example.com/hoses/", "Result 2", 4)  # two features above  # fmt: skip
+        assert hose["features"] == ["featured_snippet", "people_also_ask"]
+        assert (hose["job_id"], hose["provider"], hose["device"], hose["location"]) == (
+            first["id"], "dataforseo", "mobile", 2826)  # fmt: skip
+        assert hose["collected_at"] and hose["checked_at"] and hose["target"] == "example.com"
+        assert reel["url"] == "http://blog.example.com/reels"
+        assert (shears["url"], shears["rank_absolute"], shears["results"]) == (None, None, 2)
+        # One documented task per keyword: HTTP Basic, the market, the device and the depth.
+        tasks = sorted((r.body[0] for r in fakes.dataforseo.requests), key=lambda t: t["keyword"])
+        assert tasks[0] == {"keyword": "Garden hose", "location_code": 2826,
+                            "language_code": "en", "device": "mobile", "depth": 100}  # fmt: skip
+        assert {r.path for r in fakes.dataforseo.requests} == {
+            "/v3/serp/google/organic/live/advanced"
+        }
+        # Filters: a keyword in any case, a part of one, the device; sort by keyword.
+        assert positions(rankings(client, project, keyword="GARDEN HOSE")) == [("Garden hose", 2)]
+        assert positions(rankings(client, project, contains="hose", sort="keyword")) == [
+            ("Garden hose", 2), ("hose reel", 3)]  # fmt: skip
+        assert positions(rankings(client, project, device="desktop")) == []
+        assert error_fields(rankings(client, project, sort="rank")) == ["sort"]
+        assert error_fields(rankings(client, project, device="tablet")) == ["device"]
+        assert stored(app)["jobs"] == jobs  # no read started a job
+
+        # A first page of two; then a second check moves the hose and the shears to the top.
+        # The next page is of the rankings as they stood (else it would repeat the hose
+        # reel), and the new ones are served from then on.
+        page = rankings(client, project, limit=2)
+        assert positions(page) == [("Garden hose", 2), ("hose reel", 3)]
+        fakes.dataforseo.results("garden hose", "https://example.com/", "https://shop.example/")
+        fakes.dataforseo.results("pruning shears", "https://example.com/shears")
+        second = check(client, project, provider="dataforseo", device="mobile", location=2826)
+        assert second["status"] == "completed", second
+        rest = rankings(client, project, limit=2, cursor=page.json()["next_cursor"])
+        assert positions(rest) == [("pruning shears", None)]
+        assert rest.json()["next_cursor"] is None
+        now = rankings(client, project).json()["data"]
+        assert [(r["keyword"], r["position"], r["job_id"]) for r in now] == [
+            ("Garden hose", 1, second["id"]), ("pruning shears", 1, second["id"]),
+            ("hose reel", 3, second["id"])]  # fmt: skip
+        history = rankings(client, project, "/history", keyword="garden HOSE")
+        assert [(r["position"], r["job_id"]) for r in history.json()["data"]] == [
+            (1, second["id"]), (2, first["id"])]  # fmt: skip
+        everything = rankings(client, project, "/history", limit=4)
+        assert len(everything.json()["data"]) == 4  # of six, newest first
+        cursor = everything.json()["next_cursor"]
+        older = rankings(client, project, "/history", limit=4, cursor=cursor).json()
+        assert [r["job_id"] for r in older["data"]] == [first["id"]] * 2
+        assert older["next_cursor"] is None
+        assert_problem(rankings(client, project, "/history", keyword="unknown"), 404)
+        assert stored(app)["jobs"] == jobs + 1
+
+
+def test_serper_searches_by_country_and_matches_an_exact_page(
+    sqlite_url: str, fakes: Fakes
+) -> None:
+    fakes.serper.results(
+        "hose reel",
+        "https://example.com/",
+        "https://example.com/reels/other",
+        "http://www.example.com/reels?utm_source=news",
+    )
+    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+        page = {"target": "https://example.com/reels/", "match": "exact_url"}
+        job = check(client, project, keywords=["hose reel", "garden hose"], location=2826, **page)
+        assert job["status"] == "completed", job
+        rows = {r["keyword"]: r for r in rankings(client, project).json()["data"]}
+    # The page, whatever its scheme, www, trailing slash or tracking parameters; not another.
+    assert (rows["hose reel"]["position"], rows["hose reel"]["rank_absolute"]) == (3, None)
+    assert rows["garden hose"]["position"] is None  # its domain ranks, the page does not
+    assert rows["garden hose"]["features"] == ["featured_snippet", "people_also_ask"]
+    assert rows["hose reel"]["provider"] == "serper"  # the first in SEOJOBS_RANK_PROVIDERS
+    bodies = sorted((r.body for r in fakes.serper.requests), key=lambda b: b["q"])
+    assert bodies[0] == {"q": "garden hose", "gl": "gb", "hl": "en", "num": 100}
+    assert all(r.headers["x-api-key"] == "serper-key" for r in fakes.serper.requests)
+
+
+FATAL = [
+    ("serper", Reply(403, {"message": "Unauthorized.", "statusCode": 403}), "provider_auth_failed"),
+    ("serper", Reply(400, {"message": "Not enough credits", "statusCode": 400}),
+     "provider_quota_exhausted"),
+    ("dataforseo", Reply(401, envelope([], 40100)), "provider_auth_failed"),
+    ("dataforseo", Reply(402, envelope([], 40200)), "provider_quota_exhausted"),
+    ("dataforseo", Reply(200, envelope([dfs_task(40210, "Insufficient funds.")])),
+     "provider_quota_exhausted"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("provider", "reply", "code"), FATAL)
+def test_a_refused_key_or_spent_credits_end_the_job(
+    sqlite_url: str, fakes: Fakes, provider: str, reply: Reply, code: str
+) -> None:
+    fake = getattr(fakes, provider)
+    fake.script(reply)
+    settings = fakes.settings(sqlite_url, rank_check_concurrency=1)
+    with started(settings) as (_app, client, project):
+        job = check(client, project, provider=provider)
+        assert (job["status"], job["error"]["code"]) == ("failed", code), job
+        assert_problem(rankings(client, project), 404)  # a failed check collected nothing
+    assert len(fake.requests) == 1  # never retried, and no other keyword was searched
+
+
+KEYWORD_FAILURES = [
+    ("serper", [Reply(500), Reply(503)], "upstream_error"),
+    ("serper", [Reply(200, text="<html>busy</html>")], "malformed_response"),
+    ("serper", [Reply(200, {"organic": [{"title": "no link"}]})], "malformed_response"),
+    ("dataforseo", [Reply(200, envelope([], 50000)), Reply(500)], "upstream_error"),
+    ("dataforseo", [Reply(200, envelope([dfs_task(40501, "Invalid Field: 'keyword'.")]))],
+     "provider_rejected"),
+    ("dataforseo", [Reply(200, {"status_code": 20000, "tasks": []})], "malformed_response"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("provider", "replies", "code"), KEYWORD_FAILURES)
+def test_a_provider_failure_fails_that_keyword_and_the_others_are_collected(
+    sqlite_url: str, fakes: Fakes, provider: str, replies: list[Reply], code: str
+) -> None:
+    fake = getattr(fakes, provider)
+    fake.script(*replies)
+    settings = fakes.settings(sqlite_url, rank_check_concurrency=1)  # the first keyword fails
+    with started(settings) as (_app, client, project):
+        job = check(client, project, provider=provider)
+        assert job["status"] == "completed", job
+        assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
+        items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+        assert [i["error"]["code"] for i in items if i.get("error")] == [code]
+        assert positions(rankings(client, project)) == [("hose reel", 3), ("pruning shears", None)]
+
+
+def test_a_check_where_every_keyword_failed_fails_with_the_first_error(
+    sqlite_url: str, fakes: Fakes
+) -> None:
+    fakes.serper.script(*[Reply(404, {"message": "Not found", "statusCode": 404})] * 3)
+    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+        job = check(client, project)
+        assert (job["status"], job["error"]["code"]) == ("failed", "provider_rejected"), job
+        assert_problem(rankings(client, project), 404)
+
+
+def test_params_and_unconfigured_providers_are_refused_naming_the_field(
+    store_url: str, fakes: Fakes
+) -> None:
+    with started(fakes.settings(store_url, **NO_PROVIDERS)) as (app, client, project):
+        before = stored(app)
+        url = f"/v1/projects/{project}/jobs"
+
+        def post(params: dict[str, Any]) -> httpx.Response:
+            return client.post(url, json={"type": "rank_check", "params": params})
+
+        problem = assert_problem(post({"keywords": KEYWORDS, "target": "example.com"}), 422)
+        assert problem["type"].endswith("/provider_not_configured")
+        [error] = problem["errors"]
+        assert error["field"] == "params.provider" and "SEOJOBS_SERPER_KEY" in error["message"]
+        base = {"keywords": ["a"], "target": "example.com"}
+        cases = [
+            ({"target": "example.com"}, "params.keywords"),
+            ({"keywords": [], "target": "example.com"}, "params.keywords"),
+            ({"keywords": ["  "], "target": "example.com"}, "params.keywords[0]"),
+            ({"keywords": [f"k{i}" for i in range(101)], "target": "x.example"}, "params.keywords"),
+            ({"keywords": ["x" * 81], "target": "example.com"}, "params.keywords[0]"),
+            ({"keywords": ["a"]}, "params.target"),
+            ({**base, "target": "not a domain"}, "params.target"),
+            ({**base, "target": "ftp://example.com/"}, "params.target"),
+            ({**base, "match": "exact_url"}, "params.target"),
+            ({**base, "match": "prefix"}, "params.match"),
+            ({**base, "device": "tablet"}, "params.device"),
+            ({**base, "depth": 9}, "params.depth"),
+            ({**base, "depth": 101}, "params.depth"),
+            ({**base, "location": True}, "params.location"),
+            ({**base, "language": "english"}, "params.language"),
+            ({**base, "provider": "semrush"}, "params.provider"),
+        ]
+        for params, field in cases:
+            answer = post(params)
+            assert_problem(answer, 422)
+            assert field in error_fields(answer), (params, answer.text)
+        assert stored(app) == before
+
+
+def test_a_search_serper_cannot_make_fails_the_job_before_any_call(
+    sqlite_url: str, fakes: Fakes
+) -> None:
+    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+        mobile = check(client, project, device="mobile")
+        nowhere = check(client, project, location=2999)
+    assert (mobile["status"], mobile["error"]["code"]) == ("failed", "provider_rejected")
+    assert "desktop results only" in mobile["error"]["message"]
+    assert (nowhere["status"], nowhere["error"]["code"]) == ("failed", "provider_rejected")
+    assert fakes.serper.requests == []
+
+
+def test_keywords_over_the_daily_quota_fail_with_quota_exceeded(
+    sqlite_url: str, fakes: Fakes
+) -> None:
+    settings = fakes.settings(sqlite_url, quota_rank_keywords_daily=4)
+    with started(settings) as (_app, client, project):
+        first = check(client, project)
+        second = check(client, project, keywords=["a", "b"])
+        usage_rows = {q["quota"]: q for q in client.get("/v1/usage").json()["data"]}
+    assert first["status"] == "completed"
+    assert (second["status"], second["error"]["code"]) == ("failed", "quota_exceeded")
+    day, month = usage_rows["rank_keywords"], usage_rows["rank_keywords_month"]
+    assert (day["limit"], day["used"], day["remaining"]) == (4, 3, 1)
+    assert (month["period"], month["used"]) == ("month", 3)
+    assert len(fakes.serper.requests) == 3  # the first job's keywords only
+
+
+def test_a_schedule_fires_rank_checks_with_their_items_and_charges_them(
+    db: Database, settings: Settings
+) -> None:
+    services = Services(db, settings, load_registry(settings))
+    user = services.create_user("alice").user
+    t0 = day_start(utcnow()) + timedelta(hours=1)  # every tick below is in one UTC day
+    made = services.create_schedule(
+        user,
+        name="daily ranks",
+        kind="rank_check",
+        params={"keywords": ["garden hose", "Hose reel"], "target": "example.com"},
+        every_seconds=3600,
+        start_at=t0,
+    )
+    fire = services.fire_schedule
+    assert maintenance.run_once(services.db, services.settings, "a", t0, fire).fired == 1
+    [job] = [j for j in services.jobs(user, kind="rank_check") if j.schedule_id == made.id]
+    assert (job.kind, job.state, job.items_total) == ("rank_check", "pending", 2)
+    inputs = [i.data["keyword"] for i in services.items(user, job.id)]
+    assert inputs == ["garden hose", "Hose reel"]
+    with services.db.read() as conn:
+        assert usage.used(conn, user.id, "rank_keywords", t0 - timedelta(minutes=1)) == 2
+    # At quota, the next tick stores a refused job, which never runs.
+    user = services.set_quotas(user, {"rank_keywords_daily": 3})
+    later = t0 + timedelta(hours=1)
+    assert maintenance.run_once(services.db, services.settings, "a", later, fire).fired == 1
+    refused = [j for j in services.jobs(user) if j.schedule_id == made.id and j.id != job.id]
+    assert [(j.state, j.error_code) for j in refused] == [("failed", "quota_exceeded")]
+
+
+def test_an_api_schedule_runs_a_check_whose_rankings_are_read(
+    sqlite_url: str, fakes: Fakes
+) -> None:
+    settings = fakes.settings(sqlite_url, schedule_min_interval_seconds=1)
+    with started(settings) as (_app, client, project):
+        made = client.post(
+            f"/v1/projects/{project}/schedules",
+            json={"name": "ranks", "type": "rank_check", "every_seconds": 3600,
+                  "params": {"keywords": ["garden hose"], "target": "example.com"}},
+        )  # fmt: skip
+        assert made.status_code == 201, made.text
+
+        def collected() -> httpx.Response | None:
+            answer = rankings(client, project)
+            return answer if answer.status_code == 200 else None
+
+        answer = wait_until(collected, timeout=60)
+    assert positions(answer) == [("garden hose", 2)]
