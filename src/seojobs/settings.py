@@ -215,6 +215,9 @@ class Settings(BaseSettings):
     # Keyword research: lookups (jobs) per user.
     quota_keyword_lookups_daily: int = Field(default=100, ge=0)
     quota_keyword_lookups_monthly: int = Field(default=1000, ge=0)
+    # Backlink checks (kinds.backlink_refresh): (donor, target) pairs per user, one each.
+    quota_backlink_checks_daily: int = Field(default=2_000, ge=0)
+    quota_backlink_checks_monthly: int = Field(default=40_000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
