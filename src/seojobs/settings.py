@@ -234,6 +234,9 @@ class Settings(BaseSettings):
     # Rank checks: keywords per user (one search each).
     quota_rank_keywords_daily: int = Field(default=1_000, ge=0)
     quota_rank_keywords_monthly: int = Field(default=20_000, ge=0)
+    # Backlink checks (kinds.backlink_refresh): (donor, target) pairs per user, one each.
+    quota_backlink_checks_daily: int = Field(default=2_000, ge=0)
+    quota_backlink_checks_monthly: int = Field(default=40_000, ge=0)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",

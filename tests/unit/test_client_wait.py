@@ -192,6 +192,7 @@ def test_jittered_bounds() -> None:
         ("index-check", 15, 300, 86_400),
         ("rank_check", 30, 30, 3600),
         ("backlink_analysis", 30, 30, 3600),
+        ("backlink_refresh", 30, 30, 3600),
         ("web_vitals", 15, 15, 3600),
         ("site_audit", 30, 60, 7200),
         ("ai_search", 10, 10, 3600),

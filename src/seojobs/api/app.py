@@ -17,6 +17,7 @@ from seojobs import __version__
 from seojobs.api import dashboard, docs, metrics, openapi, problems
 from seojobs.api.audit_reads import router as audit_reads_router
 from seojobs.api.audits import router as audits_router
+from seojobs.api.backlinks import router as backlinks_router
 from seojobs.api.deps import AuthCache
 from seojobs.api.domain import router as domain_router
 from seojobs.api.inputs import CheckedRoute, require_checked
@@ -108,6 +109,7 @@ def create_app(
     app.include_router(tech_stack_router)
     app.include_router(audit_reads_router)
     app.include_router(web_vitals_router)
+    app.include_router(backlinks_router)
     docs.install(app)
     metrics.install(app, services)
     dashboard.install(app)

@@ -37,6 +37,7 @@ KIND_TIMING: dict[str, KindTiming] = {
     "index_check": KindTiming(15.0, 300.0, 24 * HOUR),
     "rank_check": KindTiming(30.0, 30.0, HOUR),
     "backlink_analysis": KindTiming(30.0, 30.0, HOUR),
+    "backlink_refresh": KindTiming(30.0, 30.0, HOUR),
     "web_vitals": KindTiming(15.0, 15.0, HOUR),
     "site_audit": KindTiming(30.0, 60.0, 2 * HOUR),
     "ai_search": KindTiming(10.0, 10.0, HOUR),

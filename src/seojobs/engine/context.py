@@ -81,6 +81,8 @@ class JobHost(Protocol):
 
     async def collect(self, job: JobRecord, subject: str, data: Any) -> None: ...
 
+    async def published(self, job: JobRecord, subject: str) -> Any: ...
+
     async def replace_rows(
         self, job: JobRecord, table: str, rows: list[dict[str, Any]]
     ) -> None: ...
@@ -255,6 +257,13 @@ class JobContext(Generic[P]):
         it as the project's latest once the job completes. Collecting a subject again in the
         same job replaces it."""
         await self._host.collect(self.job, subject, data)
+
+    async def published(self, subject: str) -> Any:
+        """What the project's latest completed collection of this kind holds about
+        ``subject`` (None before the first): what a kind that reports changes between runs
+        (a backlink's ``last_changed``) compares with. Never this job's own, unpublished
+        data, so a job resumed after a crash compares with the same."""
+        return await self._host.published(self.job, subject)
 
     async def replace_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in

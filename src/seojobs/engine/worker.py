@@ -453,6 +453,14 @@ class Worker:
             ),
         )
 
+    async def published(self, job: JobRecord, subject: str) -> Any:
+        def read() -> Any:
+            with self.db.read() as conn:
+                found = result_sql.latest(conn, job.project_id, job.kind, subject)
+            return None if found is None else found.data
+
+        return await self.run_db(read)
+
     async def replace_rows(self, job: JobRecord, table: str, rows: list[dict[str, Any]]) -> None:
         await self._fenced(
             job,

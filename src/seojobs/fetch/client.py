@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from yarl import URL as YarlURL
 
-from seojobs.fetch.diagnostics import Diagnostics, inspect
+from seojobs.fetch.diagnostics import Diagnostics, fetch_checked, inspect
 from seojobs.fetch.errors import FetchError, InvalidURL, RedirectLoop, TooManyRedirects
 from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver
 from seojobs.fetch.http import ACCEPT_ENCODING, Closing, Connector, HttpClient, Response
@@ -137,6 +137,11 @@ class Fetcher(Closing):
     async def inspect(self, url: str) -> Diagnostics:
         """Indexability diagnostics for ``url``: robots.txt, then the page if we may fetch it."""
         return await inspect(url, self, self.robots)
+
+    async def fetch_checked(self, url: str) -> tuple[FetchResult, RobotsVerdict | None]:
+        """robots.txt, then ``url`` if our user agent may fetch it: the page to read and what
+        :func:`~seojobs.fetch.diagnostics.diagnose` needs (see ``fetch_checked`` there)."""
+        return await fetch_checked(url, self, self.robots)
 
     async def fetch(self, url: str, *, method: str = "GET") -> FetchResult:
         """GET ``url`` following redirects; never raises for a network or policy failure.

@@ -286,22 +286,30 @@ def diagnose(result: FetchResult, robots: RobotsVerdict | None = None) -> Diagno
     )
 
 
-async def inspect(url: str, fetcher: Fetcher, robots: RobotsCache) -> Diagnostics:
-    """Check robots.txt, then fetch ``url`` if our user agent may, then diagnose.
+async def fetch_checked(
+    url: str, fetcher: Fetcher, robots: RobotsCache
+) -> tuple[FetchResult, RobotsVerdict | None]:
+    """Check robots.txt, then fetch ``url`` if our user agent may: the fetch (a result without
+    status or error when robots.txt kept us out) and robots.txt's verdict, as :func:`diagnose`
+    takes them. For kinds that read the page as well as diagnose it (a backlink check).
 
     robots.txt is checked for the requested URL; redirect targets are not checked again.
     """
     try:
         parse_url(url)
     except FetchError as exc:
-        return diagnose(FetchResult(url, url, None, error_kind=exc.kind, error=exc.message))
+        return FetchResult(url, url, None, error_kind=exc.kind, error=exc.message), None
     verdict = await robots.verdict(url)
     if verdict.error_kind in _HOST_FAILURES and verdict.error_url == verdict.robots_url:
         # The page's own host failed before robots.txt could be asked for: its name does not
         # resolve, or the guard refuses it. The page would fail the same way, so it is reported
         # as that fetch error (not as blocked by robots.txt) without asking DNS again.
-        failed = FetchResult(url, url, None, error_kind=verdict.error_kind, error=verdict.error)
-        return diagnose(failed)
+        return FetchResult(url, url, None, error_kind=verdict.error_kind, error=verdict.error), None
     if verdict.allowed:
-        return diagnose(await fetcher.fetch(url), verdict)
-    return diagnose(FetchResult(url, url, None), verdict)
+        return await fetcher.fetch(url), verdict
+    return FetchResult(url, url, None), verdict
+
+
+async def inspect(url: str, fetcher: Fetcher, robots: RobotsCache) -> Diagnostics:
+    """Check robots.txt, then fetch ``url`` if our user agent may, then diagnose."""
+    return diagnose(*await fetch_checked(url, fetcher, robots))

@@ -8,6 +8,7 @@ from seojobs.settings import Settings
 
 def load_registry(settings: Settings) -> Registry:
     from seojobs.kinds import (
+        backlink_refresh,
         domain_lookup,
         index_check,
         index_submit,
@@ -27,5 +28,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(keyword_research.KIND)
     registry.add(rank_check.KIND)
     registry.add(web_vitals.KIND)
+    registry.add(backlink_refresh.KIND)
     registry.load_plugins(settings.plugins)
     return registry
