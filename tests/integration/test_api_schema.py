@@ -59,6 +59,8 @@ OPERATION_IDS = {
     ("get", "/v1/projects/{project_id}/tech-stack"): "get_tech_stack",
     ("get", "/v1/projects/{project_id}/web-vitals"): "get_web_vitals",
     ("get", "/v1/projects/{project_id}/web-vitals/history"): "list_web_vitals_history",
+    ("get", "/v1/projects/{project_id}/geo"): "list_geo",
+    ("get", "/v1/projects/{project_id}/geo/history"): "list_geo_history",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

@@ -19,6 +19,7 @@ from seojobs.api.audit_reads import router as audit_reads_router
 from seojobs.api.audits import router as audits_router
 from seojobs.api.deps import AuthCache
 from seojobs.api.domain import router as domain_router
+from seojobs.api.geo import router as geo_router
 from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.keywords import router as keywords_router
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
@@ -106,6 +107,7 @@ def create_app(
     app.include_router(tech_stack_router)
     app.include_router(audit_reads_router)
     app.include_router(web_vitals_router)
+    app.include_router(geo_router)
     docs.install(app)
     dashboard.install(app)
     app.add_middleware(RateLimitHeaders)

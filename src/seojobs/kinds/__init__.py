@@ -9,6 +9,7 @@ from seojobs.settings import Settings
 def load_registry(settings: Settings) -> Registry:
     from seojobs.kinds import (
         domain_lookup,
+        geo_lookup,
         index_check,
         index_submit,
         keyword_research,
@@ -25,5 +26,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(tech_stack.KIND)
     registry.add(keyword_research.KIND)
     registry.add(web_vitals.KIND)
+    registry.add(geo_lookup.KIND)
     registry.load_plugins(settings.plugins)
     return registry
