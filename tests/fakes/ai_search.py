@@ -6,7 +6,8 @@ Both answer a prompt from ``answers`` (a :class:`Canned` text and the sources it
 ``default`` for any other prompt), check the Bearer key (a wrong one gets the provider's 401
 body) and the request's shape (400 with the provider's error body), and record every request.
 ``script(Reply(...))`` answers the next requests with errors first (the scripting core of
-``tests.fakes.serp``), e.g. ``Reply(429, headers={"Retry-After": "0"})``.
+``tests.fakes.serp``), e.g. ``Reply(429, headers={"Retry-After": "0"})``; ``failing[prompt]``
+answers every request for that prompt with one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 
-from tests.fakes.serp import ScriptedFake
+from tests.fakes.serp import Reply, ScriptedFake
 
 OPENAI_KEY = "sk-test-openai-0123456789"
 PERPLEXITY_KEY = "pplx-test-0123456789"
@@ -43,6 +44,7 @@ class _AiFake(ScriptedFake):
         self.key = key
         self.answers: dict[str, Canned] = {}
         self.default = Canned("I could not find anything about that.")
+        self.failing: dict[str, Reply] = {}  # a prompt always answered so (after the key check)
 
     def canned(self, prompt: str) -> Canned:
         return self.answers.get(prompt, self.default)
@@ -53,7 +55,18 @@ class _AiFake(ScriptedFake):
             return recorded.body, scripted
         if request.headers.get("authorization") != f"Bearer {self.key}":
             return recorded.body, self.unauthorized(request.headers.get("authorization", ""))
-        return recorded.body, None
+        failing = self.failing.get(self.prompt_of(recorded.body))
+        return recorded.body, failing.response() if failing is not None else None
+
+    @staticmethod
+    def prompt_of(body: Any) -> str:
+        if not isinstance(body, dict):
+            return ""
+        if isinstance(body.get("input"), str):
+            return str(body["input"])
+        messages = body.get("messages")
+        last = messages[-1] if isinstance(messages, list) and messages else None
+        return str(last.get("content", "")) if isinstance(last, dict) else ""
 
     def unauthorized(self, sent: str) -> Response:
         raise NotImplementedError
