@@ -335,3 +335,19 @@ def test_a_schedule_fires_lookups_with_their_items_until_the_quota_is_spent(
     assert (second["status"], second["error"]["code"]) == ("failed", "quota_exceeded")
     assert {r["job_id"] for r in served.values()} == {first["id"]} and len(served) == 2
     assert len(fakes.openai.requests) == 2  # only the first job reached the provider
+
+
+@pytest.mark.parametrize("provider", ["openai", "perplexity"])
+def test_a_wrong_key_fails_the_job_and_is_never_shown(
+    sqlite_url: str, fakes: Fakes, provider: str
+) -> None:
+    wrong = {"openai": "sk-wrong-key-99999", "perplexity": "pplx-wrong-key-99999"}[provider]
+    settings = fakes.settings(sqlite_url, **{f"{provider}_api_key": wrong})
+    with started(settings) as (_app, client, project):
+        job = lookup(client, project, prompts=[HOSE], domain="acme.example", provider=provider)
+        job_text = client.get(f"/v1/jobs/{job['id']}").text
+    assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed")
+    assert f"{provider} refused the credentials (401)" in job["error"]["message"]
+    assert "wrong" not in job_text and "9999" not in job_text
+    fake = fakes.openai if provider == "openai" else fakes.perplexity
+    assert [r.headers["authorization"] for r in fake.requests] == [f"Bearer {wrong}"]
