@@ -80,6 +80,7 @@ class FakeOpenAi(_AiFake):
     def __init__(self, key: str = OPENAI_KEY) -> None:
         super().__init__(key)
         self.app.add_api_route("/v1/responses", self._responses, methods=["POST"])
+        self.app.add_api_route("/v1/models/{model}", self._model, methods=["GET"])
 
     def unauthorized(self, sent: str) -> Response:
         shown = sent.removeprefix("Bearer ")
@@ -90,6 +91,18 @@ class FakeOpenAi(_AiFake):
         )
         body = openai_error(message, "invalid_request_error", "invalid_api_key")
         return JSONResponse(body, status_code=401)
+
+    async def _model(self, request: Request, model: str) -> Response:
+        """Retrieve a model: what ``seojobs providers`` asks to check the key."""
+        _body, refused = await self.begin(request)
+        if refused is not None:
+            return refused
+        if model == "no-such-model":
+            message = f"The model '{model}' does not exist"
+            error = openai_error(message, "invalid_request_error", "model_not_found")
+            return JSONResponse(error, status_code=404)
+        return JSONResponse({"id": model, "object": "model", "created": 1754425777,
+                             "owned_by": "system"})  # fmt: skip
 
     async def _responses(self, request: Request) -> Response:
         body, refused = await self.begin(request)

@@ -8,11 +8,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from seojobs.cli import app as cli
 from tests.api_helpers import Api, api, assert_problem, error_fields, stored
 from tests.conftest import make_settings
 from tests.fakes.ai_search import (
@@ -351,3 +354,34 @@ def test_a_wrong_key_fails_the_job_and_is_never_shown(
     assert "wrong" not in job_text and "9999" not in job_text
     fake = fakes.openai if provider == "openai" else fakes.perplexity
     assert [r.headers["authorization"] for r in fake.requests] == [f"Bearer {wrong}"]
+
+
+def test_seojobs_providers_lists_ai_search_and_checks_each_key(
+    tmp_path: Path, fakes: Fakes
+) -> None:
+    env = {
+        "SEOJOBS_DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+        "SEOJOBS_OPENAI_API_KEY": OPENAI_KEY,
+        "SEOJOBS_OPENAI_BASE_URL": fakes.openai_base + "/v1",
+        "SEOJOBS_PERPLEXITY_BASE_URL": fakes.perplexity_base,
+        "SEOJOBS_PROVIDER_RETRIES": "0",
+    }
+    offline = CliRunner().invoke(cli, ["providers", "--offline"], env=env)
+    assert offline.exit_code == 0, offline.output
+    [row] = [line for line in offline.output.splitlines() if line.startswith("AI search")]
+    assert row.split()[2:4] == ["ai", "openai"]
+    assert "perplexity (not configured: SEOJOBS_PERPLEXITY_API_KEY)" in row
+    assert fakes.openai.requests == []
+    checked = CliRunner().invoke(cli, ["providers"], env=env)
+    assert checked.exit_code == 0, checked.output
+    assert "credential openai: ok: the key may use the model gpt-5" in checked.output
+    [call] = fakes.openai.requests  # a model retrieved: no answer billed
+    assert (call.method, call.path) == ("GET", "/v1/models/gpt-5")
+    wrong = {**env, "SEOJOBS_OPENAI_API_KEY": "sk-wrong-key-99999",
+             "SEOJOBS_PERPLEXITY_API_KEY": PERPLEXITY_KEY}  # fmt: skip
+    refused = CliRunner().invoke(cli, ["providers"], env=wrong)
+    assert refused.exit_code == 1, refused.output
+    assert "credential openai: FAILED: openai refused the credentials (401)" in refused.output
+    assert "credential perplexity: ok: answered one short question with sonar" in refused.output
+    assert "wrong" not in refused.output and "9999" not in refused.output
+    assert fakes.perplexity.requests[0].body["max_tokens"] == 1

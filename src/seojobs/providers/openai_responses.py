@@ -109,9 +109,25 @@ class OpenAiSearch:
         request = {"model": self.model, "input": prompt, "tools": [{"type": "web_search"}]}
         return await retried(NAME, lambda: self._attempt(request), self._settings, self._sleep)
 
+    async def verify(self) -> str:
+        """The credential check of ``seojobs providers``: the model is retrieved (``GET
+        /models/{model}``, free), which proves the key and that it may use the model."""
+        endpoint = self._endpoint.removesuffix("/responses") + f"/models/{self.model}"
+
+        async def attempt() -> None:
+            response = await self._client.get(endpoint, headers=self._headers())
+            error = status_error(response, NAME, self._key)
+            if error is not None:
+                raise error
+
+        await retried(NAME, attempt, self._settings, self._sleep)
+        return f"the key may use the model {self.model}"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"}
+
     async def _attempt(self, request: dict[str, Any]) -> Answer:
-        headers = {"Authorization": f"Bearer {self._key}"}
-        response = await self._client.post(self._endpoint, json=request, headers=headers)
+        response = await self._client.post(self._endpoint, json=request, headers=self._headers())
         error = status_error(response, NAME, self._key)
         if error is not None:
             raise error

@@ -84,6 +84,17 @@ class PerplexitySearch:
         request = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}
         return await retried(NAME, lambda: self._attempt(request), self._settings, self._sleep)
 
+    async def verify(self) -> str:
+        """The credential check of ``seojobs providers``: one short question (Perplexity has
+        no free call that checks a key; this one may be billed)."""
+        request = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": "Reply with OK."}],
+            "max_tokens": 1,
+        }
+        await retried(NAME, lambda: self._attempt(request), self._settings, self._sleep)
+        return f"answered one short question with {self.model} (Perplexity may bill it)"
+
     async def _attempt(self, request: dict[str, Any]) -> Answer:
         headers = {"Authorization": f"Bearer {self._key}"}
         response = await self._client.post(self._endpoint, json=request, headers=headers)
