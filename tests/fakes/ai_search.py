@@ -12,6 +12,8 @@ answers every request for that prompt with one.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,12 +47,17 @@ class _AiFake(ScriptedFake):
         self.answers: dict[str, Canned] = {}
         self.default = Canned("I could not find anything about that.")
         self.failing: dict[str, Reply] = {}  # a prompt always answered so (after the key check)
+        # A prompt whose requests wait until its event is set (a test's call in flight).
+        self.gates: dict[str, threading.Event] = {}
 
     def canned(self, prompt: str) -> Canned:
         return self.answers.get(prompt, self.default)
 
     async def begin(self, request: Request) -> tuple[Any, Response | None]:
         recorded, scripted = await self._begin(request)
+        gate = self.gates.get(self.prompt_of(recorded.body))
+        if gate is not None:
+            await asyncio.to_thread(gate.wait, 60)
         if scripted is not None:
             return recorded.body, scripted
         if request.headers.get("authorization") != f"Bearer {self.key}":
