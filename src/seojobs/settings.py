@@ -171,6 +171,17 @@ class Settings(BaseSettings):
         default="/usr/bin/chromium",
         description="The Chromium Lighthouse drives (Debian's `chromium`; never a downloaded one).",
     )
+    # AI search (kinds.geo_lookup): OpenAI Responses with web_search, Perplexity Sonar; the
+    # providers in the order a job without `provider` tries them (JSON in the environment).
+    openai_api_key: str | None = None
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_model: str = Field(default="gpt-5", min_length=1, description="Must take web_search.")
+    perplexity_api_key: str | None = None
+    perplexity_base_url: str = "https://api.perplexity.ai"
+    perplexity_model: str = Field(default="sonar", min_length=1)
+    geo_providers: list[str] = Field(default_factory=lambda: ["openai", "perplexity"])
+    quota_ai_lookups_daily: int = Field(default=500, ge=0, description="Prompt calls per day.")
+    quota_ai_lookups_monthly: int = Field(default=5000, ge=0)
     # Which providers serve an engine, in the order tried (JSON in the environment).
     submit_providers: dict[str, list[str]] = Field(
         default_factory=lambda: {

@@ -140,8 +140,8 @@ def test_odd_cursors_are_422_on_every_list(
     # v1 x2, their reports, projects, a project's jobs and schedules, a job's items and
     # findings, a project's collected data, a project's audits, an audit's issues, pages and
     # comparison, a project's keywords, web-vitals history, rankings and rankings history,
-    # backlinks and backlinks history
-    assert len(lists) == 20
+    # backlinks and backlinks history, geo answers and geo history
+    assert len(lists) == 22
     for method, path in lists:
         reports = path.endswith(("/report", "/items", "/pages"))  # rows count from 0
         for odd in [*ODD, ""] if reports else [*ODD_IDS, ""]:
@@ -149,9 +149,10 @@ def test_odd_cursors_are_422_on_every_list(
             refused(answer, "cursor")  # before the audit is looked up (job 3 is none)
         first = client.request(method, url_of(path, values), params={"cursor": "0" * 30 + "1"})
         # Job 3 is an index check: an audit's reads find no audit there; a keywords cursor
-        # names a collection, and none exists in this world; nor do rankings or backlinks.
+        # names a collection, and none exists in this world; nor do rankings, backlinks or
+        # geo answers.
         missing = "/audits/{job_id}/" in path or path.endswith(
-            ("/keywords", "/rankings", "/backlinks")
+            ("/keywords", "/rankings", "/backlinks", "/geo")
         )
         assert first.status_code == (404 if missing else 200), first.text
 
@@ -174,7 +175,7 @@ def test_odd_ids_filters_are_422(
 def test_odd_limits_are_422(world: tuple[Api, httpx.Client, dict[str, str]]) -> None:
     app, client, values = world
     lists = query_routes(app, "limit")
-    assert len(lists) == 20
+    assert len(lists) == 22
     for method, path in lists:
         for odd in [*ODD, "0", "1001"]:
             refused(client.request(method, url_of(path, values), params={"limit": odd}), "limit")

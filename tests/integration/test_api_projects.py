@@ -607,9 +607,9 @@ def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> N
                 content = operation["responses"].get(code, {}).get("content", {})
                 if "application/problem+json" not in content:
                     missing.append(f"{method.upper()} {path} {code}")
-    # 7 audit routes; domain, tech-stack, keywords; 2 web-vitals, 2 rankings and 2 backlinks
-    # reads; 2 PATCH
-    assert operations == 37 and missing == []
+    # 7 audit routes; domain, tech-stack, keywords; 2 web-vitals, 2 rankings, 2 backlinks and
+    # 2 geo reads; 2 PATCH
+    assert operations == 39 and missing == []
     patches = {p for p, item in document["paths"].items() if "patch" in item}
     assert patches == {
         "/v1/projects/{project_id}",

@@ -61,6 +61,8 @@ OPERATION_IDS = {
     ("get", "/v1/projects/{project_id}/web-vitals/history"): "list_web_vitals_history",
     ("get", "/v1/projects/{project_id}/rankings"): "list_rankings",
     ("get", "/v1/projects/{project_id}/rankings/history"): "list_rankings_history",
+    ("get", "/v1/projects/{project_id}/geo"): "list_geo",
+    ("get", "/v1/projects/{project_id}/geo/history"): "list_geo_history",
 }
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

@@ -20,6 +20,7 @@ from seojobs.api.audits import router as audits_router
 from seojobs.api.backlinks import router as backlinks_router
 from seojobs.api.deps import AuthCache
 from seojobs.api.domain import router as domain_router
+from seojobs.api.geo import router as geo_router
 from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.keywords import router as keywords_router
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
@@ -110,6 +111,7 @@ def create_app(
     app.include_router(audit_reads_router)
     app.include_router(web_vitals_router)
     app.include_router(backlinks_router)
+    app.include_router(geo_router)
     docs.install(app)
     metrics.install(app, services)
     dashboard.install(app)

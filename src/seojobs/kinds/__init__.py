@@ -10,6 +10,7 @@ def load_registry(settings: Settings) -> Registry:
     from seojobs.kinds import (
         backlink_refresh,
         domain_lookup,
+        geo_lookup,
         index_check,
         index_submit,
         keyword_research,
@@ -29,5 +30,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(rank_check.KIND)
     registry.add(web_vitals.KIND)
     registry.add(backlink_refresh.KIND)
+    registry.add(geo_lookup.KIND)
     registry.load_plugins(settings.plugins)
     return registry

@@ -31,7 +31,7 @@ PROBE_URL = "https://example.com/"
 
 @dataclass(frozen=True)
 class Row:
-    role: str  # "submission", "index checks", "keywords" or "rank checks"
+    role: str  # "submission", "index checks", "keywords", "rank checks" or "AI search"
     engine: str
     order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
     uses: str | None  # the provider jobs use; None: such jobs are refused
@@ -60,6 +60,7 @@ class Row:
 
 
 SHOWN = {"refused": "none (refused)", "diagnostics_only": "diagnostics only"}
+AI_SEARCH = "AI search"
 
 
 def _needs(name: str) -> str:
@@ -73,7 +74,13 @@ def rows(settings: Settings) -> list[Row]:
         for engine in sorted(order):
             listed = tuple((name, configured(settings, name)) for name in order[engine])
             found.append(Row(role[1], engine, listed, chosen(settings, role, engine)))
-    return found
+    return [*found, _ai_search(settings)]
+
+
+def _ai_search(settings: Settings) -> Row:
+    """AI search (geo_lookup) has no engines: one order, SEOJOBS_GEO_PROVIDERS."""
+    listed = tuple((name, configured(settings, name)) for name in settings.geo_providers)
+    return Row(AI_SEARCH, "ai", listed, next((name for name, ok in listed if ok), None))
 
 
 def log_table(settings: Settings, logger: logging.Logger) -> None:

@@ -34,6 +34,10 @@ PROVIDERS: dict[str, ProviderSpec] = {
     ),
     "serper": ProviderSpec("seojobs.providers.serper:SerperChecker", ("serper_key",)),
     "google_ads": ProviderSpec("seojobs.providers.google_ads:GoogleAdsKeywords", GOOGLE_ADS_NEEDS),
+    "openai": ProviderSpec("seojobs.providers.openai_responses:OpenAiSearch", ("openai_api_key",)),
+    "perplexity": ProviderSpec(
+        "seojobs.providers.perplexity:PerplexitySearch", ("perplexity_api_key",)
+    ),
 }
 
 

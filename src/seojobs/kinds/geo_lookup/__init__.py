@@ -1,0 +1,53 @@
+"""``geo_lookup``: how AI search answers a project's prompts: is its site cited, is its brand
+named (seed 001: GEO runs on a schedule; a read never starts a lookup).
+
+The package: ``params`` (what a request sets), ``matching`` (citations and mentions in one
+answer), ``run`` (the handler, the provider choice and the refusal at creation). Adapters
+live in ``seojobs.providers`` (``openai_responses``, ``perplexity``). Each answered prompt is
+stored as the project's collection for ``"<provider> <prompt>"``; ``GET
+/v1/projects/{id}/geo`` reads the latest of each, ``/geo/history`` every one.
+"""
+
+from __future__ import annotations
+
+from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.kinds.geo_lookup.params import GeoLookupParams
+from seojobs.kinds.geo_lookup.run import refusal, run, subject
+
+NAME = "geo_lookup"
+__all__ = ["KIND", "NAME", "GeoLookupParams", "subject"]
+
+
+def _items(params: GeoLookupParams) -> list[str]:
+    return list(params.prompts)
+
+
+def _cost(params: GeoLookupParams, items: int) -> dict[str, int]:
+    calls = items * params.repeats  # one unit per prompt call
+    return {DAILY.name: calls, MONTHLY.name: calls}
+
+
+DAILY, MONTHLY = Quota.day_and_month("ai_lookups", "AI search prompt calls")
+
+KIND: Kind[GeoLookupParams] = Kind(
+    NAME,
+    GeoLookupParams,
+    run,
+    items=_items,
+    item_key=lambda prompt: str(prompt).casefold(),
+    description="Ask AI search (OpenAI web search, Perplexity Sonar) each prompt: the "
+    "answer's citations, whether the domain is cited and where, whether the brand is named "
+    "(GET /v1/projects/{id}/geo).",
+    summary_params=("domain", "brand", "provider", "repeats"),
+    schedulable=True,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    refusal=refusal,
+    report_columns=(
+        ReportColumn("domain_cited", "domain_cited"),
+        ReportColumn("citation_position", "citation_position"),
+        ReportColumn("brand_mentioned", "brand_mentioned"),
+        ReportColumn("cited_share", "cited_share"),
+        ReportColumn("mentioned_share", "mentioned_share"),
+    ),
+)

@@ -1,0 +1,148 @@
+"""The handler: each prompt (an item) asked ``repeats`` times, each answer analysed, then
+every answered prompt stored as the project's collection (subject ``"<provider> <prompt>"``).
+
+One item per prompt, its repeats run inside it, rather than one item per (prompt, repeat):
+what a prompt's result means is the aggregate of its answers (the shares of answers citing
+and mentioning), and an item's result is written in one transaction, so a prompt is
+collected whole or not at all. The cost of that choice: a job rescued mid-prompt asks that
+one prompt's repeats again (the finished prompts are never asked again).
+
+Failures: refused credentials, spent credit or a refused model end the job (every prompt
+would fail alike); a provider still failing after the bounded retries (429/5xx/transport)
+or answering in an unexpected shape fails that prompt's item, and its remaining repeats are
+not spent. A job where no prompt was answered fails with the first item's error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.registry import Refusal
+from seojobs.kinds import providers
+from seojobs.kinds.geo_lookup.matching import analyse, summary
+from seojobs.kinds.geo_lookup.params import GeoLookupParams
+from seojobs.providers.ai_search import AiSearch
+from seojobs.providers.base import (
+    MALFORMED_RESPONSE,
+    NOT_CONFIGURED,
+    UPSTREAM_ERROR,
+    ProviderError,
+)
+from seojobs.providers.openai_responses import OpenAiSearch
+from seojobs.providers.perplexity import PerplexitySearch
+from seojobs.store.records import ItemRecord
+from seojobs.timefmt import rfc3339
+
+ANSWERED = "answered"
+PROMPTS_AT_ONCE = 4  # provider calls in flight per job: AI answers take seconds each
+ADAPTERS: dict[str, type[OpenAiSearch] | type[PerplexitySearch]] = {
+    "openai": OpenAiSearch,
+    "perplexity": PerplexitySearch,
+}
+ITEM_ERRORS = (UPSTREAM_ERROR, MALFORMED_RESPONSE)  # this prompt's trouble, not the job's
+
+
+def subject(provider: str, prompt: str) -> str:
+    """A collection's subject: one per provider and prompt (a provider name has no space)."""
+    return f"{provider} {prompt}"
+
+
+def provider_of(params: GeoLookupParams, settings: Any) -> str | None:
+    """The job's own choice, else the first configured one in SEOJOBS_GEO_PROVIDERS."""
+    if params.provider is not None:
+        return params.provider
+    order = [name for name in settings.geo_providers if name in ADAPTERS]
+    return next((name for name in order if providers.configured(settings, name)), None)
+
+
+def _missing(settings: Any) -> str:
+    hints = [f"{providers.setting_names(n)} ({n})" for n in settings.geo_providers if n in ADAPTERS]
+    advice = "set " + ", or ".join(hints) if hints else "list a provider in SEOJOBS_GEO_PROVIDERS"
+    return f"no provider is configured for AI search: {advice}"
+
+
+def refusal(params: GeoLookupParams, settings: Any) -> Refusal | None:
+    """Refused at creation when the chosen provider, or every one in the order, has no key."""
+    name = provider_of(params, settings)
+    if name is None:
+        return Refusal(NOT_CONFIGURED, _missing(settings), "provider")
+    if not providers.configured(settings, name):
+        message = f"{name} is not configured: set {providers.setting_names(name)}"
+        return Refusal(NOT_CONFIGURED, message, "provider")
+    return None
+
+
+@dataclass
+class Lookup:
+    ctx: JobContext[GeoLookupParams]
+    source: AiSearch
+    provider: str
+
+    async def prompt(self, item: ItemRecord) -> ItemResult:
+        params = self.ctx.params
+        answers: list[dict[str, Any]] = []
+        for _ in range(params.repeats):
+            await self.ctx.ensure_held()  # each call is billed: not for a job taken away
+            try:
+                answer = await self.source.ask(item.input)
+            except ProviderError as exc:
+                if exc.code not in ITEM_ERRORS:
+                    raise JobFailed(exc.code, exc.message) from None
+                result = self.result(item.input, answers)
+                return ItemResult.error(exc.code, exc.message, result=result)
+            checked_at = rfc3339(datetime.now(UTC))
+            answers.append(analyse(answer, params.domain, params.brand or [], checked_at))
+        return ItemResult(outcome=ANSWERED, result=self.result(item.input, answers))
+
+    def result(self, prompt: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
+        params = self.ctx.params
+        models = [a["model"] for a in answers if a["model"]]
+        return {
+            "prompt": prompt,
+            "provider": self.provider,
+            "model": models[-1] if models else self.source.model,
+            "brand": params.brand,
+            "domain": params.domain,
+            "repeats": len(answers),
+            "checked_at": answers[-1]["checked_at"] if answers else None,
+            **summary(answers),
+        }
+
+
+async def _collect(ctx: JobContext[GeoLookupParams], provider: str) -> dict[str, int]:
+    """Store every answered prompt (finished by this claim or an earlier one)."""
+    counts = {"answered": 0, "cited": 0, "mentioned": 0}
+    first_error: tuple[str, str] | None = None
+    async for item in ctx.items():
+        if item.error_code:
+            first_error = first_error or (item.error_code, item.error_message or "")
+            continue
+        if item.result is None:
+            continue
+        await ctx.collect(subject(provider, item.input), item.result)
+        counts["answered"] += 1
+        counts["cited"] += bool(item.result.get("domain_cited"))
+        counts["mentioned"] += bool(item.result.get("brand_mentioned"))
+    if not counts["answered"] and first_error is not None:
+        raise JobFailed(*first_error)
+    return counts
+
+
+async def run(ctx: JobContext[GeoLookupParams]) -> None:
+    name = provider_of(ctx.params, ctx.settings)
+    if name is None or not providers.configured(ctx.settings, name):  # gone since created
+        raise JobFailed(NOT_CONFIGURED, _missing(ctx.settings))
+    try:
+        source: AiSearch = ADAPTERS[name](ctx.settings)
+    except ProviderError as exc:
+        raise JobFailed(exc.code, exc.message) from None
+    try:
+        lookup = Lookup(ctx, source, name)
+        await ctx.run_items(lookup.prompt, concurrency=PROMPTS_AT_ONCE)
+    finally:
+        await source.aclose()
+    counts = await _collect(ctx, name)
+    ctx.result = {"provider": name, "prompts": len(ctx.params.prompts), **counts}
