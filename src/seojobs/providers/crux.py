@@ -10,21 +10,16 @@ CrUX holds no data for that URL (not an error: the result is ``None``).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from seojobs.fetch.errors import UnreadableBody
-from seojobs.fetch.http import HttpClient
 from seojobs.providers.base import (
+    KeyedClient,
     ProviderError,
-    ProviderNotConfigured,
     error_for_status,
-    http_client,
     malformed,
     with_retries,
 )
-from seojobs.settings import Settings
 
 NAME = "crux"
 FORM_FACTORS = {"mobile": "PHONE", "desktop": "DESKTOP"}
@@ -89,22 +84,11 @@ def parse_record(answer: Any) -> dict[str, Any]:
     }
 
 
-class CruxClient:
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        if not settings.crux_api_key:
-            raise ProviderNotConfigured(NAME, ["crux_api_key"])
-        self._settings = settings
-        self._key = settings.crux_api_key
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
-        self._endpoint = settings.crux_base_url.rstrip("/") + "/v1/records:queryRecord"
-        self._sleep = sleep
+class CruxClient(KeyedClient):
+    name = NAME
+    key_setting = "crux_api_key"
+    base_setting = "crux_base_url"
+    path = "/v1/records:queryRecord"
 
     async def record(self, url: str, form_factor: str) -> dict[str, Any] | None:
         """Field data for ``url`` on ``form_factor`` (mobile/desktop); None when CrUX has none."""
@@ -135,10 +119,6 @@ class CruxClient:
         except ValueError:
             raise malformed(NAME, "not JSON") from None
         return parse_record(answer)
-
-    async def aclose(self) -> None:
-        if self._own_client:
-            await self._client.aclose()
 
 
 __all__ = ["CruxClient", "ProviderError", "parse_record"]

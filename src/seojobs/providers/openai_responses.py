@@ -12,11 +12,8 @@ citations, in the order they annotate the text. Errors: ``{"error": {"message", 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient
 from seojobs.providers.ai_search import (
     Answer,
     Citation,
@@ -24,7 +21,7 @@ from seojobs.providers.ai_search import (
     status_error,
     text_or_none,
 )
-from seojobs.providers.base import ProviderNotConfigured, http_client, malformed
+from seojobs.providers.base import KeyedClient, malformed
 from seojobs.providers.keywords import retried
 from seojobs.settings import Settings
 
@@ -81,29 +78,15 @@ def _start(annotation: dict[str, Any]) -> int:
     return start if isinstance(start, int) and not isinstance(start, bool) else 0
 
 
-class OpenAiSearch:
+class OpenAiSearch(KeyedClient):
     name = NAME
+    key_setting = "openai_api_key"
+    base_setting = "openai_base_url"
+    path = "/responses"
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        if not settings.openai_api_key:
-            raise ProviderNotConfigured(NAME, ["openai_api_key"])
-        self._settings = settings
-        self._key = settings.openai_api_key
+    def __init__(self, settings: Settings, **options: Any) -> None:
+        super().__init__(settings, **options)
         self.model = settings.openai_model
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
-        self._endpoint = settings.openai_base_url.rstrip("/") + "/responses"
-        self._sleep = sleep
-
-    async def aclose(self) -> None:
-        if self._own_client:
-            await self._client.aclose()
 
     async def ask(self, prompt: str) -> Answer:
         request = {"model": self.model, "input": prompt, "tools": [{"type": "web_search"}]}

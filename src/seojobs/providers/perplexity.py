@@ -11,11 +11,8 @@ read from ``search_results``. Errors: ``{"error": {"message", "type", "code"}}``
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient
 from seojobs.providers.ai_search import (
     Answer,
     Citation,
@@ -23,7 +20,7 @@ from seojobs.providers.ai_search import (
     status_error,
     text_or_none,
 )
-from seojobs.providers.base import ProviderNotConfigured, http_client, malformed
+from seojobs.providers.base import KeyedClient, malformed
 from seojobs.providers.keywords import retried
 from seojobs.settings import Settings
 
@@ -56,29 +53,15 @@ def parse(body: dict[str, Any]) -> Answer:
     return Answer(content, citations, text_or_none(body.get("model")))
 
 
-class PerplexitySearch:
+class PerplexitySearch(KeyedClient):
     name = NAME
+    key_setting = "perplexity_api_key"
+    base_setting = "perplexity_base_url"
+    path = "/chat/completions"
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        if not settings.perplexity_api_key:
-            raise ProviderNotConfigured(NAME, ["perplexity_api_key"])
-        self._settings = settings
-        self._key = settings.perplexity_api_key
+    def __init__(self, settings: Settings, **options: Any) -> None:
+        super().__init__(settings, **options)
         self.model = settings.perplexity_model
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
-        self._endpoint = settings.perplexity_base_url.rstrip("/") + "/chat/completions"
-        self._sleep = sleep
-
-    async def aclose(self) -> None:
-        if self._own_client:
-            await self._client.aclose()
 
     async def ask(self, prompt: str) -> Answer:
         request = {"model": self.model, "messages": [{"role": "user", "content": prompt}]}

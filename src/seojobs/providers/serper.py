@@ -24,18 +24,20 @@ from seojobs.providers.base import (
     QUOTA_EXHAUSTED,
     REJECTED,
     CheckResult,
+    KeyedClient,
     ProviderError,
-    ProviderNotConfigured,
     error_for_status,
-    http_client,
     with_retries,
 )
 from seojobs.providers.urlmatch import MatchOptions, match, site_query
 from seojobs.settings import Settings
 
 
-class SerperChecker:
+class SerperChecker(KeyedClient):
     name = "serper"
+    key_setting = "serper_key"
+    base_setting = "serper_base_url"
+    path = "/search"
     engines = frozenset({"google"})
 
     def __init__(
@@ -48,16 +50,9 @@ class SerperChecker:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """``client``: a shared client (the caller closes it); else one of its own (aclose)."""
-        if not settings.serper_key:
-            raise ProviderNotConfigured(self.name, ["serper_key"])
-        self._settings = settings
-        self._key = settings.serper_key
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
-        self._endpoint = settings.serper_base_url.rstrip("/") + "/search"
+        super().__init__(settings, client=client, sleep=sleep)
         self._options = options
         self._num = num
-        self._sleep = sleep
 
     async def check(self, url: str, engine: str) -> CheckResult:
         if engine not in self.engines:
@@ -75,11 +70,6 @@ class SerperChecker:
             )
         except UnreadableBody as exc:  # undecodable, or over the size cap
             return self._malformed(url, query, f"unreadable body ({exc.message})")
-
-    async def aclose(self) -> None:
-        """Close the HTTP client unless the caller passed its own."""
-        if self._own_client:
-            await self._client.aclose()
 
     async def _attempt(self, url: str, query: str) -> CheckResult:
         response = await self._client.post(

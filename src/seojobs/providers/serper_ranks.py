@@ -15,22 +15,18 @@ is no country we know) is refused by :func:`unsupported` before anything is spen
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient, Response
+from seojobs.fetch.http import Response
 from seojobs.providers.base import (
     QUOTA_EXHAUSTED,
+    KeyedClient,
     ProviderError,
-    ProviderNotConfigured,
     error_for_status,
-    http_client,
     malformed,
 )
 from seojobs.providers.keywords import retried
 from seojobs.providers.ranks import Organic, RankQuery, Serp, features_of, text_or_none
-from seojobs.settings import Settings
 
 NAME = "serper"
 # Google Ads country geo target ids (2000 + ISO 3166-1 numeric) -> Serper's gl.
@@ -103,28 +99,11 @@ def parse(body: Any) -> Serp:
     return Serp(tuple(found), features_of(shown), detail)
 
 
-class SerperRanks:
+class SerperRanks(KeyedClient):
     name = NAME
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        if not settings.serper_key:
-            raise ProviderNotConfigured(NAME, ["serper_key"])
-        self._settings = settings
-        self._key = settings.serper_key
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
-        self._endpoint = settings.serper_base_url.rstrip("/") + "/search"
-        self._sleep = sleep
-
-    async def aclose(self) -> None:
-        if self._own_client:
-            await self._client.aclose()
+    key_setting = "serper_key"
+    base_setting = "serper_base_url"
+    path = "/search"
 
     async def serp(self, query: RankQuery) -> Serp:
         body = request_body(query)
