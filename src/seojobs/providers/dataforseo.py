@@ -44,6 +44,7 @@ from seojobs.providers.base import (
     ProviderNotConfigured,
     error_for_status,
     http_client,
+    malformed,
     with_retries,
 )
 from seojobs.providers.urlmatch import MatchOptions, match, site_query
@@ -212,6 +213,35 @@ def code_error(code: int, message: str) -> ProviderError | None:
     if 40200 <= code < 40300:
         return ProviderError(QUOTA_EXHAUSTED, message, fatal=True)
     return None
+
+
+# -- the live endpoints' envelope, for adapters that fail a whole call on a bad answer
+# (keyword research, rank checks); index checks turn it into a per-URL result instead.
+
+
+def answer_json(response: Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:  # also UnicodeDecodeError
+        raise malformed("dataforseo", "the body is not JSON") from None
+
+
+def json_object(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise malformed("dataforseo", f"{what} is not a JSON object")
+    return value
+
+
+def envelope_code(envelope: dict[str, Any], level: str, *, refusal_fatal: bool) -> int:
+    """An envelope's ``status_code`` when OK (or, for a task, no results); else its error:
+    ``code_error``'s, or a refusal (``REJECTED``, ending the job when ``refusal_fatal``)."""
+    code = envelope.get("status_code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise malformed("dataforseo", f"the {level} status_code is {code!r}")
+    if code == OK or (code == NO_RESULTS and level == "task"):
+        return code
+    message = f"dataforseo {level} status {code}: {envelope.get('status_message')!r}"
+    raise code_error(code, message) or ProviderError(REJECTED, message, fatal=refusal_fatal)
 
 
 def credentials(settings: Settings) -> tuple[str, str]:

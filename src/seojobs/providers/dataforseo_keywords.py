@@ -28,9 +28,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient, Response
-from seojobs.providers.base import REJECTED, ProviderError, http_client, malformed
-from seojobs.providers.dataforseo import NO_RESULTS, OK, code_error, credentials, http_error
+from seojobs.fetch.http import HttpClient
+from seojobs.providers.base import http_client, malformed
+from seojobs.providers.dataforseo import (
+    NO_RESULTS,
+    answer_json,
+    credentials,
+    envelope_code,
+    http_error,
+    json_object,
+)
 from seojobs.providers.keywords import (
     Keyword,
     Month,
@@ -95,13 +102,13 @@ class DataForSeoKeywords:
         error = http_error(response)
         if error is not None:
             raise error
-        body = _object(_json(response), "the body")
-        _check(body, "request")
+        body = json_object(answer_json(response), "the body")
+        envelope_code(body, "request", refusal_fatal=True)
         tasks = body.get("tasks")
         if not isinstance(tasks, list) or not tasks:
             raise malformed(NAME, "tasks is not a non-empty list")
-        first = _object(tasks[0], "tasks[0]")
-        if _check(first, "task") == NO_RESULTS:
+        first = json_object(tasks[0], "tasks[0]")
+        if envelope_code(first, "task", refusal_fatal=True) == NO_RESULTS:
             return None
         return first.get("result")
 
@@ -113,31 +120,6 @@ def _place(request: Research) -> dict[str, Any]:
         else {"location_name": request.location}
     )
     return where | {"language_code": request.language}
-
-
-def _json(response: Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        raise malformed(NAME, "the body is not JSON") from None
-
-
-def _object(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise malformed(NAME, f"{what} is not a JSON object")
-    return value
-
-
-def _check(envelope: dict[str, Any], level_name: str) -> int:
-    """An envelope's ``status_code``: returned when OK (or, for a task, no results)."""
-    code = envelope.get("status_code")
-    if isinstance(code, bool) or not isinstance(code, int):
-        raise malformed(NAME, f"the {level_name} status_code is {code!r}")
-    if code == OK or (code == NO_RESULTS and level_name == "task"):
-        return code
-    message = f"dataforseo {level_name} status {code}: {envelope.get('status_message')!r}"
-    # Any other refusal (a field DataForSEO does not take) ends the lookup too.
-    raise code_error(code, message) or ProviderError(REJECTED, message, fatal=True)
 
 
 def _months(value: object) -> tuple[Month, ...]:
@@ -172,7 +154,7 @@ def _google_ads_rows(result: Any) -> list[Keyword]:
         return []
     if not isinstance(result, list):
         raise malformed(NAME, "result is not a list")
-    rows = [_object(row, "a result row") for row in result]
+    rows = [json_object(row, "a result row") for row in result]
     return [
         _keyword(
             row.get("keyword"), row, whole(row.get("competition_index")), row.get("competition")
@@ -187,12 +169,12 @@ def _labs_items(result: Any) -> list[Keyword]:
         return []
     if not isinstance(result, list) or not result:
         raise malformed(NAME, "result is not a non-empty list")
-    items = _object(result[0], "result[0]").get("items") or []  # null: no ideas
+    items = json_object(result[0], "result[0]").get("items") or []  # null: no ideas
     if not isinstance(items, list):
         raise malformed(NAME, "items is not a list")
     found = []
     for item in items:
-        entry = _object(item, "an item")
+        entry = json_object(item, "an item")
         info = entry.get("keyword_info") or {}
         if not isinstance(info, dict):
             raise malformed(NAME, "keyword_info is not a JSON object")

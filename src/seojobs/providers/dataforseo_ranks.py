@@ -22,9 +22,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient, Response
-from seojobs.providers.base import REJECTED, ProviderError, http_client, malformed
-from seojobs.providers.dataforseo import NO_RESULTS, OK, code_error, credentials, http_error
+from seojobs.fetch.http import HttpClient
+from seojobs.providers.base import http_client, malformed
+from seojobs.providers.dataforseo import (
+    NO_RESULTS,
+    answer_json,
+    credentials,
+    envelope_code,
+    http_error,
+    json_object,
+)
 from seojobs.providers.keywords import retried, whole
 from seojobs.providers.ranks import Organic, RankQuery, Serp, features_of, text_or_none
 from seojobs.settings import Settings
@@ -69,19 +76,19 @@ def task_of(query: RankQuery) -> dict[str, Any]:
 def parse(body: Any) -> Serp:
     """A DataForSEO answer as a SERP. Raises ProviderError: fatal or retryable for the codes
     of :func:`code_error`, ``provider_rejected`` for another refusal, ``malformed_response``."""
-    envelope = _object(body, "the body")
-    _check(envelope, "request")
+    envelope = json_object(body, "the body")
+    envelope_code(envelope, "request", refusal_fatal=False)
     tasks = envelope.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise malformed(NAME, "tasks is not a non-empty list")
-    task = _object(tasks[0], "tasks[0]")
+    task = json_object(tasks[0], "tasks[0]")
     detail = {f"task_{k}": task[k] for k in ("id", "cost") if k in task}
-    if _check(task, "task") == NO_RESULTS:
+    if envelope_code(task, "task", refusal_fatal=False) == NO_RESULTS:
         return Serp((), (), detail)
     results = task.get("result")
     if not isinstance(results, list) or not results:
         raise malformed(NAME, "tasks[0].result is not a non-empty list")
-    result = _object(results[0], "tasks[0].result[0]")
+    result = json_object(results[0], "tasks[0].result[0]")
     if isinstance(result.get("check_url"), str):
         detail["check_url"] = result["check_url"]
     items = result.get("items") or []  # null when the page held no items
@@ -90,7 +97,7 @@ def parse(body: Any) -> Serp:
     organic: list[Organic] = []
     shown: list[str] = []
     for raw in items:
-        item = _object(raw, "an item")
+        item = json_object(raw, "an item")
         kind = item.get("type")
         if kind == "organic":
             organic.append(_organic(item, len(organic) + 1))
@@ -110,22 +117,6 @@ def _organic(item: dict[str, Any], seen: int) -> Organic:
         group if group is not None and group > 0 else seen,
         whole(item.get("rank_absolute")),
     )
-
-
-def _object(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise malformed(NAME, f"{what} is not a JSON object")
-    return value
-
-
-def _check(envelope: dict[str, Any], level: str) -> int:
-    code = envelope.get("status_code")
-    if isinstance(code, bool) or not isinstance(code, int):
-        raise malformed(NAME, f"the {level} status_code is {code!r}")
-    if code == OK or (code == NO_RESULTS and level == "task"):
-        return code
-    message = f"dataforseo {level} status {code}: {envelope.get('status_message')!r}"
-    raise code_error(code, message) or ProviderError(REJECTED, message)
 
 
 class DataForSeoRanks:
@@ -158,11 +149,4 @@ class DataForSeoRanks:
         error = http_error(response)
         if error is not None:
             raise error
-        return parse(_json(response))
-
-
-def _json(response: Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        raise malformed(NAME, "the body is not JSON") from None
+        return parse(answer_json(response))
