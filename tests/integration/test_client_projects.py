@@ -19,6 +19,7 @@ from seojobs.client import (
     WaitTimeout,
 )
 from tests.api_helpers import Api
+from tests.dashboard_helpers import collected_job
 from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 from tests.waiting import wait_until
 
@@ -438,3 +439,34 @@ def test_jobs_list_newest_first_filtered_and_limited(working: Api, mode: str) ->
     assert [j.id for j in out["two"]] == ids[::-1][:2]
     assert [j.id for j in out["failed"]] == [ids[1]]
     assert [j.id for j in out["noop"]] == [ids[2], ids[0]]
+
+
+# -- reads of collected data ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_of_collected_data_follow_pages_and_never_start_work(idle: Api, mode: str) -> None:
+    alice = idle.account("alice", rate_limit=PLENTY)
+    pid = alice.user.default_project_id
+    transport = edge(mode)
+    driver = Driver(mode, idle.base, alice.key, transport=transport)
+    with pytest.raises(NotFoundError):  # nothing collected yet: 404, and no job started
+        driver.run(lambda c: c.projects.read(pid, "data/test_crawl"))
+    assert idle.services.jobs(alice.user, project_id=pid) == []
+
+    first = collected_job(idle.services, alice.user, pid, {"pages": 1})
+    second = collected_job(idle.services, alice.user, pid, {"pages": 2})
+    latest = driver.run(lambda c: c.projects.read(pid, "data/test_crawl", subject="shop.test"))
+    assert latest["job_id"] == second.id and latest["data"] == {"pages": 2}
+    history = driver.run(lambda c: c.projects.read_all(pid, "data/test_crawl/history", limit=1))
+    assert [row["job_id"] for row in history] == [second.id, first.id]
+    pages = transport.requests("GET", f"/v1/projects/{pid}/data/test_crawl/history")
+    assert len(pages) == 2  # one row a page: the second page says there is no more
+    assert {j.id for j in idle.services.jobs(alice.user, project_id=pid)} == {first.id, second.id}
+
+    for odd in ("../jobs", "/data/test_crawl", "data//x", "data/test_crawl?x=1", ""):
+        with pytest.raises(ValueError, match="what: a read under"):
+            driver.run(lambda c, odd=odd: c.projects.read(pid, odd))
+    with pytest.raises(NotFoundError):  # another user's project: 404 as everywhere
+        bob = Driver(mode, idle.base, idle.account("bob", rate_limit=PLENTY).key)
+        bob.run(lambda c: c.projects.read(pid, "data/test_crawl"))

@@ -8,6 +8,7 @@ and project; it has no batch read, so several jobs are polled one request at a t
 from __future__ import annotations
 
 import random
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -43,6 +44,25 @@ def data(response: httpx.Response) -> Any:
 def page(response: httpx.Response) -> tuple[list[Any], str | None]:
     body = response.json()
     return list(body["data"]), body.get("next_cursor") or None
+
+
+# A read under /v1/projects/{id}/: "rankings", "web-vitals/history", "data/rank_check",
+# "audits/42/issues". Checked before it is sent, so no path can leave the project.
+READ_PATH = re.compile(r"[a-z0-9_-]+(?:/[a-z0-9_-]+)*")
+
+
+def read_project(
+    project: ProjectRef, what: str, params: Mapping[str, Any], cursor: str | None
+) -> Request:
+    if not isinstance(what, str) or not READ_PATH.fullmatch(what):
+        raise ValueError(
+            "what: a read under /v1/projects/{id}/ such as 'rankings', 'web-vitals/history' "
+            f"or 'data/rank_check', not {what!r}"
+        )
+    query = {name: value for name, value in params.items() if value is not None}
+    if cursor:
+        query["cursor"] = cursor
+    return Request("GET", f"/v1/projects/{id_of(project, 'project')}/{what}", params=query)
 
 
 # -- projects ---------------------------------------------------------------------------------

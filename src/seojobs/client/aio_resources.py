@@ -56,6 +56,24 @@ class AsyncProjects:
             if self._client.unanswered == before:
                 raise
 
+    async def read(self, project: api.ProjectRef, what: str, **params: Any) -> Any:
+        """As ``Projects.read``: one answer's ``data``; NotFoundError before a collection."""
+        request = api.read_project(project, what, params, None)
+        return api.data(await self._client.send(request))
+
+    async def read_all(
+        self, project: api.ProjectRef, what: str, **params: Any
+    ) -> builtins.list[Any]:
+        """As ``Projects.read_all``: every row, following ``next_cursor`` to the end."""
+        rows: builtins.list[Any] = []
+        cursor: str | None = None
+        while True:
+            request = api.read_project(project, what, params, cursor)
+            found, cursor = api.page(await self._client.send(request))
+            rows.extend(found)
+            if not cursor:
+                return rows
+
 
 class AsyncJobs:
     """``client.jobs`` of ``AsyncClient`` (see ``resources.Jobs``)."""

@@ -65,6 +65,25 @@ class Projects:
             if self._client.unanswered == before:
                 raise
 
+    def read(self, project: api.ProjectRef, what: str, **params: Any) -> Any:
+        """What the project's jobs last collected, as ``GET /v1/projects/{id}/{what}`` serves
+        it (``"rankings"``, ``"backlinks"``, ``"geo"``, ``"web-vitals"``, ``"keywords"``,
+        ``"data/<type>"``, ...; ``params`` are its query): the ``data`` of one answer. Never
+        starts a job: NotFoundError until one has completed."""
+        return api.data(self._client.send(api.read_project(project, what, params, None)))
+
+    def read_all(self, project: api.ProjectRef, what: str, **params: Any) -> builtins.list[Any]:
+        """Every row of a paged read (``"rankings/history"``, ``"data/<type>/history"``, ...),
+        following ``next_cursor`` to the end."""
+        rows: builtins.list[Any] = []
+        cursor: str | None = None
+        while True:
+            request = api.read_project(project, what, params, cursor)
+            found, cursor = api.page(self._client.send(request))
+            rows.extend(found)
+            if not cursor:
+                return rows
+
 
 class Jobs:
     """``client.jobs``: start, read, wait on and cancel jobs of any type.
