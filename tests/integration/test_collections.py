@@ -23,7 +23,7 @@ def _claim(db: Database, worker: str, later: timedelta = timedelta(0)) -> JobRec
     return claimed
 
 
-def _collect(db: Database, job: JobRecord, data: object) -> None:
+def _collect(db: Database, job: JobRecord, data: object, subject: str = "example.com") -> None:
     with db.write() as conn:
         results.collect(
             db,
@@ -32,7 +32,7 @@ def _collect(db: Database, job: JobRecord, data: object) -> None:
             attempt=job.attempt,
             project_id=job.project_id,
             kind=job.kind,
-            subject="example.com",
+            subject=subject,
             data=data,
             now=utcnow(),
         )
@@ -85,3 +85,32 @@ def test_pruning_keeps_published_history_and_drops_what_was_never_published(
     with db.read() as conn:
         latest = results.latest(conn, user.default_project_id, "test_noop", "example.com")
     assert latest is not None and latest.data == {"pages": 1}
+
+
+def test_a_subject_longer_than_its_column_is_kept_whole_and_apart(
+    services: Services, db: Database
+) -> None:
+    # A web-vitals subject is "<form factor> <url>", and a URL may have 2,048 characters: the
+    # column holds 500 (PostgreSQL refused longer ones). Two that share their first 500
+    # characters stay two subjects, each read back by the subject as the kind wrote it.
+    user = services.create_user("alice").user
+    job, _ = services.create_job(user, "test_noop", {})
+    long_one = "mobile https://example.com/" + "a" * 700
+    other = long_one[:600] + "b" * 100
+    claimed = _claim(db, "w1")
+    _collect(db, claimed, {"n": 1}, subject=long_one)
+    _collect(db, claimed, {"n": 2}, subject=other)
+    _collect(db, claimed, {"n": 3}, subject="short")
+    with db.write() as conn:
+        assert job_sql.complete_many(db, conn, [(claimed.id, claimed.attempt, None)], utcnow())
+    with db.read() as conn:
+        first = results.latest(conn, job.project_id, "test_noop", long_one)
+        second = results.latest(conn, job.project_id, "test_noop", other)
+        short = results.latest(conn, job.project_id, "test_noop", "short")
+    assert first is not None and first.data == {"n": 1}
+    assert second is not None and second.data == {"n": 2}
+    assert short is not None and (short.subject, short.data) == ("short", {"n": 3})
+    assert first.subject.startswith("sha256:") and len(first.subject) <= 500
+    assert collections.c.subject.type.length == results.SUBJECT_MAX  # type: ignore[attr-defined]
+    assert first.subject != second.subject
+    assert services.collected(user, job.project_id, "test_noop", long_one).data == {"n": 1}

@@ -7,6 +7,7 @@ item results in ``jobs.record_items``: a worker that lost its job adds nothing.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -120,6 +121,19 @@ def set_job_findings(
         conn.execute(insert(findings), rows)
 
 
+SUBJECT_MAX = 500  # collections.subject is String(500)
+
+
+def subject_key(subject: str) -> str:
+    """How ``subject`` is stored and looked up: as it is, or, past the column's 500
+    characters (a web-vitals or tech-stack subject holds a URL of up to 2,048), a digest of
+    it, so a long subject is kept apart from one sharing its first 500 characters on both
+    stores (PostgreSQL would refuse the value; SQLite would keep it whole)."""
+    if len(subject) <= SUBJECT_MAX:
+        return subject
+    return "sha256:" + hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def collect(
     db: Database,
     conn: Connection,
@@ -138,7 +152,7 @@ def collect(
     values = {
         "project_id": project_id,
         "kind": kind,
-        "subject": subject,
+        "subject": subject_key(subject),
         "job_id": job_id,
         "data": data,
         "committed": False,
@@ -209,7 +223,7 @@ def history(
         collections.c.committed.is_(True),
     )
     if subject is not None:
-        query = query.where(collections.c.subject == subject)
+        query = query.where(collections.c.subject == subject_key(subject))
     if before_id is not None:
         query = query.where(collections.c.id < before_id)
     rows = conn.execute(query.order_by(collections.c.id.desc()).limit(limit))
