@@ -134,11 +134,34 @@ def http_client(settings: Settings, *, connector: Connector | None = None) -> Ht
     )
 
 
-class KeyedClient:
-    """What an adapter keyed by one setting shares: its key (``ProviderNotConfigured`` without
-    one), its endpoint (a base-URL setting and a path), its HTTP client (a shared one, which
-    the caller closes, or its own, closed by ``aclose``) and the sleep its retries wait with.
-    A subclass names them: ``name``, ``key_setting``, ``base_setting``, ``path``."""
+class AdapterClient:
+    """What every adapter shares: its settings, its HTTP client (a shared one, which the
+    caller closes, or its own, closed by ``aclose``) and the sleep its retries wait with.
+    A subclass checks its credentials before calling this, so a refused adapter never opens
+    a client."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: HttpClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._settings = settings
+        self._own_client = client is None
+        self._client = client if client is not None else http_client(settings)
+        self._sleep = sleep
+
+    async def aclose(self) -> None:
+        """Close the HTTP client unless the caller passed its own."""
+        if self._own_client:
+            await self._client.aclose()
+
+
+class KeyedClient(AdapterClient):
+    """An adapter keyed by one setting: its key (``ProviderNotConfigured`` without one) and
+    its endpoint (a base-URL setting and a path). A subclass names them: ``name``,
+    ``key_setting``, ``base_setting``, ``path``."""
 
     name: str
     key_setting: str
@@ -155,17 +178,9 @@ class KeyedClient:
         key = getattr(settings, self.key_setting)
         if not key:
             raise ProviderNotConfigured(self.name, [self.key_setting])
-        self._settings = settings
+        super().__init__(settings, client=client, sleep=sleep)
         self._key: str = key
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
         self._endpoint = str(getattr(settings, self.base_setting)).rstrip("/") + self.path
-        self._sleep = sleep
-
-    async def aclose(self) -> None:
-        """Close the HTTP client unless the caller passed its own."""
-        if self._own_client:
-            await self._client.aclose()
 
 
 def retry_after_seconds(response: Response) -> float | None:

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from seojobs.fetch.http import HttpClient
-from seojobs.providers.base import http_client, malformed
+from seojobs.providers.base import AdapterClient, malformed
 from seojobs.providers.dataforseo import (
     NO_RESULTS,
     answer_json,
@@ -56,7 +56,7 @@ KEYWORD_IDEAS = "/v3/dataforseo_labs/google/keyword_ideas/live"
 KEYWORDS_FOR_SITE = "/v3/keywords_data/google_ads/keywords_for_site/live"
 
 
-class DataForSeoKeywords:
+class DataForSeoKeywords(AdapterClient):
     name = NAME
 
     def __init__(
@@ -66,16 +66,9 @@ class DataForSeoKeywords:
         client: HttpClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._settings = settings
-        self._auth = credentials(settings)
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
+        self._auth = credentials(settings)  # ProviderNotConfigured before a client is opened
+        super().__init__(settings, client=client, sleep=sleep)
         self._base = settings.dataforseo_base_url.rstrip("/")
-        self._sleep = sleep
-
-    async def aclose(self) -> None:
-        if self._own_client:
-            await self._client.aclose()
 
     async def research(self, request: Research) -> list[Keyword]:
         place = _place(request)

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from seojobs.fetch.http import HttpClient
-from seojobs.providers.base import http_client, malformed
+from seojobs.providers.base import AdapterClient, malformed
 from seojobs.providers.dataforseo import (
     NO_RESULTS,
     answer_json,
@@ -119,7 +119,7 @@ def _organic(item: dict[str, Any], seen: int) -> Organic:
     )
 
 
-class DataForSeoRanks:
+class DataForSeoRanks(AdapterClient):
     name = NAME
 
     def __init__(
@@ -129,16 +129,9 @@ class DataForSeoRanks:
         client: HttpClient | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._settings = settings
-        self._auth = credentials(settings)
-        self._own_client = client is None
-        self._client = client if client is not None else http_client(settings)
+        self._auth = credentials(settings)  # ProviderNotConfigured before a client is opened
+        super().__init__(settings, client=client, sleep=sleep)
         self._endpoint = settings.dataforseo_base_url.rstrip("/") + PATH
-        self._sleep = sleep
-
-    async def aclose(self) -> None:
-        if self._own_client:
-            await self._client.aclose()
 
     async def serp(self, query: RankQuery) -> Serp:
         task = task_of(query)
