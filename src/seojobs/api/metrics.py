@@ -27,9 +27,7 @@ from prometheus_client.registry import Collector
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.services import Services
-from seojobs.store.records import QueueSnapshot
-
-STATES = ("pending", "processing", "completed", "failed")
+from seojobs.store.records import JOB_STATES, QueueSnapshot
 
 
 class QueueCollector(Collector):
@@ -39,7 +37,7 @@ class QueueCollector(Collector):
         self._snapshot = snapshot
         # Every registered type in every state, 0 included: a rule on the failed jobs of a
         # type needs its series before the first one fails.
-        self._zeros = {(kind, state): 0 for kind in kinds for state in STATES}
+        self._zeros = {(kind, state): 0 for kind in kinds for state in JOB_STATES}
 
     def collect(self) -> Iterator[Metric]:
         found = self._snapshot()

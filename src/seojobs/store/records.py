@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+# A job's states, the public ones: the API, the dashboard and /metrics name the same four.
+JOB_STATES = ("pending", "processing", "completed", "failed")
+
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:

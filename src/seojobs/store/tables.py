@@ -40,7 +40,6 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 # the newest rows, once deleted or pruned, went to someone else's rows. PostgreSQL's sequences
 # never go back. job_items and idempotency_keys ids stay inside the server.
 
-JOB_STATES = ("pending", "processing", "completed", "failed")
 ITEM_STATES = ("pending", "done", "failed")
 
 users = Table(

@@ -31,12 +31,11 @@ from seojobs.api.v1 import JobId
 from seojobs.engine.registry import ReportColumn
 from seojobs.services import Invalid, Services, indexing
 from seojobs.services.errors import JobFinished
-from seojobs.store.records import ItemRecord, JobRecord, ProjectRecord
+from seojobs.store.records import JOB_STATES, ItemRecord, JobRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 PAGE: Final = 50
 ITEMS_PAGE: Final = 50
-JOB_STATES: Final = ("pending", "processing", "completed", "failed")
 NEW_KINDS: Final = {indexing.SUBMIT: "Index submission", indexing.CHECK: "Index check"}
 Text = Annotated[str, Query(max_length=100)]
 
