@@ -30,10 +30,10 @@ from sqlalchemy import func, select
 
 from seojobs.api import create_app
 from seojobs.api.protocol import uvicorn_config
+from seojobs.records import UserRecord
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import tables
-from seojobs.store.records import UserRecord
 from tests.conftest import IN_CI, make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper

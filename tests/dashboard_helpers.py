@@ -10,11 +10,11 @@ from typing import Any
 
 import httpx
 
+from seojobs.records import JobRecord, NewFinding, UserRecord
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
-from seojobs.store.records import JobRecord, NewFinding, UserRecord
 from tests.api_helpers import Api
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')

@@ -20,7 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from seojobs.engine import Finding, ItemResult, JobContext, JobFailed, Kind, Registry
 from seojobs.fetch import Fetcher
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 log_metadata = MetaData()
 test_log = Table(

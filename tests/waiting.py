@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from seojobs.records import JobRecord, UserRecord
     from seojobs.services import Services
-    from seojobs.store.records import JobRecord, UserRecord
 
 T = TypeVar("T")
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from bench.lib import REPO, procstat
 from seojobs.kinds import load_registry
+from seojobs.records import JobRecord
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord
 
 START_TIMEOUT = 60.0
 POLL = 0.05  # seconds between reads of the job's state

@@ -32,6 +32,7 @@ from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_che
 from bench.lib.site import API_KEY
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
+from seojobs.records import NewJob
 from seojobs.services import Services
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
@@ -39,7 +40,6 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import migrate
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import NewJob
 from seojobs.store.tables import jobs as jobs_table
 
 LEASE_SECONDS = 30.0

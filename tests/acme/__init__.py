@@ -26,7 +26,7 @@ from seojobs.engine import (
     Registry,
     ReportColumn,
 )
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 MIGRATIONS = str(Path(__file__).parent / "migrations")
 metadata = MetaData()

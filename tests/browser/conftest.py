@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync_playwright
 
+from seojobs.records import UserRecord
 from seojobs.services import Services
-from seojobs.store.records import UserRecord
 from tests.conftest import ROOT, subprocess_env
 from tests.e2e.conftest import spawn  # noqa: F401  (the fixture, for this folder's tests)
 from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok

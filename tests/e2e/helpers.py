@@ -17,9 +17,9 @@ import httpx
 from sqlalchemy import func, inspect, select
 
 from seojobs.engine.registry import Registry
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord, UserRecord
 from seojobs.store.tables import job_items
 from tests import kinds
 from tests.conftest import make_settings

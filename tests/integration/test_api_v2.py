@@ -20,10 +20,10 @@ import pytest
 from fastapi import FastAPI
 
 from seojobs.api import create_app
+from seojobs.records import UserRecord
 from seojobs.services import Services, indexing
 from seojobs.settings import Settings
 from seojobs.store import db as db_module
-from seojobs.store.records import UserRecord
 from tests.conftest import make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper

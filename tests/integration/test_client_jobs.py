@@ -25,9 +25,9 @@ from seojobs.client import (
 )
 from seojobs.client.models import ReportRow, SubmitJob, Usage, V2Task
 from seojobs.engine.worker import Worker
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services
 from seojobs.settings import Settings
-from seojobs.store.records import JobRecord, UserRecord
 from tests.conftest import make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.server import serve

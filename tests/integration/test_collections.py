@@ -8,12 +8,12 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from seojobs.records import JobRecord
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord
 from seojobs.store.tables import collections
 
 

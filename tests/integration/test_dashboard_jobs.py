@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from seojobs.store.records import JobRecord, UserRecord
+from seojobs.records import JobRecord, UserRecord
 from tests.api_helpers import Api, api
 from tests.conftest import make_settings
 from tests.dashboard_helpers import csrf_of, post_form, sign_in

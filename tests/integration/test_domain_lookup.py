@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from seojobs.kinds import load_registry
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Invalid, NotFound, Services
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord, UserRecord
 from tests.conftest import make_settings
 from tests.integration.domain_world import DOMAIN, World, domain_world
 from tests.waiting import run_until_final

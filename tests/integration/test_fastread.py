@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import update
 
 from seojobs.kinds import load_registry
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import NotFound, Services, indexing
 from seojobs.settings import Settings
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.fastread import FastReads
-from seojobs.store.records import JobRecord, UserRecord
 from seojobs.store.tables import jobs
 from seojobs.timefmt import rfc3339
 from tests.conftest import PG_ADMIN_URL, make_settings

@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import delete
 
 from seojobs.engine import maintenance
+from seojobs.records import UserRecord
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import UserRecord
 from seojobs.store.tables import users
 from tests.api_helpers import Api, assert_problem
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from seojobs.records import JobRecord
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import kindrows
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord
 from seojobs.store.tables import audit_pages
 
 

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import func, select
 
 from seojobs.engine.registry import Registry
+from seojobs.records import NewJob
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import NewJob
 from seojobs.store.tables import job_items
 from tests.conftest import PG_ADMIN_URL, make_settings
 from tests.kinds import test_log

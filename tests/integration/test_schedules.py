@@ -11,13 +11,13 @@ from sqlalchemy import insert, select, update
 
 from seojobs.engine import maintenance
 from seojobs.kinds import load_registry
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services
 from seojobs.services.quotas import day_start
 from seojobs.settings import Settings
 from seojobs.store import usage
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord, UserRecord
 from seojobs.store.tables import jobs, schedules
 from tests.api_helpers import Api, api, assert_problem, error_fields
 from tests.conftest import make_settings

@@ -14,10 +14,10 @@ from sqlalchemy import func, select
 
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
+from seojobs.records import UserRecord
 from seojobs.services import NotFound, Services
 from seojobs.settings import Settings
 from seojobs.store.db import Database
-from seojobs.store.records import UserRecord
 from seojobs.store.tables import audit_pages, collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite

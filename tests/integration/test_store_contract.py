@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from seojobs.records import ItemOutcome, NewFinding, NewItem, NewJob
 from seojobs.services import Invalid, JobFinished, NotFound, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import leaders, results
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import ItemOutcome, NewFinding, NewItem, NewJob
 from seojobs.store.tables import job_items, jobs
 
 LEASE = 30.0

@@ -12,12 +12,12 @@ from sqlalchemy import func, select
 from seojobs.engine import context
 from seojobs.engine.registry import Registry
 from seojobs.engine.worker import Worker
+from seojobs.records import NewJob
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.records import NewJob
 from seojobs.store.tables import jobs
 from tests.conftest import make_settings
 from tests.kinds import test_log
@@ -202,7 +202,7 @@ async def test_rescued_job_resumes_from_unfinished_items(services, store_url, re
     job, _ = services.create_job(user, "test_items", {"urls": [f"u{i}" for i in range(30)]})
     claimed = _claim_now(db, settings)
     items = services.items(user, job.id)
-    from seojobs.store.records import ItemOutcome
+    from seojobs.records import ItemOutcome
 
     with db.write() as conn:
         job_sql.record_items(

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from seojobs.api.deps import AuthCache
-from seojobs.store.records import UserRecord
+from seojobs.records import UserRecord
 
 ALICE = UserRecord(1, "alice", None, None, datetime(2026, 1, 1, tzinfo=UTC), 1)
 

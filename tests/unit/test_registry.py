@@ -155,7 +155,7 @@ def test_job_record_fields_follow_the_table_columns() -> None:
     """Rows become JobRecords by position (fast path); the orders must agree."""
     from dataclasses import fields
 
-    from seojobs.store.records import JobRecord
+    from seojobs.records import JobRecord
     from seojobs.store.tables import jobs
 
     assert [f.name for f in fields(JobRecord)] == [c.name for c in jobs.columns]
@@ -165,7 +165,7 @@ def test_item_record_fields_follow_the_table_columns() -> None:
     """Item rows become ItemRecords by position too."""
     from dataclasses import fields
 
-    from seojobs.store.records import ItemRecord
+    from seojobs.records import ItemRecord
     from seojobs.store.tables import job_items
 
     assert [f.name for f in fields(ItemRecord)] == [c.name for c in job_items.columns]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from seojobs.engine.maintenance import first_tick, latest_due_tick
-from seojobs.store.records import ScheduleRecord
+from seojobs.records import ScheduleRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

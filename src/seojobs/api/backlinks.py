@@ -25,8 +25,8 @@ from seojobs.kinds import backlink_refresh
 from seojobs.kinds.backlink_refresh.match import host_of, on_site, same_page
 from seojobs.kinds.backlink_refresh.params import normalised
 from seojobs.kinds.urls import check_url
+from seojobs.records import CollectionRecord
 from seojobs.services.errors import NotFound
-from seojobs.store.records import CollectionRecord
 from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(

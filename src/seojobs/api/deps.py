@@ -14,9 +14,9 @@ from fastapi.concurrency import run_in_threadpool
 from seojobs.api.clientaddr import client_key
 from seojobs.api.problems import Problem
 from seojobs.api.ratelimit import AUTH_FAILURES, USER, RateLimiter, Verdict
+from seojobs.records import UserRecord
 from seojobs.services import Services
 from seojobs.services.core import hash_api_key
-from seojobs.store.records import UserRecord
 
 AUTH_CACHE_SECONDS = 5.0  # a deleted user's key keeps working at most this long
 

@@ -25,8 +25,8 @@ from seojobs.api.v1 import Cursor, Limit
 from seojobs.kinds import geo_lookup
 from seojobs.kinds.geo_lookup.params import MAX_PROMPT, PROVIDERS
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, TEXT_PATTERN
+from seojobs.records import CollectionRecord
 from seojobs.services.errors import NotFound
-from seojobs.store.records import CollectionRecord
 from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(

@@ -12,8 +12,8 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from seojobs.api.problems import Problem
+from seojobs.records import UserRecord
 from seojobs.services import Services
-from seojobs.store.records import UserRecord
 
 MAX_KEY_LENGTH = 255
 IN_FLIGHT_SECONDS = 120  # a request that died in flight stops blocking its key after this

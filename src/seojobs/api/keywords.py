@@ -24,7 +24,7 @@ from seojobs.api.projects import ProjectId
 from seojobs.api.v1 import Cursor, Limit
 from seojobs.kinds import keyword_research
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, LANGUAGE_PATTERN, TEXT_PATTERN
-from seojobs.store.records import CollectionRecord
+from seojobs.records import CollectionRecord
 from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(

@@ -26,8 +26,8 @@ from prometheus_client.registry import Collector
 
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
+from seojobs.records import JOB_STATES, QueueSnapshot
 from seojobs.services import Services
-from seojobs.store.records import JOB_STATES, QueueSnapshot
 
 
 class QueueCollector(Collector):

@@ -39,8 +39,8 @@ from seojobs.api.projects_models import (
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
+from seojobs.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 from seojobs.services import Invalid, Services
-from seojobs.store.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 from seojobs.timefmt import rfc3339, rfc3339_or_none
 
 router = APIRouter(

@@ -25,8 +25,8 @@ from seojobs.api.projects import ProjectId
 from seojobs.api.v1 import Cursor, Limit
 from seojobs.kinds import rank_check
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, MAX_KEYWORD, TEXT_PATTERN
+from seojobs.records import CollectionRecord
 from seojobs.services.errors import NotFound
-from seojobs.store.records import CollectionRecord
 from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(

@@ -22,8 +22,8 @@ from seojobs import csvfile
 from seojobs.api.ids import parse_cursor
 from seojobs.api.paging import by_seq, paged
 from seojobs.engine.registry import ReportColumn
+from seojobs.records import ItemRecord, JobRecord, UserRecord
 from seojobs.services import Services
-from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 from seojobs.timefmt import rfc3339_or_none
 
 PAGE = 500

@@ -18,8 +18,8 @@ from seojobs.api.inputs import CheckedRoute
 from seojobs.api.paging import by_id, by_seq, paged
 from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ, cell, item_status, report_columns
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
+from seojobs.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
 from seojobs.services import Services
-from seojobs.store.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
 from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(

@@ -30,8 +30,8 @@ from seojobs.api.paging import by_id, paged
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services, indexing
-from seojobs.store.records import JobRecord, UserRecord
 from seojobs.timefmt import DateTime
 
 PREFIX = "/api/v1"

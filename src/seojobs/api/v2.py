@@ -58,8 +58,8 @@ from seojobs.api.v2_models import (
     report_head,
     task,
 )
+from seojobs.records import ItemRecord, JobRecord, UserRecord
 from seojobs.services import NotFound, Services, Unavailable, indexing
-from seojobs.store.records import ItemRecord, JobRecord, UserRecord
 
 log = logging.getLogger("seojobs.api.v2")
 router = APIRouter(

@@ -17,8 +17,8 @@ from seojobs.api.ids import MAX_ID, digits_pattern, parse_id, whole_number
 from seojobs.api.inputs import TOLERATED_KEYS
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
+from seojobs.records import ItemRecord, JobRecord
 from seojobs.services import indexing
-from seojobs.store.records import ItemRecord, JobRecord
 
 Engine = Literal["google", "yandex", "bing"]
 TaskType = Literal["indexer", "checker"]

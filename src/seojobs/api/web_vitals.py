@@ -22,8 +22,8 @@ from seojobs.api.projects import ProjectId
 from seojobs.api.v1 import Cursor, Limit
 from seojobs.kinds import web_vitals
 from seojobs.kinds.urls import check_url
+from seojobs.records import CollectionRecord
 from seojobs.services.errors import NotFound
-from seojobs.store.records import CollectionRecord
 from seojobs.timefmt import rfc3339_or_none
 
 router = APIRouter(

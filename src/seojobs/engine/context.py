@@ -13,7 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
+from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 ITEM_PAGE = 200
 # How long a group of results waits for more (see JobContext._gather): a write costs about

@@ -10,12 +10,12 @@ from datetime import datetime, timedelta
 
 from croniter import croniter
 
+from seojobs.records import ScheduleRecord
 from seojobs.settings import Settings
 from seojobs.store import idempotency, leaders, usage
 from seojobs.store import jobs as job_sql
 from seojobs.store import schedules as schedule_sql
 from seojobs.store.db import Database
-from seojobs.store.records import ScheduleRecord
 
 log = logging.getLogger("seojobs.maintenance")
 LEADER_ROLE = "maintenance"

@@ -27,7 +27,7 @@ from pydantic_settings import BaseSettings
 
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
-from seojobs.store.records import NewItem
+from seojobs.records import NewItem
 
 if TYPE_CHECKING:
     from seojobs.engine.context import JobContext

@@ -29,6 +29,7 @@ from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
+from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import kindrows
@@ -36,7 +37,6 @@ from seojobs.store import results as result_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.listener import Listener
-from seojobs.store.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 log = logging.getLogger("seojobs.worker")
 

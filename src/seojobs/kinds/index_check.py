@@ -17,7 +17,7 @@ from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
 from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, ProviderError
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 NAME = "index_check"
 

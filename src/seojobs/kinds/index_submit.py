@@ -20,7 +20,7 @@ from seojobs.kinds.index_check import IndexCheckParams
 from seojobs.kinds.index_check import refusal as check_refusal
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
 from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResult, Submitter
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 NAME = "index_submit"
 

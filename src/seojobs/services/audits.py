@@ -7,16 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
-from seojobs.services.errors import NotFound
-from seojobs.services.jobs import JobServices
-from seojobs.store import audits as audit_sql
-from seojobs.store.records import (
+from seojobs.records import (
     AuditPageRecord,
     ChangeCount,
     ChangedFinding,
     JobRecord,
     UserRecord,
 )
+from seojobs.services.errors import NotFound
+from seojobs.services.jobs import JobServices
+from seojobs.store import audits as audit_sql
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from seojobs.engine.registry import InvalidParams, Kind, Refusal, Registry, UnknownKind
+from seojobs.records import ProjectRecord, UserRecord
 from seojobs.services.errors import FieldError, Invalid, NotFound
 from seojobs.settings import Settings
 from seojobs.store import accounts
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.fastread import FastReads
-from seojobs.store.records import ProjectRecord, UserRecord
 
 
 class ServiceBase:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seojobs.engine.registry import Registry
+from seojobs.records import ProjectRecord, QueueSnapshot, UserRecord
 from seojobs.services.audits import AuditServices
 from seojobs.services.errors import Conflict, FieldError, Invalid, NotFound
 from seojobs.services.schedules import ScheduleServices
@@ -19,7 +20,6 @@ from seojobs.store import metrics as metrics_sql
 from seojobs.store.db import Database
 from seojobs.store.errors import Duplicate
 from seojobs.store.idempotency import Outcome, Stored
-from seojobs.store.records import ProjectRecord, QueueSnapshot, UserRecord
 
 API_KEY_PREFIX = "sj_"
 

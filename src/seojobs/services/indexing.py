@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from seojobs.records import JobRecord
 from seojobs.services.core import Services
 from seojobs.services.errors import NotFound
-from seojobs.store.records import JobRecord
 from seojobs.timefmt import rfc3339, rfc3339_or_none
 
 SUBMIT = "index_submit"

@@ -9,14 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from seojobs.engine.registry import Kind
-from seojobs.services.base import ServiceBase
-from seojobs.services.errors import JobFinished, NotFound
-from seojobs.services.quotas import QuotaUse, limit_of, period_bounds
-from seojobs.store import jobs as job_sql
-from seojobs.store import results as result_sql
-from seojobs.store import usage as usage_sql
-from seojobs.store.db import Connection
-from seojobs.store.records import (
+from seojobs.records import (
     CollectionRecord,
     FindingRecord,
     ItemRecord,
@@ -25,6 +18,13 @@ from seojobs.store.records import (
     NewJob,
     UserRecord,
 )
+from seojobs.services.base import ServiceBase
+from seojobs.services.errors import JobFinished, NotFound
+from seojobs.services.quotas import QuotaUse, limit_of, period_bounds
+from seojobs.store import jobs as job_sql
+from seojobs.store import results as result_sql
+from seojobs.store import usage as usage_sql
+from seojobs.store.db import Connection
 from seojobs.timefmt import rfc3339
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from seojobs.engine.registry import Period, Quota
-from seojobs.store.records import UserRecord
+from seojobs.records import UserRecord
 from seojobs.timefmt import rfc3339
 
 

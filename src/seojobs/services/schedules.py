@@ -8,6 +8,7 @@ from typing import Any
 from croniter import croniter
 
 from seojobs.engine.maintenance import first_tick, latest_due_tick
+from seojobs.records import ScheduleRecord, UserRecord
 from seojobs.services.errors import Conflict, Invalid, NotFound, QuotaExceeded
 from seojobs.services.jobs import JobServices, Origin, new_items
 from seojobs.services.quotas import limit_of
@@ -16,7 +17,6 @@ from seojobs.store import accounts
 from seojobs.store import schedules as schedule_sql
 from seojobs.store import usage as usage_sql
 from seojobs.store.errors import Duplicate
-from seojobs.store.records import ScheduleRecord, UserRecord
 from seojobs.timefmt import rfc3339
 
 MAX_INTERVAL_SECONDS = 3650 * 86400.0  # ten years: ticks stay representable

@@ -7,9 +7,9 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from seojobs.records import UserRecord
 from seojobs.services.base import ServiceBase
 from seojobs.store import sessions
-from seojobs.store.records import UserRecord
 
 SECRET_NAME = "dashboard_cookie"  # noqa: S105 (the name of a secret, not one)
 

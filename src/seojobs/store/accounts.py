@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from seojobs.records import ProjectRecord, UserRecord
 from seojobs.store.errors import Duplicate
-from seojobs.store.records import ProjectRecord, UserRecord
 from seojobs.store.tables import projects, schedules, users
 
 DEFAULT_PROJECT = "default"

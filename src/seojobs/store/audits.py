@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, case, func, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from seojobs.store.records import AuditPageRecord, ChangeCount, ChangedFinding
+from seojobs.records import AuditPageRecord, ChangeCount, ChangedFinding
 from seojobs.store.tables import audit_pages, collections, findings
 
 CHANGES = ("new", "fixed", "unchanged")

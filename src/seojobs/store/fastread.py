@@ -32,10 +32,10 @@ from typing import Any
 import psycopg
 from sqlalchemy import JSON
 
+from seojobs.records import JobRecord
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import UTCDateTime
 from seojobs.store.db import Database
-from seojobs.store.records import JobRecord
 from seojobs.store.tables import jobs
 
 _KEY = re.compile(r"^[A-Za-z0-9_]+$")

@@ -30,8 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from seojobs.store.db import NOTIFY_CHANNEL, Database
-from seojobs.store.records import (
+from seojobs.records import (
     ItemOutcome,
     ItemRecord,
     JobRecord,
@@ -39,6 +38,7 @@ from seojobs.store.records import (
     NewItem,
     NewJob,
 )
+from seojobs.store.db import NOTIFY_CHANNEL, Database
 from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
 OPEN_STATES = ("pending", "processing")

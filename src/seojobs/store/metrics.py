@@ -9,7 +9,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, select
 
-from seojobs.store.records import QueueSnapshot
+from seojobs.records import QueueSnapshot
 from seojobs.store.tables import jobs, schedules
 
 

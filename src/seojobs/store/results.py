@@ -15,15 +15,15 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from seojobs.store.db import Database
-from seojobs.store.jobs import ITEM_INSERT_CHUNK, fence, finding_row, item_rows
-from seojobs.store.records import (
+from seojobs.records import (
     CollectionRecord,
     FindingRecord,
     ItemOutcome,
     NewFinding,
     NewItem,
 )
+from seojobs.store.db import Database
+from seojobs.store.jobs import ITEM_INSERT_CHUNK, fence, finding_row, item_rows
 from seojobs.store.tables import collections, findings, job_items, jobs
 
 

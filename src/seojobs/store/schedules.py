@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from seojobs.records import ScheduleRecord
 from seojobs.store.errors import Duplicate
-from seojobs.store.records import ScheduleRecord
 from seojobs.store.tables import schedules
 
 

@@ -7,9 +7,9 @@ from datetime import datetime
 from sqlalchemy import Connection, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from seojobs.records import UserRecord
 from seojobs.store import accounts
 from seojobs.store.db import Database
-from seojobs.store.records import UserRecord
 from seojobs.store.tables import dashboard_sessions, server_secrets, users
 
 

@@ -17,8 +17,8 @@ from urllib.parse import parse_qs
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from seojobs.records import UserRecord
 from seojobs.services import Services
-from seojobs.store.records import UserRecord
 
 COOKIE: Final = "seojobs_session"
 LOGIN_COOKIE: Final = "seojobs_login"  # the sign-in form's CSRF token (no session yet)

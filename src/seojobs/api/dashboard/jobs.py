@@ -29,9 +29,9 @@ from seojobs.api.reports import item_status, report_columns
 from seojobs.api.results import items_csv_response
 from seojobs.api.v1 import JobId
 from seojobs.engine.registry import ReportColumn
+from seojobs.records import JOB_STATES, ItemRecord, JobRecord, ProjectRecord
 from seojobs.services import Invalid, Services, indexing
 from seojobs.services.errors import JobFinished
-from seojobs.store.records import JOB_STATES, ItemRecord, JobRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 PAGE: Final = 50

@@ -24,8 +24,8 @@ from seojobs.api.dashboard.repeat import Repeat, checked_name
 from seojobs.api.dashboard.routes import Signed, see_other
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.projects import ProjectId, ScheduleId
+from seojobs.records import CollectionRecord, ProjectRecord
 from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded, Services
-from seojobs.store.records import CollectionRecord, ProjectRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 LATEST_JOBS: Final = 10

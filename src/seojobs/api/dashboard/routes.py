@@ -25,7 +25,7 @@ from seojobs.api.dashboard.render import page, static
 from seojobs.api.deps import authenticate
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
-from seojobs.store.records import JobRecord
+from seojobs.records import JobRecord
 
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 Signed = Annotated[Viewer, Depends(viewer)]

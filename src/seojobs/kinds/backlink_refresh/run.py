@@ -17,7 +17,7 @@ from seojobs.engine.context import ItemResult, JobContext
 from seojobs.fetch import Fetcher
 from seojobs.kinds.backlink_refresh.check import DonorPage, pair_result, with_history
 from seojobs.kinds.backlink_refresh.params import BacklinkRefreshParams, normalised, subject
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 from seojobs.timefmt import rfc3339
 
 

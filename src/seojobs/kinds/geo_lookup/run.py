@@ -33,7 +33,7 @@ from seojobs.providers.base import (
 )
 from seojobs.providers.openai_responses import OpenAiSearch
 from seojobs.providers.perplexity import PerplexitySearch
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 from seojobs.timefmt import rfc3339
 
 ANSWERED = "answered"

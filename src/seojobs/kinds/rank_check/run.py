@@ -26,7 +26,7 @@ from seojobs.providers.base import NOT_CONFIGURED, REJECTED, ProviderError
 from seojobs.providers.dataforseo_ranks import DataForSeoRanks
 from seojobs.providers.ranks import RankQuery, RankSource, Serp
 from seojobs.providers.serper_ranks import SerperRanks
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 from seojobs.timefmt import rfc3339
 
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_PROVIDERS

@@ -25,7 +25,7 @@ from seojobs.kinds.site_audit.pages import write_pages
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.sitemaps import discover
 from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 TARGET_UNREACHABLE = "target_unreachable"
 BLOCKED_BY_ROBOTS = "blocked_by_robots"

@@ -16,7 +16,7 @@ from seojobs.kinds.tech_stack import database, report
 from seojobs.kinds.tech_stack.matcher import Limits, match
 from seojobs.kinds.tech_stack.page import read_page
 from seojobs.kinds.tech_stack.params import TechStackParams
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 FINGERPRINTS_MISSING = "fingerprints_missing"
 FINGERPRINTS_INVALID = "fingerprints_invalid"

@@ -24,7 +24,7 @@ from seojobs.kinds.web_vitals import report, runner
 from seojobs.kinds.web_vitals.params import WebVitalsParams
 from seojobs.providers.base import ProviderError
 from seojobs.providers.crux import CruxClient
-from seojobs.store.records import ItemRecord
+from seojobs.records import ItemRecord
 
 CHROMIUM_MISSING = "chromium_missing"
 LIGHTHOUSE_MISSING = "lighthouse_missing"
