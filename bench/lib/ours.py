@@ -30,7 +30,7 @@ from bench.lib.jobs import (
 )
 from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_checkpoint, sqlite_url
 from bench.lib.site import API_KEY
-from seojobs.engine.worker import Worker
+from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
 from seojobs.records import NewJob
 from seojobs.services import Services
@@ -150,7 +150,9 @@ def warm(db: Database, connections: int) -> None:
 
 @asynccontextmanager
 async def running(worker: Worker) -> AsyncIterator[asyncio.Task[None]]:
-    """``worker.run()`` as a task for the length of the block, then a graceful stop."""
+    """``worker.run()`` as a task for the length of the block, then a graceful stop. What was
+    built before it is frozen out of the collector's view first, as `seojobs worker` does."""
+    freeze_startup()
     task = asyncio.create_task(worker.run(), name="seojobs-worker")
     try:
         yield task
