@@ -114,11 +114,12 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument(
         "--layers",
         type=int,
-        default=0,
+        default=1,
         metavar="ROUNDS",
         help="also measure where the CPU per URL goes, one layer at a time (bare loop, our "
         "HttpClient, fetcher + adapter, the whole job on SQLite) at the highest concurrency, "
-        "in ROUNDS interleaved rounds (see bench/lib/check_layers.py)",
+        "in ROUNDS interleaved rounds (default 1; 0 skips it and its targets; see "
+        "bench/lib/check_layers.py)",
     )
     args = parser.parse_args(argv)
     if args.layers < 0:
@@ -311,7 +312,7 @@ def _notes(results: Results) -> list[str]:
         "per-host (fetch_host_concurrency) = how many page requests the fetcher sends to one "
         "host at once; 2 is the default on purpose: it is politeness toward real sites. Raised "
         "= the job concurrency, the fair comparison with the bare loops, which have no gate: "
-        "the ratio target is judged on those rows.",
+        "compare the ratios on those rows.",
         "bench CPU = CPU time of this process (every thread) / wall time; loop waits = share of "
         "the wall time the event-loop thread was runnable but waiting for a CPU (schedstat); "
         "site CPU / site waits = the same for the site process; others = CPUs used meanwhile "
@@ -364,6 +365,7 @@ def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
 
     cli.progress(f"layers: {rounds} round(s) at c={concurrency}")
     found = check_layers.measure(bench.urls, bench.site.serper_url, concurrency, rounds, whole_job)
+    bench.results.layer_checks = check_layers.checks(found)
     return check_layers.report(found)
 
 

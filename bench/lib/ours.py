@@ -150,9 +150,9 @@ def warm(db: Database, connections: int) -> None:
 
 @asynccontextmanager
 async def running(worker: Worker) -> AsyncIterator[asyncio.Task[None]]:
-    """``worker.run()`` as a task for the length of the block, then a graceful stop. What was
-    built before it is frozen out of the collector's view first, as `seojobs worker` does."""
-    freeze_startup()
+    """``worker.run()`` as a task for the length of the block, then a graceful stop. Callers
+    call ``freeze_startup()`` first, as `seojobs worker` does, before their clock starts (it
+    costs a full collection)."""
     task = asyncio.create_task(worker.run(), name="seojobs-worker")
     try:
         yield task
@@ -185,6 +185,7 @@ async def burn(url: str, dialect: str, jobs: int, concurrency: int) -> Burn:
         worker = Worker(
             db, settings, burn_registry(counter), concurrency=concurrency, maintenance=False
         )
+        freeze_startup()
         started = time.perf_counter()
         async with running(worker) as task:
             ended = await wait_until_done(
@@ -223,6 +224,7 @@ async def wake_latency(
         worker = Worker(
             db, settings, wake_registry(stamps), concurrency=WAKE_CONCURRENCY, maintenance=False
         )
+        freeze_startup()
         async with running(worker):
             await asyncio.to_thread(lambda: None)  # start the default executor's thread
             await asyncio.sleep(0.5)  # the worker has claimed nothing and is waiting
@@ -352,6 +354,7 @@ async def check(
         warm(db, EXECUTOR_THREADS)
         warm(probe, 1)
         worker = Worker(db, settings, load_registry(settings), maintenance=False)
+        freeze_startup()
         started, cpu = time.perf_counter(), time.process_time()
         async with running(worker) as task:
             ended = await _wait_completed(worker, task, probe, job_id, 60 + len(urls) / 20)
