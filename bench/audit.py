@@ -7,7 +7,7 @@ served on loopback from memory, crawled in each round, one after the other, by: 
 bare aiohttp + selectolax breadth-first loop (the ceiling), all at the same concurrency with no
 delay and robots.txt obeyed. Prints pages/s, CPU ms per page and peak RSS for each, the ratios
 within each round and the targets (>= 4 x advertools' pages/s, >= 0.2 x the bare loop's, peak
-RSS no more than advertools'); exits 1 when a target fails. See bench/README.md.
+RSS no more than advertools'); exits 1 when a target fails. See docs/bench/audit.md.
 
 Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
 would shadow the standard library's ``queue``: the folder is swapped for the repository root

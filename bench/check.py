@@ -4,7 +4,7 @@ Index checks of 2,000 URLs against a local site and a local fake Serper API, run
 seojobs Worker (SQLite and PostgreSQL), next to a bare aiohttp loop (the ceiling) and a bare
 httpx loop sending the same two requests per URL at the same concurrency in the same run.
 Prints URLs/s, the ratios and the targets (>= 500 URLs/s per worker process, >= 0.7 of the bare
-aiohttp loop); exits 1 when a target fails. See bench/README.md.
+aiohttp loop); exits 1 when a target fails. See docs/bench/check.md.
 
 Run as a script, this file's folder would come first on ``sys.path``, and ``bench/queue.py``
 would shadow the standard-library ``queue`` that asyncio and concurrent.futures import. So

@@ -9,7 +9,7 @@ Who learns of each finish, how late, and at what cost in requests:
   ``httpx.MockTransport`` to the same simulated server, with a sleep that advances the
   simulated clock.
 
-Nothing touches the network and nothing sleeps for real. See bench/README.md.
+Nothing touches the network and nothing sleeps for real. See docs/bench/poll.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Burns down no-op jobs with seojobs on SQLite and PostgreSQL, with Procrastinate (the peer) on
 the same PostgreSQL server, and with a bare SQL loop per dialect (the ceiling), then prints
 jobs/s, our ratios to both, and the enqueue-to-start latency of an idle worker; exits 1 when a
-target fails. See bench/README.md.
+target fails. See docs/bench/queue.md.
 
 This file is named by the issue, and ``queue`` is also a standard-library module: run as a
 script, its folder would come first on ``sys.path`` and shadow the real ``queue`` for asyncio
