@@ -17,9 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import asyncio
@@ -375,37 +373,29 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     results = Results(urls=opts.urls)
     started = time.monotonic()
-    try:
-        with ExitStack() as stack:
-            site = stack.enter_context(
-                SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None)
-            )
-            if opts.pin:
-                os.sched_setaffinity(0, {0})
-            site.wait_ready()
-            bench = Bench(opts, site, results)
-            bench.dbs = ours.Databases(
-                stack,
-                sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
-                postgres="postgresql" in opts.only,
-                prefix="seojobs_check",
-            )
-            results.environment = _environment(opts, bench.dbs.pg)
-            cli.progress("warming up")
-            bench.warm_up()
-            bench.run_all()
-            if opts.profile:
-                results.notes += _profile(bench, max(opts.concurrency))
-            if opts.layers:
-                results.notes += _layers(bench, max(opts.concurrency), opts.layers)
-    except KeyboardInterrupt:
-        print(render(results), end="", flush=True)
-        print("\n(incomplete: interrupted; site process stopped, scratch files removed)")
-        return 130
-    except BaseException:
-        print(render(results), end="", flush=True)
-        print("\n(incomplete: the run stopped with an error; site process stopped)", flush=True)
-        raise
+    partial = cli.partial_report(
+        lambda: render(results), "site process stopped, scratch files removed"
+    )
+    with partial, ExitStack() as stack:
+        site = stack.enter_context(SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None))
+        if opts.pin:
+            os.sched_setaffinity(0, {0})
+        site.wait_ready()
+        bench = Bench(opts, site, results)
+        bench.dbs = ours.Databases(
+            stack,
+            sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
+            postgres="postgresql" in opts.only,
+            prefix="seojobs_check",
+        )
+        results.environment = _environment(opts, bench.dbs.pg)
+        cli.progress("warming up")
+        bench.warm_up()
+        bench.run_all()
+        if opts.profile:
+            results.notes += _profile(bench, max(opts.concurrency))
+        if opts.layers:
+            results.notes += _layers(bench, max(opts.concurrency), opts.layers)
     results.notes = _notes(results) + results.notes
     results.environment.append(
         f"total wall time {time.monotonic() - started:.0f} s; "

@@ -20,9 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import http.client
