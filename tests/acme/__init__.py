@@ -1,6 +1,6 @@
 """A plug-in defined outside seojobs, as a user would write one (``SEOJOBS_PLUGINS=tests.acme``):
 its own params, structured items, a monthly quota, findings, collected data, report columns,
-settings, and a table of its own created by a migration that joins seojobs' chain.
+settings, a poll hint, and a table of its own created by a migration that joins seojobs' chain.
 
 Nothing in seojobs names it: the plug-in test proves the seam needs no change in seojobs.
 """
@@ -22,6 +22,7 @@ from seojobs.engine import (
     ItemResult,
     JobContext,
     Kind,
+    PollHint,
     Quota,
     Registry,
     ReportColumn,
@@ -91,6 +92,9 @@ async def audit(ctx: JobContext[AcmeParams]) -> None:
     await ctx.collect(ctx.params.site, {"pages": len(ctx.params.pages), "words": total})
 
 
+# Its jobs are read every 20 s, for two minutes at most (served in /v1/job-types).
+POLL_HINT = PollHint.every(20, deadline=120)
+
 KIND: Kind[AcmeParams] = Kind(
     "acme_audit",
     AcmeParams,
@@ -105,6 +109,7 @@ KIND: Kind[AcmeParams] = Kind(
     timeout=60,
     settings=AcmeSettings,
     migrations=(MIGRATIONS,),
+    poll_hint=POLL_HINT,
 )
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
+from seojobs.engine.hints import DEFAULT_POLL_HINT, PollHint
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
@@ -176,6 +177,9 @@ class Kind(Generic[P]):
     # Alembic version directories of the tables this kind owns (a plug-in's, outside the
     # package); they join the one migration chain (``seojobs migrate``).
     migrations: tuple[str, ...] = field(default=())
+    # How often a client should read one of its jobs, and for how long (``/v1/job-types``
+    # serves it; the SDK and CLI wait by it): seed 000's schedule unless the kind says.
+    poll_hint: PollHint = DEFAULT_POLL_HINT
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""

@@ -12,6 +12,7 @@ import contextlib
 from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
@@ -113,6 +114,7 @@ KIND = Kind(
     run,
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
+    poll_hint=PollHint(),  # seed 000's schedule
     description="Check whether URLs are indexed, with indexability diagnostics per URL.",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import FollowUp, Kind, Quota, Refusal
 from seojobs.kinds import providers
 from seojobs.kinds.index_check import NAME as CHECK
@@ -118,6 +119,7 @@ KIND = Kind(
     run,
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
+    poll_hint=PollHint(),  # seed 000's schedule
     description="Submit URLs for crawling (IndexNow, Google Indexing API).",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

@@ -10,6 +10,7 @@ stored as the project's collection for ``"<provider> <prompt>"``; ``GET
 
 from __future__ import annotations
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
 from seojobs.kinds.geo_lookup.run import refusal, run, subject
@@ -35,6 +36,7 @@ KIND: Kind[GeoLookupParams] = Kind(
     run,
     items=_items,
     item_key=lambda prompt: str(prompt).casefold(),
+    poll_hint=PollHint.every(10),  # seed 001: AI search lookups, 10 s
     description="Ask AI search (OpenAI web search, Perplexity Sonar) each prompt: the "
     "answer's citations, whether the domain is cited and where, whether the brand is named "
     "(GET /v1/projects/{id}/geo).",

@@ -10,6 +10,7 @@ quota unit; each completed job stores a row per keyword as the project's ranking
 
 from __future__ import annotations
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
 from seojobs.kinds.rank_check.run import items, refusal, run, subject
@@ -29,6 +30,7 @@ KIND: Kind[RankCheckParams] = Kind(
     RankCheckParams,
     run,
     items=items,
+    poll_hint=PollHint.every(30),  # seed 001: rank checks, 30 s
     description="Google positions of a domain or page for keywords, with SERP features "
     "(GET /v1/projects/{id}/rankings).",
     summary_params=("target", "match", "location", "language", "device", "depth", "provider"),

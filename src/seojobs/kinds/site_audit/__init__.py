@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seojobs.engine.hints import HOUR, PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
@@ -53,6 +54,7 @@ KIND: Kind[SiteAuditParams] = Kind(
     run,
     items=_items,
     item_key=_key,
+    poll_hint=PollHint(30, 60, 2 * HOUR),  # seed 001: 30-60 s; a large site can take an hour
     description="Crawl a site from start_url and report its SEO issues (GET /v1/audit-checks).",
     summary_params=("start_url", "max_pages", "max_depth"),
     schedulable=False,

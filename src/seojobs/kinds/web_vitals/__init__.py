@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
@@ -73,6 +74,7 @@ KIND: Kind[WebVitalsParams] = Kind(
     WebVitalsParams,
     run,
     items=_items,
+    poll_hint=PollHint.every(15),  # seed 001: web vitals checks, 15 s
     description="Lighthouse lab data (performance score, LCP, CLS, TBT, FCP, Speed Index, "
     "TTFB; opportunities) per URL and form factor in Debian's Chromium, with CrUX field data "
     "when a key is set; read with GET /v1/projects/{id}/web-vitals.",
