@@ -6,12 +6,20 @@ Nothing reads the environment at import time; ``Settings()`` does, when a proces
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from limits import parse
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, NonNegativeInt, SecretStr, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 def _default_database_url() -> str:
@@ -25,6 +33,27 @@ def _default_fingerprints_path() -> str:
 
 # The rate limiter's storages: this process's memory, or Redis shared by several processes.
 STORAGE_SCHEMES = ("memory", "redis", "rediss", "redis+unix")
+# A quota's limit, by the name of the setting that held it before kinds declared their own.
+QUOTA_KEYWORD = re.compile(r"quota_[a-z0-9_]+_(?:daily|monthly)")
+
+
+class QuotaEnvironment(PydanticBaseSettingsSource):
+    """``SEOJOBS_QUOTA_<NAME>_DAILY`` / ``_MONTHLY`` into ``quota_limits``, for any quota a kind
+    declares (the kinds are not known when the settings are read)."""
+
+    PREFIX = "SEOJOBS_QUOTA_"
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # all of it is in __call__
+
+    def __call__(self) -> dict[str, Any]:
+        found = {
+            name.upper().removeprefix(self.PREFIX).lower(): value
+            for name, value in os.environ.items()
+            if name.upper().startswith(self.PREFIX)
+            and QUOTA_KEYWORD.fullmatch(name.lower().removeprefix("seojobs_"))
+        }
+        return {"quota_limits": found} if found else {}
 
 
 class Settings(BaseSettings):
@@ -180,8 +209,6 @@ class Settings(BaseSettings):
     perplexity_base_url: str = "https://api.perplexity.ai"
     perplexity_model: str = Field(default="sonar", min_length=1)
     geo_providers: list[str] = Field(default_factory=lambda: ["openai", "perplexity"])
-    quota_ai_lookups_daily: int = Field(default=500, ge=0, description="Prompt calls per day.")
-    quota_ai_lookups_monthly: int = Field(default=5000, ge=0)
     # Which providers serve an engine, in the order tried (JSON in the environment).
     submit_providers: dict[str, list[str]] = Field(
         default_factory=lambda: {
@@ -219,39 +246,47 @@ class Settings(BaseSettings):
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")
-    # -- quotas: URLs per user per UTC day (per-user overrides live on the user) ---------
-    quota_submit_daily: int = Field(default=10_000, ge=0)
-    quota_check_daily: int = Field(default=10_000, ge=0)
-    # Site audits: pages per user, charged max_pages when an audit is created.
-    quota_audit_pages_daily: int = Field(default=50_000, ge=0)
-    quota_audit_pages_monthly: int = Field(default=500_000, ge=0)
-    # Domain lookups: one per lookup job.
-    quota_domain_lookups_daily: int = Field(default=1_000, ge=0)
-    quota_domain_lookups_monthly: int = Field(default=10_000, ge=0)
-    # Tech-stack lookups (kinds.tech_stack): URLs per user, one per URL of a job.
-    quota_tech_lookups_daily: int = Field(default=1_000, ge=0)
-    quota_tech_lookups_monthly: int = Field(default=20_000, ge=0)
-    # Web vitals (kinds.web_vitals): Lighthouse runs per user (one per URL and form factor).
-    quota_web_vitals_daily: int = Field(default=200, ge=0)
-    quota_web_vitals_monthly: int = Field(default=3_000, ge=0)
     fingerprints_path: str = Field(
         default_factory=_default_fingerprints_path,
         description="The tech-stack fingerprint database `seojobs fingerprints update` "
         "installs (default: ./seojobs-fingerprints.json); API and workers read it.",
     )
-    # Keyword research: lookups (jobs) per user.
-    quota_keyword_lookups_daily: int = Field(default=100, ge=0)
-    quota_keyword_lookups_monthly: int = Field(default=1000, ge=0)
-    # Rank checks: keywords per user (one search each).
-    quota_rank_keywords_daily: int = Field(default=1_000, ge=0)
-    quota_rank_keywords_monthly: int = Field(default=20_000, ge=0)
-    # Backlink checks (kinds.backlink_refresh): (donor, target) pairs per user, one each.
-    quota_backlink_checks_daily: int = Field(default=2_000, ge=0)
-    quota_backlink_checks_monthly: int = Field(default=40_000, ge=0)
+    # -- quotas: each kind declares its own and their default limits (seojobs.engine.quotas)
+    quota_limits: dict[str, NonNegativeInt] = Field(
+        default_factory=dict,
+        description="The deployment's quota limits, overriding the defaults the kinds declare: "
+        "one variable per quota, SEOJOBS_QUOTA_<NAME>_DAILY or _MONTHLY (e.g. "
+        "SEOJOBS_QUOTA_SUBMIT_DAILY=5000); per-user overrides live on the user.",
+    )
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        quotas = QuotaEnvironment(settings_cls)
+        return init_settings, env_settings, quotas, dotenv_settings, file_secret_settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _quota_keywords(cls, data: Any) -> Any:
+        """``Settings(quota_submit_daily=5)`` as ``SEOJOBS_QUOTA_SUBMIT_DAILY=5`` (over it)."""
+        if not isinstance(data, dict):
+            return data
+        named = {k: v for k, v in data.items() if QUOTA_KEYWORD.fullmatch(k)}
+        if not named:
+            return data
+        rest = {k: v for k, v in data.items() if k not in named}
+        limits = {k.removeprefix("quota_"): v for k, v in named.items()}
+        return {**rest, "quota_limits": {**(data.get("quota_limits") or {}), **limits}}
 
     @field_validator("plugins", "fetch_allow_hosts", "trusted_proxies", mode="before")
     @classmethod

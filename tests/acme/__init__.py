@@ -102,7 +102,7 @@ KIND: Kind[AcmeParams] = Kind(
     items=_items,
     description="Acme's word-count audit (a test plug-in).",
     cost=_cost,
-    quotas=(Quota("acme_pages", lambda _settings: 10, period="month"),),
+    quotas=(Quota("acme_pages", 10, period="month"),),  # SEOJOBS_QUOTA_ACME_PAGES_MONTHLY
     report_columns=(ReportColumn("words", "words"),),
     queue="acme",
     concurrency=1,

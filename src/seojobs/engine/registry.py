@@ -19,13 +19,16 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
 from seojobs.engine.hints import DEFAULT_POLL_HINT, PollHint
+
+# Re-exported: kinds and plug-ins name Quota from here (and from seojobs.engine).
+from seojobs.engine.quotas import Quota as Quota
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
@@ -40,7 +43,6 @@ P = TypeVar("P", bound=BaseModel)
 # One item's input: a string (a URL, a page) or a structured item (keyword x location x device),
 # stored as canonical JSON.
 ItemInput = str | Mapping[str, Any]
-Period = Literal["day", "month"]
 
 
 def item_text(value: ItemInput) -> str:
@@ -49,50 +51,6 @@ def item_text(value: ItemInput) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class Quota:
-    """A per-user usage limit that kinds charge when a job is created; resets each period
-    (UTC day or calendar month). ``default`` reads the deployment's limit from the settings;
-    a user's override is stored under ``override_key`` (``submit_daily``)."""
-
-    name: str
-    default: Callable[[Any], int]
-    period: Period = "day"
-    description: str = ""
-
-    @property
-    def adverb(self) -> str:
-        return "daily" if self.period == "day" else "monthly"
-
-    @property
-    def override_key(self) -> str:
-        return f"{self.name}_{self.adverb}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.adverb} {self.name} quota"
-
-    @classmethod
-    def day_and_month(cls, name: str, what: str) -> tuple[Quota, Quota]:
-        """A daily quota ``name`` and a monthly one ``name_month`` (a quota is known by its
-        name, so the month's needs one of its own), their limits read from the settings
-        ``quota_{name}_daily`` and ``quota_{name}_monthly``; ``what`` is what one unit is."""
-        env = f"SEOJOBS_QUOTA_{name.upper()}"
-        return (
-            cls(
-                name,
-                lambda settings: int(getattr(settings, f"quota_{name}_daily")),
-                description=f"{what} per UTC day ({env}_DAILY).",
-            ),
-            cls(
-                f"{name}_month",
-                lambda settings: int(getattr(settings, f"quota_{name}_monthly")),
-                period="month",
-                description=f"{what} per calendar month ({env}_MONTHLY).",
-            ),
-        )
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def refusal(params: IndexCheckParams, settings: Any) -> Refusal | None:
 
 QUOTA = Quota(
     "check",
-    lambda settings: settings.quota_check_daily,
+    10_000,
     description="URLs checked per UTC day (SEOJOBS_QUOTA_CHECK_DAILY).",
 )
 # The indexability diagnostics of each URL, as URL Inspection names them.

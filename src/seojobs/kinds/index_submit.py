@@ -109,7 +109,7 @@ def refusal(params: IndexSubmitParams, settings: Any) -> Refusal | None:
 
 QUOTA = Quota(
     "submit",
-    lambda settings: settings.quota_submit_daily,
+    10_000,
     description="URLs submitted per UTC day (SEOJOBS_QUOTA_SUBMIT_DAILY).",
 )
 

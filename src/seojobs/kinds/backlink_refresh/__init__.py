@@ -45,7 +45,9 @@ def _cost(_params: BacklinkRefreshParams, items: int) -> dict[str, int]:
     return {DAILY.name: items, MONTHLY.name: items}
 
 
-DAILY, MONTHLY = Quota.day_and_month("backlink_checks", "Backlink checks (donor x target)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "backlink_checks", "Backlink checks (donor x target)", daily=2_000, monthly=40_000
+)
 
 KIND: Kind[BacklinkRefreshParams] = Kind(
     NAME,

@@ -28,7 +28,9 @@ def _cost(params: GeoLookupParams, items: int) -> dict[str, int]:
     return {DAILY.name: calls, MONTHLY.name: calls}
 
 
-DAILY, MONTHLY = Quota.day_and_month("ai_lookups", "AI search prompt calls")
+DAILY, MONTHLY = Quota.day_and_month(
+    "ai_lookups", "AI search prompt calls", daily=500, monthly=5_000
+)
 
 KIND: Kind[GeoLookupParams] = Kind(
     NAME,

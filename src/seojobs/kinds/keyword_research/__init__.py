@@ -21,7 +21,9 @@ def _cost(_params: KeywordResearchParams, _items: int) -> dict[str, int]:
     return {DAILY.name: 1, MONTHLY.name: 1}  # one lookup, whatever its size
 
 
-DAILY, MONTHLY = Quota.day_and_month("keyword_lookups", "Keyword research jobs")
+DAILY, MONTHLY = Quota.day_and_month(
+    "keyword_lookups", "Keyword research jobs", daily=100, monthly=1_000
+)
 
 KIND: Kind[KeywordResearchParams] = Kind(
     NAME,

@@ -23,7 +23,9 @@ def _cost(_params: RankCheckParams, keywords: int) -> dict[str, int]:
     return {DAILY.name: keywords, MONTHLY.name: keywords}  # one search per keyword
 
 
-DAILY, MONTHLY = Quota.day_and_month("rank_keywords", "Keywords rank-checked")
+DAILY, MONTHLY = Quota.day_and_month(
+    "rank_keywords", "Keywords rank-checked", daily=1_000, monthly=20_000
+)
 
 KIND: Kind[RankCheckParams] = Kind(
     NAME,

@@ -46,7 +46,9 @@ def _cost(params: SiteAuditParams, _items: int) -> dict[str, int]:
     return {DAILY.name: params.max_pages, MONTHLY.name: params.max_pages}
 
 
-DAILY, MONTHLY = Quota.day_and_month("audit_pages", "Audit pages (max_pages charged per audit)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "audit_pages", "Audit pages (max_pages charged per audit)", daily=50_000, monthly=500_000
+)
 
 KIND: Kind[SiteAuditParams] = Kind(
     NAME,

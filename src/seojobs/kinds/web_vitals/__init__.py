@@ -67,7 +67,9 @@ def _cost(params: WebVitalsParams, items: int) -> dict[str, int]:
     return {DAILY.name: runs, MONTHLY.name: runs}
 
 
-DAILY, MONTHLY = Quota.day_and_month("web_vitals", "Lighthouse runs (URL x form factor)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "web_vitals", "Lighthouse runs (URL x form factor)", daily=200, monthly=3_000
+)
 
 KIND: Kind[WebVitalsParams] = Kind(
     NAME,
