@@ -200,39 +200,40 @@ class Settings(BaseSettings):
         default="/usr/bin/chromium",
         description="The Chromium Lighthouse drives (Debian's `chromium`; never a downloaded one).",
     )
-    # AI search (kinds.geo_lookup): OpenAI Responses with web_search, Perplexity Sonar; the
-    # providers in the order a job without `provider` tries them (JSON in the environment).
+    # AI search (kinds.geo_lookup): OpenAI Responses with web_search, Perplexity Sonar.
     openai_api_key: str | None = None
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = Field(default="gpt-5", min_length=1, description="Must take web_search.")
     perplexity_api_key: str | None = None
     perplexity_base_url: str = "https://api.perplexity.ai"
     perplexity_model: str = Field(default="sonar", min_length=1)
-    geo_providers: list[str] = Field(default_factory=lambda: ["openai", "perplexity"])
-    # Which providers serve an engine, in the order tried (JSON in the environment).
-    submit_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "google": ["google_indexing"],
-            "bing": ["indexnow"],
-            "yandex": ["indexnow"],
-        }
+    # Which providers serve a kind's role, per engine, in the order tried (JSON in the
+    # environment). Unset: the order the kind declares (its ProviderRole, seojobs.engine.roles;
+    # `seojobs providers` shows them).
+    submit_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description="Index submission, per engine (default: google_indexing for google, "
+        "indexnow for bing and yandex).",
     )
-    check_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "google": ["url_inspection", "serper", "serpapi", "dataforseo"],
-            "bing": ["serpapi", "dataforseo"],
-            "yandex": ["serpapi", "dataforseo"],
-        }
+    check_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description="Index checks, per engine (default: google: url_inspection, serper, "
+        "serpapi, dataforseo; bing and yandex: serpapi, dataforseo).",
     )
-    # Which providers serve keyword research, in the order tried (the first configured one
-    # is a job's default provider); "google" is the only engine.
-    keyword_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {"google": ["dataforseo", "google_ads"]}
+    keyword_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description='Keyword research; "google" is the only engine (default: dataforseo, '
+        "google_ads). The first configured one is a job's default provider.",
     )
-    # Which providers serve rank checks, in the order tried (the first configured one is a
-    # job's default provider); "google" is the only engine.
-    rank_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {"google": ["serper", "dataforseo"]}
+    rank_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description='Rank checks; "google" is the only engine (default: serper, dataforseo). '
+        "The first configured one is a job's default provider.",
+    )
+    geo_providers: list[str] | None = Field(
+        default=None,
+        description="AI search, the order a job without `provider` tries (default: openai, "
+        "perplexity).",
     )
     check_diagnostics_only: bool = Field(
         default=False,

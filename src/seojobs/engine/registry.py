@@ -29,6 +29,7 @@ from seojobs.engine.hints import DEFAULT_POLL_HINT, PollHint
 
 # Re-exported: kinds and plug-ins name Quota from here (and from seojobs.engine).
 from seojobs.engine.quotas import Quota as Quota
+from seojobs.engine.roles import ProviderRole
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
@@ -138,6 +139,9 @@ class Kind(Generic[P]):
     # How often a client should read one of its jobs, and for how long (``/v1/job-types``
     # serves it; the SDK and CLI wait by it): seed 000's schedule unless the kind says.
     poll_hint: PollHint = DEFAULT_POLL_HINT
+    # What it needs a provider adapter for, and which adapters serve it in what order
+    # (``seojobs providers`` lists them; ``seojobs.kinds.providers`` picks one).
+    providers: tuple[ProviderRole, ...] = ()
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""
@@ -217,6 +221,14 @@ class Registry:
     def quotas(self) -> dict[str, Quota]:
         """Every quota some kind declares, by name."""
         return {q.name: q for kind in self.kinds() for q in kind.quotas}
+
+    def provider_roles(self) -> list[ProviderRole]:
+        """Every provider role some kind declares, each once, in the order kinds were added."""
+        roles: dict[str, ProviderRole] = {}
+        for kind in self._kinds.values():
+            for role in kind.providers:
+                roles.setdefault(role.name, role)
+        return list(roles.values())
 
     def queues(self) -> set[str]:
         return {kind.queue for kind in self._kinds.values()}

@@ -14,6 +14,7 @@ from typing import Any
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
+from seojobs.engine.roles import ProviderRole
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
@@ -21,6 +22,18 @@ from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, Provide
 from seojobs.records import ItemRecord
 
 NAME = "index_check"
+# Which adapters answer "is it indexed?" per engine, in the order tried
+# (SEOJOBS_CHECK_PROVIDERS); without one, SEOJOBS_CHECK_DIAGNOSTICS_ONLY still runs the jobs.
+CHECKS = ProviderRole(
+    "index checks",
+    "check_providers",
+    {
+        "google": ("url_inspection", "serper", "serpapi", "dataforseo"),
+        "bing": ("serpapi", "dataforseo"),
+        "yandex": ("serpapi", "dataforseo"),
+    },
+    runs_without="check_diagnostics_only",
+)
 
 
 class IndexCheckParams(UrlListParams):
@@ -44,8 +57,8 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
     checker = (
         None
         if ctx.settings.check_diagnostics_only
-        and providers.chosen(ctx.settings, providers.CHECKS, params.engine) is None
-        else providers.checker_for(ctx.settings, params.engine)
+        and providers.chosen(ctx.settings, CHECKS, params.engine) is None
+        else providers.pick(ctx.settings, CHECKS, params.engine)
     )
 
     async def one(item: ItemRecord) -> ItemResult:
@@ -83,7 +96,7 @@ def refusal(params: IndexCheckParams, settings: Any) -> Refusal | None:
     alone (SEOJOBS_CHECK_DIAGNOSTICS_ONLY)."""
     if settings.check_diagnostics_only:
         return None
-    return providers.refusal(settings, providers.CHECKS, params.engine)
+    return providers.refusal(settings, CHECKS, params.engine)
 
 
 QUOTA = Quota(
@@ -115,6 +128,7 @@ KIND = Kind(
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
     poll_hint=PollHint(),  # seed 000's schedule
+    providers=(CHECKS,),
     description="Check whether URLs are indexed, with indexability diagnostics per URL.",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

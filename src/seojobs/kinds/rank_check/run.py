@@ -18,6 +18,7 @@ from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.registry import Refusal
+from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.rank_check.match import first_match
 from seojobs.kinds.rank_check.params import RankCheckParams
@@ -30,6 +31,8 @@ from seojobs.records import ItemRecord
 from seojobs.timefmt import rfc3339
 
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_PROVIDERS
+# The first configured one is a job's default provider.
+RANKS = ProviderRole("rank checks", "rank_providers", {ENGINE: ("serper", "dataforseo")})
 RANKED, NOT_RANKED = "ranked", "not_ranked"
 ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
     "serper": SerperRanks,
@@ -52,7 +55,7 @@ def provider_of(params: RankCheckParams, settings: Any) -> str | None:
     """The job's own choice of provider, else the first configured one in order."""
     if params.provider is not None:
         return params.provider
-    return providers.chosen(settings, providers.RANKS, ENGINE)
+    return providers.chosen(settings, RANKS, ENGINE)
 
 
 def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
@@ -61,7 +64,7 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
     fails the job when it runs, before any call: what the params' schema admits is accepted."""
     name = provider_of(params, settings)
     if name is None:
-        return providers.refusal(settings, providers.RANKS, ENGINE, field="provider")
+        return providers.refusal(settings, RANKS, ENGINE, field="provider")
     if not providers.configured(settings, name):
         message = f"{name} is not configured: set {providers.setting_names(name)}"
         return Refusal(NOT_CONFIGURED, message, "provider")
@@ -71,7 +74,7 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
 def _source(params: RankCheckParams, settings: Any) -> RankSource:
     name = provider_of(params, settings)
     if name is None:  # configured when created, gone since
-        raise JobFailed(NOT_CONFIGURED, providers.missing(settings, providers.RANKS, ENGINE) or "")
+        raise JobFailed(NOT_CONFIGURED, providers.missing(settings, RANKS, ENGINE) or "")
     why = serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
     if why is not None:
         raise JobFailed(REJECTED, why)
