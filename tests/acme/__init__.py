@@ -18,6 +18,7 @@ from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_
 from sqlalchemy.pool import NullPool
 
 from seojobs.engine import (
+    DashboardView,
     Finding,
     ItemResult,
     JobContext,
@@ -110,6 +111,7 @@ KIND: Kind[AcmeParams] = Kind(
     settings=AcmeSettings,
     migrations=(MIGRATIONS,),
     poll_hint=POLL_HINT,
+    view=DashboardView("Acme word counts", ("words",)),
 )
 
 

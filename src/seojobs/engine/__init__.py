@@ -11,8 +11,10 @@ from seojobs.engine.registry import (
     ReportColumn,
     UnknownKind,
 )
+from seojobs.engine.views import DashboardView
 
 __all__ = [
+    "DashboardView",
     "Finding",
     "FollowUp",
     "Interrupted",

@@ -30,6 +30,7 @@ from seojobs.engine.hints import DEFAULT_POLL_HINT, PollHint
 # Re-exported: kinds and plug-ins name Quota from here (and from seojobs.engine).
 from seojobs.engine.quotas import Quota as Quota
 from seojobs.engine.roles import ProviderRole
+from seojobs.engine.views import GENERIC_VIEW, DashboardView
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
@@ -142,6 +143,8 @@ class Kind(Generic[P]):
     # What it needs a provider adapter for, and which adapters serve it in what order
     # (``seojobs providers`` lists them; ``seojobs.kinds.providers`` picks one).
     providers: tuple[ProviderRole, ...] = ()
+    # How the dashboard shows what it collected (seojobs.engine.views).
+    view: DashboardView = GENERIC_VIEW
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""
