@@ -56,3 +56,16 @@ def test_a_plugin_quota_is_set_by_its_variable_charged_and_enforced(
         assert [_start(b, mine)["status"] for _ in range(3)] == ["pending"] * 3
         assert _acme_usage(b) == (18, 18)
         assert _acme_usage(app.client(app.account("carol"))) == (0, 13)
+
+
+def test_usage_lists_every_quota_the_registry_declares_with_its_limit(sqlite_url: str) -> None:
+    settings = make_settings(sqlite_url, plugins=PLUGINS, quota_rank_keywords_monthly=7)
+    with api(settings) as app:
+        listed = app.client(app.account()).get("/v1/usage").json()["data"]
+        declared = app.services.registry.quotas()  # the count is the registry's, not kept here
+        assert sorted(q["quota"] for q in listed) == sorted(declared)
+        for row in listed:
+            quota = declared[row["quota"]]
+            assert (row["limit"], row["period"]) == (quota.limit(settings), quota.period)
+        limits = {q["quota"]: q["limit"] for q in listed}
+        assert (limits["rank_keywords_month"], limits["rank_keywords"]) == (7, 1_000)
