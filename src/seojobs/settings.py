@@ -240,10 +240,6 @@ class Settings(BaseSettings):
         description="Index checks with no index provider for their engine still run: our own "
         "indexability diagnostics per URL, the index verdict `unknown`.",
     )
-    index_check_concurrency: int = Field(default=8, ge=1, description="URLs checked at once.")
-    rank_check_concurrency: int = Field(
-        default=4, ge=1, description="Keywords a rank check searches at once."
-    )
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")
@@ -259,6 +255,9 @@ class Settings(BaseSettings):
         "one variable per quota, SEOJOBS_QUOTA_<NAME>_DAILY or _MONTHLY (e.g. "
         "SEOJOBS_QUOTA_SUBMIT_DAILY=5000); per-user overrides live on the user.",
     )
+    # Values for a kind's own settings model given here by their full names
+    # (Settings(rank_check_concurrency=1)): seojobs.engine.kindsettings hands them to the kind.
+    kind_overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
@@ -278,16 +277,23 @@ class Settings(BaseSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _quota_keywords(cls, data: Any) -> Any:
-        """``Settings(quota_submit_daily=5)`` as ``SEOJOBS_QUOTA_SUBMIT_DAILY=5`` (over it)."""
+    def _keywords_of_old(cls, data: Any) -> Any:
+        """Settings that moved into the kinds, given by their names of old: a quota's limit
+        (``Settings(quota_submit_daily=5)`` as ``SEOJOBS_QUOTA_SUBMIT_DAILY=5``, over it), and
+        any other name this model lacks, for a kind's own settings (``kind_overrides``)."""
         if not isinstance(data, dict):
             return data
-        named = {k: v for k, v in data.items() if QUOTA_KEYWORD.fullmatch(k)}
-        if not named:
+        unknown = {k: v for k, v in data.items() if k not in cls.model_fields}
+        if not unknown:
             return data
-        rest = {k: v for k, v in data.items() if k not in named}
-        limits = {k.removeprefix("quota_"): v for k, v in named.items()}
-        return {**rest, "quota_limits": {**(data.get("quota_limits") or {}), **limits}}
+        rest = {k: v for k, v in data.items() if k not in unknown}
+        quotas = {
+            k.removeprefix("quota_"): v for k, v in unknown.items() if QUOTA_KEYWORD.fullmatch(k)
+        }
+        others = {k: v for k, v in unknown.items() if not QUOTA_KEYWORD.fullmatch(k)}
+        rest["quota_limits"] = {**(data.get("quota_limits") or {}), **quotas}
+        rest["kind_overrides"] = {**(data.get("kind_overrides") or {}), **others}
+        return rest
 
     @field_validator("plugins", "fetch_allow_hosts", "trusted_proxies", mode="before")
     @classmethod

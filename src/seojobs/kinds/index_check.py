@@ -11,6 +11,9 @@ import asyncio
 import contextlib
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
@@ -22,6 +25,15 @@ from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, Provide
 from seojobs.records import ItemRecord
 
 NAME = "index_check"
+
+
+class IndexCheckSettings(BaseSettings):
+    """The index checks' own settings (``SEOJOBS_INDEX_CHECK_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_INDEX_CHECK_", extra="ignore")
+    concurrency: int = Field(default=8, ge=1, description="URLs a job checks at once.")
+
+
 # Which adapters answer "is it indexed?" per engine, in the order tried
 # (SEOJOBS_CHECK_PROVIDERS); without one, SEOJOBS_CHECK_DIAGNOSTICS_ONLY still runs the jobs.
 CHECKS = ProviderRole(
@@ -86,7 +98,7 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
 
     try:
         async with Fetcher(ctx.settings) as fetcher:
-            await ctx.run_items(one, concurrency=ctx.settings.index_check_concurrency)
+            await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
         await providers.close(checker)
 
@@ -129,6 +141,7 @@ KIND = Kind(
     summary_params=SUMMARY_PARAMS,
     poll_hint=PollHint(),  # seed 000's schedule
     providers=(CHECKS,),
+    settings=IndexCheckSettings,
     description="Check whether URLs are indexed, with indexability diagnostics per URL.",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
-from seojobs.kinds.rank_check.run import RANKS, items, refusal, run, subject
+from seojobs.kinds.rank_check.run import RANKS, RankCheckSettings, items, refusal, run, subject
 
 NAME = "rank_check"
 __all__ = ["KIND", "NAME", "RankCheckParams", "subject"]
@@ -34,6 +34,7 @@ KIND: Kind[RankCheckParams] = Kind(
     items=items,
     poll_hint=PollHint.every(30),  # seed 001: rank checks, 30 s
     providers=(RANKS,),
+    settings=RankCheckSettings,
     description="Google positions of a domain or page for keywords, with SERP features "
     "(GET /v1/projects/{id}/rankings).",
     summary_params=("target", "match", "location", "language", "device", "depth", "provider"),

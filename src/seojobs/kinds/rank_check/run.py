@@ -16,6 +16,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
@@ -33,6 +36,15 @@ from seojobs.timefmt import rfc3339
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_PROVIDERS
 # The first configured one is a job's default provider.
 RANKS = ProviderRole("rank checks", "rank_providers", {ENGINE: ("serper", "dataforseo")})
+
+
+class RankCheckSettings(BaseSettings):
+    """The rank checks' own settings (``SEOJOBS_RANK_CHECK_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_RANK_CHECK_", extra="ignore")
+    concurrency: int = Field(default=4, ge=1, description="Keywords a job searches at once.")
+
+
 RANKED, NOT_RANKED = "ranked", "not_ranked"
 ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
     "serper": SerperRanks,
@@ -130,7 +142,7 @@ async def run(ctx: JobContext[RankCheckParams]) -> None:
         return ItemResult(outcome=RANKED if row["position"] else NOT_RANKED, result=row)
 
     try:
-        await ctx.run_items(one, concurrency=ctx.settings.rank_check_concurrency)
+        await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
         await source.aclose()
     ctx.result = await _collect(ctx) | {"provider": source.name}
