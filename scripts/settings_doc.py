@@ -35,15 +35,15 @@ PAGE = ROOT / "docs" / "settings.md"
 
 # Meanings for settings whose field has no description (yet), by environment variable.
 NOTES: dict[str, str] = {
-    "SEOJOBS_IDEMPOTENCY_TTL_SECONDS": "How long an `Idempotency-Key` answers with the job it "
-    "created, seconds.",
+    "SEOJOBS_IDEMPOTENCY_TTL_SECONDS": "How long a user's `Idempotency-Key` is kept: a retry "
+    "with it replays the first answer, seconds.",
     "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "Let the fetcher reach private and loopback addresses "
     "(intranets, tests); cloud metadata addresses stay refused, in every IPv6 spelling too.",
     "SEOJOBS_DAY_SECONDS": "The unit of `checker` days and `every_days` schedules (shorten it "
     "for demos and tests).",
     "SEOJOBS_MAX_RESCUES": "Rescues before a job fails with `worker_lost`.",
-    "SEOJOBS_MAINTENANCE_INTERVAL": "How often the elected leader runs maintenance (rescue, "
-    "scheduled starts, cron ticks, pruning), seconds.",
+    "SEOJOBS_MAINTENANCE_INTERVAL": "How often a worker runs a maintenance pass (rescue, "
+    "scheduled starts, cron ticks, pruning: the elected leader's work), seconds.",
     "SEOJOBS_WORKER_CONCURRENCY": "Jobs one worker runs at once (`seojobs worker --concurrency`).",
     "SEOJOBS_MAX_SCHEDULES_PER_USER": "Schedules one user may have.",
     "SEOJOBS_USER_AGENT": "The fetcher's User-Agent, and the name robots.txt is read for.",
