@@ -16,6 +16,7 @@ DOCS = ROOT / "docs"
 _FENCE = re.compile(
     r"(?:^(?P<before>[^\n]*\S[^\n]*)\n)?^```(?:sh|bash|shell)\n(?P<body>.*?)^```", re.M | re.S
 )
+_PYTHON = re.compile(r"^```python\n(?P<body>.*?)^```", re.M | re.S)
 _MARK = re.compile(r"<!--\s*(?P<kind>runs|needs)(?::\s*(?P<rest>.*?))?\s*-->")
 
 
@@ -56,6 +57,12 @@ def blocks(page: Path) -> list[Block]:
             )
         )
     return found
+
+
+def python_blocks(page: Path) -> list[tuple[int, str]]:
+    """The page's ``python`` blocks: (line, code)."""
+    text = page.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start("body")), m.group("body")) for m in _PYTHON.finditer(text)]
 
 
 def pages() -> list[Path]:

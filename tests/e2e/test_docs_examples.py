@@ -12,7 +12,6 @@ whose base URLs point at a closed loopback port, so jobs that need a provider ar
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -152,23 +151,3 @@ def test_the_page_examples_run_as_written(server: Server, page: Path) -> None:
     assert ran == [-1, *range(len(page_blocks))], report
     assert STATUS.search(done.stderr) or "seojobs " in "".join(b.body for b in page_blocks)
     assert not refused(done.stderr, page_blocks), report
-
-
-def test_every_shell_example_is_marked() -> None:
-    """A block that does not run must say why: a reader (and this suite) can tell an example
-    that cannot run offline from one nobody tried."""
-    unmarked = [b.where() for b in every_block() if b.kind is None]
-    assert not unmarked, f"mark these <!-- runs --> or <!-- needs: why -->: {unmarked}"
-    assert all(b.note for b in every_block() if b.kind == "needs")
-
-
-def test_the_marks_are_read() -> None:
-    """The parser finds what the pages hold: a setup, run blocks with and without allowed
-    statuses, and blocks that cannot run (so the tests above cannot pass on nothing)."""
-    found = every_block()
-    assert sum(b.setup for b in found) == 1
-    assert any(b.kind == "runs" and b.allowed == {404} for b in found)
-    assert any(b.kind == "runs" and not b.allowed and not b.setup for b in found)
-    assert any(b.kind == "needs" for b in found)
-    assert len(RUNNABLE) >= 10
-    assert os.path.exists(ROOT / "docs" / "api" / "projects.md")
