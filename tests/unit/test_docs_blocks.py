@@ -43,3 +43,12 @@ def test_python_examples_compile_and_import_what_exists() -> None:
                         assert hasattr(module, alias.name), f"{where}: {node.module}.{alias.name}"
                         checked += 1
     assert checked >= 5
+
+
+def test_pictures_stay_small() -> None:
+    """Screenshots are copied in by hand: a full-size one would weigh on every clone."""
+    pictures = list((DOCS / "img").glob("*.png"))
+    assert pictures
+    assert all(p.stat().st_size < 100_000 for p in pictures), {
+        p.name: p.stat().st_size for p in pictures
+    }
