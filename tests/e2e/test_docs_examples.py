@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,8 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp("docs-examples")
-    (workdir / ".venv").symlink_to(ROOT / ".venv")  # the examples call .venv/bin/seojobs
+    # The examples call .venv/bin/seojobs: the environment these tests run in.
+    (workdir / ".venv").symlink_to(Path(sys.executable).parent.parent)
     port = free_port()
     env = (
         env_without_seojobs()
