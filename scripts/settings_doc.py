@@ -200,6 +200,8 @@ def default_of(field: FieldInfo) -> Any:
 def rows(model: type[BaseSettings], places: Places, quotas: dict[str, str]) -> Iterator[str]:
     prefix = str(model.model_config.get("env_prefix", ""))
     for name, field in model.model_fields.items():
+        if field.exclude is True:  # not a setting of its own (filled in from others)
+            continue
         names = env_names(field, name, prefix)
         meaning = field.description or next(
             (NOTES[n] for n in names if n in NOTES),
@@ -214,24 +216,44 @@ def rows(model: type[BaseSettings], places: Places, quotas: dict[str, str]) -> I
         yield f"| {shown} | {default} | {cell} |"
 
 
+def quota_limit(quota: Any, settings: Settings) -> int:
+    """The deployment's default limit of a quota (``Quota.limit`` where the quota has one)."""
+    limit = getattr(quota, "limit", None)
+    if callable(limit):
+        return int(limit(settings))
+    default = quota.default
+    return int(default(settings) if callable(default) else default)
+
+
+def quota_env(quota: Any) -> str:
+    """The variable that sets a quota's limit: ``Quota.env``, or the one its description
+    names (``… (SEOJOBS_QUOTA_SUBMIT_DAILY).``)."""
+    env = getattr(quota, "env", None)
+    if isinstance(env, str):
+        return env
+    named = quota.description.rpartition("(")[2].rstrip(").")
+    return named if named.startswith("SEOJOBS_") else ""
+
+
 def quota_rows(registry: Registry) -> Iterator[str]:
     settings = Settings.model_construct()  # defaults only: no environment is read
     for quota in sorted(registry.quotas().values(), key=lambda q: q.name):
         kinds = [k.name for k in registry.kinds() if quota in k.quotas]
         owners = ", ".join(f"`{k}`" for k in kinds)
+        what = quota.description.partition(" (SEOJOBS_")[0].rstrip(".") + "."
+        env = quota_env(quota)
         yield (
-            f"| `{quota.name}` | {owners} | {quota.period} | {quota.default(settings):,} "
-            f"| {quota.description} |"
+            f"| `{quota.name}` | {owners} | {quota.period} | {quota_limit(quota, settings):,} "
+            f"| {f'`{env}`' if env else 'none'} | {what} |"
         )
 
 
 def quota_envs(registry: Registry) -> dict[str, str]:
-    """A quota's setting is named in its description: ``(SEOJOBS_QUOTA_..._DAILY)``."""
+    """Meanings for the central settings that set a quota's limit, by variable."""
     found = {}
     for quota in registry.quotas().values():
-        env = quota.description.rpartition("(")[2].rstrip(").")
-        if env.startswith("SEOJOBS_"):
-            found[env] = f"The `{quota.name}` quota: {quota.description.partition(' (')[0]}."
+        what = quota.description.partition(" (SEOJOBS_")[0].rstrip(".")
+        found[quota_env(quota)] = f"The `{quota.name}` quota: {what}."
     return found
 
 
@@ -255,8 +277,8 @@ def render() -> str:
         finally:
             os.chdir(here)
     quota_header = (
-        "| quota | charged by | resets each | default limit | what one unit is |\n"
-        "|---|---|---|---|---|"
+        "| quota | charged by | resets each | default limit | variable | what one unit is |\n"
+        "|---|---|---|---|---|---|"
     )
     return "\n".join(
         [
