@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from seojobs.engine.registry import Period, Quota
+from seojobs.engine.quotas import Period, Quota
 from seojobs.records import UserRecord
 from seojobs.timefmt import rfc3339
 
@@ -51,4 +51,4 @@ def limit_of(quota: Quota, user: UserRecord, settings: Any) -> int:
     value = (user.quotas or {}).get(quota.override_key)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    return int(quota.default(settings))
+    return quota.limit(settings)
