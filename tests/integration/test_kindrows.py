@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.records import JobRecord
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import kindrows
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.tables import audit_pages
+
+audit_pages = kindrows.declare(PAGE_TABLE)
 
 
 def _claim(db: Database, worker: str, later: timedelta = timedelta(0)) -> JobRecord:

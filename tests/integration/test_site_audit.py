@@ -14,11 +14,13 @@ from sqlalchemy import func, select
 
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.records import UserRecord
 from seojobs.services import NotFound, Services
 from seojobs.settings import Settings
+from seojobs.store import kindrows
 from seojobs.store.db import Database
-from seojobs.store.tables import audit_pages, collections, findings, job_items
+from seojobs.store.tables import collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
 from tests.procs import Procs
@@ -26,6 +28,8 @@ from tests.waiting import await_until, run_until_final, wait_until
 
 # No check may depend on how fast the machine is today.
 RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
+
+audit_pages = kindrows.declare(PAGE_TABLE)
 
 
 def _settings(store_url: str) -> Settings:

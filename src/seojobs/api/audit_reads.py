@@ -25,7 +25,8 @@ from seojobs.api.paging import by_id, by_seq, paged
 from seojobs.api.projects import ProjectId
 from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
-from seojobs.records import AuditPageRecord, FindingRecord
+from seojobs.kinds.site_audit.pagetable import AuditPageRecord
+from seojobs.records import FindingRecord
 from seojobs.services.audits import Audit
 from seojobs.timefmt import rfc3339_or_none
 

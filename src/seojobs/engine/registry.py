@@ -28,6 +28,8 @@ from pydantic_settings import BaseSettings
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
+from seojobs.rowshape import KindTable
+from seojobs.store import kindrows
 
 if TYPE_CHECKING:
     from seojobs.engine.context import JobContext
@@ -176,6 +178,9 @@ class Kind(Generic[P]):
     # Alembic version directories of the tables this kind owns (a plug-in's, outside the
     # package); they join the one migration chain (``seojobs migrate``).
     migrations: tuple[str, ...] = field(default=())
+    # Tables this kind owns, declared as plain data (their rows are written through
+    # ``JobContext.replace_rows``); the store builds them when a registry adds the kind.
+    tables: tuple[KindTable[Any], ...] = field(default=())
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""
@@ -240,6 +245,8 @@ class Registry:
         for quota in kind.quotas:
             if quotas.get(quota.name, quota) != quota:
                 raise ValueError(f"quota {quota.name!r} is declared twice, differently")
+        for table in kind.tables:
+            kindrows.declare(table)
         self._kinds[kind.name] = kind
         return kind
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE, AuditPageRecord
 from seojobs.records import (
-    AuditPageRecord,
     ChangeCount,
     ChangedFinding,
     JobRecord,
@@ -77,7 +77,7 @@ class AuditServices(JobServices):
                 after_seq=after_seq,
                 limit=limit,
             )
-        return audit, found
+        return audit, [PAGE_TABLE.record(row) for row in found]
 
     def audit_comparison(
         self,
