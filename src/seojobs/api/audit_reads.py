@@ -220,10 +220,12 @@ def audit_issues(
     """The issues a completed audit found, in the order found (filter by `code`,
     `severity`): pages of JSON, or every one as CSV with `Accept: text/csv`."""
     after = parse_cursor(cursor) or 0  # the request is checked before anything is read
-    job = svc.audit(user, project_id, job_id)
+    job = svc.audits.get(user, project_id, job_id)
 
     def read(after: int, limit: int = limit + 1) -> list[FindingRecord]:
-        return svc.findings(user, job_id, code=code, severity=severity, after_id=after, limit=limit)
+        return svc.jobs.findings(
+            user, job_id, code=code, severity=severity, after_id=after, limit=limit
+        )
 
     if _wants_csv(accept):
         rows = (_issue_cells(f) for f in _all(lambda a: read(a, CSV_PAGE), by_id, after))
@@ -283,7 +285,7 @@ def audit_pages(
     wanted = statuses(status)
 
     def read(after: int, limit: int = limit + 1) -> tuple[Audit, list[AuditPageRecord]]:
-        return svc.audit_pages(
+        return svc.audits.pages(
             user,
             project_id,
             job_id,
@@ -325,7 +327,7 @@ def compare_audits(
     and unchanged, in all and per code, and a page of those of one `change` (of one
     `code`, if given; the counts are always of every issue)."""
     after = parse_cursor(cursor) or 0
-    found = svc.audit_comparison(
+    found = svc.audits.compare(
         user,
         project_id,
         job_id,
