@@ -71,9 +71,10 @@ def _database(settings: Settings, *, logging_set: bool = False) -> None:
 
 
 def _log_providers(settings: Settings) -> None:
+    from seojobs.kinds import load_registry
     from seojobs.kinds.provider_table import log_table
 
-    log_table(settings, logging.getLogger("seojobs.providers"))
+    log_table(settings, load_registry(settings), logging.getLogger("seojobs.providers"))
 
 
 @app.command()
@@ -331,19 +332,22 @@ def providers_cmd(
         bool, typer.Option("--offline", help="Only the table; contact no provider.")
     ] = False,
 ) -> None:
-    """Which providers serve which engine, which are configured, and whether each configured
-    credential works (one request to each provider; exit 1 if one is refused)."""
+    """Which providers serve which job type's role on which engine, which are configured, and
+    whether each configured credential works (one request to each provider; exit 1 if one is
+    refused)."""
     settings = _settings()
     import asyncio
 
+    from seojobs.kinds import load_registry
     from seojobs.kinds.provider_table import rows, verify_all
 
-    for row in rows(settings):
+    registry = load_registry(settings)  # the roles its kinds declare, plug-ins' too
+    for row in rows(settings, registry):
         typer.echo(row.text(settings))
     if offline:
         return
     failed = False
-    for name, ok, message in asyncio.run(verify_all(settings)):
+    for name, ok, message in asyncio.run(verify_all(settings, registry)):
         typer.echo(f"credential {name}: {'ok' if ok else 'FAILED'}: {message}")
         failed = failed or not ok
     if failed:

@@ -6,12 +6,20 @@ Nothing reads the environment at import time; ``Settings()`` does, when a proces
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from limits import parse
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, NonNegativeInt, SecretStr, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 def _default_database_url() -> str:
@@ -25,6 +33,27 @@ def _default_fingerprints_path() -> str:
 
 # The rate limiter's storages: this process's memory, or Redis shared by several processes.
 STORAGE_SCHEMES = ("memory", "redis", "rediss", "redis+unix")
+# A quota's limit, by the name of the setting that held it before kinds declared their own.
+QUOTA_KEYWORD = re.compile(r"quota_[a-z0-9_]+_(?:daily|monthly)")
+
+
+class QuotaEnvironment(PydanticBaseSettingsSource):
+    """``SEOJOBS_QUOTA_<NAME>_DAILY`` / ``_MONTHLY`` into ``quota_limits``, for any quota a kind
+    declares (the kinds are not known when the settings are read)."""
+
+    PREFIX = "SEOJOBS_QUOTA_"
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # all of it is in __call__
+
+    def __call__(self) -> dict[str, Any]:
+        found = {
+            name.upper().removeprefix(self.PREFIX).lower(): value
+            for name, value in os.environ.items()
+            if name.upper().startswith(self.PREFIX)
+            and QUOTA_KEYWORD.fullmatch(name.lower().removeprefix("seojobs_"))
+        }
+        return {"quota_limits": found} if found else {}
 
 
 class Settings(BaseSettings):
@@ -171,87 +200,100 @@ class Settings(BaseSettings):
         default="/usr/bin/chromium",
         description="The Chromium Lighthouse drives (Debian's `chromium`; never a downloaded one).",
     )
-    # AI search (kinds.geo_lookup): OpenAI Responses with web_search, Perplexity Sonar; the
-    # providers in the order a job without `provider` tries them (JSON in the environment).
+    # AI search (kinds.geo_lookup): OpenAI Responses with web_search, Perplexity Sonar.
     openai_api_key: str | None = None
     openai_base_url: str = "https://api.openai.com/v1"
     openai_model: str = Field(default="gpt-5", min_length=1, description="Must take web_search.")
     perplexity_api_key: str | None = None
     perplexity_base_url: str = "https://api.perplexity.ai"
     perplexity_model: str = Field(default="sonar", min_length=1)
-    geo_providers: list[str] = Field(default_factory=lambda: ["openai", "perplexity"])
-    quota_ai_lookups_daily: int = Field(default=500, ge=0, description="Prompt calls per day.")
-    quota_ai_lookups_monthly: int = Field(default=5000, ge=0)
-    # Which providers serve an engine, in the order tried (JSON in the environment).
-    submit_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "google": ["google_indexing"],
-            "bing": ["indexnow"],
-            "yandex": ["indexnow"],
-        }
+    # Which providers serve a kind's role, per engine, in the order tried (JSON in the
+    # environment). Unset: the order the kind declares (its ProviderRole, seojobs.engine.roles;
+    # `seojobs providers` shows them).
+    submit_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description="Index submission, per engine (default: google_indexing for google, "
+        "indexnow for bing and yandex).",
     )
-    check_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "google": ["url_inspection", "serper", "serpapi", "dataforseo"],
-            "bing": ["serpapi", "dataforseo"],
-            "yandex": ["serpapi", "dataforseo"],
-        }
+    check_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description="Index checks, per engine (default: google: url_inspection, serper, "
+        "serpapi, dataforseo; bing and yandex: serpapi, dataforseo).",
     )
-    # Which providers serve keyword research, in the order tried (the first configured one
-    # is a job's default provider); "google" is the only engine.
-    keyword_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {"google": ["dataforseo", "google_ads"]}
+    keyword_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description='Keyword research; "google" is the only engine (default: dataforseo, '
+        "google_ads). The first configured one is a job's default provider.",
     )
-    # Which providers serve rank checks, in the order tried (the first configured one is a
-    # job's default provider); "google" is the only engine.
-    rank_providers: dict[str, list[str]] = Field(
-        default_factory=lambda: {"google": ["serper", "dataforseo"]}
+    rank_providers: dict[str, list[str]] | None = Field(
+        default=None,
+        description='Rank checks; "google" is the only engine (default: serper, dataforseo). '
+        "The first configured one is a job's default provider.",
+    )
+    geo_providers: list[str] | None = Field(
+        default=None,
+        description="AI search, the order a job without `provider` tries (default: openai, "
+        "perplexity).",
     )
     check_diagnostics_only: bool = Field(
         default=False,
         description="Index checks with no index provider for their engine still run: our own "
         "indexability diagnostics per URL, the index verdict `unknown`.",
     )
-    index_check_concurrency: int = Field(default=8, ge=1, description="URLs checked at once.")
-    rank_check_concurrency: int = Field(
-        default=4, ge=1, description="Keywords a rank check searches at once."
-    )
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")
-    # -- quotas: URLs per user per UTC day (per-user overrides live on the user) ---------
-    quota_submit_daily: int = Field(default=10_000, ge=0)
-    quota_check_daily: int = Field(default=10_000, ge=0)
-    # Site audits: pages per user, charged max_pages when an audit is created.
-    quota_audit_pages_daily: int = Field(default=50_000, ge=0)
-    quota_audit_pages_monthly: int = Field(default=500_000, ge=0)
-    # Domain lookups: one per lookup job.
-    quota_domain_lookups_daily: int = Field(default=1_000, ge=0)
-    quota_domain_lookups_monthly: int = Field(default=10_000, ge=0)
-    # Tech-stack lookups (kinds.tech_stack): URLs per user, one per URL of a job.
-    quota_tech_lookups_daily: int = Field(default=1_000, ge=0)
-    quota_tech_lookups_monthly: int = Field(default=20_000, ge=0)
-    # Web vitals (kinds.web_vitals): Lighthouse runs per user (one per URL and form factor).
-    quota_web_vitals_daily: int = Field(default=200, ge=0)
-    quota_web_vitals_monthly: int = Field(default=3_000, ge=0)
     fingerprints_path: str = Field(
         default_factory=_default_fingerprints_path,
         description="The tech-stack fingerprint database `seojobs fingerprints update` "
         "installs (default: ./seojobs-fingerprints.json); API and workers read it.",
     )
-    # Keyword research: lookups (jobs) per user.
-    quota_keyword_lookups_daily: int = Field(default=100, ge=0)
-    quota_keyword_lookups_monthly: int = Field(default=1000, ge=0)
-    # Rank checks: keywords per user (one search each).
-    quota_rank_keywords_daily: int = Field(default=1_000, ge=0)
-    quota_rank_keywords_monthly: int = Field(default=20_000, ge=0)
-    # Backlink checks (kinds.backlink_refresh): (donor, target) pairs per user, one each.
-    quota_backlink_checks_daily: int = Field(default=2_000, ge=0)
-    quota_backlink_checks_monthly: int = Field(default=40_000, ge=0)
+    # -- quotas: each kind declares its own and their default limits (seojobs.engine.quotas)
+    quota_limits: dict[str, NonNegativeInt] = Field(
+        default_factory=dict,
+        description="The deployment's quota limits, overriding the defaults the kinds declare: "
+        "one variable per quota, SEOJOBS_QUOTA_<NAME>_DAILY or _MONTHLY (e.g. "
+        "SEOJOBS_QUOTA_SUBMIT_DAILY=5000); per-user overrides live on the user.",
+    )
+    # Values for a kind's own settings model given here by their full names
+    # (Settings(rank_check_concurrency=1)): seojobs.engine.kindsettings hands them to the kind.
+    kind_overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        quotas = QuotaEnvironment(settings_cls)
+        return init_settings, env_settings, quotas, dotenv_settings, file_secret_settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keywords_of_old(cls, data: Any) -> Any:
+        """Settings that moved into the kinds, given by their names of old: a quota's limit
+        (``Settings(quota_submit_daily=5)`` as ``SEOJOBS_QUOTA_SUBMIT_DAILY=5``, over it), and
+        any other name this model lacks, for a kind's own settings (``kind_overrides``)."""
+        if not isinstance(data, dict):
+            return data
+        unknown = {k: v for k, v in data.items() if k not in cls.model_fields}
+        if not unknown:
+            return data
+        rest = {k: v for k, v in data.items() if k not in unknown}
+        quotas = {
+            k.removeprefix("quota_"): v for k, v in unknown.items() if QUOTA_KEYWORD.fullmatch(k)
+        }
+        others = {k: v for k, v in unknown.items() if not QUOTA_KEYWORD.fullmatch(k)}
+        rest["quota_limits"] = {**(data.get("quota_limits") or {}), **quotas}
+        rest["kind_overrides"] = {**(data.get("kind_overrides") or {}), **others}
+        return rest
 
     @field_validator("plugins", "fetch_allow_hosts", "trusted_proxies", mode="before")
     @classmethod

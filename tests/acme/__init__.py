@@ -1,6 +1,6 @@
 """A plug-in defined outside seojobs, as a user would write one (``SEOJOBS_PLUGINS=tests.acme``):
 its own params, structured items, a monthly quota, findings, collected data, report columns,
-settings, and a table of its own created by a migration that joins seojobs' chain.
+settings, a poll hint, and a table of its own created by a migration that joins seojobs' chain.
 
 Nothing in seojobs names it: the plug-in test proves the seam needs no change in seojobs.
 """
@@ -18,10 +18,12 @@ from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_
 from sqlalchemy.pool import NullPool
 
 from seojobs.engine import (
+    DashboardView,
     Finding,
     ItemResult,
     JobContext,
     Kind,
+    PollHint,
     Quota,
     Registry,
     ReportColumn,
@@ -91,6 +93,9 @@ async def audit(ctx: JobContext[AcmeParams]) -> None:
     await ctx.collect(ctx.params.site, {"pages": len(ctx.params.pages), "words": total})
 
 
+# Its jobs are read every 20 s, for two minutes at most (served in /v1/job-types).
+POLL_HINT = PollHint.every(20, deadline=120)
+
 KIND: Kind[AcmeParams] = Kind(
     "acme_audit",
     AcmeParams,
@@ -98,13 +103,15 @@ KIND: Kind[AcmeParams] = Kind(
     items=_items,
     description="Acme's word-count audit (a test plug-in).",
     cost=_cost,
-    quotas=(Quota("acme_pages", lambda _settings: 10, period="month"),),
+    quotas=(Quota("acme_pages", 10, period="month"),),  # SEOJOBS_QUOTA_ACME_PAGES_MONTHLY
     report_columns=(ReportColumn("words", "words"),),
     queue="acme",
     concurrency=1,
     timeout=60,
     settings=AcmeSettings,
     migrations=(MIGRATIONS,),
+    poll_hint=POLL_HINT,
+    view=DashboardView("Acme word counts", ("words",)),
 )
 
 

@@ -474,7 +474,12 @@ def test_job_types_list_what_can_be_started(idle: Api) -> None:
     check = types["index_check"]
     assert check["description"] and "urls" in check["params_schema"]["properties"]
     assert "urls" in check["params_schema"]["required"]
-    assert set(check) == {"name", "description", "params_schema"}
+    assert set(check) == {"name", "description", "params_schema", "poll_hint"}
+    assert check["poll_hint"] == {
+        "first_seconds": 15.0,
+        "ceiling_seconds": 300.0,
+        "deadline_seconds": 86400.0,
+    }
 
 
 # -- schedules ----------------------------------------------------------------------------------

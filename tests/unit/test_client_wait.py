@@ -12,8 +12,8 @@ import pytest
 
 from seojobs.client import Client, PollPolicy, RateLimitedError, WaitTimeout
 from seojobs.client._base import Outcome, wait_steps
-from seojobs.client.models import CheckJob, Job
-from seojobs.client.policy import KIND_START, KIND_TIMING, RetryPolicy
+from seojobs.client.models import CheckJob, Job, PollHint
+from seojobs.client.policy import RetryPolicy
 
 SEED_000 = [15.0, 22.5, 33.75, 50.625, 75.9375, 113.90625, 170.859375, 256.2890625, 300.0, 300.0]
 
@@ -182,41 +182,69 @@ def test_jittered_bounds() -> None:
     assert PollPolicy().jittered(42.0) == 42.0
 
 
-# -- intervals per kind (seed 001) and validation -------------------------------------------------
+# -- a job type's poll hint (served by GET /v1/job-types) and validation ---------------------------
 
 
-@pytest.mark.parametrize(
-    ("kind", "start", "ceiling", "deadline"),
-    [
-        ("index_submit", 15, 300, 86_400),
-        ("index-check", 15, 300, 86_400),
-        ("rank_check", 30, 30, 3600),
-        ("backlink_analysis", 30, 30, 3600),
-        ("backlink_refresh", 30, 30, 3600),
-        ("web_vitals", 15, 15, 3600),
-        ("site_audit", 30, 60, 7200),
-        ("ai_search", 10, 10, 3600),
-    ],
-)
-def test_policy_per_kind(kind: str, start: float, ceiling: float, deadline: float) -> None:
-    policy = PollPolicy.for_kind(kind)
-    assert (policy.start, policy.ceiling, policy.deadline) == (start, ceiling, deadline)
+def hint(first: float, ceiling: float, deadline: float) -> PollHint:
+    return PollHint(first_seconds=first, ceiling_seconds=ceiling, deadline_seconds=deadline)
 
 
-def test_a_fixed_interval_kind_polls_at_that_interval() -> None:
+def test_a_hint_of_one_interval_polls_at_that_interval_a_range_grows() -> None:
     outcomes = [*[unfinished()] * 3, Outcome(job=job("completed"))]
-    _, sleeps, _ = drive(PollPolicy.for_kind("ai_search"), outcomes, poll_first=False)
+    _, sleeps, _ = drive(PollPolicy.from_hint(hint(10, 10, 3600)), outcomes, poll_first=False)
     assert sleeps == [10.0, 10.0, 10.0, 10.0]
-    _, sleeps, _ = drive(PollPolicy.for_kind("site_audit"), outcomes, poll_first=False)
+    _, sleeps, _ = drive(PollPolicy.from_hint(hint(30, 60, 7200)), outcomes, poll_first=False)
     assert sleeps == [30.0, 45.0, 60.0, 60.0]
 
 
-def test_policy_overrides_and_unknown_kinds() -> None:
-    assert PollPolicy.for_kind("index_check", start=2, deadline=60) == PollPolicy(
-        start=2, deadline=60
+def test_no_hint_is_seed_000s_schedule_and_overrides_apply() -> None:
+    assert PollPolicy.from_hint(None) == PollPolicy()
+    assert PollPolicy.from_hint(hint(10, 10, 60), deadline=5) == PollPolicy(
+        start=10, ceiling=10, factor=1.0, deadline=5
     )
-    assert PollPolicy.for_kind("something_new") == PollPolicy()
-    assert {kind: t.start for kind, t in KIND_TIMING.items()} == KIND_START
+
+
+def served(types: list[dict[str, object]]) -> httpx.Response:
+    return httpx.Response(200, json={"data": types, "next_cursor": None})
+
+
+HINT = {"first_seconds": 10, "ceiling_seconds": 10, "deadline_seconds": 3600}
+
+
+@pytest.mark.parametrize(
+    ("answers", "asked_again"),
+    [
+        # An older server: no /v1/job-types (404), or types without hints: asked once.
+        ([httpx.Response(404, json={"title": "Not Found"})], False),
+        ([served([{"name": "geo_lookup", "description": ""}])], False),
+        # A passing failure: this wait falls back, the next one asks again.
+        ([httpx.Response(503), served([{"name": "geo_lookup", "poll_hint": HINT}])], True),
+    ],
+)
+def test_the_hints_are_read_once_and_without_them_the_default_applies(
+    answers: list[httpx.Response], asked_again: bool
+) -> None:
+    asked: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    client = Client("http://api.test", "k", transport=httpx.MockTransport(handler), retries=0)
+    with client:
+        assert client.poll_policy("geo_lookup") == PollPolicy()
+        again = client.poll_policy("geo_lookup")
+    assert asked == ["/v1/job-types"] * (2 if asked_again else 1)
+    assert again == (PollPolicy.from_hint(hint(10, 10, 3600)) if asked_again else PollPolicy())
+
+
+def test_a_malformed_hint_leaves_that_type_to_the_default() -> None:
+    bad = {"first_seconds": -1, "ceiling_seconds": 10, "deadline_seconds": 60}
+    answer = served([{"name": "a", "poll_hint": bad}, {"name": "b", "poll_hint": HINT}])
+    client = Client("http://api.test", "k", transport=httpx.MockTransport(lambda _r: answer))
+    with client:
+        assert client.poll_policy("a") == PollPolicy()
+        assert client.poll_policy("b").start == 10
 
 
 @pytest.mark.parametrize(

@@ -204,7 +204,8 @@ def delete_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
 
 @router.get("/job-types", response_model=JobTypeList, operation_id="list_job_types")
 def list_job_types(user: User, svc: Svc) -> Response:
-    """The job types this server runs, with the JSON Schema of their params."""
+    """The job types this server runs, with the JSON Schema of their params and how often to
+    read one of their jobs (``poll_hint``)."""
     registry = svc.registry
     types = [registry.get(name) for name in registry.names()]
     data = [
@@ -212,6 +213,7 @@ def list_job_types(user: User, svc: Svc) -> Response:
             "name": kind.name,
             "description": kind.description,
             "params_schema": kind.params.model_json_schema(),
+            "poll_hint": kind.poll_hint.as_dict(),
         }
         for kind in types
     ]

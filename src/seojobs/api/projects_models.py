@@ -67,10 +67,22 @@ class JobIn(BaseModel):
     title: Title | None = None
 
 
+class PollHint(BaseModel):
+    first_seconds: float = Field(description="Read a new job first after this many seconds.")
+    ceiling_seconds: float = Field(
+        description="Each unfinished read grows the interval (x1.5) up to this many seconds."
+    )
+    deadline_seconds: float = Field(description="Give up waiting after this many seconds.")
+
+
 class JobType(BaseModel):
     name: str = Field(description="The value of `type` when starting a job.")
     description: str
     params_schema: dict[str, Any] = Field(description="JSON Schema of the job's `params`.")
+    poll_hint: PollHint = Field(
+        description="How often to read one of its jobs and for how long (the SDK and CLI wait "
+        "by it)."
+    )
 
 
 INTERVALS = ("every_days", "every_seconds", "cron")

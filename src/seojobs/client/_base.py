@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from seojobs import __version__
 from seojobs.client import errors
+from seojobs.client._hints import Hints
 from seojobs.client.models import CheckJob, Job, SubmitJob
 from seojobs.client.policy import KNOWN, PollPolicy, RetryPolicy
 
@@ -291,6 +292,7 @@ class Base:
         # lost, 5xx): a DELETE retried after one of them may find its target already gone.
         self.unanswered = 0
         self._unknown_logged: set[str] = set()
+        self.hints = Hints()  # the job types' poll hints, read when a wait first needs one
 
     @property
     def retries(self) -> int:

@@ -187,7 +187,7 @@ def targets(jobs: JobRef | Iterable[JobRef]) -> tuple[list[JobRef], bool]:
 
 def waiting(
     job: ProjectJob,
-    policy: PollPolicy | None,
+    policy: PollPolicy,
     timeout: float | None,
     *,
     elapsed: Callable[[], float],
@@ -196,11 +196,10 @@ def waiting(
     """The wait machine of a job whose state was just seen (or the job itself when it has
     finished), and its long-poll seconds.
 
-    The policy is the job type's (seed 000's for index jobs, seed 001's interval for the
-    others) unless given; ``timeout`` replaces its deadline. The first poll comes a first
-    interval later, and no sooner than the Retry-After of the 202 that started the job.
+    ``timeout`` replaces the policy's deadline. The first poll comes a first interval later,
+    and no sooner than the Retry-After of the 202 that started the job.
     """
-    chosen = policy or PollPolicy.for_kind(job.type)
+    chosen = policy
     if timeout is not None:
         chosen = replace(chosen, deadline=timeout)
     if job.is_terminal:

@@ -20,6 +20,7 @@ from seojobs.client._base import (
     kind_of,
     wait_steps,
 )
+from seojobs.client._projects import job_types
 from seojobs.client.aio_resources import AsyncJobs, AsyncProjects
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
 from seojobs.client.policy import PollPolicy, RetryPolicy
@@ -230,6 +231,15 @@ class AsyncClient(Base):
 
     # -- waiting -----------------------------------------------------------------------
 
+    async def poll_policy(self, job_type: str) -> PollPolicy:
+        """See ``Client.poll_policy``."""
+        if not self.hints.known:
+            try:
+                self.hints.learn(await self.send(job_types(), retry=False, retry_429=False))
+            except errors.SeojobsError as exc:
+                self.hints.failed(exc)
+        return self.hints.policy(job_type)
+
     async def wait(
         self,
         kind: str,
@@ -239,7 +249,7 @@ class AsyncClient(Base):
         poll_first: bool = True,
     ) -> Job:
         kind = kind_of(kind)
-        policy = policy or PollPolicy.for_kind(kind)
+        policy = policy or await self.poll_policy(kind)
         started = self.clock()
         steps: Generator[Step, Outcome[Job] | None, Job] = wait_steps(
             policy,

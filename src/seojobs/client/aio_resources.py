@@ -195,7 +195,8 @@ class AsyncJobs:
         long_polls: builtins.list[float] = []
         for ref in refs:
             job = ref if isinstance(ref, ProjectJob) else await self.get(ref)
-            machine, long_poll = api.waiting(job, policy, timeout, elapsed=elapsed, rng=client.rng)
+            chosen = policy or await client.poll_policy(job.type)
+            machine, long_poll = api.waiting(job, chosen, timeout, elapsed=elapsed, rng=client.rng)
             machines.append(machine)
             long_polls.append(long_poll)
         steps = wait_many(machines, elapsed=elapsed)

@@ -75,11 +75,13 @@ Timeout = Annotated[
     ),
 ]
 Interval = Annotated[
-    float,
+    float | None,
     typer.Option(
         help="Seconds between polls; grows x1.5 while nothing changes (up to 12x), and never "
-        "beyond half the server's rate limit.",
+        "beyond half the server's rate limit. Default: the job types' poll hints "
+        "(GET /v1/job-types), or 15 s growing to 300 s from a server that serves none.",
         min=0.05,
+        show_default=False,
     ),
 ]
 Kind = Annotated[

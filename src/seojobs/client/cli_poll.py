@@ -47,7 +47,7 @@ def run_poll(
     *,
     once: bool,
     timeout: float | None,
-    interval: float,
+    interval: float | None,
 ) -> int:
     summary = Summary()
     with conn.client() as client, conn.state() as state, state.lock() as held:

@@ -34,7 +34,7 @@ class SubmitArgs:
     title: str | None = None
     wait: bool = False
     timeout: float | None = None
-    interval: float = 5.0
+    interval: float | None = None
     typed: TypedJob | None = None  # submit --type: a job of any type in a project
 
 
@@ -131,7 +131,7 @@ def run_wait(
     *,
     kind: str | None,
     timeout: float | None,
-    interval: float,
+    interval: float | None,
     job_type: str | None = None,
 ) -> int:
     with conn.client() as client, conn.state() as state:

@@ -23,6 +23,8 @@ from seojobs.client.sync import Client
 
 # While nothing changes the gap between polls grows x1.5, up to this multiple of --interval.
 STRETCH = 12
+# The scheduler's periods until the job types' poll hints are known (without --interval).
+FIRST_PERIOD = 5.0
 # Failures worth retrying later, when a result could not be saved this time.
 TRANSIENT = (errors.TransportError, errors.ServerError, errors.RateLimitedError)
 
@@ -67,17 +69,25 @@ class ProgressView:
 
 class Watcher:
     def __init__(
-        self, client: Client, state: StateFile, out: Output, *, server: str, interval: float
+        self,
+        client: Client,
+        state: StateFile,
+        out: Output,
+        *,
+        server: str,
+        interval: float | None,
     ) -> None:
+        """``interval`` (--interval) paces every job alike; None: by the job types' hints."""
         self.client = client
+        self.interval = interval
         self.state = state
         self.out = out
         self.server = server
         self.view = ProgressView(out)
         self.scheduler = Scheduler(
             client,
-            min_period=interval,
-            max_period=interval * STRETCH,
+            min_period=interval or FIRST_PERIOD,
+            max_period=(interval or FIRST_PERIOD) * STRETCH,
             on_done=self._done,
             on_update=self._update,
         )
@@ -125,10 +135,25 @@ class Watcher:
         with self.view.shown():
             missing = self.first_round()
             if not once and self.scheduler.open:
+                self.pace_by_hints()
                 spent = time.monotonic() - started
                 self.scheduler.run(timeout=None if timeout is None else max(0.0, timeout - spent))
         self.retry_unsaved()
         return missing
+
+    def pace_by_hints(self) -> None:
+        """Without --interval, the rounds follow the poll hints of the job types waited on
+        (``Client.poll_policy``): the shortest first interval, growing while nothing changes
+        up to the longest ceiling. One type's jobs are so polled at its hint."""
+        if self.interval is not None:
+            return
+        types = sorted({self.type_of(key) for key in self.scheduler.open})
+        policies = [self.client.poll_policy(job_type) for job_type in types]
+        if policies:
+            first = min(policy.start for policy in policies)
+            scheduler = self.scheduler
+            scheduler.min_period = scheduler.period = first
+            scheduler.max_period = max(first, *(policy.ceiling for policy in policies))
 
     def retry_unsaved(self) -> None:
         for job in list(self.unsaved):

@@ -147,12 +147,23 @@ class ProjectJob(_Model):
         return self.status in ("completed", "failed")
 
 
+class PollHint(_Model):
+    """How often to read a job of a type, and for how long (seconds): the type's own, as
+    ``GET /v1/job-types`` serves it."""
+
+    first_seconds: float = Field(gt=0)
+    ceiling_seconds: float = Field(gt=0)
+    deadline_seconds: float = Field(gt=0)
+
+
 class JobType(_Model):
-    """A job type the server runs (``GET /v1/job-types``): what ``type`` to start it with."""
+    """A job type the server runs (``GET /v1/job-types``): what ``type`` to start it with,
+    and how often to read its jobs (``poll_hint``; None from a server older than hints)."""
 
     name: str
     description: str = ""
     params_schema: dict[str, Any] = Field(default_factory=dict)  # JSON Schema of ``params``
+    poll_hint: PollHint | None = None
 
 
 class JobItem(_Model):

@@ -2,8 +2,12 @@
 
 Two separate policies, configured separately:
 
-- ``PollPolicy``: how often to re-read a job that is not finished yet. The default is seed
-  000's schedule: first poll after 15 s, x1.5 after each unfinished poll, x2 after a 429 and
+- ``PollPolicy``: how often to re-read a job that is not finished yet. A wait uses its job
+  type's poll hint, as the server serves it in ``GET /v1/job-types`` (``from_hint``): the
+  client keeps no table of its own, so a new job type (a plug-in's too) is polled as its
+  kind declares. The fallback, where no hint is known (a server older than hints, a type it
+  does not list, or ``/v1/job-types`` not answering), is the default ``PollPolicy()``: seed
+  000's schedule, first poll after 15 s, x1.5 after each unfinished poll, x2 after a 429 and
   never sooner than its Retry-After, capped at 300 s, 24 h overall.
 - ``RetryPolicy``: how to retry a call that failed (connection errors, 502-504, a lost answer
   to a POST): a few attempts with full-jitter back-off.
@@ -13,37 +17,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from seojobs.client.models import PollHint
 
 TERMINAL = frozenset({"completed", "failed"})
 KNOWN = frozenset({"pending", "processing", *TERMINAL})
-
-
-@dataclass(frozen=True)
-class KindTiming:
-    """The suggested first interval, its ceiling and the overall deadline of a kind of work."""
-
-    start: float
-    ceiling: float
-    deadline: float
-
-
-# Seed 000 for the indexing jobs; seed 001's table ("match the interval to the work") for the
-# rest. Seed 001 suggests one interval per kind (a range for site audits), so the ceiling is
-# that interval, and its example gives up after an hour; a site audit "can take an hour", so
-# it gets two.
-HOUR = 3600.0
-KIND_TIMING: dict[str, KindTiming] = {
-    "index_submit": KindTiming(15.0, 300.0, 24 * HOUR),
-    "index_check": KindTiming(15.0, 300.0, 24 * HOUR),
-    "rank_check": KindTiming(30.0, 30.0, HOUR),
-    "backlink_analysis": KindTiming(30.0, 30.0, HOUR),
-    "backlink_refresh": KindTiming(30.0, 30.0, HOUR),
-    "web_vitals": KindTiming(15.0, 15.0, HOUR),
-    "site_audit": KindTiming(30.0, 60.0, 2 * HOUR),
-    "ai_search": KindTiming(10.0, 10.0, HOUR),
-}
-# Kept for callers of the first release: the first interval per kind.
-KIND_START: dict[str, float] = {kind: timing.start for kind, timing in KIND_TIMING.items()}
 
 
 @dataclass(frozen=True)
@@ -65,14 +45,17 @@ class PollPolicy:
             raise ValueError("jitter: a fraction in [0, 1)")
 
     @classmethod
-    def for_kind(cls, kind: str, **overrides: float) -> PollPolicy:
-        """Seed 000's policy for the indexing kinds, seed 001's interval for the others."""
-        timing = KIND_TIMING.get(kind.replace("-", "_"))
+    def from_hint(cls, hint: PollHint | None, **overrides: float) -> PollPolicy:
+        """The policy of a job type's poll hint (``GET /v1/job-types``); seed 000's default
+        without one. A hint of one fixed interval (first == ceiling) polls at that interval."""
         policy = cls()
-        if timing is not None:
-            policy = cls(start=timing.start, ceiling=timing.ceiling, deadline=timing.deadline)
-            if timing.ceiling == timing.start:
-                policy = replace(policy, factor=1.0)
+        if hint is not None:
+            policy = cls(
+                start=hint.first_seconds,
+                ceiling=hint.ceiling_seconds,
+                deadline=hint.deadline_seconds,
+                factor=1.0 if hint.ceiling_seconds == hint.first_seconds else cls.factor,
+            )
         return replace(policy, **overrides) if overrides else policy
 
     def after_unfinished(self, delay: float) -> float:

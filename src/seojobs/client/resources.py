@@ -208,8 +208,8 @@ class Jobs:
         """Poll until the job (or every job) is completed or failed, on the index jobs'
         policy: back-off per unfinished poll, a 429 doubles it and is never undercut, the
         first poll after ``start`` no sooner than its 202's Retry-After, long polls when the
-        policy asks and the server honours them. The policy is the job type's (see
-        ``PollPolicy.for_kind``) unless given; ``timeout`` replaces its deadline.
+        policy asks and the server honours them. The policy is the job type's poll hint
+        (``Client.poll_policy``) unless given; ``timeout`` replaces its deadline.
 
         Several jobs share one timer, one request at a time. An id is read once first (to
         learn its type); a ``ProjectJob`` is not. Raises WaitTimeout at the deadline, with
@@ -226,7 +226,8 @@ class Jobs:
         long_polls: builtins.list[float] = []
         for ref in refs:
             job = ref if isinstance(ref, ProjectJob) else self.get(ref)
-            machine, long_poll = api.waiting(job, policy, timeout, elapsed=elapsed, rng=client.rng)
+            chosen = policy or client.poll_policy(job.type)
+            machine, long_poll = api.waiting(job, chosen, timeout, elapsed=elapsed, rng=client.rng)
             machines.append(machine)
             long_polls.append(long_poll)
         steps = wait_many(machines, elapsed=elapsed)

@@ -19,6 +19,7 @@ from seojobs.client._base import (
     kind_of,
     wait_steps,
 )
+from seojobs.client._projects import job_types
 from seojobs.client.models import CheckJob, Job, ReportRow, SubmitJob, Usage, V2Task
 from seojobs.client.policy import PollPolicy, RetryPolicy
 from seojobs.client.resources import Jobs, Projects
@@ -247,6 +248,17 @@ class Client(Base):
 
     # -- waiting -----------------------------------------------------------------------
 
+    def poll_policy(self, job_type: str) -> PollPolicy:
+        """How a wait polls a job of ``job_type`` unless given a policy: the type's poll hint
+        as the server serves it (``GET /v1/job-types``, read once), else ``PollPolicy()``
+        (seed 000's schedule; see ``seojobs.client._hints``)."""
+        if not self.hints.known:
+            try:
+                self.hints.learn(self.send(job_types(), retry=False, retry_429=False))
+            except errors.SeojobsError as exc:
+                self.hints.failed(exc)
+        return self.hints.policy(job_type)
+
     def wait(
         self,
         kind: str,
@@ -255,14 +267,14 @@ class Client(Base):
         policy: PollPolicy | None = None,
         poll_first: bool = True,
     ) -> Job:
-        """Poll until the job is completed or failed (seed 000's back-off by default).
+        """Poll until the job is completed or failed (by its type's poll hint by default).
 
         ``poll_first=False`` right after submitting: the first read comes ``policy.start``
         later. Raises WaitTimeout (carrying the last state) rather than sleep past the policy's
         deadline; raises APIError at once for answers that polling cannot fix (401, 404).
         """
         kind = kind_of(kind)
-        policy = policy or PollPolicy.for_kind(kind)
+        policy = policy or self.poll_policy(kind)
         started = self.clock()
         steps: Generator[Step, Outcome[Job] | None, Job] = wait_steps(
             policy,

@@ -1,6 +1,7 @@
 """The job engine: claim, lease, heartbeat, rescue, schedule, prune, wake-up."""
 
 from seojobs.engine.context import Finding, Interrupted, ItemResult, JobContext, JobFailed
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import (
     FollowUp,
     InvalidParams,
@@ -10,8 +11,10 @@ from seojobs.engine.registry import (
     ReportColumn,
     UnknownKind,
 )
+from seojobs.engine.views import DashboardView
 
 __all__ = [
+    "DashboardView",
     "Finding",
     "FollowUp",
     "Interrupted",
@@ -20,6 +23,7 @@ __all__ = [
     "JobContext",
     "JobFailed",
     "Kind",
+    "PollHint",
     "Quota",
     "Registry",
     "ReportColumn",

@@ -19,12 +19,18 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings
 
+from seojobs.engine.hints import DEFAULT_POLL_HINT, PollHint
+
+# Re-exported: kinds and plug-ins name Quota from here (and from seojobs.engine).
+from seojobs.engine.quotas import Quota as Quota
+from seojobs.engine.roles import ProviderRole
+from seojobs.engine.views import GENERIC_VIEW, DashboardView
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
@@ -41,7 +47,6 @@ P = TypeVar("P", bound=BaseModel)
 # One item's input: a string (a URL, a page) or a structured item (keyword x location x device),
 # stored as canonical JSON.
 ItemInput = str | Mapping[str, Any]
-Period = Literal["day", "month"]
 
 
 def item_text(value: ItemInput) -> str:
@@ -50,50 +55,6 @@ def item_text(value: ItemInput) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class Quota:
-    """A per-user usage limit that kinds charge when a job is created; resets each period
-    (UTC day or calendar month). ``default`` reads the deployment's limit from the settings;
-    a user's override is stored under ``override_key`` (``submit_daily``)."""
-
-    name: str
-    default: Callable[[Any], int]
-    period: Period = "day"
-    description: str = ""
-
-    @property
-    def adverb(self) -> str:
-        return "daily" if self.period == "day" else "monthly"
-
-    @property
-    def override_key(self) -> str:
-        return f"{self.name}_{self.adverb}"
-
-    @property
-    def label(self) -> str:
-        return f"{self.adverb} {self.name} quota"
-
-    @classmethod
-    def day_and_month(cls, name: str, what: str) -> tuple[Quota, Quota]:
-        """A daily quota ``name`` and a monthly one ``name_month`` (a quota is known by its
-        name, so the month's needs one of its own), their limits read from the settings
-        ``quota_{name}_daily`` and ``quota_{name}_monthly``; ``what`` is what one unit is."""
-        env = f"SEOJOBS_QUOTA_{name.upper()}"
-        return (
-            cls(
-                name,
-                lambda settings: int(getattr(settings, f"quota_{name}_daily")),
-                description=f"{what} per UTC day ({env}_DAILY).",
-            ),
-            cls(
-                f"{name}_month",
-                lambda settings: int(getattr(settings, f"quota_{name}_monthly")),
-                period="month",
-                description=f"{what} per calendar month ({env}_MONTHLY).",
-            ),
-        )
 
 
 @dataclass(frozen=True)
@@ -181,6 +142,14 @@ class Kind(Generic[P]):
     # Tables this kind owns, declared as plain data (their rows are written through
     # ``JobContext.replace_rows``); the store builds them when a registry adds the kind.
     tables: tuple[KindTable[Any], ...] = field(default=())
+    # How often a client should read one of its jobs, and for how long (``/v1/job-types``
+    # serves it; the SDK and CLI wait by it): seed 000's schedule unless the kind says.
+    poll_hint: PollHint = DEFAULT_POLL_HINT
+    # What it needs a provider adapter for, and which adapters serve it in what order
+    # (``seojobs providers`` lists them; ``seojobs.kinds.providers`` picks one).
+    providers: tuple[ProviderRole, ...] = ()
+    # How the dashboard shows what it collected (seojobs.engine.views).
+    view: DashboardView = GENERIC_VIEW
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""
@@ -262,6 +231,14 @@ class Registry:
     def quotas(self) -> dict[str, Quota]:
         """Every quota some kind declares, by name."""
         return {q.name: q for kind in self.kinds() for q in kind.quotas}
+
+    def provider_roles(self) -> list[ProviderRole]:
+        """Every provider role some kind declares, each once, in the order kinds were added."""
+        roles: dict[str, ProviderRole] = {}
+        for kind in self._kinds.values():
+            for role in kind.providers:
+                roles.setdefault(role.name, role)
+        return list(roles.values())
 
     def queues(self) -> set[str]:
         return {kind.queue for kind in self._kinds.values()}

@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
-from seojobs.engine import maintenance
+from seojobs.engine import kindsettings, maintenance
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
 from seojobs.engine.maintenance import FireSchedule
@@ -327,11 +327,12 @@ class Worker:
             event(log, "job_end", outcome="completed", **_run_fields(job, ctx, started))
 
     def _settings_of(self, kind: Kind[Any]) -> Any:
-        """The kind's own settings, read from the environment once per worker."""
+        """The kind's own settings, read from the environment once per worker (values the
+        central settings were given for it win: ``seojobs.engine.kindsettings``)."""
         if kind.settings is None:
             return None
         if kind.name not in self._kind_settings:
-            self._kind_settings[kind.name] = kind.settings()
+            self._kind_settings[kind.name] = kindsettings.build(kind.settings, self.settings)
         return self._kind_settings[kind.name]
 
     async def _fail(

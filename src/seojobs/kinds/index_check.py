@@ -11,8 +11,13 @@ import asyncio
 import contextlib
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
+from seojobs.engine.roles import ProviderRole
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
@@ -20,6 +25,27 @@ from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, Provide
 from seojobs.records import ItemRecord
 
 NAME = "index_check"
+
+
+class IndexCheckSettings(BaseSettings):
+    """The index checks' own settings (``SEOJOBS_INDEX_CHECK_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_INDEX_CHECK_", extra="ignore")
+    concurrency: int = Field(default=8, ge=1, description="URLs a job checks at once.")
+
+
+# Which adapters answer "is it indexed?" per engine, in the order tried
+# (SEOJOBS_CHECK_PROVIDERS); without one, SEOJOBS_CHECK_DIAGNOSTICS_ONLY still runs the jobs.
+CHECKS = ProviderRole(
+    "index checks",
+    "check_providers",
+    {
+        "google": ("url_inspection", "serper", "serpapi", "dataforseo"),
+        "bing": ("serpapi", "dataforseo"),
+        "yandex": ("serpapi", "dataforseo"),
+    },
+    runs_without="check_diagnostics_only",
+)
 
 
 class IndexCheckParams(UrlListParams):
@@ -43,8 +69,8 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
     checker = (
         None
         if ctx.settings.check_diagnostics_only
-        and providers.chosen(ctx.settings, providers.CHECKS, params.engine) is None
-        else providers.checker_for(ctx.settings, params.engine)
+        and providers.chosen(ctx.settings, CHECKS, params.engine) is None
+        else providers.pick(ctx.settings, CHECKS, params.engine)
     )
 
     async def one(item: ItemRecord) -> ItemResult:
@@ -72,7 +98,7 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
 
     try:
         async with Fetcher(ctx.settings) as fetcher:
-            await ctx.run_items(one, concurrency=ctx.settings.index_check_concurrency)
+            await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
         await providers.close(checker)
 
@@ -82,12 +108,12 @@ def refusal(params: IndexCheckParams, settings: Any) -> Refusal | None:
     alone (SEOJOBS_CHECK_DIAGNOSTICS_ONLY)."""
     if settings.check_diagnostics_only:
         return None
-    return providers.refusal(settings, providers.CHECKS, params.engine)
+    return providers.refusal(settings, CHECKS, params.engine)
 
 
 QUOTA = Quota(
     "check",
-    lambda settings: settings.quota_check_daily,
+    10_000,
     description="URLs checked per UTC day (SEOJOBS_QUOTA_CHECK_DAILY).",
 )
 # The indexability diagnostics of each URL, as URL Inspection names them.
@@ -113,6 +139,9 @@ KIND = Kind(
     run,
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
+    poll_hint=PollHint(),  # seed 000's schedule
+    providers=(CHECKS,),
+    settings=IndexCheckSettings,
     description="Check whether URLs are indexed, with indexability diagnostics per URL.",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

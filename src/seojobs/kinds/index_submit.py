@@ -13,7 +13,9 @@ from typing import Any
 from pydantic import Field
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import FollowUp, Kind, Quota, Refusal
+from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.index_check import NAME as CHECK
 from seojobs.kinds.index_check import IndexCheckParams
@@ -23,6 +25,12 @@ from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResu
 from seojobs.records import ItemRecord
 
 NAME = "index_submit"
+# Which adapters submit to each engine, in the order tried (SEOJOBS_SUBMIT_PROVIDERS).
+SUBMISSION = ProviderRole(
+    "submission",
+    "submit_providers",
+    {"google": ("google_indexing",), "bing": ("indexnow",), "yandex": ("indexnow",)},
+)
 
 
 class IndexSubmitParams(UrlListParams):
@@ -69,7 +77,7 @@ async def _send(
 
 async def run(ctx: JobContext[IndexSubmitParams]) -> None:
     params = ctx.params
-    submitter = providers.submitter_for(ctx.settings, params.engine)
+    submitter: Submitter = providers.pick(ctx.settings, SUBMISSION, params.engine)
     try:
         batch: list[ItemRecord] = []
         async for item in ctx.open_items():
@@ -99,7 +107,7 @@ def follow_ups(params: IndexSubmitParams, job_id: int, settings: Any) -> list[Fo
 
 def refusal(params: IndexSubmitParams, settings: Any) -> Refusal | None:
     """No submission provider for the engine, or none to run the follow-up check it asks for."""
-    found = providers.refusal(settings, providers.SUBMISSION, params.engine)
+    found = providers.refusal(settings, SUBMISSION, params.engine)
     if found is None and params.checker:
         check = check_refusal(IndexCheckParams(urls=params.urls, engine=params.engine), settings)
         found = replace(check, field="checker") if check else None
@@ -108,7 +116,7 @@ def refusal(params: IndexSubmitParams, settings: Any) -> Refusal | None:
 
 QUOTA = Quota(
     "submit",
-    lambda settings: settings.quota_submit_daily,
+    10_000,
     description="URLs submitted per UTC day (SEOJOBS_QUOTA_SUBMIT_DAILY).",
 )
 
@@ -118,6 +126,8 @@ KIND = Kind(
     run,
     items=item_urls,
     summary_params=SUMMARY_PARAMS,
+    poll_hint=PollHint(),  # seed 000's schedule
+    providers=(SUBMISSION,),
     description="Submit URLs for crawling (IndexNow, Google Indexing API).",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

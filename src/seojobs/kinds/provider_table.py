@@ -1,5 +1,6 @@
-"""The provider table: which providers serve which engine (in the order tried), which of them
-are configured, and a live check of each configured credential (``seojobs providers``).
+"""The provider table: which providers serve which kind's role on which engine (in the order
+tried), which of them are configured, and a live check of each configured credential
+(``seojobs providers``). The roles are the ones the registry's kinds declare, a plug-in's too.
 ``serve`` and ``worker`` log the table when they start."""
 
 from __future__ import annotations
@@ -9,17 +10,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from seojobs.kinds.providers import (
-    CHECKS,
-    KEYWORDS,
-    PROVIDERS,
-    RANKS,
-    SUBMISSION,
-    build,
-    chosen,
-    configured,
-    setting_names,
-)
+from seojobs.engine.registry import Registry
+from seojobs.engine.roles import ProviderRole
+from seojobs.kinds.providers import PROVIDERS, build, chosen, configured, setting_names
 from seojobs.kinds.providers import close as close_adapter
 from seojobs.providers.base import ProviderError
 from seojobs.settings import Settings
@@ -31,16 +24,17 @@ PROBE_URL = "https://example.com/"
 
 @dataclass(frozen=True)
 class Row:
-    role: str  # "submission", "index checks", "keywords", "rank checks" or "AI search"
+    role: str  # the role's name: "submission", "index checks", "rank checks", "AI search"...
     engine: str
     order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
     uses: str | None  # the provider jobs use; None: such jobs are refused
+    runs_without: str | None = None  # the setting under which jobs run without a provider
 
     def jobs(self, settings: Settings) -> str:
         """What happens to a new job of this role and engine: run, refused or diagnostics only."""
         if self.uses:
             return "run"
-        if self.role == CHECKS[1] and settings.check_diagnostics_only:
+        if self.runs_without and getattr(settings, self.runs_without, False):
             return "diagnostics_only"
         return "refused"
 
@@ -60,39 +54,37 @@ class Row:
 
 
 SHOWN = {"refused": "none (refused)", "diagnostics_only": "diagnostics only"}
-AI_SEARCH = "AI search"
 
 
 def _needs(name: str) -> str:
     return setting_names(name) if name in PROVIDERS else "unknown provider"
 
 
-def rows(settings: Settings) -> list[Row]:
+def rows(settings: Settings, registry: Registry) -> list[Row]:
+    """One row per (role, engine) of every role the registry's kinds declare."""
+    return [row for role in registry.provider_roles() for row in _rows(settings, role)]
+
+
+def _rows(settings: Settings, role: ProviderRole) -> list[Row]:
+    orders = role.orders(settings)
     found = []
-    for role in (SUBMISSION, CHECKS, KEYWORDS, RANKS):
-        order: dict[str, list[str]] = getattr(settings, role[0])
-        for engine in sorted(order):
-            listed = tuple((name, configured(settings, name)) for name in order[engine])
-            found.append(Row(role[1], engine, listed, chosen(settings, role, engine)))
-    return [*found, _ai_search(settings)]
+    for engine in sorted(orders):
+        listed = tuple((name, configured(settings, name)) for name in orders[engine])
+        uses = chosen(settings, role, engine)
+        found.append(Row(role.name, engine, listed, uses, role.runs_without))
+    return found
 
 
-def _ai_search(settings: Settings) -> Row:
-    """AI search (geo_lookup) has no engines: one order, SEOJOBS_GEO_PROVIDERS."""
-    listed = tuple((name, configured(settings, name)) for name in settings.geo_providers)
-    return Row(AI_SEARCH, "ai", listed, next((name for name, ok in listed if ok), None))
-
-
-def log_table(settings: Settings, logger: logging.Logger) -> None:
+def log_table(settings: Settings, registry: Registry, logger: logging.Logger) -> None:
     """One line per (role, engine): which provider jobs use, and the order with each one's
     state, so an operator sees at startup which jobs will be refused."""
-    for row in rows(settings):
+    for row in rows(settings, registry):
         logger.info("providers %s", row.fields(settings))
 
 
-def in_use(settings: Settings) -> list[str]:
+def in_use(settings: Settings, registry: Registry) -> list[str]:
     """The configured providers some engine lists, each once."""
-    names = [name for row in rows(settings) for name, ok in row.order if ok]
+    names = [name for row in rows(settings, registry) for name, ok in row.order if ok]
     return list(dict.fromkeys(names))
 
 
@@ -114,7 +106,7 @@ async def verify(settings: Settings, name: str) -> tuple[bool, str]:
         await close_adapter(adapter)
 
 
-async def verify_all(settings: Settings) -> list[tuple[str, bool, str]]:
-    names = in_use(settings)
+async def verify_all(settings: Settings, registry: Registry) -> list[tuple[str, bool, str]]:
+    names = in_use(settings, registry)
     results = await asyncio.gather(*(verify(settings, name) for name in names))
     return [(name, ok, message) for name, (ok, message) in zip(names, results, strict=True)]

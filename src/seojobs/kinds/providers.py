@@ -1,4 +1,5 @@
-"""Which provider adapter serves an engine: configured order, first one with credentials."""
+"""Which provider adapter serves a kind's role on an engine: the role's order (declared by
+the kind, ``seojobs.engine.roles``), the first adapter whose credentials are set."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from seojobs.engine.context import JobFailed
 from seojobs.engine.registry import Refusal
-from seojobs.providers.base import NOT_CONFIGURED, Checker, ProviderError, Submitter
+from seojobs.engine.roles import ProviderRole
+from seojobs.providers.base import NOT_CONFIGURED, ProviderError
 from seojobs.providers.google_ads import NEEDS as GOOGLE_ADS_NEEDS
 from seojobs.settings import Settings
 
@@ -41,44 +43,33 @@ PROVIDERS: dict[str, ProviderSpec] = {
 }
 
 
-# The roles an engine needs a provider for: the settings holding their order, and what
-# the role is called in messages.
-SUBMISSION = ("submit_providers", "submission")
-CHECKS = ("check_providers", "index checks")
-KEYWORDS = ("keyword_providers", "keywords")
-RANKS = ("rank_providers", "rank checks")
-Role = tuple[str, str]
-
-
 def configured(settings: Settings, name: str) -> bool:
     spec = PROVIDERS.get(name)
     return spec is not None and all(getattr(settings, n, None) for n in spec.needs)
 
 
-def chosen(settings: Settings, role: Role, engine: str) -> str | None:
+def chosen(settings: Settings, role: ProviderRole, engine: str) -> str | None:
     """The provider that serves ``engine`` in this role: the first configured one in order."""
-    order: dict[str, list[str]] = getattr(settings, role[0])
-    return next((name for name in order.get(engine, []) if configured(settings, name)), None)
+    return next((name for name in role.order(settings, engine) if configured(settings, name)), None)
 
 
 def setting_names(name: str) -> str:
     return " and ".join(f"SEOJOBS_{n.upper()}" for n in PROVIDERS[name].needs)
 
 
-def missing(settings: Settings, role: Role, engine: str) -> str | None:
+def missing(settings: Settings, role: ProviderRole, engine: str) -> str | None:
     """Why no provider serves ``engine`` in this role, naming the settings to set; None if
     one does."""
     if chosen(settings, role, engine) is not None:
         return None
-    order: dict[str, list[str]] = getattr(settings, role[0])
-    hints = [f"{setting_names(n)} ({n})" for n in order.get(engine, []) if n in PROVIDERS]
-    advice = (
-        "set " + ", or ".join(hints) if hints else f"add a provider in SEOJOBS_{role[0].upper()}"
-    )
-    return f"no provider is configured for {role[1]} on engine {engine!r}: {advice}"
+    hints = [f"{setting_names(n)} ({n})" for n in role.order(settings, engine) if n in PROVIDERS]
+    advice = "set " + ", or ".join(hints) if hints else f"add a provider in {role.env}"
+    return f"no provider is configured for {role.name} on engine {engine!r}: {advice}"
 
 
-def refusal(settings: Settings, role: Role, engine: str, field: str = "engine") -> Refusal | None:
+def refusal(
+    settings: Settings, role: ProviderRole, engine: str, field: str = "engine"
+) -> Refusal | None:
     why = missing(settings, role, engine)
     return Refusal(NOT_CONFIGURED, why, field) if why else None
 
@@ -89,7 +80,8 @@ def build(name: str, settings: Settings) -> Any:
     return cls(settings)
 
 
-def _pick(settings: Settings, role: Role, engine: str) -> Any:
+def pick(settings: Settings, role: ProviderRole, engine: str) -> Any:
+    """The adapter that serves ``engine`` in this role, built; a job fails without one."""
     name = chosen(settings, role, engine)
     if name is None:
         raise JobFailed(NOT_CONFIGURED, missing(settings, role, engine) or "")
@@ -97,16 +89,6 @@ def _pick(settings: Settings, role: Role, engine: str) -> Any:
         return build(name, settings)
     except ProviderError as exc:  # e.g. a malformed key: nothing of this job can proceed
         raise JobFailed(exc.code, exc.message) from None
-
-
-def submitter_for(settings: Settings, engine: str) -> Submitter:
-    picked: Submitter = _pick(settings, SUBMISSION, engine)
-    return picked
-
-
-def checker_for(settings: Settings, engine: str) -> Checker:
-    picked: Checker = _pick(settings, CHECKS, engine)
-    return picked
 
 
 async def close(adapter: object) -> None:

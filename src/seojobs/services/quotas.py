@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from seojobs.engine.registry import Kind, Period, Quota
+from seojobs.engine.quotas import Period, Quota
+from seojobs.engine.registry import Kind
 from seojobs.records import UserRecord
 from seojobs.services.base import Part
 from seojobs.services.errors import FieldError, Invalid, QuotaExceeded
@@ -58,7 +59,7 @@ def limit_of(quota: Quota, user: UserRecord, settings: Any) -> int:
     value = (user.quotas or {}).get(quota.override_key)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    return int(quota.default(settings))
+    return quota.limit(settings)
 
 
 class Quotas(Part):

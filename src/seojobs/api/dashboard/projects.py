@@ -105,9 +105,11 @@ async def _project_page(
 
 def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[str, Any]]:
     """Per kind that collected something here: its latest collection of each subject as a
-    table, and charts of their numbers and of the findings of the job that collected them."""
+    table (titled and with the columns its dashboard view declares), and charts of their
+    numbers and of the findings of the job that collected them."""
     shown = []
     for kind in services.registry.names():
+        view = services.registry.get(kind).view
         try:
             latest = services.collections.latest_each(who.user, project_id, kind)
         except NotFound:
@@ -127,7 +129,8 @@ def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[
         shown.append(
             {
                 "kind": kind,
-                "columns": columns[:MAX_COLUMNS],
+                "title": view.heading(kind),
+                "columns": view.pick(columns, MAX_COLUMNS),
                 "rows": rows,
                 "charts": [c for c in charts if c],
             }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import ItemInput, Kind, Quota, ReportColumn
 from seojobs.kinds.backlink_refresh.check import LINK_STATUSES
 from seojobs.kinds.backlink_refresh.params import BacklinkRefreshParams, subject
@@ -44,7 +45,9 @@ def _cost(_params: BacklinkRefreshParams, items: int) -> dict[str, int]:
     return {DAILY.name: items, MONTHLY.name: items}
 
 
-DAILY, MONTHLY = Quota.day_and_month("backlink_checks", "Backlink checks (donor x target)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "backlink_checks", "Backlink checks (donor x target)", daily=2_000, monthly=40_000
+)
 
 KIND: Kind[BacklinkRefreshParams] = Kind(
     NAME,
@@ -52,6 +55,7 @@ KIND: Kind[BacklinkRefreshParams] = Kind(
     run,
     items=_items,
     item_key=_item_key,
+    poll_hint=PollHint.every(30),  # seed 001: backlink work, 30 s
     description="Check that donor pages still link to their targets (rel, anchor, image "
     "links, page nofollow, donor status, indexability and canonical); read with "
     "GET /v1/projects/{id}/backlinks.",

@@ -76,7 +76,9 @@ def _cost(_params: DomainLookupParams, _items: int) -> dict[str, int]:
     return {DAILY.name: 1, MONTHLY.name: 1}
 
 
-DAILY, MONTHLY = Quota.day_and_month("domain_lookups", "Domain lookups")
+DAILY, MONTHLY = Quota.day_and_month(
+    "domain_lookups", "Domain lookups", daily=1_000, monthly=10_000
+)
 
 KIND: Kind[DomainLookupParams] = Kind(
     NAME,

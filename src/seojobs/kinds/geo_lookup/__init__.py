@@ -10,9 +10,10 @@ stored as the project's collection for ``"<provider> <prompt>"``; ``GET
 
 from __future__ import annotations
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
-from seojobs.kinds.geo_lookup.run import refusal, run, subject
+from seojobs.kinds.geo_lookup.run import AI_SEARCH, refusal, run, subject
 
 NAME = "geo_lookup"
 __all__ = ["KIND", "NAME", "GeoLookupParams", "subject"]
@@ -27,7 +28,9 @@ def _cost(params: GeoLookupParams, items: int) -> dict[str, int]:
     return {DAILY.name: calls, MONTHLY.name: calls}
 
 
-DAILY, MONTHLY = Quota.day_and_month("ai_lookups", "AI search prompt calls")
+DAILY, MONTHLY = Quota.day_and_month(
+    "ai_lookups", "AI search prompt calls", daily=500, monthly=5_000
+)
 
 KIND: Kind[GeoLookupParams] = Kind(
     NAME,
@@ -35,6 +38,8 @@ KIND: Kind[GeoLookupParams] = Kind(
     run,
     items=_items,
     item_key=lambda prompt: str(prompt).casefold(),
+    poll_hint=PollHint.every(10),  # seed 001: AI search lookups, 10 s
+    providers=(AI_SEARCH,),
     description="Ask AI search (OpenAI web search, Perplexity Sonar) each prompt: the "
     "answer's citations, whether the domain is cited and where, whether the brand is named "
     "(GET /v1/projects/{id}/geo).",

@@ -21,6 +21,7 @@ from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.registry import Refusal
+from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.geo_lookup.matching import analyse, summary
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
@@ -42,6 +43,9 @@ ADAPTERS: dict[str, type[OpenAiSearch] | type[PerplexitySearch]] = {
     "openai": OpenAiSearch,
     "perplexity": PerplexitySearch,
 }
+# AI search has no engines: one order (SEOJOBS_GEO_PROVIDERS, a JSON list) under "ai".
+AI = "ai"
+AI_SEARCH = ProviderRole("AI search", "geo_providers", {AI: ("openai", "perplexity")}, single=AI)
 ITEM_ERRORS = (UPSTREAM_ERROR, MALFORMED_RESPONSE)  # this prompt's trouble, not the job's
 
 
@@ -54,12 +58,13 @@ def provider_of(params: GeoLookupParams, settings: Any) -> str | None:
     """The job's own choice, else the first configured one in SEOJOBS_GEO_PROVIDERS."""
     if params.provider is not None:
         return params.provider
-    order = [name for name in settings.geo_providers if name in ADAPTERS]
+    order = [name for name in AI_SEARCH.order(settings, AI) if name in ADAPTERS]
     return next((name for name in order if providers.configured(settings, name)), None)
 
 
 def _missing(settings: Any) -> str:
-    hints = [f"{providers.setting_names(n)} ({n})" for n in settings.geo_providers if n in ADAPTERS]
+    listed = AI_SEARCH.order(settings, AI)
+    hints = [f"{providers.setting_names(n)} ({n})" for n in listed if n in ADAPTERS]
     advice = "set " + ", or ".join(hints) if hints else "list a provider in SEOJOBS_GEO_PROVIDERS"
     return f"no provider is configured for AI search: {advice}"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from seojobs.engine.registry import Kind, Quota
 from seojobs.kinds.keyword_research.params import KeywordResearchParams
-from seojobs.kinds.keyword_research.run import refusal, run, subject
+from seojobs.kinds.keyword_research.run import KEYWORDS, refusal, run, subject
 
 NAME = "keyword_research"
 __all__ = ["KIND", "NAME", "KeywordResearchParams", "subject"]
@@ -21,12 +21,15 @@ def _cost(_params: KeywordResearchParams, _items: int) -> dict[str, int]:
     return {DAILY.name: 1, MONTHLY.name: 1}  # one lookup, whatever its size
 
 
-DAILY, MONTHLY = Quota.day_and_month("keyword_lookups", "Keyword research jobs")
+DAILY, MONTHLY = Quota.day_and_month(
+    "keyword_lookups", "Keyword research jobs", daily=100, monthly=1_000
+)
 
 KIND: Kind[KeywordResearchParams] = Kind(
     NAME,
     KeywordResearchParams,
     run,
+    providers=(KEYWORDS,),
     description="Search volume, CPC, competition and keyword ideas for seeds or a page "
     "(GET /v1/projects/{id}/keywords).",
     summary_params=("seeds", "url", "location", "language", "provider", "limit"),

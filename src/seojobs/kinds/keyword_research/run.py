@@ -13,6 +13,7 @@ from typing import Any
 
 from seojobs.engine.context import JobContext, JobFailed
 from seojobs.engine.registry import Refusal
+from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.keyword_research.params import KeywordResearchParams
 from seojobs.providers.base import NOT_CONFIGURED, ProviderError
@@ -21,6 +22,8 @@ from seojobs.providers.google_ads import GoogleAdsKeywords
 from seojobs.providers.keywords import KeywordSource, Research
 
 ENGINE = "google"  # the one engine of SEOJOBS_KEYWORD_PROVIDERS
+# The first configured one is a job's default provider.
+KEYWORDS = ProviderRole("keywords", "keyword_providers", {ENGINE: ("dataforseo", "google_ads")})
 ADAPTERS: dict[str, type[DataForSeoKeywords] | type[GoogleAdsKeywords]] = {
     "dataforseo": DataForSeoKeywords,
     "google_ads": GoogleAdsKeywords,
@@ -37,7 +40,7 @@ def provider_of(params: KeywordResearchParams, settings: Any) -> str | None:
     """The provider a job uses: its own choice, else the first configured one in order."""
     if params.provider is not None:
         return params.provider
-    return providers.chosen(settings, providers.KEYWORDS, ENGINE)
+    return providers.chosen(settings, KEYWORDS, ENGINE)
 
 
 def refusal(params: KeywordResearchParams, settings: Any) -> Refusal | None:
@@ -47,7 +50,7 @@ def refusal(params: KeywordResearchParams, settings: Any) -> Refusal | None:
     cannot say which provider a deployment defaults to, and what it admits is accepted."""
     name = provider_of(params, settings)
     if name is None:
-        return providers.refusal(settings, providers.KEYWORDS, ENGINE, field="provider")
+        return providers.refusal(settings, KEYWORDS, ENGINE, field="provider")
     if not providers.configured(settings, name):
         message = f"{name} is not configured: set {providers.setting_names(name)}"
         return Refusal(NOT_CONFIGURED, message, "provider")
@@ -58,7 +61,7 @@ async def run(ctx: JobContext[KeywordResearchParams]) -> None:
     params = ctx.params
     name = provider_of(params, ctx.settings)
     if name is None:  # configured when created, gone since
-        why = providers.missing(ctx.settings, providers.KEYWORDS, ENGINE) or ""
+        why = providers.missing(ctx.settings, KEYWORDS, ENGINE) or ""
         raise JobFailed(NOT_CONFIGURED, why)
     try:
         source: KeywordSource = ADAPTERS[name](ctx.settings)

@@ -10,9 +10,10 @@ quota unit; each completed job stores a row per keyword as the project's ranking
 
 from __future__ import annotations
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
-from seojobs.kinds.rank_check.run import items, refusal, run, subject
+from seojobs.kinds.rank_check.run import RANKS, RankCheckSettings, items, refusal, run, subject
 
 NAME = "rank_check"
 __all__ = ["KIND", "NAME", "RankCheckParams", "subject"]
@@ -22,13 +23,18 @@ def _cost(_params: RankCheckParams, keywords: int) -> dict[str, int]:
     return {DAILY.name: keywords, MONTHLY.name: keywords}  # one search per keyword
 
 
-DAILY, MONTHLY = Quota.day_and_month("rank_keywords", "Keywords rank-checked")
+DAILY, MONTHLY = Quota.day_and_month(
+    "rank_keywords", "Keywords rank-checked", daily=1_000, monthly=20_000
+)
 
 KIND: Kind[RankCheckParams] = Kind(
     NAME,
     RankCheckParams,
     run,
     items=items,
+    poll_hint=PollHint.every(30),  # seed 001: rank checks, 30 s
+    providers=(RANKS,),
+    settings=RankCheckSettings,
     description="Google positions of a domain or page for keywords, with SERP features "
     "(GET /v1/projects/{id}/rankings).",
     summary_params=("target", "match", "location", "language", "device", "depth", "provider"),

@@ -16,8 +16,12 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.registry import Refusal
+from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.rank_check.match import first_match
 from seojobs.kinds.rank_check.params import RankCheckParams
@@ -30,6 +34,17 @@ from seojobs.records import ItemRecord
 from seojobs.timefmt import rfc3339
 
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_PROVIDERS
+# The first configured one is a job's default provider.
+RANKS = ProviderRole("rank checks", "rank_providers", {ENGINE: ("serper", "dataforseo")})
+
+
+class RankCheckSettings(BaseSettings):
+    """The rank checks' own settings (``SEOJOBS_RANK_CHECK_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_RANK_CHECK_", extra="ignore")
+    concurrency: int = Field(default=4, ge=1, description="Keywords a job searches at once.")
+
+
 RANKED, NOT_RANKED = "ranked", "not_ranked"
 ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
     "serper": SerperRanks,
@@ -52,7 +67,7 @@ def provider_of(params: RankCheckParams, settings: Any) -> str | None:
     """The job's own choice of provider, else the first configured one in order."""
     if params.provider is not None:
         return params.provider
-    return providers.chosen(settings, providers.RANKS, ENGINE)
+    return providers.chosen(settings, RANKS, ENGINE)
 
 
 def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
@@ -61,7 +76,7 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
     fails the job when it runs, before any call: what the params' schema admits is accepted."""
     name = provider_of(params, settings)
     if name is None:
-        return providers.refusal(settings, providers.RANKS, ENGINE, field="provider")
+        return providers.refusal(settings, RANKS, ENGINE, field="provider")
     if not providers.configured(settings, name):
         message = f"{name} is not configured: set {providers.setting_names(name)}"
         return Refusal(NOT_CONFIGURED, message, "provider")
@@ -71,7 +86,7 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
 def _source(params: RankCheckParams, settings: Any) -> RankSource:
     name = provider_of(params, settings)
     if name is None:  # configured when created, gone since
-        raise JobFailed(NOT_CONFIGURED, providers.missing(settings, providers.RANKS, ENGINE) or "")
+        raise JobFailed(NOT_CONFIGURED, providers.missing(settings, RANKS, ENGINE) or "")
     why = serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
     if why is not None:
         raise JobFailed(REJECTED, why)
@@ -127,7 +142,7 @@ async def run(ctx: JobContext[RankCheckParams]) -> None:
         return ItemResult(outcome=RANKED if row["position"] else NOT_RANKED, result=row)
 
     try:
-        await ctx.run_items(one, concurrency=ctx.settings.rank_check_concurrency)
+        await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
         await source.aclose()
     ctx.result = await _collect(ctx) | {"provider": source.name}

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seojobs.engine.hints import HOUR, PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
@@ -46,7 +47,9 @@ def _cost(params: SiteAuditParams, _items: int) -> dict[str, int]:
     return {DAILY.name: params.max_pages, MONTHLY.name: params.max_pages}
 
 
-DAILY, MONTHLY = Quota.day_and_month("audit_pages", "Audit pages (max_pages charged per audit)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "audit_pages", "Audit pages (max_pages charged per audit)", daily=50_000, monthly=500_000
+)
 
 KIND: Kind[SiteAuditParams] = Kind(
     NAME,
@@ -54,6 +57,7 @@ KIND: Kind[SiteAuditParams] = Kind(
     run,
     items=_items,
     item_key=_key,
+    poll_hint=PollHint(30, 60, 2 * HOUR),  # seed 001: 30-60 s; a large site can take an hour
     description="Crawl a site from start_url and report its SEO issues (GET /v1/audit-checks).",
     summary_params=("start_url", "max_pages", "max_depth"),
     schedulable=False,

@@ -54,7 +54,9 @@ def _refusal(_params: TechStackParams, settings: Any) -> Refusal | None:
     return Refusal(FINGERPRINTS_MISSING, str(FingerprintsMissing(path)))
 
 
-DAILY, MONTHLY = Quota.day_and_month("tech_lookups", "Tech-stack lookups (URLs)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "tech_lookups", "Tech-stack lookups (URLs)", daily=1_000, monthly=20_000
+)
 
 KIND: Kind[TechStackParams] = Kind(
     NAME,

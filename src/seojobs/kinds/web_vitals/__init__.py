@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
@@ -66,13 +67,16 @@ def _cost(params: WebVitalsParams, items: int) -> dict[str, int]:
     return {DAILY.name: runs, MONTHLY.name: runs}
 
 
-DAILY, MONTHLY = Quota.day_and_month("web_vitals", "Lighthouse runs (URL x form factor)")
+DAILY, MONTHLY = Quota.day_and_month(
+    "web_vitals", "Lighthouse runs (URL x form factor)", daily=200, monthly=3_000
+)
 
 KIND: Kind[WebVitalsParams] = Kind(
     NAME,
     WebVitalsParams,
     run,
     items=_items,
+    poll_hint=PollHint.every(15),  # seed 001: web vitals checks, 15 s
     description="Lighthouse lab data (performance score, LCP, CLS, TBT, FCP, Speed Index, "
     "TTFB; opportunities) per URL and form factor in Debian's Chromium, with CrUX field data "
     "when a key is set; read with GET /v1/projects/{id}/web-vitals.",
