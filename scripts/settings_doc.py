@@ -79,17 +79,6 @@ NOTES: dict[str, str] = {
     "SEOJOBS_PERPLEXITY_API_KEY": "AI search (GEO) through Perplexity Sonar.",
     "SEOJOBS_PERPLEXITY_BASE_URL": "Perplexity's API.",
     "SEOJOBS_PERPLEXITY_MODEL": "The Perplexity model.",
-    "SEOJOBS_GEO_PROVIDERS": "AI search providers in order (JSON); a `geo_lookup` without "
-    "`provider` uses the first with a key.",
-    "SEOJOBS_SUBMIT_PROVIDERS": "Which providers serve an engine's submissions, in order "
-    "(JSON); the first configured one is used. A job whose engine has none is refused: 422 "
-    "`provider_not_configured` (`seojobs providers` shows the table).",
-    "SEOJOBS_CHECK_PROVIDERS": "Which providers serve an engine's index checks, in order "
-    "(JSON); the first configured one is used.",
-    "SEOJOBS_KEYWORD_PROVIDERS": "Keyword research providers in order (JSON); a job without "
-    "`provider` uses the first configured one.",
-    "SEOJOBS_RANK_PROVIDERS": "Rank-check providers in order (JSON); a job without `provider` "
-    "uses the first configured one.",
     "SEOJOBS_PROVIDER_TIMEOUT": "Read timeout of a provider call, seconds; an answer must be "
     "complete within connect + twice this, and at most 16 MiB.",
     # Kinds' own settings.
@@ -197,10 +186,16 @@ def default_of(field: FieldInfo) -> Any:
     return None if field.default is PydanticUndefined else field.default
 
 
+def listed(name: str, field: FieldInfo) -> bool:
+    """Is this field a variable of its own? Not when it is filled in from other settings
+    (``exclude``), nor ``quota_limits``, whose variables (one per quota) have their own table."""
+    return field.exclude is not True and name != "quota_limits"
+
+
 def rows(model: type[BaseSettings], places: Places, quotas: dict[str, str]) -> Iterator[str]:
     prefix = str(model.model_config.get("env_prefix", ""))
     for name, field in model.model_fields.items():
-        if field.exclude is True:  # not a setting of its own (filled in from others)
+        if not listed(name, field):
             continue
         names = env_names(field, name, prefix)
         meaning = field.description or next(

@@ -34,7 +34,7 @@ def every_setting() -> dict[str, str | None]:
     for model in models:
         prefix = str(model.model_config.get("env_prefix", ""))
         for name, field in model.model_fields.items():
-            if field.exclude is True:  # filled in from other settings, not read itself
+            if not gen.listed(name, field):
                 continue
             for env in gen.env_names(field, name, prefix):
                 found[env] = field.description
