@@ -289,7 +289,7 @@ def render() -> str:
             *kinds,
             "## Quotas\n",
             "What each job type charges when a job is created ([Job types](kinds/index.md)). "
-            "A user's own limits override these (`Services.set_quotas`); `GET /v1/usage` tells "
+            "A user's own limits override these (`services.quotas.set_limits`); `GET /v1/usage` tells "
             "what is left. A day is a UTC day, a month a calendar month.\n",
             quota_header,
             *quota_rows(registry),

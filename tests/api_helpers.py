@@ -178,7 +178,7 @@ class Api:
         if name is None:
             self.unnamed += 1
             name = "alice" if self.unnamed == 1 else f"alice-{self.unnamed}"
-        created = self.services.create_user(name, rate_limit=rate_limit)
+        created = self.services.accounts.create_user(name, rate_limit=rate_limit)
         return Account(created.user, created.api_key)
 
     def client(self, account: Account | None = None, form: str = "raw") -> httpx.Client:

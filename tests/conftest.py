@@ -22,6 +22,7 @@ from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import migrate
 from seojobs.store.db import Database
+from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.kinds import log_metadata
 from tests.kinds import register as register_test_kinds
 
@@ -57,7 +58,7 @@ def pg_template() -> Iterator[str]:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     url = _with_db(PG_ADMIN_URL, name)
     db = Database(url)
-    migrate.upgrade(db)
+    migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
     log_metadata.create_all(db.engine)
     db.dispose()
     yield name
@@ -94,7 +95,7 @@ def migrated_sqlite(folder: Path) -> str:
     """The URL of a migrated SQLite database in ``folder``."""
     url = f"sqlite:///{folder / 'seojobs.db'}"
     db = Database(url)
-    migrate.upgrade(db)
+    migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
     log_metadata.create_all(db.engine)
     db.dispose()
     return url

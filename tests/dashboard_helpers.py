@@ -69,7 +69,7 @@ def collected_job(
     ``shop.test`` and found ``findings`` (code, severity): written through the store as a
     worker would, so no site is crawled. The job is due only in an hour, so that a running
     worker leaves it alone."""
-    created, _ = services.create_job(
+    created, _ = services.jobs.create(
         user,
         "test_crawl",
         {"start": "http://shop.test/"},

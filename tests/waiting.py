@@ -50,10 +50,10 @@ async def run_until_final(
     try:
 
         async def final() -> bool:
-            return (await asyncio.to_thread(services.job, user, job.id)).is_final
+            return (await asyncio.to_thread(services.jobs.get, user, job.id)).is_final
 
         await await_until(final, timeout=timeout)
     finally:
         worker.stop()
         await running
-    return services.job(user, job.id)
+    return services.jobs.get(user, job.id)

@@ -3,7 +3,7 @@
 The worker is the real command (``seojobs worker``, settings from ``SEOJOBS_*``) on a fresh
 database (SQLite file or PostgreSQL database, copied from a migrated template with the user
 ``bench``). Once it has started and gone idle, the job is created through
-``Services.create_job`` as the API creates it; the clock is the job's own ``started_at`` (its
+``services.jobs.create`` as the API creates it; the clock is the job's own ``started_at`` (its
 claim) to ``completed_at`` (after the site-wide checks, the summary and the collection were
 written), both set by the worker. CPU is the worker process's (from /proc) between the job's
 creation and its completion; peak RSS is its high-water mark (VmHWM), read before it stops.
@@ -114,12 +114,12 @@ class WorkerProcess:
 
 
 def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:
-    """A job created through ``Services.create_job``, as the API creates it; its id."""
+    """A job created through ``services.jobs.create``, as the API creates it; its id."""
     settings = Settings(database_url=url, allow_private_networks=True)
     db = Database(url)
     try:
         services = Services(db, settings, load_registry(settings))
-        job, created = services.create_job(services.user(user_id), kind, params)
+        job, created = services.jobs.create(services.user(user_id), kind, params)
         assert created, job
         return job.id
     finally:

@@ -63,7 +63,7 @@ def create_user(url: str) -> BenchUser:
     db = Database(url)
     try:
         migrate.upgrade(db)
-        created = Services(db, settings, load_registry(settings)).create_user("bench")
+        created = Services(db, settings, load_registry(settings)).accounts.create_user("bench")
         user = created.user
         return BenchUser(user.id, user.default_project_id, created.api_key)
     finally:
@@ -284,7 +284,7 @@ def _create_check(settings: Settings, user_id: int, urls: list[str]) -> int:
     try:
         services = Services(db, settings, load_registry(settings))
         user = services.user(user_id)
-        job, created = services.create_job(user, CHECK, {"urls": urls, "engine": "google"})
+        job, created = services.jobs.create(user, CHECK, {"urls": urls, "engine": "google"})
         assert created and job.state == "pending", job
         return job.id
     finally:
@@ -344,7 +344,7 @@ def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
 async def check(
     url: str, serper_url: str, user_id: int, urls: list[str], scenario: Scenario
 ) -> CheckRun:
-    """Create the index_check job through ``Services.create_job`` (untimed), then time one Worker
+    """Create the index_check job through ``services.jobs.create`` (untimed), then time one Worker
     from ``run()`` until a second ``Database`` reads the job completed; check the result."""
     settings = check_settings(url, serper_url, scenario)
     job_id = await asyncio.to_thread(_create_check, settings, user_id, urls)

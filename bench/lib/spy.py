@@ -80,7 +80,7 @@ STEPS: list[tuple[str, tuple[str, str]]] = [
     ("        _authenticate (sha256 of key, AuthCache)", (r"_authenticate", "seojobs/api/deps.py")),
     ("        RateLimiter.hit (+ Verdict)", (r"RateLimiter\.hit", "seojobs/api/ratelimit.py")),
     ("          MemoryWindows.hit (deque per user)", (r"MemoryWindows\.hit", "seojobs/api/")),
-    ("      Services.job_summary -> FastReads", (r"Services\.job_summary", "seojobs/services/")),
+    ("      Jobs.summary -> FastReads", (r"Jobs\.summary", "seojobs/services/")),
     ("        FastReads.job (store/fastread.py)", (r"FastReads\.job", "seojobs/store/fastread.py")),
     (
         "          SQLite read on the loop (Python side)",

@@ -2,7 +2,7 @@
 
 - **Ours**: the real ``seojobs worker --concurrency 1`` process (``crawl_ours.WorkerProcess``)
   on a fresh database, with ``SEOJOBS_WEB_VITALS_CONCURRENCY`` Lighthouse runs at once; one
-  ``web_vitals`` job is created through ``Services.create_job`` once the worker is idle. Clock:
+  ``web_vitals`` job is created through ``services.jobs.create`` once the worker is idle. Clock:
   the job's ``started_at`` (claim) to ``completed_at``. CPU: the worker's own and its reaped
   descendants' (every reaper, Lighthouse and Chromium process ends reaped below it).
 - **CLI loop**: the repository's pinned Lighthouse CLI run once per URL, one after another,

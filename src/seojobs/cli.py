@@ -174,7 +174,7 @@ def worker(
         registry,
         concurrency=concurrency,
         queues=queue or None,
-        fire_schedule=services.fire_schedule,
+        fire_schedule=services.schedules.fire,
     )
 
     async def main() -> None:
@@ -257,7 +257,7 @@ def users_create(
 
     with user_services(settings) as services:
         try:
-            created = services.create_user(
+            created = services.accounts.create_user(
                 name, rate_limit=f"{rate_limit}/minute" if rate_limit else None
             )
         except Conflict as exc:
@@ -273,7 +273,7 @@ def users_list(
     """Every user: id, name, rate limit, created, disabled."""
     settings = _settings()
     with user_services(settings) as services:
-        found = services.users()
+        found = services.accounts.users()
     for user in found:
         row = {
             "user_id": user.id,
@@ -294,7 +294,7 @@ def _named(services: Services, name: str) -> None:
     from seojobs.services import NotFound
 
     try:
-        services.user_named(name)
+        services.accounts.user_named(name)
     except NotFound:
         typer.echo(f"no user named {name!r} (see `seojobs users list`)", err=True)
         raise typer.Exit(1) from None
@@ -312,7 +312,7 @@ def users_rotate_key(
     settings = _settings()
     with user_services(settings) as services:
         _named(services, name)
-        rotated = services.rotate_key(name)
+        rotated = services.accounts.rotate_key(name)
     _print_key(rotated.user.id, name, rotated.api_key, as_json, "has a new key")
 
 
@@ -323,7 +323,7 @@ def users_disable(name: Annotated[str, typer.Argument(help="The user's name.")])
     settings = _settings()
     with user_services(settings) as services:
         _named(services, name)
-        user = services.disable_user(name)
+        user = services.accounts.disable_user(name)
     typer.echo(f"user {user.id} ({name}) disabled.")
 
 

@@ -190,31 +190,6 @@ class ScheduleRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class AuditPageRecord:
-    job_id: int
-    seq: int
-    url: str
-    final_url: str | None
-    status: int | None
-    depth: int | None
-    response_ms: int | None
-    redirects: int | None
-    content_type: str | None
-    title: str | None
-    description: str | None
-    h1: str | None
-    canonical: str | None
-    indexable: bool
-    indexability_reason: str | None
-    words: int | None
-    content_hash: str | None
-    in_links: int
-    out_links: int
-    external_links: int
-    issues: list[str] | None
-
-
-@dataclass(frozen=True, slots=True)
 class ChangeCount:
     """How one check's findings changed between two audits, counted by (code, url)."""
 

@@ -72,7 +72,7 @@ class Site:
 
     def user(self, name: str = "browser") -> tuple[UserRecord, str]:
         """A new user and their API key."""
-        made = self.services.create_user(name)
+        made = self.services.accounts.create_user(name)
         return made.user, made.api_key
 
 

@@ -15,11 +15,11 @@ from tests.browser.conftest import DESKTOP, Site, sign_in
 def test_a_second_user_sees_nothing_of_the_first(browser: Browser, site: Site) -> None:
     alice, _alice_key = site.user("alice")
     bob, bob_key = site.user("bob")
-    project = site.services.create_project(alice, "Alice's shop")
-    job, _ = site.services.create_job(
+    project = site.services.accounts.create_project(alice, "Alice's shop")
+    job, _ = site.services.jobs.create(
         alice, "test_items", {"urls": ["https://example.com/a"]}, project_id=project.id
     )
-    mine, _ = site.services.create_job(bob, "test_items", {"urls": ["https://example.com/b"]})
+    mine, _ = site.services.jobs.create(bob, "test_items", {"urls": ["https://example.com/b"]})
     context = browser.new_context(viewport=DESKTOP)
     try:
         page = context.new_page()
@@ -45,7 +45,7 @@ def test_a_second_user_sees_nothing_of_the_first(browser: Browser, site: Site) -
 
 def test_a_form_without_its_token_is_refused(page: Page, site: Site) -> None:
     user, key = site.user()
-    project = site.services.create_project(user, "Shop")
+    project = site.services.accounts.create_project(user, "Shop")
     sign_in(page, site, key)
     page.goto(site.url(f"/dashboard/projects/{project.id}"))
     form = page.locator("form", has=page.get_by_role("button", name="Rename"))

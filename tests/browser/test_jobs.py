@@ -91,7 +91,7 @@ def test_start_a_check_from_the_form(page: Page, checking_site: Site) -> None:
 def test_a_job_page_follows_its_job_and_drops_cancel_when_it_ends(page: Page, site: Site) -> None:
     user, key = site.user()
     urls = [f"https://example.com/{n}" for n in range(4)]
-    job, _ = site.services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.5})
+    job, _ = site.services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.5})
     sign_in(page, site, key)
     page.goto(site.url(f"/dashboard/jobs/{job.id}"))
     cancel = page.get_by_role("button", name="Cancel job")

@@ -74,10 +74,10 @@ def test_dashboard_pages_pass_lighthouse(site: Site) -> None:
     if not LIGHTHOUSE.exists():
         pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
     user, key = site.user()
-    project = site.services.create_project(user, "Shop")
+    project = site.services.accounts.create_project(user, "Shop")
     data = {"pages": 12, "scores": {"speed": 0.75, "seo": 0.9}, "server": "nginx"}
     collected_job(site.services, user, project.id, data, [("missing_title", "warning")])
-    job, _ = site.services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
+    job, _ = site.services.jobs.create(user, "test_items", {"urls": ["https://example.com/a"]})
     cookie = session_cookie(site, key)
     folder = OUTPUT.parent / "lighthouse"
     folder.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ from tests.browser.conftest import Site, screenshots, sign_in, watch_until_compl
 def test_overview_shows_live_progress_until_completed(page: Page, site: Site) -> None:
     user, key = site.user()
     urls = [f"https://example.com/{n}" for n in range(6)]
-    job, _ = site.services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.6})
+    job, _ = site.services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.6})
 
     sign_in(page, site, key)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
@@ -37,7 +37,7 @@ def test_progress_polling_stops_while_the_tab_is_hidden(page: Page, site: Site) 
     asks nothing however long it waits; shown again, it asks at once."""
     user, key = site.user()
     urls = [f"https://example.com/{n}" for n in range(50)]
-    site.services.create_job(user, "test_items", {"urls": urls, "item_delay": 5})
+    site.services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 5})
     sign_in(page, site, key)
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))

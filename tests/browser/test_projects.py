@@ -42,7 +42,7 @@ def test_create_rename_and_start_a_job_from_the_schema_form(page: Page, site: Si
     page.get_by_role("button", name="Start job").click()
     page.wait_for_url(re.compile(r".*/dashboard/jobs/[0-9]+$"))
     job_id = int(page.url.rsplit("/", 1)[1])
-    job = site.services.job(user, job_id)
+    job = site.services.jobs.get(user, job_id)
     assert job.project_id == project_id and job.kind == "test_items"
     assert job.params["urls"] == ["https://example.com/a", "https://example.com/b"]
 
@@ -55,5 +55,5 @@ def test_create_rename_and_start_a_job_from_the_schema_form(page: Page, site: Si
     page.get_by_role("button", name="Create schedule").click()
     page.wait_for_url(re.compile(rf".*/dashboard/projects/{project_id}#schedules$"))
     expect(page.get_by_role("table").first).to_contain_text("nightly")
-    (schedule,) = site.services.schedules(user, project_id)
+    (schedule,) = site.services.schedules.in_project(user, project_id)
     assert schedule.kind == "test_items" and schedule.params["urls"] == ["https://example.com/a"]

@@ -171,11 +171,11 @@ def open_services(url: str) -> Iterator[Services]:
 
 
 def make_user(services: Services, name: str = "e2e") -> UserRecord:
-    return services.create_user(name).user
+    return services.accounts.create_user(name).user
 
 
 def refresh(services: Services, user: UserRecord, job: JobRecord) -> JobRecord:
-    return services.job(user, job.id)
+    return services.jobs.get(user, job.id)
 
 
 def item_states(services: Services, job_id: int) -> dict[str, str]:

@@ -97,14 +97,14 @@ def _check_migrate_upgrades_a_database_in_use(url: str, cwd: Path) -> None:
     with open_services(url) as services:
         with services.db.read() as conn:
             assert schema_0002.snapshot(conn) == before
-        user = services.create_user("dave").user
-        job, _ = services.create_job(user, "test_noop", {})
+        user = services.accounts.create_user("dave").user
+        job, _ = services.jobs.create(user, "test_noop", {})
         # From now on the newest job's id stays taken once it is pruned.
-        services.cancel_job(user, job.id)
+        services.jobs.cancel(user, job.id)
         with services.db.write() as conn:
             job_sql.prune(conn, utcnow() + timedelta(seconds=1))
             assert job_sql.get(conn, job.id) is None
-        after, _ = services.create_job(user, "test_noop", {})
+        after, _ = services.jobs.create(user, "test_noop", {})
     # SQLite kept no trace of the ids deleted before the upgrade; PostgreSQL's sequences did.
     floor = schema_0002.PRESENT if url.startswith("sqlite") else schema_0002.HANDED_OUT
     assert user.id > floor["users"]
@@ -179,11 +179,11 @@ def test_users_create_json(store_url: str, tmp_path: Path) -> None:
     api_key = created["api_key"]
 
     with open_services(store_url) as services:
-        user = services.authenticate(api_key)
+        user = services.accounts.authenticate(api_key)
         assert user is not None
         assert user.id == created["user_id"]
         assert user.name == "alice"
-        assert services.authenticate(api_key + "x") is None
+        assert services.accounts.authenticate(api_key + "x") is None
     _assert_key_not_stored(store_url, api_key)
     row = next(r for r in all_rows(store_url, users) if r["id"] == created["user_id"])
     assert row["api_key_hash"]
@@ -194,11 +194,15 @@ def test_users_create_human_output_shows_key_once(sqlite_url: str, tmp_path: Pat
     done = run_cli("users", "create", "bob", env=subprocess_env(sqlite_url), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     with open_services(sqlite_url) as services:
-        keys = [token for token in done.stdout.split() if services.authenticate(token) is not None]
+        keys = [
+            token
+            for token in done.stdout.split()
+            if services.accounts.authenticate(token) is not None
+        ]
         assert len(keys) == 1, done.stdout
         api_key = keys[0]
         assert done.stdout.count(api_key) == 1
-        user = services.authenticate(api_key)
+        user = services.accounts.authenticate(api_key)
         assert user is not None
         assert user.name == "bob"
         assert str(user.id) in done.stdout
@@ -221,7 +225,7 @@ def test_users_create_rate_limit(sqlite_url: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     api_key = json.loads(done.stdout)["api_key"]
     with open_services(sqlite_url) as services:
-        user = services.authenticate(api_key)
+        user = services.accounts.authenticate(api_key)
     assert user is not None
     assert user.rate_limit == "30/minute"
 

@@ -149,7 +149,7 @@ class Cli:
 @pytest.fixture
 def cli(server: Server, tmp_path: Path) -> Cli:
     with open_services(server.db_url) as services:
-        created = services.create_user(f"cli-{uuid.uuid4().hex[:6]}")
+        created = services.accounts.create_user(f"cli-{uuid.uuid4().hex[:6]}")
     return Cli(server, created.api_key, tmp_path)
 
 

@@ -68,8 +68,8 @@ def test_serve_runs_jobs_in_process(spawn: Spawner, sqlite_url: str) -> None:
 
     with open_services(sqlite_url) as services:
         user = make_user(services)
-        noop, _ = services.create_job(user, "test_noop", {})
-        items, _ = services.create_job(user, "test_items", {"urls": ["https://example.com/a"]})
+        noop, _ = services.jobs.create(user, "test_noop", {})
+        items, _ = services.jobs.create(user, "test_items", {"urls": ["https://example.com/a"]})
 
         wait_until(lambda: refresh(services, user, noop).state == "completed")
         wait_until(lambda: refresh(services, user, items).state == "completed")
@@ -84,7 +84,7 @@ def test_serve_no_worker_leaves_jobs_for_a_worker_process(spawn: Spawner, sqlite
 
     with open_services(sqlite_url) as services:
         user = make_user(services)
-        job, _ = services.create_job(user, "test_items", {"urls": ["https://example.com/b"]})
+        job, _ = services.jobs.create(user, "test_items", {"urls": ["https://example.com/b"]})
         # The server keeps answering while the job sits there.
         assert httpx.get(f"{base}/readyz").status_code == 200
         assert refresh(services, user, job).state == "pending"

@@ -27,7 +27,7 @@ def test_sigterm_releases_job_and_another_worker_resumes_it(spawn: Spawner, stor
 
     with open_services(store_url) as services:
         user = make_user(services)
-        job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.05})
+        job, _ = services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.05})
 
         first = spawn("worker", env=env, name="worker-1")
         # Mid-job: several items started, many still to go.

@@ -49,15 +49,15 @@ def test_the_queue_as_the_database_holds_it(app: Api) -> None:
 
     # First: it claims the oldest job due within two hours as a worker would.
     collected_job(services, alice.user, alice.user.default_project_id, {"pages": 1})
-    later, _ = services.create_job(alice.user, "test_noop", {}, delay_seconds=3600)
+    later, _ = services.jobs.create(alice.user, "test_noop", {}, delay_seconds=3600)
     assert _scrape(app)[("seojobs_queue_oldest_due_seconds", ())] == 0  # not due yet
-    due, _ = services.create_job(alice.user, "test_noop", {})
-    held, _ = services.create_job(alice.user, "test_sleep", {"seconds": 1})
+    due, _ = services.jobs.create(alice.user, "test_noop", {})
+    held, _ = services.jobs.create(alice.user, "test_sleep", {"seconds": 1})
     db = services.db
     with db.write() as conn:  # a worker took it, with a lease that has already run out
         [claimed] = job_sql.claim(db, conn, "gone-worker", 1, utcnow(), 1e-6, kinds=["test_sleep"])
     assert claimed.id == held.id
-    services.create_schedule(alice.user, name="nightly", kind="test_noop", params={}, every_days=1)
+    services.schedules.create(alice.user, name="nightly", kind="test_noop", params={}, every_days=1)
     snapshot = services.queue_snapshot()
     assert snapshot.oldest_due == due.run_at  # the delayed job is not due
 

@@ -291,7 +291,7 @@ def test_jobs_of_the_indexing_api_are_readable_here(idle: Api) -> None:
 
 def test_index_jobs_started_in_a_project_keep_quotas_and_follow_up_checks(idle: Api) -> None:
     alice = idle.account()
-    idle.services.set_quotas(alice.user, {"submit_daily": 2})
+    idle.services.quotas.set_limits(alice.user, {"submit_daily": 2})
     client = idle.client(alice)
     project = new_project(client)["id"]
     urls = ["https://a.example/1", "https://a.example/2"]
@@ -566,7 +566,7 @@ def test_quota_counted_kinds_can_be_scheduled_within_their_quota(idle: Api, kind
     quota; a schedule whose every job needs more than the whole quota is refused."""
     alice = idle.account()
     quota = "check_daily" if kind == "index_check" else "submit_daily"
-    idle.services.set_quotas(alice.user, {quota: 2})
+    idle.services.quotas.set_limits(alice.user, {quota: 2})
     client = idle.client(alice)
     project = new_project(client)["id"]
     small = {"urls": ["https://a.example/1", "https://a.example/2"]}

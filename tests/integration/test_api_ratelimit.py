@@ -110,7 +110,7 @@ def test_cli_rate_limit_option_applies(sqlite_url: str, tmp_path: Path) -> None:
     assert made.returncode == 0, made.stderr
     key = json.loads(made.stdout)["api_key"]
     with api(make_settings(sqlite_url), run_worker=False) as running:
-        user = running.services.authenticate(key)
+        user = running.services.accounts.authenticate(key)
         assert user is not None and user.rate_limit == "3/minute"
         client = running.client(Account(user, key))
         codes = [client.get(f"{V1}/usage").status_code for _ in range(4)]
@@ -166,7 +166,7 @@ def test_two_api_processes_share_one_budget_through_redis(
     sqlite_url: str, redis_url: str, spawner: Spawner
 ) -> None:
     with open_services(sqlite_url) as services:
-        created = services.create_user("shared")
+        created = services.accounts.create_user("shared")
     prefix = key_prefix()
     try:
         first, _ = _serve(spawner, sqlite_url, redis_url, prefix)

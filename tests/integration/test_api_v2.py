@@ -107,7 +107,7 @@ class Api:
 
     def user(self, name: str, rate_limit: str | None = FAST) -> tuple[UserRecord, httpx.Client]:
         """A user and a client presenting its key the SpeedyIndex way: the raw key, no Bearer."""
-        made = self.services.create_user(name, rate_limit=rate_limit)
+        made = self.services.accounts.create_user(name, rate_limit=rate_limit)
         return made.user, self.client({"Authorization": made.api_key})
 
     def client(self, headers: dict[str, str]) -> httpx.Client:
@@ -282,7 +282,7 @@ def test_invalid_creates_are_problems(store_url: str) -> None:
             "/v2/task/google/checker/create", json={"urls": urls(1), "checker": 2}
         )
         task_id = ok(ignored)["task_id"]
-        assert [j.id for j in app.services.jobs(alice)] == [int(task_id)]  # no follow-up
+        assert [j.id for j in app.services.jobs.page(alice)] == [int(task_id)]  # no follow-up
         too_late = client.post(
             "/v2/task/google/indexer/create", json={"urls": urls(1), "checker": 6}
         )
@@ -354,7 +354,7 @@ def test_code_minus_2_when_the_database_cannot_take_the_write(
 
 def test_every_way_to_present_the_key(store_url: str) -> None:
     with api(make_settings(store_url)) as app:
-        made = app.services.create_user("alice")
+        made = app.services.accounts.create_user("alice")
         key = made.api_key
         for headers in (
             {"Authorization": key},
@@ -457,7 +457,7 @@ def test_list_pages_hold_1000_tasks_newest_first(store_url: str) -> None:
         alice, client = app.user("alice")
         svc = app.services
         made = [
-            svc.create_job(alice, indexing.SUBMIT, {"urls": [f"https://a.example/{i}"]})[0].id
+            svc.jobs.create(alice, indexing.SUBMIT, {"urls": [f"https://a.example/{i}"]})[0].id
             for i in range(1000)
         ]
         full = ok(client.get("/v2/task/google/indexer/list/0"))
@@ -504,7 +504,7 @@ def test_indexer_with_checker_completes_when_its_follow_up_check_has(
         plain = create(client, "google/indexer", pages[:2])
 
         def follow_up_holding() -> bool:
-            job = app.services.job(alice, int(task_id))
+            job = app.services.jobs.get(alice, int(task_id))
             check = indexing.follow_up(app.services, job)
             return (
                 job.state == "completed"
@@ -522,7 +522,7 @@ def test_indexer_with_checker_completes_when_its_follow_up_check_has(
         done = wait_until(
             lambda: (s := status(client, "google/indexer", task_id))["is_completed"] and s
         )
-        check = indexing.follow_up(app.services, app.services.job(alice, int(task_id)))
+        check = indexing.follow_up(app.services, app.services.jobs.get(alice, int(task_id)))
         assert check is not None and check.state == "completed"
         assert_task(done, size=4, processed_count=4, indexed_count=1, type="google/indexer")
 

@@ -268,10 +268,10 @@ def test_a_schedule_fires_a_refresh_with_its_pairs_and_at_quota_a_refused_one(
     db: Database, settings: Settings
 ) -> None:
     services = Services(db, settings, load_registry(settings))
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     pairs = [{"donor": f"https://d.example/{n}", "target": TARGET} for n in range(3)]
     t0 = day_start(utcnow()) + timedelta(hours=1)  # every tick below is in one UTC day
-    made = services.create_schedule(
+    made = services.schedules.create(
         user,
         name="links",
         kind="backlink_refresh",
@@ -279,18 +279,18 @@ def test_a_schedule_fires_a_refresh_with_its_pairs_and_at_quota_a_refused_one(
         every_seconds=3600,
         start_at=t0,
     )
-    fire = services.fire_schedule
+    fire = services.schedules.fire
     assert maintenance.run_once(services.db, services.settings, "a", t0, fire).fired == 1
-    [job] = [j for j in services.jobs(user) if j.kind == "backlink_refresh"]
+    [job] = [j for j in services.jobs.page(user) if j.kind == "backlink_refresh"]
     assert (job.state, job.items_total, job.schedule_id) == ("pending", 3, made.id)
-    inputs = [json.loads(i.input) for i in services.items(user, job.id)]
+    inputs = [json.loads(i.input) for i in services.jobs.items(user, job.id)]
     assert inputs == pairs
 
-    user = services.set_quotas(user, {"backlink_checks_daily": 5})
+    user = services.quotas.set_limits(user, {"backlink_checks_daily": 5})
     later = t0 + timedelta(hours=1)
     assert maintenance.run_once(services.db, services.settings, "a", later, fire).fired == 1
     refused = max(
-        (j for j in services.jobs(user) if j.kind == "backlink_refresh"), key=lambda j: j.id
+        (j for j in services.jobs.page(user) if j.kind == "backlink_refresh"), key=lambda j: j.id
     )
     assert refused.state == "failed" and refused.error_code == "quota_exceeded"
     assert "daily backlink_checks quota" in (refused.error_message or "")

@@ -110,18 +110,18 @@ class Stack:
         return found
 
     def key(self, name: str = "alice", rate_limit: str | None = None) -> str:
-        return self.services.create_user(name, rate_limit=rate_limit).api_key
+        return self.services.accounts.create_user(name, rate_limit=rate_limit).api_key
 
     def user(self, key: str) -> UserRecord:
-        user = self.services.authenticate(key)
+        user = self.services.accounts.authenticate(key)
         assert user is not None
         return user
 
     def jobs_of(self, key: str) -> list[JobRecord]:
-        return self.services.jobs(self.user(key), limit=1000)
+        return self.services.jobs.page(self.user(key), limit=1000)
 
     def record(self, key: str, job_id: int) -> JobRecord:
-        return self.services.job(self.user(key), job_id)
+        return self.services.jobs.get(self.user(key), job_id)
 
 
 @contextlib.contextmanager

@@ -327,7 +327,7 @@ def test_another_users_project_and_jobs_are_404(working: Api, mode: str) -> None
         assert caught.value.status == 404, name
     # Nothing of alice's changed: her project is there, her job was not cancelled.
     assert [p.id for p in working.services.projects(alice.user)][1:] == [project.id]
-    assert working.services.job(alice.user, job.id).error_code is None
+    assert working.services.jobs.get(alice.user, job.id).error_code is None
 
 
 # -- bad input ------------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def test_lost_answers_to_start_create_and_delete_make_one_of_each(working: Api, 
     job = Driver(mode, working.base, alice.key, transport=post_lost).run(
         lambda c: c.jobs.start(project.id, "test_noop")
     )
-    assert [j.id for j in services.jobs(user, project_id=project.id)] == [job.id]
+    assert [j.id for j in services.jobs.page(user, project_id=project.id)] == [job.id]
     keys = {p.headers["idempotency-key"] for p in post_lost.requests("POST")}
     assert len(keys) == 1
 
@@ -452,7 +452,7 @@ def test_reads_of_collected_data_follow_pages_and_never_start_work(idle: Api, mo
     driver = Driver(mode, idle.base, alice.key, transport=transport)
     with pytest.raises(NotFoundError):  # nothing collected yet: 404, and no job started
         driver.run(lambda c: c.projects.read(pid, "data/test_crawl"))
-    assert idle.services.jobs(alice.user, project_id=pid) == []
+    assert idle.services.jobs.page(alice.user, project_id=pid) == []
 
     first = collected_job(idle.services, alice.user, pid, {"pages": 1})
     second = collected_job(idle.services, alice.user, pid, {"pages": 2})
@@ -462,7 +462,10 @@ def test_reads_of_collected_data_follow_pages_and_never_start_work(idle: Api, mo
     assert [row["job_id"] for row in history] == [second.id, first.id]
     pages = transport.requests("GET", f"/v1/projects/{pid}/data/test_crawl/history")
     assert len(pages) == 2  # one row a page: the second page says there is no more
-    assert {j.id for j in idle.services.jobs(alice.user, project_id=pid)} == {first.id, second.id}
+    assert {j.id for j in idle.services.jobs.page(alice.user, project_id=pid)} == {
+        first.id,
+        second.id,
+    }
 
     for odd in ("../jobs", "/data/test_crawl", "data//x", "data/test_crawl?x=1", ""):
         with pytest.raises(ValueError, match="what: a read under"):

@@ -47,8 +47,8 @@ def _rows(db: Database) -> list[tuple[object, ...]]:
 def test_a_resumed_job_publishes_what_an_earlier_claim_collected(
     services: Services, db: Database
 ) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     first = _claim(db, "w1")
     _collect(db, first, {"pages": 3})
     # The first worker dies; the job is rescued, claimed again and completes without
@@ -66,9 +66,9 @@ def test_a_resumed_job_publishes_what_an_earlier_claim_collected(
 def test_pruning_keeps_published_history_and_drops_what_was_never_published(
     services: Services, db: Database
 ) -> None:
-    user = services.create_user("alice").user
-    done, _ = services.create_job(user, "test_noop", {})
-    broken, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    done, _ = services.jobs.create(user, "test_noop", {})
+    broken, _ = services.jobs.create(user, "test_noop", {})
     first = _claim(db, "w1")
     _collect(db, first, {"pages": 1})
     with db.write() as conn:
@@ -93,8 +93,8 @@ def test_a_subject_longer_than_its_column_is_kept_whole_and_apart(
     # A web-vitals subject is "<form factor> <url>", and a URL may have 2,048 characters: the
     # column holds 500 (PostgreSQL refused longer ones). Two that share their first 500
     # characters stay two subjects, each read back by the subject as the kind wrote it.
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     long_one = "mobile https://example.com/" + "a" * 700
     other = long_one[:600] + "b" * 100
     claimed = _claim(db, "w1")
@@ -113,4 +113,4 @@ def test_a_subject_longer_than_its_column_is_kept_whole_and_apart(
     assert first.subject.startswith("sha256:") and len(first.subject) <= 500
     assert collections.c.subject.type.length == results.SUBJECT_MAX  # type: ignore[attr-defined]
     assert first.subject != second.subject
-    assert services.collected(user, job.project_id, "test_noop", long_one).data == {"n": 1}
+    assert services.collections.latest(user, job.project_id, "test_noop", long_one).data == {"n": 1}

@@ -113,8 +113,8 @@ def test_sign_out_ends_the_session_for_good(app: Api) -> None:
 def test_rotating_the_key_or_disabling_the_user_ends_their_sessions(app: Api) -> None:
     alice, bob = app.account("alice"), app.account("bob")
     alice_client, bob_client = sign_in(app, alice.key), sign_in(app, bob.key)
-    app.services.rotate_key("alice")
-    app.services.disable_user("bob")
+    app.services.accounts.rotate_key("alice")
+    app.services.accounts.disable_user("bob")
     assert alice_client.get("/dashboard").status_code == 303
     assert bob_client.get("/dashboard").status_code == 303
 

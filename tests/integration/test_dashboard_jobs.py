@@ -47,7 +47,7 @@ def item_rows(html: str) -> list[str]:
 def wait_final(app: Api, user: UserRecord, job_id: int) -> JobRecord:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        job = app.services.job(user, job_id)
+        job = app.services.jobs.get(user, job_id)
         if job.is_final:
             return job
         time.sleep(0.1)
@@ -62,11 +62,11 @@ def pager(html: str, rel: str) -> str | None:
 def test_the_list_filters_and_pages_both_ways(app: Api) -> None:
     alice = app.account("alice")
     svc = app.services
-    other = svc.create_project(alice.user, "other")
+    other = svc.accounts.create_project(alice.user, "other")
     # 55 noop jobs in the default project (more than a page of 50), 3 in "other".
-    made = [svc.create_job(alice.user, "test_sleep", {"seconds": 30})[0].id for _ in range(55)]
+    made = [svc.jobs.create(alice.user, "test_sleep", {"seconds": 30})[0].id for _ in range(55)]
     in_other = [
-        svc.create_job(alice.user, "test_noop", {}, project_id=other.id)[0].id for _ in range(3)
+        svc.jobs.create(alice.user, "test_noop", {}, project_id=other.id)[0].id for _ in range(3)
     ]
     client = sign_in(app, alice.key)
 
@@ -115,7 +115,7 @@ def test_the_list_filters_and_pages_both_ways(app: Api) -> None:
 def test_a_job_page_shows_items_and_gives_the_apis_csv(working: Api) -> None:
     app = working
     alice = app.account("alice")
-    job, _ = app.services.create_job(
+    job, _ = app.services.jobs.create(
         alice.user, "test_items", {"urls": URLS, "fail_items": FAILING}
     )
     wait_final(app, alice.user, job.id)
@@ -141,26 +141,26 @@ def test_a_job_page_shows_items_and_gives_the_apis_csv(working: Api) -> None:
 
 def test_an_index_submission_shows_its_follow_up_check(app: Api) -> None:
     alice = app.account("alice")
-    job, _ = app.services.create_job(alice.user, "index_submit", {"urls": URLS[:2], "checker": 2})
+    job, _ = app.services.jobs.create(alice.user, "index_submit", {"urls": URLS[:2], "checker": 2})
     client = sign_in(app, alice.key)
     shown = client.get(f"/dashboard/jobs/{job.id}")
     assert shown.status_code == 200
     assert "scheduled_check_days" in shown.text and "scheduled_check_at" in shown.text
-    (check,) = app.services.children([job])
+    (check,) = app.services.jobs.children([job])
     assert f'href="/dashboard/jobs/{check.id}"' in shown.text
 
 
 def test_cancel_from_the_page_needs_its_csrf_token(app: Api) -> None:
     alice = app.account("alice")
-    job, _ = app.services.create_job(alice.user, "test_sleep", {"seconds": 30})
+    job, _ = app.services.jobs.create(alice.user, "test_sleep", {"seconds": 30})
     client = sign_in(app, alice.key)
     action = f"/dashboard/jobs/{job.id}/cancel"
     refused = client.post(action, data={})
     assert refused.status_code == 403
-    assert not app.services.job(alice.user, job.id).is_final
+    assert not app.services.jobs.get(alice.user, job.id).is_final
     done = post_form(client, f"/dashboard/jobs/{job.id}", action, {})
     assert done.status_code == 303 and done.headers["location"] == f"/dashboard/jobs/{job.id}"
-    cancelled = app.services.job(alice.user, job.id)
+    cancelled = app.services.jobs.get(alice.user, job.id)
     assert cancelled.state == "failed" and cancelled.error_code == "cancelled"
     page = client.get(f"/dashboard/jobs/{job.id}")
     assert "cancelled" in page.text and "Cancel job" not in page.text
@@ -168,7 +168,7 @@ def test_cancel_from_the_page_needs_its_csrf_token(app: Api) -> None:
 
 def test_another_users_job_is_not_found_on_every_page(app: Api) -> None:
     alice, bob = app.account("alice"), app.account("bob")
-    job, _ = app.services.create_job(alice.user, "test_sleep", {"seconds": 30})
+    job, _ = app.services.jobs.create(alice.user, "test_sleep", {"seconds": 30})
     as_bob = sign_in(app, bob.key)
     missing = as_bob.get("/dashboard/jobs/999999")
     for path in (f"/dashboard/jobs/{job.id}", f"/dashboard/jobs/{job.id}/items.csv"):
@@ -178,7 +178,7 @@ def test_another_users_job_is_not_found_on_every_page(app: Api) -> None:
     token = csrf_of(as_bob.get("/dashboard/jobs").text)
     cancel = as_bob.post(f"/dashboard/jobs/{job.id}/cancel", data={"csrf_token": token})
     assert cancel.status_code == 404
-    assert not app.services.job(alice.user, job.id).is_final
+    assert not app.services.jobs.get(alice.user, job.id).is_final
     assert job.id not in listed(as_bob.get("/dashboard/jobs").text)
 
 
@@ -218,9 +218,9 @@ def test_the_new_job_form_keeps_input_on_errors_and_starts_a_check(app: Api) -> 
     )
     assert made.status_code == 303
     job_id = int(made.headers["location"].rsplit("/", 1)[1])
-    job = app.services.job(alice.user, job_id)
+    job = app.services.jobs.get(alice.user, job_id)
     assert job.kind == "index_check" and job.project_id == alice.user.default_project_id
-    items = app.services.items(alice.user, job_id)
+    items = app.services.jobs.items(alice.user, job_id)
     assert [i.input for i in items] == URLS[:3]
     assert isinstance(client.get(made.headers["location"]), httpx.Response)
 
@@ -236,7 +236,7 @@ def test_over_quota_or_rate_limit_the_form_answers_as_the_api_does(store_url: st
         # the same): its page shows why.
         over = client.post("/dashboard/new", data={**form, "urls": "\n".join(URLS[:3])})
         assert over.status_code == 303
-        job = app.services.job(alice.user, int(over.headers["location"].rsplit("/", 1)[1]))
+        job = app.services.jobs.get(alice.user, int(over.headers["location"].rsplit("/", 1)[1]))
         assert job.state == "failed" and job.error_code == "quota_exceeded"
         shown = client.get(over.headers["location"])
         assert "quota_exceeded" in shown.text

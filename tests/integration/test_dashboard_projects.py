@@ -83,11 +83,11 @@ def test_schedules_are_disabled_and_enabled(app: Api) -> None:
     assert "nightly" in client.get(page).text
     off = post_form(client, page, action, {"enabled": "false"})
     assert off.status_code == 303
-    assert app.services.schedule(alice.user, pid, sid).enabled is False
+    assert app.services.schedules.get(alice.user, pid, sid).enabled is False
     assert ">Enable<" in client.get(page).text
     on = post_form(client, page, action, {"enabled": "true"})
     assert on.status_code == 303
-    assert app.services.schedule(alice.user, pid, sid).enabled is True
+    assert app.services.schedules.get(alice.user, pid, sid).enabled is True
     bad = post_form(client, page, action, {"enabled": "maybe"})
     assert bad.status_code == 422 and "enabled" in bad.text
 
@@ -145,7 +145,7 @@ def test_another_user_gets_404_and_forms_need_their_token(app: Api) -> None:
     assert client.post("/dashboard/projects", data={"name": "Y"}).status_code == 403
     assert client.post(f"{page}/schedules/{sid}", data={"enabled": "false"}).status_code == 403
     assert client.get(page).status_code == 200
-    assert app.services.schedule(alice.user, pid, sid).enabled is True
+    assert app.services.schedules.get(alice.user, pid, sid).enabled is True
 
 
 def test_every_registered_type_has_a_form_and_a_job_starts_from_one(app: Api) -> None:
@@ -177,7 +177,7 @@ def test_every_registered_type_has_a_form_and_a_job_starts_from_one(app: Api) ->
     assert started.status_code == 303, started.text
     job_id = int(started.headers["location"].rsplit("/", 1)[1])
     assert started.headers["location"] == f"/dashboard/jobs/{job_id}"
-    job = app.services.job(alice.user, job_id)
+    job = app.services.jobs.get(alice.user, job_id)
     assert job.project_id == pid and job.kind == "test_items"
     assert job.params["urls"] == ["a", "b"] and job.params["concurrency"] == 2
 
@@ -187,7 +187,7 @@ def test_a_refused_job_form_names_the_field_and_keeps_the_input(app: Api) -> Non
     client = sign_in(app, alice.key)
     pid = _create(client, "Shop")
     new = f"/dashboard/projects/{pid}/new"
-    before = app.services.jobs(alice.user, project_id=pid)
+    before = app.services.jobs.page(alice.user, project_id=pid)
     too_long = post_form(
         client, f"{new}?type=test_sleep", new, {"type": "test_sleep", "p_seconds": "700"}
     )
@@ -207,7 +207,7 @@ def test_a_refused_job_form_names_the_field_and_keeps_the_input(app: Api) -> Non
     assert missing.status_code == 422 and "urls:" in missing.text
     unknown = post_form(client, new, new, {"type": "no_such_type"})
     assert unknown.status_code == 422 and "no_such_type" in unknown.text
-    assert app.services.jobs(alice.user, project_id=pid) == before
+    assert app.services.jobs.page(alice.user, project_id=pid) == before
 
     bob = sign_in(app, app.account("bob").key)
     assert bob.get(new, params={"type": "test_noop"}).status_code == 404
@@ -215,7 +215,7 @@ def test_a_refused_job_form_names_the_field_and_keeps_the_input(app: Api) -> Non
     taken = bob.post(new, data={"csrf_token": token, "type": "test_noop"})
     assert taken.status_code == 404
     assert client.post(new, data={"type": "test_noop"}).status_code == 403
-    assert app.services.jobs(alice.user, project_id=pid) == before
+    assert app.services.jobs.page(alice.user, project_id=pid) == before
 
 
 def test_a_job_form_creates_a_schedule_with_the_same_params(app: Api) -> None:
@@ -244,7 +244,7 @@ def test_a_job_form_creates_a_schedule_with_the_same_params(app: Api) -> None:
         {**fields, "action": "schedule", "s_name": "mondays", "s_cron": " 0 6 * * 1 "},
     )
     assert weekly.status_code == 303, weekly.text
-    made = {s.name: s for s in app.services.schedules(alice.user, pid)}
+    made = {s.name: s for s in app.services.schedules.in_project(alice.user, pid)}
     assert set(made) == {"nightly", "mondays"}
     assert made["nightly"].kind == "test_items" and made["nightly"].params["urls"] == ["a", "b"]
     assert made["nightly"].interval_seconds == app.services.settings.day_seconds
@@ -252,7 +252,7 @@ def test_a_job_form_creates_a_schedule_with_the_same_params(app: Api) -> None:
     assert made["mondays"].cron == "0 6 * * 1" and made["mondays"].interval_seconds is None
     page = client.get(f"/dashboard/projects/{pid}").text
     assert "nightly" in page and "mondays" in page
-    assert app.services.jobs(alice.user, project_id=pid) == []  # no job was started
+    assert app.services.jobs.page(alice.user, project_id=pid) == []  # no job was started
 
 
 def test_a_refused_schedule_names_the_field_and_keeps_the_input(app: Api) -> None:
@@ -283,14 +283,14 @@ def test_a_refused_schedule_names_the_field_and_keeps_the_input(app: Api) -> Non
     # A params refusal still lands on its params field.
     param = post(p_urls="", s_every_days="1").text
     assert "urls:" in param and 'aria-invalid="true"' in param
-    assert app.services.schedules(alice.user, pid) == []
+    assert app.services.schedules.in_project(alice.user, pid) == []
 
     made = post_form(client, f"{new}?type=test_items", new, {**fields, "s_every_days": "1"})
     assert made.status_code == 303
     taken = post(s_every_days="2").text
     assert "name: this project already has a schedule named &#39;nightly&#39;" in taken
     assert 'id="s-name-error"' in taken
-    assert len(app.services.schedules(alice.user, pid)) == 1
+    assert len(app.services.schedules.in_project(alice.user, pid)) == 1
 
 
 def test_a_type_that_is_only_started_offers_no_schedule(app: Api) -> None:
@@ -308,4 +308,4 @@ def test_a_type_that_is_only_started_offers_no_schedule(app: Api) -> None:
     refused = post_form(client, f"{new}?type=domain_lookup", new, sent)
     assert refused.status_code == 422
     assert "type: domain_lookup jobs cannot be scheduled" in refused.text
-    assert app.services.schedules(alice.user, pid) == []
+    assert app.services.schedules.in_project(alice.user, pid) == []

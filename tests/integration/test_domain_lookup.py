@@ -26,8 +26,8 @@ def _services(store_url: str, **overrides: Any) -> Services:
 
 async def _look_up(services: Services, domain: str) -> tuple[UserRecord, JobRecord]:
     """A new user's lookup of ``domain``, run to its end: (the user, the job as it ended)."""
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "domain_lookup", {"domain": domain})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "domain_lookup", {"domain": domain})
     return user, await run_until_final(services, user, job)
 
 
@@ -47,17 +47,17 @@ def services(store_url: str, world: World) -> Iterator[Services]:
 async def test_a_lookup_collects_registration_dns_and_certificate(
     services: Services, world: World
 ) -> None:
-    user = services.create_user("alice").user
-    project = services.create_project(user, "site")
-    job, _ = services.create_job(
+    user = services.accounts.create_user("alice").user
+    project = services.accounts.create_project(user, "site")
+    job, _ = services.jobs.create(
         user, "domain_lookup", {"domain": "Example.TEST."}, project_id=project.id
     )
     assert job.params["domain"] == DOMAIN  # stored as the name queried
     with pytest.raises(NotFound):  # nothing collected before the lookup completes
-        services.collected(user, project.id, "domain_lookup")
+        services.collections.latest(user, project.id, "domain_lookup")
     done = await run_until_final(services, user, job)
     assert done.state == "completed", done.error
-    found = services.collected(user, project.id, "domain_lookup", DOMAIN)
+    found = services.collections.latest(user, project.id, "domain_lookup", DOMAIN)
     assert (found.job_id, found.subject) == (job.id, DOMAIN)
     data = found.data
     assert data["errors"] == [] and done.result == {"domain": DOMAIN, "errors": []}
@@ -136,12 +136,12 @@ async def test_a_second_lookup_reuses_the_bootstrap_file_and_a_part_that_fails_i
     RDAP part says why it is missing. The bootstrap file was fetched once for both."""
     _user, first = await _look_up(services, DOMAIN)
     assert first.state == "completed"
-    user = services.create_user("bob").user
+    user = services.accounts.create_user("bob").user
     world.rdap.registry_down = True
-    second, _ = services.create_job(user, "domain_lookup", {"domain": DOMAIN})
+    second, _ = services.jobs.create(user, "domain_lookup", {"domain": DOMAIN})
     done = await run_until_final(services, user, second)
     assert done.state == "completed", done.error
-    data = services.collected(user, second.project_id, "domain_lookup", DOMAIN).data
+    data = services.collections.latest(user, second.project_id, "domain_lookup", DOMAIN).data
     assert data["rdap"]["error"]["code"] == "rdap_unavailable"
     assert "503" in data["rdap"]["error"]["message"]
     assert [(e["part"], e["code"]) for e in data["errors"]] == [("rdap", "rdap_unavailable")]
@@ -156,7 +156,7 @@ async def test_a_certificate_for_another_name_is_read_and_reported_unverified(
 ) -> None:
     user, done = await _look_up(services, "other.example")
     assert done.state == "completed", done.error
-    tls = services.collected(user, done.project_id, "domain_lookup").data["tls"]
+    tls = services.collections.latest(user, done.project_id, "domain_lookup").data["tls"]
     assert tls["verified"] is False and tls["hostname_match"] is False
     assert "mismatch" in tls["verify_error"].lower()
     assert tls["sans"] == [DOMAIN, f"www.{DOMAIN}"]  # read all the same
@@ -168,7 +168,7 @@ async def test_a_failing_resolver_costs_the_dns_based_parts_only(
     world.dns.servfail = True
     user, done = await _look_up(services, DOMAIN)
     assert done.state == "completed", done.error
-    data = services.collected(user, done.project_id, "domain_lookup").data
+    data = services.collections.latest(user, done.project_id, "domain_lookup").data
     assert [(e["part"], e["code"]) for e in data["errors"]] == [
         ("dns", "dns_unavailable"),
         ("tls", "tls_unavailable"),  # its addresses come from the same resolver
@@ -187,7 +187,7 @@ async def test_a_resolver_that_never_answers_is_cut_off_by_the_part_timeout(
     world.dns.silent = True
     user, done = await _look_up(services, DOMAIN)
     assert done.state == "completed", done.error
-    data = services.collected(user, done.project_id, "domain_lookup").data
+    data = services.collections.latest(user, done.project_id, "domain_lookup").data
     assert data["dns"]["error"] == {
         "code": "dns_unavailable",
         "message": "did not finish within 1 s",
@@ -206,7 +206,7 @@ async def test_a_domain_nobody_registered_fails_with_domain_not_found(
     assert all(f"{part}:" in done.error_message for part in ("rdap", "dns", "tls"))
     assert done.attempt == 1  # never retried
     with pytest.raises(NotFound):  # a failed lookup collected nothing
-        services.collected(user, done.project_id, "domain_lookup")
+        services.collections.latest(user, done.project_id, "domain_lookup")
 
 
 async def test_the_certificate_probe_obeys_the_ssrf_guard(store_url: str, world: World) -> None:
@@ -216,7 +216,7 @@ async def test_the_certificate_probe_obeys_the_ssrf_guard(store_url: str, world:
     services = _services(store_url, allow_private_networks=False)
     try:
         user, done = await _look_up(services, DOMAIN)
-        data = services.collected(user, done.project_id, "domain_lookup").data
+        data = services.collections.latest(user, done.project_id, "domain_lookup").data
     finally:
         services.db.dispose()
     assert done.state == "completed", done.error
@@ -232,10 +232,10 @@ async def test_the_certificate_probe_obeys_the_ssrf_guard(store_url: str, world:
 def test_lookups_are_charged_to_the_daily_quota_and_shown_in_usage(store_url: str) -> None:
     services = _services(store_url, quota_domain_lookups_daily=1)
     try:
-        user = services.create_user("alice").user
-        first, _ = services.create_job(user, "domain_lookup", {"domain": DOMAIN})
-        over, _ = services.create_job(user, "domain_lookup", {"domain": DOMAIN})
-        usage = services.usage(user)
+        user = services.accounts.create_user("alice").user
+        first, _ = services.jobs.create(user, "domain_lookup", {"domain": DOMAIN})
+        over, _ = services.jobs.create(user, "domain_lookup", {"domain": DOMAIN})
+        usage = services.quotas.usage(user)
     finally:
         services.db.dispose()
     assert first.state == "pending"
@@ -255,10 +255,10 @@ def test_lookups_are_charged_to_the_daily_quota_and_shown_in_usage(store_url: st
 def test_what_is_not_a_domain_is_refused_naming_the_field(store_url: str, domain: str) -> None:
     services = _services(store_url)
     try:
-        user = services.create_user("alice").user
+        user = services.accounts.create_user("alice").user
         with pytest.raises(Invalid) as refused:
-            services.create_job(user, "domain_lookup", {"domain": domain})
-        charged = services.usage(user)["domain_lookups"].used
+            services.jobs.create(user, "domain_lookup", {"domain": domain})
+        charged = services.quotas.usage(user)["domain_lookups"].used
     finally:
         services.db.dispose()
     assert [e.path for e in refused.value.errors] == [("domain",)]

@@ -1,7 +1,7 @@
 """Status reads on the raw driver (``seojobs.store.fastread``) against the SQLAlchemy path.
 
 Every test runs on SQLite and PostgreSQL (``store_url``). The fast path must hand back exactly
-the ``JobRecord`` that ``Services.job(..., summary=True)`` builds, in every state a job can be
+the ``JobRecord`` that ``services.jobs.get(..., summary=True)`` builds, in every state a job can be
 in, and must never show a job to anyone but its owner.
 """
 
@@ -43,11 +43,11 @@ def _set(db: Database, job_id: int, **values: Any) -> None:
 
 def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
     now = utcnow()
-    pending, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS}, title="pending")
-    submit, _ = svc.create_job(
+    pending, _ = svc.jobs.create(user, indexing.CHECK, {"urls": URLS}, title="pending")
+    submit, _ = svc.jobs.create(
         user, indexing.SUBMIT, {"urls": URLS, "engine": "google", "checker": 2}
     )
-    running, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS, "engine": "bing"})
+    running, _ = svc.jobs.create(user, indexing.CHECK, {"urls": URLS, "engine": "bing"})
     _set(
         svc.db,
         running.id,
@@ -59,7 +59,7 @@ def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
         items_done=1,
         counters={"indexed": 1},
     )
-    done, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS}, title="ünïcode ✓")
+    done, _ = svc.jobs.create(user, indexing.CHECK, {"urls": URLS}, title="ünïcode ✓")
     _set(
         svc.db,
         done.id,
@@ -72,7 +72,7 @@ def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
         counters={"indexed": 1, "failed": 1},
         result={"nested": {"list": [1, 2.5, None, "x"]}},
     )
-    failed, _ = svc.create_job(user, indexing.SUBMIT, {"urls": URLS})
+    failed, _ = svc.jobs.create(user, indexing.SUBMIT, {"urls": URLS})
     _set(
         svc.db,
         failed.id,
@@ -85,9 +85,9 @@ def _jobs_in_every_state(svc: Services, user: UserRecord) -> list[int]:
 
 
 def test_fast_reads_match_the_sqlalchemy_path(svc: Services) -> None:
-    user = svc.create_user("alice").user
+    user = svc.accounts.create_user("alice").user
     ids = _jobs_in_every_state(svc, user)
-    slow = [svc.job(user, job_id, summary=True) for job_id in ids]
+    slow = [svc.jobs.get(user, job_id, summary=True) for job_id in ids]
     # The summary keys are really there (the submission's checker, the engines).
     assert slow[1].params == {"engine": "google", "checker": 2, "duplicates_removed": 0}
     assert slow[2].params["engine"] == "bing"
@@ -102,9 +102,9 @@ def test_fast_reads_match_the_sqlalchemy_path(svc: Services) -> None:
 
 
 def test_only_the_owner_sees_a_job(svc: Services) -> None:
-    alice = svc.create_user("alice").user
-    bob = svc.create_user("bob").user
-    job, _ = svc.create_job(alice, indexing.CHECK, {"urls": URLS})
+    alice = svc.accounts.create_user("alice").user
+    bob = svc.accounts.create_user("bob").user
+    job, _ = svc.jobs.create(alice, indexing.CHECK, {"urls": URLS})
 
     async def read() -> tuple[Any, ...]:
         try:
@@ -112,7 +112,7 @@ def test_only_the_owner_sees_a_job(svc: Services) -> None:
             theirs = await svc.reads.job(job.id, bob.id)
             missing = await svc.reads.job(job.id + 1000, alice.id)
             with pytest.raises(NotFound):
-                await svc.job_summary(bob, job.id)
+                await svc.jobs.summary(bob, job.id)
             return mine, theirs, missing
         finally:
             await svc.reads.close()
@@ -125,9 +125,9 @@ def test_only_the_owner_sees_a_job(svc: Services) -> None:
 def test_concurrent_lookups_each_get_their_own_answer(svc: Services) -> None:
     # On PostgreSQL these share queries (one in flight, the rest batched); each caller must
     # still get its own job, its own "not yours" and its own "no such job".
-    alice = svc.create_user("alice").user
-    bob = svc.create_user("bob").user
-    ids = [svc.create_job(alice, indexing.CHECK, {"urls": URLS})[0].id for _ in range(20)]
+    alice = svc.accounts.create_user("alice").user
+    bob = svc.accounts.create_user("bob").user
+    ids = [svc.jobs.create(alice, indexing.CHECK, {"urls": URLS})[0].id for _ in range(20)]
     asks = [(job_id, alice.id) for job_id in ids] * 3 + [(ids[0], bob.id), (10**9, alice.id)]
 
     async def read() -> list[JobRecord | None]:
@@ -141,8 +141,8 @@ def test_concurrent_lookups_each_get_their_own_answer(svc: Services) -> None:
 
 
 def test_follow_up_check_is_read_as_on_the_slow_path(svc: Services) -> None:
-    user = svc.create_user("alice").user
-    submit, _ = svc.create_job(
+    user = svc.accounts.create_user("alice").user
+    submit, _ = svc.jobs.create(
         user, indexing.SUBMIT, {"urls": URLS, "engine": "google", "checker": 1}
     )
     child = indexing.follow_up(svc, submit)
@@ -151,7 +151,7 @@ def test_follow_up_check_is_read_as_on_the_slow_path(svc: Services) -> None:
     async def read() -> tuple[list[JobRecord], dict[str, Any]]:
         try:
             found = await svc.reads.children(submit.id, indexing.CHECK)
-            body = await indexing.status_body(svc, await svc.job_summary(user, submit.id))
+            body = await indexing.status_body(svc, await svc.jobs.summary(user, submit.id))
             return found, body
         finally:
             await svc.reads.close()
@@ -159,7 +159,7 @@ def test_follow_up_check_is_read_as_on_the_slow_path(svc: Services) -> None:
     found, body = asyncio.run(read())
     assert [c.id for c in found] == [child.id]
     assert found[0].run_at == child.run_at and found[0].state == child.state
-    assert body == indexing.submission_status(svc, svc.job(user, submit.id, summary=True))
+    assert body == indexing.submission_status(svc, svc.jobs.get(user, submit.id, summary=True))
     assert body["scheduled_check_at"] == rfc3339(child.run_at)
 
 
@@ -170,8 +170,8 @@ def _services(url: str) -> Services:
 
 def test_sqlite_busy_falls_back_to_a_waiting_read(sqlite_url: str) -> None:
     svc = _services(sqlite_url)
-    user = svc.create_user("alice").user
-    job, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS})
+    user = svc.accounts.create_user("alice").user
+    job, _ = svc.jobs.create(user, indexing.CHECK, {"urls": URLS})
     svc.db.dispose()  # no other connection open, so the holder below can take the lock
     # Another process holding SQLite's exclusive lock: readers get "database is locked".
     holder = sqlite3.connect(
@@ -202,8 +202,8 @@ def test_sqlite_busy_falls_back_to_a_waiting_read(sqlite_url: str) -> None:
 
 def test_postgresql_reads_survive_a_lost_connection(pg_url: str) -> None:
     svc = _services(pg_url)
-    user = svc.create_user("alice").user
-    job, _ = svc.create_job(user, indexing.CHECK, {"urls": URLS})
+    user = svc.accounts.create_user("alice").user
+    job, _ = svc.jobs.create(user, indexing.CHECK, {"urls": URLS})
     database = svc.db.url.database
 
     killed: list[int] = []

@@ -40,14 +40,14 @@ def test_a_lookup_whose_worker_is_sigkilled_asks_only_the_unanswered_prompt_agai
         services = Services(Database(store_url), settings, load_registry(settings))
         procs = Procs(store_url, tmp_path)
         try:
-            user = services.create_user("alice").user
-            project = services.create_project(user, "acme")
+            user = services.accounts.create_user("alice").user
+            project = services.accounts.create_project(user, "acme")
             params = {"prompts": [HOSE, REEL], "domain": "acme.example"}
-            job, _ = services.create_job(user, "geo_lookup", params, project_id=project.id)
+            job, _ = services.jobs.create(user, "geo_lookup", params, project_id=project.id)
             victim = procs.worker(**env)
 
             def hose_done_reel_asked() -> bool:
-                items = {i.input: i for i in services.items(user, job.id)}
+                items = {i.input: i for i in services.jobs.items(user, job.id)}
                 asked = [r.body["input"] for r in fake.requests]
                 return items[HOSE].finished_at is not None and REEL in asked
 
@@ -55,11 +55,11 @@ def test_a_lookup_whose_worker_is_sigkilled_asks_only_the_unanswered_prompt_agai
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=30)
             fake.gates[REEL].set()
-            assert not services.job(user, job.id).is_final
+            assert not services.jobs.get(user, job.id).is_final
             procs.worker(**env)
-            wait_until(lambda: services.job(user, job.id).is_final, timeout=120)
-            done = services.job(user, job.id)
-            latest = services.collected_each(user, project.id, "geo_lookup")
+            wait_until(lambda: services.jobs.get(user, job.id).is_final, timeout=120)
+            done = services.jobs.get(user, job.id)
+            latest = services.collections.latest_each(user, project.id, "geo_lookup")
         finally:
             procs.stop_all()
             services.db.dispose()

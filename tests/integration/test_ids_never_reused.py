@@ -27,8 +27,8 @@ Made = dict[str, list[int]]
 
 def _make(services: Services, user: UserRecord, name: str) -> Made:
     """A project with a schedule and two jobs: the newest rows of their tables."""
-    project = services.create_project(user, name)
-    made = services.create_schedule(
+    project = services.accounts.create_project(user, name)
+    made = services.schedules.create(
         user,
         name="s",
         kind="test_noop",
@@ -38,7 +38,7 @@ def _make(services: Services, user: UserRecord, name: str) -> Made:
         # Never due while the test runs: a job it fired would take the next id itself.
         start_at=utcnow() + timedelta(days=3650),
     )
-    jobs = [services.create_job(user, "test_noop", {}, project_id=project.id)[0] for _ in "ab"]
+    jobs = [services.jobs.create(user, "test_noop", {}, project_id=project.id)[0] for _ in "ab"]
     return {
         "users": [user.id],
         "projects": [project.id],
@@ -48,11 +48,11 @@ def _make(services: Services, user: UserRecord, name: str) -> Made:
 
 
 def _delete_project(services: Services, user: UserRecord, made: Made) -> None:
-    services.delete_project(user, made["projects"][0])
+    services.accounts.delete_project(user, made["projects"][0])
 
 
 def _delete_schedule(services: Services, user: UserRecord, made: Made) -> None:
-    services.delete_schedule(user, made["projects"][0], made["schedules"][0])
+    services.schedules.delete(user, made["projects"][0], made["schedules"][0])
 
 
 def _delete_user(services: Services, user: UserRecord, made: Made) -> None:
@@ -63,7 +63,7 @@ def _delete_user(services: Services, user: UserRecord, made: Made) -> None:
 
 def _prune(services: Services, user: UserRecord, made: Made) -> None:
     for job_id in made["jobs"]:
-        services.cancel_job(user, job_id)
+        services.jobs.cancel(user, job_id)
     later = utcnow() + timedelta(days=services.settings.retention_days + 1)
     report = maintenance.run_once(services.db, services.settings, "leader", later)
     assert (report.pruned, report.fired) == (len(made["jobs"]), 0)
@@ -71,7 +71,7 @@ def _prune(services: Services, user: UserRecord, made: Made) -> None:
 
 def _prune_directly(services: Services, user: UserRecord, made: Made) -> None:
     for job_id in made["jobs"]:
-        services.cancel_job(user, job_id)
+        services.jobs.cancel(user, job_id)
     with services.db.write() as conn:
         assert job_sql.prune(conn, utcnow() + timedelta(seconds=1)) == len(made["jobs"])
 
@@ -87,13 +87,13 @@ Removal = Callable[[Services, UserRecord, Made], None]
 def test_the_next_ids_are_above_every_id_handed_out(
     services: Services, db: Database, remove: Removal
 ) -> None:
-    alice = services.create_user("alice").user
+    alice = services.accounts.create_user("alice").user
     _make(services, alice, "kept")
-    doomed = services.create_user("bob").user
+    doomed = services.accounts.create_user("bob").user
     given = _make(services, doomed, "doomed")
     remove(services, doomed, given)
 
-    carol = services.create_user("carol").user
+    carol = services.accounts.create_user("carol").user
     again = _make(services, carol, "new")
     for table, ids in given.items():
         assert min(again[table]) > max(ids), (table, given, again)

@@ -55,14 +55,14 @@ class Stack:
         self.db = Database(settings.database_url)
         self.registry = load_registry(settings)
         self.services = Services(self.db, settings, self.registry)
-        self.user = self.services.create_user("alice").user
+        self.user = self.services.accounts.create_user("alice").user
 
     def create(self, kind: str, urls: list[str], **params: object) -> int:
-        job, _ = self.services.create_job(self.user, kind, {"urls": urls, **params})
+        job, _ = self.services.jobs.create(self.user, kind, {"urls": urls, **params})
         return job.id
 
     def job(self, job_id: int):  # type: ignore[no-untyped-def]
-        return self.services.job(self.user, job_id)
+        return self.services.jobs.get(self.user, job_id)
 
     async def until(self, predicate, timeout: float = 30):  # type: ignore[no-untyped-def]
         async def check():  # type: ignore[no-untyped-def]
@@ -106,7 +106,7 @@ async def test_check_reports_verdicts_with_diagnostics(
     assert body["status"] == "completed"
     assert (body["checked_urls"], body["indexed_count"], body["not_indexed_count"]) == (6, 2, 4)
     assert body["failed_count"] == 0 and body["progress_percent"] == 100
-    rows = {i.input.removeprefix(base): i for i in stack.services.items(stack.user, job_id)}
+    rows = {i.input.removeprefix(base): i for i in stack.services.jobs.items(stack.user, job_id)}
     assert rows["/ok"].outcome == "indexed" and rows["/noindex-meta"].outcome == "not_indexed"
     diag = {path: row.result["diagnostics"] for path, row in rows.items()}
     assert all(row.result["provider"] == "serper" for row in rows.values())
@@ -130,7 +130,7 @@ async def test_check_of_a_loopback_url_is_refused_by_the_guard(
     stacks.append(stack)
     job_id = stack.create("index_check", [base + "/ok"])
     await stack.run(job_id)
-    [row] = stack.services.items(stack.user, job_id)
+    [row] = stack.services.jobs.items(stack.user, job_id)
     assert row.outcome == "not_indexed"  # the provider still answered
     assert row.result["diagnostics"]["fetch_error_kind"] == "ssrf_refused"
     assert fixture.count() == 0  # nothing reached the site
@@ -155,7 +155,7 @@ async def test_provider_errors_fail_only_their_urls(store_url, site, serper, sta
     await stack.run(job_id)
     body = indexing.check_status(stack.job(job_id))
     assert body["status"] == "completed" and body["failed_count"] == 1
-    first = stack.services.items(stack.user, job_id)[0]
+    first = stack.services.jobs.items(stack.user, job_id)[0]
     assert first.error_code == "upstream_error"
     assert first.result["diagnostics"]["page_fetch_state"] == "SUCCESSFUL"
 

@@ -66,13 +66,13 @@ def test_killed_submission_resumes_without_resending_recorded_urls(
     settings = make_settings(store_url, google_credentials_file=str(credentials))
     db = Database(store_url)
     services = Services(db, settings, load_registry(settings))
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     urls = [f"https://jobs.example/posting/{i}" for i in range(500)]
-    job, _ = services.create_job(user, "index_submit", {"urls": urls, "engine": "google"})
+    job, _ = services.jobs.create(user, "index_submit", {"urls": urls, "engine": "google"})
     procs = Procs(store_url, tmp_path)
     try:
         victim = procs.worker(**env)
-        wait_until(lambda: services.job(user, job.id).items_done >= 200, timeout=60)
+        wait_until(lambda: services.jobs.get(user, job.id).items_done >= 200, timeout=60)
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
         with db.read() as conn:
@@ -84,8 +84,8 @@ def test_killed_submission_resumes_without_resending_recorded_urls(
                 ).scalars()
             )
         procs.worker(**env)
-        wait_until(lambda: services.job(user, job.id).state == "completed", timeout=60)
-        done = services.job(user, job.id)
+        wait_until(lambda: services.jobs.get(user, job.id).state == "completed", timeout=60)
+        done = services.jobs.get(user, job.id)
     finally:
         procs.stop_all()
         db.dispose()

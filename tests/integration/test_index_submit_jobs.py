@@ -55,14 +55,14 @@ class Stack:
         self.db = Database(settings.database_url)
         self.registry = load_registry(settings)
         self.services = Services(self.db, settings, self.registry)
-        self.user = self.services.create_user("alice").user
+        self.user = self.services.accounts.create_user("alice").user
 
     def submit(self, urls: list[str], **params: object) -> int:
-        job, _ = self.services.create_job(self.user, "index_submit", {"urls": urls, **params})
+        job, _ = self.services.jobs.create(self.user, "index_submit", {"urls": urls, **params})
         return job.id
 
     def status(self, job_id: int) -> dict[str, object]:
-        return indexing.submission_status(self.services, self.services.job(self.user, job_id))
+        return indexing.submission_status(self.services, self.services.jobs.get(self.user, job_id))
 
     async def finished(self, job_id: int) -> dict[str, object]:
         async def check() -> dict[str, object] | None:
@@ -108,7 +108,7 @@ async def test_submission_to_indexnow_one_post_per_host(store_url, indexnow, sta
     assert body["progress_percent"] == 100 and body["success_percent"] == 100
     assert sorted(s.host for s in fake.submissions) == ["a.example", "b.example"]
     assert fake.urls_for("a.example") == urls[:20]
-    items = stack.services.items(stack.user, job_id)
+    items = stack.services.jobs.items(stack.user, job_id)
     assert {i.outcome for i in items} == {"submitted"}
     assert all(i.result and i.result["provider"] == "indexnow" for i in items)
 
@@ -125,7 +125,7 @@ async def test_engine_without_provider_is_refused_naming_the_setting(
         stack.submit(["https://a.example/"], engine="google")
     assert refused.value.code == "provider_not_configured"
     assert "SEOJOBS_GOOGLE_CREDENTIALS_FILE" in str(refused.value)
-    assert stack.services.jobs(stack.user) == []
+    assert stack.services.jobs.page(stack.user) == []
 
 
 async def test_provider_429_is_retried_then_succeeds(store_url, indexnow, stack_factory) -> None:  # type: ignore[no-untyped-def]
@@ -150,7 +150,7 @@ async def test_persistent_5xx_fails_the_urls_not_the_job(
     assert body["status"] == "completed"
     assert (body["successful_count"], body["failed_count"]) == (1, 2)
     assert body["success_percent"] == 33
-    items = {i.input: i for i in stack.services.items(stack.user, job_id)}
+    items = {i.input: i for i in stack.services.jobs.items(stack.user, job_id)}
     assert items["https://down.example/1"].error_code == "upstream_error"
     assert items["https://up.example/1"].outcome == "submitted"
     assert len(fake.posts_for("down.example")) == 3  # one try plus two retries
@@ -168,7 +168,7 @@ async def test_malformed_provider_answer_fails_items_cleanly(
     second = stack.submit(["https://a.example/3"], engine="bing")
     first_body, second_body = await stack.run(job_id, second)
     assert first_body["status"] == "completed" and first_body["failed_count"] == 2
-    codes = {i.error_code for i in stack.services.items(stack.user, job_id)}
+    codes = {i.error_code for i in stack.services.jobs.items(stack.user, job_id)}
     assert codes == {"malformed_response"}
     assert second_body["successful_count"] == 1  # the worker carried on
 
@@ -187,7 +187,7 @@ async def test_daily_quota_refuses_the_job_that_would_exceed_it(
     assert refused["error"]["code"] == "quota_exceeded"
     reset = rfc3339(day_start(stack.services.clock()) + timedelta(days=1))
     assert reset in refused["error"]["message"]
-    usage = stack.services.usage(stack.user)
+    usage = stack.services.quotas.usage(stack.user)
     assert (usage["submit"].used, usage["submit"].remaining) == (8, 2)
     assert usage["check"].used == 0
     fits = stack.submit(["https://a.example/y1", "https://a.example/y2"], engine="bing")
@@ -199,7 +199,7 @@ async def test_daily_quota_refuses_the_job_that_would_exceed_it(
 async def test_per_user_quota_override(store_url, indexnow, stack_factory) -> None:  # type: ignore[no-untyped-def]
     _fake, endpoint = indexnow
     stack = stack_factory(settings_with(store_url, endpoint, quota_submit_daily=1))
-    stack.user = stack.services.set_quotas(stack.user, {"submit_daily": 3})
+    stack.user = stack.services.quotas.set_limits(stack.user, {"submit_daily": 3})
     job = stack.submit(["https://a.example/1", "https://a.example/2", "https://a.example/3"])
     assert stack.status(job)["status"] == "pending"
 
@@ -216,7 +216,7 @@ async def test_cancelling_a_submission_cancels_its_follow_up(
     assert body["scheduled_check_days"] == 2
     assert body["scheduled_check_status"] == "pending"
     assert body["scheduled_check_run_id"] is None
-    stack.services.cancel_job(stack.user, job_id)
+    stack.services.jobs.cancel(stack.user, job_id)
     after = stack.status(job_id)
     assert after["status"] == "failed" and after["scheduled_check_status"] == "failed"
 

@@ -465,9 +465,9 @@ def test_a_research_whose_worker_is_sigkilled_mid_call_is_resumed_and_collected_
     }
     fakes.dataforseo.gate = threading.Event()
     try:
-        user = services.create_user("alice").user
-        project = services.create_project(user, "shop")
-        job, _ = services.create_job(
+        user = services.accounts.create_user("alice").user
+        project = services.accounts.create_project(user, "shop")
+        job, _ = services.jobs.create(
             user, "keyword_research", {"seeds": SEEDS}, project_id=project.id
         )
         victim = procs.worker(**env)
@@ -475,11 +475,11 @@ def test_a_research_whose_worker_is_sigkilled_mid_call_is_resumed_and_collected_
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=30)
         fakes.dataforseo.gate.set()
-        assert not services.job(user, job.id).is_final
+        assert not services.jobs.get(user, job.id).is_final
         procs.worker(**env)
-        wait_until(lambda: services.job(user, job.id).is_final, timeout=120)
-        done = services.job(user, job.id)
-        history = services.collection_history(user, project.id, "keyword_research")
+        wait_until(lambda: services.jobs.get(user, job.id).is_final, timeout=120)
+        done = services.jobs.get(user, job.id)
+        history = services.collections.history(user, project.id, "keyword_research")
     finally:
         procs.stop_all()
         services.db.dispose()

@@ -70,40 +70,40 @@ async def test_items_added_while_running_are_run_once_with_findings_and_data(
 ) -> None:
     settings = _settings(store_url)
     services = Services(Database(store_url), settings, registry)
-    user = services.create_user("alice").user
-    project = services.create_project(user, "site")
+    user = services.accounts.create_user("alice").user
+    project = services.accounts.create_project(user, "site")
     with crawl_site() as base:
-        job, _ = services.create_job(
+        job, _ = services.jobs.create(
             user, "test_crawl", {"start": f"{base}/p/0"}, project_id=project.id
         )
         site = base.removeprefix("http://")
         with pytest.raises(NotFound):  # nothing collected before the job completes
-            services.collected(user, project.id, "test_crawl", site)
+            services.collections.latest(user, project.id, "test_crawl", site)
         worker = Worker(services.db, settings, registry)
         running = asyncio.create_task(worker.run())
         try:
 
             async def final() -> bool:
-                return (await asyncio.to_thread(services.job, user, job.id)).is_final
+                return (await asyncio.to_thread(services.jobs.get, user, job.id)).is_final
 
             await await_until(final, timeout=60)
         finally:
             worker.stop()
             await running
-    done = services.job(user, job.id)
+    done = services.jobs.get(user, job.id)
     assert done.state == "completed", done.error
     # Every page once, though most are linked from several pages; off-site links not added.
-    items = services.items(user, job.id, limit=1000)
+    items = services.jobs.items(user, job.id, limit=1000)
     assert sorted(i.input for i in items) == sorted(f"{base}/p/{n}" for n in range(PAGES))
     assert done.items_total == done.items_done == PAGES
     assert set(_starts(services, job.id).values()) == {1}
-    counts = services.finding_counts(user, job.id)
+    counts = services.jobs.finding_counts(user, job.id)
     assert counts == [("missing_title", "warning", len(UNTITLED))]
-    untitled = services.findings(user, job.id, code="missing_title")
+    untitled = services.jobs.findings(user, job.id, code="missing_title")
     assert sorted(f.data["url"] for f in untitled if f.data) == sorted(
         f"{base}/p/{n}" for n in UNTITLED
     )
-    latest = services.collected(user, project.id, "test_crawl", site)
+    latest = services.collections.latest(user, project.id, "test_crawl", site)
     assert (latest.job_id, latest.data) == (job.id, {"pages": PAGES})
     services.db.dispose()
 
@@ -117,17 +117,17 @@ def test_a_crawl_survives_a_sigkilled_worker(
     flight when the worker died (at most its concurrency) run twice. At 4, results wait to be
     written in groups of two: a finished item waiting for its group is still in flight."""
     procs = Procs(store_url, tmp_path)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     env = {"SEOJOBS_LEASE_SECONDS": "1.5", "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "true"}
     try:
         with crawl_site() as base:
-            job, _ = services.create_job(
+            job, _ = services.jobs.create(
                 user,
                 "test_crawl",
                 {"start": f"{base}/p/0", "item_delay": 0.2, "concurrency": concurrency},
             )
             victim = procs.worker(**env)
-            wait_until(lambda: services.job(user, job.id).items_done >= 6, timeout=60)
+            wait_until(lambda: services.jobs.get(user, job.id).items_done >= 6, timeout=60)
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=30)
             with services.db.read() as conn:
@@ -136,10 +136,10 @@ def test_a_crawl_survives_a_sigkilled_worker(
                 ).scalar_one()
             assert known > 6  # items found before the kill were stored
             procs.worker(**env)
-            wait_until(lambda: services.job(user, job.id).is_final, timeout=90)
+            wait_until(lambda: services.jobs.get(user, job.id).is_final, timeout=90)
     finally:
         procs.stop_all()
-    done = services.job(user, job.id)
+    done = services.jobs.get(user, job.id)
     assert done.state == "completed", (done.error, procs.exits())
     assert done.items_total == done.items_done == PAGES
     starts = _starts(services, job.id)
@@ -164,18 +164,18 @@ def test_job_level_findings_rewritten_by_a_rescue_replace_the_dead_workers(
     """A worker killed after writing a job's findings about the whole job, before the job
     completes: the worker that resumes it writes them again, and they are there once."""
     procs = Procs(store_url, tmp_path)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     env = {"SEOJOBS_LEASE_SECONDS": "1.5"}
     try:
-        job, _ = services.create_job(user, "test_summary", {"findings": 3, "hold": 600})
+        job, _ = services.jobs.create(user, "test_summary", {"findings": 3, "hold": 600})
         victim = procs.worker(**env)
         wait_until(lambda: _events(services, job.id, "findings_written") == 1, timeout=60)
         procs.replace(victim, **env)
-        wait_until(lambda: services.job(user, job.id).is_final, timeout=60)
+        wait_until(lambda: services.jobs.get(user, job.id).is_final, timeout=60)
     finally:
         procs.stop_all()
-    done = services.job(user, job.id)
+    done = services.jobs.get(user, job.id)
     assert done.state == "completed", (done.error, procs.exits())
     assert _events(services, job.id, "findings_written") == 2  # written by both workers
-    found = services.findings(user, job.id, limit=100)
+    found = services.jobs.findings(user, job.id, limit=100)
     assert sorted(f.data["n"] for f in found if f.data) == [0, 1, 2]

@@ -50,7 +50,7 @@ def test_a_plugin_quota_is_set_by_its_variable_charged_and_enforced(
         # A user's own limit overrides the deployment's (set before the user's first request:
         # the API keeps an authenticated user a moment); others keep the deployment's.
         bob = app.account("bob")
-        app.services.set_quotas(bob.user, {"acme_pages_monthly": 18})
+        app.services.quotas.set_limits(bob.user, {"acme_pages_monthly": 18})
         b = app.client(bob)
         mine = b.post("/v1/projects", json={"name": "acme"}).json()["data"]["id"]
         assert [_start(b, mine)["status"] for _ in range(3)] == ["pending"] * 3

@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.records import JobRecord
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import kindrows
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.tables import audit_pages
+
+audit_pages = kindrows.declare(PAGE_TABLE)
 
 
 def _claim(db: Database, worker: str, later: timedelta = timedelta(0)) -> JobRecord:
@@ -44,8 +46,8 @@ def _stored(db: Database) -> list[tuple[Any, ...]]:
 def test_a_rescued_job_replaces_its_rows_and_the_lost_claim_writes_none(
     services: Services, db: Database
 ) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     first = _claim(db, "w1")
     _write(db, first, [_page(0, "https://a.test/"), _page(1, "https://a.test/x")])
     with db.write() as conn:  # w1 dies after writing; the job is rescued
@@ -60,8 +62,8 @@ def test_a_rescued_job_replaces_its_rows_and_the_lost_claim_writes_none(
 
 
 def test_only_registered_tables_are_written(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    services.jobs.create(user, "test_noop", {})
     claimed = _claim(db, "w1")
     with pytest.raises(ValueError, match="no kind table named 'jobs'"), db.write() as conn:
         kindrows.replace(conn, claimed.id, claimed.attempt, "jobs", [], utcnow())

@@ -15,8 +15,8 @@ from seojobs.store.tables import jobs
 
 
 def test_only_the_leader_does_maintenance(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     now = utcnow()
     with db.write() as conn:
         job_sql.claim(db, conn, "dead-worker", 1, now, services.settings.lease_seconds)
@@ -25,13 +25,13 @@ def test_only_the_leader_does_maintenance(services: Services, db: Database) -> N
     assert first.leader and first.resumed == 1
     second = maintenance.run_once(db, services.settings, "b", later)
     assert not second.leader
-    assert services.job(user, job.id).state == "pending"
+    assert services.jobs.get(user, job.id).state == "pending"
 
 
 def test_pass_prunes_after_the_retention_period(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
-    services.cancel_job(user, job.id)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
+    services.jobs.cancel(user, job.id)
     soon = utcnow() + timedelta(days=29)
     assert maintenance.run_once(db, services.settings, "a", soon).pruned == 0
     late = utcnow() + timedelta(days=31)
@@ -53,9 +53,9 @@ def test_pass_prunes_after_the_retention_period(services: Services, db: Database
 def test_bad_schedules_are_refused_with_the_field(
     services: Services, kwargs: dict[str, object], field: str
 ) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with pytest.raises(Invalid) as info:
-        services.create_schedule(user, name="s", kind="test_noop", params={}, **kwargs)  # type: ignore[arg-type]
+        services.schedules.create(user, name="s", kind="test_noop", params={}, **kwargs)  # type: ignore[arg-type]
     assert [e.path for e in info.value.errors] == [(field,)]
     assert _schedules(services, user.default_project_id) == []
 

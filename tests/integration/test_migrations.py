@@ -1,5 +1,6 @@
 """A migrated database equals one built from the models, on both dialects; upgrading an
-existing database keeps every row, trigger and cascade."""
+existing database keeps every row, trigger and cascade. Migrated as ``seojobs migrate`` does:
+seojobs' chain with the built-in kinds' own branches (the site audit's pages)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from seojobs.store import migrate
 from seojobs.store.db import Database
 from seojobs.store.tables import metadata
 from tests import schema_0002
+from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.schema_0002 import HANDED_OUT, PRESENT, TABLES, snapshot
 
 
@@ -68,7 +70,7 @@ def _id_drift(conn: Connection) -> list[str]:
 
 def test_migrated_schema_matches_models(store_url: str) -> None:
     db = _empty_database(store_url)
-    migrate.upgrade(db)
+    migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
     with db.engine.connect() as conn:
         diff = compare_metadata(
             MigrationContext.configure(conn, opts={"compare_type": True}), metadata
@@ -89,9 +91,9 @@ def test_ids_that_leave_the_server_are_never_reused_by_the_models() -> None:
 
 def test_migrate_is_idempotent_and_current(store_url: str) -> None:
     db = Database(store_url)
-    migrate.upgrade(db)
-    migrate.upgrade(db)
-    assert migrate.is_current(db)
+    migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
+    migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
+    assert migrate.is_current(db, BUILTIN_MIGRATIONS)
     assert migrate.current_revision(db) == migrate.head_revision()
     db.dispose()
 
@@ -292,7 +294,7 @@ def test_concurrent_upgrades_run_the_steps_once(at_0002: Database) -> None:
         db = Database(url)
         try:
             start.wait()
-            migrate.upgrade(db)
+            migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
         except BaseException as exc:  # reported below
             errors.append(exc)
         finally:
@@ -304,7 +306,7 @@ def test_concurrent_upgrades_run_the_steps_once(at_0002: Database) -> None:
     for t in threads:
         t.join(timeout=60)
     assert errors == []
-    assert migrate.is_current(at_0002)
+    assert migrate.is_current(at_0002, BUILTIN_MIGRATIONS)
     assert _rows(at_0002) == before
 
 

@@ -33,7 +33,7 @@ def procs(store_url: str, tmp_path: Path) -> Iterator[Procs]:
 
 @pytest.mark.slow
 def test_worker_processes_claim_every_job_exactly_once(services: Services, procs: Procs) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with services.db.write() as conn:
         job_sql.insert_many_bare(
             services.db,
@@ -73,13 +73,13 @@ def test_worker_processes_claim_every_job_exactly_once(services: Services, procs
 def test_sigkilled_worker_is_rescued_and_no_finished_item_repeats(
     services: Services, procs: Procs
 ) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     urls = [f"https://site.test/page/{i}" for i in range(120)]
-    job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.02})
+    job, _ = services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.02})
     victim = procs.worker(SEOJOBS_LEASE_SECONDS="1.5")
 
     def progressed() -> bool:
-        return services.job(user, job.id).items_done >= 20
+        return services.jobs.get(user, job.id).items_done >= 20
 
     wait_until(progressed, timeout=60)
     os.kill(victim.pid, signal.SIGKILL)
@@ -93,11 +93,11 @@ def test_sigkilled_worker_is_rescued_and_no_finished_item_repeats(
                 )
             ).scalars()
         )
-    assert services.job(user, job.id).state == "processing"  # stranded until rescued
+    assert services.jobs.get(user, job.id).state == "processing"  # stranded until rescued
     procs.worker(SEOJOBS_LEASE_SECONDS="1.5")
-    wait_until(lambda: services.job(user, job.id).state == "completed", timeout=60)
+    wait_until(lambda: services.jobs.get(user, job.id).state == "completed", timeout=60)
 
-    done = services.job(user, job.id)
+    done = services.jobs.get(user, job.id)
     assert done.rescue_count == 1
     assert done.items_done == 120 and done.counters == {"ok": 120}
     with services.db.read() as conn:
@@ -118,7 +118,7 @@ def test_sigterm_while_a_worker_starts_is_a_clean_stop(pg_url: str, tmp_path: Pa
     # The worker is held at its schema check by a lock on alembic_version; SIGTERM arrives
     # then. It must neither die by the signal nor go on to claim the pending job.
     services = Services(Database(pg_url), make_settings(pg_url), Registry())
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with services.db.write() as conn:
         job_sql.insert_many_bare(
             services.db,

@@ -37,7 +37,7 @@ def _refused(response: Any, field: str, *settings: str) -> None:
 
 
 def _nothing_charged(app: Api, account: Any) -> None:
-    assert all(use.used == 0 for use in app.services.usage(account.user).values())
+    assert all(use.used == 0 for use in app.services.quotas.usage(account.user).values())
 
 
 def test_every_creation_path_refuses_a_job_without_a_provider(store_url: str) -> None:
@@ -83,21 +83,21 @@ def test_a_schedule_whose_provider_went_away_fires_a_failed_job(store_url: str) 
     db = Database(store_url)
     try:
         services = Services(db, settings, load_registry(settings))
-        user = services.create_user("alice").user
+        user = services.accounts.create_user("alice").user
         t0 = day_start(utcnow()) + timedelta(hours=1)
-        made = services.create_schedule(
+        made = services.schedules.create(
             user, name="c", kind="index_check", params={"urls": URLS}, every_seconds=3600
         )
         # The operator removes the key and restarts: the schedule still fires.
         gone = make_settings(store_url, **NO_PROVIDERS)
         later = Services(db, gone, load_registry(gone))
-        tick = maintenance.run_once(db, gone, "a", t0 + timedelta(days=1), later.fire_schedule)
+        tick = maintenance.run_once(db, gone, "a", t0 + timedelta(days=1), later.schedules.fire)
         assert tick.fired == 1
-        [job] = later.jobs(user)
+        [job] = later.jobs.page(user)
         assert job.schedule_id == made.id
         assert (job.state, job.error_code) == ("failed", "provider_not_configured")
         assert "SEOJOBS_SERPAPI_KEY" in (job.error_message or "")
-        assert all(use.used == 0 for use in later.usage(user).values())
+        assert all(use.used == 0 for use in later.quotas.usage(user).values())
     finally:
         db.dispose()
 
@@ -119,7 +119,7 @@ def test_diagnostics_only_checks_run_without_a_provider(store_url: str, fakes: P
 
         body = wait_until(done)
         assert (body["status"], body["failed_count"], body["checked_urls"]) == ("completed", 0, 2)
-        items = app.services.items(alice.user, job_id)
+        items = app.services.jobs.items(alice.user, job_id)
         assert [i.outcome for i in items] == ["unknown", "unknown"]
         assert {i.result["provider"] for i in items} == {"none"}
         assert items[0].result["diagnostics"]["http_status"] == 200

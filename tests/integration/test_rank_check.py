@@ -332,9 +332,9 @@ def test_a_schedule_fires_rank_checks_with_their_items_and_charges_them(
     db: Database, settings: Settings
 ) -> None:
     services = Services(db, settings, load_registry(settings))
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     t0 = day_start(utcnow()) + timedelta(hours=1)  # every tick below is in one UTC day
-    made = services.create_schedule(
+    made = services.schedules.create(
         user,
         name="daily ranks",
         kind="rank_check",
@@ -342,19 +342,19 @@ def test_a_schedule_fires_rank_checks_with_their_items_and_charges_them(
         every_seconds=3600,
         start_at=t0,
     )
-    fire = services.fire_schedule
+    fire = services.schedules.fire
     assert maintenance.run_once(services.db, services.settings, "a", t0, fire).fired == 1
-    [job] = [j for j in services.jobs(user, kind="rank_check") if j.schedule_id == made.id]
+    [job] = [j for j in services.jobs.page(user, kind="rank_check") if j.schedule_id == made.id]
     assert (job.kind, job.state, job.items_total) == ("rank_check", "pending", 2)
-    inputs = [i.data["keyword"] for i in services.items(user, job.id)]
+    inputs = [i.data["keyword"] for i in services.jobs.items(user, job.id)]
     assert inputs == ["garden hose", "Hose reel"]
     with services.db.read() as conn:
         assert usage.used(conn, user.id, "rank_keywords", t0 - timedelta(minutes=1)) == 2
     # At quota, the next tick stores a refused job, which never runs.
-    user = services.set_quotas(user, {"rank_keywords_daily": 3})
+    user = services.quotas.set_limits(user, {"rank_keywords_daily": 3})
     later = t0 + timedelta(hours=1)
     assert maintenance.run_once(services.db, services.settings, "a", later, fire).fired == 1
-    refused = [j for j in services.jobs(user) if j.schedule_id == made.id and j.id != job.id]
+    refused = [j for j in services.jobs.page(user) if j.schedule_id == made.id and j.id != job.id]
     assert [(j.state, j.error_code) for j in refused] == [("failed", "quota_exceeded")]
 
 

@@ -33,16 +33,16 @@ def _jobs_of(services: Services, user: UserRecord, schedule_id: int) -> list[Job
                 select(jobs.c.id).where(jobs.c.schedule_id == schedule_id).order_by(jobs.c.id)
             ).scalars()
         )
-    return [services.job(user, i) for i in ids]
+    return [services.jobs.get(user, i) for i in ids]
 
 
 def test_a_scheduled_item_job_fires_with_its_items_and_is_charged(
     db: Database, settings: Settings
 ) -> None:
     services = Services(db, settings, load_registry(settings))  # the built-in kinds too
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     t0 = day_start(utcnow()) + timedelta(hours=1)  # every tick below is in one UTC day
-    made = services.create_schedule(
+    made = services.schedules.create(
         user,
         name="check",
         kind="index_check",
@@ -50,16 +50,16 @@ def test_a_scheduled_item_job_fires_with_its_items_and_is_charged(
         every_seconds=3600,
         start_at=t0,
     )
-    fire = services.fire_schedule
+    fire = services.schedules.fire
     assert maintenance.run_once(services.db, services.settings, "a", t0, fire).fired == 1
     [job] = _jobs_of(services, user, made.id)
     assert (job.state, job.items_total) == ("pending", 3)
-    assert [i.input for i in services.items(user, job.id)] == URLS
+    assert [i.input for i in services.jobs.items(user, job.id)] == URLS
     with services.db.read() as conn:  # usage as of the tick
         assert usage.used(conn, user.id, "check", t0 - timedelta(minutes=1)) == 3
 
     # At quota, the next tick stores a refused job, which never runs.
-    user = services.set_quotas(user, {"check_daily": 5})
+    user = services.quotas.set_limits(user, {"check_daily": 5})
     later = t0 + timedelta(hours=1)
     assert maintenance.run_once(services.db, services.settings, "a", later, fire).fired == 1
     first, refused = _jobs_of(services, user, made.id)
@@ -74,7 +74,7 @@ def test_a_user_at_quota_gets_a_refused_scheduled_job_and_no_provider_is_called(
     settings = fakes.settings(store_url, schedule_min_interval_seconds=1)
     with api(settings, run_worker=True) as app:
         alice = app.account()
-        app.services.set_quotas(alice.user, {"check_daily": 4})
+        app.services.quotas.set_limits(alice.user, {"check_daily": 4})
         client = app.client(alice, "x-api-key")
         project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
         made = client.post(
@@ -162,9 +162,9 @@ def test_schedules_per_user_are_capped(store_url: str) -> None:
 
 
 def test_a_failing_schedule_stops_neither_the_others_nor_pruning(services: Services) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     now = utcnow()
-    good = services.create_schedule(
+    good = services.schedules.create(
         user, name="good", kind="test_noop", params={}, every_seconds=3600, start_at=now
     )
     base = {
@@ -184,13 +184,13 @@ def test_a_failing_schedule_stops_neither_the_others_nor_pruning(services: Servi
     with services.db.write() as conn:
         for row in bad_rows:
             conn.execute(insert(schedules).values(**base, **row, cron=None))
-    old, _ = services.create_job(user, "test_noop", {})
-    services.cancel_job(user, old.id)
+    old, _ = services.jobs.create(user, "test_noop", {})
+    services.jobs.cancel(user, old.id)
     far = now + timedelta(days=31)  # past retention: the finished job is pruned
     with services.db.write() as conn:
         conn.execute(update(schedules).where(schedules.c.id == good.id).values(next_tick_at=far))
 
-    report = maintenance.run_once(services.db, services.settings, "a", far, services.fire_schedule)
+    report = maintenance.run_once(services.db, services.settings, "a", far, services.schedules.fire)
     assert report.fired == 1 and report.schedule_errors == len(bad_rows)
     assert report.pruned == 1
     assert len(_jobs_of(services, user, good.id)) == 1
@@ -204,7 +204,7 @@ def test_a_failing_schedule_stops_neither_the_others_nor_pruning(services: Servi
     assert state["tiny"][0] is False and state["huge"][0] is False  # no next run: disabled
     assert state["gone"][0] and state["gone"][1] > far  # skipped this tick, tried again later
     # The next pass is quiet: nothing is retried before its next tick.
-    again = maintenance.run_once(services.db, services.settings, "a", far, services.fire_schedule)
+    again = maintenance.run_once(services.db, services.settings, "a", far, services.schedules.fire)
     assert again.schedule_errors == 0
 
 
@@ -212,10 +212,10 @@ def test_a_failing_schedule_stops_neither_the_others_nor_pruning(services: Servi
 def test_missed_ticks_fire_one_catch_up_job(
     services: Services, every_seconds: float | None, cron: str | None
 ) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     now = utcnow().replace(second=30, microsecond=0)
     start = now - timedelta(days=366)  # a year of missed minutes
-    made = services.create_schedule(
+    made = services.schedules.create(
         user,
         name="s",
         kind="test_noop",
@@ -224,13 +224,15 @@ def test_missed_ticks_fire_one_catch_up_job(
         cron=cron,
         start_at=start,
     )
-    report = maintenance.run_once(services.db, services.settings, "a", now, services.fire_schedule)
+    report = maintenance.run_once(services.db, services.settings, "a", now, services.schedules.fire)
     assert report.fired == 1
     [job] = _jobs_of(services, user, made.id)
     assert now - timedelta(minutes=1) < job.schedule_tick <= now
-    later = services.schedule(user, made.project_id, made.id)
+    later = services.schedules.get(user, made.project_id, made.id)
     assert now < later.next_tick_at <= now + timedelta(minutes=1)
     assert (
-        maintenance.run_once(services.db, services.settings, "a", now, services.fire_schedule).fired
+        maintenance.run_once(
+            services.db, services.settings, "a", now, services.schedules.fire
+        ).fired
         == 0
     )

@@ -14,11 +14,13 @@ from sqlalchemy import func, select
 
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.records import UserRecord
 from seojobs.services import NotFound, Services
 from seojobs.settings import Settings
+from seojobs.store import kindrows
 from seojobs.store.db import Database
-from seojobs.store.tables import audit_pages, collections, findings, job_items
+from seojobs.store.tables import collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
 from tests.procs import Procs
@@ -26,6 +28,8 @@ from tests.waiting import await_until, run_until_final, wait_until
 
 # No check may depend on how fast the machine is today.
 RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
+
+audit_pages = kindrows.declare(PAGE_TABLE)
 
 
 def _settings(store_url: str) -> Settings:
@@ -37,7 +41,7 @@ def _path(url: str) -> str:
 
 
 def _all_findings(services: Services, user: UserRecord, job_id: int) -> list[Any]:
-    return services.findings(user, job_id, limit=10_000)
+    return services.jobs.findings(user, job_id, limit=10_000)
 
 
 @pytest.fixture
@@ -52,21 +56,21 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
     audit_services: Services,
 ) -> None:
     services = audit_services
-    user = services.create_user("alice").user
-    project = services.create_project(user, "site")
+    user = services.accounts.create_user("alice").user
+    project = services.accounts.create_project(user, "site")
     site = AuditSite()
     with site.running() as base:
-        job, _ = services.create_job(
+        job, _ = services.jobs.create(
             user, "site_audit", {"start_url": f"{base}/", **RELAXED}, project_id=project.id
         )
         with pytest.raises(NotFound):  # nothing collected before an audit completes
-            services.collected(user, project.id, "site_audit")
+            services.collections.latest(user, project.id, "site_audit")
         done = await run_until_final(services, user, job)
     assert done.state == "completed", done.error
     found = _all_findings(services, user, job.id)
     assert {(f.code, _path(f.data["url"])) for f in found} == PLANTED
     assert len(found) == len(PLANTED)  # each once
-    items = services.items(user, job.id, limit=1000)
+    items = services.jobs.items(user, job.id, limit=1000)
     assert {_path(i.data["url"]) for i in items if i.data} == REACHED
     # Every page fetched once, but for a redirect loop's (each hop is a page of its own); a
     # redirect's target once, as the last hop of /hop1 (its item carries that answer); the
@@ -101,7 +105,7 @@ async def test_an_audit_reports_each_planted_issue_on_its_page_and_nothing_on_cl
         "/links-external-broken": {("/ext/gone", "checked", 404)},
         "/clean/1": set(),
     }
-    latest = services.collected(user, project.id, "site_audit")
+    latest = services.collections.latest(user, project.id, "site_audit")
     summary = latest.data
     assert latest.job_id == job.id
     assert summary["pages_crawled"] == len(REACHED) - 1
@@ -124,10 +128,10 @@ async def test_a_crawl_that_reaches_max_pages_completes_and_says_so(
     audit_services: Services,
 ) -> None:
     services = audit_services
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     site = AuditSite(generated=50, sitemaps=False)
     with site.running() as base:
-        job, _ = services.create_job(
+        job, _ = services.jobs.create(
             user, "site_audit", {"start_url": f"{base}/g/0", "max_pages": 7, **RELAXED}
         )
         done = await run_until_final(services, user, job)
@@ -139,10 +143,10 @@ async def test_a_crawl_that_reaches_max_pages_completes_and_says_so(
 
 async def test_max_depth_bounds_the_clicks_followed(audit_services: Services) -> None:
     services = audit_services
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     site = AuditSite(generated=50, sitemaps=False)
     with site.running() as base:
-        job, _ = services.create_job(
+        job, _ = services.jobs.create(
             user, "site_audit", {"start_url": f"{base}/g/0", "max_depth": 2, **RELAXED}
         )
         done = await run_until_final(services, user, job)
@@ -155,13 +159,13 @@ async def test_a_site_without_robots_txt_or_sitemaps_is_told_so(audit_services: 
     """The two site-file checks the fixture site cannot plant next to its sitemaps: reported
     once each, on robots.txt and on the start URL, and nothing on the (clean) pages."""
     services = audit_services
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     site = AuditSite(robots="", generated=3, sitemaps=False)
     with site.running() as base:
-        job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0", **RELAXED})
+        job, _ = services.jobs.create(user, "site_audit", {"start_url": f"{base}/g/0", **RELAXED})
         done = await run_until_final(services, user, job)
         # Not looked for: not reported.
-        unread, _ = services.create_job(
+        unread, _ = services.jobs.create(
             user,
             "site_audit",
             {"start_url": f"{base}/g/0", "include_sitemaps": False, **RELAXED},
@@ -184,10 +188,10 @@ async def test_a_start_url_disallowed_by_robots_fails_the_audit(
     """Disallowed, or robots.txt answering 5xx (crawlers then take everything as
     disallowed): the audit fails without fetching a page."""
     services = audit_services
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     site = AuditSite(robots=robots)
     with site.running() as base:
-        job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/"})
+        job, _ = services.jobs.create(user, "site_audit", {"start_url": f"{base}/"})
         done = await run_until_final(services, user, job)
     assert (done.state, done.error_code) == ("failed", "blocked_by_robots")
     assert done.error is not None and says in str(done.error)
@@ -198,28 +202,28 @@ async def test_a_start_url_that_does_not_answer_fails_the_audit(
     audit_services: Services,
 ) -> None:
     services = audit_services
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with socket.socket() as closed:  # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    job, _ = services.create_job(user, "site_audit", {"start_url": f"http://127.0.0.1:{port}/"})
+    job, _ = services.jobs.create(user, "site_audit", {"start_url": f"http://127.0.0.1:{port}/"})
     done = await run_until_final(services, user, job)
     assert (done.state, done.error_code) == ("failed", "target_unreachable")
 
 
 def test_an_audit_over_its_page_quota_is_stored_failed(audit_services: Services) -> None:
     services = audit_services
-    user = services.create_user("alice").user
-    user = services.set_quotas(user, {"audit_pages_daily": 100})
-    first, _ = services.create_job(
+    user = services.accounts.create_user("alice").user
+    user = services.quotas.set_limits(user, {"audit_pages_daily": 100})
+    first, _ = services.jobs.create(
         user, "site_audit", {"start_url": "http://127.0.0.1:9/", "max_pages": 60}
     )
-    second, _ = services.create_job(
+    second, _ = services.jobs.create(
         user, "site_audit", {"start_url": "http://127.0.0.1:9/", "max_pages": 60}
     )
     assert first.state == "pending"
     assert (second.state, second.error_code) == ("failed", "quota_exceeded")
-    usage = services.usage(user)
+    usage = services.quotas.usage(user)
     assert (usage["audit_pages"].used, usage["audit_pages_month"].used) == (60, 60)
 
 
@@ -234,7 +238,7 @@ def test_a_1000_page_audit_resumes_after_its_worker_is_sigkilled(
     services = audit_services
     pages, concurrency = 1000, 4
     procs = Procs(store_url, tmp_path)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     env = {
         "SEOJOBS_LEASE_SECONDS": "1.5",
         "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "true",
@@ -243,19 +247,19 @@ def test_a_1000_page_audit_resumes_after_its_worker_is_sigkilled(
     site = AuditSite(generated=pages, delay=0.005, sitemaps=False, external=True)
     try:
         with site.running() as base:
-            job, _ = services.create_job(user, "site_audit", {"start_url": f"{base}/g/0"})
+            job, _ = services.jobs.create(user, "site_audit", {"start_url": f"{base}/g/0"})
             victim = procs.worker(**env)
-            wait_until(lambda: services.job(user, job.id).items_done >= 200, timeout=60)
+            wait_until(lambda: services.jobs.get(user, job.id).items_done >= 200, timeout=60)
             procs.replace(victim, **env)
-            killed_at = services.job(user, job.id).items_done
-            wait_until(lambda: services.job(user, job.id).is_final, timeout=120)
+            killed_at = services.jobs.get(user, job.id).items_done
+            wait_until(lambda: services.jobs.get(user, job.id).is_final, timeout=120)
     finally:
         procs.stop_all()
-    done = services.job(user, job.id)
+    done = services.jobs.get(user, job.id)
     assert done.state == "completed", (done.error, procs.exits())
     assert killed_at < pages  # killed mid-audit
     assert done.items_total == done.items_done == pages
-    urls = [i.data["url"] for i in services.items(user, job.id, limit=pages + 1) if i.data]
+    urls = [i.data["url"] for i in services.jobs.items(user, job.id, limit=pages + 1) if i.data]
     assert sorted(map(_path, urls)) == sorted(f"/g/{n}" for n in range(pages))
     fetched = {path: n for path, n in site.hits.items() if path.startswith("/g/")}
     assert len(fetched) == pages
@@ -270,7 +274,7 @@ def test_a_1000_page_audit_resumes_after_its_worker_is_sigkilled(
         "GET /ext/get": 1,
     }
     # The pages table, written once the crawl was complete: every page once, with in-links.
-    _job, stored = services.audit_pages(user, done.project_id, job.id, limit=pages + 1)
+    _job, stored = services.audits.pages(user, done.project_id, job.id, limit=pages + 1)
     assert sorted(_path(p.url) for p in stored) == sorted(f"/g/{n}" for n in range(pages))
     assert {_path(p.url): p.in_links for p in stored}["/g/0"] == pages - 1  # all link home
 
@@ -279,23 +283,23 @@ async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_find
     audit_services: Services,
 ) -> None:
     services = audit_services
-    user = services.create_user("alice").user
-    doomed = services.create_project(user, "doomed")
-    kept = services.create_project(user, "kept")
+    user = services.accounts.create_user("alice").user
+    doomed = services.accounts.create_project(user, "doomed")
+    kept = services.accounts.create_project(user, "kept")
     site = AuditSite(generated=200, delay=0.2, sitemaps=False)
     worker = Worker(services.db, services.settings, services.registry)
     running = asyncio.create_task(worker.run())
     try:
         with site.running() as base:
-            job, _ = services.create_job(
+            job, _ = services.jobs.create(
                 user, "site_audit", {"start_url": f"{base}/g/0"}, project_id=doomed.id
             )
 
             async def crawling() -> bool:
-                return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 5
+                return (await asyncio.to_thread(services.jobs.get, user, job.id)).items_done >= 5
 
             await await_until(crawling, timeout=60)
-            await asyncio.to_thread(services.delete_project, user, doomed.id)
+            await asyncio.to_thread(services.accounts.delete_project, user, doomed.id)
             # The worker lets the audit go at its next write; had it crawled on, it would
             # only have let go once every page was fetched.
 
@@ -306,20 +310,20 @@ async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_find
             fetched = len([p for p in site.hits if p.startswith("/g/")])
             # The same worker goes on with other work: a small audit in another project.
             with AuditSite(generated=3, sitemaps=False).running() as small:
-                other, _ = services.create_job(
+                other, _ = services.jobs.create(
                     user, "site_audit", {"start_url": f"{small}/g/0"}, project_id=kept.id
                 )
 
                 async def other_done() -> bool:
-                    return (await asyncio.to_thread(services.job, user, other.id)).is_final
+                    return (await asyncio.to_thread(services.jobs.get, user, other.id)).is_final
 
                 await await_until(other_done, timeout=60)
     finally:
         worker.stop()
         await running
     with pytest.raises(NotFound):
-        services.job(user, job.id)
-    assert services.job(user, other.id).state == "completed"
+        services.jobs.get(user, job.id)
+    assert services.jobs.get(user, other.id).state == "completed"
     with services.db.read() as conn:
         for table in (job_items, findings, collections, audit_pages):
             rows = conn.execute(select(func.count()).where(table.c.job_id == job.id))

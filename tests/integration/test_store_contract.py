@@ -40,13 +40,13 @@ def _count(db: Database, table) -> int:  # type: ignore[no-untyped-def]
 
 
 def test_job_with_items_is_stored_pending(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, created = services.create_job(user, "test_items", {"urls": ["https://a/", "https://b/"]})
+    user = services.accounts.create_user("alice").user
+    job, created = services.jobs.create(user, "test_items", {"urls": ["https://a/", "https://b/"]})
     assert created
     assert job.state == "pending"
     assert job.items_total == 2 and job.items_done == 0
     assert job.project_id == user.default_project_id
-    items = services.items(user, job.id)
+    items = services.jobs.items(user, job.id)
     assert [i.input for i in items] == ["https://a/", "https://b/"]
     assert {i.state for i in items} == {"pending"}
 
@@ -54,13 +54,13 @@ def test_job_with_items_is_stored_pending(services: Services, db: Database) -> N
 def test_invalid_params_are_refused_before_anything_is_stored(
     services: Services, db: Database
 ) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with pytest.raises(Invalid) as info:
-        services.create_job(user, "test_items", {"urls": [], "item_delay": -1})
+        services.jobs.create(user, "test_items", {"urls": [], "item_delay": -1})
     assert info.value.in_params
     assert {e.path for e in info.value.errors} == {("urls",), ("item_delay",)}
     with pytest.raises(Invalid) as unknown:
-        services.create_job(user, "no_such_kind", {})
+        services.jobs.create(user, "no_such_kind", {})
     assert unknown.value.code == "unknown_kind"
     assert [e.path for e in unknown.value.errors] == [("type",)]
     assert _count(db, jobs) == 0
@@ -68,36 +68,36 @@ def test_invalid_params_are_refused_before_anything_is_stored(
 
 
 def test_idempotency_key_returns_the_first_job(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    first, created = services.create_job(user, "test_noop", {}, idempotency_key="k1")
-    again, created_again = services.create_job(user, "test_noop", {}, idempotency_key="k1")
-    other, _ = services.create_job(user, "test_noop", {}, idempotency_key="k2")
+    user = services.accounts.create_user("alice").user
+    first, created = services.jobs.create(user, "test_noop", {}, idempotency_key="k1")
+    again, created_again = services.jobs.create(user, "test_noop", {}, idempotency_key="k1")
+    other, _ = services.jobs.create(user, "test_noop", {}, idempotency_key="k2")
     assert created and not created_again
     assert again.id == first.id != other.id
     assert _count(db, jobs) == 2
 
 
 def test_other_users_jobs_are_not_found(services: Services) -> None:
-    alice = services.create_user("alice").user
-    bob = services.create_user("bob").user
-    job, _ = services.create_job(alice, "test_noop", {})
+    alice = services.accounts.create_user("alice").user
+    bob = services.accounts.create_user("bob").user
+    job, _ = services.jobs.create(alice, "test_noop", {})
     with pytest.raises(NotFound):
-        services.job(bob, job.id)
+        services.jobs.get(bob, job.id)
     with pytest.raises(NotFound):
-        services.cancel_job(bob, job.id)
-    assert services.jobs(bob) == []
-    assert [j.id for j in services.jobs(alice)] == [job.id]
+        services.jobs.cancel(bob, job.id)
+    assert services.jobs.page(bob) == []
+    assert [j.id for j in services.jobs.page(alice)] == [job.id]
 
 
 def test_deleting_a_project_deletes_its_jobs_and_items(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    project = services.create_project(user, "site-a")
-    kept, _ = services.create_job(user, "test_items", {"urls": ["x"]})
-    gone, _ = services.create_job(user, "test_items", {"urls": ["y", "z"]}, project_id=project.id)
-    services.delete_project(user, project.id)
+    user = services.accounts.create_user("alice").user
+    project = services.accounts.create_project(user, "site-a")
+    kept, _ = services.jobs.create(user, "test_items", {"urls": ["x"]})
+    gone, _ = services.jobs.create(user, "test_items", {"urls": ["y", "z"]}, project_id=project.id)
+    services.accounts.delete_project(user, project.id)
     with pytest.raises(NotFound):
-        services.job(user, gone.id)
-    assert services.job(user, kept.id).id == kept.id
+        services.jobs.get(user, gone.id)
+    assert services.jobs.get(user, kept.id).id == kept.id
     assert _count(db, job_items) == 1
 
 
@@ -105,9 +105,9 @@ def test_deleting_a_project_deletes_its_jobs_and_items(services: Services, db: D
 
 
 def test_claim_takes_a_batch_in_priority_then_age_order(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    low = [services.create_job(user, "test_noop", {}, priority=5)[0] for _ in range(3)]
-    high = [services.create_job(user, "test_noop", {}, priority=0)[0] for _ in range(3)]
+    user = services.accounts.create_user("alice").user
+    low = [services.jobs.create(user, "test_noop", {}, priority=5)[0] for _ in range(3)]
+    high = [services.jobs.create(user, "test_noop", {}, priority=0)[0] for _ in range(3)]
     claimed = _claim(db, limit=4)
     assert [j.id for j in claimed] == [h.id for h in high] + [low[0].id]
     assert all(j.state == "processing" and j.attempt == 1 for j in claimed)
@@ -117,15 +117,15 @@ def test_claim_takes_a_batch_in_priority_then_age_order(services: Services, db: 
 
 
 def test_delayed_job_is_not_claimed_before_run_at(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {}, delay_seconds=3600)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {}, delay_seconds=3600)
     assert _claim(db) == []
     later = utcnow() + timedelta(seconds=3601)
     assert [j.id for j in _claim(db, now=later)] == [job.id]
 
 
 def test_concurrent_claimers_never_share_a_job(services: Services, store_url: str) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with services.db.write() as conn:
         job_sql.insert_many_bare(
             services.db,
@@ -164,11 +164,11 @@ def test_concurrent_claimers_never_share_a_job(services: Services, store_url: st
 
 
 def test_heartbeat_extends_only_leases_still_held(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    a, _ = services.create_job(user, "test_noop", {})
-    b, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    a, _ = services.jobs.create(user, "test_noop", {})
+    b, _ = services.jobs.create(user, "test_noop", {})
     claimed = {j.id: j for j in _claim(db)}
-    services.cancel_job(user, b.id)
+    services.jobs.cancel(user, b.id)
     later = utcnow() + timedelta(seconds=10)
     with db.write() as conn:
         still = job_sql.heartbeat(
@@ -182,9 +182,9 @@ def test_heartbeat_extends_only_leases_still_held(services: Services, db: Databa
 
 
 def test_final_states_are_never_changed_by_the_store(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    done, _ = services.create_job(user, "test_noop", {})
-    failed, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    done, _ = services.jobs.create(user, "test_noop", {})
+    failed, _ = services.jobs.create(user, "test_noop", {})
     claimed = {j.id: j for j in _claim(db)}
     now = utcnow()
     with db.write() as conn:
@@ -209,7 +209,7 @@ def test_final_states_are_never_changed_by_the_store(services: Services, db: Dat
     assert {j: _get(db, j) for j in (done.id, failed.id)} == snapshot
     for final in (done, failed):  # a cancel is refused, with the state it found
         with pytest.raises(JobFinished) as refused:
-            services.cancel_job(user, final.id)
+            services.jobs.cancel(user, final.id)
         assert refused.value.state == snapshot[final.id].state
     assert {j: _get(db, j) for j in (done.id, failed.id)} == snapshot
 
@@ -219,9 +219,9 @@ def test_database_refuses_raw_updates_of_final_jobs(
     services: Services, db: Database, column_value: str
 ) -> None:
     """Even SQL that forgets the guard cannot change a finished job (trigger)."""
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
-    services.cancel_job(user, job.id)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
+    services.jobs.cancel(user, job.id)
     with pytest.raises(DBAPIError), db.write() as conn:
         conn.execute(text(f"UPDATE jobs SET {column_value} WHERE id = :id"), {"id": job.id})
     assert _get(db, job.id).state == "failed"
@@ -229,16 +229,16 @@ def test_database_refuses_raw_updates_of_final_jobs(
 
 def test_open_jobs_can_still_be_updated_raw(services: Services, db: Database) -> None:
     """Control for the trigger test: the trigger is about final rows only."""
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     with db.write() as conn:
         conn.execute(text("UPDATE jobs SET priority = 3 WHERE id = :id"), {"id": job.id})
     assert _get(db, job.id).priority == 3
 
 
 def test_rescue_resumes_expired_leases_and_caps_rescues(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     now = utcnow()
     for round_ in range(3):
         claimed = _claim(db, now=now)
@@ -257,16 +257,16 @@ def test_rescue_resumes_expired_leases_and_caps_rescues(services: Services, db: 
 
 
 def test_live_lease_is_not_rescued(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    services.jobs.create(user, "test_noop", {})
     _claim(db)
     with db.write() as conn:
         assert job_sql.rescue(conn, utcnow() + timedelta(seconds=LEASE - 1), 3) == (0, 0)
 
 
 def test_rescue_then_late_completion_loses(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     first = _claim(db)[0]
     later = utcnow() + timedelta(seconds=LEASE + 1)
     with db.write() as conn:
@@ -286,8 +286,8 @@ def test_rescue_then_late_completion_loses(services: Services, db: Database) -> 
 
 
 def test_late_completion_then_rescue_changes_nothing(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     first = _claim(db)[0]
     later = utcnow() + timedelta(seconds=LEASE + 1)
     # The lease has expired, but the worker is not dead yet: its completion still wins the race.
@@ -298,7 +298,7 @@ def test_late_completion_then_rescue_changes_nothing(services: Services, db: Dat
 
 
 def _race_completion_against_rescue(services: Services, store_url: str, user) -> None:  # type: ignore[no-untyped-def]
-    job, _ = services.create_job(user, "test_noop", {})
+    job, _ = services.jobs.create(user, "test_noop", {})
     claimed = _claim(services.db)[0]
     later = utcnow() + timedelta(seconds=LEASE + 1)
     results: dict[str, object] = {}
@@ -333,16 +333,16 @@ def _race_completion_against_rescue(services: Services, store_url: str, user) ->
 
 def test_rescue_racing_completion_from_threads(services: Services, store_url: str) -> None:
     """Many rounds of a real race: the final state is always the one that committed first."""
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     for _ in range(15):
         _race_completion_against_rescue(services, store_url, user)
 
 
 def test_record_items_is_fenced_by_the_claim(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_items", {"urls": ["a", "b"]})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
     claimed = _claim(db)[0]
-    items = services.items(user, job.id)
+    items = services.jobs.items(user, job.id)
     with db.write() as conn:
         job_sql.record_items(
             conn,
@@ -352,7 +352,7 @@ def test_record_items_is_fenced_by_the_claim(services: Services, db: Database) -
             {"ok": 1},
             utcnow(),
         )
-    services.cancel_job(user, job.id)
+    services.jobs.cancel(user, job.id)
     with pytest.raises(job_sql.LeaseLost), db.write() as conn:
         job_sql.record_items(
             conn,
@@ -362,7 +362,7 @@ def test_record_items_is_fenced_by_the_claim(services: Services, db: Database) -
             {"ok": 2},
             utcnow(),
         )
-    after = services.items(user, job.id)
+    after = services.jobs.items(user, job.id)
     assert [i.state for i in after] == ["done", "pending"]
     assert _get(db, job.id).items_done == 1
     assert _get(db, job.id).counters == {"ok": 1}
@@ -373,9 +373,9 @@ def test_writing_an_item_finds_it_by_its_key_before_statistics_exist(
 ) -> None:
     """A new job's items have no planner statistics yet: writing one must still find it by
     its primary key, not scan the job's pending items (once per item: quadratic)."""
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_items", {"urls": [f"u{n}" for n in range(3000)]})
-    item = services.items(user, job.id)[0]
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": [f"u{n}" for n in range(3000)]})
+    item = services.jobs.items(user, job.id)[0]
     with db.read() as conn:
         compiled = job_sql._RECORD_ITEM.compile(dialect=conn.dialect)
         values = {"b_id": item.id, "b_job": job.id, "b_state": "done", "b_outcome": "ok"}
@@ -392,8 +392,8 @@ def test_writing_an_item_finds_it_by_its_key_before_statistics_exist(
 def test_an_item_added_finished_is_stored_done_once_and_never_run(
     services: Services, db: Database
 ) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_items", {"urls": ["a"]})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a"]})
     claimed = _claim(db)[0]
     found = (NewFinding("thin", "notice", {"url": "b"}),)
     outcome = ItemOutcome(item_id=0, failed=False, outcome="ok", result={"n": 2}, findings=found)
@@ -406,23 +406,23 @@ def test_an_item_added_finished_is_stored_done_once_and_never_run(
 
     assert add({"ok": 1}) is True
     assert add({"ok": 2}) is False  # the job has "b": nothing written, counters kept
-    items = services.items(user, job.id)
+    items = services.jobs.items(user, job.id)
     assert [(i.input, i.state, i.result) for i in items] == [
         ("a", "pending", None),
         ("b", "done", {"n": 2}),
     ]
     after = _get(db, job.id)
     assert (after.items_total, after.items_done, after.counters) == (2, 1, {"ok": 1})
-    [finding] = services.findings(user, job.id)
+    [finding] = services.jobs.findings(user, job.id)
     assert (finding.code, finding.item_id) == ("thin", items[1].id)
     with db.read() as conn:  # the pending item is the only one left to run
         assert [i.input for i in job_sql.items_page(conn, job.id, only_open=True)] == ["a"]
 
 
 def test_cancel_pending_job_fails_it_as_cancelled(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
-    cancelled = services.cancel_job(user, job.id)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
+    cancelled = services.jobs.cancel(user, job.id)
     assert cancelled.state == "failed"
     assert cancelled.error_code == "cancelled"
     assert cancelled.completed_at is not None
@@ -430,8 +430,8 @@ def test_cancel_pending_job_fails_it_as_cancelled(services: Services, db: Databa
 
 
 def test_release_hands_the_job_back(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
     claimed = _claim(db)[0]
     with db.write() as conn:
         assert job_sql.release(conn, [(job.id, claimed.attempt)], utcnow()) == 1
@@ -462,11 +462,11 @@ def test_one_leader_at_a_time(db: Database) -> None:
 
 
 def test_prune_deletes_only_old_finished_jobs(services: Services, db: Database) -> None:
-    user = services.create_user("alice").user
-    old, _ = services.create_job(user, "test_items", {"urls": ["a"]})
-    fresh, _ = services.create_job(user, "test_noop", {})
-    still_open, _ = services.create_job(user, "test_noop", {}, delay_seconds=10**6)
-    services.cancel_job(user, old.id)
+    user = services.accounts.create_user("alice").user
+    old, _ = services.jobs.create(user, "test_items", {"urls": ["a"]})
+    fresh, _ = services.jobs.create(user, "test_noop", {})
+    still_open, _ = services.jobs.create(user, "test_noop", {}, delay_seconds=10**6)
+    services.jobs.cancel(user, old.id)
     horizon = utcnow() + timedelta(days=31)
     with db.write() as conn:
         conn.execute(
@@ -484,9 +484,9 @@ def test_a_tick_fires_once_even_when_leaders_race(services: Services, store_url:
     """Leadership is the first guard; the (schedule, tick) unique key is the last one."""
     from seojobs.engine.maintenance import fire_due_schedules
 
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     start = utcnow() - timedelta(seconds=10)
-    schedule = services.create_schedule(
+    schedule = services.schedules.create(
         user, name="s", kind="test_noop", params={}, every_seconds=60, start_at=start
     )
     dbs = [Database(store_url) for _ in range(3)]
@@ -495,7 +495,7 @@ def test_a_tick_fires_once_even_when_leaders_race(services: Services, store_url:
 
     def racer(d: Database) -> None:
         barrier.wait()
-        fire = Services(d, services.settings, services.registry).fire_schedule
+        fire = Services(d, services.settings, services.registry).schedules.fire
         fired.append(fire_due_schedules(d, utcnow(), fire))
 
     threads = [threading.Thread(target=racer, args=(d,)) for d in dbs]
@@ -518,13 +518,13 @@ def test_a_tick_fires_once_even_when_leaders_race(services: Services, store_url:
 def test_missed_ticks_are_not_backfilled(services: Services, db: Database) -> None:
     from seojobs.engine.maintenance import fire_due_schedules
 
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     start = utcnow() - timedelta(seconds=350)
-    services.create_schedule(
+    services.schedules.create(
         user, name="s", kind="test_noop", params={}, every_seconds=100, start_at=start
     )
-    assert fire_due_schedules(db, utcnow(), services.fire_schedule) == 1
-    assert fire_due_schedules(db, utcnow(), services.fire_schedule) == 0
+    assert fire_due_schedules(db, utcnow(), services.schedules.fire) == 1
+    assert fire_due_schedules(db, utcnow(), services.schedules.fire) == 0
     with db.read() as conn:
         ticks = list(conn.execute(select(jobs.c.schedule_tick)).scalars())
     assert ticks == [start + timedelta(seconds=300)]
@@ -533,8 +533,8 @@ def test_missed_ticks_are_not_backfilled(services: Services, db: Database) -> No
 def test_the_overview_counts_jobs_from_an_index_alone(services: Services, db: Database) -> None:
     """Counting 100,000 jobs per state and kind read every row (60-70 ms per overview):
     ix_jobs_project_state answers it without touching the table."""
-    user = services.create_user("alice").user
-    services.create_job(user, "test_items", {"urls": ["a"]})
+    user = services.accounts.create_user("alice").user
+    services.jobs.create(user, "test_items", {"urls": ["a"]})
     query = job_sql.counts_query([user.default_project_id])
     with db.read() as conn:
         compiled = query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
@@ -546,4 +546,4 @@ def test_the_overview_counts_jobs_from_an_index_alone(services: Services, db: Da
         plan = " ".join(str(row) for row in conn.exec_driver_sql(explain + str(compiled)))
     assert "ix_jobs_project_state" in plan, plan
     assert ("Index Only Scan" in plan) or ("COVERING INDEX" in plan), plan
-    assert services.job_counts(user) == [("test_items", "pending", 1)]
+    assert services.jobs.counts(user) == [("test_items", "pending", 1)]

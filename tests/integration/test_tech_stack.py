@@ -155,7 +155,7 @@ def test_a_database_gone_when_the_job_runs_fails_it_with_a_code(
         path.write_text('{"technologies": "no"}')
     settings = make_settings(sqlite_url, fingerprints_path=str(path))
     with api(settings, run_worker=True) as served:
-        user = served.services.user_named("alice")
-        done = wait_until(lambda: (j := served.services.job(user, job_id)).is_final and j)
+        user = served.services.accounts.user_named("alice")
+        done = wait_until(lambda: (j := served.services.jobs.get(user, job_id)).is_final and j)
     assert (done.state, done.error_code) == ("failed", code)
     assert "seojobs fingerprints update" in (done.error_message or "")

@@ -38,13 +38,13 @@ async def running(
 
 
 async def state_of(services: Services, user, job_id: int) -> str:  # type: ignore[no-untyped-def]
-    job = await asyncio.to_thread(services.job, user, job_id)
+    job = await asyncio.to_thread(services.jobs.get, user, job_id)
     return job.state
 
 
 async def until_state(services: Services, user, job_id: int, *states: str):  # type: ignore[no-untyped-def]
     async def check():  # type: ignore[no-untyped-def]
-        job = await asyncio.to_thread(services.job, user, job_id)
+        job = await asyncio.to_thread(services.jobs.get, user, job_id)
         return job if job.state in states else None
 
     return await await_until(check)
@@ -61,9 +61,9 @@ def starts_per_item(db: Database, job_id: int) -> dict[str, int]:
 
 
 async def test_items_job_runs_to_completion(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     urls = [f"https://example.test/{i}" for i in range(25)]
-    job, _ = services.create_job(user, "test_items", {"urls": urls, "fail_items": [urls[3]]})
+    job, _ = services.jobs.create(user, "test_items", {"urls": urls, "fail_items": [urls[3]]})
     async with running(db, settings, registry):
         done = await until_state(services, user, job.id, "completed", "failed")
     assert done.state == "completed"
@@ -72,7 +72,7 @@ async def test_items_job_runs_to_completion(services, db, settings, registry) ->
     assert done.result == {"seen": 24}
     assert done.progress_percent == 100
     assert done.started_at is not None and done.completed_at is not None
-    items = services.items(user, job.id)
+    items = services.jobs.items(user, job.id)
     assert items[3].state == "failed" and items[3].error_code == "item_failed"
     assert all(i.state == "done" for i in items if i.seq != 3)
     assert set(starts_per_item(db, job.id).values()) == {1}
@@ -85,15 +85,15 @@ async def test_results_that_finish_apart_are_written_in_groups(
     # the last result once no other item is running. Items finish 0.2 s apart, each of which
     # was written alone before (items_done rose one by one).
     monkeypatch.setattr(context, "GROUP_WAIT", 60.0)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     urls = [f"https://example.test/{i}" for i in range(5)]
     params = {"urls": urls, "concurrency": 4, "delay_step": 0.2}
-    job, _ = services.create_job(user, "test_items", params)
+    job, _ = services.jobs.create(user, "test_items", params)
     async with running(db, settings, registry):
         done = await until_state(services, user, job.id, "completed", "failed")
     assert (done.state, done.items_done, done.counters) == ("completed", 5, {"ok": 5})
     groups: dict[object, list[int]] = {}
-    for item in services.items(user, job.id):
+    for item in services.jobs.items(user, job.id):
         groups.setdefault(item.finished_at, []).append(item.seq)  # one write, one time
     assert sorted(groups.values()) == [[0, 1], [2, 3], [4]]
 
@@ -104,9 +104,9 @@ async def test_job_failures_carry_code_and_message_and_are_not_retried(
     settings,
     registry,  # type: ignore[no-untyped-def]
 ) -> None:
-    user = services.create_user("alice").user
-    told, _ = services.create_job(user, "test_fail", {"code": "site_unreachable", "message": "no"})
-    crashed, _ = services.create_job(user, "test_fail", {"crash": True, "message": "kaboom"})
+    user = services.accounts.create_user("alice").user
+    told, _ = services.jobs.create(user, "test_fail", {"code": "site_unreachable", "message": "no"})
+    crashed, _ = services.jobs.create(user, "test_fail", {"crash": True, "message": "kaboom"})
     async with running(db, settings, registry):
         a = await until_state(services, user, told.id, "failed")
         b = await until_state(services, user, crashed.id, "failed")
@@ -118,7 +118,7 @@ async def test_job_failures_carry_code_and_message_and_are_not_retried(
 
 async def test_unknown_kind_in_the_table_fails_cleanly(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
     """A job whose kind this worker does not know (plug-in removed) fails; the worker lives on."""
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with db.write() as conn:
         job_id, _ = job_sql.insert_job(
             db,
@@ -126,7 +126,7 @@ async def test_unknown_kind_in_the_table_fails_cleanly(services, db, settings, r
             NewJob(project_id=user.default_project_id, kind="gone", params={}, run_at=utcnow()),
             utcnow(),
         )
-    ok, _ = services.create_job(user, "test_noop", {})
+    ok, _ = services.jobs.create(user, "test_noop", {})
     async with running(db, settings, registry):
         bad = await until_state(services, user, job_id, "failed")
         await until_state(services, user, ok.id, "completed")
@@ -139,17 +139,17 @@ async def test_cancel_stops_a_running_job_before_its_next_item(
     settings,
     registry,  # type: ignore[no-untyped-def]
 ) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     urls = [f"u{i}" for i in range(200)]
-    job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.02})
+    job, _ = services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.02})
     async with running(db, settings, registry):
 
         async def some_done():  # type: ignore[no-untyped-def]
-            return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 3
+            return (await asyncio.to_thread(services.jobs.get, user, job.id)).items_done >= 3
 
         await await_until(some_done)
-        await asyncio.to_thread(services.cancel_job, user, job.id)
-        snapshot = await asyncio.to_thread(services.job, user, job.id)
+        await asyncio.to_thread(services.jobs.cancel, user, job.id)
+        snapshot = await asyncio.to_thread(services.jobs.get, user, job.id)
 
         # The worker notices at its next item write and stops; give it the chance to misbehave.
         async def started_after_cancel() -> int:
@@ -158,7 +158,7 @@ async def test_cancel_stops_a_running_job_before_its_next_item(
         before = await started_after_cancel()
         await asyncio.sleep(settings.poll_interval * 3)
         after = await started_after_cancel()
-    final = services.job(user, job.id)
+    final = services.jobs.get(user, job.id)
     assert final.state == "failed" and final.error_code == "cancelled"
     assert final.items_done == snapshot.items_done  # nothing recorded after the cancel
     assert after - before <= 1  # at most the item in flight when the cancel landed
@@ -171,19 +171,19 @@ async def test_graceful_stop_releases_and_another_worker_resumes(
     settings,
     registry,  # type: ignore[no-untyped-def]
 ) -> None:
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     urls = [f"u{i}" for i in range(60)]
-    job, _ = services.create_job(user, "test_items", {"urls": urls, "item_delay": 0.01})
+    job, _ = services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.01})
     first = Worker(db, settings, registry, worker_id="first")
     task = asyncio.create_task(first.run())
 
     async def some_done():  # type: ignore[no-untyped-def]
-        return (await asyncio.to_thread(services.job, user, job.id)).items_done >= 5
+        return (await asyncio.to_thread(services.jobs.get, user, job.id)).items_done >= 5
 
     await await_until(some_done)
     first.stop()
     await asyncio.wait_for(task, 30)
-    released = services.job(user, job.id)
+    released = services.jobs.get(user, job.id)
     assert released.state == "pending"
     assert released.rescue_count == 0
     assert 5 <= released.items_done < 60
@@ -198,10 +198,10 @@ async def test_rescued_job_resumes_from_unfinished_items(services, store_url, re
     settings = make_settings(store_url, lease_seconds=0.6)
     db = Database(store_url)
     services = Services(db, settings, registry)
-    user = services.create_user("alice").user
-    job, _ = services.create_job(user, "test_items", {"urls": [f"u{i}" for i in range(30)]})
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": [f"u{i}" for i in range(30)]})
     claimed = _claim_now(db, settings)
-    items = services.items(user, job.id)
+    items = services.jobs.items(user, job.id)
     from seojobs.records import ItemOutcome
 
     with db.write() as conn:
@@ -229,12 +229,12 @@ def _claim_now(db: Database, settings: Settings):  # type: ignore[no-untyped-def
 
 
 async def test_delayed_job_waits_for_run_at(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
-    user = services.create_user("alice").user
-    later, _ = services.create_job(user, "test_noop", {}, delay_seconds=1.0)
-    now_job, _ = services.create_job(user, "test_noop", {})
+    user = services.accounts.create_user("alice").user
+    later, _ = services.jobs.create(user, "test_noop", {}, delay_seconds=1.0)
+    now_job, _ = services.jobs.create(user, "test_noop", {})
     async with running(db, settings, registry):
         await until_state(services, user, now_job.id, "completed")
-        early = services.job(user, later.id)
+        early = services.jobs.get(user, later.id)
         done = await until_state(services, user, later.id, "completed")
     assert early.state == "pending" or early.started_at >= later.run_at
     assert done.started_at >= later.run_at
@@ -253,11 +253,11 @@ async def test_idle_worker_is_woken_without_waiting_for_the_poll(
     db = Database(store_url)
     producer_db = Database(store_url)
     services = Services(producer_db, settings, registry)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     async with running(db, settings, registry, maintenance=False) as worker:
         await await_until(lambda: _async_true(worker._listener is not None))
         await asyncio.sleep(0.3)  # let the worker go idle on its first empty claim
-        job, _ = services.create_job(user, "test_noop", {})
+        job, _ = services.jobs.create(user, "test_noop", {})
         await until_state(services, user, job.id, "completed")
     db.dispose()
     producer_db.dispose()
@@ -271,7 +271,7 @@ async def test_many_workers_claim_every_job_exactly_once(store_url, registry) ->
     settings = make_settings(store_url)
     dbs = [Database(store_url) for _ in range(4)]
     services = Services(dbs[0], settings, registry)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     with dbs[0].write() as conn:
         job_sql.insert_many_bare(
             dbs[0],
@@ -322,8 +322,8 @@ async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registr
     )
     dbs = [Database(store_url) for _ in range(3)]
     services = Services(dbs[0], settings, registry)
-    user = services.create_user("alice").user
-    schedule = services.create_schedule(
+    user = services.accounts.create_user("alice").user
+    schedule = services.schedules.create(
         user, name="daily rankings", kind="test_noop", params={}, every_days=1
     )
     workers = [
@@ -332,7 +332,7 @@ async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registr
             settings,
             registry,
             worker_id=f"w{i}",
-            fire_schedule=Services(d, settings, registry).fire_schedule,
+            fire_schedule=Services(d, settings, registry).schedules.fire,
         )
         for i, d in enumerate(dbs)
     ]

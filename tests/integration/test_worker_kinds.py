@@ -13,16 +13,16 @@ from tests.waiting import await_until
 
 
 async def _final(services: Services, user: object, job_id: int) -> bool:
-    job = await asyncio.to_thread(services.job, user, job_id)  # type: ignore[arg-type]
+    job = await asyncio.to_thread(services.jobs.get, user, job_id)  # type: ignore[arg-type]
     return job.is_final
 
 
 async def test_a_capped_kind_runs_one_job_at_a_time_beside_uncapped_ones(
     services: Services, settings: Settings, registry: Registry
 ) -> None:
-    user = services.create_user("alice").user
-    capped = [services.create_job(user, "test_capped", {"seconds": 0.3})[0] for _ in range(3)]
-    free = [services.create_job(user, "test_sleep", {"seconds": 0.3})[0] for _ in range(3)]
+    user = services.accounts.create_user("alice").user
+    capped = [services.jobs.create(user, "test_capped", {"seconds": 0.3})[0] for _ in range(3)]
+    free = [services.jobs.create(user, "test_sleep", {"seconds": 0.3})[0] for _ in range(3)]
     worker = Worker(services.db, settings, registry, concurrency=10)
     most: dict[str, int] = {"test_capped": 0, "test_sleep": 0}
 
@@ -42,7 +42,7 @@ async def test_a_capped_kind_runs_one_job_at_a_time_beside_uncapped_ones(
         watcher.cancel()
         worker.stop()
         await running
-    assert all(services.job(user, j.id).state == "completed" for j in capped + free)
+    assert all(services.jobs.get(user, j.id).state == "completed" for j in capped + free)
     assert most["test_capped"] == 1  # never two at once
     assert most["test_sleep"] >= 2  # the cap is the kind's, not the worker's
 
@@ -50,9 +50,9 @@ async def test_a_capped_kind_runs_one_job_at_a_time_beside_uncapped_ones(
 async def test_a_worker_serves_only_its_queues(
     services: Services, settings: Settings, registry: Registry
 ) -> None:
-    user = services.create_user("alice").user
-    mine = services.create_job(user, "test_capped", {"seconds": 0})[0]
-    other = services.create_job(user, "test_noop", {})[0]
+    user = services.accounts.create_user("alice").user
+    mine = services.jobs.create(user, "test_capped", {"seconds": 0})[0]
+    other = services.jobs.create(user, "test_noop", {})[0]
     worker = Worker(services.db, settings, registry, queues=["capped"])
     running = asyncio.create_task(worker.run())
     try:
@@ -60,15 +60,15 @@ async def test_a_worker_serves_only_its_queues(
     finally:
         worker.stop()
         await running
-    assert services.job(user, other.id).state == "pending"
+    assert services.jobs.get(user, other.id).state == "pending"
     assert worker.claimed_total == 1
 
 
 async def test_a_job_past_its_kinds_timeout_fails_with_code_timeout(
     services: Services, settings: Settings, registry: Registry
 ) -> None:
-    user = services.create_user("alice").user
-    job = services.create_job(user, "test_timed", {"seconds": 30})[0]
+    user = services.accounts.create_user("alice").user
+    job = services.jobs.create(user, "test_timed", {"seconds": 30})[0]
     worker = Worker(services.db, settings, registry)
     running = asyncio.create_task(worker.run())
     try:
@@ -76,5 +76,5 @@ async def test_a_job_past_its_kinds_timeout_fails_with_code_timeout(
     finally:
         worker.stop()
         await running
-    done = services.job(user, job.id)
+    done = services.jobs.get(user, job.id)
     assert (done.state, done.error_code) == ("failed", "timeout")

@@ -49,13 +49,13 @@ async def test_woken_worker_claims_without_a_transaction_block_on_postgresql(
     db, producer_db = Database(store_url), Database(store_url)
     watch = ClaimWatch(db)
     services = Services(producer_db, settings, registry)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     worker = Worker(db, settings, registry, maintenance=False)
     task = asyncio.create_task(worker.run())
     try:
         await await_until(lambda: _claimed_at_least(watch, 1))  # the first claim found nothing
         for n in range(3):  # one job at a time, each to an idle worker
-            job, _ = services.create_job(user, "test_noop", {})
+            job, _ = services.jobs.create(user, "test_noop", {})
             await await_until(lambda job_id=job.id: _completed(services, user, job_id))
             assert worker.claimed_total == n + 1
     finally:
@@ -75,7 +75,7 @@ async def _claimed_at_least(watch: ClaimWatch, n: int) -> bool:
 
 
 async def _completed(services: Services, user: Any, job_id: int) -> bool:
-    job = await asyncio.to_thread(services.job, user, job_id)
+    job = await asyncio.to_thread(services.jobs.get, user, job_id)
     return bool(job.state == "completed")
 
 
@@ -91,11 +91,11 @@ def test_a_created_job_wakes_workers_from_its_insert_statement(
     hooks: list[bool] = []
     db.add_wake_hook(lambda: hooks.append(True))
     services = Services(db, settings, registry)
-    user = services.create_user("alice").user
+    user = services.accounts.create_user("alice").user
     listener = _listen(store_url) if db.dialect == "postgresql" else None
     try:
         statements.clear()
-        _job, created = services.create_job(user, "test_noop", {})
+        _job, created = services.jobs.create(user, "test_noop", {})
         assert created
         notifying = [s for s in statements if "pg_notify" in s]
         if listener is not None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from seojobs.fetch.resolver import parse_nameserver
 from seojobs.kinds.domain_lookup import DomainLookupSettings, normalise_domain
 from seojobs.kinds.domain_lookup.certificate import matches
-from seojobs.kinds.domain_lookup.records import dmarc_of, parse_nameserver, spf_of
+from seojobs.kinds.domain_lookup.records import dmarc_of, spf_of
 from seojobs.providers import rdap
 
 

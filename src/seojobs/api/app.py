@@ -67,7 +67,7 @@ def create_app(
         worker_task: asyncio.Task[None] | None = None
         worker: Worker | None = None
         if run_worker:
-            worker = Worker(services.db, settings, registry, fire_schedule=services.fire_schedule)
+            worker = Worker(services.db, settings, registry, fire_schedule=services.schedules.fire)
             worker_task = asyncio.create_task(worker.run(), name="seojobs-worker")
         app.state.worker = worker
         try:

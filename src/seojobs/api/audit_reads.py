@@ -25,7 +25,8 @@ from seojobs.api.paging import by_id, by_seq, paged
 from seojobs.api.projects import ProjectId
 from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
-from seojobs.records import AuditPageRecord, FindingRecord
+from seojobs.kinds.site_audit.pagetable import AuditPageRecord
+from seojobs.records import FindingRecord
 from seojobs.services.audits import Audit
 from seojobs.timefmt import rfc3339_or_none
 
@@ -219,10 +220,12 @@ def audit_issues(
     """The issues a completed audit found, in the order found (filter by `code`,
     `severity`): pages of JSON, or every one as CSV with `Accept: text/csv`."""
     after = parse_cursor(cursor) or 0  # the request is checked before anything is read
-    job = svc.audit(user, project_id, job_id)
+    job = svc.audits.get(user, project_id, job_id)
 
     def read(after: int, limit: int = limit + 1) -> list[FindingRecord]:
-        return svc.findings(user, job_id, code=code, severity=severity, after_id=after, limit=limit)
+        return svc.jobs.findings(
+            user, job_id, code=code, severity=severity, after_id=after, limit=limit
+        )
 
     if _wants_csv(accept):
         rows = (_issue_cells(f) for f in _all(lambda a: read(a, CSV_PAGE), by_id, after))
@@ -282,7 +285,7 @@ def audit_pages(
     wanted = statuses(status)
 
     def read(after: int, limit: int = limit + 1) -> tuple[Audit, list[AuditPageRecord]]:
-        return svc.audit_pages(
+        return svc.audits.pages(
             user,
             project_id,
             job_id,
@@ -324,7 +327,7 @@ def compare_audits(
     and unchanged, in all and per code, and a page of those of one `change` (of one
     `code`, if given; the counts are always of every issue)."""
     after = parse_cursor(cursor) or 0
-    found = svc.audit_comparison(
+    found = svc.audits.compare(
         user,
         project_id,
         job_id,

@@ -79,7 +79,7 @@ def list_audits(
     project_id: ProjectId, user: User, svc: Svc, cursor: Cursor = None, limit: Limit = 100
 ) -> Response:
     """The project's completed audits, newest first, each with its summary (as `latest`)."""
-    found = svc.collection_history(
+    found = svc.collections.history(
         user, project_id, site_audit.NAME, before_id=parse_cursor(cursor), limit=limit + 1
     )
     page, more = paged(found, limit, by_id)
@@ -95,5 +95,5 @@ def latest_audit(project_id: ProjectId, user: User, svc: Svc) -> Response:
     """The summary of the project's last completed audit (pages crawled, issues by severity
     and code, health score), with its `job_id` and `collected_at`. Never starts an audit:
     404 until one has completed."""
-    found = svc.collected(user, project_id, site_audit.NAME)
+    found = svc.collections.latest(user, project_id, site_audit.NAME)
     return JSONResponse({"data": collection_body(found)})

@@ -147,7 +147,7 @@ def list_backlinks(
     `backlink_refresh` jobs checked, in donor order, with `first_seen`, `last_checked` and
     `last_changed`. Never starts a job: 404 until one has completed."""
     offset = parse_cursor(cursor) or 0  # the request is checked before anything is read
-    found = svc.collected_each(user, project_id, backlink_refresh.NAME)
+    found = svc.collections.latest_each(user, project_id, backlink_refresh.NAME)
     wanted = _stored(target) if target is not None else None
     rows = [body for body in map(_body, found) if _wanted(body, link_status, wanted, donor_domain)]
     page = rows[offset : offset + limit]
@@ -168,7 +168,7 @@ def _filtered_history(
     found: list[CollectionRecord] = []
     name = backlink_refresh.NAME
     while len(found) < wanted:
-        chunk = svc.collection_history(
+        chunk = svc.collections.history(
             user, project_id, name, before_id=before, limit=HISTORY_CHUNK
         )
         for record in chunk:
@@ -203,7 +203,7 @@ def backlink_history(
     before = parse_cursor(cursor)
     if donor is not None and target is not None:
         key = backlink_refresh.subject(_stored(donor), _stored(target))
-        page = svc.collection_history(
+        page = svc.collections.history(
             user, project_id, backlink_refresh.NAME, key, before_id=before, limit=limit + 1
         )
     else:

@@ -16,7 +16,7 @@ from seojobs.api.problems import Problem
 from seojobs.api.ratelimit import AUTH_FAILURES, USER, RateLimiter, Verdict
 from seojobs.records import UserRecord
 from seojobs.services import Services
-from seojobs.services.core import hash_api_key
+from seojobs.services.accounts import hash_api_key
 
 AUTH_CACHE_SECONDS = 5.0  # a deleted user's key keeps working at most this long
 
@@ -158,7 +158,7 @@ async def authenticate(request: Request, key: str | None) -> UserRecord | None:
     digest = hash_api_key(key) if key else ""  # the cache holds hashes, never raw keys
 
     async def lookup() -> UserRecord | None:
-        return await run_in_threadpool(svc.authenticate, key or "")
+        return await run_in_threadpool(svc.accounts.authenticate, key or "")
 
     if key and (user := cache.cached(digest)) is not None:
         return user

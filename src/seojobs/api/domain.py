@@ -65,7 +65,7 @@ def domain_data(
     """The project's latest domain lookup (of `domain`, if given): registration, DNS and TLS
     certificate, with the `job_id` and `collected_at` of that lookup. Never starts a lookup:
     404 until one has completed."""
-    found = svc.collected(user, project_id, domain_lookup.NAME, _subject(domain))
+    found = svc.collections.latest(user, project_id, domain_lookup.NAME, _subject(domain))
     return JSONResponse(
         {
             "domain": found.subject,

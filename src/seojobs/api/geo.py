@@ -123,7 +123,9 @@ def list_geo(
     jobs asked: cited?, position, mentioned?, the shares over repeats, with `job_id` and
     `collected_at`. Never starts a job: 404 until one has completed."""
     after = parse_cursor(cursor)  # the request is checked before anything is read
-    found = sorted(svc.collected_each(user, project_id, geo_lookup.NAME), key=lambda c: c.id)
+    found = sorted(
+        svc.collections.latest_each(user, project_id, geo_lookup.NAME), key=lambda c: c.id
+    )
     if after is not None:
         found = [c for c in found if c.id > after]
     rows = [(c, _row(c)) for c in found]
@@ -159,7 +161,7 @@ def geo_history(
     subjects = [geo_lookup.subject(n, asked) for n in names] if asked else [None]
     found: list[CollectionRecord] = []
     for subject in subjects:
-        found += svc.collection_history(
+        found += svc.collections.history(
             user, project_id, geo_lookup.NAME, subject, before_id=before, limit=limit + 1
         )
     if not found and before is None:

@@ -62,7 +62,7 @@ def run(
         return produce(None)
     request_print = fingerprint(request, payload)
     job_key = hashlib.sha256(f"{key}\n{request_print}".encode()).hexdigest()
-    outcome, stored = svc.idempotency_begin(user, key, request_print, IN_FLIGHT_SECONDS)
+    outcome, stored = svc.idempotency.begin(user, key, request_print, IN_FLIGHT_SECONDS)
     if outcome == "mismatch":
         message = "this key was used with a different request; use a new key for a new request"
         raise Problem(
@@ -90,8 +90,8 @@ def run(
     try:
         response = produce(job_key)
     except BaseException:
-        svc.idempotency_abandon(user, key)
+        svc.idempotency.abandon(user, key)
         raise
     kept = {k: v for k, v in response.headers.items() if k.lower() in ("location", "retry-after")}
-    svc.idempotency_finish(user, key, response.status_code, bytes(response.body).decode(), kept)
+    svc.idempotency.finish(user, key, response.status_code, bytes(response.body).decode(), kept)
     return response

@@ -162,9 +162,9 @@ def _collection(
 ) -> CollectionRecord:
     name = keyword_research.NAME
     if after is None:
-        return svc.collected(user, project_id, name, subject)
+        return svc.collections.latest(user, project_id, name, subject)
     wanted = after // PAGE_SPAN
-    found = svc.collection_history(user, project_id, name, subject, before_id=wanted + 1, limit=1)
+    found = svc.collections.history(user, project_id, name, subject, before_id=wanted + 1, limit=1)
     if not found or found[0].id != wanted:
         detail = f"the cursor names no keyword collection of project {project_id}"
         raise Problem(404, "Not found", detail, code="not_found")

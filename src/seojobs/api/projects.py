@@ -159,7 +159,7 @@ def create_project(body: ProjectIn, request: Request, user: User, svc: Svc) -> R
 
     def produce(_job_key: str | None) -> JSONResponse:
         with _answers():
-            project = svc.create_project(user, body.name)
+            project = svc.accounts.create_project(user, body.name)
         return _created(f"/v1/projects/{project.id}", project_body(project))
 
     return idempotency.run(request, svc, user, body.model_dump(), produce)
@@ -179,7 +179,9 @@ def get_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
 )
 def rename_project(project_id: ProjectId, body: ProjectIn, user: User, svc: Svc) -> Response:
     """Rename one of your projects (names are unique per user: 409 when taken)."""
-    return JSONResponse({"data": project_body(svc.rename_project(user, project_id, body.name))})
+    return JSONResponse(
+        {"data": project_body(svc.accounts.rename_project(user, project_id, body.name))}
+    )
 
 
 @router.delete(
@@ -193,7 +195,7 @@ def delete_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
     """Delete a project with its jobs (running ones too) and schedules. The default project,
     which holds the indexing API's jobs, cannot be deleted (409)."""
     with _answers():
-        svc.delete_project(user, project_id)
+        svc.accounts.delete_project(user, project_id)
     return Response(status_code=204)
 
 
@@ -227,7 +229,7 @@ def _start(
     params_at: str | None = "params",
 ) -> JobRecord:
     with _answers(params_at):
-        job, _created = svc.create_job(
+        job, _created = svc.jobs.create(
             user,
             body.type,
             body.params,
@@ -281,7 +283,7 @@ def list_jobs(
     limit: Limit = 100,
 ) -> Response:
     """A project's jobs, newest first."""
-    found = svc.jobs(
+    found = svc.jobs.page(
         user,
         project_id=project_id,
         kind=type,
@@ -300,7 +302,7 @@ async def get_job(request: Request, job_id: JobId) -> Response:
     # The hot path of every poller: no Depends (see deps.current_user), read on the event loop.
     user = await current_user(request)
     svc: Services = request.app.state.services
-    job = await svc.job_summary(user, job_id)
+    job = await svc.jobs.summary(user, job_id)
     return JSONResponse({"data": job_body(job)}, headers=retry_headers(job))
 
 
@@ -325,7 +327,7 @@ def cancel_job(job_id: JobId, user: User, svc: Svc) -> Response:
 
     Cancelling it again answers the same; a job that ended otherwise answers 409
     (`job_finished`, with `job_status` and `error_code`)."""
-    job = svc.cancel_job(user, job_id)
+    job = svc.jobs.cancel(user, job_id)
     return JSONResponse({"data": job_body(job)}, headers=retry_headers(job))
 
 
@@ -365,7 +367,7 @@ def list_schedules(
     project_id: ProjectId, user: User, svc: Svc, cursor: Cursor = None, limit: Limit = 100
 ) -> Response:
     """A project's collection schedules, oldest first."""
-    page, next_cursor = _page(svc.schedules(user, project_id), cursor, limit)
+    page, next_cursor = _page(svc.schedules.in_project(user, project_id), cursor, limit)
     return JSONResponse({"data": [schedule_body(s) for s in page], "next_cursor": next_cursor})
 
 
@@ -387,7 +389,7 @@ def create_schedule(
 
     def produce(_job_key: str | None) -> JSONResponse:
         with _answers():
-            schedule = svc.create_schedule(
+            schedule = svc.schedules.create(
                 user,
                 name=body.name,
                 kind=body.type,
@@ -411,7 +413,7 @@ def create_schedule(
 )
 def get_schedule(project_id: ProjectId, schedule_id: ScheduleId, user: User, svc: Svc) -> Response:
     """One schedule, with when it runs next."""
-    return JSONResponse({"data": schedule_body(svc.schedule(user, project_id, schedule_id))})
+    return JSONResponse({"data": schedule_body(svc.schedules.get(user, project_id, schedule_id))})
 
 
 @router.patch(
@@ -424,7 +426,7 @@ def set_schedule_enabled(
 ) -> Response:
     """Pause (`enabled: false`) or resume a schedule. A resumed schedule that missed ticks
     while paused starts one job for the latest of them."""
-    found = svc.set_schedule_enabled(user, project_id, schedule_id, body.enabled)
+    found = svc.schedules.set_enabled(user, project_id, schedule_id, body.enabled)
     return JSONResponse({"data": schedule_body(found)})
 
 
@@ -438,5 +440,5 @@ def delete_schedule(
     project_id: ProjectId, schedule_id: ScheduleId, user: User, svc: Svc
 ) -> Response:
     """Stop a schedule. Jobs it already started stay in the project."""
-    svc.delete_schedule(user, project_id, schedule_id)
+    svc.schedules.delete(user, project_id, schedule_id)
     return Response(status_code=204)

@@ -147,7 +147,7 @@ def _as_of(
         if record.id <= snapshot:
             found.append(record)
             continue
-        older = svc.collection_history(
+        older = svc.collections.history(
             user, project_id, rank_check.NAME, record.subject, before_id=snapshot + 1, limit=1
         )
         found += older
@@ -174,7 +174,7 @@ def list_rankings(
     project's completed `rank_check` jobs checked, each with its `job_id` and
     `collected_at`. Never starts a job: 404 until one has completed."""
     after = parse_cursor(cursor)  # the request is checked before anything is read
-    latest = svc.collected_each(user, project_id, rank_check.NAME)
+    latest = svc.collections.latest_each(user, project_id, rank_check.NAME)
     if after is None:
         snapshot, offset = max(c.id for c in latest), 0
     else:
@@ -208,7 +208,7 @@ def rankings_history(
     location or language, if given), newest first. 404 until one has completed."""
     before = parse_cursor(cursor)
     try:
-        latest = svc.collected_each(user, project_id, rank_check.NAME)
+        latest = svc.collections.latest_each(user, project_id, rank_check.NAME)
     except NotFound:
         if before is None:
             raise
@@ -225,7 +225,7 @@ def rankings_history(
         raise NotFound(f"rank_check data{what} in project {project_id} (none completed)")
     page: list[CollectionRecord] = []
     for subject in subjects:
-        page += svc.collection_history(
+        page += svc.collections.history(
             user, project_id, rank_check.NAME, subject, before_id=before, limit=limit + 1
         )
     page = sorted(page, key=lambda c: c.id, reverse=True)[: limit + 1]

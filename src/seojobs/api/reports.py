@@ -115,7 +115,7 @@ def _csv_rows(
     svc: Services, user: UserRecord, job: JobRecord, columns: tuple[ReportColumn, ...]
 ) -> Iterator[list[csvfile.Cell]]:
     after = -1
-    while page := svc.items(user, job.id, after_seq=after, limit=PAGE):
+    while page := svc.jobs.items(user, job.id, after_seq=after, limit=PAGE):
         for item in page:
             data = row(item, job)
             values = [cell(data[c]) for c in COLUMNS]
@@ -150,7 +150,7 @@ def respond(
     after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)  # a row's seq; the first is 0
     if after is None:
         after = -1
-    found = svc.items(user, job.id, after_seq=after, limit=limit + 1)
+    found = svc.jobs.items(user, job.id, after_seq=after, limit=limit + 1)
     rows, more = paged(found, limit, by_seq)
     return JSONResponse(
         {"job_id": job.id, "rows": [row(i, job) for i in rows], "next_cursor": more}

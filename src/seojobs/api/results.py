@@ -158,7 +158,7 @@ def items_csv(
 
     def rows() -> Iterator[list[csvfile.Cell]]:
         after = -1
-        while page := svc.items(user, job.id, after_seq=after, limit=PAGE, outcomes=outcomes):
+        while page := svc.jobs.items(user, job.id, after_seq=after, limit=PAGE, outcomes=outcomes):
             for item in page:
                 values: list[csvfile.Cell] = [
                     item.seq,
@@ -201,11 +201,11 @@ def list_items(
 ) -> Response:
     """A job's items in order, with their outcome and result: pages of JSON, or the whole
     list as CSV (`Accept: text/csv`) with the columns the job's type declares."""
-    job = svc.job(user, job_id, summary=True)  # 404 before anything else
+    job = svc.jobs.get(user, job_id, summary=True)  # 404 before anything else
     if accept and "text/csv" in accept.lower():
         return items_csv_response(svc, user, job, outcome)
     after = parse_cursor(cursor, lo=0, hi=MAX_SEQ)
-    found = svc.items(
+    found = svc.jobs.items(
         user, job_id, after_seq=-1 if after is None else after, limit=limit + 1, outcomes=outcome
     )
     page, more = paged(found, limit, by_seq)
@@ -219,7 +219,7 @@ def list_items(
 )
 def findings_summary(job_id: JobId, user: User, svc: Svc) -> Response:
     """How many findings of each code (and severity) a job has, most frequent first."""
-    counts = svc.finding_counts(user, job_id)
+    counts = svc.jobs.finding_counts(user, job_id)
     data = [{"code": c, "severity": s, "count": n} for c, s, n in counts]
     return JSONResponse({"data": data})
 
@@ -235,7 +235,7 @@ def list_findings(
 ) -> Response:
     """A job's findings, oldest first (all of one code with `code`)."""
     after = parse_cursor(cursor) or 0
-    found = svc.findings(user, job_id, code=code, after_id=after, limit=limit + 1)
+    found = svc.jobs.findings(user, job_id, code=code, after_id=after, limit=limit + 1)
     page, more = paged(found, limit, by_id)
     return JSONResponse({"data": [finding_body(f) for f in page], "next_cursor": more})
 
@@ -251,7 +251,9 @@ def collected(
     """What jobs of `type` last collected in the project (about `subject`, if given), with
     the `job_id` and `collected_at` of that collection. Never starts a job: 404 until one has
     completed."""
-    return JSONResponse({"data": collection_body(svc.collected(user, project_id, type, subject))})
+    return JSONResponse(
+        {"data": collection_body(svc.collections.latest(user, project_id, type, subject))}
+    )
 
 
 @router.get(
@@ -270,7 +272,7 @@ def collected_history(
 ) -> Response:
     """Every completed collection (of one subject, if given), newest first."""
     before = parse_cursor(cursor)
-    found = svc.collection_history(
+    found = svc.collections.history(
         user, project_id, type, subject, before_id=before, limit=limit + 1
     )
     page, more = paged(found, limit, by_id)
@@ -283,6 +285,6 @@ def quota_usage(user: User, svc: Svc) -> Response:
     and when it resets (daily quotas at 00:00 UTC, monthly ones on the 1st)."""
     data = [
         {"quota": name, "period": use.period, **use.as_dict()}
-        for name, use in sorted(svc.usage(user).items())
+        for name, use in sorted(svc.quotas.usage(user).items())
     ]
     return JSONResponse({"data": data})

@@ -56,7 +56,9 @@ def get_tech_stack(project_id: ProjectId, user: User, svc: Svc, host: Host = Non
     """The technologies the project's last completed `tech_stack` job found (on `host`, if
     given), with the evidence that matched. Never starts a lookup: 404 until one has
     completed."""
-    found = svc.collected(user, project_id, tech_stack.NAME, host.lower() if host else None)
+    found = svc.collections.latest(
+        user, project_id, tech_stack.NAME, host.lower() if host else None
+    )
     return JSONResponse(
         {
             "job_id": found.job_id,

@@ -145,7 +145,7 @@ def _of_kind(job: JobRecord, kind: str) -> JobRecord:
 
 
 def _job(svc: Services, user: UserRecord, kind: str, job_id: int) -> JobRecord:
-    return _of_kind(svc.job(user, job_id, summary=True), kind)  # NotFound: not the user's
+    return _of_kind(svc.jobs.get(user, job_id, summary=True), kind)  # NotFound: not the user's
 
 
 def retry_headers(job: JobRecord) -> dict[str, str]:
@@ -161,7 +161,7 @@ def _create(
     params = {k: v for k, v in payload.items() if k != "title" and v is not None}
 
     def produce(job_key: str | None) -> JSONResponse:
-        job, _created = svc.create_job(
+        job, _created = svc.jobs.create(
             user, kind, params, title=payload.get("title"), idempotency_key=job_key
         )
         content = _body(svc, job)  # the same body as a GET of the Location
@@ -187,7 +187,7 @@ def _wait_seconds(prefer: str | None) -> float:
 
 async def _read(svc: Services, user: UserRecord, kind: str, job_id: int) -> tuple[JobRecord, Any]:
     # On the event loop: through the thread pool the hand-off cost more than the read.
-    job = _of_kind(await svc.job_summary(user, job_id), kind)  # NotFound: not the user's
+    job = _of_kind(await svc.jobs.summary(user, job_id), kind)  # NotFound: not the user's
     return job, await indexing.status_body(svc, job)
 
 
@@ -228,7 +228,7 @@ def _list(
 ) -> dict[str, Any]:
     id_list = parse_ids(ids, most=MAX_IDS)
     before = parse_cursor(cursor)
-    found = svc.jobs(
+    found = svc.jobs.page(
         user,
         kind=kind,
         states=status,
@@ -395,7 +395,7 @@ def cancel_submit(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
 
     Cancelling it again answers the same; a job that ended otherwise answers 409."""
     _job(svc, user, indexing.SUBMIT, job_id)
-    return _body(svc, svc.cancel_job(user, job_id))
+    return _body(svc, svc.jobs.cancel(user, job_id))
 
 
 # -- index-check --------------------------------------------------------------------------------
@@ -456,10 +456,10 @@ def cancel_check(job_id: JobId, user: User, svc: Svc) -> dict[str, Any]:
 
     Cancelling it again answers the same; a job that ended otherwise answers 409."""
     _job(svc, user, indexing.CHECK, job_id)
-    return _body(svc, svc.cancel_job(user, job_id))
+    return _body(svc, svc.jobs.cancel(user, job_id))
 
 
 @router.get("/usage", response_model=Usage, operation_id="get_usage")
 def usage(user: User, svc: Svc) -> dict[str, Any]:
     """Today's URL quota use (UTC day) and when it resets."""
-    return {name: quota.as_dict() for name, quota in svc.usage(user).items()}
+    return {name: quota.as_dict() for name, quota in svc.quotas.usage(user).items()}

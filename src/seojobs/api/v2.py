@@ -105,7 +105,7 @@ def _scan(
     start, total, picked = page * PAGE_SIZE, 0, []
     before: int | None = None
     while True:
-        batch = svc.jobs(user, kind=kind, before_id=before, limit=SCAN_BATCH, summary=True)
+        batch = svc.jobs.page(user, kind=kind, before_id=before, limit=SCAN_BATCH, summary=True)
         for job in batch:
             if not _visible(job, engine):
                 continue
@@ -119,7 +119,7 @@ def _scan(
 
 def _one(svc: Services, user: UserRecord, engine: str, task_type: str, job_id: int) -> JobRecord:
     try:
-        job: JobRecord | None = svc.job(user, job_id, summary=True)
+        job: JobRecord | None = svc.jobs.get(user, job_id, summary=True)
     except NotFound:
         job = None
     if job is None or job.kind != KINDS[task_type] or not _visible(job, engine):
@@ -135,7 +135,7 @@ def _many(
     wanted = list(dict.fromkeys(asked))
     if not wanted:
         return []
-    found = svc.jobs(user, kind=KINDS[task_type], ids=wanted, limit=len(wanted), summary=True)
+    found = svc.jobs.page(user, kind=KINDS[task_type], ids=wanted, limit=len(wanted), summary=True)
     by_id = {job.id: job for job in found if _visible(job, engine)}
     return [by_id[i] for i in wanted if i in by_id]
 
@@ -143,7 +143,7 @@ def _many(
 def _items(svc: Services, user: UserRecord, job_id: int) -> Iterator[ItemRecord]:
     after = -1
     while True:
-        page = svc.items(user, job_id, after_seq=after, limit=ITEM_BATCH)
+        page = svc.jobs.items(user, job_id, after_seq=after, limit=ITEM_BATCH)
         yield from page
         if len(page) < ITEM_BATCH:
             return
@@ -193,7 +193,7 @@ def _create(
         params["checker"] = body.checker
 
     def produce(job_key: str | None) -> JSONResponse:
-        job, _created = svc.create_job(
+        job, _created = svc.jobs.create(
             user, KINDS[task_type], params, title=body.title, idempotency_key=job_key
         )
         if refused(job):
@@ -214,7 +214,7 @@ def _create(
 @router.get("/account", response_model=V2AccountResponse, operation_id="v2_get_account")
 def account(user: User, svc: Svc) -> dict[str, Any]:
     """Balance: the URLs left in today's submission (indexer) and check (checker) quotas."""
-    quotas = svc.usage(user)
+    quotas = svc.quotas.usage(user)
     balance = {"indexer": quotas["submit"].remaining, "checker": quotas["check"].remaining}
     return {"code": OK, "balance": balance}
 

@@ -93,7 +93,7 @@ def get_web_vitals(
     """The latest measurement of every URL and form factor the project's completed
     `web_vitals` jobs measured, with each metric rated. Never starts a job: 404 until one
     has completed."""
-    found = svc.collected_each(user, project_id, web_vitals.NAME)
+    found = svc.collections.latest_each(user, project_id, web_vitals.NAME)
     data = [_body(c) for c in found]
     if form_factor is not None:
         data = [d for d in data if d["form_factor"] == form_factor]
@@ -121,7 +121,7 @@ def web_vitals_history(
     subjects = [web_vitals.subject(f, _stored(url)) for f in factors] if url else [None]
     page: list[CollectionRecord] = []
     for subject in subjects:
-        page += svc.collection_history(
+        page += svc.collections.history(
             user, project_id, web_vitals.NAME, subject, before_id=before, limit=limit + 1
         )
     if not page and before is None:

@@ -63,7 +63,7 @@ def first_tick(*, interval_seconds: float | None, cron: str | None, start_at: da
 
 
 # Creates the job of one tick and moves the schedule on, exactly once however many leaders
-# race (Services.fire_schedule): the job is created the way every job is, quotas included.
+# race (services.schedules.fire): the job is created the way every job is, quotas included.
 FireSchedule = Callable[[ScheduleRecord, datetime], "int | None"]
 
 

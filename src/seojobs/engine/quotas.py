@@ -4,7 +4,7 @@ A kind declares each quota it charges (``Kind.quotas``) and what a job costs aga
 (``Kind.cost``). The default limit lives in that declaration; a deployment overrides it with
 ``SEOJOBS_QUOTA_<KEY>`` (``SEOJOBS_QUOTA_SUBMIT_DAILY``, ``SEOJOBS_QUOTA_RANK_KEYWORDS_MONTHLY``:
 the settings' ``quota_limits``, which takes any quota a kind declares, a plug-in's too), and an
-operator overrides it per user (``Services.set_quotas``, by ``override_key``).
+operator overrides it per user (``services.quotas.set_limits``, by ``override_key``).
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ from seojobs.engine.views import GENERIC_VIEW, DashboardView
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.records import NewItem
+from seojobs.rowshape import KindTable
+from seojobs.store import kindrows
 
 if TYPE_CHECKING:
     from seojobs.engine.context import JobContext
@@ -137,6 +139,9 @@ class Kind(Generic[P]):
     # Alembic version directories of the tables this kind owns (a plug-in's, outside the
     # package); they join the one migration chain (``seojobs migrate``).
     migrations: tuple[str, ...] = field(default=())
+    # Tables this kind owns, declared as plain data (their rows are written through
+    # ``JobContext.replace_rows``); the store builds them when a registry adds the kind.
+    tables: tuple[KindTable[Any], ...] = field(default=())
     # How often a client should read one of its jobs, and for how long (``/v1/job-types``
     # serves it; the SDK and CLI wait by it): seed 000's schedule unless the kind says.
     poll_hint: PollHint = DEFAULT_POLL_HINT
@@ -209,6 +214,8 @@ class Registry:
         for quota in kind.quotas:
             if quotas.get(quota.name, quota) != quota:
                 raise ValueError(f"quota {quota.name!r} is declared twice, differently")
+        for table in kind.tables:
+            kindrows.declare(table)
         self._kinds[kind.name] = kind
         return kind
 

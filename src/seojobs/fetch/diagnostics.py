@@ -34,8 +34,8 @@ from seojobs.fetch.result import HTML_TYPES, FetchResult, RedirectHop
 from seojobs.fetch.urls import join_url, normalize_url, parse_url
 
 if TYPE_CHECKING:
-    from seojobs.fetch.client import Fetcher
     from seojobs.fetch.robots import RobotsCache, RobotsVerdict
+    from seojobs.fetch.source import PageSource
 
 # Media types a search engine indexes as documents (others, e.g. JSON, are not pages).
 INDEXABLE_TYPES = HTML_TYPES | {"application/pdf", "text/plain"}
@@ -287,7 +287,7 @@ def diagnose(result: FetchResult, robots: RobotsVerdict | None = None) -> Diagno
 
 
 async def fetch_checked(
-    url: str, fetcher: Fetcher, robots: RobotsCache
+    url: str, fetcher: PageSource, robots: RobotsCache
 ) -> tuple[FetchResult, RobotsVerdict | None]:
     """Check robots.txt, then fetch ``url`` if our user agent may: the fetch (a result without
     status or error when robots.txt kept us out) and robots.txt's verdict, as :func:`diagnose`
@@ -310,6 +310,6 @@ async def fetch_checked(
     return FetchResult(url, url, None), verdict
 
 
-async def inspect(url: str, fetcher: Fetcher, robots: RobotsCache) -> Diagnostics:
+async def inspect(url: str, fetcher: PageSource, robots: RobotsCache) -> Diagnostics:
     """Check robots.txt, then fetch ``url`` if our user agent may, then diagnose."""
     return diagnose(*await fetch_checked(url, fetcher, robots))

@@ -32,7 +32,7 @@ from seojobs.fetch.result import FetchResult
 from seojobs.fetch.urls import origin_of, parse_url
 
 if TYPE_CHECKING:
-    from seojobs.fetch.client import Fetcher
+    from seojobs.fetch.source import PageSource
 
 RobotsState = Literal["allowed", "disallowed", "unreachable"]
 PARSE_LIMIT = 500 * 1024
@@ -107,7 +107,7 @@ def _classify(result: FetchResult) -> tuple[bool, protego.Protego | None]:
 
 
 class RobotsCache:
-    """Per-origin robots.txt cache in front of a :class:`Fetcher`.
+    """Per-origin robots.txt cache in front of a fetcher (:class:`PageSource`).
 
     Concurrent checks for one origin share a single robots.txt request. Failures are cached
     for a shorter time than rules so a server that recovers is noticed.
@@ -115,7 +115,7 @@ class RobotsCache:
 
     def __init__(
         self,
-        fetcher: Fetcher,
+        fetcher: PageSource,
         *,
         ttl: float = 86_400.0,
         error_ttl: float = 300.0,

@@ -1,5 +1,5 @@
-"""Site audits' reads: one completed audit of a project, its pages, and how its findings
-changed against another audit of the project. Reads never start an audit."""
+"""Site audits' reads (``services.audits``): one completed audit of a project, its pages, and
+how its findings changed against another audit of the project. Reads never start an audit."""
 
 from __future__ import annotations
 
@@ -7,15 +7,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE, AuditPageRecord
 from seojobs.records import (
-    AuditPageRecord,
     ChangeCount,
     ChangedFinding,
     JobRecord,
     UserRecord,
 )
+from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import NotFound
-from seojobs.services.jobs import JobServices
+from seojobs.services.jobs import Jobs
 from seojobs.store import audits as audit_sql
 
 
@@ -37,13 +38,17 @@ class Comparison:
     found: list[ChangedFinding]  # a page of the pairs of one change
 
 
-class AuditServices(JobServices):
-    def audit(self, user: UserRecord, project_id: int, job_id: int) -> Audit:
+class Audits(Part):
+    def __init__(self, base: ServiceBase, jobs: Jobs) -> None:
+        super().__init__(base)
+        self.jobs = jobs
+
+    def get(self, user: UserRecord, project_id: int, job_id: int) -> Audit:
         """A completed site audit of the user's project; ``NotFound`` otherwise, whichever
         way it is not (nothing collected is nothing to read)."""
-        self.project(user, project_id)
+        self.base.project(user, project_id)
         try:
-            job = self.job(user, job_id, summary=True)
+            job = self.jobs.get(user, job_id, summary=True)
         except NotFound:
             job = None
         if (
@@ -56,7 +61,7 @@ class AuditServices(JobServices):
         with self.db.read() as conn:
             return Audit(job, audit_sql.collected_at(conn, job_id) or job.completed_at)
 
-    def audit_pages(
+    def pages(
         self,
         user: UserRecord,
         project_id: int,
@@ -67,7 +72,7 @@ class AuditServices(JobServices):
         after_seq: int = -1,
         limit: int = 100,
     ) -> tuple[Audit, list[AuditPageRecord]]:
-        audit = self.audit(user, project_id, job_id)
+        audit = self.get(user, project_id, job_id)
         with self.db.read() as conn:
             found = audit_sql.pages_page(
                 conn,
@@ -77,9 +82,9 @@ class AuditServices(JobServices):
                 after_seq=after_seq,
                 limit=limit,
             )
-        return audit, found
+        return audit, [PAGE_TABLE.record(row) for row in found]
 
-    def audit_comparison(
+    def compare(
         self,
         user: UserRecord,
         project_id: int,
@@ -93,8 +98,8 @@ class AuditServices(JobServices):
     ) -> Comparison:
         """How ``job_id``'s findings differ from ``other_id``'s (both completed audits of the
         project), by (code, url): counts per code, and a page of the pairs of one change."""
-        audit = self.audit(user, project_id, job_id)
-        other = self.audit(user, project_id, other_id)
+        audit = self.get(user, project_id, job_id)
+        other = self.get(user, project_id, other_id)
         with self.db.read() as conn:
             counts = audit_sql.change_counts(conn, job_id, other_id)
             found = audit_sql.changed(

@@ -1,5 +1,6 @@
-"""What every part of the service facade shares: the store, settings, kinds and clock, and
-the lookups of users and projects that scope everything else."""
+"""What every part of the services shares: the store, settings, kinds and clock, and the
+lookups of users and projects that scope everything else (:class:`ServiceBase`); and the
+base of those parts (:class:`Part`), which hold it rather than inherit it."""
 
 from __future__ import annotations
 
@@ -83,6 +84,20 @@ class ServiceBase:
                 code=refused.code,
                 in_params=True,
             )
+
+
+class Part:
+    """One part of the services (jobs, schedules, accounts, ...): composed by
+    :class:`~seojobs.services.core.Services`, it reaches the store, settings, kinds and clock
+    and the shared lookups (``base.project``, ``base.kind``) through the one base it is given.
+    """
+
+    def __init__(self, base: ServiceBase) -> None:
+        self.base = base
+        self.db = base.db
+        self.settings = base.settings
+        self.registry = base.registry
+        self.clock = base.clock
 
 
 def _path(field: str) -> tuple[str | int, ...]:

@@ -16,7 +16,7 @@ CHECK = "index_check"
 def follow_ups(services: Services, jobs: list[JobRecord]) -> dict[int, JobRecord]:
     """The follow-up check of each submission that asked for one, in one query."""
     wanted = [j for j in jobs if j.kind == SUBMIT and j.params.get("checker")]
-    found = services.children(wanted, kind=CHECK)
+    found = services.jobs.children(wanted, kind=CHECK)
     return {child.parent_id: child for child in found if child.parent_id is not None}
 
 

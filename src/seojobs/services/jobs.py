@@ -1,5 +1,5 @@
-"""Jobs: the one way a job comes to exist, and the reads of jobs, items, findings and
-collected data."""
+"""Jobs (``services.jobs``): the one way a job comes to exist, and the reads of jobs, their
+items and findings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from seojobs.engine.registry import Kind
 from seojobs.records import (
-    CollectionRecord,
     FindingRecord,
     ItemRecord,
     JobRecord,
@@ -18,14 +17,13 @@ from seojobs.records import (
     NewJob,
     UserRecord,
 )
-from seojobs.services.base import ServiceBase
+from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import JobFinished, NotFound
-from seojobs.services.quotas import QuotaUse, limit_of, period_bounds
+from seojobs.services.quotas import Quotas
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store import usage as usage_sql
 from seojobs.store.db import Connection
-from seojobs.timefmt import rfc3339
 
 
 @dataclass(frozen=True)
@@ -36,8 +34,12 @@ class Origin:
     tick: datetime
 
 
-class JobServices(ServiceBase):
-    def create_job(
+class Jobs(Part):
+    def __init__(self, base: ServiceBase, quotas: Quotas) -> None:
+        super().__init__(base)
+        self.quotas = quotas
+
+    def create(
         self,
         user: UserRecord,
         kind: str,
@@ -58,13 +60,13 @@ class JobServices(ServiceBase):
         results. Raises ``Invalid`` (unknown type, bad params, a job this deployment cannot
         run, e.g. no provider for its engine) before anything is stored.
         """
-        spec = self.kind(kind)
-        model = self.validated(spec, params)
-        self.runnable(spec, model)
-        project = self.project(user, project_id).id if project_id else user.default_project_id
+        spec = self.base.kind(kind)
+        model = self.base.validated(spec, params)
+        self.base.runnable(spec, model)
+        project = self.base.project(user, project_id).id if project_id else user.default_project_id
         now = self.clock()
         with self.db.write() as conn:
-            job_id, created = self.insert_job(
+            job_id, created = self.insert(
                 conn,
                 user,
                 spec,
@@ -80,7 +82,7 @@ class JobServices(ServiceBase):
         assert job is not None
         return job, created
 
-    def insert_job(
+    def insert(
         self,
         conn: Connection,
         user: UserRecord,
@@ -95,15 +97,15 @@ class JobServices(ServiceBase):
         idempotency_key: str | None = None,
         origin: Origin | None = None,
     ) -> tuple[int, bool]:
-        """``create_job`` inside the caller's transaction (a schedule's tick uses it). A job
+        """``create`` inside the caller's transaction (a schedule's tick uses it). A job
         the deployment cannot run (its provider went away since the schedule was made) is
         stored failed with the refusal's code, like one over a quota: charged nothing."""
         items = new_items(spec, model)
         cost = {q: n for q, n in spec.cost(model, len(items)).items() if n}
-        refused = self.refusal(spec, model)
+        refused = self.base.refusal(spec, model)
         failure = (refused.code, refused.message) if refused else None
         if failure is None and cost:
-            failure = self._over_quota(conn, user, cost, now)
+            failure = self.quotas.over(conn, user, cost, now)
         new = NewJob(
             project_id=project_id,
             kind=spec.name,
@@ -148,45 +150,9 @@ class JobServices(ServiceBase):
             )
             job_sql.insert_job(self.db, conn, new, now)
 
-    def _over_quota(
-        self, conn: Connection, user: UserRecord, cost: Mapping[str, int], now: datetime
-    ) -> tuple[str, str] | None:
-        quotas = self.registry.quotas()
-        usage_sql.lock_user(self.db, conn, user.id)  # one decision at a time per user
-        for name, amount in sorted(cost.items()):
-            quota = quotas.get(name)
-            if quota is None:
-                raise LookupError(f"a kind charges quota {name!r}, which no kind declares")
-            start, reset = period_bounds(quota.period, now)
-            used = usage_sql.used(conn, user.id, name, start)
-            limit = limit_of(quota, user, self.settings)
-            if used + amount > limit:
-                return (
-                    "quota_exceeded",
-                    f"this job needs {amount} of your {quota.label} ({used} of {limit} used); "
-                    f"the quota resets at {rfc3339(reset)}",
-                )
-        return None
-
-    def usage(self, user: UserRecord) -> dict[str, QuotaUse]:
-        """Every quota some kind charges, as this user stands now."""
-        now = self.clock()
-        found = {}
-        with self.db.read() as conn:
-            for name, quota in self.registry.quotas().items():
-                start, reset = period_bounds(quota.period, now)
-                found[name] = QuotaUse(
-                    name=name,
-                    period=quota.period,
-                    limit=limit_of(quota, user, self.settings),
-                    used=usage_sql.used(conn, user.id, name, start),
-                    resets_at=reset,
-                )
-        return found
-
     # -- reads ----------------------------------------------------------------------------
 
-    def job(self, user: UserRecord, job_id: int, *, summary: bool = False) -> JobRecord:
+    def get(self, user: UserRecord, job_id: int, *, summary: bool = False) -> JobRecord:
         """A job of the user's. ``summary`` leaves out large params (URL lists), keeping
         only the keys kinds declare in ``summary_params``: what status answers need."""
         keys = self.registry.summary_keys() if summary else None
@@ -196,14 +162,14 @@ class JobServices(ServiceBase):
             raise NotFound(f"job {job_id}")
         return job
 
-    async def job_summary(self, user: UserRecord, job_id: int) -> JobRecord:
-        """``job(user, job_id, summary=True)`` for async callers, read on the event loop."""
-        job = await self.reads.job(job_id, user.id)
+    async def summary(self, user: UserRecord, job_id: int) -> JobRecord:
+        """``get(user, job_id, summary=True)`` for async callers, read on the event loop."""
+        job = await self.base.reads.job(job_id, user.id)
         if job is None:
             raise NotFound(f"job {job_id}")
         return job
 
-    def jobs(
+    def page(
         self,
         user: UserRecord,
         *,
@@ -221,9 +187,9 @@ class JobServices(ServiceBase):
     ) -> list[JobRecord]:
         """The user's jobs, newest first (see ``store.jobs.list_for_projects``)."""
         if project_id is not None:
-            project_ids = [self.project(user, project_id).id]
+            project_ids = [self.base.project(user, project_id).id]
         else:
-            project_ids = [p.id for p in self.projects(user)]
+            project_ids = [p.id for p in self.base.projects(user)]
         with self.db.read() as conn:
             return job_sql.list_for_projects(
                 conn,
@@ -240,9 +206,9 @@ class JobServices(ServiceBase):
                 param_keys=self.registry.summary_keys() if summary else None,
             )
 
-    def job_counts(self, user: UserRecord) -> list[tuple[str, str, int]]:
+    def counts(self, user: UserRecord) -> list[tuple[str, str, int]]:
         """(kind, state, jobs) over all the user's projects."""
-        project_ids = [p.id for p in self.projects(user)]
+        project_ids = [p.id for p in self.base.projects(user)]
         with self.db.read() as conn:
             return job_sql.count_by_kind_and_state(conn, project_ids)
 
@@ -255,7 +221,7 @@ class JobServices(ServiceBase):
         limit: int = 500,
         outcomes: Sequence[str] | None = None,
     ) -> list[ItemRecord]:
-        self.job(user, job_id, summary=True)
+        self.get(user, job_id, summary=True)
         with self.db.read() as conn:
             return job_sql.items_page(
                 conn, job_id, after_seq=after_seq, limit=limit, outcomes=outcomes
@@ -269,7 +235,7 @@ class JobServices(ServiceBase):
             return job_sql.children(conn, [j.id for j in jobs], kind=kind)
 
     def finding_counts(self, user: UserRecord, job_id: int) -> list[tuple[str, str, int]]:
-        self.job(user, job_id, summary=True)
+        self.get(user, job_id, summary=True)
         with self.db.read() as conn:
             return result_sql.finding_counts(conn, job_id)
 
@@ -283,63 +249,19 @@ class JobServices(ServiceBase):
         after_id: int = 0,
         limit: int = 100,
     ) -> list[FindingRecord]:
-        self.job(user, job_id, summary=True)
+        self.get(user, job_id, summary=True)
         with self.db.read() as conn:
             return result_sql.findings_page(
                 conn, job_id, code=code, severity=severity, after_id=after_id, limit=limit
             )
 
-    def collected(
-        self, user: UserRecord, project_id: int, kind: str, subject: str | None = None
-    ) -> CollectionRecord:
-        """What a kind last collected in a project (for one subject, if given). Never starts
-        work: ``NotFound`` until a job of the kind has completed there."""
-        self.project(user, project_id)
-        self.kind(kind)
-        with self.db.read() as conn:
-            found = result_sql.latest(conn, project_id, kind, subject)
-        if found is None:
-            what = f"{kind} data" + (f" for {subject!r}" if subject is not None else "")
-            raise NotFound(f"{what} in project {project_id} (no {kind} job has completed)")
-        return found
-
-    def collected_each(
-        self, user: UserRecord, project_id: int, kind: str
-    ) -> list[CollectionRecord]:
-        """The latest collection of every subject a kind collected in a project. Never starts
-        work: ``NotFound`` until a job of the kind has completed there."""
-        self.project(user, project_id)
-        self.kind(kind)
-        with self.db.read() as conn:
-            found = result_sql.latest_each(conn, project_id, kind)
-        if not found:
-            raise NotFound(f"{kind} data in project {project_id} (no {kind} job has completed)")
-        return found
-
-    def collection_history(
-        self,
-        user: UserRecord,
-        project_id: int,
-        kind: str,
-        subject: str | None = None,
-        *,
-        before_id: int | None = None,
-        limit: int = 100,
-    ) -> list[CollectionRecord]:
-        self.project(user, project_id)
-        self.kind(kind)
-        with self.db.read() as conn:
-            return result_sql.history(
-                conn, project_id, kind, subject, before_id=before_id, limit=limit
-            )
-
-    def cancel_job(self, user: UserRecord, job_id: int) -> JobRecord:
+    def cancel(self, user: UserRecord, job_id: int) -> JobRecord:
         """End an open job as ``failed`` with code ``cancelled``.
 
         Cancelling a job already cancelled returns it as is (a retried cancel is harmless);
         one that ended otherwise raises ``JobFinished``.
         """
-        self.job(user, job_id)
+        self.get(user, job_id)
         now = self.clock()
         with self.db.write() as conn:
             cancelled = job_sql.cancel(conn, job_id, now, "cancelled by the user")

@@ -1,4 +1,5 @@
-"""Collection schedules: recurring jobs of a kind in a project, fired by the leader."""
+"""Collection schedules (``services.schedules``): recurring jobs of a kind in a project,
+fired by the leader."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from croniter import croniter
 
 from seojobs.engine.maintenance import first_tick, latest_due_tick
 from seojobs.records import ScheduleRecord, UserRecord
-from seojobs.services.errors import Conflict, Invalid, NotFound, QuotaExceeded
-from seojobs.services.jobs import JobServices, Origin, new_items
-from seojobs.services.quotas import limit_of
+from seojobs.services.base import Part, ServiceBase
+from seojobs.services.errors import Conflict, Invalid, NotFound
+from seojobs.services.jobs import Jobs, Origin, new_items
+from seojobs.services.quotas import Quotas
 from seojobs.settings import Settings
 from seojobs.store import accounts
 from seojobs.store import schedules as schedule_sql
@@ -31,8 +33,13 @@ def interval_bounds(settings: Settings) -> dict[str, tuple[float, float]]:
     }
 
 
-class ScheduleServices(JobServices):
-    def create_schedule(
+class Schedules(Part):
+    def __init__(self, base: ServiceBase, jobs: Jobs, quotas: Quotas) -> None:
+        super().__init__(base)
+        self.jobs = jobs
+        self.quotas = quotas
+
+    def create(
         self,
         user: UserRecord,
         *,
@@ -46,14 +53,14 @@ class ScheduleServices(JobServices):
         start_at: datetime | None = None,
     ) -> ScheduleRecord:
         """A recurring job. ``every_days`` is in units of ``SEOJOBS_DAY_SECONDS``."""
-        spec = self.kind(kind)
+        spec = self.base.kind(kind)
         if not spec.schedulable:
             raise Invalid("type", f"{kind} jobs cannot be scheduled; start them one at a time")
-        model = self.validated(spec, params)
-        self.runnable(spec, model)
-        self._fits_quotas(user, spec, model)
+        model = self.base.validated(spec, params)
+        self.base.runnable(spec, model)
+        self.quotas.fits(user, spec, model, len(new_items(spec, model)))
         interval = self._interval(every_days, every_seconds, cron)
-        project = self.project(user, project_id) if project_id else None
+        project = self.base.project(user, project_id) if project_id else None
         now = self.clock()
         start = start_at or now
         try:
@@ -84,19 +91,6 @@ class ScheduleServices(JobServices):
         except Duplicate:
             message = f"this project already has a schedule named {name!r}"
             raise Conflict(message, "name_taken") from None
-
-    def _fits_quotas(self, user: UserRecord, spec: Any, model: Any) -> None:
-        """A schedule whose every job costs more than a whole quota would only ever store
-        refused jobs: refuse the schedule instead."""
-        quotas = self.registry.quotas()
-        for name, amount in spec.cost(model, len(new_items(spec, model))).items():
-            limit = limit_of(quotas[name], user, self.settings)
-            if amount > limit:
-                raise QuotaExceeded(
-                    name,
-                    f"each job of this schedule needs {amount} of your {quotas[name].label}, "
-                    f"which is {limit}",
-                )
 
     def _interval(
         self, every_days: float | None, every_seconds: float | None, cron: str | None
@@ -135,36 +129,36 @@ class ScheduleServices(JobServices):
         if not croniter.is_valid(expression):
             raise Invalid("cron", f"{expression!r} is not a valid cron expression")
 
-    def schedules(self, user: UserRecord, project_id: int) -> list[ScheduleRecord]:
+    def in_project(self, user: UserRecord, project_id: int) -> list[ScheduleRecord]:
         """The schedules of one of the user's projects, oldest first."""
-        self.project(user, project_id)
+        self.base.project(user, project_id)
         with self.db.read() as conn:
             return schedule_sql.list_for_project(conn, project_id)
 
-    def schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> ScheduleRecord:
-        self.project(user, project_id)
+    def get(self, user: UserRecord, project_id: int, schedule_id: int) -> ScheduleRecord:
+        self.base.project(user, project_id)
         with self.db.read() as conn:
             found = schedule_sql.get(conn, schedule_id)
         if found is None or found.project_id != project_id:
             raise NotFound(f"schedule {schedule_id}")
         return found
 
-    def set_schedule_enabled(
+    def set_enabled(
         self, user: UserRecord, project_id: int, schedule_id: int, enabled: bool
     ) -> ScheduleRecord:
         """Pause (``enabled=False``) or resume a schedule. A resumed schedule that missed
         ticks while paused starts one job for the latest of them, as after downtime."""
-        self.schedule(user, project_id, schedule_id)
+        self.get(user, project_id, schedule_id)
         with self.db.write() as conn:
             return schedule_sql.set_enabled(conn, schedule_id, enabled)
 
-    def delete_schedule(self, user: UserRecord, project_id: int, schedule_id: int) -> None:
+    def delete(self, user: UserRecord, project_id: int, schedule_id: int) -> None:
         """Stop a schedule; the jobs it already started stay (their schedule_id becomes null)."""
-        self.schedule(user, project_id, schedule_id)
+        self.get(user, project_id, schedule_id)
         with self.db.write() as conn:
             schedule_sql.delete_one(conn, schedule_id)
 
-    def fire_schedule(self, schedule: ScheduleRecord, now: datetime) -> int | None:
+    def fire(self, schedule: ScheduleRecord, now: datetime) -> int | None:
         """Start the job of a schedule's latest due tick, exactly as a POST would (items,
         quotas, follow-ups), and move the schedule on, in one transaction. The guarded move
         and UNIQUE (schedule, tick) make the tick fire once however many leaders race.
@@ -178,7 +172,7 @@ class ScheduleServices(JobServices):
             owner = accounts.owner_of_project(conn, schedule.project_id)
             if owner is None:  # the project went away after the schedule was read
                 return None
-            job_id, created = self.insert_job(
+            job_id, created = self.jobs.insert(
                 conn,
                 owner,
                 spec,

@@ -1,5 +1,5 @@
-"""Dashboard sign-ins: a session per sign-in, kept in the database so that every API process
-knows it and signing out ends it everywhere."""
+"""Dashboard sign-ins (``services.sessions``): a session per sign-in, kept in the database so
+that every API process knows it and signing out ends it everywhere."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import secrets
 from datetime import timedelta
 
 from seojobs.records import UserRecord
-from seojobs.services.base import ServiceBase
+from seojobs.services.base import Part
 from seojobs.store import sessions
 
 SECRET_NAME = "dashboard_cookie"  # noqa: S105 (the name of a secret, not one)
@@ -18,7 +18,7 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-class SessionServices(ServiceBase):
+class Sessions(Part):
     _cookie_secret: bytes | None = None
 
     def cookie_secret(self) -> bytes:
@@ -33,7 +33,7 @@ class SessionServices(ServiceBase):
             self._cookie_secret = value.encode()
         return self._cookie_secret
 
-    def start_session(self, user: UserRecord) -> tuple[str, str]:
+    def start(self, user: UserRecord) -> tuple[str, str]:
         """A new session of ``user``: its token (for the cookie) and its CSRF token."""
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = self.clock()
@@ -49,12 +49,12 @@ class SessionServices(ServiceBase):
             )
         return token, csrf
 
-    def session(self, token: str) -> tuple[UserRecord, str] | None:
+    def find(self, token: str) -> tuple[UserRecord, str] | None:
         """The user and CSRF token of a live session, or None (unknown, expired, signed out,
         user disabled, or key rotated since)."""
         with self.db.read() as conn:
             return sessions.find(conn, _digest(token), self.clock())
 
-    def end_session(self, token: str) -> None:
+    def end(self, token: str) -> None:
         with self.db.write() as conn:
             sessions.end(conn, _digest(token))

@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy import Connection, and_, case, func, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from seojobs.records import AuditPageRecord, ChangeCount, ChangedFinding
-from seojobs.store.tables import audit_pages, collections, findings
+from seojobs.records import ChangeCount, ChangedFinding
+from seojobs.store import kindrows
+from seojobs.store.tables import collections, findings
 
 CHANGES = ("new", "fixed", "unchanged")
 
@@ -33,15 +34,17 @@ def pages_page(
     indexable: bool | None = None,
     after_seq: int = -1,
     limit: int = 100,
-) -> list[AuditPageRecord]:
-    """``statuses``: the inclusive range of HTTP statuses to keep (a code or a class)."""
+) -> list[dict[str, Any]]:
+    """Rows of the site audit's ``audit_pages`` (its declaration, ``Kind.tables``, built the
+    table). ``statuses``: the inclusive range of HTTP statuses to keep (a code or a class)."""
+    audit_pages = kindrows.table("audit_pages")
     query = select(audit_pages).where(audit_pages.c.job_id == job_id, audit_pages.c.seq > after_seq)
     if statuses is not None:
         query = query.where(audit_pages.c.status.between(*statuses))
     if indexable is not None:
         query = query.where(audit_pages.c.indexable.is_(indexable))
     rows = conn.execute(query.order_by(audit_pages.c.seq).limit(limit))
-    return [AuditPageRecord(**r._asdict()) for r in rows]
+    return [dict(r._mapping) for r in rows]
 
 
 def _pairs(job_id: int, other_id: int) -> Any:

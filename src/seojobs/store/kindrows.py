@@ -1,7 +1,8 @@
-"""Rows a job writes to a table its kind owns (a site audit's pages), by the table's name.
+"""Tables kinds own (a site audit's pages), and the rows a job writes to them by name.
 
-Kinds import no SQLAlchemy, so they name the table and hand plain dicts over; the table is
-defined in the store (or, for a plug-in, registered here by the plug-in) and has a ``job_id``
+Kinds import no SQLAlchemy: a kind declares its table as plain data (``seojobs.rowshape``,
+``Kind.tables``) and this module builds it (:func:`declare`, when a registry adds the kind);
+a plug-in may instead :func:`register` a table of its own. Every such table has a ``job_id``
 column. A job replaces all of its rows at once: a phase that runs again after a rescue (the
 audit's site-wide phase) then leaves one set of rows, not two.
 """
@@ -12,12 +13,27 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, insert
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Connection,
+    ForeignKey,
+    Integer,
+    String,
+    Table,
+    Text,
+    delete,
+    insert,
+)
+from sqlalchemy.types import TypeEngine
 
+from seojobs.rowshape import ColumnShape, KindTable
 from seojobs.store.jobs import fence
-from seojobs.store.tables import audit_pages
+from seojobs.store.tables import BigId, metadata
 
 _TABLES: dict[str, Table] = {}
+_DECLARED: dict[str, KindTable[Any]] = {}
 CHUNK = 500  # rows per INSERT: SQLite caps bound parameters per statement
 
 
@@ -26,6 +42,36 @@ def register(table: Table) -> None:
     if "job_id" not in table.c:
         raise ValueError(f"table {table.name} has no job_id column")
     _TABLES[table.name] = table
+
+
+def _type(shape: ColumnShape) -> TypeEngine[Any]:
+    if shape.type == "str":
+        return String(shape.length) if shape.length else Text()
+    types: dict[str, TypeEngine[Any]] = {"int": Integer(), "bool": Boolean(), "json": JSON()}
+    return types[shape.type]
+
+
+def _column(shape: ColumnShape, key: tuple[str, ...]) -> Column[Any]:
+    if shape.name == "job_id":  # the job's rows go with it
+        return Column("job_id", BigId, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    if shape.name in key:
+        return Column(shape.name, _type(shape), primary_key=True, autoincrement=False)
+    return Column(shape.name, _type(shape), nullable=shape.nullable)
+
+
+def declare(shape: KindTable[Any]) -> Table:
+    """The table of a kind's declaration, built once into seojobs' metadata (so migrations
+    are compared with it) and registered for jobs to write. Declaring it again is a no-op;
+    another declaration of the same name is refused."""
+    known = _DECLARED.get(shape.name)
+    if known is not None:
+        if known != shape:
+            raise ValueError(f"table {shape.name!r} is declared twice, differently")
+        return _TABLES[shape.name]
+    found = Table(shape.name, metadata, *(_column(c, shape.key) for c in shape.columns()))
+    register(found)
+    _DECLARED[shape.name] = shape
+    return found
 
 
 def table(name: str) -> Table:
@@ -50,6 +96,3 @@ def replace(
     for start in range(0, len(rows), CHUNK):
         chunk = [{**row, "job_id": job_id} for row in rows[start : start + CHUNK]]
         conn.execute(insert(found), chunk)
-
-
-register(audit_pages)

@@ -189,36 +189,6 @@ findings = Table(
 Index("ix_findings_job_code", findings.c.job_id, findings.c.code, findings.c.id)
 Index("ix_findings_item", findings.c.item_id)
 
-# A site audit's pages, one row per crawled URL, written by the audit's site-wide phase once
-# the crawl is complete (in-link counts are only known then). The phase replaces the job's
-# rows in one transaction (``kindrows.replace``), so an audit rescued after it wrote them
-# does not write them twice. ``seq`` is the page's item seq: its order found, and the cursor.
-audit_pages = Table(
-    "audit_pages",
-    metadata,
-    Column("job_id", BigId, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
-    Column("seq", Integer, primary_key=True, autoincrement=False),
-    Column("url", Text, nullable=False),
-    Column("final_url", Text, nullable=True),
-    Column("status", Integer, nullable=True),  # null: no answer, or blocked by robots.txt
-    Column("depth", Integer, nullable=True),  # null: only a sitemap lists it
-    Column("response_ms", Integer, nullable=True),
-    Column("redirects", Integer, nullable=True),
-    Column("content_type", String(200), nullable=True),
-    Column("title", Text, nullable=True),
-    Column("description", Text, nullable=True),
-    Column("h1", Text, nullable=True),
-    Column("canonical", Text, nullable=True),
-    Column("indexable", Boolean, nullable=False),
-    Column("indexability_reason", String(50), nullable=True),
-    Column("words", Integer, nullable=True),
-    Column("content_hash", String(64), nullable=True),
-    Column("in_links", Integer, nullable=False),
-    Column("out_links", Integer, nullable=False),
-    Column("external_links", Integer, nullable=False),
-    Column("issues", JSON, nullable=True),  # the codes of the page's own findings
-)
-
 # Collected data that outlives its job: per (project, kind, subject), one row per job that
 # collected it. Rows become visible (``committed``) when their job completes, so reads serve
 # the latest completed collection and never a half-done one; older rows are the history.

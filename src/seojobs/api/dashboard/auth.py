@@ -61,7 +61,7 @@ def _mac(secret: bytes, token: str) -> str:
 
 
 def cookie_value(services: Services, token: str) -> str:
-    return f"{token}.{_mac(services.cookie_secret(), token)}"
+    return f"{token}.{_mac(services.sessions.cookie_secret(), token)}"
 
 
 def _token_of(services: Services, value: str | None) -> str | None:
@@ -69,7 +69,7 @@ def _token_of(services: Services, value: str | None) -> str | None:
     if not value or value.count(".") != 1:
         return None
     token, mac = value.split(".")
-    if not hmac.compare_digest(mac, _mac(services.cookie_secret(), token)):
+    if not hmac.compare_digest(mac, _mac(services.sessions.cookie_secret(), token)):
         return None
     return token
 
@@ -80,7 +80,7 @@ async def viewer(request: Request) -> Viewer:
     token = _token_of(services, request.cookies.get(COOKIE))
     if token is None:
         raise SignInRequired
-    found = await run_in_threadpool(services.session, token)
+    found = await run_in_threadpool(services.sessions.find, token)
     if found is None:
         raise SignInRequired
     user, csrf = found

@@ -116,7 +116,7 @@ async def job_list(
     before_id, after_id = _whole("before", before), _whole("after", after)
 
     def read() -> dict[str, Any]:
-        found = services.jobs(
+        found = services.jobs.page(
             who.user,
             project_id=filters.project,
             kind=filters.kind,
@@ -166,8 +166,8 @@ async def job_page(
     start = _whole("after", after)
 
     def read() -> dict[str, Any]:
-        job = services.job(who.user, job_id)
-        found = services.items(
+        job = services.jobs.get(who.user, job_id)
+        found = services.jobs.items(
             who.user,
             job_id,
             after_seq=-1 if start is None else start,
@@ -243,7 +243,7 @@ def _follow_up(services: Services, job: JobRecord) -> dict[str, Any] | None:
 async def job_csv(request: Request, who: Signed, job_id: JobId, outcome: Text = "") -> Response:
     services = services_of(request)
     wanted = _outcome(outcome.strip())
-    job = await run_in_threadpool(services.job, who.user, job_id, summary=True)
+    job = await run_in_threadpool(services.jobs.get, who.user, job_id, summary=True)
     return items_csv_response(services, who.user, job, [wanted] if wanted else None)
 
 
@@ -251,7 +251,7 @@ async def job_csv(request: Request, who: Signed, job_id: JobId, outcome: Text = 
 async def cancel(request: Request, who: Signed, job_id: JobId) -> Response:
     check_csrf(who.csrf, await read_form(request))
     try:
-        await run_in_threadpool(services_of(request).cancel_job, who.user, job_id)
+        await run_in_threadpool(services_of(request).jobs.cancel, who.user, job_id)
     except JobFinished as exc:
         raise DashboardError(409, "Already finished", str(exc)) from None
     return see_other(f"/dashboard/jobs/{job_id}")
@@ -327,7 +327,7 @@ async def start(request: Request, who: Signed) -> Response:
         return answer
     try:
         job, _ = await run_in_threadpool(
-            lambda: services.create_job(
+            lambda: services.jobs.create(
                 who.user, kind, {"urls": urls}, project_id=project.id, title=title or None
             )
         )

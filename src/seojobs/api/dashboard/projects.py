@@ -57,7 +57,9 @@ async def project_create(request: Request, who: Signed) -> Response:
     name, error = checked_name(sent)
     if error is None:
         try:
-            project = await run_in_threadpool(services_of(request).create_project, who.user, name)
+            project = await run_in_threadpool(
+                services_of(request).accounts.create_project, who.user, name
+            )
         except Conflict as exc:
             error = f"name: {exc}"
         else:
@@ -90,8 +92,10 @@ async def _project_page(
             "project": project,
             "name": project.name if name is None else name,
             "error": error,
-            "jobs": services.jobs(who.user, project_id=project_id, limit=LATEST_JOBS, summary=True),
-            "schedules": services.schedules(who.user, project_id),
+            "jobs": services.jobs.page(
+                who.user, project_id=project_id, limit=LATEST_JOBS, summary=True
+            ),
+            "schedules": services.schedules.in_project(who.user, project_id),
             "collections": _collections(services, who, project_id),
         }
 
@@ -107,7 +111,7 @@ def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[
     for kind in services.registry.names():
         view = services.registry.get(kind).view
         try:
-            latest = services.collected_each(who.user, project_id, kind)
+            latest = services.collections.latest_each(who.user, project_id, kind)
         except NotFound:
             continue
         rows = [(c, _flat(c.data)) for c in latest]
@@ -139,7 +143,7 @@ def _findings_chart(
 ) -> Any:
     assert collection.job_id is not None
     try:
-        counts = services.finding_counts(who.user, collection.job_id)
+        counts = services.jobs.finding_counts(who.user, collection.job_id)
     except NotFound:  # the job was pruned; its collection stays as history
         return None
     by_severity: dict[str, int] = {}
@@ -190,7 +194,7 @@ async def project_rename(request: Request, who: Signed, project_id: ProjectId) -
     if error is None:
         services = services_of(request)
         try:
-            await run_in_threadpool(services.rename_project, who.user, project_id, name)
+            await run_in_threadpool(services.accounts.rename_project, who.user, project_id, name)
         except Conflict as exc:
             error = f"name: {exc}"
         else:
@@ -210,7 +214,7 @@ async def project_delete(request: Request, who: Signed, project_id: ProjectId) -
     form = await read_form(request)
     check_csrf(who.csrf, form)
     try:
-        await run_in_threadpool(services_of(request).delete_project, who.user, project_id)
+        await run_in_threadpool(services_of(request).accounts.delete_project, who.user, project_id)
     except Conflict as exc:
         raise DashboardError(409, "Cannot delete this project", str(exc)) from None
     return see_other("/dashboard/projects")
@@ -230,7 +234,7 @@ async def schedule_enable(
         raise DashboardError(422, "Invalid input", "enabled: must be true or false")
     services = services_of(request)
     await run_in_threadpool(
-        services.set_schedule_enabled, who.user, project_id, schedule_id, wanted == "true"
+        services.schedules.set_enabled, who.user, project_id, schedule_id, wanted == "true"
     )
     return see_other(f"/dashboard/projects/{project_id}#schedules")
 
@@ -298,7 +302,7 @@ async def start_job(request: Request, who: Signed, project_id: ProjectId) -> Res
         try:
             if schedule is None:
                 job, _ = await run_in_threadpool(
-                    lambda: services.create_job(who.user, spec.name, params, project_id=project_id)
+                    lambda: services.jobs.create(who.user, spec.name, params, project_id=project_id)
                 )
                 return see_other(f"/dashboard/jobs/{job.id}")
             await run_in_threadpool(
@@ -322,7 +326,7 @@ def _create_schedule(
     params: dict[str, Any],
     schedule: Repeat,
 ) -> None:
-    services.create_schedule(
+    services.schedules.create(
         who.user,
         name=schedule.name,
         kind=spec.name,

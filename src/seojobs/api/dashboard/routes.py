@@ -98,7 +98,7 @@ async def login(request: Request) -> Response:
     if user is None:
         return _login_page(request, target, error="That API key is not valid.", status_code=401)
     services = services_of(request)
-    token, _ = await run_in_threadpool(services.start_session, user)
+    token, _ = await run_in_threadpool(services.sessions.start, user)
     response = see_other(_safe_next(target))
     response.set_cookie(
         COOKIE,
@@ -116,7 +116,7 @@ async def login(request: Request) -> Response:
 @router.post("/dashboard/logout", name="dashboard_logout")
 async def logout(request: Request, who: Signed) -> Response:
     check_csrf(who.csrf, await read_form(request))
-    await run_in_threadpool(services_of(request).end_session, who.token)
+    await run_in_threadpool(services_of(request).sessions.end, who.token)
     response = see_other(f"{HOME}/login")
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -127,14 +127,14 @@ async def overview(request: Request, who: Signed) -> Response:
     services = services_of(request)
 
     def read() -> dict[str, Any]:
-        counts = services.job_counts(who.user)
-        running = services.jobs(who.user, states=["processing"], limit=20, summary=True)
+        counts = services.jobs.counts(who.user)
+        running = services.jobs.page(who.user, states=["processing"], limit=20, summary=True)
         return {
             "counts": counts,
             "by_state": _totals(counts, 1),
             "by_kind": _totals(counts, 0),
             "running": running,
-            "usage": list(services.usage(who.user).values()),
+            "usage": list(services.quotas.usage(who.user).values()),
         }
 
     return page(request, "overview.html", await run_in_threadpool(read), viewer=who)
@@ -173,7 +173,7 @@ async def live(
         raise DashboardError(422, "Too many jobs", f"ask about at most {LIVE_LIMIT} jobs")
     services = services_of(request)
     found = await run_in_threadpool(
-        lambda: services.jobs(who.user, ids=wanted, limit=LIVE_LIMIT, summary=True)
+        lambda: services.jobs.page(who.user, ids=wanted, limit=LIVE_LIMIT, summary=True)
     )
     return JSONResponse(
         {"jobs": [live_state(job) for job in found]}, headers={"Cache-Control": "no-store"}

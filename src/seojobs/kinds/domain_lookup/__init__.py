@@ -1,10 +1,10 @@
 """``domain_lookup``: what a domain is, from the outside (seed 001's "domain lookups").
 
 The package: ``params`` (the domain, checked and stored in ASCII), ``lookup`` (the handler:
-three parts, each recorded on its own), ``records`` (DNS with dnspython: records, SPF,
-DMARC), ``certificate`` (the TLS certificate's fields); RDAP is a provider adapter
-(``seojobs.providers.rdap``) and the TLS handshake goes through the SSRF guard
-(``seojobs.fetch.tls``). What a lookup collects is read at ``GET /v1/projects/{id}/domain``.
+three parts, each recorded on its own), ``records`` (DNS records, SPF, DMARC, asked through
+``seojobs.fetch.resolver``), ``certificate`` (the TLS certificate's fields); RDAP is a
+provider adapter (``seojobs.providers.rdap``) and the TLS handshake goes through the SSRF
+guard (``seojobs.fetch.tls``). What a lookup collects is read at ``GET /v1/projects/{id}/domain``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from seojobs.engine.registry import Kind, Quota
+from seojobs.fetch.resolver import parse_nameserver
 from seojobs.kinds.domain_lookup.lookup import run
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, normalise_domain
-from seojobs.kinds.domain_lookup.records import parse_nameserver
 
 NAME = "domain_lookup"
 IANA_BOOTSTRAP = "https://data.iana.org/rdap/dns.json"

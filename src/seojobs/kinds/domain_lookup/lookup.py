@@ -17,6 +17,7 @@ from typing import Any
 from seojobs.engine.context import JobContext, JobFailed
 from seojobs.fetch.errors import SSRF_REFUSED, FetchError
 from seojobs.fetch.guard import AddressGuard, GuardPolicy
+from seojobs.fetch.resolver import DnsResolver
 from seojobs.fetch.tls import peer_tls
 from seojobs.kinds.domain_lookup import records
 from seojobs.kinds.domain_lookup.certificate import describe
@@ -49,7 +50,7 @@ async def _rdap(ctx: JobContext[DomainLookupParams], domain: str) -> dict[str, A
     return {"error": None, **found}
 
 
-async def _dns(resolver: Any, domain: str) -> dict[str, Any]:
+async def _dns(resolver: DnsResolver, domain: str) -> dict[str, Any]:
     try:
         found = await records.records(resolver, domain)
     except records.DnsError as exc:
@@ -57,11 +58,13 @@ async def _dns(resolver: Any, domain: str) -> dict[str, Any]:
     return {"error": None, **found}
 
 
-async def _tls(ctx: JobContext[DomainLookupParams], resolver: Any, domain: str) -> dict[str, Any]:
+async def _tls(
+    ctx: JobContext[DomainLookupParams], resolver: DnsResolver, domain: str
+) -> dict[str, Any]:
     settings = ctx.kind_settings
     guard = AddressGuard(
         GuardPolicy.from_settings(ctx.settings),
-        lambda host: records.addresses(resolver, host),
+        resolver.addresses,
         lookup_timeout=settings.tls_timeout,
     )
     try:
@@ -98,7 +101,7 @@ async def _bounded(part: Awaitable[dict[str, Any]], seconds: float, code: str) -
 async def run(ctx: JobContext[DomainLookupParams]) -> None:
     domain = ctx.params.domain
     settings = ctx.kind_settings
-    resolver = records.resolver(settings.dns_nameservers, settings.dns_timeout)
+    resolver = DnsResolver(settings.dns_nameservers, settings.dns_timeout)
     limit = settings.part_timeout
     found = await asyncio.gather(
         _bounded(_rdap(ctx, domain), limit, rdap.UNAVAILABLE),

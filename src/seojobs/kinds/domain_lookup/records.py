@@ -1,117 +1,21 @@
-"""DNS records of a domain with dnspython: A, AAAA, MX, NS, TXT (SPF parsed), DMARC, CAA, SOA.
+"""DNS records of a domain: A, AAAA, MX, NS, TXT (SPF parsed), DMARC, CAA, SOA.
 
-The resolver is the system's (``/etc/resolv.conf``) unless ``SEOJOBS_DNS_NAMESERVERS`` names
-others (``host[:port]``, comma separated), which is also how tests point it at a local server.
+Asked through :class:`~seojobs.fetch.resolver.DnsResolver` (which names the nameservers,
+``SEOJOBS_DNS_NAMESERVERS``, and turns answers into plain values); this module reads them.
 A name that does not exist (NXDOMAIN) is ``domain_not_found``; a resolver that fails or does
 not answer is ``dns_unavailable``. A record type the name simply lacks is an empty list.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
-import dns.asyncresolver
-import dns.exception
-import dns.nameserver
-import dns.rdatatype
-import dns.resolver
+from seojobs.fetch.resolver import NOT_FOUND, RECORD_TYPES, UNAVAILABLE, DnsError, DnsResolver
 
-NOT_FOUND = "domain_not_found"
-UNAVAILABLE = "dns_unavailable"
-TYPES = ("A", "AAAA", "MX", "NS", "TXT", "CAA", "SOA")
+__all__ = ["NOT_FOUND", "UNAVAILABLE", "DnsError", "dmarc_of", "parse_spf", "records", "spf_of"]
+
 SPF_QUALIFIERS = {"+": "pass", "-": "fail", "~": "softfail", "?": "neutral"}
-
-
-class DnsError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def parse_nameserver(text: str) -> tuple[str, int]:
-    """``host[:port]`` (``[v6]:port`` for IPv6 with a port) -> (address, port); the host must
-    be an IP address (a resolver is reached by address)."""
-    host, port = text.strip(), 53
-    if host.startswith("["):
-        inside, _, rest = host[1:].partition("]")
-        host = inside
-        if rest:
-            if not rest.startswith(":") or not rest[1:].isdigit():
-                raise ValueError(f"{text!r}: expected [address]:port")
-            port = int(rest[1:])
-    elif host.count(":") == 1:
-        host, _, digits = host.partition(":")
-        if not digits.isdigit():
-            raise ValueError(f"{text!r}: the port must be a number")
-        port = int(digits)
-    ipaddress.ip_address(host)  # ValueError naming the text otherwise
-    if not 1 <= port <= 65535:
-        raise ValueError(f"{text!r}: the port must be 1 to 65535")
-    return host, port
-
-
-def resolver(nameservers: Sequence[str], timeout: float) -> dns.asyncresolver.Resolver:
-    if nameservers:
-        made = dns.asyncresolver.Resolver(configure=False)
-        made.nameservers = [
-            dns.nameserver.Do53Nameserver(*parse_nameserver(text)) for text in nameservers
-        ]
-    else:
-        made = dns.asyncresolver.Resolver()
-    made.timeout = timeout
-    made.lifetime = timeout
-    return made
-
-
-def _rdata(rdtype: str, rdata: Any) -> Any:
-    if rdtype in ("A", "AAAA"):
-        return str(rdata.address)
-    if rdtype == "MX":
-        return {"preference": rdata.preference, "exchange": _name(rdata.exchange)}
-    if rdtype == "NS":
-        return _name(rdata.target)
-    if rdtype == "TXT":
-        return b"".join(rdata.strings).decode("utf-8", errors="replace")
-    if rdtype == "CAA":
-        return {
-            "flags": rdata.flags,
-            "tag": rdata.tag.decode("ascii", errors="replace"),
-            "value": rdata.value.decode("utf-8", errors="replace"),
-        }
-    return {  # SOA
-        "mname": _name(rdata.mname),
-        "rname": _name(rdata.rname),
-        "serial": rdata.serial,
-        "refresh": rdata.refresh,
-        "retry": rdata.retry,
-        "expire": rdata.expire,
-        "minimum": rdata.minimum,
-    }
-
-
-def _name(name: Any) -> str:
-    return str(name.to_text(omit_final_dot=True)).lower()
-
-
-async def query(made: dns.asyncresolver.Resolver, name: str, rdtype: str) -> list[Any]:
-    """The records of one type (sorted, so two lookups compare); [] when there are none."""
-    try:
-        answer = await made.resolve(name, rdtype, search=False)
-    except dns.resolver.NXDOMAIN as exc:
-        raise DnsError(NOT_FOUND, f"{name} does not exist in DNS (NXDOMAIN)") from exc
-    except dns.resolver.NoAnswer:
-        return []
-    except dns.resolver.NoNameservers as exc:
-        raise DnsError(UNAVAILABLE, f"no resolver answered for {name} {rdtype}: {exc}") from exc
-    except dns.exception.Timeout as exc:
-        raise DnsError(UNAVAILABLE, f"DNS timed out for {name} {rdtype}") from exc
-    except dns.exception.DNSException as exc:
-        raise DnsError(UNAVAILABLE, f"DNS failed for {name} {rdtype}: {exc}") from exc
-    found = [_rdata(rdtype, rdata) for rdata in answer]
-    return sorted(found, key=repr)
 
 
 def parse_spf(record: str) -> dict[str, Any]:
@@ -176,14 +80,14 @@ def dmarc_of(txt: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
-async def records(made: dns.asyncresolver.Resolver, domain: str) -> dict[str, Any]:
+async def records(resolver: DnsResolver, domain: str) -> dict[str, Any]:
     """Every record type of ``domain``, with SPF and DMARC parsed. Raises :class:`DnsError`."""
     found: dict[str, Any] = {}
-    for rdtype in TYPES:
-        values = await query(made, domain, rdtype)
+    for rdtype in RECORD_TYPES:
+        values = await resolver.query(domain, rdtype)
         found[rdtype] = (values[0] if values else None) if rdtype == "SOA" else values
     try:
-        dmarc_txt = await query(made, f"_dmarc.{domain}", "TXT")
+        dmarc_txt = await resolver.query(f"_dmarc.{domain}", "TXT")
     except DnsError as exc:
         if exc.code != NOT_FOUND:
             raise
@@ -193,15 +97,3 @@ async def records(made: dns.asyncresolver.Resolver, domain: str) -> dict[str, An
         "spf": spf_of(found["TXT"]),
         "dmarc": dmarc_of(dmarc_txt),
     }
-
-
-async def addresses(made: dns.asyncresolver.Resolver, host: str) -> list[str]:
-    """A and AAAA of ``host``: the TLS probe's resolver, so that it connects where this
-    lookup's DNS says (and the SSRF guard judges those addresses)."""
-    found: list[str] = []
-    for rdtype in ("A", "AAAA"):
-        try:
-            found += await query(made, host, rdtype)
-        except DnsError as exc:
-            raise OSError(exc.message) from exc
-    return found

@@ -16,6 +16,7 @@ from seojobs.engine.hints import HOUR, PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
+from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
 
 NAME = "site_audit"
@@ -67,4 +68,6 @@ KIND: Kind[SiteAuditParams] = Kind(
         for name in ("status", "depth", "title", "indexable", "indexability_reason", "words")
     ),
     settings=SiteAuditSettings,
+    tables=(PAGE_TABLE,),
+    migrations=(MIGRATIONS,),
 )

@@ -1,4 +1,4 @@
-"""The audit's page table (``audit_pages``): one row per crawled URL, with the in-link counts
+"""The audit's page rows (``pagetable``): one per crawled URL, with the in-link counts
 that are only known once the crawl is complete. Written by the site-wide phase, replacing
 the job's rows, so a rescued audit that runs the phase again writes each page once."""
 
@@ -8,27 +8,13 @@ from collections import Counter
 from typing import Any
 
 from seojobs.engine.context import JobContext
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams
 
-TABLE = "audit_pages"
-# Copied as they are from a page's record (crawler._record and its verdicts).
-FIELDS = (
-    "url",
-    "final_url",
-    "status",
-    "depth",
-    "response_ms",
-    "redirects",
-    "content_type",
-    "title",
-    "description",
-    "h1",
-    "canonical",
-    "indexability_reason",
-    "words",
-    "content_hash",
-    "issues",
-)
+# Counted over the whole crawl (below), or the row's key: every other column is copied as it
+# is from a page's record (crawler._record and its verdicts).
+COUNTED = ("job_id", "seq", "indexable", "in_links", "out_links", "external_links")
+FIELDS = tuple(name for name in PAGE_TABLE.names() if name not in COUNTED)
 
 
 def page_rows(pages: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -53,4 +39,4 @@ def page_rows(pages: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
 async def write_pages(ctx: JobContext[SiteAuditParams]) -> None:
     """Store the audit's pages, read back from its items (an earlier claim's too)."""
     pages = [(item.seq, item.result) async for item in ctx.items() if item.result]
-    await ctx.replace_rows(TABLE, page_rows(pages))
+    await ctx.replace_rows(PAGE_TABLE.name, page_rows(pages))

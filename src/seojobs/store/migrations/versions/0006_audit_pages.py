@@ -1,53 +1,25 @@
-"""audit pages: a site audit's pages with their in-link counts
+"""audit pages: moved to the site audit's own migrations (kinds/site_audit/migrations)
 
 Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-03
+
+This revision created the ``audit_pages`` table until the site audit came to own it. It stays,
+empty, so that the chain after it and the databases that passed it keep their history; the
+site audit's revision ``sa01`` depends on it and creates the table where it is missing.
 """
 
 from __future__ import annotations
-
-import sqlalchemy as sa
-from alembic import op
 
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
 
-BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-
 
 def upgrade() -> None:
-    op.create_table(
-        "audit_pages",
-        sa.Column("job_id", BigId, nullable=False),
-        sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("url", sa.Text(), nullable=False),
-        sa.Column("final_url", sa.Text(), nullable=True),
-        sa.Column("status", sa.Integer(), nullable=True),
-        sa.Column("depth", sa.Integer(), nullable=True),
-        sa.Column("response_ms", sa.Integer(), nullable=True),
-        sa.Column("redirects", sa.Integer(), nullable=True),
-        sa.Column("content_type", sa.String(length=200), nullable=True),
-        sa.Column("title", sa.Text(), nullable=True),
-        sa.Column("description", sa.Text(), nullable=True),
-        sa.Column("h1", sa.Text(), nullable=True),
-        sa.Column("canonical", sa.Text(), nullable=True),
-        sa.Column("indexable", sa.Boolean(), nullable=False),
-        sa.Column("indexability_reason", sa.String(length=50), nullable=True),
-        sa.Column("words", sa.Integer(), nullable=True),
-        sa.Column("content_hash", sa.String(length=64), nullable=True),
-        sa.Column("in_links", sa.Integer(), nullable=False),
-        sa.Column("out_links", sa.Integer(), nullable=False),
-        sa.Column("external_links", sa.Integer(), nullable=False),
-        sa.Column("issues", sa.JSON(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["job_id"], ["jobs.id"], name="fk_audit_pages_job_id_jobs", ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("job_id", "seq", name="pk_audit_pages"),
-    )
+    pass
 
 
 def downgrade() -> None:
-    op.drop_table("audit_pages")
+    pass
