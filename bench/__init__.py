@@ -1,1 +1,1 @@
-"""Benchmarks; run ``python bench/queue.py`` (see bench/README.md)."""
+"""Benchmarks; run ``python bench/queue.py`` (see docs/bench/)."""

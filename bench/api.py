@@ -7,7 +7,7 @@ returns a constant, served by an identical uvicorn process. Prints req/s, p50/p9
 server CPU per request, the ratio to the bare endpoint and PASS/FAIL against the targets
 (>= 50 % of bare, p99 <= 25 ms); and, when a target fails (or with ``--profile always``), a
 py-spy profile of each server by step of the request. Exits 1 when a target fails. See
-bench/README.md.
+docs/bench/api.md.
 
 As for ``bench/queue.py``: run as a script, this file's folder would come first on
 ``sys.path``, and ``bench/queue.py`` would shadow the standard library's ``queue``. So the
@@ -19,9 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import functools
@@ -293,7 +291,7 @@ def paced_rate(results: Results, opts: Options) -> float:
 
 
 def run_paced(driver: Driver, systems: list[System], results: Results) -> None:
-    """Latency at one fixed offered load, the same for every system (see bench/README.md)."""
+    """Latency at one fixed offered load, the same for every system (see docs/bench/api.md)."""
     opts = driver.opts
     c, rate = opts.paced_connections, paced_rate(results, opts)
     cli.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")

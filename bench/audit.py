@@ -7,7 +7,7 @@ served on loopback from memory, crawled in each round, one after the other, by: 
 bare aiohttp + selectolax breadth-first loop (the ceiling), all at the same concurrency with no
 delay and robots.txt obeyed. Prints pages/s, CPU ms per page and peak RSS for each, the ratios
 within each round and the targets (>= 4 x advertools' pages/s, >= 0.2 x the bare loop's, peak
-RSS no more than advertools'); exits 1 when a target fails. See bench/README.md.
+RSS no more than advertools'); exits 1 when a target fails. See docs/bench/audit.md.
 
 Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
 would shadow the standard library's ``queue``: the folder is swapped for the repository root
@@ -19,9 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import json
@@ -302,36 +300,30 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     results = Results()
     started = time.monotonic()
-    try:
-        with ExitStack() as stack:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_audit_")))
-            site = stack.enter_context(Site(opts.pages, 1 if opts.pin else None))
-            if opts.pin:
-                os.sched_setaffinity(0, {0})
-            dbs = Databases(
-                stack,
-                sqlite="sqlite" in opts.stores,
-                postgres="pg" in opts.stores,
-                prefix="seojobs_audit",
-            )
-            bench = Bench(opts, site, dbs, tmp)
-            results = bench.results
-            results.environment = _environment(opts, bench)
-            bench.run_all()
-            if opts.profile:
-                profile = bench.profile()
-            bench.stats = site.stats()
-        results.notes = _notes(bench)
+    partial = cli.partial_report(
+        lambda: render(results), "processes stopped, scratch databases removed"
+    )
+    with partial, ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_audit_")))
+        site = stack.enter_context(Site(opts.pages, 1 if opts.pin else None))
+        if opts.pin:
+            os.sched_setaffinity(0, {0})
+        dbs = Databases(
+            stack,
+            sqlite="sqlite" in opts.stores,
+            postgres="pg" in opts.stores,
+            prefix="seojobs_audit",
+        )
+        bench = Bench(opts, site, dbs, tmp)
+        results = bench.results
+        results.environment = _environment(opts, bench)
+        bench.run_all()
         if opts.profile:
-            results.extra = profile
-    except KeyboardInterrupt:
-        print(render(results), end="", flush=True)
-        print("\n(incomplete: interrupted; processes stopped, scratch databases removed)")
-        return 130
-    except BaseException:
-        print(render(results), end="", flush=True)
-        print("\n(incomplete: the run stopped with an error)", flush=True)
-        raise
+            profile = bench.profile()
+        bench.stats = site.stats()
+    results.notes = _notes(bench)
+    if opts.profile:
+        results.extra = profile
     results.environment.append(
         f"total wall time {time.monotonic() - started:.0f} s; "
         f"load average at end {procstat.loadavg()}"

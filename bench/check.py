@@ -4,7 +4,7 @@ Index checks of 2,000 URLs against a local site and a local fake Serper API, run
 seojobs Worker (SQLite and PostgreSQL), next to a bare aiohttp loop (the ceiling) and a bare
 httpx loop sending the same two requests per URL at the same concurrency in the same run.
 Prints URLs/s, the ratios and the targets (>= 500 URLs/s per worker process, >= 0.7 of the bare
-aiohttp loop); exits 1 when a target fails. See bench/README.md.
+aiohttp loop); exits 1 when a target fails. See docs/bench/check.md.
 
 Run as a script, this file's folder would come first on ``sys.path``, and ``bench/queue.py``
 would shadow the standard-library ``queue`` that asyncio and concurrent.futures import. So
@@ -17,9 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import asyncio
@@ -114,11 +112,12 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument(
         "--layers",
         type=int,
-        default=0,
+        default=1,
         metavar="ROUNDS",
         help="also measure where the CPU per URL goes, one layer at a time (bare loop, our "
         "HttpClient, fetcher + adapter, the whole job on SQLite) at the highest concurrency, "
-        "in ROUNDS interleaved rounds (see bench/lib/check_layers.py)",
+        "in ROUNDS interleaved rounds (default 1; 0 skips it and its targets; see "
+        "bench/lib/check_layers.py)",
     )
     args = parser.parse_args(argv)
     if args.layers < 0:
@@ -311,7 +310,7 @@ def _notes(results: Results) -> list[str]:
         "per-host (fetch_host_concurrency) = how many page requests the fetcher sends to one "
         "host at once; 2 is the default on purpose: it is politeness toward real sites. Raised "
         "= the job concurrency, the fair comparison with the bare loops, which have no gate: "
-        "the ratio target is judged on those rows.",
+        "compare the ratios on those rows.",
         "bench CPU = CPU time of this process (every thread) / wall time; loop waits = share of "
         "the wall time the event-loop thread was runnable but waiting for a CPU (schedstat); "
         "site CPU / site waits = the same for the site process; others = CPUs used meanwhile "
@@ -364,6 +363,7 @@ def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
 
     cli.progress(f"layers: {rounds} round(s) at c={concurrency}")
     found = check_layers.measure(bench.urls, bench.site.serper_url, concurrency, rounds, whole_job)
+    bench.results.layer_checks = check_layers.checks(found)
     return check_layers.report(found)
 
 
@@ -373,37 +373,29 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     results = Results(urls=opts.urls)
     started = time.monotonic()
-    try:
-        with ExitStack() as stack:
-            site = stack.enter_context(
-                SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None)
-            )
-            if opts.pin:
-                os.sched_setaffinity(0, {0})
-            site.wait_ready()
-            bench = Bench(opts, site, results)
-            bench.dbs = ours.Databases(
-                stack,
-                sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
-                postgres="postgresql" in opts.only,
-                prefix="seojobs_check",
-            )
-            results.environment = _environment(opts, bench.dbs.pg)
-            cli.progress("warming up")
-            bench.warm_up()
-            bench.run_all()
-            if opts.profile:
-                results.notes += _profile(bench, max(opts.concurrency))
-            if opts.layers:
-                results.notes += _layers(bench, max(opts.concurrency), opts.layers)
-    except KeyboardInterrupt:
-        print(render(results), end="", flush=True)
-        print("\n(incomplete: interrupted; site process stopped, scratch files removed)")
-        return 130
-    except BaseException:
-        print(render(results), end="", flush=True)
-        print("\n(incomplete: the run stopped with an error; site process stopped)", flush=True)
-        raise
+    partial = cli.partial_report(
+        lambda: render(results), "site process stopped, scratch files removed"
+    )
+    with partial, ExitStack() as stack:
+        site = stack.enter_context(SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None))
+        if opts.pin:
+            os.sched_setaffinity(0, {0})
+        site.wait_ready()
+        bench = Bench(opts, site, results)
+        bench.dbs = ours.Databases(
+            stack,
+            sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
+            postgres="postgresql" in opts.only,
+            prefix="seojobs_check",
+        )
+        results.environment = _environment(opts, bench.dbs.pg)
+        cli.progress("warming up")
+        bench.warm_up()
+        bench.run_all()
+        if opts.profile:
+            results.notes += _profile(bench, max(opts.concurrency))
+        if opts.layers:
+            results.notes += _layers(bench, max(opts.concurrency), opts.layers)
     results.notes = _notes(results) + results.notes
     results.environment.append(
         f"total wall time {time.monotonic() - started:.0f} s; "

@@ -9,7 +9,7 @@ the same rows (``/v1/projects/{id}/jobs``, same page size and filter), in interl
 so that each pair meets the same load from the rest of the machine. Prints p50/p99 per page,
 the ratio to its JSON peer and PASS/FAIL against the targets (every page p99 <= 50 ms; the
 jobs list's p99 within 2x of the JSON list's over the same rows); exits 1 when one fails.
-See bench/README.md.
+See docs/bench/dashboard.md.
 
 Run as a script, this folder would come first on ``sys.path`` and ``bench/queue.py`` would
 shadow the standard library's ``queue``: the folder is swapped for the repository root first.
@@ -20,9 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import http.client

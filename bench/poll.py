@@ -9,7 +9,7 @@ Who learns of each finish, how late, and at what cost in requests:
   ``httpx.MockTransport`` to the same simulated server, with a sleep that advances the
   simulated clock.
 
-Nothing touches the network and nothing sleeps for real. See bench/README.md.
+Nothing touches the network and nothing sleeps for real. See docs/bench/poll.md.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import time

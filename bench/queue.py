@@ -3,7 +3,7 @@
 Burns down no-op jobs with seojobs on SQLite and PostgreSQL, with Procrastinate (the peer) on
 the same PostgreSQL server, and with a bare SQL loop per dialect (the ceiling), then prints
 jobs/s, our ratios to both, and the enqueue-to-start latency of an idle worker; exits 1 when a
-target fails. See bench/README.md.
+target fails. See docs/bench/queue.md.
 
 This file is named by the issue, and ``queue`` is also a standard-library module: run as a
 script, its folder would come first on ``sys.path`` and shadow the real ``queue`` for asyncio
@@ -17,9 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import asyncio
@@ -283,12 +281,6 @@ def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
     return lines
 
 
-def _print_partial(results: Results, why: str) -> None:
-    if results.burns or results.wakes:
-        print(render(results), end="", flush=True)
-    print(f"\n(incomplete: {why}; scratch databases dropped)", flush=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     cli.unwind_on_sigterm()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -296,28 +288,25 @@ def main(argv: list[str] | None = None) -> int:
     results = Results(jobs=opts.jobs)
     needs_pg = opts.wants("postgresql") or opts.wants("procrastinate") or opts.bare_on("postgresql")
     needs_sqlite = opts.wants("sqlite") or opts.bare_on("sqlite")
-    try:
-        with ExitStack() as stack:
-            pg = stack.enter_context(ScratchPostgres()) if needs_pg else None
-            results.environment = _environment(opts, pg)
-            if needs_sqlite:
-                scratch_sqlite = stack.enter_context(ScratchSqlite())
-                run_sqlite(opts, SqliteSide(scratch_sqlite), results)
-            if pg is not None:
-                side = None
-                if opts.wants("postgresql") or opts.bare_on("postgresql"):
-                    side = PostgresSide(pg)
-                    run_postgres(opts, side, results)
-                peer_template = run_peer(opts, pg, results) if opts.wants("procrastinate") else None
-                if opts.samples:
-                    ours_side = side if opts.wants("postgresql") else None
-                    run_pg_wakes(opts, ours_side, pg, peer_template, results)
-    except KeyboardInterrupt:
-        _print_partial(results, "interrupted")
-        return 130
-    except BaseException:
-        _print_partial(results, "the run stopped with an error")
-        raise
+    partial = cli.partial_report(
+        lambda: render(results) if results.burns or results.wakes else "",
+        "scratch databases dropped",
+    )
+    with partial, ExitStack() as stack:
+        pg = stack.enter_context(ScratchPostgres()) if needs_pg else None
+        results.environment = _environment(opts, pg)
+        if needs_sqlite:
+            scratch_sqlite = stack.enter_context(ScratchSqlite())
+            run_sqlite(opts, SqliteSide(scratch_sqlite), results)
+        if pg is not None:
+            side = None
+            if opts.wants("postgresql") or opts.bare_on("postgresql"):
+                side = PostgresSide(pg)
+                run_postgres(opts, side, results)
+            peer_template = run_peer(opts, pg, results) if opts.wants("procrastinate") else None
+            if opts.samples:
+                ours_side = side if opts.wants("postgresql") else None
+                run_pg_wakes(opts, ours_side, pg, peer_template, results)
     print(render(results), end="", flush=True)
     return cli.exit_code(failures(results))
 

@@ -7,7 +7,7 @@ repository's pinned Lighthouse CLI run once per URL one after another with the s
 Chromium (what a user would script). Prints pages per minute for each and their ratio, the
 score difference per page, CPU and peak RSS, and where a run's time goes; targets (issue 14):
 ours >= 2 x the CLI loop's pages per minute, every page's score within 5 points of the CLI's.
-Exits 1 when a target fails. See bench/README.md.
+Exits 1 when a target fails. See docs/bench/vitals.md.
 
 Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
 would shadow the standard library's ``queue``: the folder is swapped for the repository root
@@ -19,9 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[:] = [str(Path(__file__).resolve().parents[1])] + [
-    p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
-]
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
 
 import argparse
 import statistics

@@ -1,6 +1,6 @@
 """The benchmarks' shared library. The entry scripts are ``bench/queue.py``, ``bench/check.py``,
 ``bench/api.py``, ``bench/poll.py``, ``bench/audit.py``, ``bench/vitals.py`` and
-``bench/dashboard.py`` (see bench/README.md); everything they share is here:
+``bench/dashboard.py`` (see docs/bench/); everything they share is here:
 
 - ``cli``: progress lines, tables, PASS/FAIL, argument types, the environment lines, SIGTERM;
 - ``scratch``: scratch PostgreSQL databases and SQLite files; ``procstat``: CPU accounting;

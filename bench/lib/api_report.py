@@ -12,7 +12,7 @@ from bench.lib.load import Load
 TARGET_RATIO = 0.5
 TARGET_P99_MS = 25.0
 # The closed-loop p99 is judged up to this many connections (and always at the fixed load):
-# beyond, a saturated server's p99 is the length of the queue wrk keeps full (bench/README.md).
+# beyond, a saturated server's p99 is the length of the queue wrk keeps full (docs/bench/api.md).
 P99_JUDGED_UP_TO = 16
 SYSTEMS = ("bare", "sqlite", "postgresql")
 LABELS = {

@@ -8,24 +8,22 @@ its stack (exclusive: the rows add up to 100 %), converted to CPU ms per page.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-
 from bench.lib.cli import table
+from bench.lib.spy import categorise
 
 # First match wins, so the narrower steps come before the ones that contain them.
 CATEGORIES: tuple[tuple[str, str], ...] = (
     ("page parsing (page.parse_page: scanner or html.parser, words, hash)", r"parse_page \("),
     ("links: join + normalise (crawler._links, page_key)", r"_links \(|_canonical \(|page_key \("),
     ("per-page checks (checks.page_findings)", r"page_findings \("),
-    ("frontier: add_items (loop + DB thread)", r"Frontier\.add \(|Worker\.add_items"),
-    ("record results: DB thread (SQLAlchemy + SQLite/psycopg)", r"Worker\.record_items"),
+    ("frontier: add_items (loop + DB thread)", r"Frontier\.add \(|add_items \(seojobs/store/"),
+    ("record results: DB thread (SQLAlchemy + SQLite/psycopg)", r"record_items \(seojobs/store/"),
     ("record results: loop side (outcomes, JSON of results)", r"JobContext\.(record|_write)"),
     ("robots.txt verdicts", r"robots_verdict \(|RobotsCache|protego"),
     ("fetcher: guard, pinning, politeness gate", r"AddressGuard|[Pp]inn|HostGate"),
     ("fetcher: the page GET (HttpClient, aiohttp)", r"Fetcher\.fetch \("),
     ("site-wide checks and summary (after the crawl)", r"site_findings \(|summary \("),
-    ("items read (open items, read back)", r"open_items|read_items|items_page"),
+    ("items read (open items, read back)", r"open_items|_open_items_after|items_page"),
     ("other DB work (claim, heartbeat, listener)", r"sqlalchemy|sqlite3|psycopg|seojobs/store/"),
     ("aiohttp / HTTP elsewhere", r"aiohttp/|yarl/|multidict/"),
     ("seojobs glue (run_items, handler, worker)", r"seojobs/"),
@@ -33,21 +31,8 @@ CATEGORIES: tuple[tuple[str, str], ...] = (
 )
 
 
-def categorise(raw: str) -> tuple[int, Counter[str]]:
-    total = 0
-    found: Counter[str] = Counter()
-    for line in raw.splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        total += int(count)
-        name = next((n for n, pattern in CATEGORIES if re.search(pattern, stack)), "other")
-        found[name] += int(count)
-    return total, found
-
-
 def profile_lines(raw: str, pages: int, rate: int) -> list[str]:
-    total, found = categorise(raw)
+    total, found = categorise(raw, CATEGORIES, None)
     if not total:
         return ["profile: no samples"]
 

@@ -12,7 +12,8 @@ import signal
 import sqlite3
 import statistics
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol
 
 
@@ -109,3 +110,19 @@ def exit_code(failed: Sequence[str]) -> int:
     if failed:
         print("\nFAIL: " + "\nFAIL: ".join(failed), flush=True)
     return 1 if failed else 0
+
+
+@contextmanager
+def partial_report(render: Callable[[], str], cleaned: str) -> Iterator[None]:
+    """Print what was measured so far when a run is interrupted (then exit 130) or fails (then
+    the error goes on); ``cleaned`` says what was stopped or removed on the way out."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(render(), end="", flush=True)
+        print(f"\n(incomplete: interrupted; {cleaned})", flush=True)
+        raise SystemExit(130) from None
+    except BaseException:
+        print(render(), end="", flush=True)
+        print(f"\n(incomplete: the run stopped with an error; {cleaned})", flush=True)
+        raise

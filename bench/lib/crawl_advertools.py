@@ -2,10 +2,10 @@
 
 Run by the Python of a separate venv that has advertools (it is no dependency of seojobs):
 ``PEER_PYTHON -m bench.lib.crawl_advertools OUTPUT.jl START_URL CONCURRENCY``; it needs only
-the standard library and advertools. Prints one JSON line: ``{"seconds", "pages", "private",
-"cpu", "version"}``. ``seconds`` is the ``advertools.crawl`` call (it runs ``scrapy runspider``
-as a child process, whose start-up belongs to the crawl as a user meets it); ``cpu`` is this
-process's CPU over the call plus its children's (Scrapy's).
+the standard library, advertools and ``bench.lib.procstat``. Prints one JSON line:
+``{"seconds", "pages", "private", "cpu", "version"}``. ``seconds`` is the ``advertools.crawl``
+call (it runs ``scrapy runspider`` as a child process, whose start-up belongs to the crawl as a
+user meets it); ``cpu`` is this process's CPU over the call plus its children's (Scrapy's).
 
 Settings, as in the reference measurement (reference/bench_anchors.md): concurrency (global
 and per domain) as given, ``ROBOTSTXT_OBEY``, no AutoThrottle, no delay, log level WARNING.
@@ -18,15 +18,11 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import resource
 import sys
 import time
 from urllib.parse import urlsplit
 
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+from bench.lib.procstat import children_cpu
 
 
 def main() -> None:
@@ -44,13 +40,13 @@ def main() -> None:
         "LOG_LEVEL": "WARNING",
     }
     host = urlsplit(start).hostname or ""
-    cpu, children = time.process_time(), _children_cpu()
+    cpu, children = time.process_time(), children_cpu()
     started = time.perf_counter()
     advertools.crawl(
         [start], output, follow_links=True, allowed_domains=[host], custom_settings=settings
     )
     seconds = time.perf_counter() - started
-    cpu = time.process_time() - cpu + _children_cpu() - children
+    cpu = time.process_time() - cpu + children_cpu() - children
     pages = private = 0
     with open(output, encoding="utf-8") as rows:
         for line in rows:

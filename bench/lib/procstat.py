@@ -11,10 +11,11 @@ from pathlib import Path
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def proc_cpu(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
+def proc_cpu(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``reaped``: with those of the
+    children it has waited for)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return sum(int(v) for v in fields[11 : 15 if reaped else 13]) / TICK
 
 
 def machine_busy() -> float:

@@ -120,7 +120,7 @@ CHECK_CATEGORIES: tuple[tuple[str, str], ...] = (
         r"current_async_library \(httpcore[^;]*;[^;]*_find_and_load",
     ),
     ("httpcore: pool scan (_assign_requests_to_connections)", r"_assign_requests_to_connections"),
-    ("DB: record each item (thread side: SQLAlchemy + SQLite)", r"Worker\.record_items"),
+    ("DB: record each item (thread side: SQLAlchemy + SQLite)", r"record_items \(seojobs/store/"),
     ("DB: record each item (loop side: outcomes, lock, executor hop)", r"JobContext\.record"),
     ("DB: claim, items page, completion, probe", r"sqlalchemy|sqlite3|seojobs/store/"),
     ("diagnostics: canonical URL resolving (fetch.urls)", r"_canonical \("),
@@ -233,17 +233,22 @@ def record_self(run: Callable[[], T]) -> tuple[T, str | None]:
         return result, out.read_text() if out.exists() else None
 
 
-def categorise(raw: str) -> tuple[int, collections.Counter[str]]:
-    """(samples, samples per category of ``CHECK_CATEGORIES``) of py-spy's raw output: each
-    sample counts for the first category whose pattern is in its stack."""
+def categorise(
+    raw: str,
+    categories: tuple[tuple[str, str], ...] = CHECK_CATEGORIES,
+    exclude: re.Pattern[str] | None = CHECK_EXCLUDE,
+) -> tuple[int, collections.Counter[str]]:
+    """(samples, samples per category) of py-spy's raw output: each sample counts for the
+    first of ``categories`` whose pattern is in its stack; stacks ``exclude`` finds are left
+    out (set-up work)."""
     total = 0
     found: collections.Counter[str] = collections.Counter()
     for line in raw.splitlines():
         stack, _, count = line.rpartition(" ")
-        if not count.isdigit() or CHECK_EXCLUDE.search(stack):
+        if not count.isdigit() or (exclude is not None and exclude.search(stack)):
             continue
         total += int(count)
-        name = next((n for n, pattern in CHECK_CATEGORIES if re.search(pattern, stack)), "other")
+        name = next((n for n, pattern in categories if re.search(pattern, stack)), "other")
         found[name] += int(count)
     return total, found
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import resource
 import subprocess
 import tempfile
 import time
@@ -68,13 +67,6 @@ def _report_timings(folder: Path) -> list[float]:
     ]
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds of ``pid`` and of its children it has reaped (utime, stime, cutime,
-    cstime)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / procstat.TICK
-
-
 def _worker_env(url: str, concurrency: int, reports: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
     env.update(
@@ -110,13 +102,13 @@ def ours(db_url: str, user_id: int, urls: list[str], concurrency: int, tmp: Path
     try:
         worker.wait_idle()
         sampler = procstat.TreeSampler(worker.proc.pid, interval=POLL, pss=True)
-        cpu_before = _tree_cpu(worker.proc.pid)
+        cpu_before = procstat.proc_cpu(worker.proc.pid, reaped=True)
         job_id = create_job(
             db_url, user_id, "web_vitals", {"urls": urls, "form_factors": ["mobile"]}
         )
         timeout = 60 + len(urls) * WebVitalsSettings().run_timeout
         job = wait_finished(probe, job_id, worker, timeout)
-        used = _tree_cpu(worker.proc.pid) - cpu_before
+        used = procstat.proc_cpu(worker.proc.pid, reaped=True) - cpu_before
         peak = sampler.stop()
         if job.state != "completed":
             raise RuntimeError(f"the job failed: {job.error_code}: {job.error_message}")
@@ -147,11 +139,6 @@ def reap_orphans() -> None:
             return
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
     """The Lighthouse CLI once per URL, one after another (call ``become_subreaper`` first)."""
     settings = WebVitalsSettings()
@@ -167,7 +154,7 @@ def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
     walls: list[float] = []
     errors: list[str] = []
     sampler = procstat.TreeSampler(os.getpid(), interval=POLL, skip_root=True, pss=True)
-    cpu_before = _children_cpu()
+    cpu_before = procstat.children_cpu()
     started = time.monotonic()
     for url in urls:
         with tempfile.TemporaryDirectory(prefix="vitals-cli-", dir=tmp) as scratch:
@@ -193,7 +180,7 @@ def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
             scores[url] = score(raw)
             timings.append(raw["timing"]["total"] / 1000)
     seconds = time.monotonic() - started
-    used = _children_cpu() - cpu_before
+    used = procstat.children_cpu() - cpu_before
     peak = sampler.stop()
     return VitalsRun(
         "Lighthouse CLI, one after another", seconds, used, peak, scores, timings, walls, errors

@@ -148,7 +148,7 @@ def worker(
     settings = _settings()
     import asyncio
 
-    from seojobs.engine.worker import Worker
+    from seojobs.engine.worker import Worker, freeze_startup
     from seojobs.kinds import load_registry
     from seojobs.services import Services
     from seojobs.store import migrate
@@ -186,6 +186,7 @@ def worker(
         await w.run()
 
     logging.getLogger("seojobs.worker").info("worker %s starting", w.worker_id)
+    freeze_startup()
     asyncio.run(main())
     db.dispose()
 

@@ -1,6 +1,6 @@
 """Lighthouse (the pinned one in lighthouse/) in Debian's chromium against the dashboard's
 pages, signed in: accessibility and best practices must score at least 95. The performance
-score is printed for bench/README.md, never asserted (tests do not assert on timings)."""
+score is printed for docs/bench/vitals.md, never asserted (tests do not assert on timings)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 
+from seojobs.engine.events import event
 from seojobs.logfmt import JsonFormatter
 
 
@@ -28,3 +29,22 @@ def test_a_record_is_one_json_line_with_its_traceback() -> None:
     assert record["ts"].endswith("+00:00")
     assert "Traceback" in record["exception"] and "ValueError: boom" in record["exception"]
     assert "exception" not in json.loads(JsonFormatter().format(_record("fine")))
+
+
+def test_an_event_below_the_loggers_level_is_not_formatted() -> None:
+    class Loud:
+        def __str__(self) -> str:
+            raise AssertionError("formatted although nobody keeps the line")
+
+    logger = logging.getLogger("seojobs.test.quiet")
+    logger.setLevel(logging.WARNING)
+    event(logger, "job_start", job=Loud())  # INFO: skipped before any value is formatted
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        event(logger, "job_end", logging.WARNING, job=7, code="a b", ok=True, items=[1, 2])
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage() for r in records] == ['event=job_end job=7 code="a b" ok=True items=1,2']

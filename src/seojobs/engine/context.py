@@ -1,7 +1,8 @@
 """What a running job sees: its params, its items, and ways to record what it learns.
 
-A job reaches the store only through its context, and the context only through a small
-``JobHost`` protocol (the worker implements it): every write is fenced by the job's claim.
+A job reaches the store only through its context, and the context only through the small
+``JobHost`` protocol of ``engine/host.py`` (the worker implements it): every write is fenced by
+the job's claim.
 """
 
 from __future__ import annotations
@@ -9,10 +10,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from seojobs.engine.host import (
+    AddFinishedItem,
+    AddItems,
+    Collect,
+    JobHost,
+    RecordItems,
+    ReplaceRows,
+    SetFindings,
+)
 from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
 
 ITEM_PAGE = 200
@@ -55,37 +65,6 @@ class ItemResult:
     @classmethod
     def error(cls, code: str, message: str, result: dict[str, Any] | None = None) -> ItemResult:
         return cls(outcome="failed", result=result, error_code=code, error_message=message)
-
-
-class JobHost(Protocol):
-    """What a context needs of the worker running it. Each write raises ``Interrupted`` when
-    the job's claim is gone (cancelled, rescued, finished)."""
-
-    async def open_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
-
-    async def read_items(self, job: JobRecord, after_seq: int, limit: int) -> list[ItemRecord]: ...
-
-    async def record_items(
-        self, job: JobRecord, outcomes: list[ItemOutcome], counters: dict[str, int]
-    ) -> None: ...
-
-    async def still_held(self, job: JobRecord) -> bool: ...
-
-    async def add_items(self, job: JobRecord, items: list[NewItem]) -> int: ...
-
-    async def add_finished_item(
-        self, job: JobRecord, item: NewItem, outcome: ItemOutcome, counters: dict[str, int]
-    ) -> bool: ...
-
-    async def set_job_findings(self, job: JobRecord, findings: list[NewFinding]) -> None: ...
-
-    async def collect(self, job: JobRecord, subject: str, data: Any) -> None: ...
-
-    async def published(self, job: JobRecord, subject: str) -> Any: ...
-
-    async def replace_rows(
-        self, job: JobRecord, table: str, rows: list[dict[str, Any]]
-    ) -> None: ...
 
 
 ItemHandler = Callable[[ItemRecord], Awaitable[ItemResult]]
@@ -142,7 +121,7 @@ class JobContext(Generic[P]):
         after ``run_items`` for checks over the whole job (a crawl's site-wide checks), which
         must see the items an earlier claim recorded too."""
         after = -1
-        while page := await self._host.read_items(self.job, after, ITEM_PAGE):
+        while page := await self._host.items(self.job, after, ITEM_PAGE, only_open=False):
             for item in page:
                 yield item
             after = page[-1].seq
@@ -207,7 +186,7 @@ class JobContext(Generic[P]):
         outcomes = [_outcome(item.id, verdict) for item, verdict in finished]
         async with self._counting:
             counters = _counted(self.counters, [verdict for _item, verdict in finished])
-            await self._host.record_items(self.job, outcomes, counters)
+            await self._host.write(self.job, RecordItems(outcomes, counters))
             self.counters = counters
 
     async def ensure_held(self) -> None:
@@ -226,7 +205,10 @@ class JobContext(Generic[P]):
         crash and are run by whichever worker resumes the job."""
         self.check()
         items = self._new_items(values)
-        return await self._host.add_items(self.job, items) if items else 0
+        if not items:
+            return 0
+        [added] = await self._host.write(self.job, AddItems(items))
+        return int(added)
 
     async def add_finished_item(self, value: Any, verdict: ItemResult) -> bool:
         """Add an item already finished, with its verdict (result and findings), in one
@@ -237,12 +219,12 @@ class JobContext(Generic[P]):
         [item] = self._new_items([value])
         async with self._counting:
             counters = _counted(self.counters, [verdict])
-            added = await self._host.add_finished_item(
-                self.job, item, _outcome(0, verdict), counters
+            [added] = await self._host.write(
+                self.job, AddFinishedItem(item, _outcome(0, verdict), counters)
             )
             if added:
                 self.counters = counters
-        return added
+        return bool(added)
 
     async def add_findings(self, findings: Iterable[NewFinding]) -> None:
         """Findings about the whole job, as one set, like collected data: each call replaces
@@ -250,13 +232,13 @@ class JobContext(Generic[P]):
         job resumed after a crash that reruns its final checks does not report them twice.
         Compute them all, then write them once. A finding about one item goes in its
         ``ItemResult`` so that it is written once, with the item."""
-        await self._host.set_job_findings(self.job, list(findings))
+        await self._host.write(self.job, SetFindings(list(findings)))
 
     async def collect(self, subject: str, data: Any) -> None:
         """Store what the job collected about ``subject`` (a domain, a keyword); reads serve
         it as the project's latest once the job completes. Collecting a subject again in the
         same job replaces it."""
-        await self._host.collect(self.job, subject, data)
+        await self._host.write(self.job, Collect(subject, data))
 
     async def published(self, subject: str) -> Any:
         """What the project's latest completed collection of this kind holds about
@@ -269,7 +251,7 @@ class JobContext(Generic[P]):
         """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in
         one transaction: a phase that runs again after a rescue leaves one set of rows."""
         self.check()
-        await self._host.replace_rows(self.job, table, list(rows))
+        await self._host.write(self.job, ReplaceRows(table, list(rows)))
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes,
@@ -328,7 +310,7 @@ class JobContext(Generic[P]):
 
     async def _open_items_after(self, after: int) -> AsyncIterator[ItemRecord]:
         while True:
-            page = await self._host.open_items(self.job, after, ITEM_PAGE)
+            page = await self._host.items(self.job, after, ITEM_PAGE, only_open=True)
             if not page:
                 return
             for item in page:
