@@ -1,6 +1,7 @@
 """A plug-in defined outside seojobs, as a user would write one (``SEOJOBS_PLUGINS=tests.acme``):
 its own params, structured items, a monthly quota, findings, collected data, report columns,
-settings, and a table of its own created by a migration that joins seojobs' chain.
+settings, a table of its own created by a migration that joins seojobs' chain, and a read of
+what it collected (served under /v1/projects/{id}/acme/sites by seojobs' one read router).
 
 Nothing in seojobs names it: the plug-in test proves the seam needs no change in seojobs.
 """
@@ -18,15 +19,20 @@ from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_
 from sqlalchemy.pool import NullPool
 
 from seojobs.engine import (
+    FieldMatch,
+    Filter,
     Finding,
     ItemResult,
     JobContext,
+    Key,
     Kind,
     Quota,
+    Read,
     Registry,
     ReportColumn,
 )
-from seojobs.records import ItemRecord
+from seojobs.records import CollectionRecord, ItemRecord
+from seojobs.timefmt import rfc3339_or_none
 
 MIGRATIONS = str(Path(__file__).parent / "migrations")
 metadata = MetaData()
@@ -91,6 +97,39 @@ async def audit(ctx: JobContext[AcmeParams]) -> None:
     await ctx.collect(ctx.params.site, {"pages": len(ctx.params.pages), "words": total})
 
 
+class AcmeSite(BaseModel):
+    """A row of the plug-in's own read: the latest audit of each site."""
+
+    site: str
+    pages: int
+    words: int = Field(description="Words over every page.")
+    job_id: int | None
+    collected_at: str | None
+
+
+def _site(found: CollectionRecord) -> dict[str, Any]:
+    data = found.data if isinstance(found.data, dict) else {}
+    when = rfc3339_or_none(found.collected_at)
+    shown = {"pages": data.get("pages"), "words": data.get("words")}
+    return {"site": found.subject, **shown, "job_id": found.job_id, "collected_at": when}
+
+
+SITES = Read(
+    "acme/sites",
+    "list_acme_sites",
+    "acme_audit",
+    AcmeSite,
+    to_row=_site,
+    filters=(Filter("pages", int, "Only sites of this many pages.", FieldMatch("pages")),),
+    orders={
+        "words": (Key("words", "number", descending=True),),
+        "site": (Key("subject", "subject"),),
+    },
+    sort_description="Most words first, or sites A to Z.",
+    csv=("site", "pages", "words", "collected_at"),
+    description="The latest Acme audit of every site, most words first.",
+)
+
 KIND: Kind[AcmeParams] = Kind(
     "acme_audit",
     AcmeParams,
@@ -105,6 +144,7 @@ KIND: Kind[AcmeParams] = Kind(
     timeout=60,
     settings=AcmeSettings,
     migrations=(MIGRATIONS,),
+    reads=(SITES,),
 )
 
 

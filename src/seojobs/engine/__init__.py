@@ -10,8 +10,11 @@ from seojobs.engine.registry import (
     ReportColumn,
     UnknownKind,
 )
+from seojobs.reads import FieldMatch, Filter, Key, Read, RowMatch, SubjectMatch
 
 __all__ = [
+    "FieldMatch",
+    "Filter",
     "Finding",
     "FollowUp",
     "Interrupted",
@@ -19,9 +22,13 @@ __all__ = [
     "ItemResult",
     "JobContext",
     "JobFailed",
+    "Key",
     "Kind",
     "Quota",
+    "Read",
     "Registry",
     "ReportColumn",
+    "RowMatch",
+    "SubjectMatch",
     "UnknownKind",
 ]

@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings
 
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
+from seojobs.reads import Read
 from seojobs.records import NewItem
 
 if TYPE_CHECKING:
@@ -176,6 +177,9 @@ class Kind(Generic[P]):
     # Alembic version directories of the tables this kind owns (a plug-in's, outside the
     # package); they join the one migration chain (``seojobs migrate``).
     migrations: tuple[str, ...] = field(default=())
+    # What one router serves of what it collects (seojobs.reads): plain data, mounted under
+    # /v1/projects/{project_id}/ when the app is built.
+    reads: tuple[Read, ...] = ()
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""

@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from seojobs.engine.registry import Kind, Quota
 from seojobs.kinds.domain_lookup.lookup import run
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, normalise_domain
+from seojobs.kinds.domain_lookup.reads import READS
 from seojobs.kinds.domain_lookup.records import parse_nameserver
 
 NAME = "domain_lookup"
@@ -92,4 +93,5 @@ KIND: Kind[DomainLookupParams] = Kind(
     # Three lookups of a few seconds each; a stuck one is cut off rather than held.
     timeout=120.0,
     settings=DomainLookupSettings,
+    reads=READS,
 )

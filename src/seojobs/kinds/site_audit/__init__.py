@@ -16,6 +16,7 @@ from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
+from seojobs.kinds.site_audit.reads import READS
 
 NAME = "site_audit"
 __all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalogue"]
@@ -63,4 +64,5 @@ KIND: Kind[SiteAuditParams] = Kind(
         for name in ("status", "depth", "title", "indexable", "indexability_reason", "words")
     ),
     settings=SiteAuditSettings,
+    reads=READS,
 )

@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
+from seojobs.kinds.web_vitals.reads import READS
 
 NAME = "web_vitals"
 __all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
@@ -86,4 +87,5 @@ KIND: Kind[WebVitalsParams] = Kind(
     queue="default",
     concurrency=1,
     settings=WebVitalsSettings,
+    reads=READS,
 )
