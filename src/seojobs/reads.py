@@ -80,9 +80,9 @@ class Filter:
     ge: int | None = None
     le: int | None = None
     named: str | None = None
-    # A page is also read with this filter only from the rows of another (e.g. ``form_factor``
-    # with ``url``); it changes nothing of what it matches.
-    requires: tuple[str, ...] = ()
+    # False: a first page that this filter alone leaves empty is an empty page, not the 404
+    # of "nothing collected" (it narrows what was collected rather than naming it).
+    selects: bool = True
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,22 @@ def test_each_read_is_documented_with_its_own_operation_and_row_model(
     wanted += ["sort"] if len(read.orders) > 1 else []
     wanted += ["cursor", "limit"] if read.pages else []
     assert sorted(names) == sorted(wanted)
+
+
+def test_a_history_narrowed_to_nothing_is_an_empty_page_and_one_of_nothing_a_404(
+    served: tuple[Api, httpx.Client],
+) -> None:
+    app, client = served
+    project = _project(client)
+    url = "https://example.com/a"
+    publish(
+        app.services, project, "web_vitals", f"mobile {url}", {"url": url, "form_factor": "mobile"}
+    )
+    history = f"/v1/projects/{project}/web-vitals/history"
+    # Only a form factor: an empty page (what was measured is there, none of it on desktop).
+    assert client.get(history, params={"form_factor": "desktop"}).json()["data"] == []
+    # A page never measured (on that form factor): a 404 naming it.
+    for asked in ({"url": url, "form_factor": "desktop"}, {"url": "https://example.com/b"}):
+        answer = client.get(history, params=asked)
+        assert answer.status_code == 404 and repr(asked["url"]) in answer.json()["detail"]
+    assert len(client.get(history, params={"url": url}).json()["data"]) == 1

@@ -15,7 +15,7 @@ from seojobs.reads import Key, Read, RowMatch, SubjectMatch
 from seojobs.records import CollectionRecord, ProjectRecord, UserRecord
 from seojobs.services.errors import NotFound
 from seojobs.store import reads as read_sql
-from seojobs.store.db import Database
+from seojobs.store.db import Connection, Database
 from seojobs.store.reads import Position
 
 # An elements cursor is one number: the collection's id and the elements already served.
@@ -108,9 +108,30 @@ def rows(
             )
         except read_sql.BadPosition:  # a cursor of another read
             raise NotFound("the page this cursor names") from None
-    if "rows" in read.empty and not found.rows and after is None:
-        raise _none_of(read, project_id, values)
+        empty = "rows" in read.empty and not found.rows and after is None
+        if empty and _nothing_selected(conn, read, project_id, wanted):
+            raise _none_of(read, project_id, values)
     return Rows(found.rows, found.after)
+
+
+def _nothing_selected(
+    conn: Connection, read: Read, project_id: int, wanted: Mapping[str, Any]
+) -> bool:
+    """Whether a first page came back empty because nothing was collected of what the
+    selecting filters name (a 404), not only because a narrowing one left nothing (a page)."""
+    if all(spec.selects for spec in read.filters if spec.name in wanted):
+        return True
+    some = read_sql.page(
+        conn,
+        read,
+        project_id,
+        wanted,
+        sort=read.default_sort,
+        after=None,
+        limit=1,
+        selecting=True,
+    )
+    return not some.rows
 
 
 def one(

@@ -151,7 +151,11 @@ def any_collected(conn: Connection, read: Read, project_id: int) -> bool:
 
 
 def _query(
-    read: Read, project_id: int, values: Mapping[str, Any], newest: int | None
+    read: Read,
+    project_id: int,
+    values: Mapping[str, Any],
+    newest: int | None,
+    selecting: bool = False,
 ) -> Select[Any]:
     published = _published(read, project_id)
     if read.source == "latest":
@@ -164,18 +168,22 @@ def _query(
     else:
         query = select(collections).where(*published)
     for spec in read.filters:
-        if spec.name in values:
+        if spec.name in values and (spec.selects or not selecting):
             condition = _condition(spec, values)
             if condition is not None:
                 query = query.where(condition)
     return query
 
 
-def _tests(read: Read, values: Mapping[str, Any]) -> list[tuple[RowMatch, Any]]:
+def _tests(
+    read: Read, values: Mapping[str, Any], selecting: bool = False
+) -> list[tuple[RowMatch, Any]]:
     return [
         (spec.match, values[spec.name])
         for spec in read.filters
-        if isinstance(spec.match, RowMatch) and spec.name in values
+        if isinstance(spec.match, RowMatch)
+        and spec.name in values
+        and (spec.selects or not selecting)
     ]
 
 
@@ -219,9 +227,12 @@ def page(
     sort: str,
     after: Position | None,
     limit: int | None,
+    selecting: bool = False,
 ) -> Page:
     """A page of ``read`` (every row when ``limit`` is None): ``values`` are the filters'
-    prepared values (absent: not filtered), ``after`` the position a cursor gave."""
+    prepared values (absent: not filtered), ``after`` the position a cursor gave.
+    ``selecting``: only the filters that select (``Filter.selects``) apply; the others still
+    name subjects with them (a URL's form factors)."""
     keys = read.orders[sort]
     columns = _columns(keys)
     uses_snapshot = read.source == "latest" and read.snapshot
@@ -232,12 +243,12 @@ def page(
         newest, start = None, after
     if not isinstance(newest, int | None) or (start is not None and not _fits(columns, start)):
         raise BadPosition(after)
-    tests = _tests(read, values)
+    tests = _tests(read, values, selecting)
     want = None if limit is None else limit + 1
     chunk = CHUNK if tests or want is None else max(want, 1)
     found: list[tuple[CollectionRecord, list[Any]]] = []
     for record, position in _scan(
-        conn, _query(read, project_id, values, newest), columns, start, chunk
+        conn, _query(read, project_id, values, newest, selecting), columns, start, chunk
     ):
         if tests and not _wanted(record, tests):
             continue

@@ -79,6 +79,7 @@ PROVIDER = Filter(
     Literal["openai", "perplexity"],
     "Only this provider's answers.",
     FieldMatch("provider"),
+    selects=False,
 )
 CITED = Filter(
     "cited",

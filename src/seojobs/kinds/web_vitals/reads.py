@@ -73,6 +73,7 @@ FORM_FACTOR = Filter(
     Literal["mobile", "desktop"],
     "Only this form factor.",
     FieldMatch("form_factor"),
+    selects=False,
 )
 URL = Filter(
     "url",
