@@ -1,6 +1,8 @@
 """A plug-in defined outside seojobs, as a user would write one (``SEOJOBS_PLUGINS=tests.acme``):
 its own params, structured items, a monthly quota, findings, collected data, report columns,
-settings, a poll hint, and a table of its own created by a migration that joins seojobs' chain.
+settings, a poll hint, a table of its own created by a migration that joins seojobs' chain,
+and a read of what it collected (served under /v1/projects/{id}/acme/sites by seojobs' one
+read router).
 
 Nothing in seojobs names it: the plug-in test proves the seam needs no change in seojobs.
 """
@@ -19,16 +21,21 @@ from sqlalchemy.pool import NullPool
 
 from seojobs.engine import (
     DashboardView,
+    FieldMatch,
+    Filter,
     Finding,
     ItemResult,
     JobContext,
+    Key,
     Kind,
     PollHint,
     Quota,
+    Read,
     Registry,
     ReportColumn,
 )
-from seojobs.records import ItemRecord
+from seojobs.records import CollectionRecord, ItemRecord
+from seojobs.timefmt import rfc3339_or_none
 
 MIGRATIONS = str(Path(__file__).parent / "migrations")
 metadata = MetaData()
@@ -96,6 +103,40 @@ async def audit(ctx: JobContext[AcmeParams]) -> None:
 # Its jobs are read every 20 s, for two minutes at most (served in /v1/job-types).
 POLL_HINT = PollHint.every(20, deadline=120)
 
+
+class AcmeSite(BaseModel):
+    """A row of the plug-in's own read: the latest audit of each site."""
+
+    site: str
+    pages: int
+    words: int = Field(description="Words over every page.")
+    job_id: int | None
+    collected_at: str | None
+
+
+def _site(found: CollectionRecord) -> dict[str, Any]:
+    data = found.data if isinstance(found.data, dict) else {}
+    when = rfc3339_or_none(found.collected_at)
+    shown = {"pages": data.get("pages"), "words": data.get("words")}
+    return {"site": found.subject, **shown, "job_id": found.job_id, "collected_at": when}
+
+
+SITES = Read(
+    "acme/sites",
+    "list_acme_sites",
+    "acme_audit",
+    AcmeSite,
+    to_row=_site,
+    filters=(Filter("pages", int, "Only sites of this many pages.", FieldMatch("pages")),),
+    orders={
+        "words": (Key("words", "number", descending=True),),
+        "site": (Key("subject", "subject"),),
+    },
+    sort_description="Most words first, or sites A to Z.",
+    csv=("site", "pages", "words", "collected_at"),
+    description="The latest Acme audit of every site, most words first.",
+)
+
 KIND: Kind[AcmeParams] = Kind(
     "acme_audit",
     AcmeParams,
@@ -112,6 +153,7 @@ KIND: Kind[AcmeParams] = Kind(
     migrations=(MIGRATIONS,),
     poll_hint=POLL_HINT,
     view=DashboardView("Acme word counts", ("words",)),
+    reads=(SITES,),
 )
 
 

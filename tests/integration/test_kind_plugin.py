@@ -92,6 +92,24 @@ def test_a_plugin_kind_runs_through_the_generic_seam(
         assert latest["data"] == {"pages": 3, "words": 1170}
         assert c.get(data_url).json()["data"]["job_id"] == job_id  # any subject
 
+        # Its own declared read, mounted by seojobs' one read router: rows of its row model,
+        # filtered, and as CSV; documented with its own operation and row model.
+        sites_url = f"/v1/projects/{project}/acme/sites"
+        sites = c.get(sites_url).json()
+        assert [(s["site"], s["pages"], s["words"]) for s in sites["data"]] == [
+            ("acme.example", 3, 1170)
+        ]
+        assert sites["data"][0]["job_id"] == job_id and sites["next_cursor"] is None
+        assert c.get(sites_url, params={"pages": 4}).json()["data"] == []
+        assert error_fields(c.get(sites_url, params={"pages": "three"})) == ["pages"]
+        sheet = c.get(sites_url, headers={"Accept": "text/csv"})
+        assert sheet.headers["content-type"].startswith("text/csv")
+        assert [r["words"] for r in csv.DictReader(io.StringIO(sheet.text))] == ["1170"]
+        document = c.get("/openapi.json").json()
+        operation = document["paths"]["/v1/projects/{project_id}/acme/sites"]["get"]
+        assert operation["operationId"] == "list_acme_sites"
+        assert "AcmeSite" in document["components"]["schemas"]
+
         # The monthly quota (10 page x device checks) refuses the next 6; what was collected
         # stays the latest.
         again = c.post(

@@ -14,25 +14,18 @@ from fastapi.responses import JSONResponse
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
-from seojobs.api import dashboard, docs, metrics, openapi, problems
+from seojobs.api import dashboard, docs, metrics, openapi, problems, reads
 from seojobs.api.audit_reads import router as audit_reads_router
 from seojobs.api.audits import router as audits_router
-from seojobs.api.backlinks import router as backlinks_router
 from seojobs.api.deps import AuthCache
-from seojobs.api.domain import router as domain_router
-from seojobs.api.geo import router as geo_router
 from seojobs.api.inputs import CheckedRoute, require_checked
-from seojobs.api.keywords import router as keywords_router
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
 from seojobs.api.projects import router as projects_router
-from seojobs.api.rankings import router as rankings_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.results import router as results_router
-from seojobs.api.tech_stack import router as tech_stack_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
-from seojobs.api.web_vitals import router as web_vitals_router
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services
@@ -104,14 +97,8 @@ def create_app(
     app.include_router(projects_router)
     app.include_router(results_router)
     app.include_router(audits_router)
-    app.include_router(domain_router)
-    app.include_router(keywords_router)
-    app.include_router(rankings_router)
-    app.include_router(tech_stack_router)
     app.include_router(audit_reads_router)
-    app.include_router(web_vitals_router)
-    app.include_router(backlinks_router)
-    app.include_router(geo_router)
+    app.include_router(reads.router(registry))  # every read the kinds declare
     docs.install(app)
     metrics.install(app, services)
     dashboard.install(app)

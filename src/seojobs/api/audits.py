@@ -1,5 +1,5 @@
-"""Site audits: the check catalogue, starting an audit, and the project's audits and latest
-summary (what one audit found: ``audit_reads``).
+"""Site audits: the check catalogue and starting an audit (the project's audits and latest
+summary are the kind's declared reads; what one audit found: ``audit_reads``).
 
 An audit is an ordinary ``site_audit`` job (``POST /v1/projects/{id}/audits`` starts the
 same job as ``POST /v1/projects/{id}/jobs`` with that type); reads serve what the last
@@ -14,13 +14,9 @@ from pydantic import BaseModel, Field
 
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
-from seojobs.api.ids import parse_cursor
 from seojobs.api.inputs import CheckedRoute
-from seojobs.api.paging import by_id, paged
 from seojobs.api.projects import ProjectId, start_job
 from seojobs.api.projects_models import JobData, JobIn
-from seojobs.api.results import CollectedData, CollectedPage, collection_body
-from seojobs.api.v1 import Cursor, Limit
 from seojobs.kinds import site_audit
 
 router = APIRouter(
@@ -68,32 +64,3 @@ def start_audit(
     `site_audit` and these params. Answers 202 at once; poll the Location (`/v1/jobs/{id}`)."""
     body = JobIn(type=site_audit.NAME, params=params.model_dump(exclude_unset=True))
     return start_job(svc, user, project_id, body, request, params_at=None)
-
-
-@router.get(
-    "/projects/{project_id}/audits",
-    response_model=CollectedPage,
-    operation_id="list_audits",
-)
-def list_audits(
-    project_id: ProjectId, user: User, svc: Svc, cursor: Cursor = None, limit: Limit = 100
-) -> Response:
-    """The project's completed audits, newest first, each with its summary (as `latest`)."""
-    found = svc.collections.history(
-        user, project_id, site_audit.NAME, before_id=parse_cursor(cursor), limit=limit + 1
-    )
-    page, more = paged(found, limit, by_id)
-    return JSONResponse({"data": [collection_body(c) for c in page], "next_cursor": more})
-
-
-@router.get(
-    "/projects/{project_id}/audits/latest",
-    response_model=CollectedData,
-    operation_id="get_latest_audit",
-)
-def latest_audit(project_id: ProjectId, user: User, svc: Svc) -> Response:
-    """The summary of the project's last completed audit (pages crawled, issues by severity
-    and code, health score), with its `job_id` and `collected_at`. Never starts an audit:
-    404 until one has completed."""
-    found = svc.collections.latest(user, project_id, site_audit.NAME)
-    return JSONResponse({"data": collection_body(found)})

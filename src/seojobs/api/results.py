@@ -18,7 +18,8 @@ from seojobs.api.inputs import CheckedRoute
 from seojobs.api.paging import by_id, by_seq, paged
 from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ, cell, item_status, report_columns
 from seojobs.api.v1 import Cursor, JobId, Limit, SeqCursor
-from seojobs.records import CollectionRecord, FindingRecord, ItemRecord, JobRecord, UserRecord
+from seojobs.reads import CollectedData, CollectedPage, collection_row
+from seojobs.records import FindingRecord, ItemRecord, JobRecord, UserRecord
 from seojobs.services import Services
 from seojobs.timefmt import rfc3339_or_none
 
@@ -97,23 +98,6 @@ class UsageData(BaseModel):
     data: list[QuotaOut]
 
 
-class Collected(BaseModel):
-    type: str
-    subject: str
-    job_id: int | None = Field(description="The job that collected it (null once pruned).")
-    collected_at: str
-    data: Any
-
-
-class CollectedData(BaseModel):
-    data: Collected
-
-
-class CollectedPage(BaseModel):
-    data: list[Collected]
-    next_cursor: str | None
-
-
 ITEM_COLUMNS = ["seq", "input", "status", "error_code", "error_message", "finished_at"]
 
 
@@ -138,16 +122,6 @@ def finding_body(finding: FindingRecord) -> dict[str, Any]:
         "severity": finding.severity,
         "data": finding.data,
         "created_at": rfc3339_or_none(finding.created_at),
-    }
-
-
-def collection_body(found: CollectionRecord) -> dict[str, Any]:
-    return {
-        "type": found.kind,
-        "subject": found.subject,
-        "job_id": found.job_id,
-        "collected_at": rfc3339_or_none(found.collected_at),
-        "data": found.data,
     }
 
 
@@ -252,7 +226,7 @@ def collected(
     the `job_id` and `collected_at` of that collection. Never starts a job: 404 until one has
     completed."""
     return JSONResponse(
-        {"data": collection_body(svc.collections.latest(user, project_id, type, subject))}
+        {"data": collection_row(svc.collections.latest(user, project_id, type, subject))}
     )
 
 
@@ -276,7 +250,7 @@ def collected_history(
         user, project_id, type, subject, before_id=before, limit=limit + 1
     )
     page, more = paged(found, limit, by_id)
-    return JSONResponse({"data": [collection_body(c) for c in page], "next_cursor": more})
+    return JSONResponse({"data": [collection_row(c) for c in page], "next_cursor": more})
 
 
 @router.get("/usage", operation_id="get_quota_usage", response_model=UsageData)

@@ -12,9 +12,12 @@ from seojobs.engine.registry import (
     UnknownKind,
 )
 from seojobs.engine.views import DashboardView
+from seojobs.reads import FieldMatch, Filter, Key, Read, RowMatch, SubjectMatch
 
 __all__ = [
     "DashboardView",
+    "FieldMatch",
+    "Filter",
     "Finding",
     "FollowUp",
     "Interrupted",
@@ -22,10 +25,14 @@ __all__ = [
     "ItemResult",
     "JobContext",
     "JobFailed",
+    "Key",
     "Kind",
     "PollHint",
     "Quota",
+    "Read",
     "Registry",
     "ReportColumn",
+    "RowMatch",
+    "SubjectMatch",
     "UnknownKind",
 ]

@@ -18,6 +18,7 @@ from seojobs.engine.registry import Kind, Quota
 from seojobs.fetch.resolver import parse_nameserver
 from seojobs.kinds.domain_lookup.lookup import run
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, normalise_domain
+from seojobs.kinds.domain_lookup.reads import READS
 
 NAME = "domain_lookup"
 IANA_BOOTSTRAP = "https://data.iana.org/rdap/dns.json"
@@ -94,4 +95,5 @@ KIND: Kind[DomainLookupParams] = Kind(
     # Three lookups of a few seconds each; a stuck one is cut off rather than held.
     timeout=120.0,
     settings=DomainLookupSettings,
+    reads=READS,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from seojobs.engine.registry import Kind, Quota
 from seojobs.kinds.keyword_research.params import KeywordResearchParams
+from seojobs.kinds.keyword_research.reads import READS
 from seojobs.kinds.keyword_research.run import KEYWORDS, refusal, run, subject
 
 NAME = "keyword_research"
@@ -37,4 +38,5 @@ KIND: Kind[KeywordResearchParams] = Kind(
     cost=_cost,
     quotas=(DAILY, MONTHLY),
     refusal=refusal,
+    reads=READS,
 )

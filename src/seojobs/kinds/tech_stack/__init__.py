@@ -19,6 +19,7 @@ from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.kinds.tech_stack.database import FingerprintsMissing
 from seojobs.kinds.tech_stack.lookup import FINGERPRINTS_MISSING, run, subject
 from seojobs.kinds.tech_stack.params import TechStackParams
+from seojobs.kinds.tech_stack.reads import READS
 
 NAME = "tech_stack"
 __all__ = ["KIND", "NAME", "TechStackParams", "subject"]
@@ -71,4 +72,5 @@ KIND: Kind[TechStackParams] = Kind(
     refusal=_refusal,
     report_columns=(ReportColumn("http_status", "status"), ReportColumn("final_url", "final_url")),
     settings=TechStackSettings,
+    reads=READS,
 )

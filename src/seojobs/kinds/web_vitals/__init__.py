@@ -22,6 +22,7 @@ from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
+from seojobs.kinds.web_vitals.reads import READS
 
 NAME = "web_vitals"
 __all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
@@ -90,4 +91,5 @@ KIND: Kind[WebVitalsParams] = Kind(
     queue="default",
     concurrency=1,
     settings=WebVitalsSettings,
+    reads=READS,
 )

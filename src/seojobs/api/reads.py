@@ -1,0 +1,237 @@
+"""One router for every read a kind declares (:mod:`seojobs.reads`): each is mounted at
+``/v1/projects/{project_id}/<path>`` with its own operation id, query parameters (its filters,
+``sort`` when it has several orders, ``cursor`` and ``limit`` when it pages) and response model,
+when the app is built from the registry. A plug-in's reads are mounted the same way.
+
+Cursors are opaque: a history's is the last row's id (digits, as before); a read ordered by
+something else, or of the newest collection of each subject, carries its keyset position.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, create_model
+
+from seojobs import csvfile
+from seojobs.api import problems
+from seojobs.api.deps import Svc, User
+from seojobs.api.ids import MAX_ID, digits, digits_pattern
+from seojobs.api.inputs import CheckedRoute
+from seojobs.api.projects import ProjectId
+from seojobs.api.reports import CSV_RESPONSE
+from seojobs.api.v1 import Limit
+from seojobs.engine.registry import Registry
+from seojobs.fielderrors import shown
+from seojobs.reads import Filter, Read
+from seojobs.services import NotFound
+from seojobs.services import reads as read_svc
+
+MAX_CURSOR = 2000
+CSV_PAGE = 500
+# A history's cursor is the last row's id; any other is "c" and the keyset position as
+# base64url JSON. The pattern says exactly which strings are cursors: one it admits that names
+# no page of this read is a 404 (as a keywords cursor naming no collection), never a 422.
+KEYSET = "c"
+CURSOR_PATTERN = f"^(?:{digits_pattern(1, MAX_ID)}|{KEYSET}[A-Za-z0-9_-]{{1,{MAX_CURSOR}}})$"
+_CURSOR = re.compile(CURSOR_PATTERN)
+Cursor = Annotated[
+    str | None,
+    Query(
+        description="next_cursor of the previous page.",
+        json_schema_extra={"pattern": CURSOR_PATTERN},
+    ),
+]
+Accept = Annotated[str | None, Header()]
+
+
+def encode(position: list[Any] | None) -> str | None:
+    if position is None:
+        return None
+    if len(position) == 1 and isinstance(position[0], int):
+        return str(position[0])  # a history's cursor: the last row's id
+    text = json.dumps(position, separators=(",", ":"), ensure_ascii=False)
+    return KEYSET + base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode(cursor: str | None) -> list[Any] | None:
+    """A cursor's position: 422 naming ``cursor`` when it is no cursor's form, 404 when it
+    is one but names no position (made by no read)."""
+    if cursor is None:
+        return None
+    if not cursor.isascii() or _CURSOR.fullmatch(cursor) is None:
+        raise problems.invalid(
+            "cursor", f"use the next_cursor of a previous page (got {shown(cursor)})"
+        )
+    if cursor.isdigit():
+        return [int(cursor)]
+    try:
+        text = base64.urlsafe_b64decode(cursor[1:] + "=" * (-len(cursor[1:]) % 4))
+        found = json.loads(text)
+    except (ValueError, binascii.Error):
+        found = None
+    if not isinstance(found, list) or not found or not all(_plain(v) for v in found):
+        raise NotFound("the page this cursor names")
+    return found
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, int | str | float) and not isinstance(value, bool)
+
+
+def _query(spec: Filter) -> Any:
+    checks: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("min_length", spec.min_length),
+            ("max_length", spec.max_length),
+            ("pattern", spec.pattern),
+            ("ge", spec.ge),
+            ("le", spec.le),
+        )
+        if v is not None
+    }
+    query = Query(description=spec.description, **checks)
+    if spec.type is int:  # ASCII digits within the range, as every number a client spells
+        lo, hi = spec.ge if spec.ge is not None else 0, spec.le if spec.le is not None else MAX_ID
+        return Annotated[int | None, query, digits(lo, hi)]
+    return Annotated[spec.type | None, query]
+
+
+def _parameters(read: Read) -> list[inspect.Parameter]:
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    found = [
+        inspect.Parameter("project_id", keyword, annotation=ProjectId),
+        inspect.Parameter("user", keyword, annotation=User),
+        inspect.Parameter("svc", keyword, annotation=Svc),
+    ]
+    found += [
+        inspect.Parameter(spec.name, keyword, annotation=_query(spec), default=None)
+        for spec in read.filters
+    ]
+    if len(read.orders) > 1:
+        sorts: Any = Literal[tuple(read.orders)]
+        annotation = Annotated[sorts, Query(description=read.sort_description)]
+        found.append(
+            inspect.Parameter("sort", keyword, annotation=annotation, default=read.default_sort)
+        )
+    if read.pages:
+        found.append(inspect.Parameter("cursor", keyword, annotation=Cursor, default=None))
+        found.append(inspect.Parameter("limit", keyword, annotation=Limit, default=100))
+    if read.csv:
+        found.append(inspect.Parameter("accept", keyword, annotation=Accept, default=None))
+    return found
+
+
+def response_model(read: Read) -> type[BaseModel]:
+    """The read's response: its own, or ``{data, next_cursor}`` of its rows."""
+    if read.response is not None:
+        return read.response
+    name = read.row.__name__ + ("Page" if read.paged else "List")
+    fields: dict[str, Any] = {"data": (list[read.row], ...)}  # type: ignore[name-defined]
+    if read.paged:
+        fields["next_cursor"] = (str | None, ...)
+    return create_model(name, **fields)
+
+
+def _cell(value: Any) -> csvfile.Cell:
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _csv(read: Read, rows: Iterator[dict[str, Any]], project_id: int) -> Response:
+    cells = ([_cell(row.get(c)) for c in read.csv] for row in rows)
+    name = f"project-{project_id}-{read.path.replace('/', '-')}.csv"
+    return StreamingResponse(
+        csvfile.lines(read.csv, cells),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _endpoint(read: Read) -> Callable[..., Response]:
+    def answer(**given: Any) -> Response:
+        project_id: int = given["project_id"]
+        user, svc = given["user"], given["svc"]
+        values = {spec.name: given[spec.name] for spec in read.filters}
+        sort = given.get("sort")
+        after = decode(given.get("cursor"))  # the request is checked before anything is read
+        if read.elements:
+            found = read_svc.elements(
+                svc, user, project_id, read, values, sort=sort, after=after, limit=given["limit"]
+            )
+            whole = read.to_row(found.collection)
+            whole |= {"data": found.rows, "next_cursor": encode(found.after)}
+            return JSONResponse(whole)
+        if read.source == "one":
+            row = read.to_row(read_svc.one(svc, user, project_id, read, values))
+            return JSONResponse({"data": row} if read.envelope else row)
+        accept = given.get("accept")
+        if read.csv and accept is not None and "text/csv" in accept.lower():
+            first = read_svc.rows(svc, user, project_id, read, values, sort=sort, limit=CSV_PAGE)
+            rows = _every(svc, user, project_id, read, values, sort, first)  # 404s came first
+            return _csv(read, rows, project_id)
+        limit = given.get("limit") if read.paged else None
+        page = read_svc.rows(
+            svc, user, project_id, read, values, sort=sort, after=after, limit=limit
+        )
+        body: dict[str, Any] = {"data": [read.to_row(c) for c in page.rows]}
+        if read.paged:
+            body["next_cursor"] = encode(page.after)
+        return JSONResponse(body)
+
+    answer.__signature__ = inspect.Signature(_parameters(read))  # type: ignore[attr-defined]
+    answer.__name__ = read.operation_id
+    answer.__doc__ = read.description
+    return answer
+
+
+def _every(
+    svc: Any,
+    user: Any,
+    project_id: int,
+    read: Read,
+    values: dict[str, Any],
+    sort: str | None,
+    first: read_svc.Rows,
+) -> Iterator[dict[str, Any]]:
+    page: read_svc.Rows | None = first
+    while page is not None:
+        yield from (read.to_row(c) for c in page.rows)
+        if page.after is None:
+            return
+        page = read_svc.rows(
+            svc, user, project_id, read, values, sort=sort, after=page.after, limit=CSV_PAGE
+        )
+
+
+def router(registry: Registry) -> APIRouter:
+    """Every read the registry's kinds declare, mounted under ``/v1/projects/{project_id}``."""
+    made = APIRouter(prefix="/v1", responses=problems.RESPONSES, route_class=CheckedRoute)
+    seen: dict[str, str] = {}
+    for kind in registry.kinds():
+        for read in kind.reads:
+            for taken in (read.path, read.operation_id):
+                if taken in seen:
+                    raise ValueError(f"{kind.name} declares the read {taken!r} of {seen[taken]}")
+                seen[taken] = kind.name
+            made.add_api_route(
+                f"/projects/{{project_id}}/{read.path}",
+                _endpoint(read),
+                methods=["GET"],
+                response_model=response_model(read),
+                operation_id=read.operation_id,
+                summary=read.summary or None,
+                tags=list(read.tags or (read.path.split("/")[0],)),
+                responses=CSV_RESPONSE if read.csv else None,
+            )
+    return made

@@ -1,0 +1,124 @@
+"""Rank reads: what the project's completed ``rank_check`` jobs collected. Never starts one.
+
+Each keyword a check got an answer for is a collection (subject
+``{device}/{location}/{language}/{keyword}``). ``rankings`` serves the newest of each, best
+position first (or keywords A to Z); its cursor keeps the rankings as they stood at the first
+page, so a check completing between two pages does not shift the rows under the reader.
+``rankings/history`` serves every one (of a keyword), newest first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from seojobs.kinds.keyword_research.params import ASCII_SPACE, MAX_KEYWORD, TEXT_PATTERN
+from seojobs.kinds.keyword_research.reads import language_filter, location_filter
+from seojobs.reads import FieldMatch, Filter, Key, Read, fields_row
+
+
+class Ranking(BaseModel):
+    job_id: int | None = Field(description="The check that collected it (null once pruned).")
+    collected_at: str | None
+    keyword: str
+    location: int | str
+    language: str
+    device: str
+    target: str = Field(description="The domain or page looked for.")
+    match: str = Field(description="`domain` or `exact_url`.")
+    position: int | None = Field(
+        description="Organic rank, 1-based; null when not found within `depth` results."
+    )
+    rank_absolute: int | None = Field(
+        description="Rank among every element of the page (DataForSEO); else null."
+    )
+    url: str | None = Field(description="The ranking result's URL.")
+    title: str | None
+    features: list[str] = Field(
+        description="SERP features the page showed: ai_overview, featured_snippet, "
+        "people_also_ask, local_pack, knowledge_graph, top_stories, videos, images, shopping, "
+        "related_searches, paid (as far as the provider tells)."
+    )
+    results: int = Field(description="Organic results the provider returned.")
+    depth: int
+    provider: str
+    checked_at: str | None
+
+
+class RankingPage(BaseModel):
+    data: list[Ranking]
+    next_cursor: str | None
+
+
+row = fields_row(Ranking)
+
+
+def _trimmed(value: Any) -> str:
+    return str(value).strip(ASCII_SPACE)
+
+
+def _lower(value: Any) -> str:
+    return str(value).lower()
+
+
+def _keyword_filter(name: str, description: str, compare: Literal["lower", "contains"]) -> Filter:
+    return Filter(
+        name,
+        str,
+        description,
+        FieldMatch("keyword", compare),
+        prepare=_trimmed,
+        min_length=1,
+        max_length=MAX_KEYWORD,
+        pattern=TEXT_PATTERN,
+        named="for" if name == "keyword" else None,
+    )
+
+
+DEVICE = Filter("device", Literal["desktop", "mobile"], "Only this device.", FieldMatch("device"))
+LOCATION = location_filter(
+    FieldMatch("location", "text"),
+    "The market's location code or name, as the job's params gave it (default with "
+    "`language`: 2840).",
+)
+LANGUAGE = language_filter(
+    FieldMatch("language"), "The market's language (default with `location`: en).", _lower
+)
+KEYWORD = _keyword_filter("keyword", "Only this keyword (any case).", "lower")
+CONTAINS = _keyword_filter("contains", "Only keywords containing this text (any case).", "contains")
+BY_NAME = (Key("keyword"), Key("device"), Key("location"), Key("language"))
+READS = (
+    Read(
+        "rankings",
+        "list_rankings",
+        "rank_check",
+        Ranking,
+        response=RankingPage,
+        to_row=row,
+        filters=(DEVICE, LOCATION, LANGUAGE, KEYWORD, CONTAINS),
+        orders={"position": (Key("position", "number"), *BY_NAME), "keyword": BY_NAME},
+        sort_description="Best position first (not ranked last), or keywords A to Z.",
+        description="The newest position of every keyword (per device, location and "
+        "language) the project's completed `rank_check` jobs checked, each with its `job_id` "
+        "and `collected_at`. Never starts a job: 404 until one has completed.",
+        tags=("rankings",),
+    ),
+    Read(
+        "rankings/history",
+        "list_rankings_history",
+        "rank_check",
+        Ranking,
+        response=RankingPage,
+        to_row=row,
+        source="history",
+        filters=(KEYWORD, DEVICE, LOCATION, LANGUAGE),
+        orders={"newest": (Key("id", "id", descending=True),)},
+        empty=("kind", "rows"),
+        summary="Rankings History",
+        description="Every collected position of `keyword` (of every keyword without it; of "
+        "one device, location or language, if given), newest first. 404 until one has "
+        "completed.",
+        tags=("rankings",),
+    ),
+)

@@ -1,0 +1,188 @@
+"""A kind's reads, declared as plain data: one router (``seojobs.api.reads``) mounts every
+read the registry's kinds declare, and one reader in the store answers them.
+
+A read serves what a kind collected for a project under ``/v1/projects/{project_id}/<path>``.
+It says which collections it reads (the newest of each subject, every one, or the newest
+one), its row model and how a collection becomes a row, its filters (each a typed query
+parameter and what it matches: a field of the collected data, the subject, or a test of the
+row), its orders, and whether it pages. Pages are keyset pages: a page is full unless it is the
+last, filters run before paging, and a cursor stays valid while collections are added.
+
+Nothing here imports the store or SQLAlchemy: kinds declare reads without knowing either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from seojobs.records import CollectionRecord
+from seojobs.timefmt import rfc3339_or_none
+
+# Which collections a read serves: the newest of every subject (``latest``), every published
+# collection (``history``), or the newest one (``one``, of a subject when a filter names it).
+Source = Literal["latest", "history", "one"]
+# How a filter's value is compared with a field of the collected data: equal (JSON value),
+# equal as text (a number or a string), equal ignoring ASCII case, or holding it (any case).
+Compare = Literal["equal", "text", "lower", "contains"]
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class FieldMatch:
+    """The filter's value against the collected data's ``field`` (top level)."""
+
+    field: str
+    compare: Compare = "equal"
+
+
+def _itself(value: Any, _values: Mapping[str, Any]) -> list[str]:
+    return [str(value)]
+
+
+@dataclass(frozen=True)
+class SubjectMatch:
+    """The filter's value names subjects: ``subjects(value, values)`` lists them (any one
+    matches); ``values`` are every filter's prepared values (a subject of two parameters)."""
+
+    subjects: Callable[[Any, Mapping[str, Any]], Sequence[str]] = _itself
+
+
+@dataclass(frozen=True)
+class RowMatch:
+    """A test of a collection's data no SQL can say (a URL matched loosely): the reader runs
+    it on the rows in page order, before paging, so pages stay full."""
+
+    test: Callable[[Mapping[str, Any], Any], bool]
+
+
+Match = FieldMatch | SubjectMatch | RowMatch
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A query parameter of a read: its type (``Literal[...]``, ``bool``, ``int``, ``str``),
+    its checks (422 naming it when they fail), and what it matches. ``prepare`` turns the
+    checked value into what is compared (a URL as jobs stored it); ``named`` is the word that
+    puts the value in a 404's detail (``for``)."""
+
+    name: str
+    type: Any
+    description: str
+    match: Match
+    prepare: Callable[[Any], Any] | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    ge: int | None = None
+    le: int | None = None
+    named: str | None = None
+    # False: a first page that this filter alone leaves empty is an empty page, not the 404
+    # of "nothing collected" (it narrows what was collected rather than naming it).
+    selects: bool = True
+
+
+@dataclass(frozen=True)
+class Key:
+    """One part of a read's order: the collection's ``id`` or ``subject``, or a field of its
+    data (a number, or text compared in lower case), with nulls last."""
+
+    field: str
+    type: Literal["id", "subject", "number", "text"] = "text"
+    descending: bool = False
+
+
+class Collected(BaseModel):
+    type: str
+    subject: str
+    job_id: int | None = Field(description="The job that collected it (null once pruned).")
+    collected_at: str
+    data: Any
+
+
+class CollectedData(BaseModel):
+    data: Collected
+
+
+class CollectedPage(BaseModel):
+    data: list[Collected]
+    next_cursor: str | None
+
+
+def stamp(found: CollectionRecord) -> dict[str, Any]:
+    """What every row says of its collection: the job that collected it and when."""
+    return {"job_id": found.job_id, "collected_at": rfc3339_or_none(found.collected_at)}
+
+
+def data_of(found: CollectionRecord) -> dict[str, Any]:
+    return found.data if isinstance(found.data, dict) else {}
+
+
+def fields_row(model: type[BaseModel]) -> Callable[[CollectionRecord], dict[str, Any]]:
+    """Rows of ``model``'s fields, in its order: ``job_id`` and ``collected_at`` of the
+    collection, the others read from the top level of its data (null when missing)."""
+    names = tuple(model.model_fields)
+
+    def row(found: CollectionRecord) -> dict[str, Any]:
+        data, stamped = data_of(found), stamp(found)
+        return {name: stamped[name] if name in stamped else data.get(name) for name in names}
+
+    return row
+
+
+def collection_row(found: CollectionRecord) -> dict[str, Any]:
+    """A collection as the generic reads show it (``/v1/projects/{id}/data/{type}``)."""
+    return {
+        "type": found.kind,
+        "subject": found.subject,
+        **stamp(found),
+        "data": found.data,
+    }
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read of what ``kind`` collects. ``orders`` maps a ``sort`` value to its keys (the
+    first is the default; a read with several gets a ``sort`` parameter); the collection id
+    breaks ties. ``paged``: lists take ``cursor`` and ``limit``; else every row is served.
+    ``empty``: when a 404 answers instead of an empty list: ``kind`` (nothing collected yet),
+    ``rows`` (the first page is empty), both, or never (``()``). ``snapshot``: later pages of
+    a ``latest`` read show the collections as they stood at the first page."""
+
+    path: str
+    operation_id: str
+    kind: str
+    row: type[BaseModel]
+    to_row: Callable[[CollectionRecord], dict[str, Any]] = collection_row
+    source: Source = "latest"
+    filters: tuple[Filter, ...] = ()
+    orders: Mapping[str, tuple[Key, ...]] = field(
+        default_factory=lambda: {"id": (Key("id", "id"),)}
+    )
+    sort_description: str = ""
+    paged: bool = True
+    envelope: bool = True
+    empty: tuple[Literal["kind", "rows"], ...] = ("kind",)
+    snapshot: bool = True
+    summary: str = ""
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    # The whole answer's model, when not ``{data: [row], next_cursor}`` (an existing name).
+    response: type[BaseModel] | None = None
+    # ``Accept: text/csv`` streams every row (these fields as columns) through seojobs.csvfile.
+    csv: tuple[str, ...] = ()
+    # A read of one collection whose rows are the elements of a list in its data (a keyword
+    # research's keywords): the list's field, the fields shown around it, and the row test.
+    elements: str | None = None
+
+    @property
+    def default_sort(self) -> str:
+        return next(iter(self.orders))
+
+    @property
+    def pages(self) -> bool:
+        """Whether it takes ``cursor`` and ``limit``."""
+        return self.elements is not None or (self.paged and self.source != "one")

@@ -1,0 +1,208 @@
+"""Declared reads (:mod:`seojobs.reads`) answered for a user: the project is theirs, filters are
+prepared, and "nothing yet" is the 404 the read declares. Never starts work.
+
+Functions of the services rather than methods, so that every read takes the same path
+whatever the services facade is made of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from seojobs.reads import Key, Read, RowMatch, SubjectMatch
+from seojobs.records import CollectionRecord, ProjectRecord, UserRecord
+from seojobs.services.errors import NotFound
+from seojobs.store import reads as read_sql
+from seojobs.store.db import Connection, Database
+from seojobs.store.reads import Position
+
+# An elements cursor is one number: the collection's id and the elements already served.
+SPAN = 1_000_000
+
+
+class _Services(Protocol):
+    @property
+    def db(self) -> Database: ...
+
+    def project(self, user: UserRecord, project_id: int) -> ProjectRecord: ...
+
+
+@dataclass(frozen=True)
+class Rows:
+    rows: list[CollectionRecord]
+    after: Position | None
+
+
+@dataclass(frozen=True)
+class Elements:
+    """A page of the elements of one collection (a keyword research's keywords)."""
+
+    collection: CollectionRecord
+    rows: list[dict[str, Any]]
+    after: Position | None
+
+
+def prepared(read: Read, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The filters' values as compared (``prepare``d), of the filters given."""
+    found: dict[str, Any] = {}
+    for spec in read.filters:
+        value = values.get(spec.name)
+        if value is not None:
+            found[spec.name] = spec.prepare(value) if spec.prepare is not None else value
+    return found
+
+
+def _subject(read: Read, values: Mapping[str, Any]) -> str | None:
+    """What a 404 of a ``one`` read names: the subject its filters ask for."""
+    for spec in read.filters:
+        if spec.name in values and isinstance(spec.match, SubjectMatch):
+            return next(iter(spec.match.subjects(values[spec.name], values)), None)
+    return None
+
+
+def _none_yet(read: Read, project_id: int, subject: str | None = None) -> NotFound:
+    what = f"{read.kind} data" + (f" for {subject!r}" if subject is not None else "")
+    return NotFound(f"{what} in project {project_id} (no {read.kind} job has completed)")
+
+
+def _none_of(read: Read, project_id: int, values: Mapping[str, Any]) -> NotFound:
+    what = "".join(
+        f" {spec.named} {values[spec.name]!r}"
+        for spec in read.filters
+        if spec.named and values.get(spec.name) is not None
+    )
+    return NotFound(f"{read.kind} data{what} in project {project_id} (none completed)")
+
+
+def rows(
+    svc: _Services,
+    user: UserRecord,
+    project_id: int,
+    read: Read,
+    values: Mapping[str, Any],
+    *,
+    sort: str | None = None,
+    after: Position | None = None,
+    limit: int | None = None,
+) -> Rows:
+    """A page of a list read (every row when ``limit`` is None), after ``after``."""
+    svc.project(user, project_id)
+    wanted = prepared(read, values)
+    with svc.db.read() as conn:
+        # A history's page past the end is an empty page, as before; a latest read with a
+        # cursor still needs something collected.
+        first = after is None or read.source == "latest"
+        if "kind" in read.empty and first and not read_sql.any_collected(conn, read, project_id):
+            raise _none_yet(read, project_id)
+        try:
+            found = read_sql.page(
+                conn,
+                read,
+                project_id,
+                wanted,
+                sort=sort or read.default_sort,
+                after=after,
+                limit=limit,
+            )
+        except read_sql.BadPosition:  # a cursor of another read
+            raise NotFound("the page this cursor names") from None
+        empty = "rows" in read.empty and not found.rows and after is None
+        if empty and _nothing_selected(conn, read, project_id, wanted):
+            raise _none_of(read, project_id, values)
+    return Rows(found.rows, found.after)
+
+
+def _nothing_selected(
+    conn: Connection, read: Read, project_id: int, wanted: Mapping[str, Any]
+) -> bool:
+    """Whether a first page came back empty because nothing was collected of what the
+    selecting filters name (a 404), not only because a narrowing one left nothing (a page)."""
+    if all(spec.selects for spec in read.filters if spec.name in wanted):
+        return True
+    some = read_sql.page(
+        conn,
+        read,
+        project_id,
+        wanted,
+        sort=read.default_sort,
+        after=None,
+        limit=1,
+        selecting=True,
+    )
+    return not some.rows
+
+
+def one(
+    svc: _Services, user: UserRecord, project_id: int, read: Read, values: Mapping[str, Any]
+) -> CollectionRecord:
+    """The newest collection a ``one`` read's filters match; 404 before the first."""
+    svc.project(user, project_id)
+    wanted = prepared(read, values)
+    with svc.db.read() as conn:
+        found = read_sql.newest(conn, read, project_id, wanted)
+    if found is None:
+        raise _none_yet(read, project_id, _subject(read, wanted))
+    return found
+
+
+def read_tests(read: Read) -> set[str]:
+    """The filters of a read that test rows rather than select collections."""
+    return {spec.name for spec in read.filters if isinstance(spec.match, RowMatch)}
+
+
+def _sort_value(row: Mapping[str, Any], key: Key) -> tuple[int, Any]:
+    value = row.get(key.field)
+    if key.type == "number":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return (0, -value if key.descending else value)
+        return (1, 0)
+    text = str(value).lower() if value is not None else None
+    return (0, text) if text is not None else (1, "")
+
+
+def elements(
+    svc: _Services,
+    user: UserRecord,
+    project_id: int,
+    read: Read,
+    values: Mapping[str, Any],
+    *,
+    sort: str | None = None,
+    after: Position | None = None,
+    limit: int = 100,
+) -> Elements:
+    """A page of the elements of the newest collection the filters match (``read.elements``),
+    filtered by the read's row tests and sorted by its keys. The position names the collection
+    and the elements already served: a collection never changes, so later pages read the same
+    one however many are collected in between (a collection is read whole: its list is the
+    one a job wrote, at most a few thousand elements)."""
+    if after is not None and (len(after) != 1 or not isinstance(after[0], int)):
+        raise NotFound("the page this cursor names")  # a cursor of another read
+    svc.project(user, project_id)
+    wanted = prepared(read, values)
+    tests = [
+        (spec.match, wanted[spec.name])
+        for spec in read.filters
+        if spec.name in wanted and isinstance(spec.match, RowMatch)
+    ]  # of the elements, not of the collection
+    chosen = {name: value for name, value in wanted.items() if name not in read_tests(read)}
+    with svc.db.read() as conn:
+        if after is None:
+            found = read_sql.newest(conn, read, project_id, chosen)
+        else:
+            found = read_sql.collection(conn, read, project_id, int(after[0]) // SPAN)
+    if found is None:
+        if after is not None:
+            raise NotFound(f"the cursor's {read.kind} collection of project {project_id}")
+        raise _none_yet(read, project_id, _subject(read, chosen))
+    data = found.data if isinstance(found.data, dict) else {}
+    every = [e for e in data.get(read.elements or "") or [] if isinstance(e, dict)]
+    kept = [e for e in every if all(match.test(e, v) for match, v in tests)]
+    keys = read.orders[sort or read.default_sort]
+    kept.sort(key=lambda e: [_sort_value(e, k) for k in keys])
+    start = int(after[0]) % SPAN if after is not None else 0
+    page = kept[start : start + limit]
+    more = start + limit < len(kept)
+    return Elements(found, page, [found.id * SPAN + start + limit] if more else None)

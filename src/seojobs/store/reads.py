@@ -1,0 +1,286 @@
+"""The one reader of declared reads (:mod:`seojobs.reads`): a read's filters and order become
+SQL over the project's collections of its kind, and pages are keyset pages.
+
+A page is read after a *position*: the values of the order's keys of the last row served,
+the collection id last (it breaks ties), and, for a read of the newest collection of each
+subject, the newest collection id the first page saw (its snapshot). Rows added later sort
+before the position (a history's newer rows) or are not in the snapshot, so a cursor stays
+valid while rows are added, and every filter is in the query or tested before the page is
+cut, so a page is full unless it is the last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    String,
+    and_,
+    case,
+    cast,
+    exists,
+    func,
+    or_,
+    select,
+)
+
+from seojobs.reads import FieldMatch, Filter, Key, Read, RowMatch, SubjectMatch
+from seojobs.records import CollectionRecord
+from seojobs.store.results import subject_key
+from seojobs.store.tables import collections
+
+CHUNK = 500  # rows read at once while row tests (RowMatch) skip some
+Position = list[Any]  # [snapshot?] + the sort columns' values of the last row served
+
+
+class BadPosition(ValueError):
+    """A cursor's position is not one this read's order makes."""
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[CollectionRecord]
+    after: Position | None  # where the next page starts; None: this is the last
+
+
+def _field(name: str) -> Any:
+    return collections.c.data[name]
+
+
+def _compare(match: FieldMatch, value: Any) -> Any:
+    found = _field(match.field)
+    if match.compare == "lower":
+        return func.lower(found.as_string()) == str(value).lower()
+    if match.compare == "contains":
+        text = str(value).lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return func.lower(found.as_string()).like(f"%{text}%", escape="\\")
+    if match.compare == "text":
+        return cast(found.as_string(), String) == str(value)
+    if isinstance(value, bool):  # JSON true reads as 1 on SQLite, "true" on PostgreSQL
+        flag = func.coalesce(cast(found.as_string(), String), "false").in_(("true", "1"))
+        return flag if value else ~flag
+    if isinstance(value, int):
+        return found.as_integer() == value
+    if isinstance(value, float):
+        return found.as_float() == value
+    return found.as_string() == value
+
+
+def _condition(spec: Filter, values: Mapping[str, Any]) -> Any:
+    value = values[spec.name]
+    if isinstance(spec.match, FieldMatch):
+        return _compare(spec.match, value)
+    if isinstance(spec.match, SubjectMatch):
+        keys = [subject_key(s) for s in spec.match.subjects(value, values)]
+        return collections.c.subject.in_(keys)
+    return None  # a RowMatch: tested on the rows
+
+
+Column = tuple[ColumnElement[Any], bool, type]  # the SQL column, descending, its cursor type
+
+
+def _columns(keys: Sequence[Key]) -> list[Column]:
+    """The SQL columns a read is ordered by, each with its direction; nulls sort last."""
+    columns: list[Column] = []
+    for key in keys:
+        if key.type == "id":
+            columns.append((collections.c.id, key.descending, int))
+            continue
+        if key.type == "subject":
+            columns.append((collections.c.subject, key.descending, str))
+            continue
+        found = _field(key.field)
+        number = key.type == "number"
+        value: ColumnElement[Any] = (
+            found.as_float() if number else func.lower(cast(found.as_string(), String))
+        )
+        missing = case((value.is_(None), 1), else_=0)
+        default: Any = 0 if number else ""
+        columns.append((missing, False, int))
+        columns.append((func.coalesce(value, default), key.descending, float if number else str))
+    if not any(key.type == "id" for key in keys):
+        columns.append((collections.c.id, False, int))
+    return columns
+
+
+def _fits(columns: list[Column], values: Sequence[Any]) -> bool:
+    """Whether a position read from a cursor is one of this order's (else the cursor is not
+    one this read made: refused before it reaches SQL)."""
+    if len(values) != len(columns):
+        return False
+    for (_column, _desc, kind), value in zip(columns, values, strict=True):
+        if isinstance(value, bool) or not isinstance(
+            value, kind if kind is not float else (int, float)
+        ):
+            return False
+    return True
+
+
+def _after(columns: list[Column], values: Sequence[Any]) -> Any:
+    """Rows past ``values`` in the order of ``columns``."""
+    alternatives = []
+    for i, (column, descending, _kind) in enumerate(columns):
+        same = [columns[j][0] == values[j] for j in range(i)]
+        alternatives.append(and_(*same, column < values[i] if descending else column > values[i]))
+    return or_(*alternatives)
+
+
+def _published(read: Read, project_id: int) -> list[ColumnElement[bool]]:
+    return [
+        collections.c.project_id == project_id,
+        collections.c.kind == read.kind,
+        collections.c.committed.is_(True),
+    ]
+
+
+def snapshot(conn: Connection, read: Read, project_id: int) -> int:
+    """The newest published collection id of the read's kind in the project (0: none)."""
+    query = select(func.coalesce(func.max(collections.c.id), 0)).where(
+        *_published(read, project_id)
+    )
+    return int(conn.execute(query).scalar_one())
+
+
+def any_collected(conn: Connection, read: Read, project_id: int) -> bool:
+    return bool(conn.execute(select(exists().where(*_published(read, project_id)))).scalar())
+
+
+def _query(
+    read: Read,
+    project_id: int,
+    values: Mapping[str, Any],
+    newest: int | None,
+    selecting: bool = False,
+) -> Select[Any]:
+    published = _published(read, project_id)
+    if read.source == "latest":
+        inner = select(func.max(collections.c.id)).where(*published)
+        if newest is not None:
+            inner = inner.where(collections.c.id <= newest)
+        query = select(collections).where(
+            collections.c.id.in_(inner.group_by(collections.c.subject))
+        )
+    else:
+        query = select(collections).where(*published)
+    for spec in read.filters:
+        if spec.name in values and (spec.selects or not selecting):
+            condition = _condition(spec, values)
+            if condition is not None:
+                query = query.where(condition)
+    return query
+
+
+def _tests(
+    read: Read, values: Mapping[str, Any], selecting: bool = False
+) -> list[tuple[RowMatch, Any]]:
+    return [
+        (spec.match, values[spec.name])
+        for spec in read.filters
+        if isinstance(spec.match, RowMatch)
+        and spec.name in values
+        and (spec.selects or not selecting)
+    ]
+
+
+def _wanted(found: CollectionRecord, tests: list[tuple[RowMatch, Any]]) -> bool:
+    data = found.data if isinstance(found.data, dict) else {}
+    return all(match.test(data, value) for match, value in tests)
+
+
+def _scan(
+    conn: Connection,
+    query: Select[Any],
+    columns: list[Column],
+    start: Sequence[Any] | None,
+    chunk: int,
+) -> Iterator[tuple[CollectionRecord, list[Any]]]:
+    """Every row of ``query`` past ``start`` in order, with its position, read ``chunk`` rows
+    at a time."""
+    labelled = [column.label(f"k{i}") for i, (column, _desc, _kind) in enumerate(columns)]
+    ordered = [column.desc() if desc else column.asc() for column, desc, _kind in columns]
+    position = list(start) if start is not None else None
+    names = [c.name for c in collections.c]
+    while True:
+        page = query.add_columns(*labelled).order_by(*ordered).limit(chunk)
+        if position is not None:
+            page = page.where(_after(columns, position))
+        rows = conn.execute(page).all()
+        for row in rows:
+            mapping = row._mapping
+            position = [mapping[f"k{i}"] for i in range(len(columns))]
+            yield CollectionRecord(**{name: mapping[name] for name in names}), position
+        if len(rows) < chunk:
+            return
+
+
+def page(
+    conn: Connection,
+    read: Read,
+    project_id: int,
+    values: Mapping[str, Any],
+    *,
+    sort: str,
+    after: Position | None,
+    limit: int | None,
+    selecting: bool = False,
+) -> Page:
+    """A page of ``read`` (every row when ``limit`` is None): ``values`` are the filters'
+    prepared values (absent: not filtered), ``after`` the position a cursor gave.
+    ``selecting``: only the filters that select (``Filter.selects``) apply; the others still
+    name subjects with them (a URL's form factors)."""
+    keys = read.orders[sort]
+    columns = _columns(keys)
+    uses_snapshot = read.source == "latest" and read.snapshot
+    if uses_snapshot:
+        newest = after[0] if after is not None else snapshot(conn, read, project_id)
+        start = after[1:] if after is not None else None
+    else:
+        newest, start = None, after
+    if not isinstance(newest, int | None) or (start is not None and not _fits(columns, start)):
+        raise BadPosition(after)
+    tests = _tests(read, values, selecting)
+    want = None if limit is None else limit + 1
+    chunk = CHUNK if tests or want is None else max(want, 1)
+    found: list[tuple[CollectionRecord, list[Any]]] = []
+    for record, position in _scan(
+        conn, _query(read, project_id, values, newest, selecting), columns, start, chunk
+    ):
+        if tests and not _wanted(record, tests):
+            continue
+        found.append((record, position))
+        if want is not None and len(found) >= want:
+            break
+    if limit is None or len(found) <= limit:
+        return Page([r for r, _p in found], None)
+    shown = found[:limit]
+    last = shown[-1][1]
+    return Page([r for r, _p in shown], ([newest] if uses_snapshot else []) + last)
+
+
+def newest(
+    conn: Connection, read: Read, project_id: int, values: Mapping[str, Any]
+) -> CollectionRecord | None:
+    """The newest published collection the read's filters match (a ``one`` read)."""
+    query = _query(read, project_id, values, None).order_by(collections.c.id.desc())
+    tests = _tests(read, values)
+    for row in conn.execute(query.limit(None if tests else 1)):
+        record = CollectionRecord(**row._asdict())
+        if _wanted(record, tests):
+            return record
+    return None
+
+
+def collection(
+    conn: Connection, read: Read, project_id: int, collection_id: int
+) -> CollectionRecord | None:
+    """One published collection of the read's kind in the project, by id."""
+    query = select(collections).where(
+        *_published(read, project_id), collections.c.id == collection_id
+    )
+    row = conn.execute(query).first()
+    return CollectionRecord(**row._asdict()) if row is not None else None
