@@ -128,9 +128,10 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 def stores_for(definition: pytest.Function | pytest.Item) -> list[str]:
-    """Both stores, or SQLite alone for a test marked ``one_store`` (what it tests happens
-    before the store: the store's own behaviour is tested on both elsewhere)."""
-    return ["sqlite"] if definition.get_closest_marker("one_store") else STORES
+    """Both stores, or those a ``stores`` mark names (the closest wins: a module of
+    store-agnostic tests marked ``stores("sqlite")`` can keep a test on ``stores(*STORES)``)."""
+    marked = definition.get_closest_marker("stores")
+    return list(marked.args) if marked else STORES
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
