@@ -27,6 +27,7 @@ from seojobs.store import migrate
 from seojobs.store.db import Database
 from tests.kinds import log_metadata
 from tests.kinds import register as register_test_kinds
+from tests.scheduling import pytest_collection_modifyitems  # noqa: F401  (the hook)
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get(
