@@ -7,8 +7,12 @@
   xdist hands work out in collection order (with ``--no-loadscope-reorder``), so the collection
   is sorted by an estimate of each unit's length, longest first.
 - ``slow``: what the inner loop (``-m "not slow"``) leaves to CI: real processes and the
-  browser (tests/e2e, tests/browser), the PostgreSQL cases (the same tests run on SQLite), and
-  tests marked ``slow`` in their modules.
+  browser (tests/e2e, tests/browser), the PostgreSQL cases (the same tests run on SQLite), the
+  integration tests that start an app or a worker (each start costs a fraction of a second of
+  CPU, hundreds of times over), the unit modules that take tens of seconds (``SLOW_UNIT``),
+  and tests marked ``slow`` in their modules. The inner loop
+  keeps the unit tests and the integration modules below the API that start neither
+  (``INNER_LOOP``); a new integration module is left to CI until it is listed there.
 """
 
 from __future__ import annotations
@@ -24,6 +28,34 @@ _FOLDER_COST = {"unit": 0.01, "integration": 1.0, "e2e": 6.0, "browser": 10.0}
 _SLOW_COST = 20.0
 _POSTGRES_FACTOR = 1.5
 _SLOW_FOLDERS = ("e2e", "browser")
+# Unit modules that take tens of seconds (generated examples, real clocks): left to CI, and
+# started early there.
+SLOW_UNIT = {"test_api_schema_patterns", "test_client_scheduler"}
+# Integration modules in the inner loop: the store, the fetcher and the provider adapters
+# against local fakes, without an app or a worker.
+INNER_LOOP = {
+    "test_cli_providers",
+    "test_fastread",
+    "test_fetch_client",
+    "test_fetch_compression",
+    "test_fetch_diagnostics",
+    "test_fetch_guard",
+    "test_fetch_http",
+    "test_fetch_redirect_targets",
+    "test_fetch_robots",
+    "test_http_failures",
+    "test_http_proxies",
+    "test_kindrows",
+    "test_maintenance",
+    "test_provider_dataforseo",
+    "test_provider_google_indexing",
+    "test_provider_indexnow",
+    "test_provider_rdap",
+    "test_provider_serpapi",
+    "test_provider_serper",
+    "test_provider_url_inspection",
+    "test_store_contract",
+}
 
 
 def _folder(item: pytest.Item) -> str:
@@ -38,7 +70,7 @@ def _on_postgres(item: pytest.Item) -> bool:
 
 def _cost(item: pytest.Item) -> float:
     cost = _FOLDER_COST.get(_folder(item), 1.0)
-    if item.get_closest_marker("slow"):
+    if item.get_closest_marker("slow") or item.path.stem in SLOW_UNIT:
         cost = max(cost, _SLOW_COST)
     return cost * (_POSTGRES_FACTOR if _on_postgres(item) else 1.0)
 
@@ -71,5 +103,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ordered = sorted(units.values(), key=lambda unit: -sum(map(_cost, unit)))
     items[:] = [item for unit in ordered for item in unit]
     for item in items:
-        if _folder(item) in _SLOW_FOLDERS or _on_postgres(item):
+        folder = _folder(item)
+        left_to_ci = (folder == "integration" and item.path.stem not in INNER_LOOP) or (
+            folder == "unit" and item.path.stem in SLOW_UNIT
+        )
+        if folder in _SLOW_FOLDERS or left_to_ci or _on_postgres(item):
             item.add_marker(pytest.mark.slow)
