@@ -32,6 +32,7 @@ from seojobs.api import create_app
 from seojobs.api.protocol import uvicorn_config
 from seojobs.records import UserRecord
 from seojobs.services import Services
+from seojobs.services.errors import Conflict
 from seojobs.settings import Settings
 from seojobs.store import tables
 from tests.conftest import IN_CI, make_settings
@@ -167,6 +168,7 @@ class Api:
     settings: Settings
     clients: list[httpx.Client] = field(default_factory=list)
     unnamed: int = 0
+    shared: bool = False  # by the tests of a module, each as its own users
 
     @property
     def services(self) -> Services:
@@ -174,11 +176,22 @@ class Api:
         return found
 
     def account(self, name: str | None = None, rate_limit: str | None = None) -> Account:
-        """A new user; unnamed ones are alice, then alice-2, alice-3... (names are unique)."""
+        """A new user; unnamed ones are alice, then alice-2, alice-3... (names are unique).
+        On a ``shared`` server, a name another test took gets the next free suffix."""
         if name is None:
             self.unnamed += 1
             name = "alice" if self.unnamed == 1 else f"alice-{self.unnamed}"
-        created = self.services.accounts.create_user(name, rate_limit=rate_limit)
+        given, again = name, 1
+        while True:
+            try:
+                created = self.services.accounts.create_user(name, rate_limit=rate_limit)
+            except Conflict:
+                if not self.shared:
+                    raise
+                again += 1
+                name = f"{given}-{again}"
+            else:
+                break
         return Account(created.user, created.api_key)
 
     def client(self, account: Account | None = None, form: str = "raw") -> httpx.Client:

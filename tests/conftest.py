@@ -7,8 +7,11 @@ PostgreSQL tests skip on a developer machine and FAIL in CI (``CI=true``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +28,7 @@ from seojobs.store.db import Database
 from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.kinds import log_metadata
 from tests.kinds import register as register_test_kinds
+from tests.scheduling import pytest_collection_modifyitems  # noqa: F401  (the hook)
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get(
@@ -91,14 +95,33 @@ def pg_url(pg_template: str) -> Iterator[str]:
         yield url
 
 
+_SQLITE_TEMPLATE: list[Path] = []  # this process's migrated file, made on first use
+
+
+def _sqlite_template() -> Path:
+    """A SQLite file migrated once per process: copying it takes a fraction of a millisecond,
+    migrating takes a quarter of a second (and hundreds of tests want one)."""
+    if not _SQLITE_TEMPLATE:
+        folder = Path(tempfile.mkdtemp(prefix="seojobs-template-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        path = folder / "seojobs.db"
+        db = Database(f"sqlite:///{path}")
+        migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
+        log_metadata.create_all(db.engine)
+        db.dispose()
+        # The last connection closed checkpoints the WAL into the file and removes it: the
+        # one file is the whole database.
+        assert not path.with_name(path.name + "-wal").exists()
+        _SQLITE_TEMPLATE.append(path)
+    return _SQLITE_TEMPLATE[0]
+
+
 def migrated_sqlite(folder: Path) -> str:
-    """The URL of a migrated SQLite database in ``folder``."""
-    url = f"sqlite:///{folder / 'seojobs.db'}"
-    db = Database(url)
-    migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
-    log_metadata.create_all(db.engine)
-    db.dispose()
-    return url
+    """The URL of a migrated SQLite database in ``folder`` (a copy of the process's template)."""
+    path = folder / "seojobs.db"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_sqlite_template(), path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture
@@ -106,12 +129,37 @@ def sqlite_url(tmp_path: Path) -> str:
     return migrated_sqlite(tmp_path)
 
 
-@pytest.fixture(params=STORES)
+def stores_for(definition: pytest.Function | pytest.Item) -> list[str]:
+    """Both stores, or those a ``stores`` mark names (the closest wins: a module of
+    store-agnostic tests marked ``stores("sqlite")`` can keep a test on ``stores(*STORES)``)."""
+    marked = definition.get_closest_marker("stores")
+    return list(marked.args) if marked else STORES
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "store_url" in metafunc.fixturenames:
+        metafunc.parametrize("store_url", stores_for(metafunc.definition), indirect=True)
+    if "module_store" in metafunc.fixturenames:
+        metafunc.parametrize("module_store", stores_for(metafunc.definition), scope="module")
+
+
+@pytest.fixture
 def store_url(request: pytest.FixtureRequest) -> str:
     """The contract-suite parameter: one run per store."""
     if request.param == "postgresql":
         return str(request.getfixturevalue("pg_url"))
     return str(request.getfixturevalue("sqlite_url"))
+
+
+@contextlib.contextmanager
+def database_of(store: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new migrated database of ``store`` ("sqlite" or "postgresql"); its URL."""
+    if store == "postgresql":
+        with pg_database(request.getfixturevalue("pg_template")) as url:
+            yield url
+    else:
+        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+        yield migrated_sqlite(factory.mktemp("store"))
 
 
 # A provider for every engine, so index jobs are accepted (a job whose engine has no
@@ -164,6 +212,9 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "lease_seconds": 5,
         "poll_interval": 0.2,
         "maintenance_interval": 0.2,
+        # Tests start hundreds of apps in one process: each freeze would keep the last one's
+        # objects alive for good.
+        "gc_freeze": False,
         **CONFIGURED_PROVIDERS,
         "fingerprints_path": TEST_FINGERPRINTS,
     }

@@ -128,6 +128,13 @@ class Settings(BaseSettings):
     dashboard_session_hours: float = Field(
         default=12, gt=0, description="A dashboard sign-in lasts this long."
     )
+    gc_freeze: bool = Field(
+        default=True,
+        description=(
+            "At startup, move what the app built out of the garbage collector's view (shorter "
+            "pauses). Off in the test suite, which starts many apps in one process."
+        ),
+    )
     idempotency_ttl_seconds: float = Field(default=86400, gt=0)
     allow_private_networks: bool = False
     day_seconds: float = Field(default=86400, gt=0)

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from seojobs.store.db import Database
 from tests import schema_0002
 from tests.api_helpers import Api, Providers, api, providers
-from tests.conftest import make_settings
+from tests.conftest import database_of, make_settings
 
 
 @pytest.fixture
@@ -32,6 +32,35 @@ def working(store_url: str, fakes: Providers) -> Iterator[Api]:
     """The API with its in-process worker (and its maintenance: schedules fire), talking to
     the fake providers."""
     with api(fakes.settings(store_url), run_worker=True) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def shared_idle(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """``idle``, one per store for a whole module: for tests that each keep to their own
+    users (every ``account()`` is a new user)."""
+    with database_of(module_store, request) as url, api(make_settings(url)) as running:
+        running.shared = True
+        yield running
+
+
+@pytest.fixture(scope="module")
+def shared_fakes() -> Iterator[Providers]:
+    with providers() as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def shared_working(
+    module_store: str, shared_fakes: Providers, request: pytest.FixtureRequest
+) -> Iterator[Api]:
+    """``working``, one per store for a whole module (as ``shared_idle``), on a database of
+    its own: its worker must not run the jobs that ``shared_idle``'s tests leave pending."""
+    with (
+        database_of(module_store, request) as url,
+        api(shared_fakes.settings(url), run_worker=True) as running,
+    ):
+        running.shared = True
         yield running
 
 

@@ -14,6 +14,10 @@ from tests.api_helpers import V1, Api, api, assert_problem, auth_headers, retry_
 from tests.conftest import make_settings, subprocess_env
 from tests.e2e.helpers import Spawner, free_port, wait_http_ok
 
+# Store-agnostic (the failure budget is the limiter's, before any store call): SQLite only; the
+# store's own behaviour is tested on both stores elsewhere.
+pytestmark = pytest.mark.stores("sqlite")
+
 # Every way of failing to authenticate: wrong keys in each of the three forms, a key of the
 # right shape that was never issued, a Bearer without a key, another scheme, and no key at all.
 FAILURES: list[dict[str, str]] = [

@@ -1,6 +1,6 @@
-"""Ids, cursors, pages and limits (``seojobs.api.ids``) on every route the app serves, over HTTP
-on both stores: only ASCII digits within the field's range are read; anything else is a 422
-naming the field, and nothing is read or changed through it.
+"""Ids, cursors, pages and limits (``seojobs.api.ids``) on every route the app serves, over HTTP on
+SQLite (the largest id read on both stores): only ASCII digits within the field's range are read;
+anything else is a 422 naming the field, and nothing is read or changed through it.
 
 Before, ``ids=²`` and 5,000-digit ids and cursors answered 500 (``int()`` raised), ``٣`` was
 read as job 3, and path ids took ``+5``, `` 5`` and ``1_0``.
@@ -15,6 +15,11 @@ import pytest
 
 from seojobs.reads import Read
 from tests.api_helpers import V1, Api, app_routes, error_fields, send_json, stored
+from tests.conftest import STORES
+
+# Store-agnostic (ids are parsed before any store call): SQLite only; the
+# store's own behaviour is tested on both stores elsewhere.
+pytestmark = pytest.mark.stores("sqlite")
 
 URL = "https://a.example/page"
 MAX_ID = 2**63 - 1
@@ -110,6 +115,7 @@ def test_odd_path_ids_are_422_on_every_route(
     assert job["status"] == "pending"  # "+3" did not cancel it
 
 
+@pytest.mark.stores(*STORES)  # the largest id goes to the store as a query parameter
 def test_leading_zeros_and_the_largest_id_are_read(
     world: tuple[Api, httpx.Client, dict[str, str]],
 ) -> None:

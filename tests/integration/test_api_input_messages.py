@@ -1,7 +1,7 @@
-"""What the API takes and how it says no, on every surface and store: IRIs (non-ASCII URLs)
-are taken and stored as the URIs they map to; date-times are RFC 3339 only; a 422 names every
-bad entry with its value (no library prefixes, credentials left out), its ``detail`` made of its
-``errors``; a body that is not JSON says where."""
+"""What the API takes and how it says no, on every surface (on SQLite; what goes through the store
+on both): IRIs (non-ASCII URLs) are taken and stored as the URIs they map to; date-times are RFC
+3339 only; a 422 names every bad entry with its value (no library prefixes, credentials left out),
+its ``detail`` made of its ``errors``; a body that is not JSON says where."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ import httpx
 import pytest
 
 from tests.api_helpers import V1, Api, api, assert_problem, error_fields
-from tests.conftest import make_settings
+from tests.conftest import STORES, make_settings
+
+# Store-agnostic (what a 422 says is decided before any store call): SQLite only; the
+# store's own behaviour is tested on both stores elsewhere.
+pytestmark = pytest.mark.stores("sqlite")
 
 IRI = "https://bücher.de/straße?q=ö#ß"
 URI = "https://xn--bcher-kva.de/stra%C3%9Fe?q=%C3%B6#%C3%9F"
@@ -29,6 +33,7 @@ def _report_urls(client: httpx.Client, job_id: int) -> list[str]:
     return [row["url"] for row in page["rows"]]
 
 
+@pytest.mark.stores(*STORES)  # stored: through the store and back
 def test_iris_are_taken_on_every_surface_and_stored_as_uris(idle: Api) -> None:
     account = idle.account()
     client = idle.client(account)
@@ -176,6 +181,7 @@ def test_a_bad_id_list_names_each_bad_id_in_detail_and_errors_alike(idle: Api) -
     assert problem["detail"] == f"ids: {error['message']}"
 
 
+@pytest.mark.stores(*STORES)  # the interval at its bound, stored and read back
 def test_a_schedule_at_the_documented_minimum_interval_is_taken(store_url: str) -> None:
     """The document states the settings' bounds; the values at them are taken (90/600 days
     multiplied back to seconds fell below 90 and was refused), the next float below is not."""

@@ -1,7 +1,7 @@
-"""The input gate (``seojobs.api.inputs``) on every route the app serves, over HTTP on both
-stores: a JSON body nested deeper than 32 levels, or holding NUL, a lone surrogate or a
-non-finite number anywhere (keys and values, at any depth), or a value pydantic would convert
-into the number or boolean the published document expects (in a body or in any job type's
+"""The input gate (``seojobs.api.inputs``) on every route the app serves, over HTTP on SQLite (the
+gate acts before any store call): a JSON body nested deeper than 32 levels, or holding NUL, a lone
+surrogate or a non-finite number anywhere (keys and values, at any depth), or a value pydantic would
+convert into the number or boolean the published document expects (in a body or in any job type's
 params), and NUL in a query string, are 422 problems naming the field, and nothing is stored.
 
 The routes come from the app itself (``app_routes``): a new route is walked too, and a new
@@ -28,6 +28,10 @@ from tests.api_helpers import (
     send_json,
     stored,
 )
+
+# Store-agnostic (the input gate refuses before any store call): SQLite only; the
+# store's own behaviour is tested on both stores elsewhere.
+pytestmark = pytest.mark.stores("sqlite")
 
 URL = "https://a.example/page"
 Loc = tuple[str | int, ...]

@@ -2,8 +2,7 @@
 head size (431/414) and time (408), body time (408) and size (413), and the connections a
 slow client holds. Short limits come from the settings.
 
-Heads are refused before the app runs, so those tests use SQLite only; tests whose requests
-reach the app and could store something run on both stores.
+All of it happens before the app reaches a store: SQLite only.
 """
 
 from __future__ import annotations
@@ -30,6 +29,10 @@ from tests.rawhttp import (
     replies,
     request_head,
 )
+
+# Store-agnostic (the limits act before the app, let alone the store): SQLite only; the
+# store's own behaviour is tested on both stores elsewhere.
+pytestmark = pytest.mark.stores("sqlite")
 
 HEAD_LIMIT = 4096
 CAP = 2_000

@@ -11,6 +11,13 @@ from seojobs.client import JobItem, NotFoundError, PollPolicy
 from tests.api_helpers import Api
 from tests.integration.client_helpers import MODES, Driver, aw, edge
 
+
+@pytest.fixture
+def working(shared_working: Api) -> Api:
+    """One server per store for the module: every test works as its own new users."""
+    return shared_working
+
+
 FAST = PollPolicy(start=0.1, factor=1.5, ceiling=0.5, deadline=60)
 PLENTY = "6000/minute"
 URLS = [f"https://a.example/p{i}" for i in range(5)]

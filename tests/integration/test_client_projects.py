@@ -23,6 +23,18 @@ from tests.dashboard_helpers import collected_job
 from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 from tests.waiting import wait_until
 
+
+@pytest.fixture
+def idle(shared_idle: Api) -> Api:
+    """One server per store for the module: every test works as its own new users."""
+    return shared_idle
+
+
+@pytest.fixture
+def working(shared_working: Api) -> Api:
+    return shared_working
+
+
 FAST = PollPolicy(start=0.1, factor=1.5, ceiling=0.5, deadline=60)
 PLENTY = "6000/minute"  # waits poll every 0.1-0.5 s: not what these tests are about
 

@@ -55,8 +55,9 @@ def create_app(
         # Everything built at startup (routes, models, SQLAlchemy metadata) lives as long as
         # the process: move it out of the collector's view, so that full collections only
         # walk what requests allocate (they paused the whole server for tens of ms).
-        gc.collect()
-        gc.freeze()
+        if settings.gc_freeze:
+            gc.collect()
+            gc.freeze()
         worker_task: asyncio.Task[None] | None = None
         worker: Worker | None = None
         if run_worker:
