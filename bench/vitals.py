@@ -25,6 +25,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -78,26 +79,23 @@ def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.1f}" if values else "-"
 
 
+COLUMNS: list[tuple[str, Callable[[VitalsRun], str]]] = [
+    ("system", lambda run: run.label),
+    ("pages", lambda run: str(len(run.scores))),
+    ("seconds", lambda run: f"{run.seconds:.1f}"),
+    ("pages/min", lambda run: f"{run.pages_per_minute:.2f}"),
+    ("s/page", lambda run: f"{run.seconds / max(len(run.scores), 1):.1f}"),
+    ("CPU s", lambda run: f"{run.cpu:.0f}"),
+    ("cores busy", lambda run: f"{run.cpu / run.seconds:.2f}"),
+    ("peak PSS", lambda run: f"{run.peak_rss / 1e6:,.0f} MB"),
+    ("LH total s (median)", lambda run: _median(run.lighthouse_seconds)),
+    ("run wall s (median)", lambda run: _median(run.run_seconds)),
+]
+
+
 def render(runs: list[VitalsRun], urls: list[str], environment: list[str]) -> list[str]:
     lines = ["", *environment, ""]
-    rows = [
-        [
-            run.label,
-            str(len(run.scores)),
-            f"{run.seconds:.1f}",
-            f"{run.pages_per_minute:.2f}",
-            f"{run.seconds / max(len(run.scores), 1):.1f}",
-            f"{run.cpu:.0f}",
-            f"{run.cpu / run.seconds:.2f}",
-            f"{run.peak_rss / 1e6:,.0f} MB",
-            _median(run.lighthouse_seconds),
-            _median(run.run_seconds),
-        ]
-        for run in runs
-    ]
-    headers = ["system", "pages", "seconds", "pages/min", "s/page", "CPU s", "cores busy"]
-    headers += ["peak PSS", "LH total s (median)", "run wall s (median)"]
-    lines += cli.table(headers, rows)
+    lines += cli.columns(COLUMNS, runs)
     for run in runs:
         lines += [f"  {run.label}: error {e}" for e in run.errors]
     if len(runs) == 2:
@@ -132,19 +130,15 @@ def _targets(ratio: float, worst: int | None, complete: bool) -> list[str]:
     ok_speed = ratio >= SPEED_FACTOR
     ok_score = complete and worst is not None and worst <= SCORE_POINTS
     worst_text = "-" if worst is None else f"{worst} points"
-    rows = [
-        [
-            f"ours >= {SPEED_FACTOR:g} x the CLI loop's pages/min",
-            f"{ratio:.2f}x",
-            cli.verdict(ok_speed),
-        ],
-        [
+    found = [
+        (f"ours >= {SPEED_FACTOR:g} x the CLI loop's pages/min", f"{ratio:.2f}x", ok_speed),
+        (
             f"every page's score within {SCORE_POINTS} points of the CLI's",
             f"worst {worst_text}" + ("" if complete else ", pages missing"),
-            cli.verdict(ok_score),
-        ],
+            ok_score,
+        ),
     ]
-    return ["", *cli.table(["target", "measured", ""], rows)]
+    return ["", *cli.judged(found)]
 
 
 def failures(lines: list[str]) -> list[str]:
