@@ -30,7 +30,6 @@ import time
 import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 from bench.lib import REPO, cli, procstat, spy
@@ -47,16 +46,7 @@ PEER_PYTHON = REPO / ".venv-peer" / "bin" / "python"
 SAMPLE = 0.05  # seconds between RSS samples of a crawler's process tree
 
 
-@dataclass(frozen=True)
-class Options:
-    pages: int
-    concurrency: int
-    stores: tuple[str, ...]
-    only: frozenset[str]
-    rounds: int
-    peer_python: Path
-    pin: bool
-    profile: bool
+Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -69,6 +59,7 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument("--concurrency", type=int, default=16, help="for all three (default 16)")
     parser.add_argument(
         "--store",
+        dest="stores",
         type=cli.choice(STORES),
         default=("sqlite",),
         help="our store(s): sqlite (default), pg, or sqlite,pg",
@@ -106,16 +97,8 @@ def parse_args(argv: list[str] | None) -> Options:
             f"{args.peer_python} not found: python3 -m venv .venv-peer && "
             ".venv-peer/bin/pip install advertools (or --only ours,bare)"
         )
-    return Options(
-        pages=args.pages,
-        concurrency=args.concurrency,
-        stores=args.store,
-        only=frozenset(args.only),
-        rounds=args.rounds,
-        peer_python=args.peer_python,
-        pin=args.pin,
-        profile=args.profile,
-    )
+    args.only = frozenset(args.only)
+    return args
 
 
 class Site(SiteProcess):

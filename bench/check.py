@@ -47,17 +47,7 @@ DEFAULT_HOST_CONCURRENCY = 2  # Settings.fetch_host_concurrency's default
 WARM_URLS = 200
 
 
-@dataclass(frozen=True)
-class Options:
-    urls: int
-    concurrency: tuple[int, ...]
-    only: frozenset[str]
-    politeness: tuple[str, ...]
-    rounds: int
-    site_ports: int
-    pin: bool
-    profile: bool
-    layers: int  # rounds of the --layers ladder (0: none)
+Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -124,17 +114,8 @@ def parse_args(argv: list[str] | None) -> Options:
         parser.error("--layers must be 0 or more")
     if args.urls < 1 or args.rounds < 1 or args.site_ports < 1:
         parser.error("--urls, --rounds and --site-ports must be at least 1")
-    return Options(
-        urls=args.urls,
-        concurrency=args.concurrency,
-        only=frozenset(args.only),
-        politeness=args.politeness,
-        rounds=args.rounds,
-        site_ports=args.site_ports,
-        pin=args.pin,
-        profile=args.profile,
-        layers=args.layers,
-    )
+    args.only = frozenset(args.only)
+    return args
 
 
 # -- measuring --------------------------------------------------------------------------------

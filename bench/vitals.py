@@ -27,7 +27,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 
 from bench.lib import cli, procstat
 from bench.lib.ours import Databases
@@ -40,12 +39,7 @@ SCORE_POINTS = 5  # every page's score within 5 points of the CLI's
 SYSTEMS = ("ours", "cli")
 
 
-@dataclass(frozen=True)
-class Options:
-    pages: int
-    concurrency: int
-    store: str
-    only: tuple[str, ...]
+Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -72,7 +66,7 @@ def parse_args(argv: list[str] | None) -> Options:
     args = parser.parse_args(argv)
     if not 1 <= args.pages <= 20 or not 1 <= args.concurrency <= 8:
         parser.error("--pages must be 1..20 (a job's URLs) and --concurrency 1..8")
-    return Options(args.pages, args.concurrency, args.store, args.only)
+    return args
 
 
 def _median(values: list[float]) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from bench.lib import spy
 from bench.lib.cli import columns, median, table, verdict
@@ -21,19 +21,6 @@ LABELS = {
     "sqlite": "seojobs, SQLite",
     "postgresql": "seojobs, PostgreSQL",
 }
-
-
-class Shape(Protocol):
-    """What the report needs to know of the run's options."""
-
-    @property
-    def connections(self) -> tuple[int, ...]: ...
-    @property
-    def rounds(self) -> int: ...
-    @property
-    def duration(self) -> float: ...
-    @property
-    def paced_share(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -140,7 +127,7 @@ COMMON: list[tuple[str, Callable[[Row], str]]] = [
 ]
 
 
-def render(results: Results, opts: Shape) -> str:
+def render(results: Results, opts: Namespace) -> str:
     out = ["", "API status GET benchmark (bench/api.py)", ""]
     out += [f"  {line}" for line in results.environment]
     out += [""] + [f"  {line}" for line in results.setup] + [""]
