@@ -33,7 +33,6 @@ from contextlib import ExitStack
 from typing import Any
 
 from bench.lib import REPO, cli, procstat, spy
-from bench.lib.audit_profile import profile_lines
 from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
 from bench.lib.auditsite import STATS_PATH, private_links
 from bench.lib.crawl_ours import audit
@@ -231,7 +230,7 @@ class Bench:
                 spy.stop(proc)
         if not out.exists():
             return ["profile: py-spy wrote nothing (ptrace not permitted?)"]
-        return profile_lines(out.read_text(), run.pages, spy.SELF_RATE)
+        return spy.audit_lines(out.read_text(), run.pages, spy.SELF_RATE)
 
 
 def _load() -> str:

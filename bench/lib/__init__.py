@@ -12,8 +12,8 @@
   ``pollsim``: the simulated world of ``bench/poll.py``;
 - ``bench/audit.py``'s: ``auditsite`` (the generated site and its server), ``crawl_ours``
   (a ``seojobs worker`` process running a ``site_audit`` job), ``crawl_advertools`` (the
-  peer, run by a venv of its own), ``crawl_bare`` (the ceiling), ``audit_report`` and
-  ``audit_profile``;
+  peer, run by a venv of its own), ``crawl_bare`` (the ceiling) and ``audit_report``
+  (its ``--profile`` categories are in ``spy``);
 - ``bench/vitals.py``'s: ``vitalsite`` (20 pages with CSS, a script and images, served from
   memory) and ``vitals_runs`` (a ``seojobs worker`` running a ``web_vitals`` job; the
   Lighthouse CLI once per URL, one after another).
