@@ -1,17 +1,6 @@
 """API status-GET benchmark: ``python bench/api.py [--jobs N] [--connections 16,64] ...``.
 
-Seeds N index-check jobs (default 100,000) for one user on SQLite and on PostgreSQL, serves
-each with one uvicorn process (``create_app(Settings(), run_worker=False)``), and drives
-``GET /api/v1/index-check/jobs/{random id}`` with wrk beside a bare FastAPI endpoint that
-returns a constant, served by an identical uvicorn process. Prints req/s, p50/p99 latency,
-server CPU per request, the ratio to the bare endpoint and PASS/FAIL against the targets
-(>= 50 % of bare, p99 <= 25 ms); and, when a target fails (or with ``--profile always``), a
-py-spy profile of each server by step of the request. Exits 1 when a target fails. See
-docs/bench/api.md.
-
-As for ``bench/queue.py``: run as a script, this file's folder would come first on
-``sys.path``, and ``bench/queue.py`` would shadow the standard library's ``queue``. So the
-folder is swapped for the repository root first (``python -m bench.api`` works too).
+What it measures, its targets and how to read its report: docs/bench/api.md.
 """
 
 from __future__ import annotations
@@ -19,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import functools

@@ -1,17 +1,6 @@
 """Site-audit crawl benchmark: ``python bench/audit.py [--store sqlite|pg] [--rounds N] [...]``.
 
-A generated 5,000-page site (~8 KB a page, ~20 internal links each, robots.txt and a sitemap)
-served on loopback from memory, crawled in each round, one after the other, by: one
-``seojobs worker`` process running a ``site_audit`` job (SQLite by default, PostgreSQL with
-``--store pg``), ``advertools.crawl`` (Scrapy, from a venv of its own: ``--peer-python``) and a
-bare aiohttp + selectolax breadth-first loop (the ceiling), all at the same concurrency with no
-delay and robots.txt obeyed. Prints pages/s, CPU ms per page and peak RSS for each, the ratios
-within each round and the targets (>= 4 x advertools' pages/s, >= 0.2 x the bare loop's, peak
-RSS no more than advertools'); exits 1 when a target fails. See docs/bench/audit.md.
-
-Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
-would shadow the standard library's ``queue``: the folder is swapped for the repository root
-before anything else is imported (``python -m bench.audit`` works too).
+What it measures, its targets and how to read its report: docs/bench/audit.md.
 """
 
 from __future__ import annotations
@@ -19,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import json

@@ -1,15 +1,6 @@
 """Index-check benchmark: ``python bench/check.py [--urls N] [--concurrency 8,32,64] [...]``.
 
-Index checks of 2,000 URLs against a local site and a local fake Serper API, run by a real
-seojobs Worker (SQLite and PostgreSQL), next to a bare aiohttp loop (the ceiling) and a bare
-httpx loop sending the same two requests per URL at the same concurrency in the same run.
-Prints URLs/s, the ratios and the targets (>= 500 URLs/s per worker process, >= 0.7 of the bare
-aiohttp loop); exits 1 when a target fails. See docs/bench/check.md.
-
-Run as a script, this file's folder would come first on ``sys.path``, and ``bench/queue.py``
-would shadow the standard-library ``queue`` that asyncio and concurrent.futures import. So
-before anything else is imported the folder is swapped for the repository root and the code is
-imported as the ``bench`` package (``python -m bench.check`` works too).
+What it measures, its targets and how to read its report: docs/bench/check.md.
 """
 
 from __future__ import annotations
@@ -17,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio

@@ -1,15 +1,6 @@
 """Queue throughput and wake-up benchmark: ``python bench/queue.py [--jobs N] [--only ...]``.
 
-Burns down no-op jobs with seojobs on SQLite and PostgreSQL, with Procrastinate (the peer) on
-the same PostgreSQL server, and with a bare SQL loop per dialect (the ceiling), then prints
-jobs/s, our ratios to both, and the enqueue-to-start latency of an idle worker; exits 1 when a
-target fails. See docs/bench/queue.md.
-
-This file is named by the issue, and ``queue`` is also a standard-library module: run as a
-script, its folder would come first on ``sys.path`` and shadow the real ``queue`` for asyncio
-and concurrent.futures. So before anything else is imported, the folder is swapped for the
-repository root and the code is imported as the ``bench`` package (``python -m bench.queue``
-works too).
+What it measures, its targets and how to read its report: docs/bench/queue.md.
 """
 
 from __future__ import annotations
@@ -17,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio

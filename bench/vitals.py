@@ -1,17 +1,6 @@
 """Web-vitals benchmark: ``python bench/vitals.py [--pages N] [--concurrency N] [--store pg]``.
 
-20 local pages (a stylesheet, a script, three PNGs each; bench/lib/vitalsite.py) measured with
-Lighthouse's mobile form factor, side by side in one run: our ``web_vitals`` job in one real
-``seojobs worker`` process with ``SEOJOBS_WEB_VITALS_CONCURRENCY`` runs at once, and the
-repository's pinned Lighthouse CLI run once per URL one after another with the same flags and
-Chromium (what a user would script). Prints pages per minute for each and their ratio, the
-score difference per page, CPU and peak RSS, and where a run's time goes; targets (issue 14):
-ours >= 2 x the CLI loop's pages per minute, every page's score within 5 points of the CLI's.
-Exits 1 when a target fails. See docs/bench/vitals.md.
-
-Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
-would shadow the standard library's ``queue``: the folder is swapped for the repository root
-before anything else is imported (``python -m bench.vitals`` works too).
+What it measures, its targets and how to read its report: docs/bench/vitals.md.
 """
 
 from __future__ import annotations
@@ -19,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import statistics

@@ -1,35 +1,8 @@
-"""py-spy profiles: where an API server spends its time under load (``bench/api.py``), and
-where one of our index-check runs spends this process's CPU (``bench/check.py --profile``:
-py-spy attaches to the benchmark itself while one SQLite run goes, and every sample is put in
-the first ``CHECK_CATEGORIES`` entry its stack matches).
-
-For the API servers:
-
-``py-spy record --gil --format raw`` samples only the thread that holds the GIL, so each sample
-is a moment of Python work in the process (any thread; on the status path that is the event
-loop alone). Time with no thread holding the GIL (waiting for the socket, for PostgreSQL,
-inside SQLite's C code, which releases the GIL while it steps) is not sampled; ``gil_busy``
-says how much of the wall time had a sample, and the report's CPU ms/req counts it all.
-py-spy pauses the process for each sample (no ``--nonblocking``: reading the stacks of the
-running process cut about 40 % of them short on this path, as coroutines were entered and
-left, and the inclusive steps then missed those samples). The pauses slow the profiled run
-and count as GIL time, so its us/request run higher than the CPU ms/req of the measured runs:
-read the shares, and us/request as relative sizes.
-
-Two views of the same samples:
-
-- by step of the status GET (inclusive: a sample counts for every step on its stack, so these
-  do not add up to 100 %; an indented step is part of the one above it), converted to
-  microseconds of GIL time per request;
-- by library of the innermost frame (exclusive: adds up to 100 %).
-
-The steps follow the request as ``v1._status`` serves it: no ``Depends`` (``current_user`` is
-called directly; only the ``job_id`` path parameter goes through ``solve_dependencies``), the
-job read on the event loop by ``store/fastread.py`` (raw ``sqlite3``, or one batched query per
-flush over a psycopg async pool, run by a task of its own, so outside the request's stack),
-and the in-process ``MemoryWindows`` limiter. The last rows are work that should be nearly
-absent from a status GET: thread hand-offs and SQLAlchemy (auth-cache refreshes every 5 s,
-the SQLite busy fallback).
+"""py-spy profiles (``record --gil --format raw``: each sample is a moment of Python work, the
+thread holding the GIL): the API servers' by step of the status GET (inclusive) and by library
+of the innermost frame (exclusive), for ``bench/api.py``; ``bench/check.py --profile`` and
+``bench/audit.py --profile`` put each sample in the first category its stack matches. How to
+read them: docs/bench/api.md, check.md and audit.md.
 """
 
 from __future__ import annotations
