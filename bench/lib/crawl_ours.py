@@ -1,16 +1,6 @@
 """``bench/audit.py``'s seojobs run: one ``seojobs worker`` process runs one ``site_audit`` job.
 
-The worker is the real command (``seojobs worker``, settings from ``SEOJOBS_*``) on a fresh
-database (SQLite file or PostgreSQL database, copied from a migrated template with the user
-``bench``). Once it has started and gone idle, the job is created through
-``services.jobs.create`` as the API creates it; the clock is the job's own ``started_at`` (its
-claim) to ``completed_at`` (after the site-wide checks, the summary and the collection were
-written), both set by the worker. CPU is the worker process's (from /proc) between the job's
-creation and its completion; peak RSS is its high-water mark (VmHWM), read before it stops.
-
-Politeness: the per-host gate (``SEOJOBS_FETCH_HOST_CONCURRENCY``) is raised to the audit's
-concurrency and the delay (``SEOJOBS_FETCH_HOST_DELAY``) set to 0, so that ours, advertools
-and the bare loop all have ``concurrency`` requests in flight to the one host and no delay.
+How it works and what each figure counts: docs/bench/audit.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """One uvicorn process per system, started and stopped by ``bench/api.py``, and the two apps.
 
-``uvicorn --factory bench.lib.servers:ours`` builds seojobs exactly as ``seojobs serve
---no-worker`` does (``create_app(Settings(), run_worker=False)``, settings from ``SEOJOBS_*``).
-``bench.lib.servers:bare`` is the ceiling: FastAPI with one ``async`` route that returns a
-constant dict with the keys of an index-check status body (about the same size to serialise),
-with no dependencies, no database and no middleware.
-
-Both processes get the same uvicorn options: one process (no ``--workers``), the loop and HTTP
-protocol ``seojobs serve`` uses (asyncio; httptools with its request limits), access log off,
-log level warning. Only the app factory and its environment differ. Each process runs in its
-own session so a Ctrl-C at the terminal reaches only the benchmark, which then stops the
-servers itself (SIGTERM, then SIGKILL after 10 s).
+How it works and what each figure counts: docs/bench/api.md.
 """
 
 from __future__ import annotations
