@@ -114,12 +114,6 @@ def parse_args(argv: list[str] | None) -> Options:
         help="also keep py-spy's raw folded stacks in DIR (one file per server)",
     )
     p.add_argument(
-        "--loadgen",
-        choices=("auto", "wrk", "python"),
-        default="auto",
-        help="wrk if installed (auto), or the Python fallback",
-    )
-    p.add_argument(
         "--paced-connections",
         type=int,
         default=64,
@@ -151,9 +145,7 @@ class System:
 class Driver:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.wrk = load.wrk_path() if opts.loadgen != "python" else None
-        if opts.loadgen == "wrk" and self.wrk is None:
-            raise SystemExit("--loadgen wrk: wrk is not installed (apt-get install wrk)")
+        self.wrk = load.wrk_path()  # else the Python load generator
 
     @property
     def loadgen_name(self) -> str:

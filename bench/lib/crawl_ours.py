@@ -6,7 +6,6 @@ How it works and what each figure counts: docs/bench/audit.md.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -94,13 +93,7 @@ class WorkerProcess:
         raise RuntimeError("the worker kept busy before any job was created")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        procstat.stop(self.proc, timeout=30)
 
 
 def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from bench.lib import REPO
+from bench.lib import REPO, procstat
 from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
 
 if TYPE_CHECKING:
@@ -138,14 +137,8 @@ class Server:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        if proc is not None:
+            procstat.stop(proc)
 
     def log_tail(self, lines: int = 20) -> str:
         try:

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from bench.lib import REPO
+from bench.lib import REPO, procstat
 from bench.lib.procstat import sched_seconds
 
 API_KEY = "bench-serper-key"
@@ -229,12 +228,7 @@ class SiteProcess:
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            procstat.stop(proc, timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
 
