@@ -2,8 +2,10 @@
 ``bench/api.py``, ``bench/poll.py``, ``bench/audit.py``, ``bench/vitals.py`` and
 ``bench/dashboard.py`` (see docs/bench/); everything they share is here:
 
-- ``cli``: progress lines, tables, PASS/FAIL, argument types, the environment lines, SIGTERM;
-- ``scratch``: scratch PostgreSQL databases and SQLite files; ``procstat``: CPU accounting;
+- ``cli``: progress lines, tables (built from columns), the targets table and PASS/FAIL,
+  argument types, the environment lines, SIGTERM;
+- ``scratch``: scratch PostgreSQL databases and SQLite files; ``procstat``: CPU and memory
+  accounting, stopping child processes;
 - ``ours``: seojobs as the benchmarks drive it; ``jobs``: the queue benchmark's job kinds and
   records; ``peer``: Procrastinate; ``bare``: the ceilings (plain SQL and HTTP loops);
 - ``site``: the local site and fake Serper API; ``servers``: the API benchmark's uvicorn
