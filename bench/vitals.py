@@ -86,9 +86,12 @@ def render(runs: list[VitalsRun], urls: list[str], environment: list[str]) -> li
         ours_run, peer = runs
         lines += ["", *cli.table(["page", "ours", "CLI", "diff"], _score_rows(urls, runs))]
         ratio = ours_run.pages_per_minute / peer.pages_per_minute
-        worst = max(_diffs(urls, runs), default=None)
-        lines += ["", f"  pages/min ratio (ours / CLI): {ratio:.2f}"]
-        lines += _targets(ratio, worst, len(ours_run.scores) == len(peer.scores) == len(urls))
+        lines += [
+            "",
+            f"  pages/min ratio (ours / CLI): {ratio:.2f}",
+            "",
+            *cli.judged(targets(runs, urls)),
+        ]
     return lines
 
 
@@ -110,23 +113,27 @@ def _score_rows(urls: list[str], runs: list[VitalsRun]) -> list[list[str]]:
     return rows
 
 
-def _targets(ratio: float, worst: int | None, complete: bool) -> list[str]:
-    ok_speed = ratio >= SPEED_FACTOR
-    ok_score = complete and worst is not None and worst <= SCORE_POINTS
+def targets(runs: list[VitalsRun], urls: list[str]) -> list[cli.Target]:
+    """Judged when both systems ran."""
+    if len(runs) != 2:
+        return []
+    ours_run, peer = runs
+    ratio = ours_run.pages_per_minute / peer.pages_per_minute
+    worst = max(_diffs(urls, runs), default=None)
+    complete = len(ours_run.scores) == len(peer.scores) == len(urls)
     worst_text = "-" if worst is None else f"{worst} points"
-    found = [
-        (f"ours >= {SPEED_FACTOR:g} x the CLI loop's pages/min", f"{ratio:.2f}x", ok_speed),
+    return [
+        (
+            f"ours >= {SPEED_FACTOR:g} x the CLI loop's pages/min",
+            f"{ratio:.2f}x",
+            ratio >= SPEED_FACTOR,
+        ),
         (
             f"every page's score within {SCORE_POINTS} points of the CLI's",
             f"worst {worst_text}" + ("" if complete else ", pages missing"),
-            ok_score,
+            complete and worst is not None and worst <= SCORE_POINTS,
         ),
     ]
-    return ["", *cli.judged(found)]
-
-
-def failures(lines: list[str]) -> list[str]:
-    return [line.strip() for line in lines if line.rstrip().endswith("FAIL")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     lines = render(runs, urls, environment)
     print("\n".join(lines), flush=True)
-    return cli.exit_code(failures(lines))
+    return cli.exit_code(cli.failed(targets(runs, urls)))
 
 
 if __name__ == "__main__":
