@@ -318,64 +318,62 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     driver = Driver(opts)
     results = Results()
-    try:
-        with ExitStack() as stack:
-            pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
-            sqlite_scratch = stack.enter_context(ScratchSqlite())
-            log_dir = sqlite_scratch.root
-            results.environment = _environment(driver, pg)
-            seeded: dict[str, tuple[str, Seeded]] = {}
-            if "sqlite" in opts.only:
-                seeded["sqlite"] = _seed_sqlite(opts, sqlite_scratch, results)
-                cli.progress(results.setup[-1])
-            if pg is not None:
-                seeded["postgresql"] = _seed_postgres(opts, pg, results)
-                cli.progress(results.setup[-1])
-            any_key = next(iter(seeded.values()))[1].api_key
-            systems = [
-                _start(
-                    stack,
-                    "bare",
-                    "bench.lib.servers:bare",
-                    BARE_PATH,
-                    {},
-                    log_dir,
-                    lambda port: Target(port, BARE_PATH, 0, 0, any_key),
-                )
-            ]
-            check_bare(systems[0].server)
-            for key, (url, s) in seeded.items():
-                system = _start(
-                    stack,
-                    key,
-                    "bench.lib.servers:ours",
-                    "/healthz",
-                    _ours_env(url, opts),
-                    log_dir,
-                    functools.partial(_status_target, s),
-                )
-                headers = check_ours(system.server, system.label, s)
-                results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
-                systems.append(system)
-            run_main(driver, systems, results)
-            if opts.paced_connections > 0:
-                run_paced(driver, systems, results)
-            limit = int(opts.rate_limit.split("/")[0])
-            for system in systems[1:]:
-                counted = limiter_count(system.server, seeded[system.key][1], limit)
-                results.setup.append(
-                    f"{system.label}: the rate limiter counted {counted:,} requests in its "
-                    "last 60 s window (its code path ran on every request)"
-                )
-            failing = failures(results, opts.connections)
-            if opts.profile == "always" or (opts.profile == "auto" and failing):
-                run_profiles(driver, systems, results)
-            results.environment.append(f"load average at end: {procstat.loadavg()}")
-    except KeyboardInterrupt:
-        if results.samples:
-            print(render(results, opts), end="", flush=True)
-        print("\n(interrupted; servers stopped, scratch databases dropped)", flush=True)
-        return 130
+    partial = cli.partial_report(
+        lambda: render(results, opts) if results.samples else "",
+        "servers stopped, scratch databases dropped",
+    )
+    with partial, ExitStack() as stack:
+        pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
+        sqlite_scratch = stack.enter_context(ScratchSqlite())
+        log_dir = sqlite_scratch.root
+        results.environment = _environment(driver, pg)
+        seeded: dict[str, tuple[str, Seeded]] = {}
+        if "sqlite" in opts.only:
+            seeded["sqlite"] = _seed_sqlite(opts, sqlite_scratch, results)
+            cli.progress(results.setup[-1])
+        if pg is not None:
+            seeded["postgresql"] = _seed_postgres(opts, pg, results)
+            cli.progress(results.setup[-1])
+        any_key = next(iter(seeded.values()))[1].api_key
+        systems = [
+            _start(
+                stack,
+                "bare",
+                "bench.lib.servers:bare",
+                BARE_PATH,
+                {},
+                log_dir,
+                lambda port: Target(port, BARE_PATH, 0, 0, any_key),
+            )
+        ]
+        check_bare(systems[0].server)
+        for key, (url, s) in seeded.items():
+            system = _start(
+                stack,
+                key,
+                "bench.lib.servers:ours",
+                "/healthz",
+                _ours_env(url, opts),
+                log_dir,
+                functools.partial(_status_target, s),
+            )
+            headers = check_ours(system.server, system.label, s)
+            results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
+            systems.append(system)
+        run_main(driver, systems, results)
+        if opts.paced_connections > 0:
+            run_paced(driver, systems, results)
+        limit = int(opts.rate_limit.split("/")[0])
+        for system in systems[1:]:
+            counted = limiter_count(system.server, seeded[system.key][1], limit)
+            results.setup.append(
+                f"{system.label}: the rate limiter counted {counted:,} requests in its "
+                "last 60 s window (its code path ran on every request)"
+            )
+        failing = failures(results, opts.connections)
+        if opts.profile == "always" or (opts.profile == "auto" and failing):
+            run_profiles(driver, systems, results)
+        results.environment.append(f"load average at end: {procstat.loadavg()}")
     print(render(results, opts), end="", flush=True)
     return cli.exit_code(failures(results, opts.connections))
 

@@ -148,27 +148,26 @@ def main(argv: list[str] | None = None) -> int:
         f"simulated throttling; ours: {opts.store}, SEOJOBS_WEB_VITALS_CONCURRENCY="
         f"{opts.concurrency}",
     ]
-    try:
-        with ExitStack() as stack:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_vitals_")))
-            urls, hits = stack.enter_context(serving(opts.pages))
-            dbs = Databases(
-                stack,
-                sqlite=opts.store == "sqlite",
-                postgres=opts.store == "pg",
-                prefix="seojobs_vitals",
-            )
-            if "ours" in opts.only:
-                with dbs.fresh(opts.store) as (db_url, user_id):
-                    runs.append(ours(db_url, user_id, urls, opts.concurrency, tmp))
-                cli.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
-            if "cli" in opts.only:
-                runs.append(cli_loop(urls, tmp))
-                cli.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
-    except KeyboardInterrupt:
-        print("\n".join(render(runs, [], environment)))
-        print("\n(incomplete: interrupted)")
-        return 130
+    partial = cli.partial_report(
+        lambda: "\n".join(render(runs, [], environment)) + "\n",
+        "processes stopped, scratch databases removed",
+    )
+    with partial, ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_vitals_")))
+        urls, hits = stack.enter_context(serving(opts.pages))
+        dbs = Databases(
+            stack,
+            sqlite=opts.store == "sqlite",
+            postgres=opts.store == "pg",
+            prefix="seojobs_vitals",
+        )
+        if "ours" in opts.only:
+            with dbs.fresh(opts.store) as (db_url, user_id):
+                runs.append(ours(db_url, user_id, urls, opts.concurrency, tmp))
+            cli.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
+        if "cli" in opts.only:
+            runs.append(cli_loop(urls, tmp))
+            cli.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
     wall = time.monotonic() - started
     machine = (procstat.machine_busy() - busy_before) / wall
     environment.append(
