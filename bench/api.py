@@ -1,17 +1,6 @@
 """API status-GET benchmark: ``python bench/api.py [--jobs N] [--connections 16,64] ...``.
 
-Seeds N index-check jobs (default 100,000) for one user on SQLite and on PostgreSQL, serves
-each with one uvicorn process (``create_app(Settings(), run_worker=False)``), and drives
-``GET /api/v1/index-check/jobs/{random id}`` with wrk beside a bare FastAPI endpoint that
-returns a constant, served by an identical uvicorn process. Prints req/s, p50/p99 latency,
-server CPU per request, the ratio to the bare endpoint and PASS/FAIL against the targets
-(>= 50 % of bare, p99 <= 25 ms); and, when a target fails (or with ``--profile always``), a
-py-spy profile of each server by step of the request. Exits 1 when a target fails. See
-docs/bench/api.md.
-
-As for ``bench/queue.py``: run as a script, this file's folder would come first on
-``sys.path``, and ``bench/queue.py`` would shadow the standard library's ``queue``. So the
-folder is swapped for the repository root first (``python -m bench.api`` works too).
+What it measures, its targets and how to read its report: docs/bench/api.md.
 """
 
 from __future__ import annotations
@@ -19,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import functools
@@ -74,21 +64,7 @@ PACKAGES = (
 )
 
 
-@dataclass(frozen=True)
-class Options:
-    jobs: int
-    connections: tuple[int, ...]
-    duration: float
-    warmup: float
-    rounds: int
-    only: frozenset[str]
-    rate_limit: str
-    profile: str
-    profile_seconds: float
-    profile_raw: Path | None
-    loadgen: str
-    paced_connections: int
-    paced_share: float
+Options = argparse.Namespace  # what parse_args returns
 
 
 def _only(text: str) -> frozenset[str]:
@@ -138,12 +114,6 @@ def parse_args(argv: list[str] | None) -> Options:
         help="also keep py-spy's raw folded stacks in DIR (one file per server)",
     )
     p.add_argument(
-        "--loadgen",
-        choices=("auto", "wrk", "python"),
-        default="auto",
-        help="wrk if installed (auto), or the Python fallback",
-    )
-    p.add_argument(
         "--paced-connections",
         type=int,
         default=64,
@@ -158,21 +128,7 @@ def parse_args(argv: list[str] | None) -> Options:
     a = p.parse_args(argv)
     if a.jobs < 1 or a.rounds < 1 or a.duration <= 0:
         p.error("--jobs, --rounds and --duration must be positive")
-    return Options(
-        jobs=a.jobs,
-        connections=a.connections,
-        duration=a.duration,
-        warmup=a.warmup,
-        rounds=a.rounds,
-        only=a.only,
-        rate_limit=a.rate_limit,
-        profile=a.profile,
-        profile_seconds=a.profile_seconds,
-        profile_raw=a.profile_raw,
-        loadgen=a.loadgen,
-        paced_connections=a.paced_connections,
-        paced_share=a.paced_share,
-    )
+    return a
 
 
 # -- systems and samples ----------------------------------------------------------------------
@@ -189,9 +145,7 @@ class System:
 class Driver:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.wrk = load.wrk_path() if opts.loadgen != "python" else None
-        if opts.loadgen == "wrk" and self.wrk is None:
-            raise SystemExit("--loadgen wrk: wrk is not installed (apt-get install wrk)")
+        self.wrk = load.wrk_path()  # else the Python load generator
 
     @property
     def loadgen_name(self) -> str:
@@ -364,64 +318,62 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     driver = Driver(opts)
     results = Results()
-    try:
-        with ExitStack() as stack:
-            pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
-            sqlite_scratch = stack.enter_context(ScratchSqlite())
-            log_dir = sqlite_scratch.root
-            results.environment = _environment(driver, pg)
-            seeded: dict[str, tuple[str, Seeded]] = {}
-            if "sqlite" in opts.only:
-                seeded["sqlite"] = _seed_sqlite(opts, sqlite_scratch, results)
-                cli.progress(results.setup[-1])
-            if pg is not None:
-                seeded["postgresql"] = _seed_postgres(opts, pg, results)
-                cli.progress(results.setup[-1])
-            any_key = next(iter(seeded.values()))[1].api_key
-            systems = [
-                _start(
-                    stack,
-                    "bare",
-                    "bench.lib.servers:bare",
-                    BARE_PATH,
-                    {},
-                    log_dir,
-                    lambda port: Target(port, BARE_PATH, 0, 0, any_key),
-                )
-            ]
-            check_bare(systems[0].server)
-            for key, (url, s) in seeded.items():
-                system = _start(
-                    stack,
-                    key,
-                    "bench.lib.servers:ours",
-                    "/healthz",
-                    _ours_env(url, opts),
-                    log_dir,
-                    functools.partial(_status_target, s),
-                )
-                headers = check_ours(system.server, system.label, s)
-                results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
-                systems.append(system)
-            run_main(driver, systems, results)
-            if opts.paced_connections > 0:
-                run_paced(driver, systems, results)
-            limit = int(opts.rate_limit.split("/")[0])
-            for system in systems[1:]:
-                counted = limiter_count(system.server, seeded[system.key][1], limit)
-                results.setup.append(
-                    f"{system.label}: the rate limiter counted {counted:,} requests in its "
-                    "last 60 s window (its code path ran on every request)"
-                )
-            failing = failures(results, opts.connections)
-            if opts.profile == "always" or (opts.profile == "auto" and failing):
-                run_profiles(driver, systems, results)
-            results.environment.append(f"load average at end: {procstat.loadavg()}")
-    except KeyboardInterrupt:
-        if results.samples:
-            print(render(results, opts), end="", flush=True)
-        print("\n(interrupted; servers stopped, scratch databases dropped)", flush=True)
-        return 130
+    partial = cli.partial_report(
+        lambda: render(results, opts) if results.samples else "",
+        "servers stopped, scratch databases dropped",
+    )
+    with partial, ExitStack() as stack:
+        pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
+        sqlite_scratch = stack.enter_context(ScratchSqlite())
+        log_dir = sqlite_scratch.root
+        results.environment = _environment(driver, pg)
+        seeded: dict[str, tuple[str, Seeded]] = {}
+        if "sqlite" in opts.only:
+            seeded["sqlite"] = _seed_sqlite(opts, sqlite_scratch, results)
+            cli.progress(results.setup[-1])
+        if pg is not None:
+            seeded["postgresql"] = _seed_postgres(opts, pg, results)
+            cli.progress(results.setup[-1])
+        any_key = next(iter(seeded.values()))[1].api_key
+        systems = [
+            _start(
+                stack,
+                "bare",
+                "bench.lib.servers:bare",
+                BARE_PATH,
+                {},
+                log_dir,
+                lambda port: Target(port, BARE_PATH, 0, 0, any_key),
+            )
+        ]
+        check_bare(systems[0].server)
+        for key, (url, s) in seeded.items():
+            system = _start(
+                stack,
+                key,
+                "bench.lib.servers:ours",
+                "/healthz",
+                _ours_env(url, opts),
+                log_dir,
+                functools.partial(_status_target, s),
+            )
+            headers = check_ours(system.server, system.label, s)
+            results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
+            systems.append(system)
+        run_main(driver, systems, results)
+        if opts.paced_connections > 0:
+            run_paced(driver, systems, results)
+        limit = int(opts.rate_limit.split("/")[0])
+        for system in systems[1:]:
+            counted = limiter_count(system.server, seeded[system.key][1], limit)
+            results.setup.append(
+                f"{system.label}: the rate limiter counted {counted:,} requests in its "
+                "last 60 s window (its code path ran on every request)"
+            )
+        failing = failures(results, opts.connections)
+        if opts.profile == "always" or (opts.profile == "auto" and failing):
+            run_profiles(driver, systems, results)
+        results.environment.append(f"load average at end: {procstat.loadavg()}")
     print(render(results, opts), end="", flush=True)
     return cli.exit_code(failures(results, opts.connections))
 

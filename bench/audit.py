@@ -1,17 +1,6 @@
 """Site-audit crawl benchmark: ``python bench/audit.py [--store sqlite|pg] [--rounds N] [...]``.
 
-A generated 5,000-page site (~8 KB a page, ~20 internal links each, robots.txt and a sitemap)
-served on loopback from memory, crawled in each round, one after the other, by: one
-``seojobs worker`` process running a ``site_audit`` job (SQLite by default, PostgreSQL with
-``--store pg``), ``advertools.crawl`` (Scrapy, from a venv of its own: ``--peer-python``) and a
-bare aiohttp + selectolax breadth-first loop (the ceiling), all at the same concurrency with no
-delay and robots.txt obeyed. Prints pages/s, CPU ms per page and peak RSS for each, the ratios
-within each round and the targets (>= 4 x advertools' pages/s, >= 0.2 x the bare loop's, peak
-RSS no more than advertools'); exits 1 when a target fails. See docs/bench/audit.md.
-
-Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
-would shadow the standard library's ``queue``: the folder is swapped for the repository root
-before anything else is imported (``python -m bench.audit`` works too).
+What it measures, its targets and how to read its report: docs/bench/audit.md.
 """
 
 from __future__ import annotations
@@ -19,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import json
@@ -30,11 +20,9 @@ import time
 import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 from bench.lib import REPO, cli, procstat, spy
-from bench.lib.audit_profile import profile_lines
 from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
 from bench.lib.auditsite import STATS_PATH, private_links
 from bench.lib.crawl_ours import audit
@@ -47,16 +35,7 @@ PEER_PYTHON = REPO / ".venv-peer" / "bin" / "python"
 SAMPLE = 0.05  # seconds between RSS samples of a crawler's process tree
 
 
-@dataclass(frozen=True)
-class Options:
-    pages: int
-    concurrency: int
-    stores: tuple[str, ...]
-    only: frozenset[str]
-    rounds: int
-    peer_python: Path
-    pin: bool
-    profile: bool
+Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -69,6 +48,7 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument("--concurrency", type=int, default=16, help="for all three (default 16)")
     parser.add_argument(
         "--store",
+        dest="stores",
         type=cli.choice(STORES),
         default=("sqlite",),
         help="our store(s): sqlite (default), pg, or sqlite,pg",
@@ -106,16 +86,8 @@ def parse_args(argv: list[str] | None) -> Options:
             f"{args.peer_python} not found: python3 -m venv .venv-peer && "
             ".venv-peer/bin/pip install advertools (or --only ours,bare)"
         )
-    return Options(
-        pages=args.pages,
-        concurrency=args.concurrency,
-        stores=args.store,
-        only=frozenset(args.only),
-        rounds=args.rounds,
-        peer_python=args.peer_python,
-        pin=args.pin,
-        profile=args.profile,
-    )
+    args.only = frozenset(args.only)
+    return args
 
 
 class Site(SiteProcess):
@@ -248,7 +220,7 @@ class Bench:
                 spy.stop(proc)
         if not out.exists():
             return ["profile: py-spy wrote nothing (ptrace not permitted?)"]
-        return profile_lines(out.read_text(), run.pages, spy.SELF_RATE)
+        return spy.audit_lines(out.read_text(), run.pages, spy.SELF_RATE)
 
 
 def _load() -> str:

@@ -1,15 +1,6 @@
 """Index-check benchmark: ``python bench/check.py [--urls N] [--concurrency 8,32,64] [...]``.
 
-Index checks of 2,000 URLs against a local site and a local fake Serper API, run by a real
-seojobs Worker (SQLite and PostgreSQL), next to a bare aiohttp loop (the ceiling) and a bare
-httpx loop sending the same two requests per URL at the same concurrency in the same run.
-Prints URLs/s, the ratios and the targets (>= 500 URLs/s per worker process, >= 0.7 of the bare
-aiohttp loop); exits 1 when a target fails. See docs/bench/check.md.
-
-Run as a script, this file's folder would come first on ``sys.path``, and ``bench/queue.py``
-would shadow the standard-library ``queue`` that asyncio and concurrent.futures import. So
-before anything else is imported the folder is swapped for the repository root and the code is
-imported as the ``bench`` package (``python -m bench.check`` works too).
+What it measures, its targets and how to read its report: docs/bench/check.md.
 """
 
 from __future__ import annotations
@@ -17,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio
@@ -47,17 +39,7 @@ DEFAULT_HOST_CONCURRENCY = 2  # Settings.fetch_host_concurrency's default
 WARM_URLS = 200
 
 
-@dataclass(frozen=True)
-class Options:
-    urls: int
-    concurrency: tuple[int, ...]
-    only: frozenset[str]
-    politeness: tuple[str, ...]
-    rounds: int
-    site_ports: int
-    pin: bool
-    profile: bool
-    layers: int  # rounds of the --layers ladder (0: none)
+Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -124,17 +106,8 @@ def parse_args(argv: list[str] | None) -> Options:
         parser.error("--layers must be 0 or more")
     if args.urls < 1 or args.rounds < 1 or args.site_ports < 1:
         parser.error("--urls, --rounds and --site-ports must be at least 1")
-    return Options(
-        urls=args.urls,
-        concurrency=args.concurrency,
-        only=frozenset(args.only),
-        politeness=args.politeness,
-        rounds=args.rounds,
-        site_ports=args.site_ports,
-        pin=args.pin,
-        profile=args.profile,
-        layers=args.layers,
-    )
+    args.only = frozenset(args.only)
+    return args
 
 
 # -- measuring --------------------------------------------------------------------------------

@@ -1,15 +1,6 @@
 """Polling benchmark: ``python bench/poll.py [--jobs 1000] [--span 600] [--seed 1]``.
 
-1,000 jobs created at t=0 finish at uniformly random times over 10 minutes of simulated time.
-Who learns of each finish, how late, and at what cost in requests:
-
-- seed 000's poller (one ``wait_for`` loop per job), modelled faithfully against an unlimited
-  server (the issue's reference) and against the 120/minute limit;
-- our real ``Scheduler`` and ``Client`` (seojobs.client), talking HTTP through an
-  ``httpx.MockTransport`` to the same simulated server, with a sleep that advances the
-  simulated clock.
-
-Nothing touches the network and nothing sleeps for real. See docs/bench/poll.md.
+What it measures, its targets and how to read its report: docs/bench/poll.md.
 """
 
 from __future__ import annotations
@@ -17,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import time

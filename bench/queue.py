@@ -1,15 +1,6 @@
 """Queue throughput and wake-up benchmark: ``python bench/queue.py [--jobs N] [--only ...]``.
 
-Burns down no-op jobs with seojobs on SQLite and PostgreSQL, with Procrastinate (the peer) on
-the same PostgreSQL server, and with a bare SQL loop per dialect (the ceiling), then prints
-jobs/s, our ratios to both, and the enqueue-to-start latency of an idle worker; exits 1 when a
-target fails. See docs/bench/queue.md.
-
-This file is named by the issue, and ``queue`` is also a standard-library module: run as a
-script, its folder would come first on ``sys.path`` and shadow the real ``queue`` for asyncio
-and concurrent.futures. So before anything else is imported, the folder is swapped for the
-repository root and the code is imported as the ``bench`` package (``python -m bench.queue``
-works too).
+What it measures, its targets and how to read its report: docs/bench/queue.md.
 """
 
 from __future__ import annotations
@@ -17,13 +8,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass
 
 from bench.lib import bare, cli, ours, peer
 from bench.lib.jobs import Wake
@@ -42,25 +33,7 @@ SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
 WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this many rounds
 
 
-@dataclass(frozen=True)
-class Options:
-    jobs: int
-    only: frozenset[str]
-    concurrency: tuple[int, ...]
-    peer_concurrency: tuple[int, ...]
-    peer_pool: int | None
-    batch: int
-    samples: int
-
-    def wants(self, what: str) -> bool:
-        return what in self.only
-
-    def bare_on(self, dialect: str) -> bool:
-        """``bare`` runs on the dialects selected for seojobs, or on both if none is."""
-        if not self.wants("bare"):
-            return False
-        chosen = self.only & {"sqlite", "postgresql"}
-        return dialect in chosen or not chosen
+Options = argparse.Namespace  # what parse_args returns
 
 
 def _only(text: str) -> frozenset[str]:
@@ -114,15 +87,11 @@ def parse_args(argv: list[str] | None) -> Options:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    return Options(
-        jobs=args.jobs,
-        only=args.only,
-        concurrency=args.concurrency,
-        peer_concurrency=args.peer_concurrency,
-        peer_pool=args.peer_pool,
-        batch=args.batch,
-        samples=args.samples,
+    chosen = args.only & {"sqlite", "postgresql"}  # bare runs on them, or on both if none
+    args.bare = frozenset(
+        d for d in ("sqlite", "postgresql") if "bare" in args.only and (d in chosen or not chosen)
     )
+    return args
 
 
 # -- per-dialect fresh databases ------------------------------------------------------------
@@ -161,20 +130,20 @@ class PostgresSide:
 
 
 def run_sqlite(opts: Options, side: SqliteSide, results: Results) -> None:
-    if opts.wants("sqlite"):
+    if "sqlite" in opts.only:
         for concurrency in opts.concurrency:
             path = side.fresh(opts.jobs)
             burn = asyncio.run(ours.burn(sqlite_url(path), "sqlite", opts.jobs, concurrency))
             side.scratch.remove(path)
             results.burns.append(burn)
             cli.progress(f"seojobs sqlite c={concurrency}: {burn.rate:,.0f} jobs/s")
-    if opts.bare_on("sqlite"):
+    if "sqlite" in opts.bare:
         path = side.fresh(opts.jobs)
         burn = bare.burn_sqlite(path, opts.jobs, opts.batch)
         side.scratch.remove(path)
         results.burns.append(burn)
         cli.progress(f"bare loop sqlite: {burn.rate:,.0f} jobs/s")
-    if opts.wants("sqlite") and opts.samples:
+    if "sqlite" in opts.only and opts.samples:
         for same_db, samples, how in (
             (True, opts.samples, "in-process hook (enqueued via the worker's Database object)"),
             (
@@ -195,14 +164,14 @@ def run_sqlite(opts: Options, side: SqliteSide, results: Results) -> None:
 
 
 def run_postgres(opts: Options, side: PostgresSide, results: Results) -> None:
-    if opts.wants("postgresql"):
+    if "postgresql" in opts.only:
         for concurrency in opts.concurrency:
             name = side.fresh(opts.jobs)
             burn = asyncio.run(ours.burn(pg_url(name), "postgresql", opts.jobs, concurrency))
             side.scratch.drop(name)
             results.burns.append(burn)
             cli.progress(f"seojobs postgresql c={concurrency}: {burn.rate:,.0f} jobs/s")
-    if opts.bare_on("postgresql"):
+    if "postgresql" in opts.bare:
         name = side.fresh(opts.jobs)
         burn = bare.burn_postgres(name, opts.jobs, opts.batch)
         side.scratch.drop(name)
@@ -271,7 +240,7 @@ def run_pg_wakes(
 
 def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
     lines = [cli.machine(pg)]
-    if pg is not None and opts.wants("procrastinate"):
+    if pg is not None and "procrastinate" in opts.only:
         pool = opts.peer_pool or "its default 4"
         lines.append(f"Procrastinate {peer.VERSION}, pool of {pool} connections")
     lines.append(
@@ -286,8 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = parse_args(argv)
     results = Results(jobs=opts.jobs)
-    needs_pg = opts.wants("postgresql") or opts.wants("procrastinate") or opts.bare_on("postgresql")
-    needs_sqlite = opts.wants("sqlite") or opts.bare_on("sqlite")
+    needs_pg = (
+        "postgresql" in opts.only or "procrastinate" in opts.only or "postgresql" in opts.bare
+    )
+    needs_sqlite = "sqlite" in opts.only or "sqlite" in opts.bare
     partial = cli.partial_report(
         lambda: render(results) if results.burns or results.wakes else "",
         "scratch databases dropped",
@@ -300,12 +271,12 @@ def main(argv: list[str] | None = None) -> int:
             run_sqlite(opts, SqliteSide(scratch_sqlite), results)
         if pg is not None:
             side = None
-            if opts.wants("postgresql") or opts.bare_on("postgresql"):
+            if "postgresql" in opts.only or "postgresql" in opts.bare:
                 side = PostgresSide(pg)
                 run_postgres(opts, side, results)
-            peer_template = run_peer(opts, pg, results) if opts.wants("procrastinate") else None
+            peer_template = run_peer(opts, pg, results) if "procrastinate" in opts.only else None
             if opts.samples:
-                ours_side = side if opts.wants("postgresql") else None
+                ours_side = side if "postgresql" in opts.only else None
                 run_pg_wakes(opts, ours_side, pg, peer_template, results)
     print(render(results), end="", flush=True)
     return cli.exit_code(failures(results))

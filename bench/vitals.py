@@ -1,17 +1,6 @@
 """Web-vitals benchmark: ``python bench/vitals.py [--pages N] [--concurrency N] [--store pg]``.
 
-20 local pages (a stylesheet, a script, three PNGs each; bench/lib/vitalsite.py) measured with
-Lighthouse's mobile form factor, side by side in one run: our ``web_vitals`` job in one real
-``seojobs worker`` process with ``SEOJOBS_WEB_VITALS_CONCURRENCY`` runs at once, and the
-repository's pinned Lighthouse CLI run once per URL one after another with the same flags and
-Chromium (what a user would script). Prints pages per minute for each and their ratio, the
-score difference per page, CPU and peak RSS, and where a run's time goes; targets (issue 14):
-ours >= 2 x the CLI loop's pages per minute, every page's score within 5 points of the CLI's.
-Exits 1 when a target fails. See docs/bench/vitals.md.
-
-Run as a script, this file's folder would come first on ``sys.path`` and ``bench/queue.py``
-would shadow the standard library's ``queue``: the folder is swapped for the repository root
-before anything else is imported (``python -m bench.vitals`` works too).
+What it measures, its targets and how to read its report: docs/bench/vitals.md.
 """
 
 from __future__ import annotations
@@ -19,14 +8,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repository root, not bench/
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 
 from bench.lib import cli, procstat
 from bench.lib.ours import Databases
@@ -39,12 +29,7 @@ SCORE_POINTS = 5  # every page's score within 5 points of the CLI's
 SYSTEMS = ("ours", "cli")
 
 
-@dataclass(frozen=True)
-class Options:
-    pages: int
-    concurrency: int
-    store: str
-    only: tuple[str, ...]
+Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -71,42 +56,42 @@ def parse_args(argv: list[str] | None) -> Options:
     args = parser.parse_args(argv)
     if not 1 <= args.pages <= 20 or not 1 <= args.concurrency <= 8:
         parser.error("--pages must be 1..20 (a job's URLs) and --concurrency 1..8")
-    return Options(args.pages, args.concurrency, args.store, args.only)
+    return args
 
 
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.1f}" if values else "-"
 
 
+COLUMNS: list[tuple[str, Callable[[VitalsRun], str]]] = [
+    ("system", lambda run: run.label),
+    ("pages", lambda run: str(len(run.scores))),
+    ("seconds", lambda run: f"{run.seconds:.1f}"),
+    ("pages/min", lambda run: f"{run.pages_per_minute:.2f}"),
+    ("s/page", lambda run: f"{run.seconds / max(len(run.scores), 1):.1f}"),
+    ("CPU s", lambda run: f"{run.cpu:.0f}"),
+    ("cores busy", lambda run: f"{run.cpu / run.seconds:.2f}"),
+    ("peak PSS", lambda run: f"{run.peak_rss / 1e6:,.0f} MB"),
+    ("LH total s (median)", lambda run: _median(run.lighthouse_seconds)),
+    ("run wall s (median)", lambda run: _median(run.run_seconds)),
+]
+
+
 def render(runs: list[VitalsRun], urls: list[str], environment: list[str]) -> list[str]:
     lines = ["", *environment, ""]
-    rows = [
-        [
-            run.label,
-            str(len(run.scores)),
-            f"{run.seconds:.1f}",
-            f"{run.pages_per_minute:.2f}",
-            f"{run.seconds / max(len(run.scores), 1):.1f}",
-            f"{run.cpu:.0f}",
-            f"{run.cpu / run.seconds:.2f}",
-            f"{run.peak_rss / 1e6:,.0f} MB",
-            _median(run.lighthouse_seconds),
-            _median(run.run_seconds),
-        ]
-        for run in runs
-    ]
-    headers = ["system", "pages", "seconds", "pages/min", "s/page", "CPU s", "cores busy"]
-    headers += ["peak PSS", "LH total s (median)", "run wall s (median)"]
-    lines += cli.table(headers, rows)
+    lines += cli.columns(COLUMNS, runs)
     for run in runs:
         lines += [f"  {run.label}: error {e}" for e in run.errors]
     if len(runs) == 2:
         ours_run, peer = runs
         lines += ["", *cli.table(["page", "ours", "CLI", "diff"], _score_rows(urls, runs))]
         ratio = ours_run.pages_per_minute / peer.pages_per_minute
-        worst = max(_diffs(urls, runs), default=None)
-        lines += ["", f"  pages/min ratio (ours / CLI): {ratio:.2f}"]
-        lines += _targets(ratio, worst, len(ours_run.scores) == len(peer.scores) == len(urls))
+        lines += [
+            "",
+            f"  pages/min ratio (ours / CLI): {ratio:.2f}",
+            "",
+            *cli.judged(targets(runs, urls)),
+        ]
     return lines
 
 
@@ -128,27 +113,27 @@ def _score_rows(urls: list[str], runs: list[VitalsRun]) -> list[list[str]]:
     return rows
 
 
-def _targets(ratio: float, worst: int | None, complete: bool) -> list[str]:
-    ok_speed = ratio >= SPEED_FACTOR
-    ok_score = complete and worst is not None and worst <= SCORE_POINTS
+def targets(runs: list[VitalsRun], urls: list[str]) -> list[cli.Target]:
+    """Judged when both systems ran."""
+    if len(runs) != 2:
+        return []
+    ours_run, peer = runs
+    ratio = ours_run.pages_per_minute / peer.pages_per_minute
+    worst = max(_diffs(urls, runs), default=None)
+    complete = len(ours_run.scores) == len(peer.scores) == len(urls)
     worst_text = "-" if worst is None else f"{worst} points"
-    rows = [
-        [
+    return [
+        (
             f"ours >= {SPEED_FACTOR:g} x the CLI loop's pages/min",
             f"{ratio:.2f}x",
-            cli.verdict(ok_speed),
-        ],
-        [
+            ratio >= SPEED_FACTOR,
+        ),
+        (
             f"every page's score within {SCORE_POINTS} points of the CLI's",
             f"worst {worst_text}" + ("" if complete else ", pages missing"),
-            cli.verdict(ok_score),
-        ],
+            complete and worst is not None and worst <= SCORE_POINTS,
+        ),
     ]
-    return ["", *cli.table(["target", "measured", ""], rows)]
-
-
-def failures(lines: list[str]) -> list[str]:
-    return [line.strip() for line in lines if line.rstrip().endswith("FAIL")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,27 +148,26 @@ def main(argv: list[str] | None = None) -> int:
         f"simulated throttling; ours: {opts.store}, SEOJOBS_WEB_VITALS_CONCURRENCY="
         f"{opts.concurrency}",
     ]
-    try:
-        with ExitStack() as stack:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_vitals_")))
-            urls, hits = stack.enter_context(serving(opts.pages))
-            dbs = Databases(
-                stack,
-                sqlite=opts.store == "sqlite",
-                postgres=opts.store == "pg",
-                prefix="seojobs_vitals",
-            )
-            if "ours" in opts.only:
-                with dbs.fresh(opts.store) as (db_url, user_id):
-                    runs.append(ours(db_url, user_id, urls, opts.concurrency, tmp))
-                cli.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
-            if "cli" in opts.only:
-                runs.append(cli_loop(urls, tmp))
-                cli.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
-    except KeyboardInterrupt:
-        print("\n".join(render(runs, [], environment)))
-        print("\n(incomplete: interrupted)")
-        return 130
+    partial = cli.partial_report(
+        lambda: "\n".join(render(runs, [], environment)) + "\n",
+        "processes stopped, scratch databases removed",
+    )
+    with partial, ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_vitals_")))
+        urls, hits = stack.enter_context(serving(opts.pages))
+        dbs = Databases(
+            stack,
+            sqlite=opts.store == "sqlite",
+            postgres=opts.store == "pg",
+            prefix="seojobs_vitals",
+        )
+        if "ours" in opts.only:
+            with dbs.fresh(opts.store) as (db_url, user_id):
+                runs.append(ours(db_url, user_id, urls, opts.concurrency, tmp))
+            cli.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
+        if "cli" in opts.only:
+            runs.append(cli_loop(urls, tmp))
+            cli.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
     wall = time.monotonic() - started
     machine = (procstat.machine_busy() - busy_before) / wall
     environment.append(
@@ -192,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     lines = render(runs, urls, environment)
     print("\n".join(lines), flush=True)
-    return cli.exit_code(failures(lines))
+    return cli.exit_code(cli.failed(targets(runs, urls)))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from argparse import Namespace
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from bench.lib import spy
-from bench.lib.cli import median, table, verdict
+from bench.lib.cli import columns, median, table, verdict
 from bench.lib.load import Load
 
 TARGET_RATIO = 0.5
@@ -20,19 +21,6 @@ LABELS = {
     "sqlite": "seojobs, SQLite",
     "postgresql": "seojobs, PostgreSQL",
 }
-
-
-class Shape(Protocol):
-    """What the report needs to know of the run's options."""
-
-    @property
-    def connections(self) -> tuple[int, ...]: ...
-    @property
-    def rounds(self) -> int: ...
-    @property
-    def duration(self) -> float: ...
-    @property
-    def paced_share(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -128,7 +116,18 @@ def _rates(samples: list[Sample], key: str, c: int) -> str:
     )
 
 
-def render(results: Results, opts: Shape) -> str:
+COMMON: list[tuple[str, Callable[[Row], str]]] = [
+    ("system", lambda r: LABELS[r.key]),
+    ("conns", lambda r: str(r.connections)),
+    ("req/s", lambda r: f"{r.rate:,.0f}"),
+    ("p50 ms", lambda r: f"{r.p50:.1f}"),
+    ("p99 ms", lambda r: f"{r.p99:.1f}"),
+    ("worst p99", lambda r: f"{r.p99_max:.1f}"),
+    ("CPU ms/req", lambda r: f"{r.cpu_ms:.2f}"),
+]
+
+
+def render(results: Results, opts: Namespace) -> str:
     out = ["", "API status GET benchmark (bench/api.py)", ""]
     out += [f"  {line}" for line in results.environment]
     out += [""] + [f"  {line}" for line in results.setup] + [""]
@@ -138,37 +137,16 @@ def render(results: Results, opts: Shape) -> str:
         f"{opts.duration:.0f} s (closed loop, keep-alive)"
     )
     out.append("")
-    out += table(
-        [
-            "system",
-            "conns",
-            "req/s",
-            "per round",
-            "p50 ms",
-            "p99 ms",
-            "worst p99",
-            "CPU ms/req",
-            "x bare",
-            "x bare CPU",
-            "other load",
-        ],
-        [
-            [
-                LABELS[r.key],
-                str(r.connections),
-                f"{r.rate:,.0f}",
-                _rates(results.samples, r.key, r.connections),
-                f"{r.p50:.1f}",
-                f"{r.p99:.1f}",
-                f"{r.p99_max:.1f}",
-                f"{r.cpu_ms:.2f}",
-                f"{r.ratio:.2f}",
-                f"{r.cpu_ratio:.2f}",
-                f"{r.others:.0%}",
-            ]
-            for r in rows
-        ],
-    )
+    samples = results.samples
+    spec: list[tuple[str, Callable[[Row], str]]] = [
+        *COMMON[:3],
+        ("per round", lambda r: _rates(samples, r.key, r.connections)),
+        *COMMON[3:],
+        ("x bare", lambda r: f"{r.ratio:.2f}"),
+        ("x bare CPU", lambda r: f"{r.cpu_ratio:.2f}"),
+        ("other load", lambda r: f"{r.others:.0%}"),
+    ]
+    out += columns(spec, rows)
     out += [
         "",
         "  x bare: our req/s over the bare endpoint's in the same round (median of rounds).",
@@ -192,22 +170,8 @@ def render(results: Results, opts: Shape) -> str:
             "medians of the rounds",
             "",
         ]
-        out += table(
-            ["system", "conns", "offered", "req/s", "p50 ms", "p99 ms", "worst p99", "CPU ms/req"],
-            [
-                [
-                    LABELS[r.key],
-                    str(r.connections),
-                    f"{r.offered:,.0f}",
-                    f"{r.rate:,.0f}",
-                    f"{r.p50:.1f}",
-                    f"{r.p99:.1f}",
-                    f"{r.p99_max:.1f}",
-                    f"{r.cpu_ms:.2f}",
-                ]
-                for r in paced
-            ],
-        )
+        offered = ("offered", lambda r: f"{r.offered:,.0f}")
+        out += columns([*COMMON[:2], offered, *COMMON[2:]], paced)
         out += [
             "",
             "  A connection pauses after each answer, so it sends at 1 / (pause + latency): a",

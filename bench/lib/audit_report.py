@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.lib.cli import table, verdict
+from bench.lib.cli import columns, failed, judged
 
 OURS = "seojobs"
 PEER = "advertools"
@@ -69,35 +70,23 @@ def _mb(value: float) -> str:
     return f"{value / 1e6:,.0f} MB"
 
 
-def _rows(results: Results) -> list[list[str]]:
-    return [
-        [
-            run.label,
-            str(run.round),
-            f"{run.pages:,}",
-            f"{run.seconds:.1f}",
-            f"{run.rate:,.0f}",
-            f"{run.cpu_ms_per_page:.2f}",
-            _mb(run.peak_rss),
-            run.load,
-        ]
-        for run in results.runs
-    ]
-
-
-def _median_rows(results: Results) -> list[list[str]]:
-    rows = []
-    for label, runs in results.by_label().items():
-        rows.append(
-            [
-                label,
-                str(len(runs)),
-                f"{statistics.median(r.rate for r in runs):,.0f}",
-                f"{statistics.median(r.cpu_ms_per_page for r in runs):.2f}",
-                _mb(max(r.peak_rss for r in runs)),
-            ]
-        )
-    return rows
+RUNS: list[tuple[str, Callable[[Run], str]]] = [
+    ("system", lambda r: r.label),
+    ("round", lambda r: str(r.round)),
+    ("pages", lambda r: f"{r.pages:,}"),
+    ("seconds", lambda r: f"{r.seconds:.1f}"),
+    ("pages/s", lambda r: f"{r.rate:,.0f}"),
+    ("CPU ms/page", lambda r: f"{r.cpu_ms_per_page:.2f}"),
+    ("peak RSS", lambda r: _mb(r.peak_rss)),
+    ("load (1 min)", lambda r: r.load),
+]
+MEDIANS: list[tuple[str, Callable[[tuple[str, list[Run]]], str]]] = [
+    ("system", lambda lr: lr[0]),
+    ("runs", lambda lr: str(len(lr[1]))),
+    ("median pages/s", lambda lr: f"{statistics.median(r.rate for r in lr[1]):,.0f}"),
+    ("median CPU ms/page", lambda lr: f"{statistics.median(r.cpu_ms_per_page for r in lr[1]):.2f}"),
+    ("max peak RSS", lambda lr: _mb(max(r.peak_rss for r in lr[1]))),
+]
 
 
 def targets(results: Results) -> list[tuple[str, str, bool]]:
@@ -130,26 +119,15 @@ def targets(results: Results) -> list[tuple[str, str, bool]]:
 
 
 def failures(results: Results) -> list[str]:
-    return [f"{name}: {value}" for name, value, ok in targets(results) if not ok]
+    return failed(targets(results))
 
 
 def render(results: Results) -> str:
     lines = ["", "site audit crawl", *(f"  {line}" for line in results.environment), ""]
-    headers = [
-        "system",
-        "round",
-        "pages",
-        "seconds",
-        "pages/s",
-        "CPU ms/page",
-        "peak RSS",
-        "load (1 min)",
-    ]
-    lines += table(headers, _rows(results))
+    lines += columns(RUNS, results.runs)
     if results.runs:
         lines.append("")
-        headers = ["system", "runs", "median pages/s", "median CPU ms/page", "max peak RSS"]
-        lines += table(headers, _median_rows(results))
+        lines += columns(MEDIANS, results.by_label().items())
         labels = results.by_label()
         for label in labels:
             for other in (PEER, BARE):
@@ -166,7 +144,7 @@ def render(results: Results) -> str:
     found = targets(results)
     if found:
         lines.append("")
-        lines += table(["target", "measured", ""], [[n, v, verdict(ok)] for n, v, ok in found])
+        lines += judged(found)
     if results.notes:
         lines += ["", *(f"  - {note}" for note in results.notes)]
     if results.extra:

@@ -1,20 +1,9 @@
 """``bench/audit.py``'s site: N generated pages served from memory by a raw asyncio protocol.
 
-Every response (status line, headers, body) is built once before the server listens, so a
-request costs a dictionary lookup and one ``write``: the server must not be what limits a
-crawler (the bare loop fetches ~3,000 pages/s). HTTP/1.1 keep-alive, GET and HEAD, one
-request at a time per connection (no crawler here pipelines).
+How it works and what each figure counts: docs/bench/audit.md.
 
-The site (``/`` is page 0, ``/p/N`` the others): about 8 KB of HTML a page with a title, a
-description, one h1, a canonical, ``lang``, a viewport, images with ``alt``, and ~20 internal
-links: its ten children in a 10-ary tree (so every page is at most 4 clicks from ``/``) and
-ten others spread over the site. ``/robots.txt`` disallows ``/private/`` and names
-``/sitemap.xml``, which lists every page. A few pages link into ``/private/``: a crawler that
-obeys robots.txt never asks for those (the server answers 404 if one does, and counts it).
-
-Run as ``python -m bench.lib.auditsite --pages N [--cpu C]``: prints ``{"port": P}`` on one
-line and serves until its stdin is closed; ``GET /_stats`` answers its counts so far
-(``{"requests": ..., "private": ...}``, itself not counted).
+Run as ``python -m bench.lib.auditsite --pages N [--cpu C]``: prints ``{"port": P}`` and serves
+until its stdin closes; ``GET /_stats`` answers its counts (itself not counted).
 """
 
 from __future__ import annotations

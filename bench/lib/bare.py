@@ -1,17 +1,6 @@
 """The ceilings: the same work as ours with nothing but a driver.
 
-``bench/queue.py``: one connection claiming and completing batches of rows with plain SQL. Same
-``jobs`` table (our migrations), same pre-inserted rows, same claim order and index, same
-columns written as seojobs writes them, claim and completion in separate transactions, and
-completion fenced on ``(id, attempt)`` as ours is. No asyncio, no handler, no framework.
-
-``bench/check.py``: per URL the two requests our index check sends, the page GET (a task of its
-own) and the Serper POST alongside it; the page body read in full and the Serper JSON decoded;
-``concurrency`` URLs in flight. Two clients with the library's defaults (pages, Serper), as
-ours has one for pages and one for the provider; no robots.txt, no database, no framework. The
-aiohttp loop is the ceiling (our fetcher and Serper adapter send with aiohttp); the httpx loop
-is kept for comparison with earlier figures: it loses about half its speed from 8 to 32
-connections (httpcore's pool), so a ratio to it above 1 measures httpx more than us.
+How each works: docs/bench/queue.md and docs/bench/check.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """``bench/check.py --layers``: where an index check's CPU per URL goes, one layer at a time.
 
-The same URLs, the same site and fake Serper, the same concurrency; each step adds one layer
-of what the index check does on top of the step before, so the differences say what each
-layer costs. Steps run interleaved in rounds (a burst of other load hits all alike) and
-CPU ms/URL is this process's CPU over the step's wall time (every thread), which a shared
-machine disturbs far less than URLs/s.
-
-1. ``bare aiohttp``: the ceiling, ``bare.check_aiohttp`` (page GET + Serper POST per URL);
-2. ``our HttpClient``: the same two requests through ``seojobs.fetch.http.HttpClient`` as
-   the fetcher and the provider adapters configure it (timeouts, deadline, body cap, header
-   decoding, proxy policy), with the body read and the JSON decoded as in step 1;
-3. ``fetcher + adapter``: ``Fetcher.inspect`` (URL parsing, SSRF guard and pinning,
-   politeness gate, robots.txt, head parsing, diagnostics, ``to_dict``) beside
-   ``SerperChecker.check`` (query, retries, answer parsing, URL match): the index check's
-   item handler without the worker;
-4. ``the whole job``: ``ours.check`` on SQLite, the row the main table reports (the worker,
-   ``run_items``, items read and results written, the job completed).
+How it works and what each figure counts: docs/bench/check.md.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.lib.cli import table, verdict
+from bench.lib.cli import columns, failed, verdict
 
 TARGET_RATE = 500.0  # URLs/s per worker process
 # "0.7 x the bare aiohttp loop" is withdrawn (issue 23): the ratio is still printed, and the
@@ -118,13 +119,12 @@ def summary_rows(results: Results) -> list[Row]:
 
 def failures(results: Results) -> list[str]:
     """The targets that failed, one line each (empty: every target passed)."""
-    failed = []
+    found = []
     for row in summary_rows(results):
         label = f"{row.best.dialect} c={row.best.concurrency} per-host {_host(row.best)}"
         if row.rate_ok is False:
-            failed.append(f"{label}: {row.best.rate:,.0f} URLs/s < {TARGET_RATE:.0f}")
-    failed += [f"{target}: {measured}" for target, measured, ok in results.layer_checks if not ok]
-    return failed
+            found.append(f"{label}: {row.best.rate:,.0f} URLs/s < {TARGET_RATE:.0f}")
+    return found + failed(results.layer_checks)
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -135,74 +135,42 @@ def _verdict(ok: bool | None) -> str:
     return "-" if ok is None else verdict(ok)
 
 
+def _pct(seconds: Callable[[Run], float]) -> Callable[[Run], str]:
+    return lambda r: f"{seconds(r) / r.seconds:.0%}"
+
+
 def _summary(results: Results) -> list[str]:
-    rows = [
-        [
-            row.best.system,
-            row.best.dialect,
-            str(row.best.concurrency),
-            _host(row.best),
-            f"{row.best.rate:,.0f}",
-            _fmt(row.ceiling.rate if row.ceiling else None, ",.0f"),
-            _fmt(row.ratio),
-            _fmt(row.httpx_ratio),
-            f"{row.cpu_ms:.2f}",
-            f"{1000 / row.cpu_ms:,.0f}",
-            _fmt(row.cpu_ratio),
-            _verdict(row.rate_ok),
-        ]
-        for row in summary_rows(results)
+    spec: list[tuple[str, Callable[[Row], str]]] = [
+        ("system", lambda row: row.best.system),
+        ("db", lambda row: row.best.dialect),
+        ("conc", lambda row: str(row.best.concurrency)),
+        ("per-host", lambda row: _host(row.best)),
+        ("URLs/s", lambda row: f"{row.best.rate:,.0f}"),
+        ("aiohttp URLs/s", lambda row: _fmt(row.ceiling.rate if row.ceiling else None, ",.0f")),
+        ("ratio", lambda row: _fmt(row.ratio)),
+        ("x httpx", lambda row: _fmt(row.httpx_ratio)),
+        ("CPU ms/URL", lambda row: f"{row.cpu_ms:.2f}"),
+        ("URLs/CPU-s", lambda row: f"{1000 / row.cpu_ms:,.0f}"),
+        ("CPU ratio", lambda row: _fmt(row.cpu_ratio)),
+        (f">= {TARGET_RATE:.0f}/s", lambda row: _verdict(row.rate_ok)),
     ]
-    headers = [
-        "system",
-        "db",
-        "conc",
-        "per-host",
-        "URLs/s",
-        "aiohttp URLs/s",
-        "ratio",
-        "x httpx",
-        "CPU ms/URL",
-        "URLs/CPU-s",
-        "CPU ratio",
-        f">= {TARGET_RATE:.0f}/s",
-    ]
-    return table(headers, rows, {2, 4, 5, 6, 7, 8, 9, 10})
+    return columns(spec, summary_rows(results), {2, 4, 5, 6, 7, 8, 9, 10})
 
 
-def _every_run(results: Results) -> list[str]:
-    rows = [
-        [
-            r.system,
-            r.dialect,
-            str(r.concurrency),
-            _host(r),
-            f"{r.seconds:.2f}",
-            f"{r.rate:,.0f}",
-            f"{r.cpu_ms_per_url:.2f}",
-            f"{r.cpu_seconds / r.seconds:.0%}",
-            f"{r.loop_wait_seconds / r.seconds:.0%}",
-            f"{r.server_cpu_seconds / r.seconds:.0%}",
-            f"{r.server_wait_seconds / r.seconds:.0%}",
-            f"{r.others_busy:.2f}",
-        ]
-        for r in results.runs
-    ]
-    headers = [
-        "system",
-        "db",
-        "conc",
-        "per-host",
-        "seconds",
-        "URLs/s",
-        "CPU ms/URL",
-        "bench CPU",
-        "loop waits",
-        "site CPU",
-        "site waits",
-        "others",
-    ]
-    return table(headers, rows, {2, 4, 5, 6, 7, 8, 9, 10, 11})
+EVERY_RUN: list[tuple[str, Callable[[Run], str]]] = [
+    ("system", lambda r: r.system),
+    ("db", lambda r: r.dialect),
+    ("conc", lambda r: str(r.concurrency)),
+    ("per-host", _host),
+    ("seconds", lambda r: f"{r.seconds:.2f}"),
+    ("URLs/s", lambda r: f"{r.rate:,.0f}"),
+    ("CPU ms/URL", lambda r: f"{r.cpu_ms_per_url:.2f}"),
+    ("bench CPU", _pct(lambda r: r.cpu_seconds)),
+    ("loop waits", _pct(lambda r: r.loop_wait_seconds)),
+    ("site CPU", _pct(lambda r: r.server_cpu_seconds)),
+    ("site waits", _pct(lambda r: r.server_wait_seconds)),
+    ("others", lambda r: f"{r.others_busy:.2f}"),
+]
 
 
 def render(results: Results) -> str:
@@ -210,7 +178,7 @@ def render(results: Results) -> str:
     out += [f"  {line}" for line in results.environment]
     out += ["", "Every run, in the order run"]
     if results.runs:
-        out += _every_run(results)
+        out += columns(EVERY_RUN, results.runs, {2, 4, 5, 6, 7, 8, 9, 10, 11})
     out += [
         "",
         "Summary: best run per row. ratio = our URLs/s / the bare aiohttp loop's at the same",

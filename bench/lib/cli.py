@@ -12,9 +12,11 @@ import signal
 import sqlite3
 import statistics
 import sys
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 def progress(message: str) -> None:
@@ -40,6 +42,30 @@ def table(
         return "  " + "  ".join(out).rstrip()
 
     return [line(headers), "  " + "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def columns(
+    spec: Sequence[tuple[str, Callable[[T], str]]],
+    items: Iterable[T],
+    right: Collection[int] | None = None,
+) -> list[str]:
+    """:func:`table` from (header, cell of an item) pairs, one row per item."""
+    return table([h for h, _ in spec], [[cell(i) for _, cell in spec] for i in items], right)
+
+
+Target = tuple[str, str, bool]  # (target, the measured value, passed)
+
+
+def judged(
+    found: Sequence[Target], headers: Sequence[str] = ("target", "measured", "")
+) -> list[str]:
+    """The targets table, each marked PASS or FAIL."""
+    return table(headers, [[t, m, verdict(ok)] for t, m, ok in found], {1})
+
+
+def failed(found: Iterable[Target]) -> list[str]:
+    """The failed targets, one line each."""
+    return [f"{t}: {m}" for t, m, ok in found if not ok]
 
 
 def verdict(ok: bool) -> str:

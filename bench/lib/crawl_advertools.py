@@ -1,16 +1,9 @@
 """``bench/audit.py``'s peer: ``advertools.crawl`` (Scrapy) over the same site.
 
-Run by the Python of a separate venv that has advertools (it is no dependency of seojobs):
-``PEER_PYTHON -m bench.lib.crawl_advertools OUTPUT.jl START_URL CONCURRENCY``; it needs only
-the standard library, advertools and ``bench.lib.procstat``. Prints one JSON line:
-``{"seconds", "pages", "private", "cpu", "version"}``. ``seconds`` is the ``advertools.crawl``
-call (it runs ``scrapy runspider`` as a child process, whose start-up belongs to the crawl as a
-user meets it); ``cpu`` is this process's CPU over the call plus its children's (Scrapy's).
+How it works and what each figure counts: docs/bench/audit.md.
 
-Settings, as in the reference measurement (reference/bench_anchors.md): concurrency (global
-and per domain) as given, ``ROBOTSTXT_OBEY``, no AutoThrottle, no delay, log level WARNING.
-``allowed_domains`` is the bare host: from ``http://127.0.0.1:PORT/`` Scrapy would derive a
-domain with the port and its offsite filter would drop the start URL itself.
+Run by the peer venv's Python: ``PEER_PYTHON -m bench.lib.crawl_advertools OUTPUT.jl START_URL
+CONCURRENCY``; prints one JSON line ``{"seconds", "pages", "private", "cpu", "version"}``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """``bench/audit.py``'s ceiling: a bare aiohttp + selectolax breadth-first crawl.
 
-``concurrency`` lanes share one FIFO frontier and one ``aiohttp.ClientSession`` (its pool
-limited to ``concurrency`` connections). Each page is read whole and parsed with selectolax's
-lexbor backend for title, description, h1, canonical and every ``a[href]``; links are joined,
-stripped of their fragment and followed once when they stay on the start URL's origin. The
-site's one ``Disallow`` is obeyed by a prefix test (no robots.txt fetch or parser). No checks,
-no storage, no depth limit: what a crawl costs with nothing but a client and a parser.
+How it works and what each figure counts: docs/bench/audit.md.
 
 Run as ``python -m bench.lib.crawl_bare START_URL CONCURRENCY``: prints one JSON line,
-``{"seconds", "pages", "cpu"}`` (``cpu``: this process's CPU seconds over the crawl).
+``{"seconds", "pages", "cpu"}``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """``bench/audit.py``'s seojobs run: one ``seojobs worker`` process runs one ``site_audit`` job.
 
-The worker is the real command (``seojobs worker``, settings from ``SEOJOBS_*``) on a fresh
-database (SQLite file or PostgreSQL database, copied from a migrated template with the user
-``bench``). Once it has started and gone idle, the job is created through
-``services.jobs.create`` as the API creates it; the clock is the job's own ``started_at`` (its
-claim) to ``completed_at`` (after the site-wide checks, the summary and the collection were
-written), both set by the worker. CPU is the worker process's (from /proc) between the job's
-creation and its completion; peak RSS is its high-water mark (VmHWM), read before it stops.
-
-Politeness: the per-host gate (``SEOJOBS_FETCH_HOST_CONCURRENCY``) is raised to the audit's
-concurrency and the delay (``SEOJOBS_FETCH_HOST_DELAY``) set to 0, so that ours, advertools
-and the bare loop all have ``concurrency`` requests in flight to the one host and no delay.
+How it works and what each figure counts: docs/bench/audit.md.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -104,13 +93,7 @@ class WorkerProcess:
         raise RuntimeError("the worker kept busy before any job was created")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        procstat.stop(self.proc, timeout=30)
 
 
 def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:

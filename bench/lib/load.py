@@ -1,16 +1,6 @@
 """Load generators for ``bench/api.py``: wrk with a Lua script, or a Python fallback.
 
-By default both are closed loops: a fixed number of keep-alive connections, each sending its
-next GET as soon as the previous answer is in, for a fixed duration. Paced (``pause_ms`` > 0):
-each connection waits a random pause (exponential, mean ``pause_ms``) after every answer, so
-the offered load is about connections / (pause + latency) instead of as much as the server can
-take. Latency is per request, from the request's send to its last response byte. Job ids are
-drawn uniformly from the seeded range (``first_id + random(0, span - 1)``); ``span`` 0 means
-the path is fixed (the bare endpoint).
-
-The fallback (``python -m bench.lib.load ...``, a separate process) is used only when wrk is
-not installed. It is Python too, so on a 2-CPU machine it competes with the server for CPU and
-reports lower ceilings than wrk.
+How it works and what each figure counts: docs/bench/api.md.
 """
 
 from __future__ import annotations

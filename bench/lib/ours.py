@@ -62,8 +62,9 @@ def create_user(url: str) -> BenchUser:
     settings = Settings(database_url=url)
     db = Database(url)
     try:
-        migrate.upgrade(db)
-        created = Services(db, settings, load_registry(settings)).accounts.create_user("bench")
+        registry = load_registry(settings)
+        migrate.upgrade(db, extra=registry.migration_dirs())  # with the kinds' own branches
+        created = Services(db, settings, registry).accounts.create_user("bench")
         user = created.user
         return BenchUser(user.id, user.default_project_id, created.api_key)
     finally:

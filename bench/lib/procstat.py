@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
+import subprocess
 import threading
 from pathlib import Path
 
@@ -135,3 +137,14 @@ class TreeSampler:
         self._done.set()
         self._thread.join()
         return self.peak
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM if ``proc`` still runs, then SIGKILL if it has not exited after ``timeout`` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

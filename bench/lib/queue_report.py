@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.lib.cli import table, verdict
+from bench.lib.cli import columns, failed, judged, table
 from bench.lib.jobs import Burn, Wake
 
 TARGET_RATE = 10_000.0
@@ -58,6 +59,25 @@ ORDER = (
 )
 
 
+EVERY_RUN: list[tuple[str, Callable[[Burn], str]]] = [
+    ("system", lambda b: b.system),
+    ("dialect", lambda b: b.dialect),
+    ("concurrency", lambda b: str(b.concurrency)),
+    ("seconds", lambda b: f"{b.seconds:.2f}"),
+    ("jobs/s", lambda b: f"{b.rate:,.0f}"),
+    ("handler runs", lambda b: "-" if b.handler_runs is None else f"{b.handler_runs:,}"),
+]
+WAKES: list[tuple[str, Callable[[Wake], str]]] = [
+    ("system", lambda w: w.system),
+    ("dialect", lambda w: w.dialect),
+    ("wake-up path", lambda w: w.how),
+    ("samples", lambda w: str(len(w.samples))),
+    ("median", lambda w: _ms(w.median)),
+    ("p90", lambda w: _ms(w.p90)),
+    ("enqueue call", lambda w: _ms(w.enqueue_median)),
+]
+
+
 def render(results: Results) -> str:
     out: list[str] = ["", "seojobs queue benchmark (bench/queue.py)", ""]
     out += [f"  {line}" for line in results.environment]
@@ -77,23 +97,8 @@ def render(results: Results) -> str:
     if rows:
         out += table(["system", "dialect", "concurrency", "seconds", "jobs/s"], rows, {3, 4})
     out += ["", "Every run"]
-    rows = [
-        [
-            b.system,
-            b.dialect,
-            str(b.concurrency),
-            f"{b.seconds:.2f}",
-            f"{b.rate:,.0f}",
-            "-" if b.handler_runs is None else f"{b.handler_runs:,}",
-        ]
-        for b in results.burns
-    ]
-    if rows:
-        out += table(
-            ["system", "dialect", "concurrency", "seconds", "jobs/s", "handler runs"],
-            rows,
-            {2, 3, 4, 5},
-        )
+    if results.burns:
+        out += columns(EVERY_RUN, results.burns, {2, 3, 4, 5})
     if results.unfinished:
         out += ["", "Did not finish (given up below 100 jobs/s)"]
         out += [f"  {line}" for line in results.unfinished]
@@ -123,23 +128,10 @@ def _ratios(results: Results) -> list[str]:
 def _wakes(results: Results) -> list[str]:
     if not results.wakes:
         return []
-    rows = [
-        [
-            w.system,
-            w.dialect,
-            w.how,
-            str(len(w.samples)),
-            _ms(w.median),
-            _ms(w.p90),
-            _ms(w.enqueue_median),
-        ]
-        for w in results.wakes
-    ]
-    headers = ["system", "dialect", "wake-up path", "samples", "median", "p90", "enqueue call"]
     return [
         "",
         "Wake-up latency: enqueue (before the insert) to handler start, on an idle worker",
-        *table(headers, rows, {3, 4, 5, 6}),
+        *columns(WAKES, results.wakes, {3, 4, 5, 6}),
         "  enqueue call: median time from before the enqueue to its return (ours: one insert",
         "  transaction in a thread; Procrastinate: defer_async); the rest is the worker's side.",
     ]
@@ -179,14 +171,14 @@ def checks(results: Results) -> list[tuple[str, str, bool]]:
 
 
 def failures(results: Results) -> list[str]:
-    return [f"{target}: {measured}" for target, measured, ok in checks(results) if not ok]
+    return failed(checks(results))
 
 
 def _targets(results: Results) -> list[str]:
-    rows = [[target, measured, verdict(ok)] for target, measured, ok in checks(results)]
-    if not rows:
+    found = checks(results)
+    if not found:
         return []
-    out = ["", "Targets", *table(["target", "measured", "verdict"], rows, {1})]
+    out = ["", "Targets", *judged(found, ("target", "measured", "verdict"))]
     if results.wake("sqlite") is not None:
         out += [
             "  SQLite wake-ups: the in-process hook serves jobs enqueued through the worker's own",

@@ -1,16 +1,6 @@
 """One uvicorn process per system, started and stopped by ``bench/api.py``, and the two apps.
 
-``uvicorn --factory bench.lib.servers:ours`` builds seojobs exactly as ``seojobs serve
---no-worker`` does (``create_app(Settings(), run_worker=False)``, settings from ``SEOJOBS_*``).
-``bench.lib.servers:bare`` is the ceiling: FastAPI with one ``async`` route that returns a
-constant dict with the keys of an index-check status body (about the same size to serialise),
-with no dependencies, no database and no middleware.
-
-Both processes get the same uvicorn options: one process (no ``--workers``), the loop and HTTP
-protocol ``seojobs serve`` uses (asyncio; httptools with its request limits), access log off,
-log level warning. Only the app factory and its environment differ. Each process runs in its
-own session so a Ctrl-C at the terminal reaches only the benchmark, which then stops the
-servers itself (SIGTERM, then SIGKILL after 10 s).
+How it works and what each figure counts: docs/bench/api.md.
 """
 
 from __future__ import annotations
@@ -18,7 +8,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -29,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from bench.lib import REPO
+from bench.lib import REPO, procstat
 from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
 
 if TYPE_CHECKING:
@@ -148,14 +137,8 @@ class Server:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        if proc is not None:
+            procstat.stop(proc)
 
     def log_tail(self, lines: int = 20) -> str:
         try:

@@ -1,17 +1,9 @@
 """The local site and the fake Serper API for ``bench/check.py``, served in a child process.
 
-``python -m bench.lib.site`` binds ``--site-ports`` loopback sockets for the site and one for
-the fake Serper API, prints their ports as one JSON line, then serves one raw ASGI app on all
-of them with uvicorn until stdin closes (the parent died or is done) or SIGTERM arrives.
+How it works and what each figure counts: docs/bench/check.md.
 
-The site: ``/robots.txt`` and pages ``/p/<n>``, about 2 KB of HTML each, with a robots meta tag
-(``noindex`` on every 10th page) and a relative self-canonical (another page's on every 25th).
-The fake Serper answers ``POST /search`` with ``X-API-KEY`` and JSON ``{"q", "num"}`` in Serper's
-shape (``searchParameters``, ``organic[].link``, ``credits``). A ``site:`` query lists the
-indexed pages whose scheme-less URL starts with the query, as a real ``site:`` search does;
-page ``n`` is indexed unless ``n % 4 == 0``.
-
-Parent side: :class:`SiteProcess` starts the child, reads the ports, and stops it on exit.
+``python -m bench.lib.site`` prints its ports as one JSON line and serves until stdin closes;
+:class:`SiteProcess` is the parent's side.
 """
 
 from __future__ import annotations
@@ -20,7 +12,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -29,7 +20,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from bench.lib import REPO
+from bench.lib import REPO, procstat
 from bench.lib.procstat import sched_seconds
 
 API_KEY = "bench-serper-key"
@@ -237,12 +228,7 @@ class SiteProcess:
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            procstat.stop(proc, timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
 

@@ -1,35 +1,8 @@
-"""py-spy profiles: where an API server spends its time under load (``bench/api.py``), and
-where one of our index-check runs spends this process's CPU (``bench/check.py --profile``:
-py-spy attaches to the benchmark itself while one SQLite run goes, and every sample is put in
-the first ``CHECK_CATEGORIES`` entry its stack matches).
-
-For the API servers:
-
-``py-spy record --gil --format raw`` samples only the thread that holds the GIL, so each sample
-is a moment of Python work in the process (any thread; on the status path that is the event
-loop alone). Time with no thread holding the GIL (waiting for the socket, for PostgreSQL,
-inside SQLite's C code, which releases the GIL while it steps) is not sampled; ``gil_busy``
-says how much of the wall time had a sample, and the report's CPU ms/req counts it all.
-py-spy pauses the process for each sample (no ``--nonblocking``: reading the stacks of the
-running process cut about 40 % of them short on this path, as coroutines were entered and
-left, and the inclusive steps then missed those samples). The pauses slow the profiled run
-and count as GIL time, so its us/request run higher than the CPU ms/req of the measured runs:
-read the shares, and us/request as relative sizes.
-
-Two views of the same samples:
-
-- by step of the status GET (inclusive: a sample counts for every step on its stack, so these
-  do not add up to 100 %; an indented step is part of the one above it), converted to
-  microseconds of GIL time per request;
-- by library of the innermost frame (exclusive: adds up to 100 %).
-
-The steps follow the request as ``v1._status`` serves it: no ``Depends`` (``current_user`` is
-called directly; only the ``job_id`` path parameter goes through ``solve_dependencies``), the
-job read on the event loop by ``store/fastread.py`` (raw ``sqlite3``, or one batched query per
-flush over a psycopg async pool, run by a task of its own, so outside the request's stack),
-and the in-process ``MemoryWindows`` limiter. The last rows are work that should be nearly
-absent from a status GET: thread hand-offs and SQLAlchemy (auth-cache refreshes every 5 s,
-the SQLite busy fallback).
+"""py-spy profiles (``record --gil --format raw``: each sample is a moment of Python work, the
+thread holding the GIL): the API servers' by step of the status GET (inclusive) and by library
+of the innermost frame (exclusive), for ``bench/api.py``; ``bench/check.py --profile`` and
+``bench/audit.py --profile`` put each sample in the first category its stack matches. How to
+read them: docs/bench/api.md, check.md and audit.md.
 """
 
 from __future__ import annotations
@@ -57,88 +30,88 @@ RATE = 200  # samples per second of the API servers
 SELF_RATE = 250  # of bench/check.py's own process
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?)(?::\d+)?\)$")
 
-# (label, (function, file)): a sample counts for the step when a frame on its stack has a
+
+def _table(text: str) -> list[tuple[str, ...]]:
+    """Rows of ``label | cell | ...`` lines (a label keeps its indentation)."""
+    rows = [line.split(" | ") for line in text.strip("\n").splitlines()]
+    return [(label.rstrip(), *(cell.strip() for cell in cells)) for label, *cells in rows]
+
+
+# label | function | file: a sample counts for the step when a frame on its stack has a
 # function (py-spy's qualified name) matching the regex in full, in a file whose path contains
 # the text. Inclusive; indentation shows nesting. Names are those of the installed versions
 # (FastAPI 0.165: its own APIRouter and _IncludedRouter do the route matching).
 STEPS: list[tuple[str, tuple[str, str]]] = [
-    (
-        "uvicorn: read + parse the request",
-        (r"(H11|HttpTools)Protocol\.(data_received|on_\w+)", "uvicorn/"),
-    ),
-    ("ASGI app call (middleware, routing, handler, send)", (r"FastAPI\.__call__", "fastapi/")),
-    (
-        "  FastAPI routing: match the route",
-        (r"(API)?Route\.matches|_IncludedRouter\.(_?match(es)?|effective_candidates)", "routing"),
-    ),
-    (
-        "  PathIdRoute handler (job_id validated)",
-        (r"PathIdRoute\.(__init__|get_route_handler)\.<locals>\.(app|handler)", "seojobs/api/"),
-    ),
-    ("    handler get_check -> v1._status", (r"_status", "seojobs/api/v1.py")),
-    ("      current_user (auth cache + rate limiter)", (r"current_user", "seojobs/api/deps.py")),
-    ("        _authenticate (sha256 of key, AuthCache)", (r"_authenticate", "seojobs/api/deps.py")),
-    ("        RateLimiter.hit (+ Verdict)", (r"RateLimiter\.hit", "seojobs/api/ratelimit.py")),
-    ("          MemoryWindows.hit (deque per user)", (r"MemoryWindows\.hit", "seojobs/api/")),
-    ("      Jobs.summary -> FastReads", (r"Jobs\.summary", "seojobs/services/")),
-    ("        FastReads.job (store/fastread.py)", (r"FastReads\.job", "seojobs/store/fastread.py")),
-    (
-        "          SQLite read on the loop (Python side)",
-        (r"FastReads\._sqlite_rows", "seojobs/store/fastread.py"),
-    ),
-    (
-        "          PostgreSQL: join the batch, wait",
-        (r"FastReads\._batch", "seojobs/store/fastread.py"),
-    ),
-    (
-        "          row conversion (-> JobRecord)",
-        (r"FastReads\._record", "seojobs/store/fastread.py"),
-    ),
-    ("      indexing.status_body", (r"status_body", "seojobs/services/indexing.py")),
-    ("      JSONResponse (build + json.dumps)", (r"JSONResponse\.render", "starlette/")),
-    ("  response send (middleware wrappers)", (r"Response\.__call__", "starlette/")),
-    ("    uvicorn: write the response", (r"RequestResponseCycle\.send", "uvicorn/")),
-    (
-        "psycopg async pool + batch flush (own task)",
-        (r"FastReads\._flush", "seojobs/store/fastread.py"),
-    ),
-    (
-        "  pool checkout + return (psycopg_pool)",
-        (r"AsyncConnectionPool\.(connection|getconn|putconn)", "psycopg_pool/"),
-    ),
-    ("  AsyncCursor.execute (send query, read result)", (r"AsyncCursor\.execute", "psycopg/")),
-    ("  AsyncCursor.fetchall (rows -> tuples)", (r"AsyncCursor\.fetchall", "psycopg/")),
-    ("expected ~0: anyio pool thread (auth-cache miss)", (r"WorkerThread\.run", "anyio/")),
-    ("expected ~0: asyncio.to_thread (SQLite busy)", (r"_worker", "concurrent/futures/thread.py")),
-    ("expected ~0: SQLAlchemy statement, anywhere", (r"Connection\.execute", "sqlalchemy/")),
-    ("expected ~0: FastAPI's solve_dependencies", (r"solve_dependencies", "fastapi/")),
+    (label, (func, where))
+    for label, func, where in _table(r"""
+uvicorn: read + parse the request | (H11|HttpTools)Protocol\.(data_received|on_\w+) | uvicorn/
+ASGI app call (middleware, routing, handler, send) | FastAPI\.__call__ | fastapi/
+  FastAPI routing: match the route | (API)?Route\.matches|_IncludedRouter\.(_?match(es)?|effective_candidates) | routing
+  PathIdRoute handler (job_id validated) | PathIdRoute\.(__init__|get_route_handler)\.<locals>\.(app|handler) | seojobs/api/
+    handler get_check -> v1._status | _status | seojobs/api/v1.py
+      current_user (auth cache + rate limiter) | current_user | seojobs/api/deps.py
+        _authenticate (sha256 of key, AuthCache) | _authenticate | seojobs/api/deps.py
+        RateLimiter.hit (+ Verdict) | RateLimiter\.hit | seojobs/api/ratelimit.py
+          MemoryWindows.hit (deque per user) | MemoryWindows\.hit | seojobs/api/
+      Jobs.summary -> FastReads | Jobs\.summary | seojobs/services/
+        FastReads.job (store/fastread.py) | FastReads\.job | seojobs/store/fastread.py
+          SQLite read on the loop (Python side) | FastReads\._sqlite_rows | seojobs/store/fastread.py
+          PostgreSQL: join the batch, wait | FastReads\._batch | seojobs/store/fastread.py
+          row conversion (-> JobRecord) | FastReads\._record | seojobs/store/fastread.py
+      indexing.status_body | status_body | seojobs/services/indexing.py
+      JSONResponse (build + json.dumps) | JSONResponse\.render | starlette/
+  response send (middleware wrappers) | Response\.__call__ | starlette/
+    uvicorn: write the response | RequestResponseCycle\.send | uvicorn/
+psycopg async pool + batch flush (own task) | FastReads\._flush | seojobs/store/fastread.py
+  pool checkout + return (psycopg_pool) | AsyncConnectionPool\.(connection|getconn|putconn) | psycopg_pool/
+  AsyncCursor.execute (send query, read result) | AsyncCursor\.execute | psycopg/
+  AsyncCursor.fetchall (rows -> tuples) | AsyncCursor\.fetchall | psycopg/
+expected ~0: anyio pool thread (auth-cache miss) | WorkerThread\.run | anyio/
+expected ~0: asyncio.to_thread (SQLite busy) | _worker | concurrent/futures/thread.py
+expected ~0: SQLAlchemy statement, anywhere | Connection\.execute | sqlalchemy/
+expected ~0: FastAPI's solve_dependencies | solve_dependencies | fastapi/
+""")  # noqa: E501
 ]
-# Checked in order; a sample counts for the first category whose pattern is in its stack.
-CHECK_CATEGORIES: tuple[tuple[str, str], ...] = (
-    (
-        "httpcore: failed 'import sniffio' per lock use",
-        r"current_async_library \(httpcore[^;]*;[^;]*_find_and_load",
-    ),
-    ("httpcore: pool scan (_assign_requests_to_connections)", r"_assign_requests_to_connections"),
-    ("DB: record each item (thread side: SQLAlchemy + SQLite)", r"record_items \(seojobs/store/"),
-    ("DB: record each item (loop side: outcomes, lock, executor hop)", r"JobContext\.record"),
-    ("DB: claim, items page, completion, probe", r"sqlalchemy|sqlite3|seojobs/store/"),
-    ("diagnostics: canonical URL resolving (fetch.urls)", r"_canonical \("),
-    ("diagnostics: parse_head (scanner; html.parser for odd markup)", r"parse_head"),
-    ("diagnostics: rest (verdict, to_dict, directives)", r"diagnose \(|Diagnostics\.to_dict"),
-    ("robots.txt: cache and protego verdicts", r"RobotsCache|protego"),
-    ("fetcher: guard, pinning, politeness gate", r"AddressGuard|pinned|Pinning|HostGate"),
-    ("fetcher: body read (_read_capped)", r"_read_capped"),
-    ("Serper: response parsing and URL match", r"SerperChecker\._parse|urlmatch"),
-    ("Serper: the POST (provider HTTP client)", r"SerperChecker\._attempt"),
-    ("fetcher: the page GET (HttpClient, aiohttp)", r"Fetcher\._hop"),
-    (
-        "HTTP stack elsewhere (aiohttp protocol, httpx, yarl, multidict)",
-        r"httpx/|httpcore/|h11/|anyio/|aiohttp/|yarl/|multidict/",
-    ),
-    ("seojobs glue (run_items, handler, worker)", r"seojobs/"),
-    ("asyncio event loop", r"asyncio/"),
-)
+# label | pattern, checked in order: a sample counts for the first category whose pattern is
+# in its stack (exclusive: the rows add up to 100 %), so the narrower come first.
+# bench/check.py --profile, over this process:
+CHECK_CATEGORIES = _table(r"""
+httpcore: failed 'import sniffio' per lock use | current_async_library \(httpcore[^;]*;[^;]*_find_and_load
+httpcore: pool scan (_assign_requests_to_connections) | _assign_requests_to_connections
+DB: record each item (thread side: SQLAlchemy + SQLite) | record_items \(seojobs/store/
+DB: record each item (loop side: outcomes, lock, executor hop) | JobContext\.record
+DB: claim, items page, completion, probe | sqlalchemy|sqlite3|seojobs/store/
+diagnostics: canonical URL resolving (fetch.urls) | _canonical \(
+diagnostics: parse_head (scanner; html.parser for odd markup) | parse_head
+diagnostics: rest (verdict, to_dict, directives) | diagnose \(|Diagnostics\.to_dict
+robots.txt: cache and protego verdicts | RobotsCache|protego
+fetcher: guard, pinning, politeness gate | AddressGuard|pinned|Pinning|HostGate
+fetcher: body read (_read_capped) | _read_capped
+Serper: response parsing and URL match | SerperChecker\._parse|urlmatch
+Serper: the POST (provider HTTP client) | SerperChecker\._attempt
+fetcher: the page GET (HttpClient, aiohttp) | Fetcher\._hop
+HTTP stack elsewhere (aiohttp protocol, httpx, yarl, multidict) | httpx/|httpcore/|h11/|anyio/|aiohttp/|yarl/|multidict/
+seojobs glue (run_items, handler, worker) | seojobs/
+asyncio event loop | asyncio/
+""")  # noqa: E501
+# bench/audit.py --profile, over the worker process:
+AUDIT_CATEGORIES = _table(r"""
+page parsing (page.parse_page: scanner or html.parser, words, hash) | parse_page \(
+links: join + normalise (crawler._links, page_key) | _links \(|_canonical \(|page_key \(
+per-page checks (checks.page_findings) | page_findings \(
+frontier: add_items (loop + DB thread) | Frontier\.add \(|add_items \(seojobs/store/
+record results: DB thread (SQLAlchemy + SQLite/psycopg) | record_items \(seojobs/store/
+record results: loop side (outcomes, JSON of results) | JobContext\.(record|_write)
+robots.txt verdicts | robots_verdict \(|RobotsCache|protego
+fetcher: guard, pinning, politeness gate | AddressGuard|[Pp]inn|HostGate
+fetcher: the page GET (HttpClient, aiohttp) | Fetcher\.fetch \(
+site-wide checks and summary (after the crawl) | site_findings \(|summary \(
+items read (open items, read back) | open_items|_open_items_after|items_page
+other DB work (claim, heartbeat, listener) | sqlalchemy|sqlite3|psycopg|seojobs/store/
+aiohttp / HTTP elsewhere | aiohttp/|yarl/|multidict/
+seojobs glue (run_items, handler, worker) | seojobs/
+asyncio event loop | asyncio/|selectors
+""")
 CHECK_EXCLUDE = re.compile(r"create_job|_verify|prepare_template|_warm \(")
 
 _MATCHERS = [(name, re.compile(func), where) for name, (func, where) in STEPS]
@@ -235,7 +208,7 @@ def record_self(run: Callable[[], T]) -> tuple[T, str | None]:
 
 def categorise(
     raw: str,
-    categories: tuple[tuple[str, str], ...] = CHECK_CATEGORIES,
+    categories: list[tuple[str, ...]] = CHECK_CATEGORIES,
     exclude: re.Pattern[str] | None = CHECK_EXCLUDE,
 ) -> tuple[int, collections.Counter[str]]:
     """(samples, samples per category) of py-spy's raw output: each sample counts for the
@@ -353,3 +326,20 @@ def render(prof: Profile, brief: bool = False) -> list[str]:
         ["library of the innermost frame (exclusive)", "GIL samples", "us/request"], rows
     )
     return lines
+
+
+def audit_lines(raw: str, pages: int, rate: int) -> list[str]:
+    """``bench/audit.py --profile``: where the worker's GIL time goes, in CPU ms per page."""
+    total, found = categorise(raw, AUDIT_CATEGORIES, None)
+    if not total:
+        return ["profile: no samples"]
+
+    def ms(samples: int) -> str:
+        return f"{samples / rate / pages * 1000:.3f}"
+
+    rows = [[name, f"{n / total:.1%}", ms(n)] for name, n in found.most_common()]
+    lines = [
+        f"profile: {total:,} GIL samples at {rate} Hz over one audit of {pages:,} pages "
+        f"({ms(total)} ms of GIL time per page; sampling slows the run)",
+    ]
+    return lines + table(["where the worker's GIL time goes", "share", "ms/page"], rows)

@@ -1,19 +1,6 @@
 """``bench/vitals.py``'s two runs over the same pages, mobile form factor.
 
-- **Ours**: the real ``seojobs worker --concurrency 1`` process (``crawl_ours.WorkerProcess``)
-  on a fresh database, with ``SEOJOBS_WEB_VITALS_CONCURRENCY`` Lighthouse runs at once; one
-  ``web_vitals`` job is created through ``services.jobs.create`` once the worker is idle. Clock:
-  the job's ``started_at`` (claim) to ``completed_at``. CPU: the worker's own and its reaped
-  descendants' (every reaper, Lighthouse and Chromium process ends reaped below it).
-- **CLI loop**: the repository's pinned Lighthouse CLI run once per URL, one after another,
-  with the very command line the job builds (``runner.command``: the same Chromium flags and
-  resolver rules, Lighthouse's defaults otherwise), as a user would script it. Clock: the
-  loop. CPU: its children's, this process being their subreaper so that a Chromium orphaned by
-  its Lighthouse is still reaped (and counted) here.
-
-Both: peak memory is the largest sum of PSS over the process tree (Chromium's processes
-share most of their pages: a sum of RSS counts them many times), sampled every 0.2 s; each run's raw
-report is kept for the score and Lighthouse's own timing (``timing.total``).
+How it works and what each figure counts: docs/bench/vitals.md.
 """
 
 from __future__ import annotations
