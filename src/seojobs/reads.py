@@ -186,3 +186,62 @@ class Read:
     def pages(self) -> bool:
         """Whether it takes ``cursor`` and ``limit``."""
         return self.elements is not None or (self.paged and self.source != "one")
+
+
+# -- reads of one job ---------------------------------------------------------------------
+
+# What a filter of a job's read does with its (prepared) value against a column of the table:
+# equal, within an inclusive range ((lo, hi), e.g. an HTTP status class), or a flag's test.
+ColumnCompare = Literal["equal", "between", "is"]
+
+
+@dataclass(frozen=True)
+class ColumnMatch:
+    """The filter's value against ``column`` of the job read's table."""
+
+    column: str
+    compare: ColumnCompare = "equal"
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """A query parameter of a job's read: its type (``Literal[...]``, ``bool``, ``str``), its
+    checks (422 naming it when they fail), and the column it matches."""
+
+    name: str
+    type: Any
+    description: str
+    match: ColumnMatch
+    prepare: Callable[[Any], Any] | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRead:
+    """A read of what one completed job of ``kind`` wrote, served at
+    ``/v1/projects/{project_id}/<path>`` (``path`` holds ``{job_id}``): the rows of ``table``
+    (``findings``, the job's findings, or a table its kind owns, by name) in the order of the
+    column ``key``, which is also the cursor (``id``: an id, from 1; ``seq``: an item's
+    sequence number, from 0). Filters run in SQL before paging, a page is full unless it is
+    the last, and a cursor stays valid while rows are added. The answer is ``{job_id,
+    collected_at, data, next_cursor}``; 404 unless the job is a completed ``kind`` job of the
+    project (``noun`` names it). ``csv``: ``Accept: text/csv`` streams every row (these
+    columns; ``csv_cells`` makes a row's cells) as ``csv_name`` (``{job_id}`` filled in)."""
+
+    path: str
+    operation_id: str
+    kind: str
+    noun: str
+    table: str
+    key: Literal["id", "seq"]
+    row: type[BaseModel]
+    response: type[BaseModel]
+    to_row: Callable[[Mapping[str, Any]], dict[str, Any]]
+    filters: tuple[JobFilter, ...] = ()
+    csv: tuple[str, ...] = ()
+    csv_cells: Callable[[Mapping[str, Any]], list[Any]] | None = None
+    csv_name: str = ""
+    summary: str = ""
+    description: str = ""
+    tags: tuple[str, ...] = ()

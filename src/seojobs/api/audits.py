@@ -1,5 +1,6 @@
-"""Site audits: the check catalogue and starting an audit (the project's audits and latest
-summary are the kind's declared reads; what one audit found: ``audit_reads``).
+"""Site audits: the check catalogue and starting an audit (the project's audits, the latest
+summary, an audit's issues and pages are the kind's declared reads; ``audit_compare`` compares
+two audits).
 
 An audit is an ordinary ``site_audit`` job (``POST /v1/projects/{id}/audits`` starts the
 same job as ``POST /v1/projects/{id}/jobs`` with that type); reads serve what the last

@@ -24,16 +24,19 @@ from pydantic import BaseModel, create_model
 from seojobs import csvfile
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
-from seojobs.api.ids import MAX_ID, digits, digits_pattern
+from seojobs.api.ids import MAX_ID, digits, digits_pattern, parse_cursor
 from seojobs.api.inputs import CheckedRoute
+from seojobs.api.paging import paged
 from seojobs.api.projects import ProjectId
-from seojobs.api.reports import CSV_RESPONSE
-from seojobs.api.v1 import Limit
+from seojobs.api.reports import CSV_RESPONSE, MAX_SEQ
+from seojobs.api.v1 import Cursor as IdCursor
+from seojobs.api.v1 import JobId, Limit, SeqCursor
 from seojobs.engine.registry import Registry
 from seojobs.fielderrors import shown
-from seojobs.reads import Filter, Read
+from seojobs.reads import Filter, JobFilter, JobRead, Read
 from seojobs.services import NotFound
 from seojobs.services import reads as read_svc
+from seojobs.timefmt import rfc3339_or_none
 
 MAX_CURSOR = 2000
 CSV_PAGE = 500
@@ -189,10 +192,7 @@ def _endpoint(read: Read) -> Callable[..., Response]:
             body["next_cursor"] = encode(page.after)
         return JSONResponse(body)
 
-    answer.__signature__ = inspect.Signature(_parameters(read))  # type: ignore[attr-defined]
-    answer.__name__ = read.operation_id
-    answer.__doc__ = read.description
-    return answer
+    return _named(answer, _parameters(read), read)
 
 
 def _every(
@@ -214,24 +214,137 @@ def _every(
         )
 
 
+# -- reads of one job (JobRead) ----------------------------------------------------------
+
+
+def _job_query(spec: JobFilter) -> Any:
+    checks: dict[str, Any] = {
+        k: v for k, v in (("max_length", spec.max_length), ("pattern", spec.pattern)) if v
+    }
+    return Annotated[spec.type | None, Query(description=spec.description, **checks)]
+
+
+def _job_parameters(read: JobRead) -> list[inspect.Parameter]:
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    cursor = SeqCursor if read.key == "seq" else IdCursor
+    found = [
+        inspect.Parameter("project_id", keyword, annotation=ProjectId),
+        inspect.Parameter("job_id", keyword, annotation=JobId),
+        inspect.Parameter("user", keyword, annotation=User),
+        inspect.Parameter("svc", keyword, annotation=Svc),
+    ]
+    found += [
+        inspect.Parameter(spec.name, keyword, annotation=_job_query(spec), default=None)
+        for spec in read.filters
+    ]
+    found.append(inspect.Parameter("cursor", keyword, annotation=cursor, default=None))
+    found.append(inspect.Parameter("limit", keyword, annotation=Limit, default=100))
+    if read.csv:
+        found.append(inspect.Parameter("accept", keyword, annotation=Accept, default=None))
+    return found
+
+
+def _job_endpoint(read: JobRead) -> Callable[..., Response]:
+    # An id cursor starts at 1 (rows after 0); a sequence number at 0 (rows after -1).
+    lo, hi, start = (0, MAX_SEQ, -1) if read.key == "seq" else (1, MAX_ID, 0)
+
+    def key(row: dict[str, Any]) -> int:
+        return int(row[read.key])
+
+    def answer(**given: Any) -> Response:
+        project_id: int = given["project_id"]
+        job_id: int = given["job_id"]
+        user, svc, limit = given["user"], given["svc"], given["limit"]
+        values = {spec.name: given[spec.name] for spec in read.filters}
+        cursor = parse_cursor(given["cursor"], lo=lo, hi=hi)  # checked before anything is read
+        after = start if cursor is None else cursor
+
+        def rows(after: int, limit: int) -> read_svc.JobRows:
+            return read_svc.job_rows(
+                svc, user, project_id, job_id, read, values, after=after, limit=limit
+            )
+
+        accept = given.get("accept")
+        if read.csv and accept is not None and "text/csv" in accept.lower():
+            first = rows(after, CSV_PAGE)  # 404 here, before a CSV response starts
+            return _job_csv(read, job_id, _every_row(first.rows, rows, key))
+        found = rows(after, limit + 1)
+        page, more = paged(found.rows, limit, key)
+        body = {
+            "job_id": found.job.id,
+            "collected_at": rfc3339_or_none(found.collected_at),
+            "data": [read.to_row(row) for row in page],
+            "next_cursor": more,
+        }
+        return JSONResponse(body)
+
+    return _named(answer, _job_parameters(read), read)
+
+
+def _every_row(
+    first: list[dict[str, Any]],
+    rows: Callable[[int, int], read_svc.JobRows],
+    key: Callable[[dict[str, Any]], int],
+) -> Iterator[dict[str, Any]]:
+    """Every row from ``first`` on, read a page at a time."""
+    page = first
+    while page:
+        yield from page
+        page = rows(key(page[-1]), CSV_PAGE).rows
+
+
+def _job_csv(read: JobRead, job_id: int, rows: Iterator[dict[str, Any]]) -> Response:
+    to_cells = read.csv_cells or (lambda row: [_cell(row.get(c)) for c in read.csv])
+    return StreamingResponse(
+        csvfile.lines(read.csv, (to_cells(row) for row in rows)),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{read.csv_name.format(job_id=job_id)}"'
+        },
+    )
+
+
+def _mount(
+    made: APIRouter,
+    seen: dict[str, str],
+    kind: str,
+    read: Read | JobRead,
+    endpoint: Callable[..., Response],
+    model: type[BaseModel],
+) -> None:
+    for taken in (read.path, read.operation_id):
+        if taken in seen:
+            raise ValueError(f"{kind} declares the read {taken!r} of {seen[taken]}")
+        seen[taken] = kind
+    made.add_api_route(
+        f"/projects/{{project_id}}/{read.path}",
+        endpoint,
+        methods=["GET"],
+        response_model=model,
+        operation_id=read.operation_id,
+        summary=read.summary or None,
+        tags=list(read.tags or (read.path.split("/")[0],)),
+        responses=CSV_RESPONSE if read.csv else None,
+    )
+
+
+def _named(
+    answer: Callable[..., Response], parameters: list[inspect.Parameter], read: Read | JobRead
+) -> Callable[..., Response]:
+    """``answer`` as FastAPI reads an endpoint: these parameters, the read's name and doc."""
+    answer.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    answer.__name__ = read.operation_id
+    answer.__doc__ = read.description
+    return answer
+
+
 def router(registry: Registry) -> APIRouter:
     """Every read the registry's kinds declare, mounted under ``/v1/projects/{project_id}``."""
     made = APIRouter(prefix="/v1", responses=problems.RESPONSES, route_class=CheckedRoute)
     seen: dict[str, str] = {}
     for kind in registry.kinds():
         for read in kind.reads:
-            for taken in (read.path, read.operation_id):
-                if taken in seen:
-                    raise ValueError(f"{kind.name} declares the read {taken!r} of {seen[taken]}")
-                seen[taken] = kind.name
-            made.add_api_route(
-                f"/projects/{{project_id}}/{read.path}",
-                _endpoint(read),
-                methods=["GET"],
-                response_model=response_model(read),
-                operation_id=read.operation_id,
-                summary=read.summary or None,
-                tags=list(read.tags or (read.path.split("/")[0],)),
-                responses=CSV_RESPONSE if read.csv else None,
-            )
+            _mount(made, seen, kind.name, read, _endpoint(read), response_model(read))
+        for job_read in kind.job_reads:
+            _mount(made, seen, kind.name, job_read, _job_endpoint(job_read), job_read.response)
     return made

@@ -8,16 +8,18 @@ from datetime import datetime
 
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
 from seojobs.kinds.site_audit.pagetable import PAGE_TABLE, AuditPageRecord
+from seojobs.kinds.site_audit.reads import PAGES
 from seojobs.records import (
     ChangeCount,
     ChangedFinding,
     JobRecord,
     UserRecord,
 )
+from seojobs.services import reads as read_svc
 from seojobs.services.base import Part, ServiceBase
-from seojobs.services.errors import NotFound
 from seojobs.services.jobs import Jobs
 from seojobs.store import audits as audit_sql
+from seojobs.store import reads as read_sql
 
 
 @dataclass(frozen=True)
@@ -47,19 +49,10 @@ class Audits(Part):
         """A completed site audit of the user's project; ``NotFound`` otherwise, whichever
         way it is not (nothing collected is nothing to read)."""
         self.base.project(user, project_id)
-        try:
-            job = self.jobs.get(user, job_id, summary=True)
-        except NotFound:
-            job = None
-        if (
-            job is None
-            or job.project_id != project_id
-            or job.kind != SITE_AUDIT
-            or job.state != "completed"
-        ):
-            raise NotFound(f"completed site audit {job_id} in project {project_id}")
-        with self.db.read() as conn:
-            return Audit(job, audit_sql.collected_at(conn, job_id) or job.completed_at)
+        job, collected = read_svc.completed(
+            self.jobs, self.db, user, project_id, job_id, SITE_AUDIT, PAGES.noun
+        )
+        return Audit(job, collected)
 
     def pages(
         self,
@@ -72,16 +65,13 @@ class Audits(Part):
         after_seq: int = -1,
         limit: int = 100,
     ) -> tuple[Audit, list[AuditPageRecord]]:
+        """The audit's pages as the declared read serves them (``statuses``: the inclusive
+        range of HTTP statuses to keep)."""
         audit = self.get(user, project_id, job_id)
+        wanted = {"status": statuses, "indexable": indexable}
+        values = {name: value for name, value in wanted.items() if value is not None}
         with self.db.read() as conn:
-            found = audit_sql.pages_page(
-                conn,
-                job_id,
-                statuses=statuses,
-                indexable=indexable,
-                after_seq=after_seq,
-                limit=limit,
-            )
+            found = read_sql.job_rows(conn, PAGES, job_id, values, after=after_seq, limit=limit)
         return audit, [PAGE_TABLE.record(row) for row in found]
 
     def compare(

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
-from seojobs.reads import Key, Read, RowMatch, SubjectMatch
-from seojobs.records import CollectionRecord, ProjectRecord, UserRecord
+from seojobs.reads import JobRead, Key, Read, RowMatch, SubjectMatch
+from seojobs.records import CollectionRecord, JobRecord, ProjectRecord, UserRecord
 from seojobs.services.errors import NotFound
 from seojobs.store import reads as read_sql
 from seojobs.store.db import Connection, Database
@@ -206,3 +207,66 @@ def elements(
     page = kept[start : start + limit]
     more = start + limit < len(kept)
     return Elements(found, page, [found.id * SPAN + start + limit] if more else None)
+
+
+# -- reads of one job (JobRead) ----------------------------------------------------------
+
+
+class _Jobs(Protocol):
+    def get(self, user: UserRecord, job_id: int, *, summary: bool = False) -> JobRecord: ...
+
+
+class _JobServices(_Services, Protocol):
+    @property
+    def jobs(self) -> _Jobs: ...
+
+
+@dataclass(frozen=True)
+class JobRows:
+    """A page of a job's read: the job, when its collection was made, the rows (one more than
+    asked, when there are more: the caller cuts the page)."""
+
+    job: JobRecord
+    collected_at: datetime | None
+    rows: list[dict[str, Any]]
+
+
+def completed(
+    jobs: _Jobs, db: Database, user: UserRecord, project_id: int, job_id: int, kind: str, noun: str
+) -> tuple[JobRecord, datetime | None]:
+    """A completed ``kind`` job of the project (the caller checked the project is the user's)
+    and when its collection was made; ``NotFound`` (naming it by ``noun``) whichever way it is
+    not one: nothing collected is nothing to read."""
+    try:
+        job: JobRecord | None = jobs.get(user, job_id, summary=True)
+    except NotFound:
+        job = None
+    if job is None or job.project_id != project_id or job.kind != kind or job.state != "completed":
+        raise NotFound(f"{noun} {job_id} in project {project_id}")
+    with db.read() as conn:
+        return job, read_sql.job_collected_at(conn, job_id) or job.completed_at
+
+
+def job_rows(
+    svc: _JobServices,
+    user: UserRecord,
+    project_id: int,
+    job_id: int,
+    read: JobRead,
+    values: Mapping[str, Any],
+    *,
+    after: int,
+    limit: int,
+) -> JobRows:
+    """Up to ``limit`` rows of ``read`` for one completed job of its kind in the user's
+    project, after ``after``."""
+    svc.project(user, project_id)
+    job, collected = completed(svc.jobs, svc.db, user, project_id, job_id, read.kind, read.noun)
+    wanted = {
+        spec.name: spec.prepare(value) if spec.prepare is not None else value
+        for spec in read.filters
+        if (value := values.get(spec.name)) is not None
+    }
+    with svc.db.read() as conn:
+        found = read_sql.job_rows(conn, read, job_id, wanted, after=after, limit=limit)
+    return JobRows(job, collected, found)

@@ -1,50 +1,18 @@
-"""Reads of site audits: an audit's pages (filtered, in the order found) and the comparison
-of two audits' findings by (code, URL), both done in SQL so a 5,000-page audit needs no
-more than a few indexed queries."""
+"""The comparison of two site audits' findings by (code, URL), done in SQL so a 5,000-page
+audit needs no more than a few indexed queries (an audit's issues and pages are declared reads:
+``seojobs.store.reads``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, case, func, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from seojobs.records import ChangeCount, ChangedFinding
-from seojobs.store import kindrows
-from seojobs.store.tables import collections, findings
+from seojobs.store.tables import findings
 
 CHANGES = ("new", "fixed", "unchanged")
-
-
-def collected_at(conn: Connection, job_id: int) -> datetime | None:
-    """When the job's published collection was made (what ``audits/latest`` says)."""
-    query = select(func.max(collections.c.collected_at)).where(
-        collections.c.job_id == job_id, collections.c.committed.is_(True)
-    )
-    found: datetime | None = conn.execute(query).scalar_one()
-    return found
-
-
-def pages_page(
-    conn: Connection,
-    job_id: int,
-    *,
-    statuses: tuple[int, int] | None = None,
-    indexable: bool | None = None,
-    after_seq: int = -1,
-    limit: int = 100,
-) -> list[dict[str, Any]]:
-    """Rows of the site audit's ``audit_pages`` (its declaration, ``Kind.tables``, built the
-    table). ``statuses``: the inclusive range of HTTP statuses to keep (a code or a class)."""
-    audit_pages = kindrows.table("audit_pages")
-    query = select(audit_pages).where(audit_pages.c.job_id == job_id, audit_pages.c.seq > after_seq)
-    if statuses is not None:
-        query = query.where(audit_pages.c.status.between(*statuses))
-    if indexable is not None:
-        query = query.where(audit_pages.c.indexable.is_(indexable))
-    rows = conn.execute(query.order_by(audit_pages.c.seq).limit(limit))
-    return [dict(r._mapping) for r in rows]
 
 
 def _pairs(job_id: int, other_id: int) -> Any:

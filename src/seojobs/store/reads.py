@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -29,10 +30,11 @@ from sqlalchemy import (
     select,
 )
 
-from seojobs.reads import FieldMatch, Filter, Key, Read, RowMatch, SubjectMatch
+from seojobs.reads import FieldMatch, Filter, JobRead, Key, Read, RowMatch, SubjectMatch
 from seojobs.records import CollectionRecord
+from seojobs.store import kindrows
 from seojobs.store.results import subject_key
-from seojobs.store.tables import collections
+from seojobs.store.tables import collections, findings
 
 CHUNK = 500  # rows read at once while row tests (RowMatch) skip some
 Position = list[Any]  # [snapshot?] + the sort columns' values of the last row served
@@ -284,3 +286,43 @@ def collection(
     )
     row = conn.execute(query).first()
     return CollectionRecord(**row._asdict()) if row is not None else None
+
+
+# -- reads of one job (JobRead) ----------------------------------------------------------
+
+
+def job_collected_at(conn: Connection, job_id: int) -> datetime | None:
+    """When the job's published collection was made (what its kind's ``latest`` says)."""
+    query = select(func.max(collections.c.collected_at)).where(
+        collections.c.job_id == job_id, collections.c.committed.is_(True)
+    )
+    found: datetime | None = conn.execute(query).scalar_one()
+    return found
+
+
+def job_rows(
+    conn: Connection,
+    read: JobRead,
+    job_id: int,
+    values: Mapping[str, Any],
+    *,
+    after: int,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` rows of the job's ``read.table`` past ``after`` (in ``read.key``
+    order), the filters' prepared ``values`` (absent: not filtered) in the query."""
+    table = findings if read.table == "findings" else kindrows.table(read.table)
+    key = table.c[read.key]
+    query = select(table).where(table.c.job_id == job_id, key > after)
+    for spec in read.filters:
+        if spec.name not in values:
+            continue
+        column, value = table.c[spec.match.column], values[spec.name]
+        if spec.match.compare == "between":
+            query = query.where(column.between(*value))
+        elif spec.match.compare == "is":
+            query = query.where(column.is_(value))
+        else:
+            query = query.where(column == value)
+    rows = conn.execute(query.order_by(key).limit(limit))
+    return [dict(row._mapping) for row in rows]

@@ -18,7 +18,7 @@ from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
-from seojobs.kinds.site_audit.reads import READS
+from seojobs.kinds.site_audit.reads import JOB_READS, READS
 
 NAME = "site_audit"
 __all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalogue"]
@@ -72,4 +72,5 @@ KIND: Kind[SiteAuditParams] = Kind(
     tables=(PAGE_TABLE,),
     migrations=(MIGRATIONS,),
     reads=READS,
+    job_reads=JOB_READS,
 )

@@ -1,12 +1,29 @@
 """Site audit reads of what the audits collected: the project's completed audits, newest
 first, each with its summary, and the summary of the last one. Never start an audit.
 
-What one audit found (its issues, pages and a comparison with another) is read per job
-(``/v1/projects/{id}/audits/{job_id}/...``)."""
+What one audit found, its issues and its pages, is read per job
+(``/v1/projects/{id}/audits/{job_id}/...``: ``JOB_READS``), as pages of JSON or every row as
+CSV with ``Accept: text/csv``; how its issues changed against another audit is
+``seojobs.api.audit_compare``."""
 
 from __future__ import annotations
 
-from seojobs.reads import Collected, CollectedData, CollectedPage, Key, Read
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from seojobs.reads import (
+    Collected,
+    CollectedData,
+    CollectedPage,
+    ColumnMatch,
+    JobFilter,
+    JobRead,
+    Key,
+    Read,
+)
 
 READS = (
     Read(
@@ -36,3 +53,172 @@ READS = (
         tags=("audits",),
     ),
 )
+
+
+# -- what one audit found -------------------------------------------------------------------
+
+AUDIT = "audits/{job_id}"
+NOUN = "completed site audit"
+
+
+class Issue(BaseModel):
+    id: int = Field(description="Also the cursor.")
+    code: str = Field(description="A code of GET /v1/audit-checks.")
+    severity: str
+    url: str | None
+    evidence: dict[str, Any] | None
+
+
+class IssuePage(BaseModel):
+    job_id: int
+    collected_at: str | None
+    data: list[Issue]
+    next_cursor: str | None
+
+
+def issue_row(finding: Mapping[str, Any]) -> dict[str, Any]:
+    data = finding["data"] or {}
+    return {
+        "id": finding["id"],
+        "code": finding["code"],
+        "severity": finding["severity"],
+        "url": data.get("url"),
+        "evidence": data.get("evidence"),
+    }
+
+
+ISSUE_COLUMNS = ("id", "code", "severity", "url", "evidence")
+
+
+def _issue_cells(finding: Mapping[str, Any]) -> list[Any]:
+    row = issue_row(finding)
+    evidence = row["evidence"]
+    row["evidence"] = None if evidence is None else json.dumps(evidence, ensure_ascii=False)
+    return [row[name] for name in ISSUE_COLUMNS]
+
+
+class AuditPageRow(BaseModel):
+    seq: int = Field(description="The order the page was found in; also the cursor.")
+    url: str
+    final_url: str | None
+    status: int | None = Field(
+        description="The last answer's, redirects followed (`redirects` counts them); null: "
+        "no answer, or blocked by robots.txt."
+    )
+    depth: int | None = Field(
+        description="Clicks from the start URL; null: only a sitemap lists it."
+    )
+    response_ms: int | None
+    redirects: int | None
+    content_type: str | None
+    title: str | None
+    description: str | None
+    h1: str | None = Field(description="The first h1.")
+    canonical: str | None
+    indexable: bool
+    indexability_reason: str | None = Field(
+        description="Why not indexable: `blocked_by_robots`, `unreachable`, `redirected`, "
+        "`client_error`, `server_error`, `non_html`, `noindex`, `canonicalised`."
+    )
+    words: int | None
+    content_hash: str | None
+    in_links: int = Field(description="Crawled pages linking to it (each counted once).")
+    out_links: int = Field(description="Internal links on it.")
+    external_links: int
+    issues: list[str] | None = Field(description="The codes of the page's own issues.")
+
+
+class AuditPage(BaseModel):
+    job_id: int
+    collected_at: str | None
+    data: list[AuditPageRow]
+    next_cursor: str | None
+
+
+PAGE_COLUMNS = (*(name for name in AuditPageRow.model_fields if name != "issues"), "issues")
+
+
+def page_row(page: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: page[name] for name in PAGE_COLUMNS}
+
+
+def _page_cells(page: Mapping[str, Any]) -> list[Any]:
+    row = page_row(page)
+    row["indexable"] = "true" if page["indexable"] else "false"
+    row["issues"] = " ".join(page["issues"] or ())
+    return [row[name] for name in PAGE_COLUMNS]
+
+
+def statuses(status: str) -> tuple[int, int]:
+    """``404`` -> (404, 404); ``4xx`` -> (400, 499). The pattern checked the form."""
+    if status.endswith("xx"):
+        first = int(status[0]) * 100
+        return first, first + 99
+    return int(status), int(status)
+
+
+ISSUES = JobRead(
+    AUDIT + "/issues",
+    "list_audit_issues",
+    "site_audit",
+    NOUN,
+    table="findings",
+    key="id",
+    row=Issue,
+    response=IssuePage,
+    to_row=issue_row,
+    filters=(
+        JobFilter("code", str, "Only this check's issues.", ColumnMatch("code"), max_length=100),
+        JobFilter(
+            "severity",
+            Literal["error", "warning", "notice"],
+            "Only these.",
+            ColumnMatch("severity"),
+        ),
+    ),
+    csv=ISSUE_COLUMNS,
+    csv_cells=_issue_cells,
+    csv_name="audit-{job_id}-issues.csv",
+    summary="Audit Issues",
+    description="The issues a completed audit found, in the order found (filter by "
+    "`code`,\n`severity`): pages of JSON, or every one as CSV with `Accept: text/csv`.",
+    tags=("audits",),
+)
+PAGES = JobRead(
+    AUDIT + "/pages",
+    "list_audit_pages",
+    "site_audit",
+    NOUN,
+    table="audit_pages",
+    key="seq",
+    row=AuditPageRow,
+    response=AuditPage,
+    to_row=page_row,
+    filters=(
+        JobFilter(
+            "status",
+            str,
+            "Only pages whose last answer (redirects followed) had this HTTP status "
+            "(`404`) or one of this class (`4xx`). Pages that gave no answer "
+            "(unreachable, blocked by robots.txt) match none.",
+            ColumnMatch("status", "between"),
+            prepare=statuses,
+            pattern=r"^[1-5](?:[0-9]{2}|xx)$",
+        ),
+        JobFilter(
+            "indexable",
+            bool,
+            "Only indexable pages, or only the others.",
+            ColumnMatch("indexable", "is"),
+        ),
+    ),
+    csv=PAGE_COLUMNS,
+    csv_cells=_page_cells,
+    csv_name="audit-{job_id}-pages.csv",
+    summary="Audit Pages",
+    description="The pages a completed audit recorded, in the order they were found, "
+    "with their\nin-link counts (filter by `status`, `indexable`): pages of JSON, or "
+    "every one as CSV with\n`Accept: text/csv`.",
+    tags=("audits",),
+)
+JOB_READS = (ISSUES, PAGES)
