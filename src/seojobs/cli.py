@@ -186,7 +186,8 @@ def worker(
         await w.run()
 
     logging.getLogger("seojobs.worker").info("worker %s starting", w.worker_id)
-    freeze_startup()
+    if settings.gc_freeze:
+        freeze_startup()
     asyncio.run(main())
     db.dispose()
 

@@ -131,8 +131,9 @@ class Settings(BaseSettings):
     gc_freeze: bool = Field(
         default=True,
         description=(
-            "At startup, move what the app built out of the garbage collector's view (shorter "
-            "pauses). Off in the test suite, which starts many apps in one process."
+            "At startup, move what the process built out of the garbage collector's view "
+            "(shorter pauses; `seojobs worker` also makes young collections rarer). Off in the "
+            "test suite, which starts many apps in one process."
         ),
     )
     idempotency_ttl_seconds: float = Field(default=86400, gt=0)
