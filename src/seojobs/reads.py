@@ -95,6 +95,10 @@ class Key:
     descending: bool = False
 
 
+# The order of a history: newest first (the collection id, which only grows).
+NEWEST_FIRST: Mapping[str, tuple[Key, ...]] = {"newest": (Key("id", "id", descending=True),)}
+
+
 class Collected(BaseModel):
     type: str
     subject: str

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from seojobs.kinds.backlink_refresh.match import host_of, on_site, same_page
 from seojobs.kinds.backlink_refresh.params import normalised
 from seojobs.kinds.urls import check_url
-from seojobs.reads import FieldMatch, Filter, Key, Read, RowMatch, data_of, stamp
+from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Key, Read, RowMatch, data_of, stamp
 from seojobs.records import CollectionRecord
 
 HISTORY_FIELDS = ("first_seen", "last_checked", "last_changed", "previous_status")
@@ -143,7 +143,7 @@ READS = (
                 "target", str, PAIR, _same("target"), prepare=stored, max_length=2048, named="to"
             ),
         ),
-        orders={"newest": (Key("id", "id", descending=True),)},
+        orders=NEWEST_FIRST,
         empty=("rows",),
         summary="Backlink History",
         description="Every completed check of one (donor, target) pair (of one donor's or one "

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from seojobs.kinds.geo_lookup.params import MAX_PROMPT, PROVIDERS
 from seojobs.kinds.geo_lookup.run import subject
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, TEXT_PATTERN
-from seojobs.reads import FieldMatch, Filter, Key, Read, SubjectMatch, fields_row
+from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Read, SubjectMatch, fields_row
 
 
 class Citation(BaseModel):
@@ -122,7 +122,7 @@ READS = (
         to_row=row,
         source="history",
         filters=(PROMPT, PROVIDER),
-        orders={"newest": (Key("id", "id", descending=True),)},
+        orders=NEWEST_FIRST,
         empty=("rows",),
         summary="Geo History",
         description="Every completed answer of `prompt` (of every prompt without it; of one "

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, MAX_KEYWORD, TEXT_PATTERN
 from seojobs.kinds.keyword_research.reads import language_filter, location_filter
-from seojobs.reads import FieldMatch, Filter, Key, Read, fields_row
+from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Key, Read, fields_row
 
 
 class Ranking(BaseModel):
@@ -113,7 +113,7 @@ READS = (
         to_row=row,
         source="history",
         filters=(KEYWORD, DEVICE, LOCATION, LANGUAGE),
-        orders={"newest": (Key("id", "id", descending=True),)},
+        orders=NEWEST_FIRST,
         empty=("kind", "rows"),
         summary="Rankings History",
         description="Every collected position of `keyword` (of every keyword without it; of "

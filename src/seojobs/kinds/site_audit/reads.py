@@ -15,13 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from seojobs.reads import (
+    NEWEST_FIRST,
     Collected,
     CollectedData,
     CollectedPage,
     ColumnMatch,
     JobFilter,
     JobRead,
-    Key,
     Read,
 )
 
@@ -33,7 +33,7 @@ READS = (
         Collected,
         response=CollectedPage,
         source="history",
-        orders={"newest": (Key("id", "id", descending=True),)},
+        orders=NEWEST_FIRST,
         empty=(),
         description="The project's completed audits, newest first, each with its summary (as "
         "`latest`).",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from seojobs.kinds.urls import check_url
 from seojobs.kinds.web_vitals.measure import subject
-from seojobs.reads import FieldMatch, Filter, Key, Read, SubjectMatch, data_of, stamp
+from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Key, Read, SubjectMatch, data_of, stamp
 from seojobs.records import CollectionRecord
 
 FORM_FACTORS = ("mobile", "desktop")
@@ -109,7 +109,7 @@ READS = (
         to_row=row,
         source="history",
         filters=(URL, FORM_FACTOR),
-        orders={"newest": (Key("id", "id", descending=True),)},
+        orders=NEWEST_FIRST,
         empty=("rows",),
         summary="Web Vitals History",
         description="Every completed measurement of `url` (of every URL without it; of one "
