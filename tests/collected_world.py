@@ -12,7 +12,7 @@ from sqlalchemy import insert
 from seojobs.services import Services
 from seojobs.store.coltypes import utcnow
 from seojobs.store.results import subject_key
-from seojobs.store.tables import collections
+from seojobs.store.tables import collections, jobs
 
 _clock = [0]
 
@@ -151,3 +151,24 @@ def fill(services: Services, project_id: int) -> None:
     add("keyword_research", "2840/en", market | {"url": None, "keywords": words})
     for n in range(3):
         add("site_audit", "example.com", {"start_url": "https://example.com/", "pages": n})
+
+
+def completed_job(services: Services, project_id: int, kind: str) -> int:
+    """A job of ``kind`` stored completed (as a worker leaves it, having found nothing);
+    returns its id."""
+    now = utcnow()
+    values = {
+        "project_id": project_id,
+        "kind": kind,
+        "params": {},
+        "state": "completed",
+        "run_at": now,
+        "created_at": now,
+        "updated_at": now,
+        "completed_at": now,
+        "counters": {},
+        "result": {},
+    }
+    with services.db.write() as conn:
+        found: int = conn.execute(insert(jobs).values(**values)).inserted_primary_key[0]
+    return found

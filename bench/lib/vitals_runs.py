@@ -18,7 +18,6 @@ from typing import Any
 from bench.lib import procstat
 from bench.lib.crawl_ours import WorkerProcess, create_job, wait_finished
 from seojobs.kinds.web_vitals import WebVitalsSettings, runner
-from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store.db import Database
 
@@ -131,7 +130,7 @@ def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
     settings = WebVitalsSettings()
     browser = runner.Browser(
         lighthouse=settings.lighthouse_path,
-        chrome=Settings().chrome_path,
+        chrome=settings.chrome_path,
         timeout=settings.run_timeout,
         max_wait=settings.max_wait_for_load,
     )

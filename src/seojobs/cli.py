@@ -373,13 +373,16 @@ def fingerprints_update(
     ] = None,
 ) -> None:
     """Install the webappanalyzer fingerprint database (GPL-3.0, not shipped with seojobs)
-    where SEOJOBS_FINGERPRINTS_PATH says; the old one is replaced atomically."""
+    where SEOJOBS_TECH_STACK_FINGERPRINTS_PATH (or SEOJOBS_FINGERPRINTS_PATH) says; the old
+    one is replaced atomically."""
     settings = _settings()
+    from seojobs.engine.kindsettings import of
+    from seojobs.kinds.tech_stack import TechStackSettings
     from seojobs.kinds.tech_stack.database import InvalidDatabase
     from seojobs.kinds.tech_stack.install import DEFAULT_SOURCE, update
 
     try:
-        done = update(source or DEFAULT_SOURCE, settings.fingerprints_path)
+        done = update(source or DEFAULT_SOURCE, of(TechStackSettings, settings).fingerprints_path)
     except InvalidDatabase as exc:
         typer.echo(f"not installed (the old database, if any, is kept): {exc}", err=True)
         raise typer.Exit(1) from None

@@ -249,3 +249,29 @@ class JobRead:
     summary: str = ""
     description: str = ""
     tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobCompare:
+    """How what one completed job of ``kind`` found (its findings) differs from what another
+    completed ``kind`` job of the project found, served at ``/v1/projects/{project_id}/<path>``
+    (``path`` holds ``{job_id}`` and ``{other_job_id}``). A finding is its code and the
+    ``pair`` field of its data (one without it pairs as ""): a pair is ``new`` (found by
+    ``job_id`` only), ``fixed`` (by ``other_job_id`` only) or ``unchanged`` (by both). The
+    answer counts them, in all and per code, and lists a page of the pairs of one change (of
+    one code, if asked) under ``listed``, ordered by the id of each pair's first finding
+    (``other_job_id``'s when fixed), which is also the cursor. Counting and paging run in SQL.
+    404 unless each job is a completed ``kind`` job of the project (``noun`` names it)."""
+
+    path: str
+    operation_id: str
+    kind: str
+    noun: str
+    response: type[BaseModel]
+    pair: str = "url"
+    listed: str = "issues"
+    other_description: str = ""
+    code_description: str = ""
+    summary: str = ""
+    description: str = ""
+    tags: tuple[str, ...] = ()

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from limits import parse
-from pydantic import Field, NonNegativeInt, SecretStr, field_validator, model_validator
+from pydantic import (
+    Field,
+    NonNegativeInt,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -24,11 +31,6 @@ from pydantic_settings import (
 
 def _default_database_url() -> str:
     return f"sqlite:///{Path.cwd() / 'seojobs.db'}"
-
-
-def _default_fingerprints_path() -> str:
-    # Beside the default database: the directory a deployment keeps its data in.
-    return str(Path.cwd() / "seojobs-fingerprints.json")
 
 
 # The rate limiter's storages: this process's memory, or Redis shared by several processes.
@@ -204,10 +206,6 @@ class Settings(BaseSettings):
     # CrUX API (web_vitals field data): queried only when a key is set.
     crux_api_key: str | None = None
     crux_base_url: str = "https://chromeuxreport.googleapis.com"
-    chrome_path: str = Field(
-        default="/usr/bin/chromium",
-        description="The Chromium Lighthouse drives (Debian's `chromium`; never a downloaded one).",
-    )
     # AI search (kinds.geo_lookup): OpenAI Responses with web_search, Perplexity Sonar.
     openai_api_key: str | None = None
     openai_base_url: str = "https://api.openai.com/v1"
@@ -215,47 +213,9 @@ class Settings(BaseSettings):
     perplexity_api_key: str | None = None
     perplexity_base_url: str = "https://api.perplexity.ai"
     perplexity_model: str = Field(default="sonar", min_length=1)
-    # Which providers serve a kind's role, per engine, in the order tried (JSON in the
-    # environment). Unset: the order the kind declares (its ProviderRole, seojobs.engine.roles;
-    # `seojobs providers` shows them).
-    submit_providers: dict[str, list[str]] | None = Field(
-        default=None,
-        description="Index submission, per engine (default: google_indexing for google, "
-        "indexnow for bing and yandex).",
-    )
-    check_providers: dict[str, list[str]] | None = Field(
-        default=None,
-        description="Index checks, per engine (default: google: url_inspection, serper, "
-        "serpapi, dataforseo; bing and yandex: serpapi, dataforseo).",
-    )
-    keyword_providers: dict[str, list[str]] | None = Field(
-        default=None,
-        description='Keyword research; "google" is the only engine (default: dataforseo, '
-        "google_ads). The first configured one is a job's default provider.",
-    )
-    rank_providers: dict[str, list[str]] | None = Field(
-        default=None,
-        description='Rank checks; "google" is the only engine (default: serper, dataforseo). '
-        "The first configured one is a job's default provider.",
-    )
-    geo_providers: list[str] | None = Field(
-        default=None,
-        description="AI search, the order a job without `provider` tries (default: openai, "
-        "perplexity).",
-    )
-    check_diagnostics_only: bool = Field(
-        default=False,
-        description="Index checks with no index provider for their engine still run: our own "
-        "indexability diagnostics per URL, the index verdict `unknown`.",
-    )
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")
-    fingerprints_path: str = Field(
-        default_factory=_default_fingerprints_path,
-        description="The tech-stack fingerprint database `seojobs fingerprints update` "
-        "installs (default: ./seojobs-fingerprints.json); API and workers read it.",
-    )
     # -- quotas: each kind declares its own and their default limits (seojobs.engine.quotas)
     quota_limits: dict[str, NonNegativeInt] = Field(
         default_factory=dict,
@@ -266,6 +226,8 @@ class Settings(BaseSettings):
     # Values for a kind's own settings model given here by their full names
     # (Settings(rank_check_concurrency=1)): seojobs.engine.kindsettings hands them to the kind.
     kind_overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    # The kinds' settings built for these (seojobs.engine.kindsettings.of).
+    _kind_built: dict[Any, Any] = PrivateAttr(default_factory=dict)
     plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
@@ -302,6 +264,10 @@ class Settings(BaseSettings):
         rest["quota_limits"] = {**(data.get("quota_limits") or {}), **quotas}
         rest["kind_overrides"] = {**(data.get("kind_overrides") or {}), **others}
         return rest
+
+    @property
+    def kind_built(self) -> dict[Any, Any]:
+        return self._kind_built
 
     @field_validator("plugins", "fetch_allow_hosts", "trusted_proxies", mode="before")
     @classmethod

@@ -152,3 +152,4 @@ def test_record_audit_reads(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) ->
         for noise, shown in NOISE:
             text = noise.sub(shown, text)
         Path(str(OUT), "audit_reads.json").write_text(text)
+        Path(str(OUT), "openapi.json").write_text(json.dumps(doc, indent=1, sort_keys=True))

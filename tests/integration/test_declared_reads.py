@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from seojobs.kinds import load_registry
-from seojobs.reads import FieldMatch, Read
+from seojobs.reads import FieldMatch, JobCompare, JobRead, Read
 from tests.api_helpers import Api, api
-from tests.collected_world import publish
+from tests.collected_world import completed_job, publish
 from tests.conftest import STORES, make_settings, migrated_sqlite, pg_database
 
 PLUGINS = ["tests.kinds", "tests.acme"]
@@ -245,3 +245,42 @@ def test_a_history_narrowed_to_nothing_is_an_empty_page_and_one_of_nothing_a_404
         answer = client.get(history, params=asked)
         assert answer.status_code == 404 and repr(asked["url"]) in answer.json()["detail"]
     assert len(client.get(history, params={"url": url}).json()["data"]) == 1
+
+
+def _job_reads() -> list[Any]:
+    registry = load_registry(make_settings("sqlite:///unused.db", plugins=PLUGINS))
+    return [pytest.param(r, id=r.operation_id) for k in registry.kinds() for r in k.job_reads]
+
+
+def _job_url(read: JobRead | JobCompare, project: int, job: int, other: int) -> str:
+    path = read.path.format(job_id=job, other_job_id=other)
+    return f"/v1/projects/{project}/{path}"
+
+
+@pytest.mark.parametrize("read", _job_reads())
+def test_a_job_read_of_another_users_job_is_a_404(
+    served: tuple[Api, httpx.Client], read: JobRead | JobCompare
+) -> None:
+    """A read of one job (or a comparison of two) answers its owner, and is a 404 for anyone
+    else, whether they name the owner's project or their own."""
+    app, client = served
+    project = _project(client)
+    job, other = (completed_job(app.services, project, read.kind) for _ in range(2))
+    owned = client.get(_job_url(read, project, job, other))
+    assert owned.status_code == 200, owned.text
+    assert owned.json()["job_id"] == job
+    stranger = app.client(app.account())
+    theirs = _project(stranger)
+    for url in (
+        _job_url(read, project, job, other),
+        _job_url(read, theirs, job, other),
+    ):
+        answer = stranger.get(url)
+        assert answer.status_code == 404, answer.text
+        assert answer.headers["content-type"].startswith("application/problem+json")
+    if isinstance(read, JobCompare):  # the other job is checked as well as the first
+        mine = completed_job(app.services, theirs, read.kind)
+        for url in (_job_url(read, theirs, mine, job), _job_url(read, theirs, job, mine)):
+            answer = stranger.get(url)
+            assert answer.status_code == 404, answer.text
+        assert stranger.get(_job_url(read, theirs, mine, mine)).status_code == 200

@@ -12,7 +12,6 @@ from seojobs.engine import maintenance
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.services.quotas import day_start
-from seojobs.settings import Settings
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from tests.api_helpers import V1, Api, Providers, api, assert_problem, stored
@@ -20,11 +19,9 @@ from tests.conftest import NO_PROVIDERS, make_settings
 from tests.waiting import wait_until
 
 URLS = ["https://a.example/1", "https://a.example/2"]
-# The shipped provider orders (the test settings narrow them to the fakes they run).
-SHIPPED_ORDERS = {
-    name: Settings.model_fields[name].get_default(call_default_factory=True)
-    for name in ("submit_providers", "check_providers")
-}
+# The shipped provider orders (the test settings narrow them to the fakes they run): unset,
+# the kinds' declared ones.
+SHIPPED_ORDERS = {name: None for name in ("submit_providers", "check_providers")}
 
 
 def _refused(response: Any, field: str, *settings: str) -> None:

@@ -24,9 +24,12 @@ from seojobs.settings import Settings
 def test_a_knob_that_moved_into_its_kind_keeps_its_variable(
     monkeypatch: pytest.MonkeyPatch, model: type[RankCheckSettings], env: str, default: int
 ) -> None:
-    assert kindsettings.build(model, Settings()).model_dump() == {"concurrency": default}
+    knob = {"concurrency"}  # the kind's other settings are tested on their own
+    assert kindsettings.build(model, Settings()).model_dump(include=knob) == {
+        "concurrency": default
+    }
     monkeypatch.setenv(env, "3")
-    assert kindsettings.build(model, Settings()).model_dump() == {"concurrency": 3}
+    assert kindsettings.build(model, Settings()).model_dump(include=knob) == {"concurrency": 3}
     monkeypatch.setenv(env, "0")
     with pytest.raises(ValidationError, match="concurrency"):
         kindsettings.build(model, Settings())
@@ -40,6 +43,17 @@ def test_a_value_given_by_its_name_of_old_reaches_the_kind_over_the_environment(
     assert kindsettings.build(RankCheckSettings, settings).concurrency == 1
     assert kindsettings.build(IndexCheckSettings, settings).concurrency == 2
     assert "rank_check_concurrency" not in Settings.model_fields  # it moved
+
+
+@pytest.mark.parametrize("name", ["check_diagnostics_only", "index_check_diagnostics_only"])
+def test_a_moved_field_given_by_its_old_or_new_keyword_reaches_the_kind_over_the_environment(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv("SEOJOBS_INDEX_CHECK_DIAGNOSTICS_ONLY", "false")
+    settings = Settings(**{name: True})
+    assert kindsettings.of(IndexCheckSettings, settings).diagnostics_only is True
+    assert "check_diagnostics_only" not in Settings.model_fields  # it moved
+    assert kindsettings.of(IndexCheckSettings, Settings()).diagnostics_only is False
 
 
 def test_every_kinds_own_settings_have_a_prefix_of_their_own() -> None:

@@ -45,37 +45,70 @@ def test_the_kinds_declare_the_shipped_orders_and_the_table_lists_them_in_order(
     assert all(row.uses is None for row in rows(NOTHING_SET, registry))  # no key set
 
 
-@pytest.mark.parametrize(
-    ("env", "value", "role", "engine", "order"),
-    [
-        ("SEOJOBS_SUBMIT_PROVIDERS", '{"bing": ["indexnow"]}', "submission", "bing", ["indexnow"]),
-        (
-            "SEOJOBS_CHECK_PROVIDERS",
-            '{"google": ["serpapi"]}',
-            "index checks",
-            "google",
-            ["serpapi"],
-        ),
-        (
-            "SEOJOBS_RANK_PROVIDERS",
-            '{"google": ["dataforseo"]}',
-            "rank checks",
-            "google",
-            ["dataforseo"],
-        ),
-        ("SEOJOBS_GEO_PROVIDERS", '["perplexity"]', "AI search", "ai", ["perplexity"]),
-    ],
-)
-def test_the_settings_of_old_reorder_a_role(
-    monkeypatch: pytest.MonkeyPatch, env: str, value: str, role: str, engine: str, order: list[str]
+ROLE_SETTINGS = [
+    # (old name, the kind's own name, value, role, engine, order)
+    (
+        "SEOJOBS_SUBMIT_PROVIDERS",
+        "SEOJOBS_INDEX_SUBMIT_PROVIDERS",
+        '{"bing": ["indexnow"]}',
+        "submission",
+        "bing",
+        ["indexnow"],
+    ),
+    (
+        "SEOJOBS_CHECK_PROVIDERS",
+        "SEOJOBS_INDEX_CHECK_PROVIDERS",
+        '{"google": ["serpapi"]}',
+        "index checks",
+        "google",
+        ["serpapi"],
+    ),
+    (
+        "SEOJOBS_KEYWORD_PROVIDERS",
+        "SEOJOBS_KEYWORD_RESEARCH_PROVIDERS",
+        '{"google": ["google_ads"]}',
+        "keywords",
+        "google",
+        ["google_ads"],
+    ),
+    (
+        "SEOJOBS_RANK_PROVIDERS",
+        "SEOJOBS_RANK_CHECK_PROVIDERS",
+        '{"google": ["dataforseo"]}',
+        "rank checks",
+        "google",
+        ["dataforseo"],
+    ),
+    (
+        "SEOJOBS_GEO_PROVIDERS",
+        "SEOJOBS_GEO_LOOKUP_PROVIDERS",
+        '["perplexity"]',
+        "AI search",
+        "ai",
+        ["perplexity"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "value", "role", "engine", "order"), ROLE_SETTINGS)
+@pytest.mark.parametrize("named", ["old", "new"])
+def test_the_settings_of_old_and_the_kinds_own_reorder_a_role(
+    monkeypatch: pytest.MonkeyPatch,
+    named: str,
+    old: str,
+    new: str,
+    value: str,
+    role: str,
+    engine: str,
+    order: list[str],
 ) -> None:
-    monkeypatch.setenv(env, value)
+    monkeypatch.setenv(old if named == "old" else new, value)
     monkeypatch.setenv("SEOJOBS_SERPAPI_KEY", "k")  # a provider key, by its name of old
     monkeypatch.setenv("SEOJOBS_PERPLEXITY_API_KEY", "k")
     settings = Settings(plugins=[])
     found = {r.name: r for r in load_registry(settings).provider_roles()}[role]
     assert found.orders(settings) == {engine: order}
-    assert found.env == env
+    assert found.env == new  # what messages and the docs name
 
 
 class _Params(BaseModel):

@@ -15,7 +15,6 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from seojobs import __version__
 from seojobs.api import dashboard, docs, metrics, openapi, problems, reads
-from seojobs.api.audit_compare import router as audit_compare_router
 from seojobs.api.audits import router as audits_router
 from seojobs.api.deps import AuthCache
 from seojobs.api.inputs import CheckedRoute, require_checked
@@ -98,7 +97,6 @@ def create_app(
     app.include_router(projects_router)
     app.include_router(results_router)
     app.include_router(audits_router)
-    app.include_router(audit_compare_router)
     app.include_router(reads.router(registry))  # every read the kinds declare
     docs.install(app)
     metrics.install(app, services)

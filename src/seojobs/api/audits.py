@@ -1,6 +1,6 @@
 """Site audits: the check catalogue and starting an audit (the project's audits, the latest
-summary, an audit's issues and pages are the kind's declared reads; ``audit_compare`` compares
-two audits).
+summary, an audit's issues and pages, and the comparison of two audits are the kind's declared
+reads).
 
 An audit is an ordinary ``site_audit`` job (``POST /v1/projects/{id}/audits`` starts the
 same job as ``POST /v1/projects/{id}/jobs`` with that type); reads serve what the last

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import inspect
 import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, create_model
 
 from seojobs import csvfile
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
-from seojobs.api.ids import MAX_ID, digits, digits_pattern, parse_cursor
+from seojobs.api.ids import MAX_ID, IdDigits, digits, digits_pattern, parse_cursor
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.paging import paged
 from seojobs.api.projects import ProjectId
@@ -33,7 +34,7 @@ from seojobs.api.v1 import Cursor as IdCursor
 from seojobs.api.v1 import JobId, Limit, SeqCursor
 from seojobs.engine.registry import Registry
 from seojobs.fielderrors import shown
-from seojobs.reads import Filter, JobFilter, JobRead, Read
+from seojobs.reads import Filter, JobCompare, JobFilter, JobRead, Read
 from seojobs.services import NotFound
 from seojobs.services import reads as read_svc
 from seojobs.timefmt import rfc3339_or_none
@@ -304,11 +305,79 @@ def _job_csv(read: JobRead, job_id: int, rows: Iterator[dict[str, Any]]) -> Resp
     )
 
 
+# -- how one job's findings differ from another's (JobCompare) ------------------------------
+
+Change = Annotated[
+    Literal["new", "fixed", "unchanged"],
+    Query(
+        description="Which issues to list: `new` (found by job_id only), `fixed` (by "
+        "other_job_id only) or `unchanged` (by both)."
+    ),
+]
+
+
+def _compare_parameters(read: JobCompare) -> list[inspect.Parameter]:
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    other = Annotated[int, Path(ge=1, le=MAX_ID, description=read.other_description), IdDigits]
+    code = Annotated[str | None, Query(max_length=100, description=read.code_description)]
+    return [
+        inspect.Parameter("project_id", keyword, annotation=ProjectId),
+        inspect.Parameter("job_id", keyword, annotation=JobId),
+        inspect.Parameter("other_job_id", keyword, annotation=other),
+        inspect.Parameter("user", keyword, annotation=User),
+        inspect.Parameter("svc", keyword, annotation=Svc),
+        inspect.Parameter("change", keyword, annotation=Change, default="new"),
+        inspect.Parameter("code", keyword, annotation=code, default=None),
+        inspect.Parameter("cursor", keyword, annotation=IdCursor, default=None),
+        inspect.Parameter("limit", keyword, annotation=Limit, default=100),
+    ]
+
+
+def _compare_endpoint(read: JobCompare) -> Callable[..., Response]:
+    def answer(**given: Any) -> Response:
+        change: str = given["change"]
+        limit: int = given["limit"]
+        after = parse_cursor(given["cursor"]) or 0  # checked before anything is read
+        found = read_svc.job_compare(
+            given["svc"],
+            given["user"],
+            given["project_id"],
+            given["job_id"],
+            given["other_job_id"],
+            read,
+            change=change,
+            code=given["code"],
+            after=after,
+            limit=limit + 1,
+        )
+        page, more = paged(found.found, limit, lambda pair: pair.id)
+        by_code = [dataclasses.asdict(c) for c in found.counts]
+        totals = {
+            "new": sum(c.new for c in found.counts),
+            "fixed": sum(c.fixed for c in found.counts),
+            "unchanged": sum(c.unchanged for c in found.counts),
+        }
+        pairs = [{"id": f.id, "code": f.code, "severity": f.severity, "url": f.url} for f in page]
+        data = {"counts": totals, "by_code": by_code, "change": change, read.listed: pairs}
+        return JSONResponse(
+            {
+                "job_id": found.job.id,
+                "collected_at": rfc3339_or_none(found.collected_at),
+                "other_job_id": found.other.id,
+                "other_collected_at": rfc3339_or_none(found.other_collected_at),
+                "data": data,
+                "next_cursor": more,
+            }
+        )
+
+    return _named(answer, _compare_parameters(read), read)
+
+
 def _mount(
     made: APIRouter,
     seen: dict[str, str],
     kind: str,
-    read: Read | JobRead,
+    read: Read | JobRead | JobCompare,
     endpoint: Callable[..., Response],
     model: type[BaseModel],
 ) -> None:
@@ -324,12 +393,14 @@ def _mount(
         operation_id=read.operation_id,
         summary=read.summary or None,
         tags=list(read.tags or (read.path.split("/")[0],)),
-        responses=CSV_RESPONSE if read.csv else None,
+        responses=CSV_RESPONSE if isinstance(read, Read | JobRead) and read.csv else None,
     )
 
 
 def _named(
-    answer: Callable[..., Response], parameters: list[inspect.Parameter], read: Read | JobRead
+    answer: Callable[..., Response],
+    parameters: list[inspect.Parameter],
+    read: Read | JobRead | JobCompare,
 ) -> Callable[..., Response]:
     """``answer`` as FastAPI reads an endpoint: these parameters, the read's name and doc."""
     answer.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -346,5 +417,9 @@ def router(registry: Registry) -> APIRouter:
         for read in kind.reads:
             _mount(made, seen, kind.name, read, _endpoint(read), response_model(read))
         for job_read in kind.job_reads:
-            _mount(made, seen, kind.name, job_read, _job_endpoint(job_read), job_read.response)
+            if isinstance(job_read, JobCompare):
+                endpoint = _compare_endpoint(job_read)
+            else:
+                endpoint = _job_endpoint(job_read)
+            _mount(made, seen, kind.name, job_read, endpoint, job_read.response)
     return made

@@ -33,7 +33,7 @@ from seojobs.engine.roles import ProviderRole
 from seojobs.engine.views import GENERIC_VIEW, DashboardView
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
-from seojobs.reads import JobRead, Read
+from seojobs.reads import JobCompare, JobRead, Read
 from seojobs.records import NewItem
 from seojobs.rowshape import KindTable
 from seojobs.store import kindrows
@@ -154,8 +154,9 @@ class Kind(Generic[P]):
     # What one router serves of what it collects (seojobs.reads): plain data, mounted under
     # /v1/projects/{project_id}/ when the app is built.
     reads: tuple[Read, ...] = ()
-    # What one of its completed jobs wrote (its findings, a table it owns), read per job.
-    job_reads: tuple[JobRead, ...] = ()
+    # What one of its completed jobs wrote (its findings, a table it owns), read per job, and
+    # how what one found differs from what another found (JobCompare).
+    job_reads: tuple[JobRead | JobCompare, ...] = ()
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.hints import PollHint
+from seojobs.engine.kindsettings import moved, of
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.engine.roles import ProviderRole
 from seojobs.fetch import Fetcher
@@ -32,19 +33,35 @@ class IndexCheckSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_INDEX_CHECK_", extra="ignore")
     concurrency: int = Field(default=8, ge=1, description="URLs a job checks at once.")
+    providers: dict[str, list[str]] | None = Field(
+        default=None,
+        validation_alias=moved("seojobs_index_check_providers", "seojobs_check_providers"),
+        description="Index checks, per engine (default: google: url_inspection, serper, "
+        "serpapi, dataforseo; bing and yandex: serpapi, dataforseo).",
+    )
+    diagnostics_only: bool = Field(
+        default=False,
+        validation_alias=moved(
+            "seojobs_index_check_diagnostics_only", "seojobs_check_diagnostics_only"
+        ),
+        description="Index checks with no index provider for their engine still run: our own "
+        "indexability diagnostics per URL, the index verdict `unknown`.",
+    )
 
 
 # Which adapters answer "is it indexed?" per engine, in the order tried
-# (SEOJOBS_CHECK_PROVIDERS); without one, SEOJOBS_CHECK_DIAGNOSTICS_ONLY still runs the jobs.
+# (SEOJOBS_INDEX_CHECK_PROVIDERS, or SEOJOBS_CHECK_PROVIDERS); without one,
+# SEOJOBS_INDEX_CHECK_DIAGNOSTICS_ONLY (or SEOJOBS_CHECK_DIAGNOSTICS_ONLY) still runs the jobs.
 CHECKS = ProviderRole(
     "index checks",
-    "check_providers",
+    "providers",
     {
         "google": ("url_inspection", "serper", "serpapi", "dataforseo"),
         "bing": ("serpapi", "dataforseo"),
         "yandex": ("serpapi", "dataforseo"),
     },
-    runs_without="check_diagnostics_only",
+    runs_without="diagnostics_only",
+    settings=IndexCheckSettings,
 )
 
 
@@ -53,7 +70,7 @@ class IndexCheckParams(UrlListParams):
 
 
 async def _provider_verdict(checker: Checker | None, url: str, engine: str) -> CheckResult:
-    if checker is None:  # diagnostics only (SEOJOBS_CHECK_DIAGNOSTICS_ONLY): no verdict
+    if checker is None:  # diagnostics only (SEOJOBS_INDEX_CHECK_DIAGNOSTICS_ONLY): no verdict
         reason = f"no index provider is configured for engine {engine!r}"
         return CheckResult(url, "unknown", "none", detail={"reason": reason})
     try:
@@ -68,7 +85,7 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
     params = ctx.params
     checker = (
         None
-        if ctx.settings.check_diagnostics_only
+        if ctx.kind_settings.diagnostics_only
         and providers.chosen(ctx.settings, CHECKS, params.engine) is None
         else providers.pick(ctx.settings, CHECKS, params.engine)
     )
@@ -105,8 +122,8 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
 
 def refusal(params: IndexCheckParams, settings: Any) -> Refusal | None:
     """No index provider for the engine: refused, unless the deployment takes diagnostics
-    alone (SEOJOBS_CHECK_DIAGNOSTICS_ONLY)."""
-    if settings.check_diagnostics_only:
+    alone (SEOJOBS_INDEX_CHECK_DIAGNOSTICS_ONLY)."""
+    if of(IndexCheckSettings, settings).diagnostics_only:
         return None
     return providers.refusal(settings, CHECKS, params.engine)
 

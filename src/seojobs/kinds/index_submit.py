@@ -11,9 +11,11 @@ from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.engine.hints import PollHint
+from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import FollowUp, Kind, Quota, Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
@@ -25,11 +27,27 @@ from seojobs.providers.base import MALFORMED_RESPONSE, ProviderError, SubmitResu
 from seojobs.records import ItemRecord
 
 NAME = "index_submit"
-# Which adapters submit to each engine, in the order tried (SEOJOBS_SUBMIT_PROVIDERS).
+
+
+class IndexSubmitSettings(BaseSettings):
+    """The index submissions' own settings (``SEOJOBS_INDEX_SUBMIT_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_INDEX_SUBMIT_", extra="ignore")
+    providers: dict[str, list[str]] | None = Field(
+        default=None,
+        validation_alias=moved("seojobs_index_submit_providers", "seojobs_submit_providers"),
+        description="Index submission, per engine (default: google_indexing for google, "
+        "indexnow for bing and yandex).",
+    )
+
+
+# Which adapters submit to each engine, in the order tried (SEOJOBS_INDEX_SUBMIT_PROVIDERS, or
+# SEOJOBS_SUBMIT_PROVIDERS).
 SUBMISSION = ProviderRole(
     "submission",
-    "submit_providers",
+    "providers",
     {"google": ("google_indexing",), "bing": ("indexnow",), "yandex": ("indexnow",)},
+    settings=IndexSubmitSettings,
 )
 
 
@@ -128,6 +146,7 @@ KIND = Kind(
     summary_params=SUMMARY_PARAMS,
     poll_hint=PollHint(),  # seed 000's schedule
     providers=(SUBMISSION,),
+    settings=IndexSubmitSettings,
     description="Submit URLs for crawling (IndexNow, Google Indexing API).",
     cost=url_count_cost(QUOTA.name),
     quotas=(QUOTA,),

@@ -28,13 +28,13 @@ class Row:
     engine: str
     order: tuple[tuple[str, bool], ...]  # (provider, configured), in the order tried
     uses: str | None  # the provider jobs use; None: such jobs are refused
-    runs_without: str | None = None  # the setting under which jobs run without a provider
+    runs_anyway: bool = False  # jobs run without a provider (index checks: diagnostics only)
 
     def jobs(self, settings: Settings) -> str:
         """What happens to a new job of this role and engine: run, refused or diagnostics only."""
         if self.uses:
             return "run"
-        if self.runs_without and getattr(settings, self.runs_without, False):
+        if self.runs_anyway:
             return "diagnostics_only"
         return "refused"
 
@@ -71,7 +71,7 @@ def _rows(settings: Settings, role: ProviderRole) -> list[Row]:
     for engine in sorted(orders):
         listed = tuple((name, configured(settings, name)) for name in orders[engine])
         uses = chosen(settings, role, engine)
-        found.append(Row(role.name, engine, listed, uses, role.runs_without))
+        found.append(Row(role.name, engine, listed, uses, role.runs_anyway(settings)))
     return found
 
 

@@ -1,5 +1,6 @@
-"""Site audits' reads (``services.audits``): one completed audit of a project, its pages, and
-how its findings changed against another audit of the project. Reads never start an audit."""
+"""Site audits' reads (``services.audits``): one completed audit of a project and its pages
+(how its findings changed against another audit is a declared read: ``JobCompare``). Reads
+never start an audit."""
 
 from __future__ import annotations
 
@@ -9,16 +10,10 @@ from datetime import datetime
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
 from seojobs.kinds.site_audit.pagetable import PAGE_TABLE, AuditPageRecord
 from seojobs.kinds.site_audit.reads import PAGES
-from seojobs.records import (
-    ChangeCount,
-    ChangedFinding,
-    JobRecord,
-    UserRecord,
-)
+from seojobs.records import JobRecord, UserRecord
 from seojobs.services import reads as read_svc
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.jobs import Jobs
-from seojobs.store import audits as audit_sql
 from seojobs.store import reads as read_sql
 
 
@@ -30,14 +25,6 @@ class Audit:
     @property
     def id(self) -> int:
         return self.job.id
-
-
-@dataclass(frozen=True)
-class Comparison:
-    audit: Audit
-    other: Audit
-    counts: list[ChangeCount]  # per code
-    found: list[ChangedFinding]  # a page of the pairs of one change
 
 
 class Audits(Part):
@@ -73,26 +60,3 @@ class Audits(Part):
         with self.db.read() as conn:
             found = read_sql.job_rows(conn, PAGES, job_id, values, after=after_seq, limit=limit)
         return audit, [PAGE_TABLE.record(row) for row in found]
-
-    def compare(
-        self,
-        user: UserRecord,
-        project_id: int,
-        job_id: int,
-        other_id: int,
-        *,
-        change: str = "new",
-        code: str | None = None,
-        after_id: int = 0,
-        limit: int = 100,
-    ) -> Comparison:
-        """How ``job_id``'s findings differ from ``other_id``'s (both completed audits of the
-        project), by (code, url): counts per code, and a page of the pairs of one change."""
-        audit = self.get(user, project_id, job_id)
-        other = self.get(user, project_id, other_id)
-        with self.db.read() as conn:
-            counts = audit_sql.change_counts(conn, job_id, other_id)
-            found = audit_sql.changed(
-                conn, job_id, other_id, change=change, code=code, after_id=after_id, limit=limit
-            )
-        return Comparison(audit, other, counts, found)

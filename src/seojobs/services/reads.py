@@ -12,8 +12,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from seojobs.reads import JobRead, Key, Read, RowMatch, SubjectMatch
-from seojobs.records import CollectionRecord, JobRecord, ProjectRecord, UserRecord
+from seojobs.reads import JobCompare, JobRead, Key, Read, RowMatch, SubjectMatch
+from seojobs.records import (
+    ChangeCount,
+    ChangedFinding,
+    CollectionRecord,
+    JobRecord,
+    ProjectRecord,
+    UserRecord,
+)
 from seojobs.services.errors import NotFound
 from seojobs.store import reads as read_sql
 from seojobs.store.db import Connection, Database
@@ -270,3 +277,45 @@ def job_rows(
     with svc.db.read() as conn:
         found = read_sql.job_rows(conn, read, job_id, wanted, after=after, limit=limit)
     return JobRows(job, collected, found)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """Two completed jobs (each with when its collection was made), how their findings
+    changed per code, and a page of the pairs of one change (one more than asked, when there
+    are more: the caller cuts the page)."""
+
+    job: JobRecord
+    collected_at: datetime | None
+    other: JobRecord
+    other_collected_at: datetime | None
+    counts: list[ChangeCount]
+    found: list[ChangedFinding]
+
+
+def job_compare(
+    svc: _JobServices,
+    user: UserRecord,
+    project_id: int,
+    job_id: int,
+    other_id: int,
+    read: JobCompare,
+    *,
+    change: str,
+    code: str | None,
+    after: int,
+    limit: int,
+) -> Compared:
+    """How ``job_id``'s findings differ from ``other_id``'s, both completed jobs of the
+    read's kind in the user's project (``NotFound`` otherwise, the first job checked first)."""
+    svc.project(user, project_id)
+    job, collected = completed(svc.jobs, svc.db, user, project_id, job_id, read.kind, read.noun)
+    other, other_collected = completed(
+        svc.jobs, svc.db, user, project_id, other_id, read.kind, read.noun
+    )
+    with svc.db.read() as conn:
+        counts = read_sql.change_counts(conn, read, job_id, other_id)
+        found = read_sql.changed(
+            conn, read, job_id, other_id, change=change, code=code, after_id=after, limit=limit
+        )
+    return Compared(job, collected, other, other_collected, counts, found)

@@ -26,12 +26,22 @@ from sqlalchemy import (
     cast,
     exists,
     func,
+    literal,
     or_,
     select,
 )
 
-from seojobs.reads import FieldMatch, Filter, JobRead, Key, Read, RowMatch, SubjectMatch
-from seojobs.records import CollectionRecord
+from seojobs.reads import (
+    FieldMatch,
+    Filter,
+    JobCompare,
+    JobRead,
+    Key,
+    Read,
+    RowMatch,
+    SubjectMatch,
+)
+from seojobs.records import ChangeCount, ChangedFinding, CollectionRecord
 from seojobs.store import kindrows
 from seojobs.store.results import subject_key
 from seojobs.store.tables import collections, findings
@@ -326,3 +336,91 @@ def job_rows(
             query = query.where(column == value)
     rows = conn.execute(query.order_by(key).limit(limit))
     return [dict(row._mapping) for row in rows]
+
+
+# -- how one job's findings differ from another's (JobCompare) ------------------------------
+# Done in SQL, so a 5,000-page audit needs no more than a few indexed queries.
+
+CHANGES = ("new", "fixed", "unchanged")
+
+
+def _pairs(read: JobCompare, job_id: int, other_id: int) -> Any:
+    """One row per (code, pair) either job found, in one pass over both jobs' findings:
+    whether each found it, and the id of each one's first finding of it. A finding without
+    ``read.pair`` in its data compares as ""."""
+    pair = func.coalesce(findings.c.data[read.pair].as_string(), literal(""))
+    found = (
+        select(
+            findings.c.job_id,
+            findings.c.code,
+            pair.label("pair"),
+            findings.c.severity,
+            findings.c.id,
+        )
+        .where(findings.c.job_id.in_((job_id, other_id)))
+        .subquery()
+    )
+    # Two tests, not one and its negation: a job compared with itself is all unchanged.
+    return (
+        select(
+            found.c.code,
+            found.c.pair,
+            func.min(found.c.severity).label("severity"),
+            func.min(case((found.c.job_id == job_id, found.c.id))).label("id"),
+            func.min(case((found.c.job_id == other_id, found.c.id))).label("other_id"),
+        )
+        .group_by(found.c.code, found.c.pair)
+        .subquery()
+    )
+
+
+def _change(pairs: Any, change: str) -> ColumnElement[bool]:
+    if change == "new":
+        return and_(pairs.c.id.is_not(None), pairs.c.other_id.is_(None))
+    if change == "fixed":
+        return and_(pairs.c.id.is_(None), pairs.c.other_id.is_not(None))
+    return and_(pairs.c.id.is_not(None), pairs.c.other_id.is_not(None))
+
+
+def change_counts(
+    conn: Connection, read: JobCompare, job_id: int, other_id: int
+) -> list[ChangeCount]:
+    """Per code: how many (code, pair)s ``job_id`` found that ``other_id`` did not (``new``),
+    ``other_id`` found that ``job_id`` did not (``fixed``), and both found (``unchanged``)."""
+    pairs = _pairs(read, job_id, other_id)
+    counted = [func.sum(case((_change(pairs, c), 1), else_=0)) for c in CHANGES]
+    query = (
+        select(pairs.c.code, func.min(pairs.c.severity), *counted)
+        .group_by(pairs.c.code)
+        .order_by(pairs.c.code)
+    )
+    return [
+        ChangeCount(
+            code=code, severity=severity, new=int(new), fixed=int(fixed), unchanged=int(same)
+        )
+        for code, severity, new, fixed, same in conn.execute(query)
+    ]
+
+
+def changed(
+    conn: Connection,
+    read: JobCompare,
+    job_id: int,
+    other_id: int,
+    *,
+    change: str,
+    code: str | None = None,
+    after_id: int = 0,
+    limit: int = 100,
+) -> list[ChangedFinding]:
+    """The (code, pair)s of one ``change`` (``new``, ``fixed`` or ``unchanged``), ordered by
+    the id of the first finding of each (``other_id``'s for ``fixed``): also the cursor."""
+    pairs = _pairs(read, job_id, other_id)
+    key = pairs.c.other_id if change == "fixed" else pairs.c.id
+    query = select(key, pairs.c.code, pairs.c.severity, pairs.c.pair).where(
+        _change(pairs, change), key > after_id
+    )
+    if code is not None:
+        query = query.where(pairs.c.code == code)
+    rows = conn.execute(query.order_by(key).limit(limit))
+    return [ChangedFinding(id=i, code=c, severity=s, url=u or None) for i, c, s, u in rows]

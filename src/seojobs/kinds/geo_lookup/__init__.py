@@ -14,7 +14,7 @@ from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
 from seojobs.kinds.geo_lookup.reads import READS
-from seojobs.kinds.geo_lookup.run import AI_SEARCH, refusal, run, subject
+from seojobs.kinds.geo_lookup.run import AI_SEARCH, GeoLookupSettings, refusal, run, subject
 
 NAME = "geo_lookup"
 __all__ = ["KIND", "NAME", "GeoLookupParams", "subject"]
@@ -41,6 +41,7 @@ KIND: Kind[GeoLookupParams] = Kind(
     item_key=lambda prompt: str(prompt).casefold(),
     poll_hint=PollHint.every(10),  # seed 001: AI search lookups, 10 s
     providers=(AI_SEARCH,),
+    settings=GeoLookupSettings,
     description="Ask AI search (OpenAI web search, Perplexity Sonar) each prompt: the "
     "answer's citations, whether the domain is cited and where, whether the brand is named "
     "(GET /v1/projects/{id}/geo).",

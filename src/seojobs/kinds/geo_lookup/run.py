@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
@@ -43,9 +47,30 @@ ADAPTERS: dict[str, type[OpenAiSearch] | type[PerplexitySearch]] = {
     "openai": OpenAiSearch,
     "perplexity": PerplexitySearch,
 }
-# AI search has no engines: one order (SEOJOBS_GEO_PROVIDERS, a JSON list) under "ai".
+
+
+class GeoLookupSettings(BaseSettings):
+    """AI search's own settings (``SEOJOBS_GEO_LOOKUP_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_GEO_LOOKUP_", extra="ignore")
+    providers: list[str] | None = Field(
+        default=None,
+        validation_alias=moved("seojobs_geo_lookup_providers", "seojobs_geo_providers"),
+        description="AI search, the order a job without `provider` tries (default: openai, "
+        "perplexity).",
+    )
+
+
+# AI search has no engines: one order (SEOJOBS_GEO_LOOKUP_PROVIDERS, or SEOJOBS_GEO_PROVIDERS,
+# a JSON list) under "ai".
 AI = "ai"
-AI_SEARCH = ProviderRole("AI search", "geo_providers", {AI: ("openai", "perplexity")}, single=AI)
+AI_SEARCH = ProviderRole(
+    "AI search",
+    "providers",
+    {AI: ("openai", "perplexity")},
+    single=AI,
+    settings=GeoLookupSettings,
+)
 ITEM_ERRORS = (UPSTREAM_ERROR, MALFORMED_RESPONSE)  # this prompt's trouble, not the job's
 
 
@@ -55,7 +80,7 @@ def subject(provider: str, prompt: str) -> str:
 
 
 def provider_of(params: GeoLookupParams, settings: Any) -> str | None:
-    """The job's own choice, else the first configured one in SEOJOBS_GEO_PROVIDERS."""
+    """The job's own choice, else the first configured one in SEOJOBS_GEO_LOOKUP_PROVIDERS."""
     if params.provider is not None:
         return params.provider
     order = [name for name in AI_SEARCH.order(settings, AI) if name in ADAPTERS]
@@ -65,7 +90,7 @@ def provider_of(params: GeoLookupParams, settings: Any) -> str | None:
 def _missing(settings: Any) -> str:
     listed = AI_SEARCH.order(settings, AI)
     hints = [f"{providers.setting_names(n)} ({n})" for n in listed if n in ADAPTERS]
-    advice = "set " + ", or ".join(hints) if hints else "list a provider in SEOJOBS_GEO_PROVIDERS"
+    advice = "set " + ", or ".join(hints) if hints else f"list a provider in {AI_SEARCH.env}"
     return f"no provider is configured for AI search: {advice}"
 
 

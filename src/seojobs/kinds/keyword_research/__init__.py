@@ -12,7 +12,13 @@ from __future__ import annotations
 from seojobs.engine.registry import Kind, Quota
 from seojobs.kinds.keyword_research.params import KeywordResearchParams
 from seojobs.kinds.keyword_research.reads import READS
-from seojobs.kinds.keyword_research.run import KEYWORDS, refusal, run, subject
+from seojobs.kinds.keyword_research.run import (
+    KEYWORDS,
+    KeywordResearchSettings,
+    refusal,
+    run,
+    subject,
+)
 
 NAME = "keyword_research"
 __all__ = ["KIND", "NAME", "KeywordResearchParams", "subject"]
@@ -31,6 +37,7 @@ KIND: Kind[KeywordResearchParams] = Kind(
     KeywordResearchParams,
     run,
     providers=(KEYWORDS,),
+    settings=KeywordResearchSettings,
     description="Search volume, CPC, competition and keyword ideas for seeds or a page "
     "(GET /v1/projects/{id}/keywords).",
     summary_params=("seeds", "url", "location", "language", "provider", "limit"),

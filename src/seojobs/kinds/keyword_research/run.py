@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from seojobs.engine.context import JobContext, JobFailed
+from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
@@ -21,9 +25,28 @@ from seojobs.providers.dataforseo_keywords import DataForSeoKeywords
 from seojobs.providers.google_ads import GoogleAdsKeywords
 from seojobs.providers.keywords import KeywordSource, Research
 
-ENGINE = "google"  # the one engine of SEOJOBS_KEYWORD_PROVIDERS
+ENGINE = "google"  # the one engine of SEOJOBS_KEYWORD_RESEARCH_PROVIDERS
 # The first configured one is a job's default provider.
-KEYWORDS = ProviderRole("keywords", "keyword_providers", {ENGINE: ("dataforseo", "google_ads")})
+
+
+class KeywordResearchSettings(BaseSettings):
+    """Keyword research's own settings (``SEOJOBS_KEYWORD_RESEARCH_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="SEOJOBS_KEYWORD_RESEARCH_", extra="ignore")
+    providers: dict[str, list[str]] | None = Field(
+        default=None,
+        validation_alias=moved("seojobs_keyword_research_providers", "seojobs_keyword_providers"),
+        description='Keyword research; "google" is the only engine (default: dataforseo, '
+        "google_ads). The first configured one is a job's default provider.",
+    )
+
+
+KEYWORDS = ProviderRole(
+    "keywords",
+    "providers",
+    {ENGINE: ("dataforseo", "google_ads")},
+    settings=KeywordResearchSettings,
+)
 ADAPTERS: dict[str, type[DataForSeoKeywords] | type[GoogleAdsKeywords]] = {
     "dataforseo": DataForSeoKeywords,
     "google_ads": GoogleAdsKeywords,

@@ -20,6 +20,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
+from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
@@ -33,9 +34,8 @@ from seojobs.providers.serper_ranks import SerperRanks
 from seojobs.records import ItemRecord
 from seojobs.timefmt import rfc3339
 
-ENGINE = "google"  # the one engine of SEOJOBS_RANK_PROVIDERS
+ENGINE = "google"  # the one engine of SEOJOBS_RANK_CHECK_PROVIDERS
 # The first configured one is a job's default provider.
-RANKS = ProviderRole("rank checks", "rank_providers", {ENGINE: ("serper", "dataforseo")})
 
 
 class RankCheckSettings(BaseSettings):
@@ -43,8 +43,17 @@ class RankCheckSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_RANK_CHECK_", extra="ignore")
     concurrency: int = Field(default=4, ge=1, description="Keywords a job searches at once.")
+    providers: dict[str, list[str]] | None = Field(
+        default=None,
+        validation_alias=moved("seojobs_rank_check_providers", "seojobs_rank_providers"),
+        description='Rank checks; "google" is the only engine (default: serper, dataforseo). '
+        "The first configured one is a job's default provider.",
+    )
 
 
+RANKS = ProviderRole(
+    "rank checks", "providers", {ENGINE: ("serper", "dataforseo")}, settings=RankCheckSettings
+)
 RANKED, NOT_RANKED = "ranked", "not_ranked"
 ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
     "serper": SerperRanks,

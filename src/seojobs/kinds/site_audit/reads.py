@@ -3,8 +3,8 @@ first, each with its summary, and the summary of the last one. Never start an au
 
 What one audit found, its issues and its pages, is read per job
 (``/v1/projects/{id}/audits/{job_id}/...``: ``JOB_READS``), as pages of JSON or every row as
-CSV with ``Accept: text/csv``; how its issues changed against another audit is
-``seojobs.api.audit_compare``."""
+CSV with ``Accept: text/csv``; how its issues changed against another audit is a declared
+comparison too (``COMPARE``, ``/audits/{job_id}/compare/{other_job_id}``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from seojobs.reads import (
     CollectedData,
     CollectedPage,
     ColumnMatch,
+    JobCompare,
     JobFilter,
     JobRead,
     Read,
@@ -221,4 +222,61 @@ PAGES = JobRead(
     "every one as CSV with\n`Accept: text/csv`.",
     tags=("audits",),
 )
-JOB_READS = (ISSUES, PAGES)
+
+
+# -- how one audit's issues changed against another's -----------------------------------------
+
+
+class ChangeCounts(BaseModel):
+    new: int
+    fixed: int
+    unchanged: int
+
+
+class CodeChanges(ChangeCounts):
+    code: str
+    severity: str
+
+
+class ChangedIssue(BaseModel):
+    id: int = Field(
+        description="The first finding of the pair (of other_job_id's when fixed); also the cursor."
+    )
+    code: str
+    severity: str
+    url: str | None
+
+
+class ComparisonData(BaseModel):
+    counts: ChangeCounts = Field(description="Issues counted by (code, url).")
+    by_code: list[CodeChanges]
+    change: str
+    issues: list[ChangedIssue] = Field(description="A page of the issues of `change`.")
+
+
+class Comparison(BaseModel):
+    job_id: int
+    collected_at: str | None
+    other_job_id: int
+    other_collected_at: str | None
+    data: ComparisonData
+    next_cursor: str | None
+
+
+COMPARE = JobCompare(
+    AUDIT + "/compare/{other_job_id}",
+    "compare_audits",
+    "site_audit",
+    NOUN,
+    response=Comparison,
+    pair="url",
+    listed="issues",
+    other_description="The audit compared with (usually an earlier one).",
+    code_description="Only this check's issues.",
+    description="How the issues of audit `job_id` differ from those of audit `other_job_id` "
+    "(both\ncompleted audits of the project), an issue being its (code, url): how many are "
+    "new, fixed\nand unchanged, in all and per code, and a page of those of one `change` (of "
+    "one\n`code`, if given; the counts are always of every issue).",
+    tags=("audits",),
+)
+JOB_READS = (ISSUES, PAGES, COMPARE)

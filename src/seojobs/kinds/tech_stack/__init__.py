@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seojobs.engine.kindsettings import moved, of
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.kinds.tech_stack.database import FingerprintsMissing
 from seojobs.kinds.tech_stack.lookup import FINGERPRINTS_MISSING, run, subject
@@ -22,20 +23,32 @@ from seojobs.kinds.tech_stack.params import TechStackParams
 from seojobs.kinds.tech_stack.reads import READS
 
 NAME = "tech_stack"
-__all__ = ["KIND", "NAME", "TechStackParams", "subject"]
+__all__ = ["KIND", "NAME", "TechStackParams", "TechStackSettings", "subject"]
+
+
+def _default_fingerprints_path() -> str:
+    # Beside the default database: the directory a deployment keeps its data in.
+    return str(Path.cwd() / "seojobs-fingerprints.json")
 
 
 class TechStackSettings(BaseSettings):
     """``SEOJOBS_TECH_STACK_CONCURRENCY``: pages one lookup fetches at once;
     ``..._PATTERN_TIMEOUT``: seconds one fingerprint search may take before it is skipped
     (and not tried again by that worker); ``..._PAGE_BUDGET``: seconds of matching per page;
-    ``..._MAX_CHARS``: characters of HTML (and of inline scripts) searched per page."""
+    ``..._MAX_CHARS``: characters of HTML (and of inline scripts) searched per page;
+    ``..._FINGERPRINTS_PATH`` (or, as before, ``SEOJOBS_FINGERPRINTS_PATH``): the database."""
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_TECH_STACK_", extra="ignore")
     concurrency: int = Field(default=4, ge=1)
     pattern_timeout: float = Field(default=0.5, gt=0)
     page_budget: float = Field(default=30.0, gt=0)
     max_chars: int = Field(default=200_000, ge=1_000)
+    fingerprints_path: str = Field(
+        default_factory=_default_fingerprints_path,
+        validation_alias=moved("seojobs_tech_stack_fingerprints_path", "seojobs_fingerprints_path"),
+        description="The tech-stack fingerprint database `seojobs fingerprints update` "
+        "installs (default: ./seojobs-fingerprints.json); API and workers read it.",
+    )
 
 
 def _items(params: TechStackParams) -> list[str]:
@@ -49,7 +62,7 @@ def _cost(_params: TechStackParams, items: int) -> dict[str, int]:
 def _refusal(_params: TechStackParams, settings: Any) -> Refusal | None:
     """Refused at creation while this server has no database: the user learns at once
     (a worker without one fails the job with the same code)."""
-    path = settings.fingerprints_path
+    path = of(TechStackSettings, settings).fingerprints_path
     if Path(path).is_file():
         return None
     return Refusal(FINGERPRINTS_MISSING, str(FingerprintsMissing(path)))

@@ -39,7 +39,7 @@ class FingerprintsMissing(LookupError):
     def __init__(self, path: str) -> None:
         super().__init__(
             f"no tech-stack fingerprint database at {path}: run `{UPDATE_COMMAND}` on this "
-            "server (SEOJOBS_FINGERPRINTS_PATH says where it is installed)"
+            "server (SEOJOBS_TECH_STACK_FINGERPRINTS_PATH says where it is installed)"
         )
         self.path = path
 

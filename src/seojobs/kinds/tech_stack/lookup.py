@@ -62,7 +62,7 @@ class Lookup:
 
 
 async def run(ctx: JobContext[TechStackParams]) -> None:
-    db = await asyncio.to_thread(fingerprints, ctx.settings.fingerprints_path)
+    db = await asyncio.to_thread(fingerprints, ctx.kind_settings.fingerprints_path)
     async with Fetcher(ctx.settings) as fetcher:
         lookup = Lookup(db, fetcher, ctx.kind_settings)
         await ctx.run_items(lookup.page, concurrency=ctx.kind_settings.concurrency)

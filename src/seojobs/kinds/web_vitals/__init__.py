@@ -19,6 +19,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.hints import PollHint
+from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
@@ -44,7 +45,8 @@ class WebVitalsSettings(BaseSettings):
     ``..._WARM``: keep Node and Chromium running between a job's URLs (a pool of
     ``CONCURRENCY`` slots running Lighthouse's Node API; ``false``: the CLI once per run);
     ``..._RECYCLE_AFTER``: a warm slot's Chromium is relaunched after that many runs;
-    ``..._NODE_PATH``: the Node.js that runs a warm slot."""
+    ``..._NODE_PATH``: the Node.js that runs a warm slot; ``..._CHROME_PATH`` (or, as before,
+    ``SEOJOBS_CHROME_PATH``): the Chromium it drives."""
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_WEB_VITALS_", extra="ignore")
     concurrency: int = Field(default=2, ge=1, le=8)
@@ -57,6 +59,11 @@ class WebVitalsSettings(BaseSettings):
     warm: bool = True
     recycle_after: int = Field(default=20, ge=1)
     node_path: str = shutil.which("node") or "/usr/bin/node"
+    chrome_path: str = Field(
+        default="/usr/bin/chromium",
+        validation_alias=moved("seojobs_web_vitals_chrome_path", "seojobs_chrome_path"),
+        description="The Chromium Lighthouse drives (Debian's `chromium`; never a downloaded one).",
+    )
 
 
 def _items(params: WebVitalsParams) -> list[str]:

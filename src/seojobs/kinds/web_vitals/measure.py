@@ -105,7 +105,8 @@ def _installed(browser: runner.Browser, warm: bool) -> None:
     if not Path(browser.chrome).is_file():
         raise JobFailed(
             CHROMIUM_MISSING,
-            f"no Chromium at {browser.chrome} (SEOJOBS_CHROME_PATH): apt-get install -y chromium",
+            f"no Chromium at {browser.chrome} (SEOJOBS_WEB_VITALS_CHROME_PATH): "
+            "apt-get install -y chromium",
         )
     if not Path(browser.lighthouse).is_file():
         raise JobFailed(
@@ -141,7 +142,7 @@ async def run(ctx: JobContext[WebVitalsParams]) -> None:
     settings, kind_settings = ctx.settings, ctx.kind_settings
     browser = runner.Browser(
         lighthouse=kind_settings.lighthouse_path,
-        chrome=settings.chrome_path,
+        chrome=kind_settings.chrome_path,
         timeout=kind_settings.run_timeout,
         max_wait=kind_settings.max_wait_for_load,
         throttling=kind_settings.throttling_method,
