@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from seojobs.records import ProjectRecord, UserRecord
 from seojobs.store.errors import Duplicate
-from seojobs.store.tables import projects, schedules, users
+from seojobs.store.tables import jobs, projects, schedules, users
 
 DEFAULT_PROJECT = "default"
 
@@ -142,7 +142,19 @@ def rename_project(conn: Connection, project_id: int, name: str) -> ProjectRecor
 
 
 def delete_project(conn: Connection, project_id: int) -> bool:
-    """Delete a project; its jobs, items and schedules go with it (FK cascades)."""
+    """Delete a project; its jobs, items and schedules go with it (FK cascades).
+
+    On PostgreSQL the project's jobs are locked first, in id order, before the project row: a
+    worker's write holds its job's row and goes on updating it after adding rows that point at
+    it; a delete that had already taken the project row and queued for the job's would be
+    ahead of that update, a deadlock (tests/integration/test_project_delete_locks.py)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            select(jobs.c.id)
+            .where(jobs.c.project_id == project_id)
+            .order_by(jobs.c.id)
+            .with_for_update()
+        ).all()
     return conn.execute(delete(projects).where(projects.c.id == project_id)).rowcount == 1
 
 
