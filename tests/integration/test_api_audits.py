@@ -57,7 +57,9 @@ REQUIRED = {
 
 @pytest.fixture
 def served(store_url: str) -> Iterator[Api]:
-    settings = make_settings(store_url, allow_private_networks=True)
+    # Waiting on several audits polls the status often: the per-user budget is not what these
+    # tests check, and at the default 120/minute a slow machine ran out of it (429).
+    settings = make_settings(store_url, allow_private_networks=True, rate_limit="6000/minute")
     with api(settings, run_worker=True) as running:
         yield running
 
@@ -282,6 +284,7 @@ def _completed(client: httpx.Client, project: int, params: dict[str, Any]) -> in
             (d := client.get(f"/v1/jobs/{job['id']}").json()["data"])["status"] in TERMINAL and d
         ),
         timeout=120,
+        interval=0.2,
     )
     assert done["status"] == "completed", done["error"]
     return int(job["id"])
