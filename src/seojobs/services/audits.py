@@ -12,11 +12,13 @@ from seojobs.kinds.site_audit.reads import PAGES
 from seojobs.records import (
     ChangeCount,
     ChangedFinding,
+    FindingRecord,
     JobRecord,
     UserRecord,
 )
 from seojobs.services import reads as read_svc
 from seojobs.services.base import Part, ServiceBase
+from seojobs.services.errors import NotFound
 from seojobs.services.jobs import Jobs
 from seojobs.store import audits as audit_sql
 from seojobs.store import reads as read_sql
@@ -73,6 +75,28 @@ class Audits(Part):
         with self.db.read() as conn:
             found = read_sql.job_rows(conn, PAGES, job_id, values, after=after_seq, limit=limit)
         return audit, [PAGE_TABLE.record(row) for row in found]
+
+    def page(
+        self, user: UserRecord, project_id: int, job_id: int, seq: int, *, limit: int = 1000
+    ) -> tuple[Audit, AuditPageRecord, list[FindingRecord]]:
+        """One page the audit recorded (by ``seq``) and up to ``limit`` of the issues found
+        about it: its own and the site-wide ones naming it. ``NotFound`` when there is none."""
+        audit = self.get(user, project_id, job_id)
+        with self.db.read() as conn:
+            found = read_sql.job_rows(conn, PAGES, job_id, {}, after=seq - 1, limit=1)
+            if not found or found[0]["seq"] != seq:
+                raise NotFound(f"page {seq} of audit {job_id}")
+            record = PAGE_TABLE.record(found[0])
+            issues = audit_sql.findings_at(conn, job_id, record.url, limit=limit)
+        return audit, record, issues
+
+    def page_seqs(
+        self, user: UserRecord, project_id: int, job_id: int, urls: list[str]
+    ) -> dict[str, int]:
+        """Which of ``urls`` the audit recorded as pages, each with its ``seq``."""
+        self.get(user, project_id, job_id)
+        with self.db.read() as conn:
+            return audit_sql.page_seqs(conn, job_id, PAGES.table, urls)
 
     def compare(
         self,

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, case, func, literal, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from seojobs.records import ChangeCount, ChangedFinding
+from seojobs.records import ChangeCount, ChangedFinding, FindingRecord
+from seojobs.store import kindrows
 from seojobs.store.tables import findings
 
 CHANGES = ("new", "fixed", "unchanged")
@@ -89,3 +90,22 @@ def changed(
         query = query.where(pairs.c.code == code)
     rows = conn.execute(query.order_by(key).limit(limit))
     return [ChangedFinding(id=i, code=c, severity=s, url=u or None) for i, c, s, u in rows]
+
+
+def findings_at(conn: Connection, job_id: int, url: str, *, limit: int) -> list[FindingRecord]:
+    """Up to ``limit`` of the job's findings about ``url`` (``data["url"]``: its page's own
+    and the site-wide ones naming it), in the order found."""
+    query = (
+        select(findings)
+        .where(findings.c.job_id == job_id, findings.c.data["url"].as_string() == url)
+        .order_by(findings.c.id)
+        .limit(limit)
+    )
+    return [FindingRecord(**row._asdict()) for row in conn.execute(query)]
+
+
+def page_seqs(conn: Connection, job_id: int, table: str, urls: list[str]) -> dict[str, int]:
+    """The ``seq`` of each of ``urls`` the job's page table (``table``) holds."""
+    pages = kindrows.table(table)
+    query = select(pages.c.url, pages.c.seq).where(pages.c.job_id == job_id, pages.c.url.in_(urls))
+    return {url: int(seq) for url, seq in conn.execute(query)}
