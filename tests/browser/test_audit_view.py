@@ -1,6 +1,7 @@
 """The site audit's view in a real Chromium, over a real audit of the fixture site: from the
 audit's job page to its health score, to one issue, to the pages it affects, to one page's
-issues; screenshots of each step, desktop and 390 px wide (no horizontal scrolling)."""
+issues; screenshots of each step, desktop and 390 px wide (no horizontal scrolling); then
+Lighthouse on the view's pages (accessibility and best practices at least 95)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import Site, screenshots, sign_in
+from tests.browser.conftest import OUTPUT, Site, screenshots, sign_in
+from tests.browser.test_lighthouse import FLOOR, LIGHTHOUSE, audit, failing, session_cookie
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok
 from tests.fakes.audit_site import PAGES, AuditSite, html
@@ -91,3 +93,16 @@ def test_health_score_to_issue_to_pages_to_one_pages_issues(
     page.get_by_role("link", name="Every page of the audit").click()
     expect(page.get_by_role("heading", level=1)).to_have_text(f"Pages of audit #{job_id}")
     screenshots(page, "audit-pages")
+
+    # Lighthouse on the view and an issue's pages, signed in, as on the other pages.
+    if not LIGHTHOUSE.exists():
+        pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
+    cookie = session_cookie(site, key)
+    folder = OUTPUT.parent / "lighthouse"
+    folder.mkdir(parents=True, exist_ok=True)
+    view = f"/dashboard/jobs/{job_id}/view"
+    for name, path in (("audit", view), ("audit-issue", f"{view}/issues/title_duplicate")):
+        out = folder / f"{name}.json"
+        scores = audit(site, path, cookie, out)
+        for category in ("accessibility", "best-practices"):
+            assert scores[category] >= FLOOR, (name, category, failing(out, category))

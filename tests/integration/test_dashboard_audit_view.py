@@ -80,6 +80,11 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
     assert "'depth'" not in _text(job_page.text)  # no input as JSON or a dict
     assert '"depth"' not in _text(job_page.text)
 
+    # The project page's audits section links to the latest audit's view.
+    project_page = browser.get(f"/dashboard/projects/{project}")
+    assert view in _links(project_page.text, view)
+    assert ">Site audits</h2>" in project_page.text
+
     # The health score, large, and its trend over both audits (a chart and a table).
     shown = browser.get(view)
     assert shown.status_code == 200, shown.text

@@ -60,7 +60,7 @@ def bar_chart(title: str, values: Sequence[tuple[str, float]]) -> Markup:
 
 LINE_WIDTH: Final = 440
 LINE_HEIGHT: Final = 160
-PAD: Final = 28
+PAD: Final = 34
 
 
 def line_chart(title: str, points: Sequence[tuple[str, float]], top: float) -> Markup:
@@ -94,8 +94,9 @@ def line_chart(title: str, points: Sequence[tuple[str, float]], top: float) -> M
     for n, (x, y, label, value) in enumerate(placed):
         parts += [
             f'<circle cx="{x}" cy="{y}" r="4" fill="{DEFAULT_COLOUR}"/>',
-            f'<text x="{x}" y="{y - 8}" text-anchor="middle" font-size="12" '
-            f'fill="#1b1f24">{escape(_number(value))}</text>',
+            # Above the point, or below it when the point is at the top.
+            f'<text x="{x}" y="{y - 8 if y - 8 > PAD + 2 else y + 17}" text-anchor="middle" '
+            f'font-size="12" fill="#1b1f24">{escape(_number(value))}</text>',
         ]
         if n in (0, len(placed) - 1):
             anchor = "start" if n == 0 and len(placed) > 1 else "end" if n else "middle"

@@ -212,7 +212,7 @@ def _trend(opened: Opened, history: History) -> dict[str, Any] | None:
     title = f"{opened.view.score_label} of the last {len(points)} audits of {history.this.subject}"
     chart = line_chart(
         title,
-        [(f"{p.collected_at:%Y-%m-%d}", p.score) for p in points],
+        [(f"#{p.job_id or '—'} {p.collected_at:%Y-%m-%d}", p.score) for p in points],
         opened.view.score_max,
     )
     return {"score": points[-1].score, "points": points, "chart": chart, "title": title}
