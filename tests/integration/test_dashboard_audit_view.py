@@ -124,6 +124,12 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
     assert dup.status_code == 200
     assert sorted(_path(u) for u in _row_headers(dup.text)) == ["/dup-title-a", "/dup-title-b"]
     assert "The same title on two pages of it" in _text(dup.text)
+    # Keyset pages as the API's read: after the first issue, the second alone.
+    [one_id, two_id] = [i["id"] for i in issues if i["code"] == "title_duplicate"]
+    [two_url] = [i["url"] for i in issues if i["id"] == two_id]
+    later = browser.get(f"{view}/issues/title_duplicate", params={"after": str(one_id)})
+    assert _row_headers(later.text) == [two_url]
+    assert f"{view}/issues/title_duplicate" in _links(later.text, view)  # back to the first
     assert ABOUT["title_duplicate"] in _text(dup.text)
     csv = browser.get(f"{view}/issues.csv", params={"code": "title_duplicate"})
     from_api = client.get(
