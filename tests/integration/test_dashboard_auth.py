@@ -153,6 +153,10 @@ def test_cookies_are_secure_over_https(store_url: str) -> None:
         assert "; secure" in answer.headers["set-cookie"].lower()
 
 
+# The parts of page addresses other than ids: a static file, a job view's issue and page.
+OTHER_PARTS = {"name": "app.css", "code": "title_missing", "seq": 0}
+
+
 def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api) -> None:
     """The API's input gate covers the pages too; they answer with a page, not problem+json."""
     alice = app.account("alice")
@@ -161,7 +165,7 @@ def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api
     routes = app_routes(app.app, pages=True)
     assert len(routes) >= 6  # the walk finds the pages
     for method, path, _route in routes:
-        url = path.format(name="app.css", job_id=1, project_id=1, schedule_id=1)
+        url = path.format(**OTHER_PARTS, job_id=1, project_id=1, schedule_id=1)
         answer = client.request(method, f"{url}?note=a%00b")
         assert answer.status_code == 422, (method, path, answer.status_code)
         if url.startswith("/dashboard") and not url.startswith("/dashboard/live"):
@@ -182,7 +186,7 @@ def test_odd_ids_in_a_page_address_are_an_error_page_naming_them(app: Api, odd: 
         ids = [name for name in ("job_id", "project_id", "schedule_id") if f"{{{name}}}" in path]
         for name in ids:
             values = {other: "1" for other in ids} | {name: odd}
-            answer = client.request(method, path.format(**values))
+            answer = client.request(method, path.format(**OTHER_PARTS, **values))
             assert answer.status_code == 422, (method, path, name, answer.status_code)
             assert answer.headers["content-type"].startswith("text/html"), (method, path)
             assert name in answer.text, (method, path, name)

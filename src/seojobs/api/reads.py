@@ -294,6 +294,22 @@ def _every_row(
         page = rows(key(page[-1]), CSV_PAGE).rows
 
 
+def job_read_csv(
+    svc: Any, user: Any, project_id: int, job_id: int, read: JobRead, values: dict[str, Any]
+) -> Response:
+    """Every row of one job's ``read`` (its filters' ``values``) as the CSV its endpoint
+    answers ``Accept: text/csv`` with; the dashboard serves the same file. 404s come first."""
+    start = -1 if read.key == "seq" else 0
+
+    def rows(after: int, limit: int) -> read_svc.JobRows:
+        return read_svc.job_rows(
+            svc, user, project_id, job_id, read, values, after=after, limit=limit
+        )
+
+    first = rows(start, CSV_PAGE)
+    return _job_csv(read, job_id, _every_row(first.rows, rows, lambda row: int(row[read.key])))
+
+
 def _job_csv(read: JobRead, job_id: int, rows: Iterator[dict[str, Any]]) -> Response:
     to_cells = read.csv_cells or (lambda row: [_cell(row.get(c)) for c in read.csv])
     return StreamingResponse(

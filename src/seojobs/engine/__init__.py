@@ -11,7 +11,7 @@ from seojobs.engine.registry import (
     ReportColumn,
     UnknownKind,
 )
-from seojobs.engine.views import DashboardView
+from seojobs.engine.views import DashboardView, JobView
 from seojobs.reads import FieldMatch, Filter, Key, Read, RowMatch, SubjectMatch
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ItemResult",
     "JobContext",
     "JobFailed",
+    "JobView",
     "Key",
     "Kind",
     "PollHint",

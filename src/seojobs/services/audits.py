@@ -9,10 +9,17 @@ from datetime import datetime
 
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
 from seojobs.kinds.site_audit.pagetable import PAGE_TABLE, AuditPageRecord
-from seojobs.kinds.site_audit.reads import PAGES
-from seojobs.records import JobRecord, UserRecord
+from seojobs.kinds.site_audit.reads import COMPARE, PAGES
+from seojobs.records import (
+    ChangeCount,
+    ChangedFinding,
+    FindingRecord,
+    JobRecord,
+    UserRecord,
+)
 from seojobs.services import reads as read_svc
 from seojobs.services.base import Part, ServiceBase
+from seojobs.services.errors import NotFound
 from seojobs.services.jobs import Jobs
 from seojobs.store import reads as read_sql
 
@@ -25,6 +32,17 @@ class Audit:
     @property
     def id(self) -> int:
         return self.job.id
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two completed audits, how their findings changed per code, and a page of the pairs of
+    one change (the dashboard's view; the API serves the declared ``COMPARE``)."""
+
+    audit: Audit
+    other: Audit
+    counts: list[ChangeCount]  # per code
+    found: list[ChangedFinding]  # a page of the pairs of one change
 
 
 class Audits(Part):
@@ -60,3 +78,55 @@ class Audits(Part):
         with self.db.read() as conn:
             found = read_sql.job_rows(conn, PAGES, job_id, values, after=after_seq, limit=limit)
         return audit, [PAGE_TABLE.record(row) for row in found]
+
+    def page(
+        self, user: UserRecord, project_id: int, job_id: int, seq: int, *, limit: int = 1000
+    ) -> tuple[Audit, AuditPageRecord, list[FindingRecord]]:
+        """One page the audit recorded (by ``seq``) and up to ``limit`` of the issues found
+        about it: its own and the site-wide ones naming it. ``NotFound`` when there is none."""
+        audit = self.get(user, project_id, job_id)
+        with self.db.read() as conn:
+            found = read_sql.job_rows(conn, PAGES, job_id, {}, after=seq - 1, limit=1)
+            if not found or found[0]["seq"] != seq:
+                raise NotFound(f"page {seq} of audit {job_id}")
+            record = PAGE_TABLE.record(found[0])
+            issues = read_sql.findings_naming(conn, job_id, record.url, limit=limit)
+        return audit, record, issues
+
+    def page_seqs(
+        self, user: UserRecord, project_id: int, job_id: int, urls: list[str]
+    ) -> dict[str, int]:
+        """Which of ``urls`` the audit recorded as pages, each with its ``seq``."""
+        self.get(user, project_id, job_id)
+        with self.db.read() as conn:
+            return read_sql.table_seqs(conn, job_id, PAGES.table, urls)
+
+    def compare(
+        self,
+        user: UserRecord,
+        project_id: int,
+        job_id: int,
+        other_id: int,
+        *,
+        change: str = "new",
+        code: str | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> Comparison:
+        """How ``job_id``'s findings differ from ``other_id``'s (both completed audits of the
+        project), by (code, url): counts per code, and a page of the pairs of one change."""
+        audit = self.get(user, project_id, job_id)
+        other = self.get(user, project_id, other_id)
+        with self.db.read() as conn:
+            counts = read_sql.change_counts(conn, COMPARE, job_id, other_id)
+            found = read_sql.changed(
+                conn,
+                COMPARE,
+                job_id,
+                other_id,
+                change=change,
+                code=code,
+                after_id=after_id,
+                limit=limit,
+            )
+        return Comparison(audit, other, counts, found)

@@ -41,7 +41,7 @@ from seojobs.reads import (
     RowMatch,
     SubjectMatch,
 )
-from seojobs.records import ChangeCount, ChangedFinding, CollectionRecord
+from seojobs.records import ChangeCount, ChangedFinding, CollectionRecord, FindingRecord
 from seojobs.store import kindrows
 from seojobs.store.results import subject_key
 from seojobs.store.tables import collections, findings
@@ -424,3 +424,22 @@ def changed(
         query = query.where(pairs.c.code == code)
     rows = conn.execute(query.order_by(key).limit(limit))
     return [ChangedFinding(id=i, code=c, severity=s, url=u or None) for i, c, s, u in rows]
+
+
+def findings_naming(conn: Connection, job_id: int, url: str, *, limit: int) -> list[FindingRecord]:
+    """Up to ``limit`` of the job's findings about ``url`` (``data["url"]``: an item's own and
+    the job-wide ones naming it), in the order found."""
+    query = (
+        select(findings)
+        .where(findings.c.job_id == job_id, findings.c.data["url"].as_string() == url)
+        .order_by(findings.c.id)
+        .limit(limit)
+    )
+    return [FindingRecord(**row._asdict()) for row in conn.execute(query)]
+
+
+def table_seqs(conn: Connection, job_id: int, table: str, urls: list[str]) -> dict[str, int]:
+    """The ``seq`` of each of ``urls`` that the job's rows in a kind's ``table`` hold."""
+    rows = kindrows.table(table)
+    query = select(rows.c.url, rows.c.seq).where(rows.c.job_id == job_id, rows.c.url.in_(urls))
+    return {url: int(seq) for url, seq in conn.execute(query)}

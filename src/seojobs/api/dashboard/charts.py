@@ -22,18 +22,23 @@ def _number(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
 
 
+def _opening(title: str, summary: str, width: int, height: int) -> list[str]:
+    """An SVG chart's start: an image named by its title and every value (``summary``)."""
+    return [
+        f'<svg class="chart" role="img" aria-label="{escape(title)}: {escape(summary)}" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+    ]
+
+
 def bar_chart(title: str, values: Sequence[tuple[str, float]]) -> Markup:
     """Horizontal bars, one per ``(label, value)``, scaled to the largest value."""
     width = LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH
     height = max(1, len(values)) * (BAR_HEIGHT + GAP) + GAP
     top = max((abs(v) for _, v in values), default=0) or 1
     summary = ", ".join(f"{label}: {_number(v)}" for label, v in values)
-    parts = [
-        f'<svg class="chart" role="img" aria-label="{escape(title)}: {escape(summary)}" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'xmlns="http://www.w3.org/2000/svg">',
-        f"<title>{escape(title)}</title>",
-    ]
+    parts = _opening(title, summary, width, height)
     for n, (label, value) in enumerate(values):
         y = GAP + n * (BAR_HEIGHT + GAP)
         middle = y + BAR_HEIGHT * 0.7
@@ -51,3 +56,54 @@ def bar_chart(title: str, values: Sequence[tuple[str, float]]) -> Markup:
     parts.append("</svg>")
     # Every text and attribute value above went through escape(); the rest is our markup.
     return Markup("".join(parts))  # noqa: S704  # noqa: S704 (every text in it went through escape)
+
+
+LINE_WIDTH: Final = 440
+LINE_HEIGHT: Final = 160
+PAD: Final = 34
+
+
+def line_chart(title: str, points: Sequence[tuple[str, float]], top: float) -> Markup:
+    """A line through ``points`` (``(label, value)``, oldest first) on a 0-``top`` scale, each
+    point's value written above it and its label below (the first and last), so the trend
+    reads without colour; the page gives the same values as a table."""
+    inner_w, inner_h = LINE_WIDTH - 2 * PAD, LINE_HEIGHT - 2 * PAD
+    top = top or 1
+    step = inner_w / max(1, len(points) - 1)
+    summary = ", ".join(f"{label}: {_number(v)}" for label, v in points)
+    parts = [
+        *_opening(title, summary, LINE_WIDTH, LINE_HEIGHT),
+        f'<line x1="{PAD}" y1="{PAD + inner_h}" x2="{PAD + inner_w}" y2="{PAD + inner_h}" '
+        f'stroke="#6b7280"/>',
+        f'<line x1="{PAD}" y1="{PAD}" x2="{PAD + inner_w}" y2="{PAD}" stroke="#d5d9de"/>',
+        f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end" font-size="11" '
+        f'fill="#4d5560">{escape(_number(top))}</text>',
+        f'<text x="{PAD - 4}" y="{PAD + inner_h + 4}" text-anchor="end" font-size="11" '
+        f'fill="#4d5560">0</text>',
+    ]
+    placed = []
+    for n, (label, value) in enumerate(points):
+        x = round(PAD + (n * step if len(points) > 1 else inner_w / 2), 1)
+        y = round(PAD + inner_h - inner_h * max(0.0, min(value, top)) / top, 1)
+        placed.append((x, y, label, value))
+    if len(placed) > 1:
+        line = " ".join(f"{x},{y}" for x, y, _l, _v in placed)
+        parts.append(
+            f'<polyline points="{line}" fill="none" stroke="{DEFAULT_COLOUR}" stroke-width="2"/>'
+        )
+    for n, (x, y, label, value) in enumerate(placed):
+        parts += [
+            f'<circle cx="{x}" cy="{y}" r="4" fill="{DEFAULT_COLOUR}"/>',
+            # Above the point, or below it when the point is at the top.
+            f'<text x="{x}" y="{y - 8 if y - 8 > PAD + 2 else y + 17}" text-anchor="middle" '
+            f'font-size="12" fill="#1b1f24">{escape(_number(value))}</text>',
+        ]
+        if n in (0, len(placed) - 1):
+            anchor = "start" if n == 0 and len(placed) > 1 else "end" if n else "middle"
+            parts.append(
+                f'<text x="{x}" y="{LINE_HEIGHT - 8}" text-anchor="{anchor}" font-size="12" '
+                f'fill="#1b1f24">{escape(label)}</text>'
+            )
+    parts.append("</svg>")
+    # Every text and attribute value above went through escape() or is a number we made.
+    return Markup("".join(parts))  # noqa: S704

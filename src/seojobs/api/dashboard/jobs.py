@@ -4,6 +4,7 @@ or check."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Any, Final
@@ -22,6 +23,7 @@ from seojobs.api.dashboard.auth import (
 )
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, see_other
+from seojobs.api.dashboard.views import has_view
 from seojobs.api.ids import MAX_ID, whole_number
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.ratelimit import USER, RateLimiter
@@ -191,6 +193,7 @@ async def job_page(
             "rows": [_item_row(item, job, columns) for item in items],
             "more": more,
             "follow_up": _follow_up(services, job),
+            "view": f"/dashboard/jobs/{job_id}/view" if has_view(services, job) else None,
             "csv": f"/dashboard/jobs/{job_id}/items.csv"
             + (f"?{urlencode({'outcome': wanted})}" if wanted else ""),
         }
@@ -224,12 +227,30 @@ def _item_row(
 ) -> dict[str, Any]:
     return {
         "seq": item.seq,
-        "input": item.input,
+        "input": input_text(item.input),
         "status": item_status(item, job.is_final),
         "error": ": ".join(x for x in (item.error_code, item.error_message) if x),
         "finished_at": item.finished_at,
         "extra": ["" if (v := c.value(item.result)) is None else v for c in columns],
     }
+
+
+def input_text(value: Any) -> str:
+    """An item's input as text: a URL as it is; an object (stored as JSON) as its values
+    (``url`` first), each other than the URL named, never as JSON."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return str(value)
+    if isinstance(value, dict):
+        ordered = sorted(value.items(), key=lambda kv: kv[0] != "url")
+        return ", ".join(
+            input_text(v) if k == "url" else f"{k} {input_text(v)}" for k, v in ordered
+        )
+    if isinstance(value, list):
+        return ", ".join(input_text(v) for v in value)
+    return "—" if value is None else str(value)
 
 
 def _follow_up(services: Services, job: JobRecord) -> dict[str, Any] | None:

@@ -133,6 +133,7 @@ def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[
                 "columns": view.pick(columns, MAX_COLUMNS),
                 "rows": rows,
                 "charts": [c for c in charts if c],
+                "has_view": view.job is not None,
             }
         )
     return shown

@@ -14,11 +14,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.hints import HOUR, PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.engine.views import DashboardView, JobView
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
-from seojobs.kinds.site_audit.reads import JOB_READS, READS
+from seojobs.kinds.site_audit.reads import ISSUES, JOB_READS, PAGES, READS
 
 NAME = "site_audit"
 __all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalogue"]
@@ -52,6 +53,22 @@ DAILY, MONTHLY = Quota.day_and_month(
     "audit_pages", "Audit pages (max_pages charged per audit)", daily=50_000, monthly=500_000
 )
 
+# The audit's own view (issue 28): its health score and trend, its issues by severity down to
+# the pages each affects, its pages, and what changed since the previous audit.
+VIEW = DashboardView(
+    title="Site audits",
+    job=JobView(
+        "Site audit",
+        score="health_score",
+        score_label="Health score",
+        history=READS[0].operation_id,
+        issues=ISSUES.operation_id,
+        explanations={check.code: check.description for check in CATALOGUE},
+        pages=PAGES.operation_id,
+        compare=True,
+    ),
+)
+
 KIND: Kind[SiteAuditParams] = Kind(
     NAME,
     SiteAuditParams,
@@ -73,4 +90,5 @@ KIND: Kind[SiteAuditParams] = Kind(
     migrations=(MIGRATIONS,),
     reads=READS,
     job_reads=JOB_READS,
+    view=VIEW,
 )

@@ -1,0 +1,477 @@
+"""A kind's view of one completed job (``Kind.view.job``, :class:`seojobs.engine.views.JobView`):
+the sections it declares, each read through the reads the kind declares and the services
+(``seojobs.services.reads``, ``services.audits``), rendered here. Every page is a read: none
+starts a job. Another user's job is the 404 page, as everywhere in the dashboard.
+
+- ``/dashboard/jobs/{id}/view``: the score, large, with its trend over the project's jobs of
+  the kind (an SVG and the same values as a table); the findings grouped by severity with
+  their counts and one-line explanations; new and fixed against the previous job;
+- ``.../view/issues/{code}``: the rows one code affects, with the evidence, in keyset pages,
+  and the same CSV the API gives (``.../view/issues.csv?code=``);
+- ``.../view/pages``: the job's pages (filters as the declared read's), each opening
+  ``.../view/pages/{seq}``: that page and its issues;
+- ``.../view/changes``: the new or fixed issues against the previous job, paged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Final, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from seojobs.api.dashboard.auth import DashboardError, services_of
+from seojobs.api.dashboard.charts import line_chart
+from seojobs.api.dashboard.render import page
+from seojobs.api.dashboard.routes import Signed
+from seojobs.api.ids import MAX_ID, whole_number
+from seojobs.api.inputs import CheckedRoute
+from seojobs.api.reads import job_read_csv
+from seojobs.api.reports import MAX_SEQ
+from seojobs.api.v1 import JobId
+from seojobs.engine.registry import Kind
+from seojobs.engine.views import JobView
+from seojobs.reads import JobRead, Read
+from seojobs.records import CollectionRecord, JobRecord, ProjectRecord, UserRecord
+from seojobs.services import NotFound, Services
+from seojobs.services import reads as read_svc
+
+router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
+PAGE: Final = 50
+TREND: Final = 12  # audits on the trend chart, this one and those before it
+HISTORY_PAGE: Final = 100
+HISTORY_PAGES: Final = 20  # how far back the history is searched for this job
+SEVERITIES: Final = ("error", "warning", "notice")
+EVIDENCE_CHARS: Final = 300
+Code = Annotated[str, Path(max_length=100, pattern=r"^[a-z0-9_]+$")]
+CodeQuery = Annotated[str, Query(max_length=100, pattern=r"^[a-z0-9_]+$")]
+Seq = Annotated[int, Path(ge=0, le=MAX_SEQ)]
+Text = Annotated[str, Query(max_length=100)]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A completed job of the user's whose kind declares a job view."""
+
+    job: JobRecord
+    kind: Kind[Any]
+    view: JobView
+    project: ProjectRecord
+
+    @property
+    def base(self) -> str:
+        return f"/dashboard/jobs/{self.job.id}/view"
+
+    def job_read(self, operation_id: str | None) -> JobRead:
+        found = next(
+            (
+                r
+                for r in self.kind.job_reads
+                if isinstance(r, JobRead) and r.operation_id == operation_id
+            ),
+            None,
+        )
+        if found is None:
+            raise NotFound(f"a view of job {self.job.id}")
+        return found
+
+    def rows(
+        self,
+        services: Services,
+        user: UserRecord,
+        read: JobRead,
+        values: dict[str, Any],
+        after: int,
+    ) -> read_svc.JobRows:
+        """A page of ``read`` of this job after ``after``, and one more row if there is."""
+        return read_svc.job_rows(
+            services, user, self.project.id, self.job.id, read, values, after=after, limit=PAGE + 1
+        )
+
+    def read(self, operation_id: str | None) -> Read:
+        found = next((r for r in self.kind.reads if r.operation_id == operation_id), None)
+        if found is None:
+            raise NotFound(f"a view of job {self.job.id}")
+        return found
+
+
+def has_view(services: Services, job: JobRecord) -> bool:
+    """Whether the job's page links to a view: its kind declares one and it completed."""
+    return (
+        job.state == "completed"
+        and job.kind in services.registry
+        and services.registry.get(job.kind).view.job is not None
+    )
+
+
+def _open(services: Services, user: UserRecord, job_id: int) -> Opened:
+    job = services.jobs.get(user, job_id, summary=True)  # NotFound: not theirs
+    if job.kind not in services.registry or services.registry.get(job.kind).view.job is None:
+        raise NotFound(f"a view of job {job_id}")
+    if job.state != "completed":
+        raise DashboardError(
+            404, "No results yet", f"Job {job_id} is {job.state}: its view opens once it completes."
+        )
+    kind = services.registry.get(job.kind)
+    assert kind.view.job is not None
+    return Opened(job, kind, kind.view.job, services.project(user, job.project_id))
+
+
+def _after(field: str, raw: str, lo: int) -> int | None:
+    if not raw:
+        return None
+    try:
+        return whole_number(raw, lo, MAX_ID)
+    except ValueError:
+        raise DashboardError(
+            422, "Invalid input", f"{field}: must be a whole number from {lo}"
+        ) from None
+
+
+def _text(value: Any) -> str:
+    """A value of evidence as text: a list as its entries, an object as its named values."""
+    if isinstance(value, list):
+        text = ", ".join(_text(v) for v in value[:50])
+    elif isinstance(value, dict):
+        text = "; ".join(f"{k}: {_text(v)}" for k, v in list(value.items())[:50])
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
+
+
+def evidence(value: Any) -> list[tuple[str, str]]:
+    """A finding's evidence as (name, text) lines: what the check saw, never raw JSON."""
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        return [("", _text(value))]
+    return [(str(name), _text(v)) for name, v in list(value.items())[:20]]
+
+
+# -- the history: the score's trend and the previous job --------------------------------------
+
+
+@dataclass(frozen=True)
+class History:
+    this: CollectionRecord | None
+    older: list[CollectionRecord]  # of the same subject, newest first, at most TREND - 1
+
+    @property
+    def previous(self) -> CollectionRecord | None:
+        return next((c for c in self.older if c.job_id is not None), None)
+
+
+def _history(services: Services, user: UserRecord, opened: Opened) -> History:
+    """This job's collection and the ones of the same subject before it (the kind's history
+    read, newest first, searched a page at a time)."""
+    if opened.view.history is None:
+        return History(None, [])
+    read = opened.read(opened.view.history)
+    this: CollectionRecord | None = None
+    older: list[CollectionRecord] = []
+    after = None
+    for _ in range(HISTORY_PAGES):
+        found = read_svc.rows(
+            services, user, opened.project.id, read, {}, after=after, limit=HISTORY_PAGE
+        )
+        for record in found.rows:
+            if this is None:
+                this = record if record.job_id == opened.job.id else None
+            elif record.subject == this.subject:
+                older.append(record)
+                if len(older) >= TREND - 1:
+                    return History(this, older)
+        if found.after is None:
+            break
+        after = found.after
+    return History(this, older)
+
+
+def _score(opened: Opened, record: CollectionRecord) -> float | None:
+    data = record.data if isinstance(record.data, dict) else {}
+    value = data.get(opened.view.score or "")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class Point:
+    job_id: int | None
+    collected_at: datetime
+    score: float
+
+
+def _trend(opened: Opened, history: History) -> dict[str, Any] | None:
+    if history.this is None or _score(opened, history.this) is None:
+        return None
+    points = [
+        Point(record.job_id, record.collected_at, score)
+        for record in [*reversed(history.older), history.this]
+        if (score := _score(opened, record)) is not None
+    ]
+    title = f"{opened.view.score_label} of the last {len(points)} audits of {history.this.subject}"
+    chart = line_chart(
+        title,
+        [(f"#{p.job_id or '—'} {p.collected_at:%Y-%m-%d}", p.score) for p in points],
+        opened.view.score_max,
+    )
+    return {"score": points[-1].score, "points": points, "chart": chart, "title": title}
+
+
+# -- the view ---------------------------------------------------------------------------------
+
+
+def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """Findings by severity (error, warning, notice, then any other), each code with its
+    count and explanation, most found first."""
+    by: dict[str, list[tuple[str, int]]] = {}
+    for code, severity, n in counts:
+        by.setdefault(severity, []).append((code, n))
+    order = [s for s in SEVERITIES if s in by] + sorted(s for s in by if s not in SEVERITIES)
+    return [
+        {
+            "severity": severity,
+            "total": sum(n for _c, n in by[severity]),
+            "codes": [
+                {"code": code, "count": n, "about": opened.view.explanations.get(code, "")}
+                for code, n in sorted(by[severity], key=lambda c: (-c[1], c[0]))
+            ],
+        }
+        for severity in order
+    ]
+
+
+@router.get("/dashboard/jobs/{job_id}/view", name="dashboard_job_view")
+async def job_view(request: Request, who: Signed, job_id: JobId) -> Response:
+    services = services_of(request)
+
+    def read() -> dict[str, Any]:
+        opened = _open(services, who.user, job_id)
+        history = _history(services, who.user, opened)
+        counts = services.jobs.finding_counts(who.user, job_id)
+        changes = None
+        previous = history.previous
+        if opened.view.compare and previous is not None and previous.job_id is not None:
+            found = services.audits.compare(
+                who.user, opened.project.id, job_id, previous.job_id, limit=0
+            )
+            changes = {
+                "previous": previous,
+                "new": sum(c.new for c in found.counts),
+                "fixed": sum(c.fixed for c in found.counts),
+            }
+        return {
+            "o": opened,
+            "trend": _trend(opened, history) if opened.view.score else None,
+            "groups": _groups(opened, counts) if opened.view.issues else [],
+            "changes": changes,
+            "collected": history.this,
+        }
+
+    return page(request, "job_view.html", await run_in_threadpool(read), viewer=who)
+
+
+# -- one issue's pages ------------------------------------------------------------------------
+
+
+def _seqs(services: Services, user: UserRecord, opened: Opened, urls: list[str]) -> dict[str, int]:
+    if opened.view.pages is None or not urls:
+        return {}
+    return services.audits.page_seqs(user, opened.project.id, opened.job.id, urls)
+
+
+@router.get("/dashboard/jobs/{job_id}/view/issues/{code}", name="dashboard_job_view_issue")
+async def issue_pages(
+    request: Request, who: Signed, job_id: JobId, code: Code, after: Text = ""
+) -> Response:
+    services = services_of(request)
+    start = _after("after", after, 1)
+
+    def read() -> dict[str, Any]:
+        opened = _open(services, who.user, job_id)
+        read = opened.job_read(opened.view.issues)
+        counts = {c: (s, n) for c, s, n in services.jobs.finding_counts(who.user, job_id)}
+        if code not in counts:
+            raise NotFound(f"issue {code} in job {job_id}")
+        found = opened.rows(services, who.user, read, {"code": code}, after=start or 0)
+        rows = [read.to_row(r) for r in found.rows[:PAGE]]
+        seqs = _seqs(services, who.user, opened, [r["url"] for r in rows if r.get("url")])
+        more = len(found.rows) > PAGE
+        base = f"{opened.base}/issues/{code}"
+        return {
+            "o": opened,
+            "code": code,
+            "severity": counts[code][0],
+            "count": counts[code][1],
+            "about": opened.view.explanations.get(code, ""),
+            "rows": [
+                {
+                    "url": r.get("url"),
+                    "seq": seqs.get(r.get("url") or ""),
+                    "evidence": evidence(r.get("evidence")),
+                }
+                for r in rows
+            ],
+            "more": f"{base}?{urlencode({'after': rows[-1]['id']})}" if more and rows else None,
+            "first": base if start else None,
+            "csv": f"{opened.base}/issues.csv?{urlencode({'code': code})}",
+            "api": f"/v1/projects/{opened.project.id}/{read.path.format(job_id=job_id)}"
+            f"?{urlencode({'code': code})}",
+        }
+
+    return page(request, "job_view_issue.html", await run_in_threadpool(read), viewer=who)
+
+
+@router.get("/dashboard/jobs/{job_id}/view/issues.csv", name="dashboard_job_view_issues_csv")
+async def issues_csv(request: Request, who: Signed, job_id: JobId, code: CodeQuery) -> Response:
+    services = services_of(request)
+
+    def read() -> Response:
+        opened = _open(services, who.user, job_id)
+        read = opened.job_read(opened.view.issues)
+        return job_read_csv(services, who.user, opened.project.id, job_id, read, {"code": code})
+
+    return await run_in_threadpool(read)
+
+
+# -- the pages --------------------------------------------------------------------------------
+
+
+@router.get("/dashboard/jobs/{job_id}/view/pages", name="dashboard_job_view_pages")
+async def pages(
+    request: Request,
+    who: Signed,
+    job_id: JobId,
+    status: Text = "",
+    indexable: Text = "",
+    after: Text = "",
+) -> Response:
+    services = services_of(request)
+    start = _after("after", after, 0)
+    shown = {"status": status.strip(), "indexable": indexable.strip()}
+
+    def read() -> dict[str, Any]:
+        opened = _open(services, who.user, job_id)
+        read = opened.job_read(opened.view.pages)
+        values: dict[str, Any] = {}
+        for spec in read.filters:
+            raw = shown.get(spec.name, "")
+            if not raw:
+                continue
+            if spec.type is bool:
+                if raw not in ("true", "false"):
+                    raise DashboardError(
+                        422, "Invalid input", f"{spec.name}: must be true or false"
+                    )
+                values[spec.name] = raw == "true"
+            elif spec.pattern is not None and not re.fullmatch(spec.pattern, raw):
+                raise DashboardError(422, "Invalid input", f"{spec.name}: {spec.description}")
+            else:
+                values[spec.name] = raw
+        found = opened.rows(services, who.user, read, values, after=-1 if start is None else start)
+        rows = [read.to_row(r) for r in found.rows[:PAGE]]
+        query = {k: v for k, v in shown.items() if v}
+        more = None
+        if len(found.rows) > PAGE and rows:
+            more = f"{opened.base}/pages?{urlencode(query | {'after': rows[-1]['seq']})}"
+        return {
+            "o": opened,
+            "rows": rows,
+            "shown": shown,
+            "more": more,
+            "first": f"{opened.base}/pages" + (f"?{urlencode(query)}" if query else "")
+            if start is not None
+            else None,
+        }
+
+    return page(request, "job_view_pages.html", await run_in_threadpool(read), viewer=who)
+
+
+@router.get("/dashboard/jobs/{job_id}/view/pages/{seq}", name="dashboard_job_view_page")
+async def one_page(request: Request, who: Signed, job_id: JobId, seq: Seq) -> Response:
+    services = services_of(request)
+
+    def read() -> dict[str, Any]:
+        opened = _open(services, who.user, job_id)
+        if opened.view.pages is None:
+            raise NotFound(f"a view of job {job_id}")
+        _audit, record, found = services.audits.page(who.user, opened.project.id, job_id, seq)
+        rank = {s: n for n, s in enumerate(SEVERITIES)}
+        issues = sorted(found, key=lambda f: (rank.get(f.severity, len(SEVERITIES)), f.code, f.id))
+        return {
+            "o": opened,
+            "p": record,
+            "issues": [
+                {
+                    "code": f.code,
+                    "severity": f.severity,
+                    "about": opened.view.explanations.get(f.code, ""),
+                    "evidence": evidence((f.data or {}).get("evidence")),
+                }
+                for f in issues
+            ],
+        }
+
+    return page(request, "job_view_page.html", await run_in_threadpool(read), viewer=who)
+
+
+# -- against the previous job -----------------------------------------------------------------
+
+
+@router.get("/dashboard/jobs/{job_id}/view/changes", name="dashboard_job_view_changes")
+async def changes(
+    request: Request,
+    who: Signed,
+    job_id: JobId,
+    change: Annotated[Literal["new", "fixed"], Query()] = "new",
+    after: Text = "",
+) -> Response:
+    services = services_of(request)
+    start = _after("after", after, 1)
+
+    def read() -> dict[str, Any]:
+        opened = _open(services, who.user, job_id)
+        if not opened.view.compare:
+            raise NotFound(f"a view of job {job_id}")
+        previous = _history(services, who.user, opened).previous
+        if previous is None or previous.job_id is None:
+            return {"o": opened, "previous": None}
+        found = services.audits.compare(
+            who.user,
+            opened.project.id,
+            job_id,
+            previous.job_id,
+            change=change,
+            after_id=start or 0,
+            limit=PAGE + 1,
+        )
+        rows = found.found[:PAGE]
+        base = f"{opened.base}/changes?{urlencode({'change': change})}"
+        return {
+            "o": opened,
+            "previous": previous,
+            "change": change,
+            "counts": [c for c in found.counts if c.new or c.fixed],
+            "new": sum(c.new for c in found.counts),
+            "fixed": sum(c.fixed for c in found.counts),
+            "rows": [
+                {
+                    "code": r.code,
+                    "severity": r.severity,
+                    "url": r.url,
+                    "about": opened.view.explanations.get(r.code, ""),
+                }
+                for r in rows
+            ],
+            "more": f"{base}&after={rows[-1].id}" if len(found.found) > PAGE and rows else None,
+            "first": base if start else None,
+        }
+
+    return page(request, "job_view_changes.html", await run_in_threadpool(read), viewer=who)
