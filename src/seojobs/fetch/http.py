@@ -38,6 +38,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from seojobs import outside
 from seojobs.fetch import errors
 from seojobs.fetch.errors import FetchError, UnreadableBody
 from seojobs.fetch.result import Headers, header_charset
@@ -72,8 +73,9 @@ class Response:
             return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The body parsed as JSON; raises ``ValueError`` when it is not JSON."""
-        return jsonlib.loads(self.body)
+        """The body parsed as JSON; raises ``ValueError`` when it is not JSON or nests deeper
+        than ``seojobs.outside.MAX_DEPTH`` (every provider's and registry's answer)."""
+        return outside.loads(self.body)
 
 
 def decoded_headers(response: aiohttp.ClientResponse) -> Headers:
