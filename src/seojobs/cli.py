@@ -390,5 +390,32 @@ def fingerprints_update(
         typer.echo(line)
 
 
+def failure_line(exc: BaseException) -> str:
+    """One line for what stopped a command: a setting the environment gave a bad value names
+    the setting; anything else its type and first line, printable whatever it holds."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        problems = [
+            f"SEOJOBS_{'_'.join(str(part) for part in error['loc']).upper()}: {error['msg']}"
+            for error in exc.errors()
+        ]
+        line = "invalid setting " + "; ".join(problems)
+    else:
+        detail = (str(exc).strip().splitlines() or [""])[0]
+        line = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    # An argument or a file name that is not UTF-8 arrives with surrogate escapes: shown
+    # escaped (printing it would raise again), and bounded.
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
 def main() -> None:
-    app()
+    """The ``seojobs`` command. A failure no command handled (a database that cannot be
+    reached, a bad setting, an argument that is not UTF-8) ends with one line on stderr and
+    status 1, never a traceback (issue 25.7)."""
+    try:
+        app()
+    except Exception as exc:
+        typer.echo(f"seojobs: {failure_line(exc)}", err=True)
+        raise SystemExit(1) from None

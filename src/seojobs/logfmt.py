@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -37,3 +38,20 @@ def configure(form: LogFormat, level: int = logging.INFO) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if form == "json" else logging.Formatter(PLAIN))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
+def logged_internal(logger: logging.Logger, what: str) -> str:
+    """Log the exception being handled, with a new error id; return the id (issue 25.3).
+
+    What users see of an unexpected error is a code and a plain message naming this id
+    (:func:`internal_message`); the exception itself (an SQL statement and its values, a
+    path, a driver's words) goes to the log only, where the id finds it."""
+    error_id = uuid.uuid4().hex[:12]
+    logger.exception("%s (error id %s)", what, error_id)
+    return error_id
+
+
+def internal_message(logger: logging.Logger, what: str, *, failed: str = "the job") -> str:
+    """:func:`logged_internal`, as the plain message users see."""
+    error_id = logged_internal(logger, what)
+    return f"an internal error stopped {failed} (error id {error_id}); the details are in the log"

@@ -256,3 +256,69 @@ def test_users_create_rejects_blank_name(sqlite_url: str, tmp_path: Path) -> Non
     assert "Traceback" not in done.stderr
     assert "name" in done.stderr
     assert all_rows(sqlite_url, users) == []
+
+
+# -- bad input: one line, never a traceback (issue 25.7) -----------------------------------
+
+NOT_UTF8 = "\udcff"  # an argument holding the byte 0xff, as Python passes it on
+
+
+# (arguments, extra environment); "{deep}" and "{undecodable}": files made by the test.
+NO_STORE = [
+    (("fingerprints", "update", "--from", "{deep}"), {}),
+    (("fingerprints", "update", "--from", "{undecodable}"), {}),
+    (("fingerprints", "update", "--from", f"/nonexistent/{NOT_UTF8}"), {}),
+    (("migrate",), {"SEOJOBS_WORKER_CONCURRENCY": "many"}),
+    (("users", "list"), {"SEOJOBS_DATABASE_URL": "nosuchdb://x"}),
+    (("providers",), {"SEOJOBS_PROVIDER_RETRIES": "-x"}),
+]
+WITH_STORE = [("users", "disable", NOT_UTF8), ("users", "create", NOT_UTF8)]
+
+
+def _one_line_and_failing(args: tuple[str, ...], env: dict[str, str], cwd: Path) -> None:
+    deep = cwd / "deep.json"
+    deep.write_text("[" * 5000 + "]" * 5000)
+    undecodable = cwd / "undecodable.json"
+    undecodable.write_bytes(b"\xff\xfe{")
+    args = tuple(a.format(deep=deep, undecodable=undecodable) for a in args)
+    done = run_cli(*args, env=env, cwd=cwd)
+    said = [line for line in done.stderr.splitlines() if not line.startswith("database: ")]
+    assert done.returncode != 0, (args, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, (args, done.stderr)
+    assert len(said) == 1 and said[0].strip(), (args, done.stderr)
+
+
+@pytest.mark.parametrize(("args", "extra"), NO_STORE)
+def test_bad_input_ends_a_command_with_one_line_and_a_failing_status(
+    tmp_path: Path, args: tuple[str, ...], extra: dict[str, str]
+) -> None:
+    env = subprocess_env("sqlite://", SEOJOBS_FINGERPRINTS_PATH=str(tmp_path / "fp.json"))
+    _one_line_and_failing(args, env | extra, tmp_path)
+
+
+@pytest.mark.parametrize("args", WITH_STORE)
+def test_an_argument_that_is_not_utf8_ends_with_one_line_on_either_store(
+    store_url: str, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    env = subprocess_env(store_url)
+    migrated = run_cli("migrate", env=env, cwd=tmp_path)
+    assert migrated.returncode == 0, migrated.stderr
+    _one_line_and_failing(args, env, tmp_path)
+
+
+def test_a_fingerprint_name_with_a_lone_surrogate_is_installed_storable(tmp_path: Path) -> None:
+    """The issue's probe: a technology named with a lone surrogate (a JSON escape) is
+    outside text like any other, kept with U+FFFD (issue 25.1, 25.7)."""
+    source = tmp_path / "fingerprints.json"
+    document = {
+        "technologies": {"Bad\ud800Name": {"cats": [1], "html": "<b>x"}},
+        "categories": {"1": {"name": "Cat\u0000egory"}},
+    }
+    source.write_text(json.dumps(document))  # ensure_ascii: written as \ud800 and \u0000
+    target = tmp_path / "fp.json"
+    env = subprocess_env("sqlite://", SEOJOBS_FINGERPRINTS_PATH=str(target))
+    done = run_cli("fingerprints", "update", "--from", str(source), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    installed = json.loads(target.read_text(encoding="utf-8"))
+    assert list(installed["technologies"]) == ["Bad\ufffdName"]
+    assert installed["categories"]["1"]["name"] == "Cat\ufffdegory"

@@ -128,5 +128,8 @@ BAD_GZIP = send(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5
 BAD_DEFLATE = send(
     b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: 5\r\n\r\nplain"
 )
-# Brotli was never offered (Accept-Encoding: gzip, deflate) and is not installed to decode it.
-UNASKED_BROTLI = send(b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 5\r\n\r\nplain")
+# Not Brotli at all, though the header says so ("plain" would be an unfinished stream, which
+# aiohttp takes as an empty body).
+BAD_BROTLI = send(
+    b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 5\r\n\r\n\xff\xff\xff\xff\xff"
+)

@@ -3,6 +3,7 @@ answering RFC 9083 domain objects shaped like real ones (Verisign's registry ans
 ``related`` link to the registrar; the registrar's fuller answer), and RFC 9083 §6 errors.
 
 ``registry_down``: the registry answers 503; ``registrar_down``: the registrar does.
+``registry_body``: the registry answers these raw bytes instead (a hostile registry).
 ``hits`` counts requests per path; ``accepts`` records each request's Accept header.
 """
 
@@ -13,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 RDAP_JSON = "application/rdap+json"
 
@@ -107,6 +108,7 @@ class FakeRdap:
         self.base = ""  # set once served
         self.registry_down = False
         self.registrar_down = False
+        self.registry_body: bytes | None = None
         self.hits: Counter[str] = Counter()
         self.accepts: list[str] = []
         self._lock = threading.Lock()
@@ -141,6 +143,8 @@ class FakeRdap:
                 return _error(503, "Service Unavailable")
             if name.lower() not in self.domains:
                 return _error(404, "Not Found")
+            if self.registry_body is not None:
+                return Response(self.registry_body, media_type=RDAP_JSON)
             return JSONResponse(registry_object(name, self.base), media_type=RDAP_JSON)
 
         @app.get("/registrar/domain/{name}")

@@ -4,10 +4,12 @@ fail on their own; a lookup that learns nothing; the SSRF guard; the quotas."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dns.name
 import pytest
 
 from seojobs.kinds import load_registry
@@ -15,6 +17,8 @@ from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Invalid, NotFound, Services
 from seojobs.store.db import Database
 from tests.conftest import make_settings
+from tests.fakes.rdap import registry_object
+from tests.fakes.tcp import Endpoint
 from tests.integration.domain_world import DOMAIN, World, domain_world
 from tests.waiting import run_until_final
 
@@ -263,3 +267,66 @@ def test_what_is_not_a_domain_is_refused_naming_the_field(store_url: str, domain
         services.db.dispose()
     assert [e.path for e in refused.value.errors] == [("domain",)]
     assert charged == 0  # nothing was stored
+
+
+def _registry_answer(**changes: Any) -> dict[str, Any]:
+    """The fake registry's answer for DOMAIN, with top-level fields replaced."""
+    return {**registry_object(DOMAIN, "http://registry.invalid"), **changes}
+
+
+async def test_outside_text_with_nul_and_lone_surrogates_is_stored_on_either_store(
+    services: Services, world: World
+) -> None:
+    """Issue 25.1: RDAP and DNS text holding NUL or a lone surrogate (JSON escapes both; DNS
+    TXT carries any byte) is kept with U+FFFD in their place, on PostgreSQL as on SQLite."""
+    answer = _registry_answer(links=[])
+    answer["entities"][0]["vcardArray"][1][1][3] = "Registrar\u0000 \ud800Name"
+    answer["status"] = ["ok\u0000", "\udfff"]
+    world.rdap.registry_body = json.dumps(answer).encode()  # ensure_ascii: \u0000, \ud800
+    world.dns.zone[dns.name.from_text(DOMAIN)]["TXT"] = ['"nul\\000here"']
+    user, done = await _look_up(services, DOMAIN)
+    assert done.state == "completed", done.error
+    data = services.collections.latest(user, done.project_id, "domain_lookup").data
+    assert data["rdap"]["registrar"]["name"] == "Registrar\ufffd \ufffdName"
+    assert data["rdap"]["status"] == ["ok\ufffd", "\ufffd"]
+    assert data["dns"]["records"]["TXT"] == ["nul\ufffdhere"]
+
+
+@pytest.mark.parametrize("nested", ["[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000])
+async def test_an_rdap_answer_nested_too_deep_fails_the_rdap_part_only(
+    services: Services, world: World, nested: str
+) -> None:
+    """Issue 25.2: the parser's depth is bounded; the RDAP part fails, DNS and TLS stand."""
+    world.rdap.registry_body = b'{"objectClassName": "domain", "x": ' + nested.encode() + b"}"
+    user, done = await _look_up(services, DOMAIN)
+    assert done.state == "completed", done.error
+    data = services.collections.latest(user, done.project_id, "domain_lookup").data
+    assert data["rdap"]["error"]["code"] == "rdap_unavailable"
+    assert "nested deeper than" in data["rdap"]["error"]["message"]
+    assert data["dns"]["error"] is None and data["tls"]["error"] is None
+
+
+async def test_a_registrar_link_to_a_refused_ip_literal_is_never_dialled(
+    store_url: str, world: World
+) -> None:
+    """Issue 25.6: the address policy is applied before a connection, IP literals included:
+    a listener at the literal sees no connection, so its port's state cannot show."""
+    endpoint = Endpoint(lifetime=30)
+    endpoint.set("hang")  # listening: a connection would be accepted and counted
+    try:
+        href = f"http://127.0.0.1:{endpoint.port}/rdap/domain/{DOMAIN}"
+        link = {"rel": "related", "href": href, "type": "application/rdap+json"}
+        world.rdap.registry_body = json.dumps(_registry_answer(links=[link])).encode()
+        services = _services(store_url, allow_private_networks=False)
+        try:
+            user, done = await _look_up(services, DOMAIN)
+            data = services.collections.latest(user, done.project_id, "domain_lookup").data
+        finally:
+            services.db.dispose()
+    finally:
+        accepted = endpoint.accepted
+        endpoint.close()
+    assert done.state == "completed", done.error
+    assert data["rdap"]["registrar_url"] == href
+    assert data["rdap"]["registrar_error"]["code"] == "rdap_refused"
+    assert accepted == 0

@@ -1,4 +1,4 @@
-"""A compressed page is decoded in bounded pieces: a gzip bomb never fills the memory.
+"""A compressed page is decoded in bounded pieces: a gzip or Brotli bomb never fills the memory.
 
 The fetcher lets aiohttp decode ``Content-Encoding`` and stops reading at ``fetch_max_bytes``.
 That only bounds memory if the decoder hands the body over in bounded pieces, as aiohttp does
@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import gzip
 import tracemalloc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
+import brotli
 import pytest
 
 from seojobs.fetch import Fetcher
@@ -23,19 +24,34 @@ INFLATED = 64 * 1024 * 1024  # what the bomb inflates to
 CAP = 1024 * 1024  # fetch_max_bytes for the test
 
 
+COMPRESS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": lambda body: gzip.compress(body, compresslevel=9),
+    "br": lambda body: brotli.compress(body, quality=5),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(COMPRESS))
+def encoding(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def bomb() -> bytes:
-    return gzip.compress(b"\0" * INFLATED, compresslevel=9)
+def bomb(encoding: str) -> bytes:
+    return COMPRESS[encoding](b"\0" * INFLATED)
 
 
-@pytest.fixture
-async def bomb_server(bomb: bytes) -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def serving(body: bytes, encoding: str) -> AsyncIterator[str]:
+    """A raw loopback server that answers ``body`` with ``Content-Encoding: encoding``,
+    whatever the request's ``Accept-Encoding`` said."""
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n"
-            + f"Content-Length: {len(bomb)}\r\nConnection: close\r\n\r\n".encode()
-            + bomb
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+            + f"Content-Encoding: {encoding}\r\n".encode()
+            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
         )
         # The fetcher may stop reading at its cap and close the connection.
         with contextlib.suppress(ConnectionError):
@@ -48,7 +64,13 @@ async def bomb_server(bomb: bytes) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}/"
 
 
-async def test_a_gzip_bomb_is_cut_at_the_cap_without_inflating_it_whole(
+@pytest.fixture
+async def bomb_server(bomb: bytes, encoding: str) -> AsyncIterator[str]:
+    async with serving(bomb, encoding) as url:
+        yield url
+
+
+async def test_a_bomb_is_cut_at_the_cap_without_inflating_it_whole(
     bomb_server: str, bomb: bytes
 ) -> None:
     assert len(bomb) < INFLATED // 500  # it really is a bomb
@@ -67,3 +89,13 @@ async def test_a_gzip_bomb_is_cut_at_the_cap_without_inflating_it_whole(
     assert result.body == b"\0" * CAP
     # Inflated whole, the body alone would be 64 MiB.
     assert peak < INFLATED // 4, f"peak {peak / 2**20:.1f} MiB while fetching"
+
+
+async def test_a_page_sent_in_brotli_unasked_is_decoded() -> None:
+    page = b"<html><head><title>Brotli</title></head><body>" + b"word " * 5000 + b"</body></html>"
+    settings = Settings(database_url="sqlite://", allow_private_networks=True)
+    async with serving(brotli.compress(page), "br") as url, Fetcher(settings) as fetcher:
+        result = await fetcher.fetch(url)
+    assert result.error is None, result.error
+    assert result.status == 200
+    assert result.body == page

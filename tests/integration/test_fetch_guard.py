@@ -15,8 +15,11 @@ import httpx
 import pytest
 
 from seojobs.fetch import Fetcher
+from seojobs.fetch.errors import SSRF_REFUSED, FetchError
+from seojobs.providers import rdap
 from seojobs.settings import Settings
 from tests.fakes.site import FixtureSite, fence_to_loopback, running_site
+from tests.fakes.tcp import Endpoint
 
 Site = tuple[FixtureSite, str]
 
@@ -130,3 +133,21 @@ async def test_the_control_the_same_paths_reach_a_private_address_when_allowed(
         result = await client.fetch(f"{base}/redirect-to?url={target}")
     assert (result.error_kind, result.status) == (None, 200)
     assert fake.paths() == ["/redirect-to", "/ok"]
+
+
+async def test_a_guarded_client_never_dials_a_refused_ip_literal() -> None:
+    """Issue 25.6: aiohttp skips the resolver for an IP-literal URL, so the connector checks
+    the addresses it is about to dial (a listener there must see no connection) rather than
+    only the peer after connecting, where an open and a closed port answered differently."""
+    endpoint = Endpoint(lifetime=30)
+    endpoint.set("hang")  # listening: a connection would be accepted and counted
+    settings = Settings(database_url="sqlite://", allow_private_networks=False)
+    try:
+        async with rdap.guarded_client(settings) as http:
+            with pytest.raises(FetchError) as raised:
+                await http.get(f"http://127.0.0.1:{endpoint.port}/domain/example.test")
+    finally:
+        accepted = endpoint.accepted
+        endpoint.close()
+    assert raised.value.kind == SSRF_REFUSED
+    assert accepted == 0

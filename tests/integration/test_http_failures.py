@@ -37,7 +37,7 @@ TRANSPORT = [
 UNDECODABLE = [
     pytest.param(raw.BAD_GZIP, id="bad-gzip"),
     pytest.param(raw.BAD_DEFLATE, id="bad-deflate"),
-    pytest.param(raw.UNASKED_BROTLI, id="unasked-brotli"),
+    pytest.param(raw.BAD_BROTLI, id="bad-brotli"),
 ]
 
 

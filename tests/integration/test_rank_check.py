@@ -376,3 +376,44 @@ def test_an_api_schedule_runs_a_check_whose_rankings_are_read(
 
         answer = wait_until(collected, timeout=60)
     assert positions(answer) == [("garden hose", 2)]
+
+
+# Outside text both stores can keep (issue 25.1), outside depth bounded (25.2): a provider's
+# error body with a NUL, or an answer nested 5,000 deep, fails that keyword only.
+HOSTILE_KEYWORD = [
+    pytest.param(Reply(400, text='{"message": "bad\x00query"}'), "provider_rejected", id="nul-400"),
+    pytest.param(Reply(500, text="down\x00\x00"), "upstream_error", id="nul-500"),
+    pytest.param(Reply(200, text="[" * 5000 + "]" * 5000), "malformed_response", id="deep-array"),
+    pytest.param(
+        Reply(200, text='{"a":' * 5000 + "1" + "}" * 5000), "malformed_response", id="deep-object"
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "code"), HOSTILE_KEYWORD)
+def test_a_hostile_provider_answer_fails_that_keyword_on_either_store(
+    store_url: str, fakes: Fakes, reply: Reply, code: str
+) -> None:
+    retried = reply.status >= 500  # the retry of a 5xx gets the same
+    fakes.serper.script(*[reply] * (2 if retried else 1))
+    settings = fakes.settings(store_url, rank_check_concurrency=1)  # the first keyword fails
+    with started(settings) as (_app, client, project):
+        job = check(client, project)
+        assert job["status"] == "completed", job
+        assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
+        items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+        [error] = [i["error"] for i in items if i.get("error")]
+        assert error["code"] == code
+        assert "\x00" not in error["message"]
+
+
+def test_a_fatal_provider_error_with_a_nul_fails_the_job_once_on_either_store(
+    store_url: str, fakes: Fakes
+) -> None:
+    fakes.serper.script(Reply(403, text='{"message": "Unauthorized.\x00"}'))
+    settings = fakes.settings(store_url, rank_check_concurrency=1)
+    with started(settings) as (_app, client, project):
+        job = check(client, project)
+        assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed"), job
+        assert "Unauthorized.\ufffd" in job["error"]["message"]
+    assert len(fakes.serper.requests) == 1  # written at once: never rescued and asked again

@@ -11,6 +11,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import func, select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse
+from starlette.routing import Route
 
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
@@ -23,6 +27,7 @@ from seojobs.store.db import Database
 from seojobs.store.tables import collections, findings, job_items
 from tests.conftest import make_settings
 from tests.fakes.audit_site import PLANTED, REACHED, AuditSite
+from tests.fakes.server import serve
 from tests.procs import Procs
 from tests.waiting import await_until, run_until_final, wait_until
 
@@ -329,3 +334,71 @@ async def test_deleting_a_project_stops_its_audit_and_deletes_its_pages_and_find
             rows = conn.execute(select(func.count()).where(table.c.job_id == job.id))
             assert rows.scalar_one() == 0, table.name
     assert fetched < 200
+
+
+def _hostile_site() -> Starlette:
+    """Pages whose text holds NUL (issue 25.1) and JSON-LD nested 5,000 deep (issue 25.2)."""
+    ld = '{"@context": "https://schema.org", "@type": "Thing", "name": "a\\u0000b\\ud800"}'
+    home = (
+        "<!doctype html><html><head><title>Home\x00 page of a fixture site on soil</title>"
+        '<meta name="description" content="About soil\x00 and water\x00 for the garden.">'
+        f'<script type="application/ld+json">{ld}</script></head>'
+        "<body><h1>Soil\x00 heading</h1>"
+        '<a href="/deep-array">deep\x00 array</a> <a href="/deep-object">deep object\x00</a>'
+        "</body></html>"
+    )
+    nested = {
+        "/deep-array": "[" * 5000 + "]" * 5000,
+        "/deep-object": '{"a":' * 5000 + "1" + "}" * 5000,
+    }
+
+    def page(request: Request) -> HTMLResponse:
+        path = request.url.path
+        if path == "/":
+            return HTMLResponse(home)
+        return HTMLResponse(
+            f"<html><head><title>Deep {path}</title>"
+            f'<script type="application/ld+json">{nested[path]}</script></head>'
+            "<body><h1>Deep</h1></body></html>"
+        )
+
+    def robots(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("User-agent: *\nAllow: /\n")
+
+    return Starlette(
+        routes=[
+            Route("/robots.txt", robots),
+            Route("/", page),
+            Route("/deep-array", page),
+            Route("/deep-object", page),
+        ]
+    )
+
+
+async def test_an_audit_of_pages_with_nul_and_deep_json_ld_completes_on_either_store(
+    audit_services: Services,
+) -> None:
+    """Issue 25.1, 25.2: text with NUL is stored with U+FFFD on both stores; JSON-LD nested
+    past the depth bound is reported as invalid structured data on its page, nothing more."""
+    services = audit_services
+    user = services.accounts.create_user("alice").user
+    project = services.accounts.create_project(user, "site")
+    with serve(_hostile_site()) as base:
+        job, _ = services.jobs.create(
+            user, "site_audit", {"start_url": f"{base}/", **RELAXED}, project_id=project.id
+        )
+        done = await run_until_final(services, user, job)
+    assert done.state == "completed", done.error
+    with services.db.read() as conn:
+        rows = conn.execute(select(audit_pages).where(audit_pages.c.job_id == job.id)).all()
+    pages = {_path(r.url): r for r in rows}
+    assert set(pages) == {"/", "/deep-array", "/deep-object"}
+    home = pages["/"]
+    assert home.title == "Home\ufffd page of a fixture site on soil"
+    assert home.description == "About soil\ufffd and water\ufffd for the garden."
+    assert home.h1 == "Soil\ufffd heading"
+    found = _all_findings(services, user, job.id)
+    invalid = {_path(f.data["url"]) for f in found if f.code == "structured_data_invalid"}
+    assert invalid == {"/deep-array", "/deep-object"}
+    for finding in found:  # what the findings quote of the pages is storable too
+        assert "\x00" not in repr(finding.data)

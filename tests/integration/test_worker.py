@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -102,17 +104,29 @@ async def test_job_failures_carry_code_and_message_and_are_not_retried(
     services,
     db,
     settings,
-    registry,  # type: ignore[no-untyped-def]
+    registry,
+    caplog,  # type: ignore[no-untyped-def]
 ) -> None:
     user = services.accounts.create_user("alice").user
     told, _ = services.jobs.create(user, "test_fail", {"code": "site_unreachable", "message": "no"})
-    crashed, _ = services.jobs.create(user, "test_fail", {"crash": True, "message": "kaboom"})
-    async with running(db, settings, registry):
-        a = await until_state(services, user, told.id, "failed")
-        b = await until_state(services, user, crashed.id, "failed")
-        await asyncio.sleep(0)  # nothing may pick them up again
+    secret = "kaboom: INSERT INTO secrets VALUES ('hunter2')"
+    crashed, _ = services.jobs.create(user, "test_fail", {"crash": True, "message": secret})
+    with caplog.at_level(logging.ERROR, logger="seojobs.worker"):
+        async with running(db, settings, registry):
+            a = await until_state(services, user, told.id, "failed")
+            b = await until_state(services, user, crashed.id, "failed")
+            await asyncio.sleep(0)  # nothing may pick them up again
     assert (a.error_code, a.error_message) == ("site_unreachable", "no")
-    assert b.error_code == "internal_error" and "kaboom" in (b.error_message or "")
+    # Issue 25.3: an unexpected error shows a code and a plain message naming an error id;
+    # what the exception said is in the log, under that id, and nowhere the user sees.
+    assert b.error_code == "internal_error" and b.error_message is not None
+    assert "kaboom" not in b.error_message and "hunter2" not in b.error_message
+    error_id = re.fullmatch(
+        r"an internal error stopped the job \(error id (\w+)\); .*", b.error_message
+    )
+    assert error_id is not None, b.error_message
+    [logged] = [r for r in caplog.records if error_id[1] in r.getMessage()]
+    assert logged.exc_info is not None and secret in str(logged.exc_info[1])
     assert a.attempt == 1 and b.attempt == 1
 
 

@@ -39,6 +39,8 @@ from seojobs.engine.host import (
 )
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
+from seojobs.logfmt import internal_message
+from seojobs.outside import storable
 from seojobs.records import ItemRecord, JobRecord
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
@@ -46,9 +48,11 @@ from seojobs.store import kindrows
 from seojobs.store import results as result_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
+from seojobs.store.errors import Unavailable
 from seojobs.store.listener import Listener
 
 log = logging.getLogger("seojobs.worker")
+
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -342,12 +346,11 @@ class Worker:
             # Lease lost (heartbeat found the job gone) or the shutdown grace ran out.
             await asyncio.shield(self._release_if_held(job, ctx))
             raise
-        except Exception as exc:
-            log.exception("job %s (%s) raised", job.id, job.kind)
-            message = f"{type(exc).__name__}: {exc}"
+        except Exception:
+            message = internal_message(log, f"job {job.id} ({job.kind}) raised")
             await self._fail(job, "internal_error", message, ctx, started)
         else:
-            self._completions.append((job.id, job.attempt, ctx.result))
+            self._completions.append((job.id, job.attempt, storable(ctx.result)))
             self._has_completions.set()
             event(log, "job_end", outcome="completed", **_run_fields(job, ctx, started))
 
@@ -372,7 +375,14 @@ class Worker:
             with self.db.write() as conn:
                 return job_sql.fail(conn, job.id, job.attempt, code, message, self.clock())
 
-        recorded = await self.run_db(write)
+        message = storable(message)
+        try:
+            recorded = await self.run_db(write)
+        except Unavailable:
+            raise  # the store is away: the job is rescued once it is back
+        except Exception:  # the message could not be written: the failure still must be
+            code, message = "internal_error", internal_message(log, f"failing job {job.id} raised")
+            recorded = await self.run_db(write)
         fields = (
             _run_fields(job, ctx, started)
             if ctx is not None and started is not None
@@ -433,10 +443,12 @@ class Worker:
         """Every change in one transaction, fenced by the job's claim; a lost claim stops the
         job (``Interrupted``) and none of them is kept."""
 
+        cleaned = storable(changes)  # what came from outside, storable on both stores
+
         def run() -> list[Any]:
             with self.db.write() as conn:
                 now = self.clock()
-                return [self._apply(conn, job, change, now) for change in changes]
+                return [self._apply(conn, job, change, now) for change in cleaned]
 
         try:
             return await self.run_db(run)

@@ -8,7 +8,7 @@ adds, the same for every caller:
   with its kind (``errors.from_transport``), so callers handle one tree;
 - time: aiohttp's connect and read timeouts, plus a deadline for the whole exchange (a server
   that trickles bytes just faster than the read timeout would otherwise hold a worker forever);
-- size: a body cap; the body is decoded (gzip, deflate) by aiohttp in bounded pieces and
+- size: a body cap; the body is decoded (gzip, deflate, br) by aiohttp in bounded pieces and
   reading stops at the cap (pages are cut and marked, an API answer over it is refused);
 - headers: read as ASCII, else UTF-8, else Latin-1 (never lone surrogates);
 - proxies, one policy: ``env_proxies=True`` (provider APIs) honours ``HTTP_PROXY`` /
@@ -38,6 +38,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from seojobs import outside
 from seojobs.fetch import errors
 from seojobs.fetch.errors import FetchError, UnreadableBody
 from seojobs.fetch.result import Headers, header_charset
@@ -45,8 +46,8 @@ from seojobs.fetch.result import Headers, header_charset
 CHUNK = 64 * 1024
 # aiohttp's default is 8 KiB per header line; real sites send longer ones (cookies, CSP).
 MAX_HEADER_LINE = 64 * 1024
-# What aiohttp decodes without optional packages (brotli, zstandard).
-ACCEPT_ENCODING = "gzip, deflate"
+# What aiohttp decodes here, each in bounded pieces: br with the ``brotli`` dependency.
+ACCEPT_ENCODING = "gzip, deflate, br"
 
 Connector = Callable[[], aiohttp.BaseConnector]
 BodyWanted = Callable[[int, Headers], bool]
@@ -72,8 +73,9 @@ class Response:
             return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The body parsed as JSON; raises ``ValueError`` when it is not JSON."""
-        return jsonlib.loads(self.body)
+        """The body parsed as JSON; raises ``ValueError`` when it is not JSON or nests deeper
+        than ``seojobs.outside.MAX_DEPTH`` (every provider's and registry's answer)."""
+        return outside.loads(self.body)
 
 
 def decoded_headers(response: aiohttp.ClientResponse) -> Headers:

@@ -9,9 +9,12 @@ of ours (a subclass of aiohttp's ``TCPConnector``, under the fetcher's aiohttp s
 * the connector's resolver answers with the pinned addresses, never asking DNS again; a
   connection for a host without a pin (not expected) is resolved and validated there instead.
   Its DNS cache is off, so every new connection asks the resolver;
+* before a socket opens, every address it may be opened to is checked the same way (issue
+  25.6): aiohttp skips the resolver for an IP-literal URL, so a refused literal (a registrar
+  link in an RDAP answer) was dialled first and refused after, and whether the dial worked
+  (the port's state) showed in the error;
 * after the socket opens, its peer address must be one the guard allows for the host (and one
-  of the pinned ones if pinned), before a single byte is written. This also covers IP-literal
-  URLs, for which aiohttp skips the resolver.
+  of the pinned ones if pinned), before a single byte is written.
 
 The URL keeps the hostname, so the ``Host`` header, TLS SNI, certificate verification and the
 pool's connection key (one pool entry per hostname, never shared between names that happen to
@@ -115,9 +118,11 @@ class PinnedConnector(aiohttp.TCPConnector):
         self._guard = guard
 
     async def _wrap_create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        host = kwargs["req"].url.raw_host or ""
+        for info in kwargs["addr_infos"]:  # (family, type, proto, canonname, sockaddr)
+            check_peer(self._guard, host, info[4])  # refused here: nothing was dialled
         transport, protocol = await super()._wrap_create_connection(*args, **kwargs)
         try:
-            host = kwargs["req"].url.raw_host or ""
             check_peer(self._guard, host, transport.get_extra_info("peername"))
         except BaseException:
             transport.close()

@@ -10,6 +10,7 @@ so that a failed job always means "nothing to read". Failures are never retried 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any
@@ -22,12 +23,14 @@ from seojobs.fetch.tls import peer_tls
 from seojobs.kinds.domain_lookup import records
 from seojobs.kinds.domain_lookup.certificate import describe
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, unicode_domain
+from seojobs.logfmt import internal_message
 from seojobs.providers import rdap
 from seojobs.providers.base import http_client
 
 TLS_REFUSED = "tls_refused"
 TLS_UNAVAILABLE = "tls_unavailable"
 PARTS = ("rdap", "dns", "tls")
+log = logging.getLogger("seojobs.kinds.domain_lookup")
 
 
 def _failed(code: str, message: str) -> dict[str, Any]:
@@ -90,12 +93,16 @@ def _verdict(parts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def _bounded(part: Awaitable[dict[str, Any]], seconds: float, code: str) -> dict[str, Any]:
     """A part that has not finished in ``seconds`` fails on its own (its code), so that a slow
-    server costs that part, never the whole lookup (the kind's timeout fails the job)."""
+    server costs that part, never the whole lookup (the kind's timeout fails the job). So does
+    a part that raised what nothing expected (a hostile answer finding a parser's limit): its
+    code and a plain message naming the logged error's id."""
     try:
         async with asyncio.timeout(seconds):
             return await part
     except TimeoutError:
         return _failed(code, f"did not finish within {seconds:g} s")
+    except Exception:
+        return _failed(code, internal_message(log, f"the lookup's {code} part", failed="it"))
 
 
 async def run(ctx: JobContext[DomainLookupParams]) -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from html import unescape
 from html.parser import HTMLParser
 
+from seojobs import outside
 from seojobs.fetch.html import scan
 
 _SKIP_TEXT = frozenset({"script", "style", "noscript", "template", "title"})
@@ -111,7 +111,7 @@ class PageFacts:
         good, bad = [], []
         for block in self.json_ld:
             try:
-                good.append(json.loads(block))
+                good.append(outside.loads(block))
             except ValueError:
                 bad.append(block.strip()[:100])
         return good, bad

@@ -12,7 +12,6 @@ malformed is reported in ``problems`` and skipped, so one bad entry never costs 
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seojobs import outside
 from seojobs.kinds.tech_stack.patterns import Pattern, patterns_of, split_tags
 
 # Pattern fields read from one HTTP response (no browser): keyed ones map a name to patterns.
@@ -225,7 +225,7 @@ def load(path: str) -> Fingerprints:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         try:
-            document = json.loads(Path(path).read_bytes())
+            document = outside.loads(Path(path).read_bytes())
         except (OSError, ValueError) as exc:
             raise InvalidDatabase(f"{path} is not readable JSON: {exc}") from None
         found = parse(document)

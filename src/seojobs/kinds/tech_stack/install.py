@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
+from seojobs import outside
 from seojobs.fetch import FetchError, HttpClient
 from seojobs.kinds.tech_stack.database import (
     NOT_EVALUATED,
@@ -85,7 +86,7 @@ def _merge(techs: Iterator[tuple[str, bytes]], categories: bytes | None) -> dict
 
 def _json(raw: bytes, name: str) -> Any:
     try:
-        return json.loads(raw)
+        return outside.loads(raw)
     except ValueError as exc:
         raise InvalidDatabase(f"{name} is not JSON: {exc}") from None
 
@@ -199,7 +200,7 @@ def write_atomically(path: Path, document: dict[str, Any]) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out, ensure_ascii=False, separators=(",", ":"))
+            json.dump(outside.storable(document), out, ensure_ascii=False, separators=(",", ":"))
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temporary, 0o644)

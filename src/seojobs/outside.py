@@ -1,0 +1,94 @@
+"""What comes from outside (pages, headers, provider answers, RDAP, DNS, certificates), made
+safe to keep: text both stores can store, and JSON of bounded depth (issue 25.1, 25.2).
+
+**Storable text.** PostgreSQL refuses a NUL character in ``text`` (and ``\\u0000`` in JSON it
+must read), and psycopg cannot encode a lone surrogate (``"\\ud800"`` in a JSON answer, a
+filename's surrogate escape) as UTF-8; SQLite keeps both. So one rule applies where a running
+job's data enters the store, not per column: :func:`storable` replaces each of them with
+U+FFFD (the replacement character, what a decoder writes for what it could not read) in every
+string of a value, keys included, however deep. The worker applies it to every change a job
+writes (items, their results and errors, findings, collections, kind tables) and to the job's
+own result and error (``seojobs.engine.worker``), so no kind needs to remember it.
+
+**Bounded JSON.** :func:`loads` parses JSON that came from outside. A document nested deeper
+than :data:`MAX_DEPTH` (JSON-LD in a page, an RDAP answer, a provider's answer) is refused
+with ``ValueError``, like any other malformed JSON, instead of ``RecursionError`` in the
+parser or in whatever walks the result later (the store's JSON encoder included).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any, Final
+
+REPLACEMENT: Final = "\ufffd"
+# Real documents nest a few levels (JSON-LD graphs, RDAP entities within entities: ~10).
+MAX_DEPTH: Final = 64
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text(value: str) -> str:
+    """``value`` with NUL and lone surrogates replaced (the same object when it has none)."""
+    if value.isascii():
+        return value.replace("\x00", REPLACEMENT) if "\x00" in value else value
+    return _UNSTORABLE.sub(REPLACEMENT, value)
+
+
+def storable(value: Any) -> Any:
+    """``value`` with every string in it made storable: in dicts (keys too), lists, tuples and
+    dataclass instances (a record of changes); anything else is kept. Unchanged parts are the
+    same objects, so a clean value costs one walk and no copies."""
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        cleaned: dict[Any, Any] = {}
+        same = True
+        for key, item in value.items():
+            new_key, new_item = storable(key), storable(item)
+            same = same and new_key is key and new_item is item
+            cleaned[new_key] = new_item
+        return value if same else cleaned
+    if isinstance(value, list | tuple):
+        items = [storable(v) for v in value]
+        if all(a is b for a, b in zip(value, items, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields: dict[str, Any] = {}
+        for field in dataclasses.fields(value):
+            old = getattr(value, field.name)
+            new = storable(old)
+            if new is not old:
+                fields[field.name] = new
+        return dataclasses.replace(value, **fields) if fields else value
+    return value
+
+
+def depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and dicts (a scalar: 0), found without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        elif not isinstance(node, list):
+            continue
+        level += 1
+        deepest = max(deepest, level)
+        stack.extend((child, level) for child in node if isinstance(child, dict | list))
+    return deepest
+
+
+def loads(document: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``document`` parsed as JSON; ``ValueError`` when it is not JSON or nests deeper than
+    ``max_depth`` lists and objects."""
+    try:
+        found = json.loads(document)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
+    if depth(found) > max_depth:
+        raise ValueError(f"JSON nested deeper than {max_depth} levels")
+    return found

@@ -1,0 +1,62 @@
+"""``seojobs.outside``: the one rule for outside text (issue 25.1) and outside depth (25.2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seojobs.engine.host import RecordItems
+from seojobs.outside import MAX_DEPTH, loads, storable
+from seojobs.records import ItemOutcome, NewFinding
+
+
+def test_nul_and_lone_surrogates_become_the_replacement_character_everywhere() -> None:
+    value = {
+        "a\x00": ["x\ud800y", ("\udfff", 1, None, True)],
+        "ok": {"deep": [{"k": "nul\x00"}]},
+        "é": "café\x00",
+    }
+    assert storable(value) == {
+        "a\ufffd": ["x\ufffdy", ("\ufffd", 1, None, True)],
+        "ok": {"deep": [{"k": "nul\ufffd"}]},
+        "é": "café\ufffd",
+    }
+
+
+def test_a_record_of_changes_is_cleaned_inside_its_dataclasses() -> None:
+    finding = NewFinding("title_missing", "error", {"title": "t\x00"})
+    outcome = ItemOutcome(
+        item_id=1, failed=True, error_code="x", error_message="body\x00", findings=(finding,)
+    )
+    [change] = storable((RecordItems([outcome], {"failed": 1}),))
+    [done] = change.outcomes
+    assert done.error_message == "body\ufffd"
+    assert done.findings[0].data == {"title": "t\ufffd"}
+    assert outcome.error_message == "body\x00"  # the job's own record is left as it was
+
+
+def test_a_clean_value_is_returned_as_it_is() -> None:
+    value = {"a": ["b", {"c": "d"}], "n": 1}
+    assert storable(value) is value
+    outcome = ItemOutcome(item_id=1, failed=False, result={"title": "fine"})
+    assert storable(outcome) is outcome
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "[" * 5000 + "]" * 5000,
+        '{"a":' * 5000 + "1" + "}" * 5000,
+        "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),  # parses, but deeper than the bound
+    ],
+)
+def test_json_nested_too_deep_is_a_value_error(document: str) -> None:
+    with pytest.raises(ValueError, match="nested deeper than"):
+        loads(document)
+
+
+def test_json_within_the_bound_is_parsed() -> None:
+    document = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads(document) == json.loads(document)
+    assert loads(b'{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
