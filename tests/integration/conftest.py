@@ -44,6 +44,17 @@ def shared_idle(module_store: str, request: pytest.FixtureRequest) -> Iterator[A
         yield running
 
 
+@pytest.fixture
+def own_idle(shared_idle: Api) -> Iterator[Api]:
+    """``shared_idle`` for one test: its own users, clients and client address (what the API
+    counts per address, failed authentications, is this test's alone)."""
+    mine = shared_idle.own()
+    try:
+        yield mine
+    finally:
+        mine.close()
+
+
 @pytest.fixture(scope="module")
 def shared_fakes() -> Iterator[Providers]:
     with providers() as made:

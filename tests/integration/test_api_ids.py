@@ -64,7 +64,7 @@ SUBMIT_JOB = 4
 def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     """A user with three check jobs (so ``٣`` would find one), a submission, a project and a
     schedule. Its budget covers the hundreds of probes (429s are test_api_ratelimit's)."""
-    client = idle.client(idle.account(rate_limit="1000000/minute"))
+    client = idle.client(idle.account(rate_limit="1000000/minute"), in_process=True)
     jobs = [client.post(f"{V1}/index-check/jobs", json={"urls": [URL]}) for _ in range(3)]
     jobs.append(client.post(f"{V1}/index-submit/jobs", json={"urls": [URL]}))
     assert [j.json()["job_id"] for j in jobs] == [1, 2, 3, SUBMIT_JOB]

@@ -12,7 +12,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, api, assert_problem, error_fields
+from tests.api_helpers import (
+    V1,
+    Api,
+    api,
+    assert_problem,
+    error_fields,
+    shared_idle_per_test,  # noqa: F401  (this module's ``idle``: one app per store)
+)
 from tests.conftest import STORES, make_settings
 
 # Store-agnostic (what a 422 says is decided before any store call): SQLite only; the

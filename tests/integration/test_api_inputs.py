@@ -74,7 +74,7 @@ ODD_NUMBERS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 @pytest.fixture
 def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     """A user with a project, a schedule and a job: the values of every path parameter."""
-    client = idle.client(idle.account())
+    client = idle.client(idle.account(), in_process=True)  # a route walk
     project = client.post("/v1/projects", json={"name": "mine"}).json()["data"]["id"]
     every = {"name": "kept", "type": "test_noop", "every_days": 1}
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
@@ -225,7 +225,7 @@ def test_values_pydantic_would_convert_into_the_documented_type_are_422(
     every job type's params (through both creation routes), refuses them; the probes come
     from the document, so a new field or job type is probed too."""
     app, _client, values = world
-    client = app.client(app.account(rate_limit="100000/minute"))  # a few hundred probes
+    client = app.client(app.account(rate_limit="100000/minute"), in_process=True)  # probes
     values = values | {
         "project_id": str(client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"])
     }

@@ -68,7 +68,7 @@ def _schedule(name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_control_characters_are_422_naming_the_field(idle: Api, surface: str) -> None:
-    client = idle.client(idle.account(rate_limit="1000000/minute"))
+    client = idle.client(idle.account(rate_limit="1000000/minute"), in_process=True)
     project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
     before = stored(idle)
     wanted, post = SURFACES[surface]
@@ -84,7 +84,7 @@ def test_control_characters_are_422_naming_the_field(idle: Api, surface: str) ->
 @pytest.mark.stores(*STORES)  # kept as sent: through the store and back
 @pytest.mark.parametrize("surface", list(SURFACES))
 def test_other_text_is_kept_as_sent(idle: Api, surface: str) -> None:
-    client = idle.client(idle.account(rate_limit="1000000/minute"))
+    client = idle.client(idle.account(rate_limit="1000000/minute"), in_process=True)
     project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
     _field, post = SURFACES[surface]
     for index, text in enumerate(FINE):

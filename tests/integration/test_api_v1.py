@@ -23,6 +23,7 @@ from tests.api_helpers import (
     assert_problem,
     auth_headers,
     retry_after,
+    shared_idle_per_test,  # noqa: F401  (this module's ``idle``: one app per store)
     when,
 )
 from tests.conftest import make_settings

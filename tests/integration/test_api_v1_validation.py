@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.api_helpers import V1, Api, api, assert_problem, error_fields
-from tests.conftest import make_settings
+from tests.conftest import make_settings, migrated_sqlite
 
 KINDS = ["index-submit", "index-check"]
 OK = "https://a.example/ok"
@@ -20,17 +20,29 @@ LONGEST = PREFIX + "x" * (2048 - len(PREFIX))  # exactly 2,048 characters
 
 
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url), run_worker=False) as running:
+def app(own_idle: Api) -> Api:
+    """One app per store for the module: each test keeps to its own user (what it checks,
+    stored jobs and usage, is the user's)."""
+    return own_idle
+
+
+@pytest.fixture(scope="module")
+def rules_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    url = migrated_sqlite(tmp_path_factory.mktemp("rules"))
+    with api(make_settings(url), run_worker=False) as running:
+        running.shared = True
         yield running
 
 
 @pytest.fixture
-def rules(sqlite_url: str) -> Iterator[Api]:
+def rules(rules_app: Api) -> Iterator[Api]:
     """For the rule matrix: validation runs before any store call, so one store is enough
-    (the tests still check through the API that nothing was stored)."""
-    with api(make_settings(sqlite_url), run_worker=False) as running:
-        yield running
+    (the tests still check through the API that nothing was stored, as their own user's)."""
+    mine = rules_app.own()
+    try:
+        yield mine
+    finally:
+        mine.close()
 
 
 def nothing_stored(client: httpx.Client) -> None:

@@ -106,7 +106,7 @@ def served(
             url = migrated_sqlite(tmp_path_factory.mktemp("reads"))
         settings = make_settings(url, plugins=PLUGINS, rate_limit="1000000/minute")
         app = stack.enter_context(api(settings))
-        yield app, app.client(app.account())
+        yield app, app.client(app.account(), in_process=True)  # page walks
 
 
 def _project(client: httpx.Client) -> int:
