@@ -50,6 +50,9 @@ def _audit(site: Site, key: str, project: int, start_url: str) -> int:
     return job_id
 
 
+# Two real audits, the walk and two Lighthouse runs: more than the default 120 s on a busy
+# machine.
+@pytest.mark.timeout(300)
 def test_health_score_to_issue_to_pages_to_one_pages_issues(
     page: Page, auditing_site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
