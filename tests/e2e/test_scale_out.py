@@ -22,10 +22,12 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from seojobs.store import migrate
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items, jobs
+from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.conftest import subprocess_env
-from tests.e2e.helpers import Proc, Spawner, free_port, open_services, wait_http_ok
+from tests.e2e.helpers import Proc, Spawner, free_port, open_services
 from tests.kinds import log_metadata, test_log
 from tests.owned import OwnPostgres, OwnRedis, own_postgres, own_redis  # noqa: F401
 from tests.waiting import wait_until
@@ -35,6 +37,7 @@ JOBS = 40
 URLS = 20
 POLLERS = 6
 BOUND = 120.0  # seconds for the whole load to finish before the test fails
+STARTUP = 180.0  # seconds for the processes to start
 
 
 @dataclass
@@ -61,8 +64,18 @@ class Deployment:
         return base
 
     def ready(self) -> None:
+        """Every API process answers /readyz (several starting at once on a loaded 2-core
+        machine take longer than one: a wider bound than the e2e helpers')."""
         for base, proc in self.apis:
-            wait_http_ok(proc, f"{base}/readyz")
+
+            def answers(base: str = base, proc: Proc = proc) -> bool:
+                assert proc.alive(), proc.output()[-3000:]
+                try:
+                    return httpx.get(f"{base}/readyz", timeout=5).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            wait_until(answers, timeout=STARTUP)
 
     def worker(self) -> Proc:
         proc = self.spawn(
@@ -75,9 +88,12 @@ class Deployment:
 def _migrated(url: str) -> None:
     """The schema (and the test kinds' start log) made before the processes start, so that
     they all start at once instead of one after the other."""
-    with open_services(url) as services:
-        services.migrate()
-        log_metadata.create_all(services.db.engine)
+    db = Database(url)
+    try:
+        migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
+        log_metadata.create_all(db.engine)
+    finally:
+        db.dispose()
 
 
 def _deploy(spawn: Spawner, url: str, apis: int, workers: int, **env: str) -> Deployment:
