@@ -9,7 +9,7 @@ import logging
 import signal
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -119,11 +119,26 @@ def serve(
     app_ = create_app(settings, run_worker=not no_worker)
     # JSON: uvicorn's records reach the root logger's handler (its own config would print
     # them as plain text); plain: uvicorn's usual colours and access lines.
-    log_config = None if settings.log_format == "json" else uvicorn.config.LOGGING_CONFIG
+    log_config = None if settings.log_format == "json" else _plain_uvicorn_logging()
     config = uvicorn_config(
         app_, settings, host=host, port=port, log_level="info", log_config=log_config
     )
     Server(config).run()
+
+
+def _plain_uvicorn_logging() -> dict[str, Any]:
+    """uvicorn's own logging, its lines ending in `` request_id=…`` like ours."""
+    import copy
+
+    import uvicorn
+
+    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["filters"] = {"request_id": {"()": "seojobs.logfmt.RequestIdFilter"}}
+    for formatter in config["formatters"].values():
+        formatter["fmt"] += "%(request_suffix)s"
+    for handler in config["handlers"].values():
+        handler["filters"] = ["request_id"]
+    return config
 
 
 @app.command()
@@ -133,6 +148,21 @@ def worker(
         list[str] | None,
         typer.Option(help="Serve only the job kinds of this queue (repeatable); default: all."),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            envvar="SEOJOBS_WORKER_METRICS_PORT",
+            help="Serve this worker's metrics (Prometheus text, GET /metrics) on this port.",
+            min=1,
+            max=65535,
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str,
+        typer.Option(
+            envvar="SEOJOBS_WORKER_METRICS_HOST", help="Interface the metrics port binds."
+        ),
+    ] = "127.0.0.1",
 ) -> None:
     """Run a worker process. SIGTERM: jobs finish their current item and are handed back.
 
@@ -186,6 +216,10 @@ def worker(
         await w.run()
 
     logging.getLogger("seojobs.worker").info("worker %s starting", w.worker_id)
+    if metrics_port is not None:
+        from seojobs.telemetry import serve_worker_metrics
+
+        serve_worker_metrics(metrics_host, metrics_port)
     if settings.gc_freeze:
         freeze_startup()
     asyncio.run(main())

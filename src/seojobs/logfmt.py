@@ -8,11 +8,25 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Literal
 
 LogFormat = Literal["plain", "json"]
-PLAIN = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+PLAIN = "%(asctime)s %(levelname)s %(name)s: %(message)s%(request_suffix)s"
+# The id of the request (X-Request-ID) or job being served: on every log line written for it.
+REQUEST_ID: ContextVar[str | None] = ContextVar("seojobs_request_id", default=None)
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts ``REQUEST_ID`` on each record: ``request_id`` (or None) and ``request_suffix``
+    (`` request_id=…`` or empty, for the plain format)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        rid = REQUEST_ID.get()
+        record.request_id = rid
+        record.request_suffix = f" request_id={rid}" if rid else ""
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -23,6 +37,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        rid = getattr(record, "request_id", None)
+        if rid:
+            entry["request_id"] = rid
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:
@@ -36,6 +53,7 @@ class JsonFormatter(logging.Formatter):
 def configure(form: LogFormat, level: int = logging.INFO) -> None:
     """The root logger's one handler (stderr), in ``form``."""
     handler = logging.StreamHandler()
+    handler.addFilter(RequestIdFilter())
     handler.setFormatter(JsonFormatter() if form == "json" else logging.Formatter(PLAIN))
     logging.basicConfig(level=level, handlers=[handler], force=True)
 

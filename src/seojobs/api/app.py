@@ -16,9 +16,11 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from seojobs import __version__
 from seojobs.api import dashboard, docs, metrics, openapi, problems, reads
 from seojobs.api.audits import router as audits_router
+from seojobs.api.dbgate import DatabaseDeadline, DatabaseGate
 from seojobs.api.deps import AuthCache
 from seojobs.api.inputs import CheckedRoute, require_checked
 from seojobs.api.middleware import BodyLimit, RateLimitHeaders
+from seojobs.api.observe import Observe
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.results import router as results_router
@@ -103,6 +105,11 @@ def create_app(
     dashboard.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if not services.db.is_sqlite:  # a local file cannot hang the way a server can
+        gate = DatabaseGate(services.database_answers)
+        app.state.database_gate = gate
+        app.add_middleware(DatabaseDeadline, gate=gate)
+    app.add_middleware(Observe)  # outside the gate: its 503s are counted and carry the id
     if settings.trusted_proxies:  # outermost: every layer sees the forwarded client
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
 

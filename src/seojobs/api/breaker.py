@@ -18,6 +18,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from seojobs import telemetry
+
 log = logging.getLogger("seojobs.ratelimit")
 
 
@@ -67,6 +69,7 @@ class Breaker:
         if self._down_since is not None:
             return  # the same outage: already said
         self._down_since = now
+        telemetry.RATE_LIMIT_STORAGE_OUTAGES.inc()
         log.warning(
             "rate-limit storage unavailable (%s: %s); requests get the %r policy until it "
             "answers, retried every %.1f s",

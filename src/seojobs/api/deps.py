@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
+from seojobs import telemetry
 from seojobs.api.clientaddr import client_key
 from seojobs.api.problems import Problem
 from seojobs.api.ratelimit import AUTH_FAILURES, USER, RateLimiter, Verdict
@@ -178,6 +179,7 @@ async def authenticate(request: Request, key: str | None) -> UserRecord | None:
 
 
 def _too_many(verdict: Verdict, what: str) -> Problem:
+    telemetry.RATE_LIMITED.labels(verdict.policy).inc()
     return Problem(
         429,
         "Too many requests",
@@ -190,6 +192,7 @@ def _too_many(verdict: Verdict, what: str) -> Problem:
 
 def _storage_failed(limiter: RateLimiter) -> None:
     """The limiter's storage failed: serve unlimited (``open``), or refuse with 503."""
+    telemetry.RATE_LIMIT_STORAGE_ERRORS.labels(limiter.breaker.policy).inc()
     if limiter.fail_closed:
         raise Problem(
             503,

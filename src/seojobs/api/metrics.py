@@ -24,6 +24,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
+from seojobs import telemetry
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
 from seojobs.records import JOB_STATES, QueueSnapshot
@@ -80,6 +81,7 @@ def registry_for(services: Services) -> CollectorRegistry:
     """A registry of this app's own (several apps in one process keep apart)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(services.queue_snapshot, services.registry.names()))
+    registry.register(telemetry.Forward())  # what this process counted
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     return registry

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from croniter import croniter
 
+from seojobs import telemetry
 from seojobs.records import ScheduleRecord
 from seojobs.settings import Settings
 from seojobs.store import idempotency, leaders, usage
@@ -124,6 +125,8 @@ def run_once(
         return report
     with _step("rescue"), db.write() as conn:
         report.resumed, report.lost = job_sql.rescue(conn, now, settings.max_rescues)
+        telemetry.RESCUES.labels("resumed").inc(report.resumed)
+        telemetry.RESCUES.labels("failed").inc(report.lost)
         if report.resumed:
             db.notify(conn)
     if fire is not None:

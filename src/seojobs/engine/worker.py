@@ -25,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar, assert_never
 
 from pydantic import ValidationError
 
+from seojobs import telemetry
 from seojobs.engine import kindsettings, maintenance
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
@@ -271,6 +272,7 @@ class Worker:
 
     def _start(self, job: JobRecord) -> None:
         self.claimed_total += 1
+        telemetry.CLAIMS.labels(job.kind).inc()
         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
         self.running[job.id] = (task, None, job)
         task.add_done_callback(functools.partial(self._finished, job.id))
@@ -352,6 +354,7 @@ class Worker:
         else:
             self._completions.append((job.id, job.attempt, storable(ctx.result)))
             self._has_completions.set()
+            telemetry.JOB_DURATION.labels(job.kind, "completed").observe(time.monotonic() - started)
             event(log, "job_end", outcome="completed", **_run_fields(job, ctx, started))
 
     def _settings_of(self, kind: Kind[Any]) -> Any:
@@ -383,6 +386,8 @@ class Worker:
         except Exception:  # the message could not be written: the failure still must be
             code, message = "internal_error", internal_message(log, f"failing job {job.id} raised")
             recorded = await self.run_db(write)
+        if started is not None:
+            telemetry.JOB_DURATION.labels(job.kind, "failed").observe(time.monotonic() - started)
         fields = (
             _run_fields(job, ctx, started)
             if ctx is not None and started is not None

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar
 
+from seojobs import telemetry
 from seojobs.fetch.errors import FetchError, UnreadableBody
 from seojobs.fetch.http import ACCEPT_ENCODING, Connector, HttpClient, Response
 from seojobs.settings import Settings
@@ -242,18 +243,21 @@ async def with_retries(
     backoff: float,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     max_delay: float = 60.0,
+    provider: str = "other",
 ) -> T:
     """Run ``call``; after a retryable ProviderError or a transport error, wait and retry.
 
     Waits ``backoff * 2**n`` (with jitter, at least the provider's Retry-After, at most
     ``max_delay``), ``retries`` times; then the last error propagates (a transport error as
     the ProviderError of :func:`transport_error`). ``UnreadableBody`` is not retried: it
-    propagates for the adapter to report.
+    propagates for the adapter to report. Each attempt is counted and timed under
+    ``provider`` (``seojobs_provider_calls_total``).
     """
     attempt = 0
     while True:
         try:
-            return await call()
+            with telemetry.provider_call(provider):
+                return await call()
         except UnreadableBody:
             raise
         except FetchError as exc:

@@ -109,6 +109,7 @@ class DataForSeoChecker:
                 lambda: self._attempt(endpoint, task, url, detail),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                provider=self.name,
                 sleep=self._sleep,
             )
         except UnreadableBody as exc:  # undecodable, or over the size cap

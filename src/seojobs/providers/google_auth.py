@@ -131,7 +131,10 @@ class ServiceAccountTokens:
                 return self._token
             try:
                 token, lifetime = await with_retries(
-                    lambda: self._request(client), retries=self._retries, backoff=self._backoff
+                    lambda: self._request(client),
+                    retries=self._retries,
+                    backoff=self._backoff,
+                    provider="google_auth",
                 )
             except ProviderError as exc:
                 # Already retried here; a caller's own retry loop must not multiply the tries.

@@ -115,6 +115,7 @@ class IndexNowSubmitter:
                 call,
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                provider=self.name,
             )
         except ProviderError as exc:
             return {url: _failed(url, exc.code, exc.message) for url in urls}

@@ -119,7 +119,11 @@ async def retried(
     over the size cap) is a malformed one."""
     try:
         return await with_retries(
-            call, retries=settings.provider_retries, backoff=settings.provider_backoff, sleep=sleep
+            call,
+            retries=settings.provider_retries,
+            backoff=settings.provider_backoff,
+            sleep=sleep,
+            provider=provider,
         )
     except UnreadableBody as exc:
         raise malformed(provider, f"unreadable body ({exc.message})") from None

@@ -84,6 +84,7 @@ class SerpApiChecker:
                 lambda: self._attempt(params, url, query, engine),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                provider=self.name,
                 sleep=self._sleep,
             )
         except UnreadableBody as exc:  # undecodable, or over the size cap

@@ -67,6 +67,10 @@ class Services(ServiceBase):
             return "schema_out_of_date"
         return None
 
+    async def database_answers(self, within: float) -> bool:
+        """Does the database answer a fresh connection within ``within`` s? (Never raises.)"""
+        return await self.db.probe(within)
+
     def queue_snapshot(self) -> QueueSnapshot:
         """The whole queue's state for ``GET /metrics`` (an operator's view, every user's jobs)."""
         now = self.clock()

@@ -7,6 +7,7 @@ plain ``BEGIN`` so they never wait for the writer lock.
 
 from __future__ import annotations
 
+import asyncio
 import select
 import threading
 import time
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection as Connection  # re-exported: the layers above type with it
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Dialect, make_url
@@ -29,6 +31,10 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # A pooled PostgreSQL connection idle longer than this is pinged before use (HikariCP's
 # aliveBypassWindow is 0.5 s, pgxpool's 1 s).
 PING_AFTER_IDLE = 1.0
+# A connection attempt to a server that accepts and then says nothing (hung, frozen, a
+# black-holed address) gives up after this long, so no thread waits on it for ever (libpq's
+# own minimum is 2 s).
+CONNECT_TIMEOUT = 5
 
 
 class Database:
@@ -59,7 +65,7 @@ class Database:
                 # No server-side prepared statements: their generic plans for the batched
                 # claim and ack were slower than planning each time (bench/queue.py), and
                 # they break behind PgBouncer in transaction mode.
-                connect_args={"prepare_threshold": None},
+                connect_args={"prepare_threshold": None, "connect_timeout": CONNECT_TIMEOUT},
             )
             event.listen(engine, "connect", _pg_mark_idle)
             event.listen(engine, "checkin", _pg_mark_idle)
@@ -140,6 +146,28 @@ class Database:
             with self.read() as conn:
                 conn.execute(text("SELECT 1"))
         except Unavailable:
+            return False
+        return True
+
+    async def probe(self, within: float) -> bool:
+        """Does the database answer a new connection's ``SELECT 1`` within ``within`` s?
+
+        Async and on a connection of its own, outside the pool: it is asked when requests
+        already wait (their threads may hold every pooled connection), and a server that
+        accepts but never answers is given up on when ``within`` runs out, which a thread
+        blocked in the driver cannot be. SQLite is a local file: always True."""
+        if self.dialect != "postgresql":
+            return True
+        try:
+            async with asyncio.timeout(within):
+                conn = await psycopg.AsyncConnection.connect(
+                    self.psycopg_conninfo(), autocommit=True, connect_timeout=CONNECT_TIMEOUT
+                )
+                try:
+                    await conn.execute("SELECT 1")
+                finally:
+                    await conn.close()
+        except (TimeoutError, OSError, psycopg.Error):
             return False
         return True
 

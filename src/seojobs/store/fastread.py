@@ -35,7 +35,7 @@ from sqlalchemy import JSON
 from seojobs.records import JobRecord
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import UTCDateTime
-from seojobs.store.db import Database
+from seojobs.store.db import CONNECT_TIMEOUT, Database
 from seojobs.store.tables import jobs
 
 _KEY = re.compile(r"^[A-Za-z0-9_]+$")
@@ -166,6 +166,7 @@ class FastReads:
             kwargs={
                 "autocommit": True,
                 "prepare_threshold": None,
+                "connect_timeout": CONNECT_TIMEOUT,
                 "application_name": "seojobs-status-reads",  # visible in pg_stat_activity
             },
             open=False,

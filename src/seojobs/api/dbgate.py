@@ -1,0 +1,208 @@
+"""Every request answered on time while the database is down or hung (issue 26.1).
+
+A database that refuses connections already fails fast (the store's ``Unavailable``: 503). One
+that accepts and then says nothing (frozen, overloaded past answering, a dropped network
+path) would hold each request's thread in the driver for as long as the server is silent;
+a blocked thread cannot be given up on, but its request can:
+
+- ``DatabaseGate`` knows whether the database answers. It asks only when there is a reason (a
+  request still has no answer after ``slow_after`` seconds, or the database is down and may
+  be back), with ``Database.probe``: a new connection's ``SELECT 1`` on the event loop,
+  abandoned after ``probe_timeout``. While the database is down every request but
+  ``/healthz`` gets 503 problem+json with ``Retry-After`` at once, and a probe each
+  ``retry_every`` seconds finds out when it is back (no restart needed).
+- ``DatabaseDeadline`` (ASGI middleware) watches each request: one still unanswered after
+  ``slow_after`` starts a probe; if the database is then found down, that request is answered
+  503 at once and what its handler later sends is dropped. A slow request on a database that
+  answers is left alone (a large export is not an outage).
+
+Worst case for a request that arrives as the database hangs: ``slow_after`` + ``probe_timeout``
++ one ``STEP``, 1.45 s with the defaults (the issue asks for 2 s). An outage is logged twice,
+when it starts and when it ends, and counted (``seojobs_database_outages_total``,
+``seojobs_database_unavailable_responses_total``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from seojobs import telemetry
+from seojobs.api.problems import problem
+
+log = logging.getLogger("seojobs.api")
+STEP = 0.05  # how often a waiting request looks at the gate
+
+
+class DatabaseGate:
+    def __init__(
+        self,
+        probe: Callable[[float], Awaitable[bool]],
+        *,
+        probe_timeout: float = 1.0,
+        retry_every: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._probe = probe
+        self.probe_timeout = probe_timeout
+        self.retry_every = retry_every
+        self.clock = clock
+        self.refused = 0  # requests answered 503 during this outage
+        self._down_since: float | None = None
+        self._probing: asyncio.Task[None] | None = None
+        self._last_probe = -math.inf
+
+    @property
+    def down(self) -> bool:
+        return self._down_since is not None
+
+    def check(self) -> None:
+        """Something waits on the database: find out whether it answers (one probe at a
+        time; while it is down, one per ``retry_every``)."""
+        if self._probing is not None:
+            return
+        if self.down and self.clock() - self._last_probe < self.retry_every:
+            return
+        self._probing = asyncio.get_running_loop().create_task(self._run_probe())
+
+    async def back(self, wait: float) -> bool:
+        """While down: try again if it is time, waiting up to ``wait`` s for the answer, so
+        the request that finds the database back is served instead of refused."""
+        self.check()
+        probing = self._probing
+        if probing is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(probing), wait)
+        return not self.down
+
+    def retry_after(self) -> int:
+        return max(1, math.ceil(self.retry_every))
+
+    async def _run_probe(self) -> None:
+        try:
+            answers = await self._probe(self.probe_timeout)
+        finally:
+            self._last_probe = self.clock()
+            self._probing = None
+        if answers:
+            self._up()
+        else:
+            self._down()
+
+    def _down(self) -> None:
+        if self._down_since is not None:
+            return
+        self._down_since = self.clock()
+        telemetry.DATABASE_OUTAGES.inc()
+        log.warning(
+            "database unavailable: a new connection got no answer within %.1f s; requests "
+            "get 503 until it answers, tried every %.1f s",
+            self.probe_timeout,
+            self.retry_every,
+        )
+
+    def _up(self) -> None:
+        if self._down_since is None:
+            return
+        log.warning(
+            "database answers again after %.1f s down; %d requests were answered 503",
+            self.clock() - self._down_since,
+            self.refused,
+        )
+        self._down_since = None
+        self.refused = 0
+
+
+class DatabaseDeadline:
+    """ASGI middleware: see the module's docstring. ``exempt`` paths pass untouched."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        gate: DatabaseGate,
+        *,
+        slow_after: float = 0.4,
+        exempt: frozenset[str] = frozenset({"/healthz"}),
+    ) -> None:
+        self.app = app
+        self.gate = gate
+        self.slow_after = slow_after
+        self.exempt = exempt
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.exempt:
+            await self.app(scope, receive, send)
+            return
+        # Down: is it back? (at most one probe per retry_every; refused unless it answers now)
+        if self.gate.down and not await self.gate.back(self.slow_after):
+            await self._refuse(scope, receive, send)
+            return
+        watch = _Watch(scope, receive, send)
+        timer = asyncio.get_running_loop().call_later(self.slow_after, self._slow, watch)
+        try:
+            await self.app(scope, receive, watch.send)
+        except Exception:
+            if not watch.abandoned:
+                raise
+            # Answered 503 already; the handler's late failure (the database came back with
+            # an error for it, or its connection was cut) has nobody to go to.
+            log.debug("request failed after its 503 was sent", exc_info=True)
+        finally:
+            timer.cancel()
+            if watch.rescuer is not None:
+                if watch.abandoned:
+                    await watch.rescuer  # its 503 is being sent: let it finish
+                else:
+                    watch.rescuer.cancel()
+
+    def _slow(self, watch: _Watch) -> None:
+        watch.rescuer = asyncio.get_running_loop().create_task(self._rescue(watch))
+
+    async def _rescue(self, watch: _Watch) -> None:
+        while not watch.started:
+            self.gate.check()
+            if self.gate.down:
+                watch.abandoned = True
+                await self._refuse(watch.scope, watch.receive, watch.downstream)
+                return
+            await asyncio.sleep(STEP)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.gate.refused += 1
+        telemetry.DATABASE_UNAVAILABLE.inc()
+        retry = str(self.gate.retry_after())
+        answer = problem(
+            503,
+            "Service unavailable",
+            f"the database does not answer; retry in {retry} s",
+            code="database_unavailable",
+            headers={"Retry-After": retry},
+        )
+        await answer(scope, receive, send)
+
+
+class _Watch:
+    """One request's answer: started yet? given up on (its later sends dropped)?"""
+
+    __slots__ = ("abandoned", "downstream", "receive", "rescuer", "scope", "started")
+
+    def __init__(self, scope: Scope, receive: Receive, downstream: Send) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.downstream = downstream
+        self.started = False
+        self.abandoned = False
+        self.rescuer: asyncio.Task[None] | None = None
+
+    async def send(self, message: Message) -> None:
+        if self.abandoned:
+            return
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.downstream(message)

@@ -1,0 +1,66 @@
+"""Each request's id and its count (issue 26.3), as pure ASGI middleware.
+
+``X-Request-ID``: a client's (or a proxy's) id is kept when it is a plain token of up to 128
+characters (letters, digits, ``.``, ``_``, ``-``, ``:``), else a new one is made; either way it
+is echoed on the response and set for the request's log lines (``seojobs.logfmt``), so one
+id finds a request in the proxy's, the API's and uvicorn's logs.
+
+Every answered request is counted by method, route template (``/v1/jobs/{job_id}``, never the
+raw path; ``unmatched`` when no route took it) and status, and timed to its last byte
+(``seojobs.telemetry``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from seojobs import telemetry
+from seojobs.logfmt import REQUEST_ID
+
+HEADER = b"x-request-id"
+_TOKEN = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == HEADER:
+            if _TOKEN.fullmatch(value):
+                return str(value.decode("ascii"))
+            break
+    return uuid.uuid4().hex
+
+
+class Observe:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id(scope)
+        token = REQUEST_ID.set(rid)
+        started = time.perf_counter()
+        status = 500  # what the server answers if the app raises before answering
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = [*message.get("headers", ()), (HEADER, rid.encode("ascii"))]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            method = scope["method"] if scope["method"] in _METHODS else "other"
+            telemetry.HTTP_REQUESTS.labels(method, route, str(status)).inc()
+            telemetry.HTTP_DURATION.labels(method, route).observe(time.perf_counter() - started)
+            REQUEST_ID.reset(token)

@@ -1,0 +1,143 @@
+"""What this process did, counted for Prometheus (issue 26.3): HTTP requests, provider calls,
+rate-limit refusals, database and Redis outages, claims, lease rescues and job durations.
+
+Per process, by design: every API process serves its own on ``GET /metrics`` (beside the
+queue's gauges, which are read from the database and the same in all of them) and every
+``seojobs worker --metrics-port`` on its own port. Prometheus scrapes each process as a
+target of its own and ``sum by (...)`` adds them up; no shared directory between processes
+(Prometheus' multiprocess mode) to configure, clean at restart or lose under a container.
+
+Labels take bounded values only: route templates (never raw paths), provider names, job
+types, outcomes; never a user, URL or job id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+# Seconds: from a status poll (milliseconds) to a large submission or export.
+_HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Seconds: a provider call, retries' waits excluded (each attempt is one observation).
+_PROVIDER_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# Seconds: a job, from a no-op to an audit of a large site.
+_JOB_BUCKETS = (0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 14400.0)
+
+HTTP_REQUESTS = Counter(
+    "seojobs_http_requests",
+    "HTTP requests answered, by method, route template and status.",
+    ["method", "route", "status"],
+    registry=REGISTRY,
+)
+HTTP_DURATION = Histogram(
+    "seojobs_http_request_duration_seconds",
+    "Time to answer an HTTP request (to its last byte), by method and route template.",
+    ["method", "route"],
+    buckets=_HTTP_BUCKETS,
+    registry=REGISTRY,
+)
+PROVIDER_CALLS = Counter(
+    "seojobs_provider_calls",
+    "Calls to provider APIs (each attempt, retries included), by provider and outcome "
+    "(ok, or the error code).",
+    ["provider", "outcome"],
+    registry=REGISTRY,
+)
+PROVIDER_DURATION = Histogram(
+    "seojobs_provider_call_duration_seconds",
+    "Time of one provider call attempt, by provider.",
+    ["provider"],
+    buckets=_PROVIDER_BUCKETS,
+    registry=REGISTRY,
+)
+RATE_LIMITED = Counter(
+    "seojobs_rate_limit_rejections",
+    "Requests refused with 429, by policy (user: a user's budget; auth: failed "
+    "authentications per address).",
+    ["policy"],
+    registry=REGISTRY,
+)
+RATE_LIMIT_STORAGE_ERRORS = Counter(
+    "seojobs_rate_limit_storage_errors",
+    "Requests that found the rate limiter's storage failing (or skipped after a failure), "
+    "by what they got: served unlimited (open) or refused with 503 (closed).",
+    ["policy"],
+    registry=REGISTRY,
+)
+RATE_LIMIT_STORAGE_OUTAGES = Counter(
+    "seojobs_rate_limit_storage_outages",
+    "Times the rate limiter's storage went from answering to failing.",
+    registry=REGISTRY,
+)
+DATABASE_OUTAGES = Counter(
+    "seojobs_database_outages",
+    "Times the API found the database not answering (it then answers 503 until it does).",
+    registry=REGISTRY,
+)
+DATABASE_UNAVAILABLE = Counter(
+    "seojobs_database_unavailable_responses",
+    "Requests answered 503 at once because the database does not answer.",
+    registry=REGISTRY,
+)
+CLAIMS = Counter(
+    "seojobs_jobs_claimed", "Jobs this worker claimed, by type.", ["type"], registry=REGISTRY
+)
+RESCUES = Counter(
+    "seojobs_lease_rescues",
+    "Jobs whose lease ran out, found by maintenance: handed to another worker (resumed) or "
+    "failed after too many rescues (failed).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+JOB_DURATION = Histogram(
+    "seojobs_job_duration_seconds",
+    "Time a worker ran a job (one run; a rescued job's runs are separate), by type and outcome.",
+    ["type", "outcome"],
+    buckets=_JOB_BUCKETS,
+    registry=REGISTRY,
+)
+
+
+@contextmanager
+def provider_call(provider: str) -> Iterator[None]:
+    """Count and time one attempt of a provider call; its outcome is ``ok`` or the error's
+    ``code`` (``ProviderError``), else the exception's class name."""
+    started = time.perf_counter()
+    outcome = "ok"
+    try:
+        yield
+    except BaseException as exc:
+        outcome = str(getattr(exc, "code", None) or type(exc).__name__)
+        raise
+    finally:
+        PROVIDER_DURATION.labels(provider).observe(time.perf_counter() - started)
+        PROVIDER_CALLS.labels(provider, outcome).inc()
+
+
+def serve_worker_metrics(host: str, port: int) -> None:
+    """``seojobs worker --metrics-port``: this process's counters and its CPU, memory and
+    files on ``http://host:port/metrics``, from a daemon thread (prometheus_client's own
+    server). The queue's gauges are the API's (``GET /metrics``)."""
+    from prometheus_client import start_http_server
+    from prometheus_client.platform_collector import PlatformCollector
+    from prometheus_client.process_collector import ProcessCollector
+
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(Forward())
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    start_http_server(port, addr=host, registry=registry)
+
+
+class Forward(Collector):
+    """This module's metrics, for another registry to serve (the API's, the worker's)."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from REGISTRY.collect()

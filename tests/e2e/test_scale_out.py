@@ -1,0 +1,347 @@
+"""The promises of a scaled-out deployment, proven with real processes on loopback (issue 26,
+"Prove"): API processes (`seojobs serve --no-worker`, each on its port) and worker processes
+on one PostgreSQL cluster the test owns, the rate limit on a redis-server it owns.
+
+Scaled down from the issue's figures to what a loaded 2-core CI machine does in about a
+minute per test: 2 API processes and 2 workers (not 4 and 4), 40 jobs of 20 URLs (not 500 of
+100), 6 polling clients (not 200), and the `test_items` kind (each item logs its start in the
+database, so a repeat is seen) instead of index checks against a SERP fake. The budget test
+uses 3 API processes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from seojobs.store import migrate
+from seojobs.store.db import Database
+from seojobs.store.tables import job_items, jobs
+from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
+from tests.conftest import subprocess_env
+from tests.e2e.helpers import Proc, Spawner, free_port, open_services
+from tests.kinds import log_metadata, test_log
+from tests.owned import OwnPostgres, OwnRedis, own_postgres, own_redis  # noqa: F401
+from tests.waiting import wait_until
+
+# Several processes start and a load runs: on a loaded 2-core machine that takes minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+JOBS = 40
+URLS = 20
+POLLERS = 6
+BOUND = 240.0  # seconds for the whole load to finish before the test fails
+STARTUP = 180.0  # seconds for the processes to start
+
+
+@dataclass
+class Deployment:
+    spawn: Spawner
+    url: str
+    env: dict[str, str]
+    apis: list[tuple[str, Proc]] = field(default_factory=list)
+    workers: list[Proc] = field(default_factory=list)
+
+    def api(self) -> str:
+        """Start an API process (ready once ``ready()`` returns): its base URL."""
+        port = free_port()
+        proc = self.spawn(
+            "serve",
+            "--no-worker",
+            "--port",
+            str(port),
+            env=subprocess_env(self.url, **self.env),
+            name="api",
+        )
+        base = f"http://127.0.0.1:{port}"
+        self.apis.append((base, proc))
+        return base
+
+    def ready(self) -> None:
+        """Every API process answers /readyz (several starting at once on a loaded 2-core
+        machine take longer than one: a wider bound than the e2e helpers')."""
+        for base, proc in self.apis:
+
+            def answers(base: str = base, proc: Proc = proc) -> bool:
+                assert proc.alive(), proc.output()[-3000:]
+                try:
+                    return httpx.get(f"{base}/readyz", timeout=5).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            wait_until(answers, timeout=STARTUP)
+
+    def worker(self) -> Proc:
+        proc = self.spawn(
+            "worker", "--concurrency", "4", env=subprocess_env(self.url, **self.env), name="worker"
+        )
+        self.workers.append(proc)
+        return proc
+
+
+def _migrated(url: str) -> None:
+    """The schema (and the test kinds' start log) made before the processes start, so that
+    they all start at once instead of one after the other."""
+    db = Database(url)
+    try:
+        migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
+        log_metadata.create_all(db.engine)
+    finally:
+        db.dispose()
+
+
+def _deploy(spawn: Spawner, url: str, apis: int, workers: int, **env: str) -> Deployment:
+    _migrated(url)
+    deployment = Deployment(spawn, url, env)
+    for _ in range(apis):
+        deployment.api()
+    for _ in range(workers):
+        deployment.worker()
+    deployment.ready()
+    return deployment
+
+
+def _key(url: str, rate_limit: str = "100000/minute") -> tuple[str, int]:
+    """A user's key and project; by default a budget the pollers never reach."""
+    with open_services(url) as services:
+        created = services.accounts.create_user("alice", rate_limit=rate_limit)
+        return created.api_key, created.user.default_project_id
+
+
+@dataclass
+class Load:
+    """Jobs submitted through every API process in turn, then polled by a few clients (each
+    its own thread, each walking the API processes) until every job is final. Every answer's
+    status is kept."""
+
+    deployment: Deployment
+    key: str
+    project: int
+    statuses: Counter[int] = field(default_factory=Counter)
+    job_ids: list[int] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _client(self) -> httpx.Client:
+        return httpx.Client(headers={"X-API-Key": self.key}, timeout=30)
+
+    def _count(self, status: int) -> None:
+        with self.lock:
+            self.statuses[status] += 1
+
+    def submit(self) -> None:
+        bases = itertools.cycle([base for base, _proc in self.deployment.apis])
+        with self._client() as client:
+            for n in range(JOBS):
+                urls = [f"https://site-{n}.example/page/{i}" for i in range(URLS)]
+                params = {"urls": urls, "item_delay": 0.02, "concurrency": 4}
+                while True:  # a 503 (the database away) is retried, as a client does
+                    answer = client.post(
+                        f"{next(bases)}/v1/projects/{self.project}/jobs",
+                        json={"type": "test_items", "params": params},
+                    )
+                    self._count(answer.status_code)
+                    if answer.status_code == 202:
+                        self.job_ids.append(int(answer.json()["data"]["id"]))
+                        break
+                    assert answer.status_code == 503, answer.text
+                    assert "retry-after" in answer.headers
+
+    @contextmanager
+    def polling(self) -> Iterator[threading.Event]:
+        done = threading.Event()
+        failures: list[BaseException] = []
+
+        def poll(start: int) -> None:
+            bases = [base for base, _proc in self.deployment.apis]
+            try:
+                with self._client() as client:
+                    for n in itertools.count(start):
+                        if done.is_set():
+                            return
+                        ids = list(self.job_ids)
+                        if not ids:
+                            done.wait(0.05)
+                            continue
+                        job = ids[n % len(ids)]
+                        try:
+                            answer = client.get(f"{bases[n % len(bases)]}/v1/jobs/{job}")
+                        except httpx.TransportError:
+                            continue  # a process being restarted by the test
+                        self._count(answer.status_code)
+                        done.wait(0.02)
+            except BaseException as exc:  # reported by the test, not lost in a thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=poll, args=(i,)) for i in range(POLLERS)]
+        for thread in threads:
+            thread.start()
+        try:
+            yield done
+        finally:
+            done.set()
+            for thread in threads:
+                thread.join(timeout=60)
+        assert not failures, failures
+
+    def all_final(self) -> bool:
+        db = Database(self.deployment.url)
+        try:
+            with db.read() as conn:
+                states = conn.execute(
+                    select(jobs.c.state, func.count()).group_by(jobs.c.state)
+                ).all()
+        finally:
+            db.dispose()
+        counted = dict(states)
+        return counted.get("completed", 0) + counted.get("failed", 0) == JOBS
+
+
+def _check_results(url: str, job_ids: list[int]) -> dict[tuple[int, str], int]:
+    """Every job completed and every URL has exactly one result; how often each item
+    started (more than once only if a worker lost it mid-item)."""
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            states = dict(conn.execute(select(jobs.c.id, jobs.c.state)).all())
+            results = conn.execute(
+                select(job_items.c.job_id, job_items.c.input, job_items.c.state)
+            ).all()
+            starts = conn.execute(
+                select(test_log.c.job_id, test_log.c.item, func.count())
+                .where(test_log.c.event == "start")
+                .group_by(test_log.c.job_id, test_log.c.item)
+            ).all()
+    finally:
+        db.dispose()
+    assert sorted(states) == sorted(job_ids)
+    assert set(states.values()) == {"completed"}, Counter(states.values())
+    per_url = Counter((job_id, item) for job_id, item, _state in results)
+    assert len(per_url) == JOBS * URLS and set(per_url.values()) == {1}
+    assert {state for _job, _item, state in results} == {"done"}
+    started = {(int(job_id), str(item)): int(n) for job_id, item, n in starts}
+    assert set(started) == set(per_url)
+    return started
+
+
+def test_two_apis_two_workers_every_job_once_no_5xx(
+    spawn: Spawner,
+    own_postgres: OwnPostgres,  # noqa: F811
+    own_redis: OwnRedis,  # noqa: F811
+) -> None:
+    url = own_postgres.create_database("seojobs")
+    deployment = _deploy(spawn, url, 2, 2, SEOJOBS_RATE_LIMIT_STORAGE=own_redis.url)
+    key, project = _key(url)
+    load = Load(deployment, key, project)
+    with load.polling():
+        load.submit()
+        wait_until(load.all_final, timeout=BOUND)
+    started = _check_results(url, load.job_ids)
+    assert set(started.values()) == {1}  # nothing lost, nothing run twice
+    assert not [s for s in load.statuses if s >= 500], load.statuses
+    assert load.statuses[200] > 0
+    for proc in deployment.workers:
+        assert proc.alive(), proc.output()[-2000:]
+
+
+def test_postgres_restarted_mid_load(
+    spawn: Spawner,
+    own_postgres: OwnPostgres,  # noqa: F811
+) -> None:
+    url = own_postgres.create_database("seojobs")
+    deployment = _deploy(spawn, url, 2, 2)
+    key, project = _key(url)
+    load = Load(deployment, key, project)
+    with load.polling():
+        load.submit()
+        wait_until(lambda: _items_done(url) >= JOBS * URLS // 4, timeout=BOUND)
+        own_postgres.stop()
+        down_at = sum(load.statuses.values())
+        wait_until(lambda: sum(load.statuses.values()) > down_at + 20)  # polled while down
+        own_postgres.start()
+        wait_until(load.all_final, timeout=BOUND)
+    started = _check_results(url, load.job_ids)
+    # Only items in flight at the restart ran twice: at most each worker's concurrency (4
+    # jobs) x each job's item concurrency (4).
+    again = [key for key, n in started.items() if n > 1]
+    assert max(started.values()) <= 2 and len(again) <= 2 * 4 * 4, again
+    # While down: 503 (never 500) ; before and after: 2xx.
+    assert not [s for s in load.statuses if s >= 500 and s != 503], load.statuses
+    assert load.statuses[503] > 0 and load.statuses[200] > 0
+    for _base, proc in deployment.apis:
+        assert proc.alive()
+    for proc in deployment.workers:
+        assert proc.alive(), proc.output()[-2000:]  # reconnected, not restarted
+
+
+def _items_done(url: str) -> int:
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(job_items).where(job_items.c.state == "done")
+                ).scalar_one()
+            )
+    finally:
+        db.dispose()
+
+
+def test_a_worker_sigkilled_during_load(
+    spawn: Spawner,
+    own_postgres: OwnPostgres,  # noqa: F811
+) -> None:
+    url = own_postgres.create_database("seojobs")
+    # Leases short enough that a dead worker's jobs are rescued within the test.
+    deployment = _deploy(spawn, url, 2, 2, SEOJOBS_LEASE_SECONDS="3")
+    key, project = _key(url)
+    load = Load(deployment, key, project)
+    kills = 0
+    with load.polling():
+        load.submit()
+        for share in (4, 2):  # kill one worker at a quarter done, another at half
+            wait_until(lambda share=share: _items_done(url) >= JOBS * URLS // share, timeout=BOUND)
+            victim = deployment.workers.pop(0)
+            victim.popen.kill()
+            victim.popen.wait(timeout=30)
+            kills += 1
+            deployment.worker()
+        wait_until(load.all_final, timeout=BOUND)
+    started = _check_results(url, load.job_ids)
+    again = [key for key, n in started.items() if n > 1]
+    assert len(again) <= kills * 4 * 4, again  # only what the dead held mid-item
+    assert not [s for s in load.statuses if s >= 500], load.statuses
+
+
+def test_one_budget_across_api_processes(
+    spawn: Spawner,
+    own_redis: OwnRedis,  # noqa: F811
+    sqlite_url: str,
+) -> None:
+    _migrated(sqlite_url)
+    deployment = Deployment(spawn, sqlite_url, {"SEOJOBS_RATE_LIMIT_STORAGE": own_redis.url})
+    bases = [deployment.api() for _ in range(3)]
+    deployment.ready()
+    budget = 12
+    key, _project = _key(sqlite_url, rate_limit=f"{budget}/minute")
+    answers: list[httpx.Response] = []
+    with httpx.Client(headers={"X-API-Key": key}, timeout=30) as client:
+        for n in range(3 * budget):
+            answers.append(client.get(f"{bases[n % len(bases)]}/v1/projects"))
+    served = [a for a in answers if a.status_code == 200]
+    refused = [a for a in answers if a.status_code == 429]
+    assert len(served) == budget and len(refused) == 2 * budget, [a.status_code for a in answers]
+    assert all(int(a.headers["retry-after"]) >= 1 for a in refused)
+    # The first `budget` answers were the served ones, whichever process gave them.
+    assert [a.status_code for a in answers[:budget]] == [200] * budget
+
+    own_redis.stop()  # the documented default, open: served, and on time
+    with httpx.Client(headers={"X-API-Key": key}, timeout=2.0) as client:
+        for base in bases:
+            assert client.get(f"{base}/v1/projects").status_code == 200
