@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import AliasChoices
 from typer.main import get_command
 
 from seojobs.cli import app
@@ -45,7 +46,11 @@ def _known_variables() -> tuple[set[str], re.Pattern[str]]:
     for kind in load_registry(Settings(database_url="sqlite://")).kinds():
         if kind.settings is not None:
             prefix = str(kind.settings.model_config.get("env_prefix") or "").upper()
-            names |= {prefix + field.upper() for field in kind.settings.model_fields}
+            for name, field in kind.settings.model_fields.items():
+                names.add(prefix + name.upper())
+                alias = field.validation_alias  # a moved setting's names, its old one too
+                if isinstance(alias, AliasChoices):
+                    names |= {str(choice).upper() for choice in alias.choices}
     return names, re.compile(r"SEOJOBS_QUOTA_[A-Z0-9_]+_(DAILY|MONTHLY)")
 
 
