@@ -5,17 +5,22 @@ budget, as the API does; ``/metrics`` answers loopback clients only unless a tok
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from seojobs.engine.worker import Worker
+from seojobs.kinds import load_registry
 from seojobs.records import UserRecord
-from seojobs.services import QuotaExceeded
+from seojobs.services import QuotaExceeded, Services
+from seojobs.store.db import Database
 from tests.api_helpers import Api, api, assert_problem
 from tests.conftest import make_settings
 from tests.dashboard_helpers import csrf_of, post_form, sign_in
-from tests.waiting import wait_until
+from tests.waiting import await_until, wait_until
 
 URLS = [f"https://a.example/p{i}" for i in range(10)]
 
@@ -48,6 +53,43 @@ def test_one_users_long_jobs_leave_a_slot_for_another_users_short_job(two_slots:
     finally:
         for job in long_jobs:
             services.jobs.cancel(alice, job.id)
+
+
+async def test_the_share_holds_on_each_of_several_workers(store_url: str) -> None:
+    """Two workers of two slots on one store: one user's long jobs take one slot of each, and
+    another user's short job runs on a slot left free."""
+    settings = make_settings(store_url, worker_concurrency=2)
+    services = Services(Database(store_url), settings, load_registry(settings))
+    alice = services.accounts.create_user("alice").user
+    bob = services.accounts.create_user("bob").user
+    long_jobs = [services.jobs.create(alice, "test_sleep", {"seconds": 600})[0] for _ in range(5)]
+    workers = [Worker(services.db, settings, services.registry, maintenance=False) for _ in "ab"]
+    running = [asyncio.create_task(w.run()) for w in workers]
+    try:
+
+        async def holders() -> dict[str, int]:
+            jobs = [await asyncio.to_thread(services.jobs.get, alice, j.id) for j in long_jobs]
+            return Counter(j.worker_id for j in jobs if j.state == "processing")
+
+        async def both_busy() -> bool:
+            return len(await holders()) == 2
+
+        await await_until(both_busy)
+        short, _ = services.jobs.create(bob, "test_noop", {})
+
+        async def short_done() -> bool:
+            return (await asyncio.to_thread(services.jobs.get, bob, short.id)).is_final
+
+        await await_until(short_done)
+        assert services.jobs.get(bob, short.id).state == "completed"
+        assert set((await holders()).values()) == {1}  # one slot of each worker, no more
+    finally:
+        for job in long_jobs:
+            services.jobs.cancel(alice, job.id)
+        for worker in workers:
+            worker.stop()
+        await asyncio.gather(*running)
+        services.db.dispose()
 
 
 def test_alone_on_the_worker_a_user_still_runs_jobs(two_slots: Api) -> None:
