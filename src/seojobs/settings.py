@@ -125,7 +125,10 @@ class Settings(BaseSettings):
     )
     metrics_token: SecretStr | None = Field(
         default=None,
-        description="GET /metrics asks for `Authorization: Bearer <this>`; unset: it is open.",
+        description=(
+            "GET /metrics asks for `Authorization: Bearer <this>`; unset: it answers loopback "
+            "clients only (403 to others)."
+        ),
     )
     dashboard_session_hours: float = Field(
         default=12, gt=0, description="A dashboard sign-in lasts this long."
@@ -149,6 +152,15 @@ class Settings(BaseSettings):
     poll_interval: float = Field(default=1.0, gt=0, description="Worker poll fallback, seconds.")
     maintenance_interval: float = Field(default=1.0, gt=0)
     worker_concurrency: int = Field(default=10, ge=1)
+    worker_reserved_slots: int = Field(
+        default=1,
+        ge=0,
+        description=(
+            "Slots of each worker that one user's jobs never fill, kept for other users' jobs: "
+            "one user runs at most concurrency minus this (at least 1) on a worker at once. "
+            "0: one user may take every slot."
+        ),
+    )
     # -- collection schedules -------------------------------------------------------------
     schedule_min_interval_seconds: float = Field(
         default=60, gt=0, description="The shortest interval a schedule may have."

@@ -5,18 +5,20 @@ however many run: jobs by type and state, the age of the oldest due job (the que
 leases that ran out, the workers holding jobs, the schedules that are on. The process's own CPU,
 memory and file descriptors come from ``prometheus_client``'s collectors (per process).
 
-These figures cover every user, so ``SEOJOBS_METRICS_TOKEN`` puts them behind
-``Authorization: Bearer <token>``; unset, the endpoint is open, as Prometheus scrapes expect
-on a private network.
+These figures cover every user (issue 25, "Also"): with ``SEOJOBS_METRICS_TOKEN`` set they are
+behind ``Authorization: Bearer <token>`` for every client; unset, only a loopback client that
+came directly (no ``Forwarded`` / ``X-Forwarded-For``: a reverse proxy on the same host relays
+the outside world) is answered, and everyone else gets 403 naming the setting.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, Header
+from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -99,8 +101,19 @@ def install(app: FastAPI, services: Services) -> None:
         response_class=Response,
         responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Metrics"}},
     )
-    def metrics(authorization: Annotated[str | None, Header()] = None) -> Response:
-        """The queue and this process in Prometheus' text format (see the README)."""
+    def metrics(
+        request: Request, authorization: Annotated[str | None, Header()] = None
+    ) -> Response:
+        """The queue and this process in Prometheus' text format (see the README). Without
+        `SEOJOBS_METRICS_TOKEN`, loopback clients only; with it, a bearer token."""
+        if token is None and not loopback_client(request):
+            raise Problem(
+                403,
+                "Forbidden",
+                "GET /metrics answers loopback clients only; to scrape it from elsewhere, set "
+                "SEOJOBS_METRICS_TOKEN and send `Authorization: Bearer <token>`",
+                code="metrics_loopback_only",
+            )
         if token is not None:
             expected = f"Bearer {token.get_secret_value()}".encode()
             if not hmac.compare_digest((authorization or "").encode(), expected):
@@ -114,3 +127,18 @@ def install(app: FastAPI, services: Services) -> None:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(router)
+
+
+def loopback_client(request: Request) -> bool:
+    """The request came straight from this host: a loopback peer (after a trusted proxy's
+    forwarded address replaced it) that no proxy relayed."""
+    if "forwarded" in request.headers or "x-forwarded-for" in request.headers:
+        return False
+    host = request.client.host if request.client else ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a Unix socket peer or a name: not known to be this host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback

@@ -61,7 +61,8 @@ def item_text(value: ItemInput) -> str:
 @dataclass(frozen=True)
 class FollowUp:
     """A job that creating another one also creates, in the same transaction (a submission's
-    index check N days later). Part of its parent's cost: it charges no quota itself."""
+    index check N days later). Charged as the same job started directly would be, when its
+    parent is created (its cost counts in the parent's quota check)."""
 
     kind: str
     params: dict[str, Any]

@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -110,6 +111,12 @@ class Worker:
             else sorted(k.name for k in registry.kinds() if k.queue in self.queues)
         )
         self._limited = {k.name: k.concurrency for k in registry.kinds() if k.concurrency}
+        # One user's share of this worker's slots (issue 25.4a): the rest stay free for other
+        # users' jobs, so one user's long jobs never hold every slot. None: no share.
+        reserved = settings.worker_reserved_slots
+        self.user_share = max(1, self.concurrency - reserved) if reserved else None
+        self._owners: dict[int, int] = {}  # running job -> its user (when a share applies)
+        self._left_out = False  # the last claim left some user's jobs out
         self._kind_settings: dict[str, Any] = {}
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
@@ -179,12 +186,13 @@ class Worker:
                 await self._wait_any(self._slot_free, wait_s=None)
                 continue
             self._wake.clear()
-            limit = min(free, CLAIM_BATCH)
+            limit, full = self._room(min(free, CLAIM_BATCH))
+            self._left_out = bool(full)
             # Finished jobs ride along with the next claim: one write transaction instead of
             # two, which matters most on SQLite's single writer (Oban Pro's "ack with fetch").
             acks = self._take_completions()
             try:
-                claimed = await self.run_db(self._claim, limit, acks)
+                claimed = await self.run_db(self._claim, limit, acks, full)
             except Exception:
                 log.exception("claim failed; retrying after the poll interval")
                 self._completions[:0] = acks
@@ -211,8 +219,22 @@ class Worker:
             for w in waiters:
                 w.cancel()
 
+    def _room(self, limit: int) -> tuple[int, list[int]]:
+        """How many jobs the next claim may take, and the users it must leave out: those who
+        hold their share of this worker's slots. A claim takes at most what the busiest user
+        still in the running may add, so no user ends up over the share whatever it claims."""
+        if self.user_share is None:
+            return limit, []
+        held = Counter(self._owners.values())
+        full = sorted(user for user, n in held.items() if n >= self.user_share)
+        busiest = max((n for n in held.values() if n < self.user_share), default=0)
+        return min(limit, self.user_share - busiest), full
+
     def _claim(
-        self, limit: int, acks: list[tuple[int, int, dict[str, Any] | None]]
+        self,
+        limit: int,
+        acks: list[tuple[int, int, dict[str, Any] | None]],
+        full: list[int] | None = None,
     ) -> list[JobRecord]:
         plan = self._claim_plan(limit)
         if not acks and self.db.dialect == "postgresql":
@@ -220,28 +242,38 @@ class Worker:
             # autocommit, without a BEGIN and a COMMIT round trip around it, a woken idle
             # worker starts its job two round trips sooner.
             with self.db.autocommit() as conn:
-                return self._claim_with(conn, plan, self.clock())
+                return self._claim_with(conn, plan, self.clock(), limit, full or [])
         with self.db.write() as conn:
             now = self.clock()
             if acks:
                 self._check_completed(acks, job_sql.complete_many(self.db, conn, acks, now))
-            return self._claim_with(conn, plan, now)
+            return self._claim_with(conn, plan, now, limit, full or [])
 
     def _claim_with(
-        self, conn: Any, plan: list[tuple[list[str] | None, list[str], int]], now: datetime
+        self,
+        conn: Any,
+        plan: list[tuple[list[str] | None, list[str], int]],
+        now: datetime,
+        limit: int,
+        full: list[int],
     ) -> list[JobRecord]:
         claimed: list[JobRecord] = []
+        owners: dict[int, int] | None = {} if self.user_share is not None else None
         for kinds, exclude, most in plan:
             claimed += job_sql.claim(
                 self.db,
                 conn,
                 self.worker_id,
-                most,
+                min(most, limit - len(claimed)),
                 now,
                 self.settings.lease_seconds,
                 kinds=kinds,
                 exclude=exclude,
+                exclude_users=full,
+                owners=owners,
             )
+        if owners:
+            self._owners.update(owners)
         return claimed
 
     def _claim_plan(self, limit: int) -> list[tuple[list[str] | None, list[str], int]]:
@@ -279,6 +311,9 @@ class Worker:
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self.running.pop(job_id, None)
+        self._owners.pop(job_id, None)
+        if self._left_out:  # that user may be under the share again: claim without waiting
+            self._wake.set()
         self._slot_free.set()
 
     async def _drain(self) -> None:

@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass
 
 from seojobs.records import ProjectRecord, UserRecord
+from seojobs.services import texts
 from seojobs.services.base import Part
 from seojobs.services.errors import Conflict, Invalid, NotFound
 from seojobs.store import accounts
@@ -77,6 +78,7 @@ class Accounts(Part):
             return accounts.user_by_key_hash(conn, hash_api_key(api_key))
 
     def create_project(self, user: UserRecord, name: str) -> ProjectRecord:
+        name = texts.checked_name(name)
         try:
             with self.db.write() as conn:
                 return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
@@ -86,6 +88,7 @@ class Accounts(Part):
     def rename_project(self, user: UserRecord, project_id: int, name: str) -> ProjectRecord:
         """Give one of the user's projects a new name (unique among their projects)."""
         self.base.project(user, project_id)
+        name = texts.checked_name(name)
         try:
             with self.db.write() as conn:
                 return accounts.rename_project(conn, project_id, name)

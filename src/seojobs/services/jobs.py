@@ -17,6 +17,7 @@ from seojobs.records import (
     NewJob,
     UserRecord,
 )
+from seojobs.services import texts
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import JobFinished, NotFound
 from seojobs.services.quotas import Quotas
@@ -62,6 +63,7 @@ class Jobs(Part):
         """
         spec = self.base.kind(kind)
         model = self.base.validated(spec, params)
+        title = texts.title(title)
         self.base.runnable(spec, model)
         project = self.base.project(user, project_id).id if project_id else user.default_project_id
         now = self.clock()
@@ -99,13 +101,18 @@ class Jobs(Part):
     ) -> tuple[int, bool]:
         """``create`` inside the caller's transaction (a schedule's tick uses it). A job
         the deployment cannot run (its provider went away since the schedule was made) is
-        stored failed with the refusal's code, like one over a quota: charged nothing."""
+        stored failed with the refusal's code, like one over a quota: charged nothing.
+
+        Its follow-ups (a submission's ``checker``) are jobs like any other: their cost is
+        decided with the parent's, in the same quota check, and charged to each of them
+        (issue 25.4c). Over a quota, the parent is stored failed and no follow-up exists."""
         items = new_items(spec, model)
-        cost = {q: n for q, n in spec.cost(model, len(items)).items() if n}
+        own = cost_of(spec, model, len(items))
+        total = self.cost(spec, model)
         refused = self.base.refusal(spec, model)
         failure = (refused.code, refused.message) if refused else None
-        if failure is None and cost:
-            failure = self.quotas.over(conn, user, cost, now)
+        if failure is None and total:
+            failure = self.quotas.over(conn, user, total, now)
         new = NewJob(
             project_id=project_id,
             kind=spec.name,
@@ -121,34 +128,52 @@ class Jobs(Part):
         )
         job_id, created = job_sql.insert_job(self.db, conn, new, now)
         if created and failure is None:
-            usage_sql.charge(conn, user.id, job_id, cost, now)
-            self._follow_ups(conn, spec, model, job_id, project_id, now)
+            usage_sql.charge(conn, user.id, job_id, own, now)
+            self._follow_ups(conn, user, spec, model, job_id, project_id, now)
         return job_id, created
+
+    def cost(self, spec: Kind[Any], model: Any) -> dict[str, int]:
+        """What creating a job of ``model`` charges in all: its own cost and its follow-ups',
+        each as the same job started directly would be charged (one path, issue 25.4c)."""
+        total = cost_of(spec, model, len(new_items(spec, model)))
+        # The parent's id only names a follow-up (its title); its kind, params and cost do
+        # not depend on it.
+        for follow in spec.follow_ups(model, 0, self.settings) if spec.follow_ups else ():
+            child_kind = self.registry.get(follow.kind)
+            child = child_kind.validate(follow.params)
+            for quota, amount in cost_of(
+                child_kind, child, len(new_items(child_kind, child))
+            ).items():
+                total[quota] = total.get(quota, 0) + amount
+        return total
 
     def _follow_ups(
         self,
         conn: Connection,
+        user: UserRecord,
         spec: Kind[Any],
         model: Any,
         job_id: int,
         project_id: int,
         now: datetime,
     ) -> None:
-        # In the parent's transaction: exactly one set per job, whatever runs later. Part of
-        # the parent's cost, so they charge nothing themselves.
+        # In the parent's transaction: exactly one set per job, whatever runs later. Each is
+        # charged its own cost now, when the parent's quota check counted it.
         for follow in spec.follow_ups(model, job_id, self.settings) if spec.follow_ups else ():
             child_kind = self.registry.get(follow.kind)
             child = child_kind.validate(follow.params)
+            items = new_items(child_kind, child)
             new = NewJob(
                 project_id=project_id,
                 kind=child_kind.name,
                 params=child.model_dump(mode="json"),
                 run_at=now + timedelta(seconds=follow.delay_seconds),
-                items=new_items(child_kind, child),
+                items=items,
                 title=follow.title,
                 parent_id=job_id,
             )
-            job_sql.insert_job(self.db, conn, new, now)
+            child_id, _ = job_sql.insert_job(self.db, conn, new, now)
+            usage_sql.charge(conn, user.id, child_id, cost_of(child_kind, child, len(items)), now)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -276,6 +301,11 @@ class Jobs(Part):
     def state_counts(self) -> dict[str, int]:
         with self.db.read() as conn:
             return job_sql.count_by_state(conn)
+
+
+def cost_of(spec: Kind[Any], model: Any, items: int) -> dict[str, int]:
+    """One job's own cost, without the quotas it charges nothing of."""
+    return {q: n for q, n in spec.cost(model, items).items() if n}
 
 
 def new_items(spec: Kind[Any], model: Any) -> list[NewItem]:

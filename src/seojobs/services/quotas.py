@@ -9,7 +9,6 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from seojobs.engine.quotas import Period, Quota
-from seojobs.engine.registry import Kind
 from seojobs.records import UserRecord
 from seojobs.services.base import Part
 from seojobs.services.errors import FieldError, Invalid, QuotaExceeded
@@ -101,11 +100,12 @@ class Quotas(Part):
                 )
         return None
 
-    def fits(self, user: UserRecord, spec: Kind[Any], model: Any, items: int) -> None:
-        """A schedule whose every job costs more than a whole quota would only ever store
-        refused jobs: ``QuotaExceeded`` refuses the schedule instead."""
+    def fits(self, user: UserRecord, cost: Mapping[str, int]) -> None:
+        """A schedule whose every job costs more than a whole quota (its follow-ups'
+        cost included) would only ever store refused jobs: ``QuotaExceeded`` refuses the
+        schedule instead."""
         quotas = self.registry.quotas()
-        for name, amount in spec.cost(model, items).items():
+        for name, amount in cost.items():
             limit = limit_of(quotas[name], user, self.settings)
             if amount > limit:
                 raise QuotaExceeded(

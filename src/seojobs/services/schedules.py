@@ -10,9 +10,10 @@ from croniter import croniter
 
 from seojobs.engine.maintenance import first_tick, latest_due_tick
 from seojobs.records import ScheduleRecord, UserRecord
+from seojobs.services import texts
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import Conflict, Invalid, NotFound
-from seojobs.services.jobs import Jobs, Origin, new_items
+from seojobs.services.jobs import Jobs, Origin
 from seojobs.services.quotas import Quotas
 from seojobs.settings import Settings
 from seojobs.store import accounts
@@ -53,12 +54,14 @@ class Schedules(Part):
         start_at: datetime | None = None,
     ) -> ScheduleRecord:
         """A recurring job. ``every_days`` is in units of ``SEOJOBS_DAY_SECONDS``."""
+        name = texts.checked_name(name)
+        cron = texts.cron(cron)
         spec = self.base.kind(kind)
         if not spec.schedulable:
             raise Invalid("type", f"{kind} jobs cannot be scheduled; start them one at a time")
         model = self.base.validated(spec, params)
         self.base.runnable(spec, model)
-        self.quotas.fits(user, spec, model, len(new_items(spec, model)))
+        self.quotas.fits(user, self.jobs.cost(spec, model))
         interval = self._interval(every_days, every_seconds, cron)
         project = self.base.project(user, project_id) if project_id else None
         now = self.clock()

@@ -310,13 +310,18 @@ def claim(
     *,
     kinds: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
+    exclude_users: Sequence[int] = (),
+    owners: dict[int, int] | None = None,
 ) -> list[JobRecord]:
     """Take up to ``limit`` due pending jobs in one statement; oldest first within priority.
     ``kinds`` limits the claim to those kinds (a worker's queues), ``exclude`` leaves some out
-    (kinds claimed separately under their own concurrency cap)."""
+    (kinds claimed separately under their own concurrency cap), ``exclude_users`` leaves out
+    the jobs of users who hold their share of the worker's slots. ``owners``, when given, is
+    filled with each claimed job's user (job id -> user id), read in the same statement."""
     if limit <= 0 or (kinds is not None and not kinds):
         return []
-    stmt = _claim_statement(db.dialect, kinds is not None, bool(exclude))
+    shape = (db.dialect, kinds is not None, bool(exclude), bool(exclude_users), owners is not None)
+    stmt = _claim_statement(*shape)
     params = {
         "now": now,
         "lease_until": now + timedelta(seconds=lease),
@@ -324,13 +329,21 @@ def claim(
         "limit": limit,
         "kinds": list(kinds or ()),
         "exclude": list(exclude),
+        "exclude_users": list(exclude_users),
     }
     rows = conn.execute(stmt, params).all()
-    return sorted((_job(r) for r in rows), key=lambda j: (j.priority, j.run_at, j.id))
+    if owners is not None:
+        owners.update((row[0], row[-1]) for row in rows)
+        found = [JobRecord(*row[:-1]) for row in rows]  # the user came last
+    else:
+        found = [_job(r) for r in rows]
+    return sorted(found, key=lambda j: (j.priority, j.run_at, j.id))
 
 
 @functools.cache
-def _claim_statement(dialect: str, some_kinds: bool, exclude: bool) -> Any:
+def _claim_statement(
+    dialect: str, some_kinds: bool, exclude: bool, exclude_users: bool = False, owner: bool = False
+) -> Any:
     """Built once per shape with bind parameters: built per call, the claim cost ~1 ms of CPU
     more (bench/queue.py's wake-up, where the claim is all a woken worker does)."""
     now = bindparam("now", type_=jobs.c.run_at.type)
@@ -339,6 +352,10 @@ def _claim_statement(dialect: str, some_kinds: bool, exclude: bool) -> Any:
         candidates = candidates.where(jobs.c.kind.in_(bindparam("kinds", expanding=True)))
     if exclude:
         candidates = candidates.where(jobs.c.kind.not_in(bindparam("exclude", expanding=True)))
+    if exclude_users:
+        full: Any = bindparam("exclude_users", expanding=True)
+        their = select(projects.c.id).where(projects.c.user_id.in_(full))
+        candidates = candidates.where(jobs.c.project_id.not_in(their))
     candidates = candidates.order_by(jobs.c.priority, jobs.c.run_at, jobs.c.id)
     candidates = candidates.limit(bindparam("limit"))
     if dialect == "postgresql":
@@ -356,7 +373,11 @@ def _claim_statement(dialect: str, some_kinds: bool, exclude: bool) -> Any:
         "started_at": func.coalesce(jobs.c.started_at, now),
         "updated_at": now,
     }
-    return stmt.values(**values).returning(*jobs.c)
+    returned: list[Any] = list(jobs.c)
+    if owner:  # the job's user, last: by primary key, one row per claimed job
+        user = select(projects.c.user_id).where(projects.c.id == jobs.c.project_id)
+        returned.append(user.correlate(jobs).scalar_subquery())
+    return stmt.values(**values).returning(*returned)
 
 
 def heartbeat(

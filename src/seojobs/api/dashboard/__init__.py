@@ -30,10 +30,15 @@ def _is_page(request: Request) -> bool:
     return path.startswith(PREFIX) and not path.startswith(JSON_PATHS)
 
 
-def _error_page(request: Request, status: int, title: str, message: str) -> Response:
+def _error_page(
+    request: Request, status: int, title: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
     if not _is_page(request):
-        return JSONResponse({"title": title, "detail": message}, status_code=status)
-    return page(request, "error.html", {"title": title, "message": message}, status_code=status)
+        body = {"title": title, "detail": message}
+        return JSONResponse(body, status_code=status, headers=headers)
+    answer = page(request, "error.html", {"title": title, "message": message}, status_code=status)
+    answer.headers.update(headers or {})
+    return answer
 
 
 def install(app: FastAPI) -> None:
@@ -53,7 +58,7 @@ def install(app: FastAPI) -> None:
 
     async def dashboard_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, DashboardError)
-        return _error_page(request, exc.status, exc.title, exc.message)
+        return _error_page(request, exc.status, exc.title, exc.message, exc.headers)
 
     def either(kind: type[Exception], status: int, title: str) -> None:
         api_handler = api_handlers.get(kind)

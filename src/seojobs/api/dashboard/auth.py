@@ -17,12 +17,16 @@ from urllib.parse import parse_qs
 from fastapi.concurrency import run_in_threadpool
 from starlette.requests import Request
 
+from seojobs.api.ratelimit import USER, RateLimiter
 from seojobs.records import UserRecord
 from seojobs.services import Services
 
 COOKIE: Final = "seojobs_session"
 LOGIN_COOKIE: Final = "seojobs_login"  # the sign-in form's CSRF token (no session yet)
 FORM_TYPE: Final = "application/x-www-form-urlencoded"
+READ_METHODS: Final = frozenset({"GET", "HEAD"})
+# Signing out is never refused: a user over their budget can still end their session.
+UNCHARGED: Final = frozenset({"/dashboard/logout"})
 MAX_FORM_FIELDS: Final = 1_000
 
 
@@ -33,11 +37,14 @@ class SignInRequired(Exception):
 class DashboardError(Exception):
     """An error page: ``status`` with a short ``title`` and a ``message`` for the user."""
 
-    def __init__(self, status: int, title: str, message: str) -> None:
+    def __init__(
+        self, status: int, title: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.title = title
         self.message = message
+        self.headers = headers or {}
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,8 @@ def _token_of(services: Services, value: str | None) -> str | None:
 
 
 async def viewer(request: Request) -> Viewer:
-    """The request's signed-in user, or :class:`SignInRequired`."""
+    """The request's signed-in user, or :class:`SignInRequired`. A request that changes
+    something (any method but GET and HEAD) is charged to the user's request budget first."""
     services = services_of(request)
     token = _token_of(services, request.cookies.get(COOKIE))
     if token is None:
@@ -84,7 +92,30 @@ async def viewer(request: Request) -> Viewer:
     if found is None:
         raise SignInRequired
     user, csrf = found
+    if request.method not in READ_METHODS and request.url.path not in UNCHARGED:
+        await charge(request, user)
     return Viewer(user, csrf, token)
+
+
+async def charge(request: Request, user: UserRecord) -> None:
+    """Count one request against the user's budget, the one the API spends (issue 25.4d): a
+    form is refused with 429 and Retry-After where the API would be, whichever form it is.
+    Should the limiter's storage fail, ``SEOJOBS_RATE_LIMIT_ON_STORAGE_ERROR`` decides."""
+    limiter: RateLimiter = request.app.state.rate_limiter
+    verdict = await limiter.hit(USER, str(user.id), user.rate_limit)
+    if verdict is None:
+        if limiter.fail_closed:
+            retry = {"Retry-After": str(limiter.retry_in())}
+            message = "the rate limiter's storage is not answering; nothing was changed"
+            raise DashboardError(503, "Try again shortly", message, retry)
+        return
+    if not verdict.allowed:
+        wait = max(1, verdict.reset_in)
+        message = (
+            f"too many requests: the limit is {verdict.limit} per {verdict.window} s; "
+            f"nothing was changed, retry in {wait} s"
+        )
+        raise DashboardError(429, "Too many requests", message, verdict.headers())
 
 
 def secure_cookies(request: Request) -> bool:

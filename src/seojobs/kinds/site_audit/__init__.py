@@ -28,11 +28,29 @@ __all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalo
 class SiteAuditSettings(BaseSettings):
     """``SEOJOBS_SITE_AUDIT_CONCURRENCY``: pages one audit fetches at once (the fetcher's
     per-host limit and delay still apply: ``SEOJOBS_FETCH_HOST_CONCURRENCY``/``_DELAY``);
-    ``..._EXTERNAL_LINKS_PER_HOST``: how many URLs of one other site its links get checked."""
+    ``..._EXTERNAL_LINKS_PER_HOST``: how many URLs of one other site its links get checked;
+    ``..._EXTERNAL_LINKS_PER_PAGE`` and ``..._EXTERNAL_LINKS_PER_AUDIT``: how many other sites'
+    URLs one audit checks at all (issue 25.4b); ``..._MAX_SECONDS``: how long one audit runs."""
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_SITE_AUDIT_", extra="ignore")
     concurrency: int = Field(default=8, ge=1)
     external_links_per_host: int = Field(default=20, ge=0)
+    # Each external URL checked costs up to three requests (its host's robots.txt once, HEAD,
+    # GET when HEAD is refused): the budget grows with the pages paid for, up to a cap.
+    external_links_per_page: int = Field(
+        default=10,
+        ge=0,
+        description="External URLs an audit checks per page of its max_pages (its quota cost).",
+    )
+    external_links_per_audit: int = Field(
+        default=2000, ge=0, description="External URLs one audit checks at most, whatever its size."
+    )
+    max_seconds: float = Field(
+        default=7200,
+        ge=0,
+        description="An audit running longer (since it first started) fails with code timeout; "
+        "0: no limit.",
+    )
 
 
 def _items(params: SiteAuditParams) -> list[dict[str, Any]]:

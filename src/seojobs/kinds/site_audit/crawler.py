@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
@@ -298,6 +299,36 @@ async def _check_start(fetcher: Fetcher, start: str) -> None:
 
 
 async def run(ctx: JobContext[SiteAuditParams]) -> None:
+    """The audit, within ``SEOJOBS_SITE_AUDIT_MAX_SECONDS`` of its first start (a resumed
+    audit keeps its first start: a crash does not buy it more time)."""
+    limit = float(ctx.kind_settings.max_seconds)
+    if not limit:
+        await _audit(ctx)
+        return
+    began = ctx.job.started_at or datetime.now(UTC)
+    left = limit - (datetime.now(UTC) - began).total_seconds()
+    try:
+        async with asyncio.timeout(max(0.0, left)) as scope:
+            await _audit(ctx)
+    except TimeoutError:
+        if not scope.expired():
+            raise
+        message = f"the audit ran longer than {limit:g} s (SEOJOBS_SITE_AUDIT_MAX_SECONDS)"
+        raise JobFailed("timeout", message) from None
+
+
+def _external(ctx: JobContext[SiteAuditParams], fetcher: Fetcher) -> ExternalLinks | None:
+    """The external link checks of this audit and their budgets, per host and in all."""
+    if not ctx.params.check_external_links:
+        return None
+    knobs = ctx.kind_settings
+    budget = min(
+        knobs.external_links_per_audit, knobs.external_links_per_page * ctx.params.max_pages
+    )
+    return ExternalLinks(fetcher, knobs.external_links_per_host, budget)
+
+
+async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     params = ctx.params
     settings = ctx.settings
     if params.user_agent:
@@ -312,8 +343,7 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
     async with Fetcher(settings) as fetcher:
         await _check_start(fetcher, params.start_url)
         frontier = Frontier(ctx, known)
-        per_host = ctx.kind_settings.external_links_per_host
-        external = ExternalLinks(fetcher, per_host) if params.check_external_links else None
+        external = _external(ctx, fetcher)
         if external is not None:
             external.restore(outcomes)
         crawl = Crawl(ctx, fetcher, frontier, external)

@@ -1,8 +1,10 @@
 """Links to other sites: does each target answer? HEAD first, GET when HEAD is refused.
 
 Each external URL is checked once per audit (the answer is shared by every page linking to
-it), and at most ``per_host`` URLs of one host are checked at all, so a site that links a
-thousand times to one other site does not crawl it. robots.txt is obeyed there too; a URL
+it), at most ``per_host`` URLs of one host are checked at all, so a site that links a
+thousand times to one other site does not crawl it, and at most ``budget`` URLs over every host
+(issue 25.4b), so a page linking thousands of hosts does not make thousands of requests for
+one page of quota. robots.txt is obeyed there too; a URL
 it disallows, or one over the budget, is left unchecked rather than called broken.
 
 Each page's record lists the outcome of each of its external links (``outcomes``), so the
@@ -25,7 +27,7 @@ from seojobs.fetch.urls import parse_url
 # before calling the link broken.
 _HEAD_REFUSED = frozenset({403, 405, 501})
 # What became of one URL: answered (``status`` or ``error_kind``), not checked because
-# robots.txt disallows it, or not checked because its host's budget was spent.
+# robots.txt disallows it, or not checked because its host's or the audit's budget was spent.
 CHECKED, DISALLOWED, OVER_BUDGET = "checked", "disallowed", "over_budget"
 _ERROR_CHARS = 300  # an outcome's error message, as stored with the page
 
@@ -54,12 +56,14 @@ def _outcome(url: str, state: str, result: FetchResult | None = None) -> dict[st
 
 
 class ExternalLinks:
-    def __init__(self, fetcher: Fetcher, per_host: int) -> None:
+    def __init__(self, fetcher: Fetcher, per_host: int, budget: int) -> None:
         self._fetcher = fetcher
         self._per_host = per_host
+        self._budget = budget  # URLs checked over every host (each: robots.txt, HEAD, GET)
         # URL -> its outcome, or the check under way (pages linking to it wait on the same).
         self._checked: dict[str, asyncio.Task[dict[str, Any]] | dict[str, Any]] = {}
         self._hosts: Counter[str] = Counter()
+        self._used = 0  # URLs checked (or restored as checked) over every host
 
     def restore(self, outcomes: Iterable[dict[str, Any]]) -> None:
         """Start from outcomes stored by an earlier run of the audit: each is not checked
@@ -70,6 +74,7 @@ class ExternalLinks:
                 continue
             self._checked[url] = outcome
             self._hosts[parse_url(url).host] += 1
+            self._used += 1
 
     async def outcomes(self, urls: list[str]) -> list[dict[str, Any]]:
         """The outcome of each of ``urls`` (once each, in order)."""
@@ -80,9 +85,10 @@ class ExternalLinks:
         known = self._checked.get(url)
         if known is None:
             host = parse_url(url).host
-            if self._hosts[host] >= self._per_host:
+            if self._hosts[host] >= self._per_host or self._used >= self._budget:
                 return _outcome(url, OVER_BUDGET)
             self._hosts[host] += 1
+            self._used += 1
             known = self._checked[url] = asyncio.ensure_future(self._check(url))
         return known if isinstance(known, dict) else await known
 

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from seojobs.kinds.urls import Url
+from seojobs.textrules import one_line
+
+
+def _header_value(value: str) -> str:
+    """Sent as the User-Agent header: one line (a CR, LF, DEL or other control character would
+    make the request unsendable, after the audit was charged) and not blank (issue 25.5)."""
+    one_line(value)
+    if not value.strip(" "):
+        raise ValueError("blank; give a User-Agent or leave the field out")
+    return value
+
+
+# The same rule for the OpenAPI document (a client generating values from it is never refused).
+_ONE_VISIBLE_LINE = (
+    "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\u0000-\\u0020\\u007f-\\u009f]"
+    "[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+)
+UserAgent = Annotated[
+    str, Field(json_schema_extra={"pattern": _ONE_VISIBLE_LINE}), AfterValidator(_header_value)
+]
 
 
 class Thresholds(BaseModel):
@@ -60,7 +82,7 @@ class SiteAuditParams(BaseModel):
         default=True,
         description="Check that links to other sites answer (HEAD, then GET if refused).",
     )
-    user_agent: str | None = Field(
+    user_agent: UserAgent | None = Field(
         default=None,
         max_length=300,
         description="The User-Agent sent and obeyed in robots.txt (default: the server's).",
