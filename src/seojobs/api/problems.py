@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -12,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seojobs.api.allow import allowed_methods
 from seojobs.fielderrors import message
+from seojobs.logfmt import logged_internal
 from seojobs.services import (
     Conflict,
     Invalid,
@@ -153,8 +155,25 @@ def validation_problem(
     return problem(422, "Invalid request", code=code, errors=errors)
 
 
+log = logging.getLogger("seojobs.api")
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into problem+json."""
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        # What failed (a statement and its values, a path) goes to the log under an id; the
+        # client gets the code and the id (issue 25.3). Starlette re-raises after answering.
+        error_id = logged_internal(log, f"{request.method} {request.url.path} raised")
+        return problem(
+            500,
+            "Internal server error",
+            f"an internal error stopped this request (error id {error_id}); "
+            "the details are in the server's log",
+            code="internal_error",
+            error_id=error_id,
+        )
 
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
