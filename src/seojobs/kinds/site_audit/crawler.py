@@ -79,6 +79,10 @@ class Frontier:
         """Add ``url`` as an item already audited (from a redirect's final response), unless
         it is known by now or there is no room; whether added."""
         if url in self._known or len(self._known) >= self._ctx.params.max_pages:
+            # Known by now (another page linked it while it was audited), or no room: the
+            # links it found were taken all the same, so they are stored without it.
+            if verdict.added:
+                await self._ctx.add_items(verdict.added)
             return False
         self._known.add(url)
         return await self._ctx.add_finished_item({"url": url, "depth": depth}, verdict)
