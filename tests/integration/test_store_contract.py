@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from seojobs.engine.registry import Registry
 from seojobs.records import ItemOutcome, NewFinding, NewItem, NewJob
 from seojobs.services import Invalid, JobFinished, NotFound, Services
 from seojobs.store import jobs as job_sql
@@ -17,6 +18,7 @@ from seojobs.store import leaders, results
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import findings, job_items, jobs
+from tests.conftest import make_settings
 
 LEASE = 30.0
 
@@ -458,6 +460,28 @@ def test_writing_an_item_finds_it_by_its_key_before_statistics_exist(
         plan = " ".join(str(row) for row in conn.exec_driver_sql(explain + str(compiled), params))
     assert "ix_job_items_open" not in plan, plan
     assert ("pk_job_items" in plan) or ("INTEGER PRIMARY KEY" in plan), plan
+
+
+def test_a_group_of_results_finds_its_items_by_key_before_statistics_exist(
+    pg_url: str, registry: Registry
+) -> None:
+    """The same for PostgreSQL's one-statement group write (results.record): its items are
+    found by primary key, the job's pending items never scanned."""
+    db = Database(pg_url)
+    services = Services(db, make_settings(pg_url), registry)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": [f"u{n}" for n in range(3000)]})
+    items = services.jobs.items(user, job.id)[:8]
+    outcomes = [ItemOutcome(i.id, False, "ok", {"n": 1}) for i in items]
+    with db.read() as conn:
+        statement, params = results._record_pg_statement(
+            job.id, 1, outcomes, {"ok": 8}, [NewItem.of("new")], utcnow()
+        )
+        explain = conn.execute(text("EXPLAIN " + statement.text), params)
+        plan = " ".join(str(row) for row in explain)
+    db.dispose()
+    assert "ix_job_items_open" not in plan and "Seq Scan on job_items" not in plan, plan
+    assert "pk_job_items" in plan, plan
 
 
 def test_an_item_added_finished_is_stored_done_once_and_never_run(

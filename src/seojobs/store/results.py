@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import TextClause
 
 from seojobs.records import (
     CollectionRecord,
@@ -160,6 +161,21 @@ def _record_pg(
     added: Sequence[NewItem],
     now: datetime,
 ) -> int:
+    statement, params = _record_pg_statement(job_id, attempt, outcomes, counters, added, now)
+    count = conn.execute(statement, params).scalar_one_or_none()
+    if count is None:
+        raise LeaseLost(job_id)
+    return int(count)
+
+
+def _record_pg_statement(
+    job_id: int,
+    attempt: int,
+    outcomes: Sequence[ItemOutcome],
+    counters: dict[str, int],
+    added: Sequence[NewItem],
+    now: datetime,
+) -> tuple[TextClause, dict[str, Any]]:
     found = [(o.item_id, f) for o in outcomes for f in o.findings]
     params = {
         "job": job_id,
@@ -182,10 +198,7 @@ def _record_pg(
         "keys": [item.key for item in added],
         "datas": [_json(item.data) for item in added],
     }
-    count = conn.execute(_RECORD_PG, params).scalar_one_or_none()
-    if count is None:
-        raise LeaseLost(job_id)
-    return int(count)
+    return _RECORD_PG, params
 
 
 def _json(value: Any) -> str:
