@@ -92,7 +92,11 @@ def record(
     write of the same job beside it (``JobContext`` writes one at a time).
     """
     if db.dialect == "postgresql":
-        return _record_pg(conn, job_id, attempt, outcomes, counters, added, now)
+        statement, params = _record_pg_statement(job_id, attempt, outcomes, counters, added, now)
+        count = conn.execute(statement, params).scalar_one_or_none()
+        if count is None:
+            raise LeaseLost(job_id)
+        return int(count)
     record_items(conn, job_id, attempt, outcomes, counters, now)
     return add_items(db, conn, job_id, attempt, added, now) if added else 0
 
@@ -150,22 +154,6 @@ _RECORD_PG = text(
     RETURNING (SELECT count(*) FROM added)
     """
 )
-
-
-def _record_pg(
-    conn: Connection,
-    job_id: int,
-    attempt: int,
-    outcomes: Sequence[ItemOutcome],
-    counters: dict[str, int],
-    added: Sequence[NewItem],
-    now: datetime,
-) -> int:
-    statement, params = _record_pg_statement(job_id, attempt, outcomes, counters, added, now)
-    count = conn.execute(statement, params).scalar_one_or_none()
-    if count is None:
-        raise LeaseLost(job_id)
-    return int(count)
 
 
 def _record_pg_statement(
