@@ -1,5 +1,5 @@
 """``bench/audit.py``'s report: every run, the medians per system, the ratios within each
-round, and the targets (from issue 13) marked PASS or FAIL."""
+round, and the targets (issues 13 and 26) marked PASS or FAIL."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from bench.lib.cli import columns, failed, judged
 OURS = "seojobs"
 PEER = "advertools"
 BARE = "bare aiohttp+selectolax"
-PEER_FACTOR = 4.0  # ours >= 4 x advertools' pages/s
+PEER_FACTOR = 6.0  # ours >= 6 x advertools' pages/s (issue 26; issue 13 asked 4)
 BARE_FACTOR = 0.2  # ours >= 0.2 x the bare loop's pages/s
+PG_FACTOR = 0.9  # ours on PostgreSQL >= 0.9 x ours on SQLite (issue 26)
+SQLITE, PG = f"{OURS} (sqlite)", f"{OURS} (pg)"
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,11 @@ def targets(results: Results) -> list[tuple[str, str, bool]]:
                     ours <= peer_rss,
                 )
             )
+    ratios = results.ratios(PG, SQLITE)
+    if ratios:
+        ratio = statistics.median(ratios)
+        target = f"{PG} >= {PG_FACTOR:g} x {SQLITE}'s pages/s"
+        found.append((target, f"{ratio:.3g}x", ratio >= PG_FACTOR))
     return found
 
 
@@ -130,8 +137,9 @@ def render(results: Results) -> str:
         lines += columns(MEDIANS, results.by_label().items())
         labels = results.by_label()
         for label in labels:
-            for other in (PEER, BARE):
+            for other in (PEER, BARE, SQLITE):
                 pairs = results.pairs(label, other) if label.startswith(OURS) else []
+                pairs = pairs if label != other else []
                 if pairs:
                     rate = ", ".join(f"{a.rate / b.rate:.2f}" for a, b in pairs)
                     cpu = ", ".join(

@@ -78,7 +78,7 @@ expected ~0: FastAPI's solve_dependencies | solve_dependencies | fastapi/
 CHECK_CATEGORIES = _table(r"""
 httpcore: failed 'import sniffio' per lock use | current_async_library \(httpcore[^;]*;[^;]*_find_and_load
 httpcore: pool scan (_assign_requests_to_connections) | _assign_requests_to_connections
-DB: record each item (thread side: SQLAlchemy + SQLite) | record_items \(seojobs/store/
+DB: record each item (thread side: SQLAlchemy + SQLite) | record(_items)? \(seojobs/store/
 DB: record each item (loop side: outcomes, lock, executor hop) | JobContext\.record
 DB: claim, items page, completion, probe | sqlalchemy|sqlite3|seojobs/store/
 diagnostics: canonical URL resolving (fetch.urls) | _canonical \(
@@ -100,7 +100,7 @@ page parsing (page.parse_page: scanner or html.parser, words, hash) | parse_page
 links: join + normalise (crawler._links, page_key) | _links \(|_canonical \(|page_key \(
 per-page checks (checks.page_findings) | page_findings \(
 frontier: add_items (loop + DB thread) | Frontier\.add \(|add_items \(seojobs/store/
-record results: DB thread (SQLAlchemy + SQLite/psycopg) | record_items \(seojobs/store/
+record results: DB thread (SQLAlchemy + SQLite/psycopg) | record(_items)? \(seojobs/store/
 record results: loop side (outcomes, JSON of results) | JobContext\.(record|_write)
 robots.txt verdicts | robots_verdict \(|RobotsCache|protego
 fetcher: guard, pinning, politeness gate | AddressGuard|[Pp]inn|HostGate

@@ -10,13 +10,15 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
+from seojobs.engine.registry import Registry
 from seojobs.records import ItemOutcome, NewFinding, NewItem, NewJob
 from seojobs.services import Invalid, JobFinished, NotFound, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import leaders, results
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.tables import job_items, jobs
+from seojobs.store.tables import findings, job_items, jobs
+from tests.conftest import make_settings
 
 LEASE = 30.0
 
@@ -368,6 +370,77 @@ def test_record_items_is_fenced_by_the_claim(services: Services, db: Database) -
     assert _get(db, job.id).counters == {"ok": 1}
 
 
+def _found(db: Database, job_id: int) -> list[tuple[Any, ...]]:
+    with db.read() as conn:
+        rows = conn.execute(
+            select(findings.c.item_id, findings.c.code, findings.c.data)
+            .where(findings.c.job_id == job_id)
+            .order_by(findings.c.id)
+        )
+        return [tuple(r) for r in rows]
+
+
+def test_results_and_the_items_they_found_are_written_together(
+    services: Services, db: Database
+) -> None:
+    """``results.record``: a group's outcomes, findings and counters with the new items the
+    group found (a crawler's links), in one write; items the job has are skipped."""
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim(db)[0]
+    a, b = services.jobs.items(user, job.id)
+    outcomes = [
+        ItemOutcome(
+            item_id=a.id,
+            failed=False,
+            outcome="ok",
+            result={"n": 1, "text": "é\u2028"},
+            findings=(NewFinding("thin", "warning", {"words": 3}), NewFinding("odd", "notice")),
+        ),
+        ItemOutcome(item_id=b.id, failed=True, error_code="e", error_message="boom"),
+    ]
+    found = [NewItem.of("c", {"depth": 1}), NewItem.of("a"), NewItem.of("d")]
+    with db.write_statement() as conn:
+        added = results.record(
+            db, conn, job.id, claimed.attempt, outcomes, {"ok": 1, "failed": 1}, found, utcnow()
+        )
+    assert added == 2  # "a" is the job's already
+    items = services.jobs.items(user, job.id)
+    assert [(i.seq, i.input, i.state) for i in items] == [
+        (0, "a", "done"),
+        (1, "b", "failed"),
+        (2, "c", "pending"),
+        (4, "d", "pending"),  # the skipped "a" leaves its number unused, as add_items does
+    ]
+    assert items[0].result == {"n": 1, "text": "é\u2028"} and items[0].outcome == "ok"
+    assert items[1].result is None and items[1].error_code == "e"
+    assert items[1].error_message == "boom" and items[2].data == {"depth": 1}
+    assert items[3].data is None
+    assert _found(db, job.id) == [(a.id, "thin", {"words": 3}), (a.id, "odd", None)]
+    after = _get(db, job.id)
+    assert (after.items_total, after.items_done, after.items_failed) == (4, 2, 1)
+    assert after.counters == {"ok": 1, "failed": 1}
+
+
+def test_a_lost_claim_records_neither_results_nor_the_items_they_found(
+    services: Services, db: Database
+) -> None:
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a"]})
+    claimed = _claim(db)[0]
+    [a] = services.jobs.items(user, job.id)
+    services.jobs.cancel(user, job.id)
+    outcome = ItemOutcome(a.id, False, "ok", findings=(NewFinding("thin", "warning"),))
+    with pytest.raises(job_sql.LeaseLost), db.write_statement() as conn:
+        results.record(
+            db, conn, job.id, claimed.attempt, [outcome], {"ok": 1}, [NewItem.of("b")], utcnow()
+        )
+    assert [(i.input, i.state) for i in services.jobs.items(user, job.id)] == [("a", "pending")]
+    assert _found(db, job.id) == []
+    after = _get(db, job.id)
+    assert (after.items_total, after.items_done, after.counters) == (1, 0, {})
+
+
 def test_writing_an_item_finds_it_by_its_key_before_statistics_exist(
     services: Services, db: Database
 ) -> None:
@@ -387,6 +460,28 @@ def test_writing_an_item_finds_it_by_its_key_before_statistics_exist(
         plan = " ".join(str(row) for row in conn.exec_driver_sql(explain + str(compiled), params))
     assert "ix_job_items_open" not in plan, plan
     assert ("pk_job_items" in plan) or ("INTEGER PRIMARY KEY" in plan), plan
+
+
+def test_a_group_of_results_finds_its_items_by_key_before_statistics_exist(
+    pg_url: str, registry: Registry
+) -> None:
+    """The same for PostgreSQL's one-statement group write (results.record): its items are
+    found by primary key, the job's pending items never scanned."""
+    db = Database(pg_url)
+    services = Services(db, make_settings(pg_url), registry)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": [f"u{n}" for n in range(3000)]})
+    items = services.jobs.items(user, job.id)[:8]
+    outcomes = [ItemOutcome(i.id, False, "ok", {"n": 1}) for i in items]
+    with db.read() as conn:
+        statement, params = results._record_pg_statement(
+            job.id, 1, outcomes, {"ok": 8}, [NewItem.of("new")], utcnow()
+        )
+        explain = conn.execute(text("EXPLAIN " + statement.text), params)
+        plan = " ".join(str(row) for row in explain)
+    db.dispose()
+    assert "ix_job_items_open" not in plan and "Seq Scan on job_items" not in plan, plan
+    assert "pk_job_items" in plan, plan
 
 
 def test_an_item_added_finished_is_stored_done_once_and_never_run(

@@ -9,12 +9,13 @@ import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from seojobs.engine import context
+from seojobs.engine.host import RecordItems
 from seojobs.engine.registry import Registry
 from seojobs.engine.worker import Worker
-from seojobs.records import NewJob
+from seojobs.records import ItemOutcome, NewFinding, NewItem, NewJob
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
@@ -375,3 +376,41 @@ async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registr
         assert (tick - schedule.start_at) % step == timedelta(0)  # ticks are on the grid
     for d in dbs:
         d.dispose()
+
+
+async def test_a_group_of_results_with_its_found_items_is_one_round_trip_on_postgresql(
+    pg_url: str, registry: Registry
+) -> None:
+    """A job's results and the items they found: one statement, its own transaction (no
+    BEGIN or COMMIT sent), where it took a transaction of several statements each."""
+    settings = make_settings(pg_url)
+    db = Database(pg_url)
+    services = Services(db, settings, registry)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim_now(db, settings)
+    a, b = services.jobs.items(user, job.id)
+    worker = Worker(db, settings, registry)
+    sent: list[tuple[str, bool]] = []
+
+    def seen(conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        sent.append((statement, conn.connection.driver_connection.autocommit))
+
+    outcomes = [
+        ItemOutcome(a.id, False, "ok", {"n": 1}, findings=(NewFinding("thin", "warning"),)),
+        ItemOutcome(b.id, False, "ok"),
+    ]
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        added = await worker.write(claimed, RecordItems(outcomes, {"ok": 2}, [NewItem.of("c")]))
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+        worker.executor.shutdown()
+    assert added == [1]
+    assert len(sent) == 1 and sent[0][1] is True  # autocommit: psycopg sends no BEGIN
+    assert [(i.input, i.state) for i in services.jobs.items(user, job.id)] == [
+        ("a", "done"),
+        ("b", "done"),
+        ("c", "pending"),
+    ]
+    db.dispose()

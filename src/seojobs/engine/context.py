@@ -50,13 +50,18 @@ class Interrupted(Exception):
 
 @dataclass(frozen=True)
 class ItemResult:
-    """A handler's verdict on one item, with what the item revealed (written together)."""
+    """A handler's verdict on one item, with what the item revealed (written together):
+    its findings, and the new items it found (``added``: a crawler's links, strings or dicts
+    as ``JobContext.add_items`` takes them; those the job already has are skipped). Items
+    added this way cost no write of their own, and a crash never keeps the result without
+    them: both are stored, or neither and the item runs again."""
 
     outcome: str | None = None
     result: dict[str, Any] | None = None
     error_code: str | None = None
     error_message: str | None = None
     findings: tuple[NewFinding, ...] = field(default=())
+    added: tuple[Any, ...] = field(default=())
 
     @property
     def failed(self) -> bool:
@@ -94,9 +99,11 @@ class JobContext(Generic[P]):
         # job: counters are written as a snapshot, so writes must not overtake each other.
         self._pending: list[tuple[list[tuple[ItemRecord, ItemResult]], asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
-        # Held while counters are written (a group of results, a finished item added), so
-        # that each write's snapshot counts everything written before it.
-        self._counting = asyncio.Lock()
+        # Held during every write: one writer per job. Each write's counters snapshot then
+        # counts everything written before it, and the store may write a job's changes in
+        # one statement (PostgreSQL: store/results.record), which is safe only when no
+        # other write of the same job runs beside it.
+        self._writing = asyncio.Lock()
         # While run_items runs: items started and not yet recorded, the group size worth
         # waiting for, and an event set whenever either count changes.
         self._unrecorded = 0
@@ -184,9 +191,11 @@ class JobContext(Generic[P]):
 
     async def _write(self, finished: list[tuple[ItemRecord, ItemResult]]) -> None:
         outcomes = [_outcome(item.id, verdict) for item, verdict in finished]
-        async with self._counting:
+        found = [value for _item, verdict in finished for value in verdict.added]
+        added = self._new_items(found) if found else []
+        async with self._writing:
             counters = _counted(self.counters, [verdict for _item, verdict in finished])
-            await self._host.write(self.job, RecordItems(outcomes, counters))
+            await self._host.write(self.job, RecordItems(outcomes, counters, added))
             self.counters = counters
 
     async def ensure_held(self) -> None:
@@ -207,7 +216,8 @@ class JobContext(Generic[P]):
         items = self._new_items(values)
         if not items:
             return 0
-        [added] = await self._host.write(self.job, AddItems(items))
+        async with self._writing:
+            [added] = await self._host.write(self.job, AddItems(items))
         return int(added)
 
     async def add_finished_item(self, value: Any, verdict: ItemResult) -> bool:
@@ -217,11 +227,14 @@ class JobContext(Generic[P]):
         nothing, if the job already has the item (by the kind's dedupe key)."""
         self.check()
         [item] = self._new_items([value])
-        async with self._counting:
+        found = self._new_items(verdict.added) if verdict.added else []
+        async with self._writing:
             counters = _counted(self.counters, [verdict])
-            [added] = await self._host.write(
-                self.job, AddFinishedItem(item, _outcome(0, verdict), counters)
-            )
+            finished = AddFinishedItem(item, _outcome(0, verdict), counters)
+            # What it found, in the same transaction (added even when the item was not: the
+            # caller may count them as stored).
+            changes = (finished, AddItems(found)) if found else (finished,)
+            added, *_ = await self._host.write(self.job, *changes)
             if added:
                 self.counters = counters
         return bool(added)
@@ -232,13 +245,16 @@ class JobContext(Generic[P]):
         job resumed after a crash that reruns its final checks does not report them twice.
         Compute them all, then write them once. A finding about one item goes in its
         ``ItemResult`` so that it is written once, with the item."""
-        await self._host.write(self.job, SetFindings(list(findings)))
+        found = list(findings)
+        async with self._writing:
+            await self._host.write(self.job, SetFindings(found))
 
     async def collect(self, subject: str, data: Any) -> None:
         """Store what the job collected about ``subject`` (a domain, a keyword); reads serve
         it as the project's latest once the job completes. Collecting a subject again in the
         same job replaces it."""
-        await self._host.write(self.job, Collect(subject, data))
+        async with self._writing:
+            await self._host.write(self.job, Collect(subject, data))
 
     async def published(self, subject: str) -> Any:
         """What the project's latest completed collection of this kind holds about
@@ -251,7 +267,9 @@ class JobContext(Generic[P]):
         """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in
         one transaction: a phase that runs again after a rescue leaves one set of rows."""
         self.check()
-        await self._host.write(self.job, ReplaceRows(table, list(rows)))
+        replaced = list(rows)
+        async with self._writing:
+            await self._host.write(self.job, ReplaceRows(table, replaced))
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes,

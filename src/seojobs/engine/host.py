@@ -8,7 +8,7 @@ is kept. ``JobContext`` depends on this module only; ``Worker`` implements it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
@@ -16,10 +16,13 @@ from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewI
 
 @dataclass(frozen=True)
 class RecordItems:
-    """Items' outcomes, with the job's counters after them (a snapshot). Result: None."""
+    """Items' outcomes, with the job's counters after them (a snapshot), and the new items
+    they found (``added``, skipping those the job already has): one write, so a result is
+    never kept without what it found. Result: how many items were added."""
 
     outcomes: list[ItemOutcome]
     counters: dict[str, int]
+    added: list[NewItem] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -484,9 +484,12 @@ class Worker:
         job (``Interrupted``) and none of them is kept."""
 
         cleaned = storable(changes)  # what came from outside, storable on both stores
+        # A group of results alone is one statement on PostgreSQL (results.record), its own
+        # transaction there; anything else takes a transaction of its own.
+        one = len(cleaned) == 1 and isinstance(cleaned[0], RecordItems)
 
         def run() -> list[Any]:
-            with self.db.write() as conn:
+            with self.db.write_statement() if one else self.db.write() as conn:
                 now = self.clock()
                 return [self._apply(conn, job, change, now) for change in cleaned]
 
@@ -497,8 +500,10 @@ class Worker:
 
     def _apply(self, conn: Any, job: JobRecord, change: Change, now: datetime) -> Any:
         match change:
-            case RecordItems(outcomes, counters):
-                return job_sql.record_items(conn, job.id, job.attempt, outcomes, counters, now)
+            case RecordItems(outcomes, counters, added):
+                return result_sql.record(
+                    self.db, conn, job.id, job.attempt, outcomes, counters, added, now
+                )
             case AddItems(items):
                 return result_sql.add_items(self.db, conn, job.id, job.attempt, items, now)
             case AddFinishedItem(item, outcome, counters):

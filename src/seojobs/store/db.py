@@ -101,6 +101,17 @@ class Database:
                 self.wake_local()
 
     @contextmanager
+    def write_statement(self) -> Iterator[Connection]:
+        """For a write that is one statement on PostgreSQL: there the statement is its own
+        transaction (autocommit: no BEGIN and COMMIT round trips); on SQLite ``write()``."""
+        if self.dialect != "postgresql":
+            with self.write() as conn:
+                yield conn
+            return
+        with self.autocommit() as conn:
+            yield conn
+
+    @contextmanager
     def autocommit(self) -> Iterator[Connection]:
         """A connection whose every statement commits by itself (one-statement writes)."""
         with _unavailable(), self.engine.connect() as conn:

@@ -8,12 +8,14 @@ item results in ``jobs.record_items``: a worker that lost its job adds nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.elements import TextClause
 
 from seojobs.records import (
     CollectionRecord,
@@ -23,7 +25,14 @@ from seojobs.records import (
     NewItem,
 )
 from seojobs.store.db import Database
-from seojobs.store.jobs import ITEM_INSERT_CHUNK, fence, finding_row, item_rows
+from seojobs.store.jobs import (
+    ITEM_INSERT_CHUNK,
+    LeaseLost,
+    fence,
+    finding_row,
+    item_rows,
+    record_items,
+)
 from seojobs.store.tables import collections, findings, job_items, jobs
 
 
@@ -60,6 +69,129 @@ def add_items(
             update(jobs).where(jobs.c.id == job_id).values(items_total=jobs.c.items_total + added)
         )
     return added
+
+
+def record(
+    db: Database,
+    conn: Connection,
+    job_id: int,
+    attempt: int,
+    outcomes: Sequence[ItemOutcome],
+    counters: dict[str, int],
+    added: Sequence[NewItem],
+    now: datetime,
+) -> int:
+    """Items' outcomes and findings, the job's counters, and the new items they found (those
+    whose key the job has are skipped), or ``LeaseLost`` and nothing written. Returns how
+    many items were added.
+
+    On PostgreSQL it is one statement (``_RECORD_PG``), which the caller may run as its own
+    transaction: a round trip, where the statements one by one took one each, and two more
+    for BEGIN and COMMIT (a crawl's writes waited on them: bench/audit.py). Its new items'
+    sequence numbers come from the statement's snapshot, so the caller must not run another
+    write of the same job beside it (``JobContext`` writes one at a time).
+    """
+    if db.dialect == "postgresql":
+        statement, params = _record_pg_statement(job_id, attempt, outcomes, counters, added, now)
+        count = conn.execute(statement, params).scalar_one_or_none()
+        if count is None:
+            raise LeaseLost(job_id)
+        return int(count)
+    record_items(conn, job_id, attempt, outcomes, counters, now)
+    return add_items(db, conn, job_id, attempt, added, now) if added else 0
+
+
+# The job row is locked first (FOR UPDATE, re-checked against the claim after any wait, so a
+# cancel or rescue either happened before, and nothing is written, or waits for the commit);
+# every other part joins it. The job row is updated once, last: a statement may not update a
+# row twice. New items are skipped on a key the job has; a clash of sequence numbers (which
+# one writer per job rules out) raises instead of dropping them.
+_RECORD_PG = text(
+    """
+    WITH job AS (
+        SELECT id FROM jobs
+        WHERE id = :job AND attempt = :attempt AND state = 'processing'
+        FOR UPDATE
+    ),
+    done AS (
+        UPDATE job_items AS i
+        SET state = r.state, outcome = r.outcome, result = r.result, error_code = r.code,
+            error_message = r.message, finished_at = :now
+        FROM job, unnest(
+            CAST(:ids AS bigint[]), CAST(:states AS text[]), CAST(:outcomes AS text[]),
+            CAST(:results AS json[]), CAST(:codes AS text[]), CAST(:messages AS text[])
+        ) AS r(id, state, outcome, result, code, message)
+        WHERE i.id = r.id AND i.job_id + 0 = job.id AND i.state = 'pending'
+    ),
+    found AS (
+        INSERT INTO findings (job_id, item_id, code, severity, data, created_at)
+        SELECT job.id, f.item_id, f.code, f.severity, f.data, :now
+        FROM job, unnest(
+            CAST(:f_items AS bigint[]), CAST(:f_codes AS text[]), CAST(:f_severities AS text[]),
+            CAST(:f_data AS json[])
+        ) WITH ORDINALITY AS f(item_id, code, severity, data, n)
+        ORDER BY f.n
+    ),
+    last AS (
+        SELECT coalesce(max(seq), -1) AS seq FROM job_items WHERE job_id = :job
+    ),
+    added AS (
+        INSERT INTO job_items (job_id, seq, input, key, data, state)
+        SELECT job.id, last.seq + a.n, a.input, a.key, a.data, 'pending'
+        FROM job, last, unnest(
+            CAST(:inputs AS text[]), CAST(:keys AS text[]), CAST(:datas AS json[])
+        ) WITH ORDINALITY AS a(input, key, data, n)
+        ORDER BY a.n
+        ON CONFLICT (job_id, key) DO NOTHING
+        RETURNING 1
+    )
+    UPDATE jobs
+    SET items_done = items_done + :done, items_failed = items_failed + :failed,
+        items_total = items_total + (SELECT count(*) FROM added),
+        counters = CAST(:counters AS json), updated_at = :now
+    FROM job
+    WHERE jobs.id = job.id
+    RETURNING (SELECT count(*) FROM added)
+    """
+)
+
+
+def _record_pg_statement(
+    job_id: int,
+    attempt: int,
+    outcomes: Sequence[ItemOutcome],
+    counters: dict[str, int],
+    added: Sequence[NewItem],
+    now: datetime,
+) -> tuple[TextClause, dict[str, Any]]:
+    found = [(o.item_id, f) for o in outcomes for f in o.findings]
+    params = {
+        "job": job_id,
+        "attempt": attempt,
+        "now": now,
+        "done": len(outcomes),
+        "failed": sum(1 for o in outcomes if o.failed),
+        "counters": _json(counters),
+        "ids": [o.item_id for o in outcomes],
+        "states": ["failed" if o.failed else "done" for o in outcomes],
+        "outcomes": [o.outcome for o in outcomes],
+        "results": [_json(o.result) for o in outcomes],
+        "codes": [o.error_code for o in outcomes],
+        "messages": [o.error_message for o in outcomes],
+        "f_items": [item_id for item_id, _f in found],
+        "f_codes": [f.code for _i, f in found],
+        "f_severities": [f.severity for _i, f in found],
+        "f_data": [_json(f.data) for _i, f in found],
+        "inputs": [item.input for item in added],
+        "keys": [item.key for item in added],
+        "datas": [_json(item.data) for item in added],
+    }
+    return _RECORD_PG, params
+
+
+def _json(value: Any) -> str:
+    """A JSON column's value as SQLAlchemy binds it (``json.dumps``; None is JSON null)."""
+    return json.dumps(value)
 
 
 def add_finished_item(

@@ -1,11 +1,11 @@
 """The crawl: one item per page (the frontier), fetched through ``seojobs.fetch``.
 
-Links found on a page become new items (``ctx.add_items``, deduplicated by normalised URL),
-so a worker that dies mid-audit leaves its frontier stored; the worker that resumes it runs
-only the pages not yet recorded. A redirect's target is audited from the redirect's final
-answer and added already finished, so it is not fetched again as its own item. Scope is the
-start URL's host and its ``www.`` twin (same port); ``max_depth`` bounds clicks from the
-start, ``max_pages`` the pages ever added.
+Links found on a page become new items (deduplicated by normalised URL), stored with the
+page's result in one write (``ItemResult.added``), so a worker that dies mid-audit leaves its
+frontier stored; the worker that resumes it runs only the pages not yet recorded. A
+redirect's target is audited from the redirect's final answer and added already finished, so
+it is not fetched again as its own item. Scope is the start URL's host and its ``www.`` twin
+(same port); ``max_depth`` bounds clicks from the start, ``max_pages`` the pages ever added.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ class Frontier:
     def __init__(self, ctx: JobContext[SiteAuditParams], known: set[str]) -> None:
         self._ctx = ctx
         self.site = _site(parse_url(ctx.params.start_url))
+        # Every URL stored or about to be (taken: stored with the page that found it). The
+        # checks and updates of it never await, so two pages cannot both take a place.
         self._known = known
-        self._lock = asyncio.Lock()
 
     def in_scope(self, url: str) -> bool:
         return _site(parse_url(url)) == self.site
@@ -60,25 +61,33 @@ class Frontier:
             return False
         return url not in self._known and self.in_scope(url)
 
-    async def add(self, urls: list[str], depth: int | None) -> None:
-        """``depth`` None: pages only a sitemap lists (no click reaches them)."""
+    def take(self, urls: list[str], depth: int | None) -> list[dict[str, Any]]:
+        """The new items among ``urls`` (up to the room left), counted as known from now on:
+        the caller stores them (with its page's result, ``ItemResult.added``, or with
+        ``add``). ``depth`` None: pages only a sitemap lists (no click reaches them)."""
         if depth is not None and depth > self._ctx.params.max_depth:
-            return
-        async with self._lock:  # two pages must not both take the last free places
-            room = self._ctx.params.max_pages - len(self._known)
-            new = [u for u in dict.fromkeys(urls) if u not in self._known][: max(room, 0)]
-            if new:
-                await self._ctx.add_items({"url": u, "depth": depth} for u in new)
-                self._known.update(new)
+            return []
+        room = self._ctx.params.max_pages - len(self._known)
+        new = [u for u in dict.fromkeys(urls) if u not in self._known][: max(room, 0)]
+        self._known.update(new)
+        return [{"url": u, "depth": depth} for u in new]
+
+    async def add(self, urls: list[str], depth: int | None) -> None:
+        """Store the new items among ``urls`` now (outside a page: the sitemap's)."""
+        if new := self.take(urls, depth):
+            await self._ctx.add_items(new)
 
     async def add_fetched(self, url: str, depth: int, verdict: ItemResult) -> bool:
         """Add ``url`` as an item already audited (from a redirect's final response), unless
         it is known by now or there is no room; whether added."""
-        async with self._lock:
-            if url in self._known or len(self._known) >= self._ctx.params.max_pages:
-                return False
-            self._known.add(url)
-            return await self._ctx.add_finished_item({"url": url, "depth": depth}, verdict)
+        if url in self._known or len(self._known) >= self._ctx.params.max_pages:
+            # Known by now (another page linked it while it was audited), or no room: the
+            # links it found were taken all the same, so they are stored without it.
+            if verdict.added:
+                await self._ctx.add_items(verdict.added)
+            return False
+        self._known.add(url)
+        return await self._ctx.add_finished_item({"url": url, "depth": depth}, verdict)
 
 
 def _links(base: str, facts: PageFacts) -> list[tuple[str, bool]]:
@@ -201,8 +210,9 @@ class Crawl:
         canonical = _canonical(fetched.final_url, facts) if facts else None
         follow = [u for u, _nofollow in internal]
         follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
-        if depth is not None:  # a page only a sitemap lists is audited, its links not followed
-            await self.frontier.add(follow, depth + 1)
+        # Its links are stored with its result (one write); a page only a sitemap lists is
+        # audited, its links not followed.
+        added = self.frontier.take(follow, depth + 1) if depth is not None else []
         noindex = _noindex(fetched, facts)
         outside = [u for u, _nofollow in links if not self.frontier.in_scope(u)]
         checked = await self.external.outcomes(outside) if self.external and outside else []
@@ -230,7 +240,9 @@ class Crawl:
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
         record["external"] = checked  # each external link's outcome, kept for a resume
-        return ItemResult(outcome="crawled", result=record, findings=tuple(found))
+        return ItemResult(
+            outcome="crawled", result=record, findings=tuple(found), added=tuple(added)
+        )
 
 
 def _ok(fetched: FetchResult) -> bool:
