@@ -12,9 +12,11 @@ raw path; ``unmatched`` when no route took it) and status, and timed to its last
 
 from __future__ import annotations
 
+import itertools
 import re
+import secrets
 import time
-import uuid
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -24,6 +26,12 @@ from seojobs.logfmt import REQUEST_ID
 HEADER = b"x-request-id"
 _TOKEN = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+# A new id: this process's random prefix and a counter (unique without a system call per
+# request, as uuid4 would make; ids name requests, they guard nothing).
+_PREFIX = secrets.token_hex(8)
+_NEXT = itertools.count(1)
+# Each (method, route, status)'s counter and histogram: labels() locks and checks every time.
+_SERIES: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
 
 def request_id(scope: Scope) -> str:
@@ -32,7 +40,18 @@ def request_id(scope: Scope) -> str:
             if _TOKEN.fullmatch(value):
                 return str(value.decode("ascii"))
             break
-    return uuid.uuid4().hex
+    return f"{_PREFIX}{next(_NEXT):08x}"
+
+
+def _series(method: str, route: str, status: int) -> tuple[Any, Any]:
+    found = _SERIES.get((method, route, status))
+    if found is None:
+        found = (
+            telemetry.HTTP_REQUESTS.labels(method, route, str(status)),
+            telemetry.HTTP_DURATION.labels(method, route),
+        )
+        _SERIES[(method, route, status)] = found
+    return found
 
 
 class Observe:
@@ -61,6 +80,7 @@ class Observe:
         finally:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = scope["method"] if scope["method"] in _METHODS else "other"
-            telemetry.HTTP_REQUESTS.labels(method, route, str(status)).inc()
-            telemetry.HTTP_DURATION.labels(method, route).observe(time.perf_counter() - started)
+            count, duration = _series(method, route, status)
+            count.inc()
+            duration.observe(time.perf_counter() - started)
             REQUEST_ID.reset(token)
