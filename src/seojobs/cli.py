@@ -175,6 +175,7 @@ def worker(
         concurrency=concurrency,
         queues=queue or None,
         fire_schedule=services.schedules.fire,
+        background=[services.webhook_dispatcher().run],
     )
 
     async def main() -> None:
