@@ -161,6 +161,11 @@ def test_a_private_or_loopback_url_is_refused_at_registration(sqlite_url: str) -
                 answer = client.post("/v1/webhooks", json={"url": url})
                 assert_problem(answer, 422)
                 assert error_fields(answer) == ["url"], answer.text
+                # A job's own webhook_url passes the same policy.
+                check = {"urls": ["https://example.com/"], "webhook_url": url}
+                answer = client.post("/api/v1/index-check/jobs", json=check)
+                assert_problem(answer, 422)
+                assert error_fields(answer) == ["webhook_url"], answer.text
             assert client.get("/v1/webhooks").json()["data"] == []
         with pytest.raises(BlockingIOError):
             listener.accept()
@@ -285,3 +290,44 @@ def test_an_endpoint_of_one_project_hears_only_its_jobs(hooked: Api) -> None:
         job = run_job(client, other, "test_noop")
         [record] = settled(client, hook["id"], 1)
     assert record["job_id"] == job["id"]
+
+
+# -- a job's own webhook_url (seed 000 style) -----------------------------------------------------
+
+
+def test_a_jobs_webhook_url_needs_a_callback_secret(hooked: Api) -> None:
+    alice = hooked.account()
+    client = hooked.client(alice)
+    project = alice.user.default_project_id
+    body = {"type": "test_noop", "params": {}, "webhook_url": "http://127.0.0.1:9/cb"}
+    answer = client.post(f"/v1/projects/{project}/jobs", json=body)
+    assert_problem(answer, 422)
+    assert error_fields(answer) == ["webhook_url"]
+    assert client.get(f"/v1/projects/{project}/jobs").json()["data"] == []  # nothing made
+
+
+def test_a_jobs_webhook_url_is_called_once_signed_with_the_callback_secret(hooked: Api) -> None:
+    alice = hooked.account()
+    client = hooked.client(alice)
+    made = client.post("/v1/webhooks/callback-secret")
+    assert made.status_code == 201, made.text
+    secret = made.json()["data"]["secret"]
+    with receiver() as consumer:
+        body = {"type": "test_noop", "params": {}, "webhook_url": consumer.url + "/one"}
+        started = client.post(f"/v1/projects/{alice.user.default_project_id}/jobs", json=body)
+        assert started.status_code == 202, started.text
+        job_id = started.json()["data"]["id"]
+        # Seed 000's create body takes it too.
+        check = {"urls": ["https://example.com/"], "webhook_url": consumer.url + "/v1"}
+        created = client.post("/api/v1/index-check/jobs", json=check)
+        assert created.status_code == 202, created.text
+        check_id = created.json()["job_id"]
+        wait_until(lambda: len(consumer.at("/one")) == 1 and len(consumer.at("/v1")) == 1)
+        run_job(client, alice.user.default_project_id, "test_noop")  # no webhook_url
+        [one] = consumer.at("/one")
+        [v1] = consumer.at("/v1")
+    event = verified(secret, one)
+    assert event["type"] == "job.completed" and event["data"]["id"] == job_id
+    assert verified(secret, v1)["data"]["id"] == check_id
+    # One-off endpoints are not listed among the user's endpoints.
+    assert client.get("/v1/webhooks").json()["data"] == []

@@ -39,6 +39,7 @@ from seojobs.api.projects_models import (
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
+from seojobs.api.webhook_urls import check_webhook_url
 
 # Seed 001's job body: also the data of a job's webhook events (seojobs.jobbody).
 from seojobs.jobbody import job_body
@@ -214,6 +215,7 @@ def _start(
             project_id=project_id,
             title=body.title,
             idempotency_key=job_key,
+            webhook_url=body.webhook_url,
         )
     return job
 
@@ -241,6 +243,7 @@ def start_job(
 ) -> Response:
     """A 202 with the started job (or the one an Idempotency-Key already started)."""
     svc.project(user, project_id)  # 404 first, whatever the body: not the user's project
+    check_webhook_url(svc, body.webhook_url)
 
     def produce(job_key: str | None) -> JSONResponse:
         job = _start(svc, user, project_id, body, job_key, params_at)

@@ -29,6 +29,7 @@ from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.paging import by_id, paged
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
+from seojobs.api.webhook_urls import check_webhook_url
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services, indexing
@@ -54,6 +55,10 @@ class SubmitRequest(BaseModel):
     )
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
+    webhook_url: Url | None = Field(
+        default=None,
+        description="Called (signed with your callback secret) when this job completes or fails.",
+    )
 
 
 class CheckRequest(BaseModel):
@@ -62,6 +67,10 @@ class CheckRequest(BaseModel):
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
+    webhook_url: Url | None = Field(
+        default=None,
+        description="Called (signed with your callback secret) when this job completes or fails.",
+    )
 
 
 class JobError(BaseModel):
@@ -158,11 +167,18 @@ def _create(
     request: Request, svc: Services, user: UserRecord, kind: str, body: BaseModel, path: str
 ) -> Response:
     payload = body.model_dump()
-    params = {k: v for k, v in payload.items() if k != "title" and v is not None}
+    outside = ("title", "webhook_url")
+    params = {k: v for k, v in payload.items() if k not in outside and v is not None}
+    check_webhook_url(svc, payload.get("webhook_url"))
 
     def produce(job_key: str | None) -> JSONResponse:
         job, _created = svc.jobs.create(
-            user, kind, params, title=payload.get("title"), idempotency_key=job_key
+            user,
+            kind,
+            params,
+            title=payload.get("title"),
+            idempotency_key=job_key,
+            webhook_url=payload.get("webhook_url"),
         )
         content = _body(svc, job)  # the same body as a GET of the Location
         headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | retry_headers(job)

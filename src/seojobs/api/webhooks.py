@@ -258,3 +258,25 @@ def replay_delivery(
     """Send a delivery again, now, with the same `webhook-id` and body."""
     svc.webhooks.replay(user, webhook_id, delivery_id)
     return Response(status_code=202)
+
+
+class CallbackSecret(BaseModel):
+    secret: str = Field(description="Signs your jobs' `webhook_url` callbacks; shown once.")
+
+
+class CallbackSecretData(BaseModel):
+    data: CallbackSecret
+
+
+@router.post(
+    "/webhooks/callback-secret",
+    status_code=201,
+    response_model=CallbackSecretData,
+    operation_id="make_webhook_callback_secret",
+)
+def make_callback_secret(user: User, svc: Svc) -> Response:
+    """Make (or replace) the secret that signs the one-off callbacks of jobs started with a
+    `webhook_url`, shown in this answer only. Jobs started before keep the secret they were
+    started with."""
+    secret = svc.webhooks.new_callback_secret(user)
+    return JSONResponse({"data": {"secret": secret}}, status_code=201)

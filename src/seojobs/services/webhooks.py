@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from seojobs.fetch.errors import FetchError
@@ -14,6 +14,7 @@ from seojobs.records import UserRecord
 from seojobs.services.base import Part
 from seojobs.services.errors import FieldError, Invalid, NotFound
 from seojobs.store import webhooks as hook_sql
+from seojobs.store.db import Connection
 from seojobs.webhook_records import (
     ALL_EVENTS,
     EVENT_TYPES,
@@ -45,6 +46,30 @@ def checked_events(events: list[str] | str) -> list[str] | str:
 
 def _at(path: tuple[str | int, ...], message: str) -> FieldError:
     return FieldError(path, message)
+
+
+def one_off_values(
+    conn: Connection, user: UserRecord, job_id: int, url: str, now: datetime
+) -> dict[str, Any]:
+    """The endpoint of a job's own ``webhook_url``: its job events, signed with the user's
+    callback secret (``POST /v1/webhooks/callback-secret``), deleted with the job."""
+    secret = hook_sql.callback_secret(conn, user.id)
+    if secret is None:
+        raise Invalid(
+            "webhook_url",
+            "make your callback secret first (POST /v1/webhooks/callback-secret): it signs "
+            "the callbacks",
+        )
+    return {
+        "user_id": user.id,
+        "job_id": job_id,
+        "url": url,
+        "events": ALL_EVENTS,
+        "enabled": True,
+        "secret": secret,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 class Webhooks(Part):
@@ -88,21 +113,13 @@ class Webhooks(Part):
         with self.db.write() as conn:
             return hook_sql.create_endpoint(conn, values)
 
-    def one_off(self, user: UserRecord, job_id: int, url: str) -> EndpointRecord:
-        """A job's own ``webhook_url``: its job events only, deleted with the job."""
-        now = self.clock()
-        values = {
-            "user_id": user.id,
-            "job_id": job_id,
-            "url": url,
-            "events": ALL_EVENTS,
-            "enabled": True,
-            "secret": new_secret(),
-            "created_at": now,
-            "updated_at": now,
-        }
+    def new_callback_secret(self, user: UserRecord) -> str:
+        """Make (or replace) the secret that signs the user's jobs' ``webhook_url`` callbacks;
+        shown once. Jobs created before keep the secret they were created with."""
+        made = new_secret()
         with self.db.write() as conn:
-            return hook_sql.create_endpoint(conn, values)
+            hook_sql.set_callback_secret(conn, user.id, made)
+        return made
 
     def of(self, user: UserRecord) -> list[EndpointRecord]:
         with self.db.read() as conn:

@@ -20,6 +20,7 @@ from seojobs.store.db import Database
 from seojobs.store.tables import (
     jobs,
     projects,
+    server_secrets,
     webhook_attempts,
     webhook_deliveries,
     webhook_endpoints,
@@ -254,3 +255,23 @@ def has_due(conn: Connection, now: datetime) -> bool:
     unlocked = or_(D.c.locked_until.is_(None), D.c.locked_until < now)
     query = select(D.c.id).where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
     return conn.execute(query.limit(1)).first() is not None
+
+
+# -- one-off callbacks (a job's ``webhook_url``) ---------------------------------------------
+
+
+def _callback_name(user_id: int) -> str:
+    return f"webhook_callback:{user_id}"
+
+
+def callback_secret(conn: Connection, user_id: int) -> str | None:
+    """The secret that signs the user's jobs' one-off callbacks, if made."""
+    query = select(server_secrets.c.value).where(server_secrets.c.name == _callback_name(user_id))
+    found = conn.execute(query).scalar_one_or_none()
+    return None if found is None else str(found)
+
+
+def set_callback_secret(conn: Connection, user_id: int, secret: str) -> None:
+    name = _callback_name(user_id)
+    conn.execute(delete(server_secrets).where(server_secrets.c.name == name))
+    conn.execute(insert(server_secrets).values(name=name, value=secret))
