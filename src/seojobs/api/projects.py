@@ -39,7 +39,6 @@ from seojobs.api.projects_models import (
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
-from seojobs.api.webhook_urls import check_webhook_url
 
 # Seed 001's job body: also the data of a job's webhook events (seojobs.jobbody).
 from seojobs.jobbody import job_body
@@ -243,7 +242,8 @@ def start_job(
 ) -> Response:
     """A 202 with the started job (or the one an Idempotency-Key already started)."""
     svc.project(user, project_id)  # 404 first, whatever the body: not the user's project
-    check_webhook_url(svc, body.webhook_url)
+    if body.webhook_url is not None:
+        svc.webhooks.check_url(body.webhook_url, "webhook_url")
 
     def produce(job_key: str | None) -> JSONResponse:
         job = _start(svc, user, project_id, body, job_key, params_at)

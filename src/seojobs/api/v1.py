@@ -29,7 +29,6 @@ from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.paging import by_id, paged
 from seojobs.api.problems import Problem
 from seojobs.api.text import Title
-from seojobs.api.webhook_urls import check_webhook_url
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services, indexing
@@ -169,7 +168,8 @@ def _create(
     payload = body.model_dump()
     outside = ("title", "webhook_url")
     params = {k: v for k, v in payload.items() if k not in outside and v is not None}
-    check_webhook_url(svc, payload.get("webhook_url"))
+    if payload.get("webhook_url") is not None:
+        svc.webhooks.check_url(payload["webhook_url"], "webhook_url")
 
     def produce(job_key: str | None) -> JSONResponse:
         job, _created = svc.jobs.create(

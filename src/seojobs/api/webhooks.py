@@ -9,7 +9,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, StringConstraints
-from starlette.concurrency import run_in_threadpool
 
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
@@ -160,13 +159,13 @@ def delivery_body(delivery: DeliveryRecord, attempts: list[AttemptRecord]) -> di
 @router.post(
     "/webhooks", status_code=201, response_model=WebhookData, operation_id="create_webhook"
 )
-async def create_webhook(body: WebhookIn, user: User, svc: Svc) -> Response:
+def create_webhook(body: WebhookIn, user: User, svc: Svc) -> Response:
     """Register an endpoint. The answer carries its signing `secret` (`whsec_...`), once. A URL
     the server may not deliver to (a private or loopback address, unless the deployment
     allows private networks) is refused with 422. (No Idempotency-Key: its stored answer
     would keep the secret.)"""
-    await svc.webhooks.check_url(body.url)
-    endpoint = await run_in_threadpool(svc.webhooks.create, user, **body.model_dump())
+    svc.webhooks.check_url(body.url)
+    endpoint = svc.webhooks.create(user, **body.model_dump())
     data = webhook_body(endpoint, secret=True)
     return JSONResponse(
         {"data": data}, status_code=201, headers={"Location": f"/v1/webhooks/{endpoint.id}"}
@@ -190,9 +189,7 @@ def get_webhook(webhook_id: WebhookId, user: User, svc: Svc) -> Response:
 
 
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookData, operation_id="update_webhook")
-async def update_webhook(
-    webhook_id: WebhookId, body: WebhookPatch, user: User, svc: Svc
-) -> Response:
+def update_webhook(webhook_id: WebhookId, body: WebhookPatch, user: User, svc: Svc) -> Response:
     """Change an endpoint: the fields given. `enabled: true` re-enables one that was disabled
     (its reason and failures are cleared)."""
     changes = body.model_dump(exclude_unset=True)
@@ -200,8 +197,8 @@ async def update_webhook(
         if name in changes and changes[name] is None:
             raise problems.invalid(name, "may not be null")
     if "url" in changes:
-        await svc.webhooks.check_url(changes["url"])
-    updated = await run_in_threadpool(svc.webhooks.update, user, webhook_id, changes)
+        svc.webhooks.check_url(changes["url"])
+    updated = svc.webhooks.update(user, webhook_id, changes)
     return JSONResponse({"data": webhook_body(updated)})
 
 

@@ -1,8 +1,9 @@
 """Webhook deliveries' HTTP (issue 27): one POST, under the fetcher's address policy.
 
-A delivery URL passes the same guard as every page fetch, at registration (:meth:`check`)
-and again at each attempt (:meth:`post`): a name that resolved to a public address when it
-was registered may point at the metadata service or the LAN today. Connections are pinned
+A delivery URL passes the same guard as every page fetch, at registration (:meth:`check`:
+its address, or its name without a lookup) and again at each attempt (:meth:`post`, what the
+name resolves to then): a name that resolved to a public address when it was registered may
+point at the metadata service or the LAN today. Connections are pinned
 to the addresses the guard approved (``fetch.transport``), and redirects are never followed:
 a 3xx is an answer like any other (a failed attempt).
 """
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 
 from yarl import URL as YarlURL
 
-from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver
+from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver, parse_ip_host
 from seojobs.fetch.http import Closing, Connector, HttpClient, Response
 from seojobs.fetch.transport import PinnedConnector, pinned
 from seojobs.fetch.urls import URL, parse_url
@@ -50,11 +51,17 @@ class WebhookSender(Closing):
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def check(self, url: str) -> URL:
-        """The parsed URL if the policy allows it now; raises ``FetchError`` (``SSRFRefused``,
-        ``DNSError``, ``InvalidURL``, ``UnsupportedScheme``) otherwise. Sends nothing."""
+    def check(self, url: str) -> URL:
+        """The parsed URL if the policy allows what it names; raises ``FetchError``
+        (``SSRFRefused``, ``InvalidURL``, ``UnsupportedScheme``) otherwise. Sends nothing, not
+        even a DNS query: an address (a literal, or a loopback name) is judged here; what a
+        name resolves to is judged at each attempt, where it counts (it may change)."""
         parsed = parse_url(url)
-        await self.guard.resolve(parsed.host)
+        literal = parse_ip_host(parsed.host)
+        if literal is None:
+            self.guard.check_name(parsed.host)
+        else:
+            self.guard.check(parsed.host, (literal,))
         return parsed
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> Response:

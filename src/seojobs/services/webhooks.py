@@ -73,15 +73,12 @@ def one_off_values(
 
 
 class Webhooks(Part):
-    async def check_url(self, url: str, field: str = "url") -> None:
-        """Refuse a URL the fetcher's address policy refuses (SSRF), before anything is sent."""
-        sender = WebhookSender(self.settings)
+    def check_url(self, url: str, field: str = "url") -> None:
+        """Refuse a URL the fetcher's address policy refuses (SSRF); sends nothing."""
         try:
-            await sender.check(url)
+            WebhookSender(self.settings).check(url)  # its HTTP session is never opened
         except FetchError as exc:
             raise Invalid(field, f"not a deliverable URL: {exc.message}") from None
-        finally:
-            await sender.aclose()
 
     def create(
         self,
