@@ -331,3 +331,28 @@ def test_a_jobs_webhook_url_is_called_once_signed_with_the_callback_secret(hooke
     assert verified(secret, v1)["data"]["id"] == check_id
     # One-off endpoints are not listed among the user's endpoints.
     assert client.get("/v1/webhooks").json()["data"] == []
+
+
+def test_an_attempt_the_address_policy_refuses_sends_nothing(sqlite_url: str) -> None:
+    """The policy is applied again at delivery: an endpoint that points at loopback (stored
+    behind the API's back, as if its name had moved there since) is never dialled."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    settings = make_settings(sqlite_url, webhook_retry_schedule="", webhook_poll_interval=0.05)
+    try:
+        with api(settings, run_worker=True) as running:
+            alice = running.account()
+            client = running.client(alice)
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/h"
+            hook = running.services.webhooks.create(alice.user, url=url, events="*")
+            run_job(client, alice.user.default_project_id, "test_noop")
+            [record] = settled(client, hook.id, 1)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+    assert record["status"] == "failed"
+    [attempt] = record["attempts"]
+    assert attempt["status_code"] is None and attempt["error"].startswith("ssrf_refused")
