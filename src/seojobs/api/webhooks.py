@@ -192,10 +192,13 @@ def get_webhook(webhook_id: WebhookId, user: User, svc: Svc) -> Response:
 def update_webhook(webhook_id: WebhookId, body: WebhookPatch, user: User, svc: Svc) -> Response:
     """Change an endpoint: the fields given. `enabled: true` re-enables one that was disabled
     (its reason and failures are cleared)."""
-    changes = body.model_dump(exclude_unset=True)
-    for name in ("url", "events", "enabled"):
-        if name in changes and changes[name] is None:
-            raise problems.invalid(name, "may not be null")
+    # null leaves url, events and enabled as they are; it clears the others.
+    kept = ("url", "events", "enabled")
+    changes = {
+        name: value
+        for name, value in body.model_dump(exclude_unset=True).items()
+        if value is not None or name not in kept
+    }
     if "url" in changes:
         svc.webhooks.check_url(changes["url"])
     updated = svc.webhooks.update(user, webhook_id, changes)
