@@ -205,6 +205,7 @@ def worker(
         concurrency=concurrency,
         queues=queue or None,
         fire_schedule=services.schedules.fire,
+        background=[services.webhook_dispatcher().run],
     )
 
     async def main() -> None:

@@ -244,6 +244,29 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra modules to import for kinds (comma separated), besides entry points.",
     )
+    # -- webhooks (issue 27) ------------------------------------------------------------
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+        default=[5, 300, 1800, 7200, 18000, 36000],
+        description="Seconds before each retry of a webhook delivery (comma separated), with "
+        "10% jitter; the delivery fails after the last.",
+    )
+    webhook_timeout: float = Field(
+        default=15.0, gt=0, description="One delivery attempt's timeout, seconds."
+    )
+    webhook_disable_after_seconds: float = Field(
+        default=3 * 86400,
+        gt=0,
+        description="An endpoint whose deliveries have failed for this long is disabled, "
+        "with the reason.",
+    )
+    webhook_secret_overlap_seconds: float = Field(
+        default=86400,
+        ge=0,
+        description="After a secret rotation, how long the previous secret still signs too.",
+    )
+    webhook_poll_interval: float = Field(
+        default=0.2, gt=0, description="How often workers look for due webhook deliveries."
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -286,6 +309,20 @@ class Settings(BaseSettings):
     def _split_plugins(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("webhook_retry_schedule", mode="before")
+    @classmethod
+    def _split_schedule(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _schedule(cls, value: list[float]) -> list[float]:
+        if any(delay < 0 for delay in value):
+            raise ValueError("retry delays are seconds, zero or more")
         return value
 
     @field_validator("rate_limit", "auth_failure_limit")

@@ -23,6 +23,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -846,3 +847,23 @@ def start(spawner: Spawner, *args: str, env: dict[str, str], name: str) -> Proc:
     proc = Proc(popen, log_path, log_file)
     spawner.procs.append(proc)
     return proc
+
+
+def test_check_wait_reports_a_job_that_ends_at_once_without_waiting_a_poll_period(
+    cli: Cli,
+) -> None:
+    """Issue 27.6: the wait long-polls first (`Prefer: wait`), so a job that completes at
+    once is reported as it completes. The poll hints' schedule alone (no --interval) would
+    read it again only after index_check's first interval, 15 s after the first read: the
+    bound below (from the job's completion to the command's exit, so that the process's
+    start on a loaded machine is not counted) is far from both."""
+    base = cli.server.site_base
+    cli.server.serper.index("google", f"{base}/ok")
+    done = cli.run("check", "--wait", "--json", f"{base}/ok")
+    exited = datetime.now(UTC)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["status"] == "completed"
+    job = cli.finished_on_server("index_check", body["job_id"])
+    late = (exited - job.completed_at).total_seconds()
+    assert late < 10, f"reported {late:.1f} s after the job completed: no long poll"

@@ -60,6 +60,13 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "params": {},
         "every_days": 1,
     },
+    ("POST", "/v1/webhooks"): {
+        "url": "https://a.example/hook",
+        "events": ["job.completed"],
+        "description": "ci",
+        "filters": {"job.completed": {"min": 1}},
+    },
+    ("PATCH", "/v1/webhooks/{webhook_id}"): {"events": "*", "enabled": False},
 }
 ODD_STRINGS = {
     "NUL": "a\x00b",
@@ -80,6 +87,9 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
     job = client.post(f"{V1}/index-check/jobs", json={"urls": [URL]}).json()["job_id"]
     values = {"job_id": job, "other_job_id": job, "project_id": project, "schedule_id": schedule}
+    hook = {"url": "https://a.example/hook"}
+    values |= {"webhook_id": client.post("/v1/webhooks", json=hook).json()["data"]["id"]}
+    values |= {"delivery_id": 1}
     values |= {"page": 0}
     values |= {"engine": "google", "type": "indexer", "name": "favicon.png"}  # name: /docs assets
     return idle, client, {name: str(value) for name, value in values.items()}

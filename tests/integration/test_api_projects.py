@@ -625,6 +625,7 @@ def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> N
     assert patches == {
         "/v1/projects/{project_id}",
         "/v1/projects/{project_id}/schedules/{schedule_id}",
+        "/v1/webhooks/{webhook_id}",
     }
     # Answers are documented by their models, so generated clients know the shapes.
     job = document["components"]["schemas"]["Job"]["properties"]

@@ -27,6 +27,7 @@ from seojobs.api.results import router as results_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
+from seojobs.api.webhooks import router as webhooks_router
 from seojobs.engine.worker import Worker
 from seojobs.kinds import load_registry
 from seojobs.services import Services
@@ -62,7 +63,13 @@ def create_app(
         worker_task: asyncio.Task[None] | None = None
         worker: Worker | None = None
         if run_worker:
-            worker = Worker(services.db, settings, registry, fire_schedule=services.schedules.fire)
+            worker = Worker(
+                services.db,
+                settings,
+                registry,
+                fire_schedule=services.schedules.fire,
+                background=[services.webhook_dispatcher().run],
+            )
             worker_task = asyncio.create_task(worker.run(), name="seojobs-worker")
         app.state.worker = worker
         try:
@@ -100,6 +107,7 @@ def create_app(
     app.include_router(results_router)
     app.include_router(audits_router)
     app.include_router(reads.router(registry))  # every read the kinds declare
+    app.include_router(webhooks_router)
     docs.install(app)
     metrics.install(app, services)
     dashboard.install(app)

@@ -39,6 +39,9 @@ from seojobs.api.projects_models import (
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
+
+# Seed 001's job body: also the data of a job's webhook events (seojobs.jobbody).
+from seojobs.jobbody import job_body
 from seojobs.records import JobRecord, ProjectRecord, ScheduleRecord, UserRecord
 from seojobs.services import Invalid, Services
 from seojobs.timefmt import rfc3339, rfc3339_or_none
@@ -63,31 +66,6 @@ def project_body(project: ProjectRecord) -> dict[str, Any]:
         "name": project.name,
         "is_default": project.is_default,
         "created_at": rfc3339_or_none(project.created_at),
-    }
-
-
-def job_body(job: JobRecord) -> dict[str, Any]:
-    """Seed 001's job: type, status, timestamps and any error. Never the params (a job's URL
-    list can be 10,000 long); its title and counters say what it is."""
-    return {
-        "id": job.id,
-        "project_id": job.project_id,
-        "type": job.kind,
-        "status": job.state,
-        "title": job.title,
-        "created_at": rfc3339_or_none(job.created_at),
-        "run_at": rfc3339_or_none(job.run_at),
-        "started_at": rfc3339_or_none(job.started_at),
-        "updated_at": rfc3339_or_none(job.updated_at),
-        "completed_at": rfc3339_or_none(job.completed_at),
-        "progress_percent": job.progress_percent,
-        "items_total": job.items_total,
-        "items_done": job.items_done,
-        "items_failed": job.items_failed,
-        "counters": job.counters,
-        "error": job.error,  # as v1 renders it
-        "result": job.result,
-        "schedule_id": job.schedule_id,
     }
 
 
@@ -236,6 +214,7 @@ def _start(
             project_id=project_id,
             title=body.title,
             idempotency_key=job_key,
+            webhook_url=body.webhook_url,
         )
     return job
 
@@ -263,6 +242,8 @@ def start_job(
 ) -> Response:
     """A 202 with the started job (or the one an Idempotency-Key already started)."""
     svc.project(user, project_id)  # 404 first, whatever the body: not the user's project
+    if body.webhook_url is not None:
+        svc.webhooks.check_url(body.webhook_url, "webhook_url")
 
     def produce(job_key: str | None) -> JSONResponse:
         job = _start(svc, user, project_id, body, job_key, params_at)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
+from seojobs.kinds.urls import Url
 from seojobs.timefmt import DateTime
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -65,6 +66,10 @@ class JobIn(BaseModel):
     type: KindName = Field(description="A job type from GET /v1/job-types.")
     params: dict[str, Any] = Field(default_factory=dict, description="As the type's schema.")
     title: Title | None = None
+    webhook_url: Url | None = Field(
+        default=None,
+        description="Called (signed with your callback secret) when this job completes or fails.",
+    )
 
 
 class PollHint(BaseModel):

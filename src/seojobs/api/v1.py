@@ -54,6 +54,10 @@ class SubmitRequest(BaseModel):
     )
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
+    webhook_url: Url | None = Field(
+        default=None,
+        description="Called (signed with your callback secret) when this job completes or fails.",
+    )
 
 
 class CheckRequest(BaseModel):
@@ -62,6 +66,10 @@ class CheckRequest(BaseModel):
     urls: list[Url] = Field(min_length=1, max_length=MAX_URLS, description="http(s) URLs.")
     engine: Literal["google", "bing", "yandex"] = "google"
     title: Title | None = None
+    webhook_url: Url | None = Field(
+        default=None,
+        description="Called (signed with your callback secret) when this job completes or fails.",
+    )
 
 
 class JobError(BaseModel):
@@ -158,11 +166,19 @@ def _create(
     request: Request, svc: Services, user: UserRecord, kind: str, body: BaseModel, path: str
 ) -> Response:
     payload = body.model_dump()
-    params = {k: v for k, v in payload.items() if k != "title" and v is not None}
+    outside = ("title", "webhook_url")
+    params = {k: v for k, v in payload.items() if k not in outside and v is not None}
+    if payload.get("webhook_url") is not None:
+        svc.webhooks.check_url(payload["webhook_url"], "webhook_url")
 
     def produce(job_key: str | None) -> JSONResponse:
         job, _created = svc.jobs.create(
-            user, kind, params, title=payload.get("title"), idempotency_key=job_key
+            user,
+            kind,
+            params,
+            title=payload.get("title"),
+            idempotency_key=job_key,
+            webhook_url=payload.get("webhook_url"),
         )
         content = _body(svc, job)  # the same body as a GET of the Location
         headers = {"Location": f"/api/v1/{path}/jobs/{job.id}"} | retry_headers(job)

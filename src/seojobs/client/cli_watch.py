@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 from seojobs.client import errors
 from seojobs.client.cli_common import Output, job_line
 from seojobs.client.models import AnyJob, ProjectJob, SubmitJob
-from seojobs.client.scheduler import Scheduler, read_as
+from seojobs.client.scheduler import LONG_POLL_SECONDS, Scheduler, read_as
 from seojobs.client.state import StateFile
 from seojobs.client.sync import Client
 
@@ -134,6 +134,12 @@ class Watcher:
         started = time.monotonic()
         with self.view.shown():
             missing = self.first_round()
+            if not once and self.scheduler.open:
+                # Long polls first (issue 27.6): a job that ends at once is reported at once.
+                wait = LONG_POLL_SECONDS
+                if timeout is not None:
+                    wait = min(wait, timeout - (time.monotonic() - started))
+                self.scheduler.long_poll(wait)
             if not once and self.scheduler.open:
                 self.pace_by_hints()
                 spent = time.monotonic() - started

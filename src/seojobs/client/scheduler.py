@@ -46,6 +46,11 @@ RECOVER = 1.1  # share growth per clean round, back up to the initial share
 
 
 ANY_JOB = "job"  # a job of any type, read on /v1/jobs/{id}
+# A lone job is first read with long polls (Prefer: wait), at most this many, this long each,
+# one a second at most (the server answers as soon as the job changes: its progress too).
+LONG_POLL_ROUNDS = 10
+LONG_POLL_SECONDS = 20.0
+LONG_POLL_SPACING = 1.0
 
 
 def read_as(kind: str) -> str:
@@ -215,6 +220,34 @@ class Scheduler:
         for kind, ids in self._due(self.client.clock()):
             changed |= self._read(kind, ids, drop_missing=False)
         return changed
+
+    def long_poll(self, wait: float, rounds: int = LONG_POLL_ROUNDS) -> None:
+        """Before the rounds, for a lone job: read it asking the server to hold the answer
+        until the job changes (``Prefer: wait``), up to ``rounds`` times (one a second at
+        most) while it is open. A
+        job that finishes at once is so reported at once, not a period later; the rounds
+        (the poll hints' schedule) take over after. Errors are left to the rounds."""
+        if len(self.open) != 1 or wait < 1:
+            return
+        [(kind, job_id)] = list(self.open)
+        began = self.client.clock()
+        for round_ in range(rounds):
+            if round_:
+                self.client.sleep(max(0.0, LONG_POLL_SPACING - (self.client.clock() - began)))
+                began = self.client.clock()
+            before = self.client.requests_sent
+            try:
+                if kind == ANY_JOB:
+                    job: AnyJob = self.client.jobs.get(job_id, long_poll=wait, retry_429=False)
+                else:
+                    job = self.client.get(kind, job_id, long_poll=wait, retry_429=False)
+            except errors.SeojobsError:
+                return
+            finally:
+                self.stats.requests += self.client.requests_sent - before
+            self._update(kind, job)
+            if (kind, job_id) not in self.open:
+                return
 
     def _update(self, kind: str, job: AnyJob) -> bool:
         key = (kind, job.job_id)

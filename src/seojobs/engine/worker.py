@@ -19,7 +19,7 @@ import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, assert_never
@@ -93,6 +93,7 @@ class Worker:
         shutdown_grace: float | None = None,
         queues: Iterable[str] | None = None,
         fire_schedule: FireSchedule | None = None,
+        background: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         self.db = db
         self.settings = settings
@@ -102,6 +103,8 @@ class Worker:
         self.clock = clock
         self.run_maintenance = maintenance
         self.fire_schedule = fire_schedule
+        # Loops that live as long as the worker, given by the layers above (webhook delivery).
+        self.background = tuple(background)
         # The kinds this worker runs: those of its queues (all, by default; then jobs of kinds
         # nobody registered are claimed too, and fail as unknown_kind rather than wait).
         self.queues = frozenset(queues) if queues is not None else None
@@ -164,6 +167,7 @@ class Worker:
         ]
         if self.run_maintenance:
             helpers.append(asyncio.create_task(self._maintenance_loop(), name="maintenance"))
+        helpers += [asyncio.create_task(_forever(loop)) for loop in self.background]
         try:
             await self._claim_loop()
             await self._drain()
@@ -593,6 +597,10 @@ class Worker:
             except Exception:
                 log.exception("maintenance pass failed")
             await asyncio.sleep(self.settings.maintenance_interval)
+
+
+async def _forever(loop: Callable[[], Awaitable[None]]) -> None:
+    await loop()
 
 
 def _items(ctx: JobContext[Any]) -> int:

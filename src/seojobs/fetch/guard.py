@@ -328,6 +328,10 @@ class AddressGuard:
                 raise SSRFRefused(f"{host} is a {reason} address")
             raise SSRFRefused(f"{host} resolves to {address}, a {reason} address")
 
+    def check_name(self, host: str) -> None:
+        """Refuse a name that is loopback by definition (``localhost``), without a lookup."""
+        self._check_name(host)
+
     def _check_name(self, host: str) -> None:
         # RFC 6761: "localhost" names are loopback whatever a resolver (or a stub) says.
         name = normalize_host(host)

@@ -24,6 +24,8 @@ from seojobs.services.jobs import Jobs
 from seojobs.services.quotas import Quotas
 from seojobs.services.schedules import Schedules
 from seojobs.services.sessions import Sessions
+from seojobs.services.webhook_delivery import Dispatcher
+from seojobs.services.webhooks import Webhooks
 from seojobs.settings import Settings
 from seojobs.store import metrics as metrics_sql
 from seojobs.store import migrate
@@ -50,6 +52,11 @@ class Services(ServiceBase):
         self.audits = Audits(self, self.jobs)
         self.sessions = Sessions(self)
         self.idempotency = Idempotency(self)
+        self.webhooks = Webhooks(self)
+
+    def webhook_dispatcher(self) -> Dispatcher:
+        """What a worker runs beside its jobs to deliver webhooks (``Worker(background=)``)."""
+        return Dispatcher(self.db, self.settings, self.clock)
 
     @classmethod
     def open(cls, settings: Settings, registry: Registry) -> Services:

@@ -21,9 +21,11 @@ from seojobs.services import texts
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import JobFinished, NotFound
 from seojobs.services.quotas import Quotas
+from seojobs.services.webhooks import one_off_values
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store import usage as usage_sql
+from seojobs.store import webhooks as hook_sql
 from seojobs.store.db import Connection
 
 
@@ -52,6 +54,7 @@ class Jobs(Part):
         run_at: datetime | None = None,
         priority: int = 0,
         idempotency_key: str | None = None,
+        webhook_url: str | None = None,
     ) -> tuple[JobRecord, bool]:
         """Validate and store a job, charging its cost and creating its follow-ups.
 
@@ -80,6 +83,9 @@ class Jobs(Part):
                 priority=priority,
                 idempotency_key=idempotency_key,
             )
+            if webhook_url is not None and created:  # webhooks (issue 27.3)
+                one_off = one_off_values(conn, user, job_id, webhook_url, now)
+                hook_sql.create_endpoint(conn, one_off)
             job = job_sql.get(conn, job_id)
         assert job is not None
         return job, created

@@ -38,6 +38,7 @@ from seojobs.records import (
     NewItem,
     NewJob,
 )
+from seojobs.store import webhooks
 from seojobs.store.db import NOTIFY_CHANNEL, Database
 from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
@@ -130,6 +131,8 @@ def insert_job(db: Database, conn: Connection, new: NewJob, now: datetime) -> tu
     _insert_items(conn, int(job_id), new.items)
     if pending and not notify_here:
         db.notify(conn)
+    if not pending:  # webhooks (issue 27): a job born failed is a job.failed event too
+        webhooks.enqueue_for_jobs(conn, [int(job_id)], "job.failed", now)
     return int(job_id), True
 
 
@@ -436,6 +439,8 @@ def complete_many(
             .where(collections.c.job_id.in_(sorted(completed)))
             .values(committed=True)
         )
+        # Webhooks (issue 27): the outbox rows, in the transaction of the terminal state.
+        webhooks.enqueue_for_jobs(conn, sorted(completed), "job.completed", now)
     return completed
 
 
@@ -501,7 +506,10 @@ def fail(
         .where(_held(job_id, attempt))
         .values(error_code=code, error_message=message, **_finish_values("failed", now))
     )
-    return conn.execute(stmt).rowcount == 1
+    failed = conn.execute(stmt).rowcount == 1
+    if failed:  # webhooks (issue 27): the outbox rows, in the terminal state's transaction
+        webhooks.enqueue_for_jobs(conn, [job_id], "job.failed", now)
+    return failed
 
 
 def release(conn: Connection, held: Sequence[tuple[int, int]], now: datetime) -> int:
@@ -640,7 +648,10 @@ def cancel(conn: Connection, job_id: int, now: datetime, message: str) -> bool:
         .where(jobs.c.id == job_id, jobs.c.state.in_(OPEN_STATES))
         .values(error_code="cancelled", error_message=message, **_finish_values("failed", now))
     )
-    return conn.execute(stmt).rowcount == 1
+    cancelled = conn.execute(stmt).rowcount == 1
+    if cancelled:  # webhooks (issue 27): the outbox rows, in the terminal state's transaction
+        webhooks.enqueue_for_jobs(conn, [job_id], "job.failed", now)
+    return cancelled
 
 
 def rescue(conn: Connection, now: datetime, max_rescues: int) -> tuple[int, int]:
@@ -662,7 +673,11 @@ def rescue(conn: Connection, now: datetime, max_rescues: int) -> tuple[int, int]
             rescue_count=jobs.c.rescue_count + 1,
             **_finish_values("failed", now),
         )
-    ).rowcount
+        .returning(jobs.c.id)
+    ).scalars()
+    lost_ids = [int(i) for i in lost]
+    # webhooks (issue 27): the outbox rows, in the terminal state's transaction
+    webhooks.enqueue_for_jobs(conn, lost_ids, "job.failed", now)
     resumed = conn.execute(
         update(jobs)
         .where(expired)
@@ -675,7 +690,7 @@ def rescue(conn: Connection, now: datetime, max_rescues: int) -> tuple[int, int]
             updated_at=now,
         )
     ).rowcount
-    return resumed, lost
+    return resumed, len(lost_ids)
 
 
 def prune(conn: Connection, finished_before: datetime, limit: int = 5000) -> int:
@@ -713,5 +728,9 @@ def cancel_children(conn: Connection, parent_id: int, now: datetime, message: st
         update(jobs)
         .where(jobs.c.parent_id == parent_id, jobs.c.state.in_(OPEN_STATES))
         .values(error_code="cancelled", error_message=message, **_finish_values("failed", now))
+        .returning(jobs.c.id)
     )
-    return conn.execute(stmt).rowcount
+    ids = [int(i) for i in conn.execute(stmt).scalars()]
+    # webhooks (issue 27): the outbox rows, in the terminal state's transaction
+    webhooks.enqueue_for_jobs(conn, ids, "job.failed", now)
+    return len(ids)

@@ -286,3 +286,80 @@ server_secrets = Table(
     Column("name", String(50), primary_key=True),
     Column("value", String(200), nullable=False),
 )
+
+# -- webhooks (issue 27) ---------------------------------------------------------------------
+# A user's endpoints. ``events`` is ``*`` or the subscribed types between commas
+# (",job.completed,job.failed,"), so that the outbox's INSERT ... SELECT can match a type with
+# LIKE on both dialects. ``job_id`` marks a one-off endpoint: a job's own ``webhook_url``.
+# The secret signs, so it is kept as it is (like a provider key); it is shown once.
+webhook_endpoints = Table(
+    "webhook_endpoints",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("user_id", BigId, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("project_id", BigId, ForeignKey("projects.id", ondelete="CASCADE"), nullable=True),
+    Column("job_id", BigId, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=True),
+    Column("url", Text, nullable=False),
+    Column("events", Text, nullable=False),
+    Column("filters", JSON, nullable=True),
+    Column("description", String(500), nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("disabled_reason", Text, nullable=True),
+    Column("secret", String(200), nullable=False),
+    Column("previous_secret", String(200), nullable=True),
+    Column("previous_secret_until", UTCDateTime, nullable=True),
+    Column("failing_since", UTCDateTime, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+Index("ix_webhook_endpoints_user", webhook_endpoints.c.user_id, webhook_endpoints.c.id)
+Index("ix_webhook_endpoints_job", webhook_endpoints.c.job_id)
+
+# The outbox: one row per (endpoint, event), written in the transaction that made the event
+# (a job's terminal state). ``payload`` is the body as first sent, so that every retry sends
+# the same bytes under the same ``msg_id``. ``locked_until``: a dispatcher's claim.
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column(
+        "endpoint_id",
+        BigId,
+        ForeignKey("webhook_endpoints.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("event_type", String(100), nullable=False),
+    Column("job_id", BigId, nullable=True),
+    Column("msg_id", String(64), nullable=True),
+    Column("payload", Text, nullable=True),
+    Column("state", String(20), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("locked_until", UTCDateTime, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    CheckConstraint("state IN ('pending', 'delivered', 'failed')", name="state_known"),
+    sqlite_autoincrement=True,
+)
+Index("ix_webhook_deliveries_due", webhook_deliveries.c.state, webhook_deliveries.c.next_attempt_at)
+Index("ix_webhook_deliveries_endpoint", webhook_deliveries.c.endpoint_id, webhook_deliveries.c.id)
+
+webhook_attempts = Table(
+    "webhook_attempts",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column(
+        "delivery_id",
+        BigId,
+        ForeignKey("webhook_deliveries.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("attempted_at", UTCDateTime, nullable=False),
+    Column("status_code", Integer, nullable=True),
+    Column("latency_ms", Float, nullable=False),
+    Column("response_head", Text, nullable=True),
+    Column("error", Text, nullable=True),
+)
+Index("ix_webhook_attempts_delivery", webhook_attempts.c.delivery_id, webhook_attempts.c.id)

@@ -1,0 +1,184 @@
+"""Webhook endpoints (``services.webhooks``, issue 27): register, change, rotate, delete, and
+read an endpoint's deliveries. Delivering them is ``services.webhook_delivery``."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from seojobs.fetch.errors import FetchError
+from seojobs.fetch.webhook import WebhookSender
+from seojobs.records import UserRecord
+from seojobs.services.base import Part
+from seojobs.services.errors import FieldError, Invalid, NotFound
+from seojobs.store import webhooks as hook_sql
+from seojobs.store.db import Connection
+from seojobs.webhook_records import (
+    ALL_EVENTS,
+    EVENT_TYPES,
+    AttemptRecord,
+    DeliveryRecord,
+    EndpointRecord,
+    stored_events,
+)
+
+SECRET_BYTES = 32  # Standard Webhooks: 24 to 64 bytes
+
+
+def new_secret() -> str:
+    """A Standard Webhooks symmetric secret: ``whsec_`` and the base64 of a random key."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
+
+
+def checked_events(events: list[str] | str) -> list[str] | str:
+    if events == ALL_EVENTS:
+        return ALL_EVENTS
+    if isinstance(events, str) or not events:
+        raise Invalid("events", f"a list of event types, or {ALL_EVENTS!r}")
+    for i, name in enumerate(events):
+        if name not in EVENT_TYPES:
+            known = ", ".join(EVENT_TYPES)
+            raise Invalid([_at(("events", i), f"unknown event type {name!r}; known: {known}")])
+    return events
+
+
+def _at(path: tuple[str | int, ...], message: str) -> FieldError:
+    return FieldError(path, message)
+
+
+def one_off_values(
+    conn: Connection, user: UserRecord, job_id: int, url: str, now: datetime
+) -> dict[str, Any]:
+    """The endpoint of a job's own ``webhook_url``: its job events, signed with the user's
+    callback secret (``POST /v1/webhooks/callback-secret``), deleted with the job."""
+    secret = hook_sql.callback_secret(conn, user.id)
+    if secret is None:
+        raise Invalid(
+            "webhook_url",
+            "make your callback secret first (POST /v1/webhooks/callback-secret): it signs "
+            "the callbacks",
+        )
+    return {
+        "user_id": user.id,
+        "job_id": job_id,
+        "url": url,
+        "events": ALL_EVENTS,
+        "enabled": True,
+        "secret": secret,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+class Webhooks(Part):
+    def check_url(self, url: str, field: str = "url") -> None:
+        """Refuse a URL the fetcher's address policy refuses (SSRF); sends nothing."""
+        try:
+            WebhookSender(self.settings).check(url)  # its HTTP session is never opened
+        except FetchError as exc:
+            raise Invalid(field, f"not a deliverable URL: {exc.message}") from None
+
+    def create(
+        self,
+        user: UserRecord,
+        *,
+        url: str,
+        events: list[str] | str,
+        enabled: bool = True,
+        description: str | None = None,
+        project_id: int | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> EndpointRecord:
+        """A new endpoint; its ``secret`` is in the record (shown once, by the caller)."""
+        if project_id is not None:
+            self.base.project(user, project_id)
+        now = self.clock()
+        values = {
+            "user_id": user.id,
+            "project_id": project_id,
+            "url": url,
+            "events": stored_events(checked_events(events)),
+            "filters": filters,
+            "description": description,
+            "enabled": enabled,
+            "secret": new_secret(),
+            "created_at": now,
+            "updated_at": now,
+        }
+        with self.db.write() as conn:
+            return hook_sql.create_endpoint(conn, values)
+
+    def new_callback_secret(self, user: UserRecord) -> str:
+        """Make (or replace) the secret that signs the user's jobs' ``webhook_url`` callbacks;
+        shown once. Jobs created before keep the secret they were created with."""
+        made = new_secret()
+        with self.db.write() as conn:
+            hook_sql.set_callback_secret(conn, user.id, made)
+        return made
+
+    def of(self, user: UserRecord) -> list[EndpointRecord]:
+        with self.db.read() as conn:
+            return hook_sql.endpoints_of(conn, user.id)
+
+    def get(self, user: UserRecord, endpoint_id: int) -> EndpointRecord:
+        with self.db.read() as conn:
+            found = hook_sql.get_endpoint(conn, endpoint_id, user.id)
+        if found is None:
+            raise NotFound(f"webhook {endpoint_id}")
+        return found
+
+    def update(self, user: UserRecord, endpoint_id: int, changes: dict[str, Any]) -> EndpointRecord:
+        """Change any of url, events, enabled, description, project_id, filters (checked as
+        on creation). Enabling again clears the reason it was disabled and its failures."""
+        self.get(user, endpoint_id)
+        values = dict(changes)
+        if "events" in values:
+            values["events"] = stored_events(checked_events(values["events"]))
+        if values.get("project_id") is not None:
+            self.base.project(user, values["project_id"])
+        if values.get("enabled") is True:
+            values.update(disabled_reason=None, failing_since=None)
+        values["updated_at"] = self.clock()
+        with self.db.write() as conn:
+            updated = hook_sql.update_endpoint(conn, endpoint_id, values)
+        if updated is None:
+            raise NotFound(f"webhook {endpoint_id}")
+        return updated
+
+    def rotate(self, user: UserRecord, endpoint_id: int) -> EndpointRecord:
+        """A new secret; the previous one keeps signing too for the overlap (both are sent)."""
+        current = self.get(user, endpoint_id)
+        now = self.clock()
+        overlap = timedelta(seconds=self.settings.webhook_secret_overlap_seconds)
+        values = {
+            "secret": new_secret(),
+            "previous_secret": current.secret,
+            "previous_secret_until": now + overlap,
+            "updated_at": now,
+        }
+        with self.db.write() as conn:
+            updated = hook_sql.update_endpoint(conn, endpoint_id, values)
+        if updated is None:
+            raise NotFound(f"webhook {endpoint_id}")
+        return updated
+
+    def delete(self, user: UserRecord, endpoint_id: int) -> None:
+        with self.db.write() as conn:
+            if not hook_sql.delete_endpoint(conn, endpoint_id, user.id):
+                raise NotFound(f"webhook {endpoint_id}")
+
+    def deliveries(
+        self, user: UserRecord, endpoint_id: int, *, before: int | None, limit: int
+    ) -> list[tuple[DeliveryRecord, list[AttemptRecord]]]:
+        self.get(user, endpoint_id)
+        with self.db.read() as conn:
+            return hook_sql.deliveries_of(conn, endpoint_id, before=before, limit=limit)
+
+    def replay(self, user: UserRecord, endpoint_id: int, delivery_id: int) -> None:
+        """Send a delivery again now, with its id and body (a delivery being sent is left)."""
+        self.get(user, endpoint_id)
+        with self.db.write() as conn:
+            if not hook_sql.replay(conn, endpoint_id, delivery_id, self.clock()):
+                raise NotFound(f"delivery {delivery_id}")

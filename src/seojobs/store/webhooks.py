@@ -1,0 +1,277 @@
+"""Webhook SQL (issue 27): endpoints, the deliveries outbox, attempts.
+
+The outbox rows of a job's events are written by :func:`enqueue_for_jobs`, called from the
+statements that give jobs their terminal state (``seojobs.store.jobs``), in their transaction:
+a job is never completed without its deliveries, nor are deliveries written for a job whose
+completion rolled back. It is one INSERT ... SELECT per batch, which writes nothing (and
+costs one indexed lookup) when the jobs' users have no endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, update
+
+from seojobs.store.coltypes import UTCDateTime
+from seojobs.store.db import Database
+from seojobs.store.tables import (
+    jobs,
+    projects,
+    server_secrets,
+    webhook_attempts,
+    webhook_deliveries,
+    webhook_endpoints,
+)
+from seojobs.webhook_records import (
+    AttemptOutcome,
+    AttemptRecord,
+    DeliveryRecord,
+    DueDelivery,
+    EndpointRecord,
+)
+
+E = webhook_endpoints
+D = webhook_deliveries
+A = webhook_attempts
+
+
+def _endpoint(row: Any) -> EndpointRecord:
+    return EndpointRecord(**{c.name: row._mapping[c] for c in E.c})
+
+
+def _delivery(row: Any) -> DeliveryRecord:
+    return DeliveryRecord(**{c.name: row._mapping[c] for c in D.c})
+
+
+# -- endpoints ------------------------------------------------------------------------------
+
+
+def create_endpoint(conn: Connection, values: dict[str, Any]) -> EndpointRecord:
+    return _endpoint(conn.execute(insert(E).values(values).returning(*E.c)).one())
+
+
+def endpoints_of(conn: Connection, user_id: int) -> list[EndpointRecord]:
+    """The user's endpoints (not the one-off ones of jobs' ``webhook_url``), oldest first."""
+    query = select(E).where(E.c.user_id == user_id, E.c.job_id.is_(None)).order_by(E.c.id)
+    return [_endpoint(r) for r in conn.execute(query)]
+
+
+def get_endpoint(conn: Connection, endpoint_id: int, user_id: int) -> EndpointRecord | None:
+    query = select(E).where(E.c.id == endpoint_id, E.c.user_id == user_id, E.c.job_id.is_(None))
+    row = conn.execute(query).first()
+    return _endpoint(row) if row else None
+
+
+def update_endpoint(
+    conn: Connection, endpoint_id: int, values: dict[str, Any]
+) -> EndpointRecord | None:
+    stmt = update(E).where(E.c.id == endpoint_id).values(values).returning(*E.c)
+    row = conn.execute(stmt).first()
+    return _endpoint(row) if row else None
+
+
+def delete_endpoint(conn: Connection, endpoint_id: int, user_id: int) -> bool:
+    stmt = delete(E).where(E.c.id == endpoint_id, E.c.user_id == user_id, E.c.job_id.is_(None))
+    return conn.execute(stmt).rowcount == 1
+
+
+# -- the outbox ------------------------------------------------------------------------------
+
+
+def enqueue_for_jobs(
+    conn: Connection, job_ids: Sequence[int], event_type: str, now: datetime
+) -> None:
+    """One pending delivery per (job, enabled endpoint of its user subscribed to the event):
+    endpoints of the job's project or of all projects, and a job's own one-off endpoint."""
+    if not job_ids:
+        return
+    at = literal(now, UTCDateTime)
+    source = (
+        select(
+            E.c.id,
+            literal(event_type),
+            jobs.c.id,
+            literal("pending"),
+            literal(0),
+            at,
+            at,
+            at,
+        )
+        .select_from(
+            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+                E, E.c.user_id == projects.c.user_id
+            )
+        )
+        .where(
+            jobs.c.id.in_(sorted(job_ids)),
+            E.c.enabled.is_(True),
+            or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
+            or_(E.c.job_id.is_(None), E.c.job_id == jobs.c.id),
+            or_(E.c.events == "*", E.c.events.like(f"%,{event_type},%")),
+        )
+    )
+    columns = [
+        "endpoint_id",
+        "event_type",
+        "job_id",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+        "updated_at",
+    ]
+    conn.execute(insert(D).from_select(columns, source))
+
+
+def claim_due(
+    db: Database, conn: Connection, now: datetime, limit: int, lock_for: float
+) -> list[DueDelivery]:
+    """Pending deliveries that are due and unclaimed, claimed for ``lock_for`` seconds (a
+    dispatcher that dies mid-attempt leaves them to another once the claim runs out)."""
+    unlocked = or_(D.c.locked_until.is_(None), D.c.locked_until < now)
+    candidates = (
+        select(D.c.id)
+        .where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
+        .order_by(D.c.next_attempt_at, D.c.id)
+        .limit(limit)
+    )
+    if db.dialect == "postgresql":
+        candidates = candidates.with_for_update(skip_locked=True)
+    ids = [int(r) for r in conn.execute(candidates).scalars()]
+    if not ids:
+        return []
+    conn.execute(
+        update(D)
+        .where(D.c.id.in_(ids))
+        .values(locked_until=now + timedelta(seconds=lock_for), updated_at=now)
+    )
+    rows = conn.execute(
+        select(D, E).join(E, E.c.id == D.c.endpoint_id).where(D.c.id.in_(ids)).order_by(D.c.id)
+    )
+    found = []
+    for row in rows:
+        values = list(row)
+        delivery = DeliveryRecord(*values[: len(D.c)])
+        endpoint = EndpointRecord(*values[len(D.c) :])
+        found.append(DueDelivery(delivery, endpoint))
+    return found
+
+
+def set_message(conn: Connection, delivery_id: int, msg_id: str, payload: str) -> None:
+    """The message's id and body, fixed before its first attempt (every retry sends them)."""
+    conn.execute(
+        update(D)
+        .where(D.c.id == delivery_id, D.c.msg_id.is_(None))
+        .values(msg_id=msg_id, payload=payload)
+    )
+
+
+def record_attempt(
+    conn: Connection,
+    delivery_id: int,
+    outcome: AttemptOutcome,
+    now: datetime,
+    *,
+    state: str,
+    next_attempt_at: datetime | None,
+    endpoint_id: int,
+    endpoint_values: dict[str, Any] | None,
+) -> None:
+    """An attempt's outcome, the delivery's next state, and the endpoint's (failing since,
+    disabled) in one transaction."""
+    conn.execute(
+        insert(A).values(
+            delivery_id=delivery_id,
+            attempted_at=now,
+            status_code=outcome.status_code,
+            latency_ms=outcome.latency_ms,
+            response_head=outcome.response_head,
+            error=outcome.error,
+        )
+    )
+    values: dict[str, Any] = {
+        "state": state,
+        "attempts": D.c.attempts + 1,
+        "locked_until": None,
+        "updated_at": now,
+        "last_error": None if outcome.succeeded else _error_text(outcome),
+    }
+    if next_attempt_at is not None:
+        values["next_attempt_at"] = next_attempt_at
+    conn.execute(update(D).where(D.c.id == delivery_id).values(values))
+    if endpoint_values:
+        conn.execute(update(E).where(E.c.id == endpoint_id).values(endpoint_values))
+
+
+def _error_text(outcome: AttemptOutcome) -> str:
+    if outcome.error:
+        return outcome.error
+    return f"the endpoint answered {outcome.status_code}"
+
+
+def give_up(conn: Connection, delivery_id: int, reason: str, now: datetime) -> None:
+    """A due delivery that will not be attempted (its endpoint is disabled)."""
+    conn.execute(
+        update(D)
+        .where(D.c.id == delivery_id)
+        .values(state="failed", last_error=reason, locked_until=None, updated_at=now)
+    )
+
+
+def deliveries_of(
+    conn: Connection, endpoint_id: int, *, before: int | None, limit: int
+) -> list[tuple[DeliveryRecord, list[AttemptRecord]]]:
+    """An endpoint's deliveries, newest first, each with its attempts (oldest first)."""
+    query = select(D).where(D.c.endpoint_id == endpoint_id)
+    if before is not None:
+        query = query.where(D.c.id < before)
+    found = [_delivery(r) for r in conn.execute(query.order_by(D.c.id.desc()).limit(limit))]
+    attempts: dict[int, list[AttemptRecord]] = {d.id: [] for d in found}
+    if found:
+        rows = conn.execute(select(A).where(A.c.delivery_id.in_(list(attempts))).order_by(A.c.id))
+        for row in rows:
+            attempts[row.delivery_id].append(AttemptRecord(*row))
+    return [(d, attempts[d.id]) for d in found]
+
+
+def replay(conn: Connection, endpoint_id: int, delivery_id: int, now: datetime) -> bool:
+    """Send a delivery again, now (same id and body): pending, due, unclaimed."""
+    stmt = (
+        update(D)
+        .where(
+            and_(D.c.id == delivery_id, D.c.endpoint_id == endpoint_id),
+            or_(D.c.state != "pending", D.c.locked_until.is_(None)),
+        )
+        .values(state="pending", next_attempt_at=now, locked_until=None, updated_at=now)
+    )
+    return conn.execute(stmt).rowcount == 1
+
+
+def has_due(conn: Connection, now: datetime) -> bool:
+    """Whether any delivery is due (a read: the dispatcher's idle poll takes no write lock)."""
+    unlocked = or_(D.c.locked_until.is_(None), D.c.locked_until < now)
+    query = select(D.c.id).where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
+    return conn.execute(query.limit(1)).first() is not None
+
+
+# -- one-off callbacks (a job's ``webhook_url``) ---------------------------------------------
+
+
+def _callback_name(user_id: int) -> str:
+    return f"webhook_callback:{user_id}"
+
+
+def callback_secret(conn: Connection, user_id: int) -> str | None:
+    """The secret that signs the user's jobs' one-off callbacks, if made."""
+    query = select(server_secrets.c.value).where(server_secrets.c.name == _callback_name(user_id))
+    found = conn.execute(query).scalar_one_or_none()
+    return None if found is None else str(found)
+
+
+def set_callback_secret(conn: Connection, user_id: int, secret: str) -> None:
+    name = _callback_name(user_id)
+    conn.execute(delete(server_secrets).where(server_secrets.c.name == name))
+    conn.execute(insert(server_secrets).values(name=name, value=secret))

@@ -1,0 +1,101 @@
+"""Plain records of webhooks (issue 27): what the store returns and every layer reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+# The events jobs make; the change events the kinds declare come later.
+JOB_EVENTS = ("job.completed", "job.failed")
+EVENT_TYPES = JOB_EVENTS
+ALL_EVENTS = "*"
+
+
+@dataclass(frozen=True)
+class EndpointRecord:
+    id: int
+    user_id: int
+    project_id: int | None
+    job_id: int | None
+    url: str
+    events: str  # "*" or ",a,b," (see seojobs.store.tables.webhook_endpoints)
+    filters: dict[str, Any] | None
+    description: str | None
+    enabled: bool
+    disabled_reason: str | None
+    secret: str
+    previous_secret: str | None
+    previous_secret_until: datetime | None
+    failing_since: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def event_list(self) -> list[str] | str:
+        if self.events == ALL_EVENTS:
+            return ALL_EVENTS
+        return [e for e in self.events.split(",") if e]
+
+    def signing_secrets(self, now: datetime) -> list[str]:
+        """The secrets that sign now: the current one, and the previous one while it overlaps."""
+        until = self.previous_secret_until
+        if self.previous_secret and until is not None and until > now:
+            return [self.secret, self.previous_secret]
+        return [self.secret]
+
+
+def stored_events(events: list[str] | str) -> str:
+    if events == ALL_EVENTS:
+        return ALL_EVENTS
+    return "," + ",".join(sorted(set(events))) + ","
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    id: int
+    delivery_id: int
+    attempted_at: datetime
+    status_code: int | None
+    latency_ms: float
+    response_head: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    id: int
+    endpoint_id: int
+    event_type: str
+    job_id: int | None
+    msg_id: str | None
+    payload: str | None
+    state: str  # pending | delivered | failed
+    attempts: int
+    next_attempt_at: datetime
+    locked_until: datetime | None
+    last_error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class DueDelivery:
+    """A delivery a dispatcher claimed, with the endpoint it goes to."""
+
+    delivery: DeliveryRecord
+    endpoint: EndpointRecord
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """What one attempt got: an HTTP status (and the answer's first bytes) or an error."""
+
+    status_code: int | None
+    latency_ms: float
+    response_head: str | None
+    error: str | None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300

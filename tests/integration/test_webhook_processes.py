@@ -1,0 +1,91 @@
+"""Webhook deliveries survive a worker's death (issue 27): real ``seojobs worker`` processes,
+SIGKILLed between a job's completion and its delivery, and in the middle of an attempt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from standardwebhooks import Webhook
+
+from seojobs.services import Services
+from seojobs.store import webhooks as hook_sql
+from tests.fakes.webhook_receiver import receiver
+from tests.procs import Procs
+from tests.waiting import wait_until
+
+# A dispatcher that looks for deliveries once at start and then not for an hour: the
+# worker completes the job and is killed before it could deliver.
+NEVER = {"SEOJOBS_WEBHOOK_POLL_INTERVAL": "3600"}
+QUICK = {
+    "SEOJOBS_WEBHOOK_POLL_INTERVAL": "0.05",
+    "SEOJOBS_WEBHOOK_TIMEOUT": "1",
+    "SEOJOBS_ALLOW_PRIVATE_NETWORKS": "true",
+}
+
+
+@pytest.fixture
+def procs(store_url: str, tmp_path: Path) -> Iterator[Procs]:
+    p = Procs(store_url, tmp_path)
+    yield p
+    p.stop_all()
+
+
+def _state(services: Services, endpoint_id: int) -> list[Any]:
+    with services.db.read() as conn:
+        return hook_sql.deliveries_of(conn, endpoint_id, before=None, limit=10)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_between_completion_and_delivery_delivers_once(
+    services: Services, procs: Procs
+) -> None:
+    user = services.accounts.create_user("alice").user
+    with receiver() as consumer:
+        endpoint = services.webhooks.create(user, url=consumer.url + "/h", events="*")
+        victim = procs.worker(**(QUICK | NEVER))
+        job, _ = services.jobs.create(user, "test_noop", {})
+        wait_until(lambda: services.jobs.get(user, job.id).state == "completed")
+        [(pending, _)] = _state(services, endpoint.id)  # in the outbox with the completion
+        assert pending.state == "pending" and pending.attempts == 0
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+        assert consumer.at("/h") == []
+
+        procs.worker(**QUICK)
+        wait_until(lambda: _state(services, endpoint.id)[0][0].state == "delivered")
+        [got] = consumer.at("/h")
+    event = Webhook(endpoint.secret).verify(got.body, got.headers)
+    assert event["type"] == "job.completed" and event["data"]["id"] == job.id
+    [(delivery, attempts)] = _state(services, endpoint.id)
+    assert delivery.msg_id == got.headers["webhook-id"] and len(attempts) == 1
+
+
+@pytest.mark.slow
+def test_a_worker_killed_during_an_attempt_leaves_it_to_another_with_the_same_id(
+    services: Services, procs: Procs
+) -> None:
+    user = services.accounts.create_user("alice").user
+    arrived, release = threading.Event(), threading.Event()
+    with receiver(hold=(arrived, release)) as consumer:
+        endpoint = services.webhooks.create(user, url=consumer.url + "/h", events="*")
+        victim = procs.worker(**QUICK)
+        services.jobs.create(user, "test_noop", {})
+        assert arrived.wait(60), procs.exits()  # the first attempt is being answered
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+        release.set()
+
+        procs.worker(**QUICK)  # takes it over once the dead worker's claim runs out
+        wait_until(lambda: _state(services, endpoint.id)[0][0].state == "delivered")
+        got = consumer.at("/h")
+    [(delivery, attempts)] = _state(services, endpoint.id)
+    assert len(got) == 2  # at least once: the consumer dedupes on webhook-id
+    assert {g.headers["webhook-id"] for g in got} == {delivery.msg_id}
+    assert len({g.body for g in got}) == 1
+    assert [a.status_code for a in attempts] == [200]  # the killed attempt left no record
