@@ -284,10 +284,12 @@ def users_create(
     ] = False,
 ) -> None:
     """Create a user and print its API key. The key is shown only this once."""
-    if not name.strip():
-        raise typer.BadParameter("must not be empty", param_hint="NAME")
-    if len(name) > 200:
-        raise typer.BadParameter("at most 200 characters", param_hint="NAME")
+    from seojobs.textrules import name as name_rule
+
+    try:  # the rule every name meets, whichever door (issue 25.5)
+        name = name_rule(name)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="NAME") from None
     settings = _settings()
     from seojobs.services import Conflict
 

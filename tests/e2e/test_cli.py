@@ -258,6 +258,18 @@ def test_users_create_rejects_blank_name(sqlite_url: str, tmp_path: Path) -> Non
     assert all_rows(sqlite_url, users) == []
 
 
+@pytest.mark.parametrize("name", ["a\x01b", "two\nlines", "tab\tbed", "del\x7f"])
+def test_users_create_refuses_a_name_with_control_characters(
+    sqlite_url: str, tmp_path: Path, name: str
+) -> None:
+    """A user's name meets the rule of every other name (issue 25.5): one line."""
+    done = run_cli("users", "create", name, env=subprocess_env(sqlite_url), cwd=tmp_path)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert "name" in done.stderr and "control character" in done.stderr
+    assert all_rows(sqlite_url, users) == []
+
+
 # -- bad input: one line, never a traceback (issue 25.7) -----------------------------------
 
 NOT_UTF8 = "\udcff"  # an argument holding the byte 0xff, as Python passes it on

@@ -32,6 +32,7 @@ class Accounts(Part):
     def create_user(self, name: str, *, rate_limit: str | None = None) -> CreatedUser:
         if not name.strip():
             raise Invalid("name", "must not be empty")
+        name = texts.checked_name(name)  # one line, as every other name (issue 25.5)
         key = _new_key()
         try:
             with self.db.write() as conn:
