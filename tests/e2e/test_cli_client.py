@@ -366,7 +366,7 @@ def test_a_job_no_provider_can_run_is_refused_and_leaves_no_state(cli: Cli) -> N
     done = cli.run("check", "--engine", "bing", *cli.urls("refused", 1))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "provider is configured for index checks on engine 'bing'" in done.stderr
-    assert "add a provider in SEOJOBS_CHECK_PROVIDERS" in done.stderr
+    assert "add a provider in SEOJOBS_INDEX_CHECK_PROVIDERS" in done.stderr
     assert cli.entries() == [] and cli.server_jobs("index_check") == []
 
 

@@ -71,11 +71,19 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     project = client.post("/v1/projects", json={"name": "p"}).json()["data"]["id"]
     every = {"name": "s", "type": "test_noop", "every_days": 1}
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
+    hook = {
+        "url": "https://hooks.example/seojobs",
+        "events": ["job.completed"],
+    }  # registered, never sent
+    made = client.post("/v1/webhooks", json=hook)
+    assert made.status_code == 201, made.text
+    webhook = made.json()["data"]["id"]
     values = {
         "job_id": 3,
         "other_job_id": 3,
         "project_id": project,
         "schedule_id": schedule,
+        "webhook_id": webhook,
         "page": 0,
         "type": "test_noop",
     }
@@ -141,7 +149,8 @@ def query_routes(app: Api, name: str) -> list[tuple[str, str]]:
 
 # The lists that are no kind's declared read: v1's two and their reports, projects, a
 # project's jobs and schedules, a job's items and findings, a project's collected data (any
-# type), an audit's issues, pages and comparison. Every declared read that pages is a list too.
+# type), an audit's issues, pages and comparison, webhooks and their deliveries. Every
+# declared read that pages is a list too.
 CORE_LISTS = {
     V1 + "/index-submit/jobs",
     V1 + "/index-submit/jobs/{job_id}/report",
@@ -156,6 +165,8 @@ CORE_LISTS = {
     "/v1/projects/{project_id}/audits/{job_id}/issues",
     "/v1/projects/{project_id}/audits/{job_id}/pages",
     "/v1/projects/{project_id}/audits/{job_id}/compare/{other_job_id}",
+    "/v1/webhooks",
+    "/v1/webhooks/{webhook_id}/deliveries",
 }
 
 
