@@ -119,6 +119,9 @@ class Worker:
         reserved = settings.worker_reserved_slots
         self.user_share = max(1, self.concurrency - reserved) if reserved else None
         self._owners: dict[int, int] = {}  # running job -> its user (when a share applies)
+        # Running jobs per user, kept as jobs start and end (on the event loop): the claim
+        # loop asks before every claim, and counting the owners each time cost a hot path.
+        self._held: Counter[int] = Counter()
         self._left_out = False  # the last claim left some user's jobs out
         self._kind_settings: dict[str, Any] = {}
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
@@ -229,7 +232,7 @@ class Worker:
         still in the running may add, so no user ends up over the share whatever it claims."""
         if self.user_share is None:
             return limit, []
-        held = Counter(self._owners.values())
+        held = self._held
         full = sorted(user for user, n in held.items() if n >= self.user_share)
         busiest = max((n for n in held.values() if n < self.user_share), default=0)
         return min(limit, self.user_share - busiest), full
@@ -307,15 +310,24 @@ class Worker:
             log.warning("jobs %s finished after losing their claim; result dropped", lost)
 
     def _start(self, job: JobRecord) -> None:
+        user = self._owners.get(job.id)
+        if user is not None:
+            self._held[user] += 1
         self.claimed_total += 1
-        telemetry.CLAIMS.labels(job.kind).inc()
+        _claims(job.kind).inc()
         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
         self.running[job.id] = (task, None, job)
         task.add_done_callback(functools.partial(self._finished, job.id))
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self.running.pop(job_id, None)
-        self._owners.pop(job_id, None)
+        user = self._owners.pop(job_id, None)
+        if user is not None:
+            left = self._held[user] - 1
+            if left > 0:
+                self._held[user] = left
+            else:
+                del self._held[user]
         if self._left_out:  # that user may be under the share again: claim without waiting
             self._wake.set()
         self._slot_free.set()
@@ -393,7 +405,7 @@ class Worker:
         else:
             self._completions.append((job.id, job.attempt, storable(ctx.result)))
             self._has_completions.set()
-            telemetry.JOB_DURATION.labels(job.kind, "completed").observe(time.monotonic() - started)
+            _durations(job.kind, "completed").observe(time.monotonic() - started)
             event(log, "job_end", outcome="completed", **_run_fields(job, ctx, started))
 
     def _settings_of(self, kind: Kind[Any]) -> Any:
@@ -426,7 +438,7 @@ class Worker:
             code, message = "internal_error", internal_message(log, f"failing job {job.id} raised")
             recorded = await self.run_db(write)
         if started is not None:
-            telemetry.JOB_DURATION.labels(job.kind, "failed").observe(time.monotonic() - started)
+            _durations(job.kind, "failed").observe(time.monotonic() - started)
         fields = (
             _run_fields(job, ctx, started)
             if ctx is not None and started is not None
@@ -597,6 +609,18 @@ class Worker:
             except Exception:
                 log.exception("maintenance pass failed")
             await asyncio.sleep(self.settings.maintenance_interval)
+
+
+# A metric's series per label values, looked up once: labels() locks and checks every call,
+# and these run for every job.
+@functools.cache
+def _claims(kind: str) -> Any:
+    return telemetry.CLAIMS.labels(kind)
+
+
+@functools.cache
+def _durations(kind: str, outcome: str) -> Any:
+    return telemetry.JOB_DURATION.labels(kind, outcome)
 
 
 async def _forever(loop: Callable[[], Awaitable[None]]) -> None:
