@@ -21,6 +21,8 @@ PATH_PARAMS = {
     "other_job_id": "2",
     "project_id": "1",
     "schedule_id": "1",
+    "webhook_id": "1",
+    "delivery_id": "1",
     "engine": "google",
     "type": "indexer",
     "page": "0",

@@ -232,18 +232,18 @@ def test_balance_is_the_remaining_quota_and_code_1_refuses(store_url: str) -> No
 
         create(client, "google/indexer", [*urls(4), urls(1)[0]])  # the duplicate is free
         assert balance(client) == {"indexer": 6, "checker": 5}
-        # The follow-up check is part of the submission: it spends no check quota.
+        # The follow-up check is charged as a direct check of its URLs is (issue 25.4c).
         create(client, "yandex/indexer", urls(2, "https://b.example"), checker=1)
-        assert balance(client) == {"indexer": 4, "checker": 5}
+        assert balance(client) == {"indexer": 4, "checker": 3}
 
         refused = client.post("/v2/task/google/indexer/create", json={"urls": urls(5)})
         assert refused.status_code == 200  # SpeedyIndex signals in `code`, not the status
         body = refused.json()
         assert set(body) == {"code", "message"} and body["code"] == 1
         assert "submit quota" in body["message"] and "resets at" in body["message"]
-        assert balance(client) == {"indexer": 4, "checker": 5}
+        assert balance(client) == {"indexer": 4, "checker": 3}
 
-        create(client, "google/checker", urls(5))
+        create(client, "google/checker", urls(3))
         assert balance(client) == {"indexer": 4, "checker": 0}
         one_more = client.post("/v2/task/google/checker/create", json={"urls": urls(1)})
         assert one_more.json()["code"] == 1
@@ -253,7 +253,7 @@ def test_balance_is_the_remaining_quota_and_code_1_refuses(store_url: str) -> No
         listed = ok(client.get("/v2/task/google/indexer/list/0"))["result"]
         assert [t["size"] for t in listed] == [4]
         assert [t["size"] for t in ok(client.get("/v2/task/google/checker/list/0"))["result"]] == [
-            5
+            3
         ]
 
 

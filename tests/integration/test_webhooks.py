@@ -309,7 +309,7 @@ def test_a_jobs_webhook_url_needs_a_callback_secret(hooked: Api) -> None:
 def test_a_jobs_webhook_url_is_called_once_signed_with_the_callback_secret(hooked: Api) -> None:
     alice = hooked.account()
     client = hooked.client(alice)
-    made = client.post("/v1/webhooks/callback-secret")
+    made = client.post("/v1/webhook-callback-secret")
     assert made.status_code == 201, made.text
     secret = made.json()["data"]["secret"]
     with receiver() as consumer:

@@ -269,7 +269,7 @@ class CallbackSecretData(BaseModel):
 
 
 @router.post(
-    "/webhooks/callback-secret",
+    "/webhook-callback-secret",
     status_code=201,
     response_model=CallbackSecretData,
     operation_id="make_webhook_callback_secret",

@@ -52,12 +52,12 @@ def one_off_values(
     conn: Connection, user: UserRecord, job_id: int, url: str, now: datetime
 ) -> dict[str, Any]:
     """The endpoint of a job's own ``webhook_url``: its job events, signed with the user's
-    callback secret (``POST /v1/webhooks/callback-secret``), deleted with the job."""
+    callback secret (``POST /v1/webhook-callback-secret``), deleted with the job."""
     secret = hook_sql.callback_secret(conn, user.id)
     if secret is None:
         raise Invalid(
             "webhook_url",
-            "make your callback secret first (POST /v1/webhooks/callback-secret): it signs "
+            "make your callback secret first (POST /v1/webhook-callback-secret): it signs "
             "the callbacks",
         )
     return {
