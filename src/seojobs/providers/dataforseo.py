@@ -39,6 +39,7 @@ from seojobs.providers.base import (
     QUOTA_EXHAUSTED,
     REJECTED,
     UPSTREAM_ERROR,
+    AdapterClient,
     CheckResult,
     ProviderError,
     ProviderNotConfigured,
@@ -254,6 +255,56 @@ def credentials(settings: Settings) -> tuple[str, str]:
             "dataforseo", [n for n, v in zip(names, (login, password), strict=True) if not v]
         )
     return login, password
+
+
+class DataForSeoTasks(AdapterClient):
+    """An adapter that posts one task per call to DataForSEO's live endpoints and fails the
+    whole call on a bad answer (keyword research, backlink analysis): ``task(path, task)``
+    gives the task's ``result`` (None for "No Search Results") under the bounded retries;
+    ``refusal_fatal``: a refusal of the task ends the job."""
+
+    name = "dataforseo"
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: HttpClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._auth = credentials(settings)  # ProviderNotConfigured before a client is opened
+        super().__init__(settings, client=client, sleep=sleep)
+        self._base = settings.dataforseo_base_url.rstrip("/")
+
+    async def task(self, path: str, task: dict[str, Any]) -> Any:
+        """The ``result`` of one task (None for "No Search Results")."""
+        endpoint = self._base + path
+
+        async def attempt() -> Any:
+            response = await self._client.post(endpoint, json=[task], auth=self._auth)
+            error = http_error(response)
+            if error is not None:
+                raise error
+            body = json_object(answer_json(response), "the body")
+            envelope_code(body, "request", refusal_fatal=True)
+            tasks = body.get("tasks")
+            if not isinstance(tasks, list) or not tasks:
+                raise malformed(self.name, "tasks is not a non-empty list")
+            first = json_object(tasks[0], "tasks[0]")
+            if envelope_code(first, "task", refusal_fatal=True) == NO_RESULTS:
+                return None
+            return first.get("result")
+
+        try:
+            return await with_retries(
+                attempt,
+                retries=self._settings.provider_retries,
+                backoff=self._settings.provider_backoff,
+                sleep=self._sleep,
+                provider=self.name,
+            )
+        except UnreadableBody as exc:
+            raise malformed(self.name, f"unreadable body ({exc.message})") from None
 
 
 def http_error(response: Response) -> ProviderError | None:

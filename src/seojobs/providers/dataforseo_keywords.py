@@ -24,20 +24,10 @@ failure is never retried automatically.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient
-from seojobs.providers.base import AdapterClient, malformed
-from seojobs.providers.dataforseo import (
-    NO_RESULTS,
-    answer_json,
-    credentials,
-    envelope_code,
-    http_error,
-    json_object,
-)
+from seojobs.providers.base import malformed
+from seojobs.providers.dataforseo import DataForSeoTasks, json_object
 from seojobs.providers.keywords import (
     Keyword,
     Month,
@@ -45,10 +35,8 @@ from seojobs.providers.keywords import (
     amount,
     level,
     merge,
-    retried,
     whole,
 )
-from seojobs.settings import Settings
 
 NAME = "dataforseo"
 SEARCH_VOLUME = "/v3/keywords_data/google_ads/search_volume/live"
@@ -56,54 +44,19 @@ KEYWORD_IDEAS = "/v3/dataforseo_labs/google/keyword_ideas/live"
 KEYWORDS_FOR_SITE = "/v3/keywords_data/google_ads/keywords_for_site/live"
 
 
-class DataForSeoKeywords(AdapterClient):
-    name = NAME
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self._auth = credentials(settings)  # ProviderNotConfigured before a client is opened
-        super().__init__(settings, client=client, sleep=sleep)
-        self._base = settings.dataforseo_base_url.rstrip("/")
-
+class DataForSeoKeywords(DataForSeoTasks):
     async def research(self, request: Research) -> list[Keyword]:
         place = _place(request)
         if request.url is not None:
             task = {"target": request.url, "target_type": "page", **place}
-            found = _google_ads_rows(await self._task(KEYWORDS_FOR_SITE, task))
+            found = _google_ads_rows(await self.task(KEYWORDS_FOR_SITE, task))
             found.sort(key=lambda k: -(k.search_volume or 0))
             return merge(found, request)
         seeds = list(request.seeds)
-        own = _google_ads_rows(await self._task(SEARCH_VOLUME, {"keywords": seeds, **place}))
+        own = _google_ads_rows(await self.task(SEARCH_VOLUME, {"keywords": seeds, **place}))
         ideas_task = {"keywords": seeds, **place, "limit": request.limit}
-        ideas = _labs_items(await self._task(KEYWORD_IDEAS, ideas_task))
+        ideas = _labs_items(await self.task(KEYWORD_IDEAS, ideas_task))
         return merge(own + ideas, request)
-
-    async def _task(self, path: str, task: dict[str, Any]) -> Any:
-        """The ``result`` of one task (None for "No Search Results")."""
-        endpoint = self._base + path
-        return await retried(
-            NAME, lambda: self._attempt(endpoint, task), self._settings, self._sleep
-        )
-
-    async def _attempt(self, endpoint: str, task: dict[str, Any]) -> Any:
-        response = await self._client.post(endpoint, json=[task], auth=self._auth)
-        error = http_error(response)
-        if error is not None:
-            raise error
-        body = json_object(answer_json(response), "the body")
-        envelope_code(body, "request", refusal_fatal=True)
-        tasks = body.get("tasks")
-        if not isinstance(tasks, list) or not tasks:
-            raise malformed(NAME, "tasks is not a non-empty list")
-        first = json_object(tasks[0], "tasks[0]")
-        if envelope_code(first, "task", refusal_fatal=True) == NO_RESULTS:
-            return None
-        return first.get("result")
 
 
 def _place(request: Research) -> dict[str, Any]:
