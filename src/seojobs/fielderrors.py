@@ -15,6 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pydantic import ValidationError
+from pydantic_core import PydanticCustomError
+
 SHOWN: Final = 80
 # Prefixes pydantic puts before a validator's own message.
 _PREFIXES: Final = ("Value error, ", "Assertion failed, ")
@@ -40,3 +43,13 @@ def message(error: Mapping[str, Any]) -> str:
     if "input" not in error or error.get("type") == "missing":
         return text
     return f"{text} (got {shown(error['input'])})"
+
+
+def field_error(model: type[Any], field: str, message: str) -> ValidationError:
+    """A ``ValidationError`` naming ``field`` of ``model`` with ``message``: what a model's own
+    validator raises for a rule across fields (one of two given), so the error names the field
+    a client should change, not the params as a whole."""
+    error = PydanticCustomError("field", message)
+    return ValidationError.from_exception_data(
+        model.__name__, [{"type": error, "loc": (field,), "input": None}]
+    )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.keyword_research.params import _text
 
@@ -60,7 +60,7 @@ class GeoLookupParams(BaseModel):
     @model_validator(mode="after")
     def _normalised(self) -> GeoLookupParams:
         if self.brand is None and self.domain is None:
-            raise _field_error("brand", "give a brand, a domain or both")
+            raise field_error(GeoLookupParams, "brand", "give a brand, a domain or both")
         self.prompts = _unique(self.prompts)
         if self.brand is not None:
             self.brand = _unique(self.brand)
@@ -73,11 +73,3 @@ def _unique(values: list[str]) -> list[str]:
     for value in values:
         seen.setdefault(value.casefold(), value)
     return list(seen.values())
-
-
-def _field_error(field: str, message: str) -> ValidationError:
-    # Raised from the model's validator, so the message names the field, not the params.
-    error = PydanticCustomError("one_input", message)
-    return ValidationError.from_exception_data(
-        GeoLookupParams.__name__, [{"type": error, "loc": (field,), "input": None}]
-    )

@@ -11,13 +11,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from seojobs.fielderrors import field_error
 from seojobs.kinds.urls import Url
 
 MAX_SEEDS = 20  # the Keyword Planner's most; DataForSEO takes more
@@ -120,18 +120,12 @@ class KeywordResearchParams(BaseModel):
     @model_validator(mode="after")
     def _one_input(self) -> KeywordResearchParams:
         if self.seeds is None and self.url is None:
-            raise _field_error("seeds", "give seeds (1 to 20 keywords) or a url")
+            raise field_error(
+                KeywordResearchParams, "seeds", "give seeds (1 to 20 keywords) or a url"
+            )
         if self.seeds is not None and self.url is not None:
-            raise _field_error("url", "give seeds or a url, not both")
+            raise field_error(KeywordResearchParams, "url", "give seeds or a url, not both")
         if self.seeds is not None:
             unique = {s.casefold(): s for s in reversed(self.seeds)}  # first spelling kept
             self.seeds = [unique[k] for k in dict.fromkeys(s.casefold() for s in self.seeds)]
         return self
-
-
-def _field_error(field: str, message: str) -> ValidationError:
-    # Raised from the model's validator, so the message names the field, not the params.
-    error = PydanticCustomError("one_input", message)
-    return ValidationError.from_exception_data(
-        KeywordResearchParams.__name__, [{"type": error, "loc": (field,), "input": None}]
-    )

@@ -9,13 +9,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import DOMAIN_SCHEMA, normalise_domain
 from seojobs.kinds.keyword_research.params import (
     LANGUAGE_PATTERN,
@@ -109,12 +109,7 @@ class RankCheckParams(BaseModel):
         unique = {k.casefold(): k for k in reversed(self.keywords)}  # first spelling kept
         self.keywords = [unique[k] for k in dict.fromkeys(k.casefold() for k in self.keywords)]
         if self.match == "exact_url" and "://" not in self.target:
-            raise _field_error("target", "match exact_url needs a page URL, not a domain")
+            raise field_error(
+                RankCheckParams, "target", "match exact_url needs a page URL, not a domain"
+            )
         return self
-
-
-def _field_error(field: str, message: str) -> ValidationError:
-    error = PydanticCustomError("target", message)
-    return ValidationError.from_exception_data(
-        RankCheckParams.__name__, [{"type": error, "loc": (field,), "input": None}]
-    )

@@ -1,0 +1,70 @@
+"""A backlink analysis's params: whose links (a domain or one page), which, how many."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from seojobs.kinds.domain_lookup.params import Domain
+from seojobs.kinds.urls import Url
+
+MAX_LINKS = 1_000  # DataForSEO's most per call
+MAX_SUMMARIES = 1_000
+MAX_PERIOD_DAYS = 365
+
+
+class BacklinkAnalysisParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    domain: Domain | None = Field(
+        default=None,
+        description="The site whose backlinks to find (a leading `www.` is dropped). Exactly "
+        "one of `domain` and `url`.",
+    )
+    url: Url | None = Field(default=None, description="One page whose backlinks to find.")
+    include_subdomains: bool = Field(
+        default=True, description="With `domain`: links to its subdomains count too."
+    )
+    mode: Literal["as_is", "one_per_domain", "one_per_anchor"] = Field(
+        default="as_is",
+        description="`as_is`: every link; `one_per_domain` / `one_per_anchor`: the strongest "
+        "link of each referring domain / anchor.",
+    )
+    status: Literal["all", "live", "lost"] = Field(
+        default="all",
+        description="Which links the index lists: `live`, `lost` (removed, or the page gone), "
+        "or `all` (each with `is_lost`).",
+    )
+    limit: int = Field(
+        default=MAX_LINKS,
+        ge=1,
+        le=MAX_LINKS,
+        description=f"The strongest links kept (by rank), 1 to {MAX_LINKS}.",
+    )
+    summaries: int = Field(
+        default=100,
+        ge=1,
+        le=MAX_SUMMARIES,
+        description="Referring domains and anchors kept (most links first).",
+    )
+    period_days: int = Field(
+        default=30,
+        ge=1,
+        le=MAX_PERIOD_DAYS,
+        description="With `domain`: the index's new and lost links per day over this many "
+        "days (`timeline`).",
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> BacklinkAnalysisParams:
+        if (self.domain is None) == (self.url is None):
+            raise ValueError("give exactly one of domain and url")
+        return self
+
+    @property
+    def target(self) -> str:
+        """What DataForSEO is asked about: the host without ``www.``, or the page's URL."""
+        if self.domain is not None:
+            return self.domain.removeprefix("www.")
+        return str(self.url)
