@@ -15,6 +15,7 @@ import dataclasses
 import inspect
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
@@ -169,18 +170,29 @@ def _endpoint(read: Read) -> Callable[..., Response]:
         values = {spec.name: given[spec.name] for spec in read.filters}
         sort = given.get("sort")
         after = decode(given.get("cursor"))  # the request is checked before anything is read
+        accept = given.get("accept")
+        as_csv = bool(read.csv) and accept is not None and "text/csv" in accept.lower()
         if read.elements:
             found = read_svc.elements(
-                svc, user, project_id, read, values, sort=sort, after=after, limit=given["limit"]
+                svc,
+                user,
+                project_id,
+                read,
+                values,
+                sort=sort,
+                after=None if as_csv else after,
+                # A collection is read whole anyway (its list is what one job wrote).
+                limit=sys.maxsize if as_csv else given["limit"],
             )
+            if as_csv:
+                return _csv(read, iter(found.rows), project_id)
             whole = read.to_row(found.collection)
             whole |= {"data": found.rows, "next_cursor": encode(found.after)}
             return JSONResponse(whole)
         if read.source == "one":
             row = read.to_row(read_svc.one(svc, user, project_id, read, values))
             return JSONResponse({"data": row} if read.envelope else row)
-        accept = given.get("accept")
-        if read.csv and accept is not None and "text/csv" in accept.lower():
+        if as_csv:
             first = read_svc.rows(svc, user, project_id, read, values, sort=sort, limit=CSV_PAGE)
             rows = _every(svc, user, project_id, read, values, sort, first)  # 404s came first
             return _csv(read, rows, project_id)

@@ -8,6 +8,7 @@ from seojobs.settings import Settings
 
 def load_registry(settings: Settings) -> Registry:
     from seojobs.kinds import (
+        backlink_analysis,
         backlink_refresh,
         domain_lookup,
         geo_lookup,
@@ -31,5 +32,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(web_vitals.KIND)
     registry.add(backlink_refresh.KIND)
     registry.add(geo_lookup.KIND)
+    registry.add(backlink_analysis.KIND)
     registry.load_plugins(settings.plugins)
     return registry

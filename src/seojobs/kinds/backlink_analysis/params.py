@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.urls import Url
 
@@ -58,8 +59,10 @@ class BacklinkAnalysisParams(BaseModel):
 
     @model_validator(mode="after")
     def _one_target(self) -> BacklinkAnalysisParams:
-        if (self.domain is None) == (self.url is None):
-            raise ValueError("give exactly one of domain and url")
+        if self.domain is None and self.url is None:
+            raise field_error(BacklinkAnalysisParams, "domain", "give a domain or a url")
+        if self.domain is not None and self.url is not None:
+            raise field_error(BacklinkAnalysisParams, "url", "give a domain or a url, not both")
         return self
 
     @property

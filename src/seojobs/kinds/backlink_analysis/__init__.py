@@ -1,0 +1,46 @@
+"""``backlink_analysis``: the links a provider's index knows for a domain or page (seed 001:
+"Backlink analysis and refresh"), from DataForSEO's Backlinks API.
+
+The package: ``params`` (the target and what to list), ``run`` (the handler, the comparison
+with the previous analysis, the refusal at creation), ``reads`` (links, lost links, referring
+domains, anchors, history). The adapter is ``seojobs.providers.dataforseo_backlinks``. Each
+completed job stores the analysis as the project's collection for its target;
+``GET /v1/projects/{id}/backlinks/analysis`` reads it. Found links are monitored by
+``backlink_refresh`` (give it the pairs, or ``seojobs backlinks monitor``).
+"""
+
+from __future__ import annotations
+
+from seojobs.engine.hints import PollHint
+from seojobs.engine.registry import Kind, Quota
+from seojobs.kinds.backlink_analysis.params import BacklinkAnalysisParams
+from seojobs.kinds.backlink_analysis.reads import READS
+from seojobs.kinds.backlink_analysis.run import refusal, run, subject
+
+NAME = "backlink_analysis"
+__all__ = ["KIND", "NAME", "BacklinkAnalysisParams", "subject"]
+
+
+def _cost(_params: BacklinkAnalysisParams, _items: int) -> dict[str, int]:
+    return {DAILY.name: 1, MONTHLY.name: 1}  # one analysis, whatever its size
+
+
+DAILY, MONTHLY = Quota.day_and_month(
+    "backlink_analyses", "Backlink analyses", daily=50, monthly=500
+)
+
+KIND: Kind[BacklinkAnalysisParams] = Kind(
+    NAME,
+    BacklinkAnalysisParams,
+    run,
+    poll_hint=PollHint.every(30),  # seed 001: backlink work, 30 s
+    description="The backlinks a provider index knows for a domain or page, with referring "
+    "domains, anchors, and the links new and lost since the previous analysis "
+    "(GET /v1/projects/{id}/backlinks/analysis).",
+    summary_params=("domain", "url", "mode", "status", "limit"),
+    schedulable=True,
+    cost=_cost,
+    quotas=(DAILY, MONTHLY),
+    refusal=refusal,
+    reads=READS,
+)
