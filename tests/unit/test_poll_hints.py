@@ -19,6 +19,7 @@ SEEDS = {
     "index_check": (15, 300),
     "rank_check": (30, 30),
     "backlink_refresh": (30, 30),
+    "backlink_analysis": (30, 30),  # seed 001: "Backlink analysis | Minutes | 30s"
     "web_vitals": (15, 15),
     "site_audit": (30, 60),
     "geo_lookup": (10, 10),
