@@ -145,7 +145,8 @@ def header(found: CollectionRecord) -> dict[str, Any]:
 def history_row(found: CollectionRecord) -> dict[str, Any]:
     data = data_of(found)
     shown = {name: data.get(name) for name in ("target", "summary", "new", "lost")}
-    return {**stamp(found), **shown, "links": len(data.get("links") or [])}
+    links = data.get("links")
+    return {**stamp(found), **shown, "links": len(links) if isinstance(links, list) else 0}
 
 
 def stored_target(value: str) -> str:
