@@ -42,6 +42,7 @@ from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
 from tests.fakes.site import FixtureSite, running_site
+from tests.waiting import wait_until
 
 PROBLEM_JSON = "application/problem+json"
 V1 = "/api/v1"
@@ -291,6 +292,21 @@ def shared_idle_per_test(own_idle: Api) -> Api:
     (``shared_idle``), each test with its own users and its own client address. For tests
     that keep to their own users (the API is multi-tenant) and count nothing server-wide."""
     return own_idle
+
+
+def run_project_job(
+    client: httpx.Client, project: int, kind: str, params: dict[str, Any], timeout: float = 60
+) -> dict[str, Any]:
+    """Start a job of ``kind`` in ``project`` and wait until it has ended; the job's data."""
+    answer = client.post(f"/v1/projects/{project}/jobs", json={"type": kind, "params": params})
+    assert answer.status_code == 202, answer.text
+    job_id = answer.json()["data"]["id"]
+
+    def ended() -> dict[str, Any] | None:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()["data"]
+        return job if job["status"] in ("completed", "failed") else None
+
+    return wait_until(ended, timeout=timeout)
 
 
 # -- fake providers -----------------------------------------------------------------------------

@@ -16,18 +16,19 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api_helpers import Api, api, assert_problem, error_fields
+from tests.api_helpers import Api, api, assert_problem, error_fields, run_project_job
 from tests.conftest import database_of, make_settings
 from tests.fakes.backlinks import FakeDataForSeoBacklinks, Link
 from tests.fakes.serp import Reply, dfs_task, envelope
 from tests.fakes.server import serve
-from tests.waiting import wait_until
 
 CREDENTIALS = {"dataforseo_login": "dfs-login", "dataforseo_password": "dfs-password"}
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeDataForSeoBacklinks]:
+def fake(module_store: str) -> Iterator[FakeDataForSeoBacklinks]:
+    """One index per store's app (``module_store``): the tests of each store add the same
+    links."""
     made = FakeDataForSeoBacklinks()
     with serve(made.app) as base:
         made.base_url = base
@@ -73,17 +74,7 @@ def project_of(client: httpx.Client) -> int:
 
 def analyse(client: httpx.Client, project: int, **params: Any) -> dict[str, Any]:
     """Start an analysis and wait until it has ended; its job."""
-    answer = client.post(
-        f"/v1/projects/{project}/jobs", json={"type": "backlink_analysis", "params": params}
-    )
-    assert answer.status_code == 202, answer.text
-    job_id = answer.json()["data"]["id"]
-
-    def ended() -> dict[str, Any] | None:
-        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()["data"]
-        return job if job["status"] in ("completed", "failed") else None
-
-    return wait_until(ended, timeout=60)
+    return run_project_job(client, project, "backlink_analysis", params)
 
 
 def read(client: httpx.Client, project: int, path: str = "", **query: Any) -> httpx.Response:
