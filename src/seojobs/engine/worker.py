@@ -41,7 +41,7 @@ from seojobs.engine.host import (
 )
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
-from seojobs.logfmt import internal_message
+from seojobs.logfmt import REQUEST_ID, internal_message
 from seojobs.outside import storable
 from seojobs.records import ItemRecord, JobRecord
 from seojobs.settings import Settings
@@ -361,6 +361,9 @@ class Worker:
     # -- one job --------------------------------------------------------------------------
 
     async def _execute(self, job: JobRecord) -> None:
+        # The request that made the job, on every log line written for it: this task runs in
+        # its own copy of the context (asyncio.create_task), the tasks it starts inherit it.
+        REQUEST_ID.set(job.request_id)
         try:
             kind = self.registry.get(job.kind)
             params = kind.params.model_validate(job.params)
