@@ -6,7 +6,8 @@ Scaled down from the issue's figures to what a loaded 2-core CI machine does in 
 minute per test: 2 API processes and 2 workers (not 4 and 4), 40 jobs of 20 URLs (not 500 of
 100), 6 polling clients (not 200), and the `test_items` kind (each item logs its start in the
 database, so a repeat is seen) instead of index checks against a SERP fake. The budget test
-uses 3 API processes.
+uses 3 API processes; the clock test two workers on the shared server's scratch database (it
+stops nothing), one of them 5 minutes ahead.
 """
 
 from __future__ import annotations
