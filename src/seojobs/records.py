@@ -41,6 +41,7 @@ class JobRecord:
     idempotency_key: str | None
     schedule_id: int | None
     schedule_tick: datetime | None
+    request_id: str | None = None
 
     @property
     def is_final(self) -> bool:
@@ -152,6 +153,8 @@ class NewJob:
     # (code, message): store the job already failed, e.g. refused for quota, so the user sees
     # the refusal where they look for results.
     failure: tuple[str, str] | None = None
+    # The X-Request-ID the job was made under (the worker's log lines for it carry it).
+    request_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

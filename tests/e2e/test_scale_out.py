@@ -6,7 +6,8 @@ Scaled down from the issue's figures to what a loaded 2-core CI machine does in 
 minute per test: 2 API processes and 2 workers (not 4 and 4), 40 jobs of 20 URLs (not 500 of
 100), 6 polling clients (not 200), and the `test_items` kind (each item logs its start in the
 database, so a repeat is seen) instead of index checks against a SERP fake. The budget test
-uses 3 API processes.
+uses 3 API processes; the clock test two workers on the shared server's scratch database (it
+stops nothing), one of them 5 minutes ahead.
 """
 
 from __future__ import annotations
@@ -17,17 +18,19 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
 from seojobs.store import migrate
+from seojobs.store.clock import database_now
 from seojobs.store.db import Database
-from seojobs.store.tables import job_items, jobs
+from seojobs.store.tables import job_items, jobs, schedules
 from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.conftest import subprocess_env
-from tests.e2e.helpers import Proc, Spawner, free_port, open_services
+from tests.e2e.helpers import Proc, Spawner, free_port, make_user, open_services
 from tests.kinds import log_metadata, test_log
 from tests.owned import OwnPostgres, OwnRedis, own_postgres, own_redis  # noqa: F401
 from tests.waiting import wait_until
@@ -345,3 +348,90 @@ def test_one_budget_across_api_processes(
     with httpx.Client(headers={"X-API-Key": key}, timeout=2.0) as client:
         for base in bases:
             assert client.get(f"{base}/v1/projects").status_code == 200
+
+
+CLOCK_JOBS = 8
+CLOCK_ITEMS = 12
+SKEW = 300.0  # seconds: the clock of one worker is 5 minutes ahead
+
+
+def test_a_worker_clock_ahead_takes_no_lease_early_nor_a_tick(
+    spawn: Spawner,
+    pg_url: str,
+) -> None:
+    """Two workers, one whose clock is 5 minutes ahead (``SEOJOBS_TEST_CLOCK_SKEW_SECONDS``),
+    on short leases while jobs run. Judged on the database's own clock: no lease is taken
+    early (every item ran once, no claim lost), a job delayed 4 minutes is not claimed, a
+    schedule's tick 4 minutes away does not fire, and a due tick fires exactly once."""
+    _migrated(pg_url)
+    db = Database(pg_url)
+    try:
+        with db.read() as conn:
+            now = database_now(conn)
+        later = now + timedelta(seconds=SKEW - 60)
+        with open_services(pg_url) as services:
+            user = make_user(services, "clock")
+            delayed, _ = services.jobs.create(user, "test_noop", {}, run_at=later)
+            for name, start in (("due", now - timedelta(seconds=1)), ("later", later)):
+                services.schedules.create(
+                    user, name=name, kind="test_noop", params={}, every_seconds=3600, start_at=start
+                )
+        env = {"SEOJOBS_LEASE_SECONDS": "2", "SEOJOBS_MAINTENANCE_INTERVAL": "0.2"}
+        honest = spawn(
+            "worker", "--concurrency", "4", env=subprocess_env(pg_url, **env), name="honest"
+        )
+        ahead_env = subprocess_env(pg_url, **env, SEOJOBS_TEST_CLOCK_SKEW_SECONDS=str(SKEW))
+        ahead = spawn("worker", "--concurrency", "4", env=ahead_env, name="ahead")
+        for proc in (honest, ahead):
+            wait_until(lambda proc=proc: "starting" in proc.output(), timeout=STARTUP)
+        # Two workers of 4 slots for 8 jobs: each holds some while the other maintains.
+        with open_services(pg_url) as services:
+            ids = []
+            for n in range(CLOCK_JOBS):
+                urls = [f"https://site-{n}.example/{i}" for i in range(CLOCK_ITEMS)]
+                params = {"urls": urls, "item_delay": 0.25}
+                job, _ = services.jobs.create(user, "test_items", params)
+                ids.append(job.id)
+
+        def finished() -> bool:
+            with db.read() as conn:
+                states = conn.execute(select(jobs.c.state).where(jobs.c.id.in_(ids))).scalars()
+                return set(states) == {"completed"}
+
+        wait_until(finished, timeout=BOUND)
+        # Both workers took part: the one ahead had leases to take and schedules to fire.
+        wait_until(lambda: _scheduled(db) != [], timeout=BOUND)
+        with db.read() as conn:
+            end = database_now(conn)
+            runners = set(
+                conn.execute(select(test_log.c.pid).where(test_log.c.job_id.in_(ids))).scalars()
+            )
+            waiting = conn.execute(select(jobs.c.state).where(jobs.c.id == delayed.id)).scalar()
+            starts = conn.execute(
+                select(test_log.c.item, func.count())
+                .where(test_log.c.event == "start", test_log.c.job_id.in_(ids))
+                .group_by(test_log.c.job_id, test_log.c.item)
+            ).all()
+        ticks = _scheduled(db)
+    finally:
+        db.dispose()
+    assert len(starts) == CLOCK_JOBS * CLOCK_ITEMS
+    assert {n for _item, n in starts} == {1}, "an item ran twice: a lease was taken early"
+    assert waiting == "pending", "the delayed job was claimed before its time"
+    assert [name for name, _tick in ticks] == ["due"], ticks  # once, and not "later"
+    assert all(tick <= end for _name, tick in ticks)
+    for proc in (honest, ahead):
+        assert proc.alive(), proc.output()[-2000:]
+        assert "claim lost" not in proc.output()
+    assert runners == {honest.pid, ahead.pid}  # both ran jobs while the other maintained
+
+
+def _scheduled(db: Database) -> list[tuple[str, datetime]]:
+    """(schedule name, tick) of every job a schedule fired."""
+    with db.read() as conn:
+        rows = conn.execute(
+            select(schedules.c.name, jobs.c.schedule_tick)
+            .join(schedules, schedules.c.id == jobs.c.schedule_id)
+            .order_by(jobs.c.id)
+        ).all()
+    return [(str(name), tick) for name, tick in rows]

@@ -1,7 +1,7 @@
 """What each process counts (issue 26.3) and the request id: HTTP requests by route template
 and status with their latency, rate-limit refusals, provider calls by provider and outcome,
 claims, lease rescues and job durations, on ``GET /metrics``; ``X-Request-ID`` kept or made,
-and echoed.
+echoed, and on the worker's log lines of the job the request made.
 
 The counters belong to the process (the suite starts many apps in one), so each test reads
 how much they grew across what it did.
@@ -9,6 +9,7 @@ how much they grew across what it did.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from seojobs.engine import maintenance
+from seojobs.logfmt import RequestIdFilter
 from seojobs.providers.base import ProviderError
 from seojobs.providers.serper import SerperChecker
 from seojobs.settings import Settings
@@ -147,3 +149,31 @@ async def test_provider_calls_by_provider_and_outcome(app: Api) -> None:
     assert _grew(before, after, calls, provider="serper", outcome=failed.value.code) == 2
     timed = "seojobs_provider_call_duration_seconds_count"
     assert _grew(before, after, timed, provider="serper") == 3
+
+
+async def test_a_jobs_worker_log_lines_carry_the_request_that_made_it(
+    app: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    alice = app.account()
+    answer = app.client(alice).post(
+        f"/v1/projects/{alice.user.default_project_id}/jobs",
+        json={"type": "test_fail", "params": {}},
+        headers={"X-Request-ID": "edge-job:7"},
+    )
+    assert answer.status_code == 202, answer.text
+    job = app.services.jobs.get(alice.user, int(answer.json()["data"]["id"]))
+    assert job.request_id == "edge-job:7"
+    other, _ = app.services.jobs.create(alice.user, "test_fail", {})  # made by no request
+    assert other.request_id is None
+    caplog.handler.addFilter(RequestIdFilter())  # what the server's handler has (logfmt)
+    with caplog.at_level(logging.INFO, logger="seojobs.worker"):
+        await run_until_final(app.services, alice.user, job)
+        await run_until_final(app.services, alice.user, other)
+
+    def ids_on_lines(job_id: int) -> set[str | None]:
+        lines = [r for r in caplog.records if f"job={job_id} " in r.getMessage()]
+        assert len(lines) >= 2, [r.getMessage() for r in caplog.records]  # start and end
+        return {getattr(r, "request_id", "unset") for r in lines}
+
+    assert ids_on_lines(job.id) == {"edge-job:7"}
+    assert ids_on_lines(other.id) == {None}

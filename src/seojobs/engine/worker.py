@@ -41,13 +41,14 @@ from seojobs.engine.host import (
 )
 from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
-from seojobs.logfmt import internal_message
+from seojobs.logfmt import REQUEST_ID, internal_message
 from seojobs.outside import storable
 from seojobs.records import ItemRecord, JobRecord
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import kindrows
 from seojobs.store import results as result_sql
+from seojobs.store.clock import DatabaseClock
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.errors import Unavailable
@@ -88,7 +89,7 @@ class Worker:
         *,
         concurrency: int | None = None,
         worker_id: str | None = None,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Callable[[], datetime] | None = None,
         maintenance: bool = True,
         shutdown_grace: float | None = None,
         queues: Iterable[str] | None = None,
@@ -100,7 +101,10 @@ class Worker:
         self.registry = registry
         self.concurrency = concurrency or settings.worker_concurrency
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.clock = clock
+        # Leases, leadership, claims and schedules on the database's clock (store/clock.py),
+        # unless a clock is given (tests that move time themselves).
+        self._db_clock = DatabaseClock(db) if clock is None else None
+        self.clock: Callable[[], datetime] = self._db_clock or clock or utcnow
         self.run_maintenance = maintenance
         self.fire_schedule = fire_schedule
         # Loops that live as long as the worker, given by the layers above (webhook delivery).
@@ -170,6 +174,8 @@ class Worker:
         ]
         if self.run_maintenance:
             helpers.append(asyncio.create_task(self._maintenance_loop(), name="maintenance"))
+        with contextlib.suppress(Exception):  # the store away: 0 until the next heartbeat
+            await self.run_db(self._sync_clock)
         helpers += [asyncio.create_task(_forever(loop)) for loop in self.background]
         try:
             await self._claim_loop()
@@ -361,6 +367,9 @@ class Worker:
     # -- one job --------------------------------------------------------------------------
 
     async def _execute(self, job: JobRecord) -> None:
+        # The request that made the job, on every log line written for it: this task runs in
+        # its own copy of the context (asyncio.create_task), the tasks it starts inherit it.
+        REQUEST_ID.set(job.request_id)
         try:
             kind = self.registry.get(job.kind)
             params = kind.params.model_validate(job.params)
@@ -574,6 +583,8 @@ class Worker:
         interval = max(self.settings.lease_seconds / 3, 0.05)
         while True:
             await asyncio.sleep(interval)
+            with contextlib.suppress(Exception):  # the store away: said by whatever needs it
+                await self.run_db(self._sync_clock)
             held = {(job.id, job.attempt) for _t, _c, job in self.running.values()}
             if not held:
                 continue
@@ -595,17 +606,20 @@ class Worker:
                     log.warning("job %s: claim lost (cancelled or rescued); stopping it", job_id)
                     entry[0].cancel()
 
+    def _sync_clock(self) -> None:
+        if self._db_clock is not None:
+            self._db_clock.sync()
+
+    def _maintain(self) -> maintenance.MaintenanceReport:
+        self._sync_clock()  # the leader's lease and the ticks due: to the database's time
+        return maintenance.run_once(
+            self.db, self.settings, self.worker_id, self.clock(), self.fire_schedule
+        )
+
     async def _maintenance_loop(self) -> None:
         while True:
             try:
-                await self.run_db(
-                    maintenance.run_once,
-                    self.db,
-                    self.settings,
-                    self.worker_id,
-                    self.clock(),
-                    self.fire_schedule,
-                )
+                await self.run_db(self._maintain)
             except Exception:
                 log.exception("maintenance pass failed")
             await asyncio.sleep(self.settings.maintenance_interval)

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from seojobs.engine.registry import Kind
+from seojobs.logfmt import REQUEST_ID
 from seojobs.records import (
     FindingRecord,
     ItemRecord,
@@ -131,6 +132,7 @@ class Jobs(Part):
             schedule_id=origin.schedule_id if origin else None,
             schedule_tick=origin.tick if origin else None,
             failure=failure,
+            request_id=REQUEST_ID.get(),
         )
         job_id, created = job_sql.insert_job(self.db, conn, new, now)
         if created and failure is None:
@@ -177,6 +179,7 @@ class Jobs(Part):
                 items=items,
                 title=follow.title,
                 parent_id=job_id,
+                request_id=REQUEST_ID.get(),
             )
             child_id, _ = job_sql.insert_job(self.db, conn, new, now)
             usage_sql.charge(conn, user.id, child_id, cost_of(child_kind, child, len(items)), now)

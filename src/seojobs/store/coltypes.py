@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import DateTime
@@ -61,5 +62,14 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+# Tests' hook (issue 26): this process's clock that many seconds off, as on a machine whose
+# clock is wrong. Read once, at import; unset (the only production value) it costs nothing.
+_SKEW = timedelta(seconds=float(os.environ.get("SEOJOBS_TEST_CLOCK_SKEW_SECONDS") or 0))
+
+
 def utcnow() -> datetime:
+    """This process's clock. Decisions that several processes must agree on (leases,
+    leadership, schedules) use the database's instead: ``seojobs.store.clock``."""
+    if _SKEW:
+        return datetime.now(UTC) + _SKEW
     return datetime.now(UTC)

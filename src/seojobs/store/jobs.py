@@ -86,6 +86,7 @@ def _job_values(new: NewJob, now: datetime) -> dict[str, Any]:
         "idempotency_key": new.idempotency_key,
         "schedule_id": new.schedule_id,
         "schedule_tick": new.schedule_tick,
+        "request_id": new.request_id,
         # Always given, so that every job is one INSERT statement (see _insert_statement).
         "completed_at": None,
         "error_code": None,

@@ -124,6 +124,9 @@ jobs = Table(
     Column("idempotency_key", String(200), nullable=True),
     Column("schedule_id", BigId, ForeignKey("schedules.id", ondelete="SET NULL"), nullable=True),
     Column("schedule_tick", UTCDateTime, nullable=True),
+    # The X-Request-ID of the request that made the job (a schedule's or a follow-up's: the
+    # one in effect then, if any): the worker's log lines for the job carry it.
+    Column("request_id", String(128), nullable=True),
     CheckConstraint(
         "state IN ('pending', 'processing', 'completed', 'failed')", name="state_known"
     ),

@@ -1,0 +1,393 @@
+"""Scale benchmark: ``python bench/scale.py [--jobs 1000000] [--processes 1,2,4] ...``.
+
+Status GETs with 1, 2 and 4 API processes on PostgreSQL at N finished jobs (10 items each,
+written with COPY) beside the same at N/10, a report page at page 1 and page 10,000, and
+pruning. What it measures, its targets and how to read its report: docs/bench/scale.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import psycopg
+from sqlalchemy import text
+
+from bench.lib import cli, load, procstat
+from bench.lib.load import Load, Target
+from bench.lib.ours import SEED_PARAMS, create_user
+from bench.lib.scratch import ScratchPostgres, pg_conninfo, pg_url, vacuum_postgres
+from bench.lib.servers import STATUS_PATH, Server
+from seojobs.services.indexing import CHECK
+from seojobs.settings import Settings
+from seojobs.store import jobs as job_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+
+TARGET_P99 = 1.5  # the large table's p99 within this of the small one's, per process count
+TARGET_PAGE = 1.5  # page 10,000's p50 within this of page 1's
+TARGET_GROWTH = 0.9  # a process more never leaves less than this of the throughput before
+PAGES = 10_000
+CHUNK = 20_000  # rows per COPY write
+RETENTION_DAYS = Settings().retention_days
+ROWS = text("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM job_items)")
+WRK = load.wrk_path() or "wrk"
+Options = argparse.Namespace  # what parse_args returns
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    p = argparse.ArgumentParser(prog="bench/scale.py", description=__doc__.splitlines()[2])
+    p.add_argument("--jobs", type=int, default=1_000_000, help="the large table (1000000)")
+    p.add_argument("--items-per-job", type=int, default=10, help="items of each job (10)")
+    p.add_argument("--processes", type=cli.positive_ints, default=(1, 2, 4), help="1,2,4")
+    p.add_argument("--connections", type=int, default=64, help="load connections (64)")
+    p.add_argument("--page-size", type=int, default=50, help="report rows per page (50)")
+    p.add_argument("--prune-share", type=float, default=0.1, help="jobs past retention (0.1)")
+    p.add_argument("--duration", type=float, default=6.0, help="seconds per measured run (6)")
+    p.add_argument("--warmup", type=float, default=3.0, help="seconds of warm-up per server (3)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians (3)")
+    a = p.parse_args(argv)
+    if a.jobs < 10 or a.items_per_job < 1 or a.rounds < 1 or not 0 < a.prune_share < 1:
+        p.error("--jobs >= 10, --items-per-job and --rounds >= 1, 0 < --prune-share < 1")
+    return a
+
+
+# -- the tables, written with COPY -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Table:
+    label: str
+    name: str  # the scratch database
+    jobs: int
+    items: int
+    api_key: str  # a secret: handed to the load generator, never printed
+    report_id: int  # the job whose report is paged
+    seconds: float
+
+    @property
+    def url(self) -> str:
+        return pg_url(self.name)
+
+
+def _copy(
+    conn: psycopg.Connection[tuple[object, ...]], statement: str, lines: Iterable[str]
+) -> None:
+    with conn.cursor().copy(statement) as copy:
+        chunk: list[str] = []
+        for line in lines:
+            chunk.append(line)
+            if len(chunk) == CHUNK:
+                copy.write("".join(chunk))
+                chunk.clear()
+        copy.write("".join(chunk))
+
+
+def seed(pg: ScratchPostgres, label: str, jobs: int, opts: Options) -> Table:
+    """``jobs`` finished index checks of ``--items-per-job`` items (the oldest
+    ``--prune-share`` past retention), then one more whose report holds 10,000 pages."""
+    started = time.perf_counter()
+    name = pg.create("seojobs_scalebench")
+    user = create_user(pg_url(name))
+    when = utcnow()  # as COPY's text, formatted once (10,000,000 lines)
+    now, old = str(when), str(when - timedelta(days=RETENTION_DAYS + 1))
+    per, report_items = opts.items_per_job, opts.page_size * PAGES
+    params, counters = json.dumps(SEED_PARAMS), json.dumps({"indexed": per})
+    result = json.dumps({"provider": "serper", "indexed": True})
+    expired = round(jobs * opts.prune_share)
+
+    def job_lines() -> Iterator[str]:
+        for n in range(jobs + 1):
+            total = per if n < jobs else report_items
+            done = old if n < expired else now
+            yield (
+                f"{user.project_id}\t{CHECK}\t{params}\tcompleted\t0\t{done}\t{done}\t{done}"
+                f"\t{done}\t{done}\t1\t0\t{total}\t{total}\t0\t{counters}\n"
+            )
+
+    with psycopg.connect(pg_conninfo(name)) as conn:
+        _copy(
+            conn,
+            "COPY jobs (project_id, kind, params, state, priority, run_at, created_at, "
+            "started_at, updated_at, completed_at, attempt, rescue_count, items_total, "
+            "items_done, items_failed, counters) FROM STDIN",
+            job_lines(),
+        )
+        first, last = conn.execute("SELECT min(id), max(id) FROM jobs").fetchone() or (0, 0)
+        assert isinstance(first, int) and isinstance(last, int) and last - first == jobs
+
+        def item_lines() -> Iterator[str]:
+            for job_id in range(first, last + 1):
+                for seq in range(per if job_id < last else report_items):
+                    yield (
+                        f"{job_id}\t{seq}\thttps://site-{job_id}.example/{seq}\tdone\tindexed"
+                        f"\t{result}\t{now}\n"
+                    )
+
+        _copy(
+            conn,
+            "COPY job_items (job_id, seq, input, state, outcome, result, finished_at) FROM STDIN",
+            item_lines(),
+        )
+    vacuum_postgres(name)
+    items = jobs * per + report_items
+    return Table(label, name, jobs, items, user.api_key, last, time.perf_counter() - started)
+
+
+# -- the API processes and their samples ----------------------------------------------------
+
+
+class Pool(Server):
+    """``uvicorn --workers N`` of our app: N API processes on one port (the kernel spreads
+    the connections), as N ``seojobs serve --no-worker`` behind a proxy would be."""
+
+    def __init__(self, processes: int, table: Table, log: Path) -> None:
+        env = {"SEOJOBS_DATABASE_URL": table.url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
+        super().__init__("bench.lib.servers:ours", "/healthz", env, log)
+        self.processes = processes
+
+    @property
+    def command(self) -> list[str]:
+        return [*super().command, "--workers", str(self.processes)]
+
+    def cpu(self) -> float:
+        return sum(procstat.proc_cpu(pid) for pid in procstat.descendants(self.pid))
+
+
+@dataclass(frozen=True)
+class Sample:
+    what: str  # the table's label, or a report page
+    processes: int
+    load: Load
+    cpu_ms: float  # CPU of the API processes per answered request
+
+
+@dataclass
+class Results:
+    environment: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    pruned: tuple[int, float] | None = None  # rows deleted, seconds
+
+    def median(self, what: str, processes: int, pick: str) -> float:
+        found = [s for s in self.samples if s.what == what and s.processes == processes]
+        if pick == "cpu_ms":
+            return cli.median([s.cpu_ms for s in found])
+        return cli.median([getattr(s.load, pick) for s in found])
+
+
+def measure(pool: Pool, target: Target, what: str, opts: Options) -> Sample:
+    cpu = pool.cpu()
+    got = load.run_wrk(WRK, target, opts.connections, opts.duration)
+    if got.errors or got.bad_status or not got.requests:
+        raise RuntimeError(f"{what}: {got.errors} errors, {got.bad_status} non-2xx answers")
+    return Sample(what, pool.processes, got, (pool.cpu() - cpu) / got.requests * 1000)
+
+
+def page_path(table: Table, page: int, size: int) -> str:
+    path = f"/api/v1/index-check/jobs/{table.report_id}/report?limit={size}"
+    return path if page == 1 else f"{path}&cursor={size * (page - 1) - 1}"
+
+
+def check_page(pool: Pool, table: Table, page: int, size: int) -> None:
+    """The page answers 200 with ``size`` rows, the first of them the page's first item."""
+    status, _h, body = pool.get(page_path(table, page, size), {"Authorization": table.api_key})
+    rows = json.loads(body).get("rows", []) if status == 200 else []
+    want = f"https://site-{table.report_id}.example/{size * (page - 1)}"
+    if len(rows) != size or rows[0]["url"] != want:
+        raise RuntimeError(f"report page {page} answered {status}: {body[:200]!r}")
+
+
+def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Options) -> None:
+    """For each process count: both tables' pools up at once, their rounds interleaved; with
+    the first count, the report pages of the large table too."""
+    for n in opts.processes:
+        with ExitStack() as stack:
+            pools = [(t, Pool(n, t, log_dir / f"{t.label}-{n}.log")) for t in tables]
+            for _t, pool in pools:
+                stack.enter_context(pool)
+            targets = [
+                (t.label, p, Target(p.port, STATUS_PATH, t.report_id - t.jobs, t.jobs, t.api_key))
+                for t, p in pools
+            ]
+            if n == opts.processes[0]:
+                big, pool = pools[-1]
+                for page in (1, PAGES):
+                    check_page(pool, big, page, opts.page_size)
+                    path = page_path(big, page, opts.page_size)
+                    targets.append(
+                        (f"page {page:,}", pool, Target(pool.port, path, 0, 0, big.api_key))
+                    )
+            for _what, _pool, target in targets:
+                load.run_wrk(WRK, target, opts.connections, opts.warmup)
+            for rnd in range(opts.rounds):
+                for what, pool, target in targets[rnd % 2 :] + targets[: rnd % 2]:
+                    sample = measure(pool, target, what, opts)
+                    results.samples.append(sample)
+                    cli.progress(
+                        f"{n} process(es), {what}: {sample.load.rate:,.0f} req/s, "
+                        f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
+                    )
+
+
+def prune(table: Table, results: Results) -> None:
+    """What the maintenance leader's prune step does, batch after batch until nothing is
+    left past retention: jobs and their items, in rows per second."""
+    db = Database(table.url)
+    try:
+        before = _rows(db)
+        cutoff = utcnow() - timedelta(days=RETENTION_DAYS)
+        started = time.perf_counter()
+        while True:
+            with db.write() as conn:
+                if not job_sql.prune(conn, cutoff):
+                    break
+        results.pruned = (before - _rows(db), time.perf_counter() - started)
+    finally:
+        db.dispose()
+
+
+def _rows(db: Database) -> int:
+    with db.read() as conn:
+        return int(conn.execute(ROWS).scalar_one())
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def checks(results: Results, tables: list[Table], opts: Options) -> list[cli.Target]:
+    small, big = tables[0].label, tables[-1].label
+    found = []
+    for n in opts.processes:
+        p99, base = results.median(big, n, "p99_ms"), results.median(small, n, "p99_ms")
+        found.append(
+            (
+                f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}",
+                f"{p99:.1f} vs {base:.1f} ms ({p99 / base:.2f} x)",
+                p99 <= TARGET_P99 * base,
+            )
+        )
+    for before, after in zip(opts.processes, opts.processes[1:], strict=False):
+        rate, base = results.median(big, after, "rate"), results.median(big, before, "rate")
+        found.append(
+            (
+                f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s",
+                f"{rate:,.0f} vs {base:,.0f} ({rate / base:.2f} x)",
+                rate >= TARGET_GROWTH * base,
+            )
+        )
+    last = f"page {PAGES:,}"
+    p50, base = (
+        results.median(last, opts.processes[0], "p50_ms"),
+        results.median("page 1", opts.processes[0], "p50_ms"),
+    )
+    found.append(
+        (
+            f"report {last}: p50 <= {TARGET_PAGE} x page 1's",
+            f"{p50:.1f} vs {base:.1f} ms ({p50 / base:.2f} x)",
+            p50 <= TARGET_PAGE * base,
+        )
+    )
+    return found
+
+
+def render(results: Results, tables: list[Table], opts: Options) -> str:
+    out = ["", "Scale benchmark (bench/scale.py)", ""]
+    out += [f"  {line}" for line in [*results.environment, "", *results.setup]] + [""]
+    out.append(
+        f"Status GETs (random finished jobs over the whole table) and report pages, "
+        f"{opts.connections} connections: medians of {opts.rounds} interleaved round(s) of "
+        f"{opts.duration:.0f} s"
+    )
+    out.append("")
+    one = {t.label: results.median(t.label, opts.processes[0], "rate") for t in tables}
+    rows = [
+        (what, n)
+        for n in opts.processes
+        for what in dict.fromkeys(s.what for s in results.samples if s.processes == n)
+    ]
+
+    def efficiency(row: tuple[str, int]) -> str:
+        what, n = row
+        if what not in one:
+            return "-"
+        return f"{results.median(what, n, 'rate') / (n * one[what]):.0%}"
+
+    out += cli.columns(
+        [
+            ("what", lambda r: r[0]),
+            ("processes", lambda r: str(r[1])),
+            ("req/s", lambda r: f"{results.median(*r, 'rate'):,.0f}"),
+            ("p50 ms", lambda r: f"{results.median(*r, 'p50_ms'):.1f}"),
+            ("p99 ms", lambda r: f"{results.median(*r, 'p99_ms'):.1f}"),
+            ("CPU ms/req", lambda r: f"{results.median(*r, 'cpu_ms'):.2f}"),
+            ("per-process efficiency", efficiency),
+        ],
+        rows,
+    )
+    out += [
+        "",
+        "  per-process efficiency: req/s over (processes x the req/s of one process); past the",
+        "  machine's cores it falls by design. CPU ms/req: the API processes' CPU per answer.",
+        "",
+    ]
+    if results.pruned is not None:
+        rows_gone, seconds = results.pruned
+        out.append(
+            f"Pruning ({tables[-1].label}, the leader's batches of 5,000 jobs until none is "
+            f"past retention): {rows_gone:,} rows (jobs and items) in {seconds:.1f} s, "
+            f"{rows_gone / seconds:,.0f} rows/s"
+        )
+        out.append("")
+    out += ["Targets", "", *cli.judged(checks(results, tables, opts))]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli.unwind_on_sigterm()
+    opts = parse_args(argv)
+    results = Results()
+    tables: list[Table] = []
+    partial = cli.partial_report(
+        lambda: render(results, tables, opts) if len(tables) == 2 and results.samples else "",
+        "servers stopped, scratch databases dropped",
+    )
+    with partial, ExitStack() as stack:
+        pg = stack.enter_context(ScratchPostgres())
+        log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_scale_")))
+        results.environment = [
+            cli.machine(pg),
+            f"API: uvicorn --workers N of create_app(Settings(), run_worker=False); "
+            f"load: {load.wrk_version(WRK)}, 1 thread",
+            f"load average at start: {procstat.loadavg()}",
+        ]
+        for jobs in (opts.jobs // 10, opts.jobs):
+            table = seed(pg, f"{jobs:,} jobs", jobs, opts)
+            tables.append(table)
+            results.setup.append(
+                f"{table.label}: {table.jobs + 1:,} jobs and {table.items:,} items written with "
+                f"COPY in {table.seconds:.0f} s, then VACUUM ANALYZE; report job "
+                f"{table.report_id} of {opts.page_size * PAGES:,} items"
+            )
+            cli.progress(results.setup[-1])
+        run_processes(tables, log_dir, results, opts)
+        prune(tables[-1], results)
+        results.environment.append(f"load average at end: {procstat.loadavg()}")
+    print(render(results, tables, opts), end="", flush=True)
+    return cli.exit_code(cli.failed(checks(results, tables, opts)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
