@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-# The events jobs make; the change events the kinds declare come later.
+from seojobs.timefmt import rfc3339
+
+# The events jobs make. The change events (rank.changed, backlink.lost, ...) are declared by
+# the kinds beside their reads (seojobs.reads.ChangeEvent; Registry.change_events()).
 JOB_EVENTS = ("job.completed", "job.failed")
 EVENT_TYPES = JOB_EVENTS
 ALL_EVENTS = "*"
+
+
+def message(event_type: str, at: datetime, data: Any) -> tuple[str, str]:
+    """A new message: its ``webhook-id`` and its body (``type``, ``timestamp``, ``data``), fixed
+    before its first attempt (every retry sends the same id and bytes)."""
+    event = {"type": event_type, "timestamp": rfc3339(at), "data": data}
+    return "msg_" + uuid.uuid4().hex, json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,9 @@ class EndpointRecord:
         if self.events == ALL_EVENTS:
             return ALL_EVENTS
         return [e for e in self.events.split(",") if e]
+
+    def hears(self, event_type: str) -> bool:
+        return self.events == ALL_EVENTS or f",{event_type}," in self.events
 
     def signing_secrets(self, now: datetime) -> list[str]:
         """The secrets that sign now: the current one, and the previous one while it overlaps."""

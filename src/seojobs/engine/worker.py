@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from seojobs import telemetry
 from seojobs.engine import kindsettings, maintenance
+from seojobs.engine.changes import ChangeEvents
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
 from seojobs.engine.host import (
@@ -124,6 +125,8 @@ class Worker:
         self._held: Counter[int] = Counter()
         self._left_out = False  # the last claim left some user's jobs out
         self._kind_settings: dict[str, Any] = {}
+        # The change events the kinds declare, written with the collections they compare.
+        self.changes = ChangeEvents(registry)
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
         self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
@@ -253,7 +256,9 @@ class Worker:
         with self.db.write() as conn:
             now = self.clock()
             if acks:
-                self._check_completed(acks, job_sql.complete_many(self.db, conn, acks, now))
+                self._check_completed(
+                    acks, job_sql.complete_many(self.db, conn, acks, now, self.changes)
+                )
             return self._claim_with(conn, plan, now, limit, full or [])
 
     def _claim_with(
@@ -560,7 +565,7 @@ class Worker:
 
             def write(batch: list[tuple[int, int, dict[str, Any] | None]] = batch) -> set[int]:
                 with self.db.write() as conn:
-                    return job_sql.complete_many(self.db, conn, batch, self.clock())
+                    return job_sql.complete_many(self.db, conn, batch, self.clock(), self.changes)
 
             try:
                 done = await self.run_db(write)

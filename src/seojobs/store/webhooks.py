@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, literal, or_, select, update
 
+from seojobs.records import CollectionRecord
 from seojobs.store.coltypes import UTCDateTime
 from seojobs.store.db import Database
 from seojobs.store.tables import (
+    collections,
     jobs,
     projects,
     server_secrets,
@@ -124,6 +126,98 @@ def enqueue_for_jobs(
         "updated_at",
     ]
     conn.execute(insert(D).from_select(columns, source))
+
+
+# -- change events (declared by the kinds: seojobs.reads.ChangeEvent) --------------------------
+
+
+def change_endpoints(
+    conn: Connection, job_ids: Sequence[int], event_types: Sequence[str]
+) -> list[tuple[int, EndpointRecord]]:
+    """(project id, endpoint) for each enabled endpoint of a user's own (not a job's one-off
+    ``webhook_url``) that hears one of ``event_types`` from the project of one of the jobs.
+    One indexed lookup, which finds nothing when the jobs' users have no such endpoint."""
+    if not job_ids or not event_types:
+        return []
+    subscribed = [E.c.events == "*", *(E.c.events.like(f"%,{t},%") for t in event_types)]
+    query = (
+        select(jobs.c.project_id, E)
+        .select_from(
+            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+                E, E.c.user_id == projects.c.user_id
+            )
+        )
+        .where(
+            jobs.c.id.in_(sorted(job_ids)),
+            E.c.enabled.is_(True),
+            E.c.job_id.is_(None),
+            or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
+            or_(*subscribed),
+        )
+    )
+    found: dict[tuple[int, int], EndpointRecord] = {}  # not DISTINCT: PostgreSQL's json has no =
+    for project_id, *values in conn.execute(query):
+        endpoint = EndpointRecord(*values)
+        found[(int(project_id), endpoint.id)] = endpoint
+    return [(project, found[project, hook]) for project, hook in sorted(found)]
+
+
+def published_with_previous(
+    conn: Connection, job_ids: Sequence[int], kinds: Sequence[str]
+) -> list[tuple[CollectionRecord | None, CollectionRecord]]:
+    """(previous, new) for every published collection of ``kinds`` the jobs made: the
+    previous is the newest published collection of the same kind and subject in the same
+    project before it (None: the first)."""
+    if not job_ids or not kinds:
+        return []
+    C = collections
+    P = collections.alias("previous")
+    previous_id = (
+        select(func.max(P.c.id))
+        .where(
+            P.c.project_id == C.c.project_id,
+            P.c.kind == C.c.kind,
+            P.c.subject == C.c.subject,
+            P.c.committed.is_(True),
+            P.c.id < C.c.id,
+        )
+        .correlate(C)
+        .scalar_subquery()
+        .label("previous_id")
+    )
+    query = (
+        select(C, previous_id)
+        .where(C.c.job_id.in_(sorted(job_ids)), C.c.kind.in_(sorted(kinds)), C.c.committed)
+        .order_by(C.c.id)
+    )
+    width = len(C.c)
+    rows = [list(row) for row in conn.execute(query)]
+    wanted = sorted({int(row[width]) for row in rows if row[width] is not None})
+    before: dict[int, CollectionRecord] = {}
+    if wanted:
+        for found in conn.execute(select(C).where(C.c.id.in_(wanted))):
+            before[int(found.id)] = CollectionRecord(**found._asdict())
+    pairs = []
+    for values in rows:
+        new = CollectionRecord(**dict(zip(C.c.keys(), values[:width], strict=True)))
+        previous = before.get(int(values[width])) if values[width] is not None else None
+        pairs.append((previous, new))
+    return pairs
+
+
+def add_messages(conn: Connection, messages: Sequence[dict[str, Any]], now: datetime) -> None:
+    """Pending deliveries whose id and body are fixed already (``endpoint_id``, ``event_type``,
+    ``job_id``, ``msg_id``, ``payload``): a change event's, written with its collection."""
+    if not messages:
+        return
+    common = {
+        "state": "pending",
+        "attempts": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(insert(D), [{**m, **common} for m in messages])
 
 
 def claim_due(
