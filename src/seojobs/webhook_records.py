@@ -12,7 +12,7 @@ from seojobs.timefmt import rfc3339
 
 # The events jobs make. The change events (rank.changed, backlink.lost, ...) are declared by
 # the kinds beside their reads (seojobs.reads.ChangeEvent; Registry.change_events()).
-JOB_EVENTS = ("job.completed", "job.failed")
+JOB_EVENTS = ("job.completed", "job.failed", "scheduled_check.completed")
 EVENT_TYPES = JOB_EVENTS
 ALL_EVENTS = "*"
 

@@ -27,6 +27,7 @@ from seojobs.services import Services
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.webhook_records import EndpointRecord
+from tests.api_helpers import providers
 from tests.conftest import make_settings
 from tests.fakes.donor_site import TARGET, DonorSite
 from tests.fakes.ranks import FakeSerperRanks
@@ -167,13 +168,7 @@ async def test_a_keyword_moving_8_to_3_sends_rank_changed_once(store_url: str) -
             )
             serper.results("garden hose", *serp(4))
             await ticks.run()
-            sender = WebhookSender(services.settings)
-            try:
-                dispatcher = services.webhook_dispatcher()
-                while await dispatcher.run_once(sender):
-                    pass
-            finally:
-                await sender.aclose()
+            await dispatch(services)
             [got] = consumer.at("/ranks")
         verified = Webhook(signed.secret).verify(got.body, got.headers)
         assert verified["type"] == "rank.changed"
@@ -352,3 +347,64 @@ def test_domain_expiring_is_heard_once_as_it_comes_within_the_days(
         and event.matches(ExpiringFilters(days=days), event_data(event, before, after, changed))
     )
     assert heard is sent
+
+
+# -- scheduled_check.completed (seed 000's checker) ---------------------------------------------
+
+
+async def dispatch(services: Services) -> None:
+    """Send what the outbox holds (as a worker's dispatcher does), until nothing is due."""
+    sender = WebhookSender(services.settings)
+    try:
+        dispatcher = services.webhook_dispatcher()
+        while await dispatcher.run_once(sender):
+            pass
+    finally:
+        await sender.aclose()
+
+
+async def test_a_submissions_scheduled_check_sends_scheduled_check_completed(
+    sqlite_url: str,
+) -> None:
+    with providers() as fakes, receiver() as consumer:
+        settings = fakes.settings(sqlite_url, day_seconds=0.001)
+        services = Services(Database(sqlite_url), settings, load_registry(settings))
+        try:
+            user = services.accounts.create_user("alice").user
+            services.webhooks.new_callback_secret(user)
+            checks = services.webhooks.create(
+                user, url=consumer.url + "/checks", events=["scheduled_check.completed"]
+            )
+            services.webhooks.create(user, url=consumer.url + "/jobs", events=["job.completed"])
+            params = {"urls": ["https://example.com/a"], "engine": "google", "checker": 1}
+            submission, _ = services.jobs.create(
+                user, "index_submit", params, webhook_url=consumer.url + "/own"
+            )
+            plain, _ = services.jobs.create(
+                user, "index_check", {"urls": ["https://example.com/b"]}
+            )
+            [check] = [j for j in services.jobs.page(user, kind="index_check") if j.id != plain.id]
+            for job in (submission, plain, check):
+                assert (await run_until_final(services, user, job, timeout=60)).state == "completed"
+            await dispatch(services)
+            [heard] = consumer.at("/checks")
+            own = consumer.at("/own")
+            jobs = consumer.at("/jobs")
+        finally:
+            services.db.dispose()
+
+    event = Webhook(checks.secret).verify(heard.body, heard.headers)
+    assert event["type"] == "scheduled_check.completed"
+    assert (event["data"]["id"], event["data"]["type"]) == (check.id, "index_check")
+    assert event["data"]["submission_id"] == submission.id
+    # The submission's own webhook_url hears its end and its check's (seed 000).
+    own_events = sorted((e["type"], e["data"]["id"]) for e in map(_body, own))
+    assert own_events == [("job.completed", submission.id), ("scheduled_check.completed", check.id)]
+    assert sorted(_body(r)["data"]["id"] for r in jobs) == sorted(
+        [submission.id, plain.id, check.id]
+    )
+
+
+def _body(received: Any) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(received.body)
+    return found

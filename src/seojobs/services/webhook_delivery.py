@@ -33,6 +33,7 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import webhooks as hook_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
+from seojobs.store.jobs import SCHEDULED_CHECK
 from seojobs.timefmt import rfc3339
 from seojobs.webhook_records import AttemptOutcome, DueDelivery, EndpointRecord, message
 
@@ -135,6 +136,8 @@ class Dispatcher:
         with self.db.read() as conn:
             job = job_sql.get(conn, delivery.job_id) if delivery.job_id is not None else None
         data: dict[str, Any] = job_body(job) if job else {"id": delivery.job_id}
+        if job is not None and delivery.event_type == SCHEDULED_CHECK:
+            data["submission_id"] = job.parent_id  # the job whose follow-up it is
         msg_id, payload = message(delivery.event_type, delivery.created_at, data)
         with self.db.write() as conn:
             hook_sql.set_message(conn, delivery.id, msg_id, payload)

@@ -42,6 +42,8 @@ from seojobs.store import webhooks
 from seojobs.store.db import NOTIFY_CHANNEL, Database
 from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
+# The event a follow-up job's completion makes besides job.completed (seed 000's checker).
+SCHEDULED_CHECK = "scheduled_check.completed"
 OPEN_STATES = ("pending", "processing")
 FINAL_STATES = ("completed", "failed")
 ITEM_INSERT_CHUNK = 1000
@@ -444,7 +446,9 @@ def complete_many(
         if published is not None and made.rowcount:
             published(conn, sorted(completed), now)
         # Webhooks (issue 27): the outbox rows, in the transaction of the terminal state.
-        webhooks.enqueue_for_jobs(conn, sorted(completed), "job.completed", now)
+        webhooks.enqueue_for_jobs(
+            conn, sorted(completed), "job.completed", now, follow_up=SCHEDULED_CHECK
+        )
     return completed
 
 

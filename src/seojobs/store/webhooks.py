@@ -13,7 +13,19 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, insert, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+    update,
+)
 
 from seojobs.records import CollectionRecord
 from seojobs.store.coltypes import UTCDateTime
@@ -84,35 +96,48 @@ def delete_endpoint(conn: Connection, endpoint_id: int, user_id: int) -> bool:
 
 
 def enqueue_for_jobs(
-    conn: Connection, job_ids: Sequence[int], event_type: str, now: datetime
+    conn: Connection,
+    job_ids: Sequence[int],
+    event_type: str,
+    now: datetime,
+    follow_up: str | None = None,
 ) -> None:
     """One pending delivery per (job, enabled endpoint of its user subscribed to the event):
-    endpoints of the job's project or of all projects, and a job's own one-off endpoint."""
+    endpoints of the job's project or of all projects, and a job's own one-off endpoint.
+
+    ``follow_up``: a second event type the jobs that are follow-ups (a submission's scheduled
+    index check: ``parent_id`` set) make too, in the same statement; a job's one-off endpoint
+    hears its follow-ups' (seed 000: the submission's ``webhook_url`` hears its check)."""
     if not job_ids:
         return
     at = literal(now, UTCDateTime)
+    kind: Any = literal(event_type)
+    hears = or_(E.c.events == "*", E.c.events.like(f"%,{event_type},%"))
+    own = or_(E.c.job_id.is_(None), E.c.job_id == jobs.c.id)
+    joined = jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+        E, E.c.user_id == projects.c.user_id
+    )
+    if follow_up is not None:
+        types = union_all(
+            select(literal(event_type).label("t")), select(literal(follow_up).label("t"))
+        ).subquery("t")
+        kind = types.c.t
+        is_follow_up = and_(types.c.t == follow_up, jobs.c.parent_id.is_not(None))
+        hears = and_(
+            or_(types.c.t == event_type, is_follow_up),
+            or_(E.c.events == "*", E.c.events.like(literal("%,") + types.c.t + literal(",%"))),
+        )
+        own = or_(own, and_(is_follow_up, E.c.job_id == jobs.c.parent_id))
+        joined = joined.join(types, true())
     source = (
-        select(
-            E.c.id,
-            literal(event_type),
-            jobs.c.id,
-            literal("pending"),
-            literal(0),
-            at,
-            at,
-            at,
-        )
-        .select_from(
-            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
-                E, E.c.user_id == projects.c.user_id
-            )
-        )
+        select(E.c.id, kind, jobs.c.id, literal("pending"), literal(0), at, at, at)
+        .select_from(joined)
         .where(
             jobs.c.id.in_(sorted(job_ids)),
             E.c.enabled.is_(True),
             or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
-            or_(E.c.job_id.is_(None), E.c.job_id == jobs.c.id),
-            or_(E.c.events == "*", E.c.events.like(f"%,{event_type},%")),
+            own,
+            hears,
         )
     )
     columns = [
