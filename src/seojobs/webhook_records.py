@@ -6,15 +6,32 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from seojobs.timefmt import rfc3339
 
 # The events jobs make. The change events (rank.changed, backlink.lost, ...) are declared by
 # the kinds beside their reads (seojobs.reads.ChangeEvent; Registry.change_events()).
-JOB_EVENTS = ("job.completed", "job.failed", "scheduled_check.completed")
+PROGRESS = "job.progress"
+JOB_EVENTS = ("job.completed", "job.failed", "scheduled_check.completed", PROGRESS)
 EVENT_TYPES = JOB_EVENTS
 ALL_EVENTS = "*"
+
+
+class ProgressFilters(BaseModel):
+    """An endpoint's conditions on ``job.progress``: how often it is told (per job)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_seconds: Annotated[int, Field(ge=5, le=86400, strict=True)] = Field(
+        default=60, description="At most one job.progress per job this often (5 s at least)."
+    )
+
+
+# The job events that take conditions (the change events' are declared with them).
+JOB_FILTERS: dict[str, type[BaseModel]] = {PROGRESS: ProgressFilters}
 
 
 def message(event_type: str, at: datetime, data: Any) -> tuple[str, str]:

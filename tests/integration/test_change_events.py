@@ -408,3 +408,25 @@ async def test_a_submissions_scheduled_check_sends_scheduled_check_completed(
 def _body(received: Any) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(received.body)
     return found
+
+
+# -- job.progress -------------------------------------------------------------------------------
+
+
+async def test_job_progress_goes_to_endpoints_that_ask_at_most_once_per_their_interval(
+    sqlite_url: str,
+) -> None:
+    with world(sqlite_url) as (services, user, project):
+        asked = hook(services, user, "job.progress", **{"job.progress": {"every_seconds": 3600}})
+        every = services.webhooks.create(user, url=HOOK, events="*")
+        urls = [f"https://example.com/{n}" for n in range(6)]
+        job, _ = services.jobs.create(
+            user, "test_items", {"urls": urls, "item_delay": 0.01}, project_id=project
+        )
+        assert (await run_until_final(services, user, job)).state == "completed"
+        [told] = events(services, user, asked)  # many writes, one interval
+        assert told["type"] == "job.progress"
+        assert (told["data"]["id"], told["data"]["status"]) == (job.id, "processing")
+        assert told["data"]["items_total"] == 6
+        # "*" does not ask for progress
+        assert [e["type"] for e in events(services, user, every)] == ["job.completed"]

@@ -149,6 +149,7 @@ BAD_FILTERS = [
     ({"geo.visibility_changed": {"min_change": "a lot"}}, "filters.geo.visibility_changed"),
     ({"audit.issues_new": {"severity": "fatal"}}, "filters.audit.issues_new.severity"),
     ({"job.completed": {"type": "site_audit"}}, "filters.job.completed"),
+    ({"job.progress": {"every_seconds": 1}}, "filters.job.progress.every_seconds"),
     ({"rank.exploded": {}}, "filters.rank.exploded"),
 ]
 

@@ -27,7 +27,7 @@ from typing import Any, ParamSpec, TypeVar, assert_never
 from pydantic import ValidationError
 
 from seojobs import telemetry
-from seojobs.engine import kindsettings, maintenance
+from seojobs.engine import kindsettings, maintenance, progress
 from seojobs.engine.changes import ChangeEvents
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
@@ -127,6 +127,8 @@ class Worker:
         self._kind_settings: dict[str, Any] = {}
         # The change events the kinds declare, written with the collections they compare.
         self.changes = ChangeEvents(registry)
+        # Whether, and for which running jobs, to look for due job.progress deliveries.
+        self.progress = progress.Progress(db)
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
         self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
@@ -326,6 +328,7 @@ class Worker:
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self.running.pop(job_id, None)
+        self.progress.next_at.pop(job_id, None)
         user = self._owners.pop(job_id, None)
         if user is not None:
             left = self._held[user] - 1
@@ -515,9 +518,25 @@ class Worker:
                 return [self._apply(conn, job, change, now) for change in cleaned]
 
         try:
-            return await self.run_db(run)
+            written = await self.run_db(run)
         except job_sql.LeaseLost:
             raise Interrupted(f"job {job.id} is no longer held by this worker") from None
+        if any(isinstance(change, RecordItems) for change in cleaned):
+            await self._progress(job)
+        return written
+
+    async def _progress(self, job: JobRecord) -> None:
+        """``job.progress`` for the endpoints that ask (engine.progress), looked for at most
+        once per CHECK_SECONDS per job; a failure costs that event, never the job."""
+        gate = self.progress
+        now = time.monotonic()
+        if now < gate.asked_until and (not gate.asked or now < gate.next_at.get(job.id, 0.0)):
+            return  # the usual case, decided on the event loop
+        try:
+            if await self.run_db(gate.due, job.id, now):
+                await self.run_db(progress.progress_due, self.db, job.id, self.clock())
+        except Exception:
+            log.exception("job.progress of job %s not written", job.id)
 
     def _apply(self, conn: Any, job: JobRecord, change: Change, now: datetime) -> Any:
         match change:

@@ -9,12 +9,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.webhook import WebhookSender
 from seojobs.fielderrors import message
-from seojobs.reads import ChangeEvent
 from seojobs.records import UserRecord
 from seojobs.services.base import Part
 from seojobs.services.errors import FieldError, Invalid, NotFound
@@ -23,6 +22,7 @@ from seojobs.store.db import Connection
 from seojobs.webhook_records import (
     ALL_EVENTS,
     EVENT_TYPES,
+    JOB_FILTERS,
     AttemptRecord,
     DeliveryRecord,
     EndpointRecord,
@@ -50,7 +50,9 @@ def checked_events(events: list[str] | str, known: Sequence[str]) -> list[str] |
 
 
 def checked_filters(
-    filters: Mapping[str, Any] | None, changes: Mapping[str, ChangeEvent], known: Sequence[str]
+    filters: Mapping[str, Any] | None,
+    models: Mapping[str, type[BaseModel]],
+    known: Sequence[str],
 ) -> dict[str, Any] | None:
     """An endpoint's conditions per event type, each checked against the conditions that
     event declares (422 naming ``filters.<type>.<field>``); stored as checked."""
@@ -58,20 +60,20 @@ def checked_filters(
         return None
     checked: dict[str, Any] = {}
     for name, given in filters.items():
-        event = changes.get(name)
+        model = models.get(name)
         if name not in known:
             raise Invalid([_at(("filters", name), f"unknown event type {name!r}")])
-        if event is None or event.filters is None:
+        if model is None:
             raise Invalid([_at(("filters", name), f"{name} takes no filters")])
         if not isinstance(given, Mapping):
             raise Invalid([_at(("filters", name), "an object of conditions")])
         try:
-            model = event.filters.model_validate(given)
+            valid = model.model_validate(given)
         except ValidationError as exc:
             raise Invalid(
                 [_at(("filters", name, *e["loc"]), message(e)) for e in exc.errors()]
             ) from None
-        checked[name] = model.model_dump(mode="json", exclude_unset=True)
+        checked[name] = valid.model_dump(mode="json", exclude_unset=True)
     return checked
 
 
@@ -113,8 +115,9 @@ class Webhooks(Part):
         if "events" in values:
             values["events"] = stored_events(checked_events(values["events"], known))
         if "filters" in values:
-            changes = self.registry.change_events()
-            values["filters"] = checked_filters(values["filters"], changes, known)
+            models = {n: e.filters for n, e in self.registry.change_events().items() if e.filters}
+            models.update(JOB_FILTERS)
+            values["filters"] = checked_filters(values["filters"], models, known)
         return values
 
     def check_url(self, url: str, field: str = "url") -> None:

@@ -230,6 +230,46 @@ def published_with_previous(
     return pairs
 
 
+def progress_endpoints(
+    conn: Connection, job_id: int, event_type: str
+) -> list[tuple[EndpointRecord, datetime | None]]:
+    """The enabled endpoints (a user's own, not one-off) that name ``event_type`` (``*`` is
+    not asking for it), each with when its last delivery of that event for this job was made
+    (None: never)."""
+    last = (
+        select(func.max(D.c.created_at))
+        .where(D.c.endpoint_id == E.c.id, D.c.job_id == job_id, D.c.event_type == event_type)
+        .correlate(E)
+        .scalar_subquery()
+    )
+    query = (
+        select(E, last)
+        .select_from(
+            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+                E, E.c.user_id == projects.c.user_id
+            )
+        )
+        .where(
+            jobs.c.id == job_id,
+            E.c.enabled.is_(True),
+            E.c.job_id.is_(None),
+            or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
+            E.c.events.like(f"%,{event_type},%"),
+        )
+        .order_by(E.c.id)
+    )
+    found = []
+    for *values, made in conn.execute(query):
+        found.append((EndpointRecord(*values), made))
+    return found
+
+
+def any_names(conn: Connection, event_type: str) -> bool:
+    """Whether any enabled endpoint names ``event_type`` (``*`` does not)."""
+    query = select(E.c.id).where(E.c.enabled.is_(True), E.c.events.like(f"%,{event_type},%"))
+    return conn.execute(query.limit(1)).first() is not None
+
+
 def add_messages(conn: Connection, messages: Sequence[dict[str, Any]], now: datetime) -> None:
     """Pending deliveries whose id and body are fixed already (``endpoint_id``, ``event_type``,
     ``job_id``, ``msg_id``, ``payload``): a change event's, written with its collection."""
