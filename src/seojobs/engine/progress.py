@@ -2,13 +2,13 @@
 most once per their ``every_seconds`` per job.
 
 Only endpoints that name ``job.progress`` hear it (``*`` does not ask for it). A worker looks
-whether any endpoint names it at most once per ``CHECK_SECONDS`` (:class:`Progress`); if
-one does, it calls :func:`progress_due` after a write that recorded items, at most once per
+whether any endpoint names it when it starts and every ``CHECK_SECONDS`` (:class:`Progress`,
+off the write path). While one does, after a write that recorded items, at most once per
 ``CHECK_SECONDS`` per job (so a job writing results many times a second costs nothing more),
-which reads the endpoints that hear ``job.progress`` for the job, each with when it was last
-told, and writes an outbox row (the job's body then, fixed) for each one
-whose interval has passed. Progress is not a terminal state: its rows have their own short
-transaction, after the write that made the progress.
+it calls :func:`progress_due`: it reads the endpoints that hear ``job.progress`` for the job,
+each with when it was last told, and writes an outbox row (the job's body then, fixed) for
+each one whose interval has passed. Progress is not a terminal state: its rows have their
+own short transaction, after the write that made the progress.
 """
 
 from __future__ import annotations
@@ -25,22 +25,20 @@ CHECK_SECONDS = 5.0  # the least every_seconds an endpoint may ask for
 
 
 class Progress:
-    """A worker's gates: whether any endpoint asks (looked up once per CHECK_SECONDS), and
+    """A worker's gates: whether any endpoint asks (``refresh``, by a loop of the worker), and
     when each running job may next be looked at (monotonic seconds)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.asked = False
-        self.asked_until = 0.0
         self.next_at: dict[int, float] = {}
 
+    def refresh(self) -> None:
+        with self.db.read() as conn:
+            self.asked = hook_sql.any_names(conn, PROGRESS)
+
     def due(self, job_id: int, now: float) -> bool:
-        """Whether to look for the job's due rows now (a DB read when the deployment-wide
-        answer is stale: call it off the event loop)."""
-        if now >= self.asked_until:
-            with self.db.read() as conn:
-                self.asked = hook_sql.any_names(conn, PROGRESS)
-            self.asked_until = now + CHECK_SECONDS
+        """Whether to look for the job's due rows now (no I/O)."""
         if not self.asked or now < self.next_at.get(job_id, 0.0):
             return False
         self.next_at[job_id] = now + CHECK_SECONDS

@@ -169,9 +169,12 @@ class Worker:
         self._loop = asyncio.get_running_loop()
         self._listener = Listener(self.db, self.wake)
         self._listener.start()
+        with contextlib.suppress(Exception):  # else at the progress loop's next look
+            await self.run_db(self.progress.refresh)
         helpers = [
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._completer_loop(), name="completer"),
+            asyncio.create_task(self._progress_loop(), name="progress"),
         ]
         if self.run_maintenance:
             helpers.append(asyncio.create_task(self._maintenance_loop(), name="maintenance"))
@@ -528,15 +531,22 @@ class Worker:
     async def _progress(self, job: JobRecord) -> None:
         """``job.progress`` for the endpoints that ask (engine.progress), looked for at most
         once per CHECK_SECONDS per job; a failure costs that event, never the job."""
-        gate = self.progress
-        now = time.monotonic()
-        if now < gate.asked_until and (not gate.asked or now < gate.next_at.get(job.id, 0.0)):
+        if not self.progress.due(job.id, time.monotonic()):
             return  # the usual case, decided on the event loop
         try:
-            if await self.run_db(gate.due, job.id, now):
-                await self.run_db(progress.progress_due, self.db, job.id, self.clock())
+            await self.run_db(progress.progress_due, self.db, job.id, self.clock())
         except Exception:
             log.exception("job.progress of job %s not written", job.id)
+
+    async def _progress_loop(self) -> None:
+        """Whether any endpoint asks for job.progress, looked up now and every CHECK_SECONDS
+        (off the write path: a group of results stays one round trip)."""
+        while True:
+            await asyncio.sleep(progress.CHECK_SECONDS)
+            try:
+                await self.run_db(self.progress.refresh)
+            except Exception:
+                log.exception("looking for job.progress endpoints failed; trying again")
 
     def _apply(self, conn: Any, job: JobRecord, change: Change, now: datetime) -> Any:
         match change:
