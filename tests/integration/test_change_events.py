@@ -2,7 +2,8 @@
 kind's job, an in-process worker runs it against a local fake (Serper, a donor site, a site to
 audit), and the completion writes the outbox rows of what changed since the previous
 collection of the subject. Nothing is written when nothing changed; endpoint filters apply.
-The rank test runs on both stores (the comparison's SQL), the others on SQLite."""
+The rank and scheduled-check tests run on both stores (their SQL is the store's), the others
+on SQLite."""
 
 from __future__ import annotations
 
@@ -364,11 +365,12 @@ async def dispatch(services: Services) -> None:
 
 
 async def test_a_submissions_scheduled_check_sends_scheduled_check_completed(
-    sqlite_url: str,
+    store_url: str,
 ) -> None:
+    """On both stores: the completion's outbox statement is the store's."""
     with providers() as fakes, receiver() as consumer:
-        settings = fakes.settings(sqlite_url, day_seconds=0.001)
-        services = Services(Database(sqlite_url), settings, load_registry(settings))
+        settings = fakes.settings(store_url, day_seconds=0.001)
+        services = Services(Database(store_url), settings, load_registry(settings))
         try:
             user = services.accounts.create_user("alice").user
             services.webhooks.new_callback_secret(user)
