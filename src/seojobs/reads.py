@@ -275,3 +275,32 @@ class JobCompare:
     summary: str = ""
     description: str = ""
     tags: tuple[str, ...] = ()
+
+
+# -- events of what changed -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """A webhook event (issue 27) that a collection of ``kind`` makes when it differs from the
+    kind's previous collection of the same subject in the same project. The engine evaluates
+    it in the transaction that publishes the collection (the job's completion), and writes the
+    outbox rows there.
+
+    ``compare(before, after)``: the collections (``before`` None when the subject has none
+    yet) -> what changed, merged into the event's ``data``, or None when nothing did (nothing
+    is sent). The event's ``data`` is ``project_id``, ``subject``, ``before`` and ``after`` (each
+    collection as ``to_row`` makes it: the read's row) and what ``compare`` answered.
+
+    ``filters``: the model of an endpoint's conditions on this event (pydantic, extra fields
+    forbidden: an endpoint naming a wrong one is refused, naming it); ``matches(filters,
+    data)`` tells whether an event goes to an endpoint with those conditions (their defaults
+    when it set none). Without a model the event takes no conditions."""
+
+    name: str
+    kind: str
+    compare: Callable[[CollectionRecord | None, CollectionRecord], Mapping[str, Any] | None]
+    to_row: Callable[[CollectionRecord], dict[str, Any]] = collection_row
+    filters: type[BaseModel] | None = None
+    matches: Callable[[Any, Mapping[str, Any]], bool] | None = None
+    description: str = ""

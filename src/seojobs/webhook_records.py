@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-# The events jobs make; the change events the kinds declare come later.
-JOB_EVENTS = ("job.completed", "job.failed")
+from pydantic import BaseModel, ConfigDict, Field
+
+from seojobs.timefmt import rfc3339
+
+# The events jobs make. The change events (rank.changed, backlink.lost, ...) are declared by
+# the kinds beside their reads (seojobs.reads.ChangeEvent; Registry.change_events()).
+PROGRESS = "job.progress"
+JOB_EVENTS = ("job.completed", "job.failed", "scheduled_check.completed", PROGRESS)
 EVENT_TYPES = JOB_EVENTS
 ALL_EVENTS = "*"
+
+
+class ProgressFilters(BaseModel):
+    """An endpoint's conditions on ``job.progress``: how often it is told (per job)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_seconds: Annotated[int, Field(ge=5, le=86400, strict=True)] = Field(
+        default=60, description="At most one job.progress per job this often (5 s at least)."
+    )
+
+
+# The job events that take conditions (the change events' are declared with them).
+JOB_FILTERS: dict[str, type[BaseModel]] = {PROGRESS: ProgressFilters}
+
+
+def message(event_type: str, at: datetime, data: Any) -> tuple[str, str]:
+    """A new message: its ``webhook-id`` and its body (``type``, ``timestamp``, ``data``), fixed
+    before its first attempt (every retry sends the same id and bytes)."""
+    event = {"type": event_type, "timestamp": rfc3339(at), "data": data}
+    return "msg_" + uuid.uuid4().hex, json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -36,6 +65,9 @@ class EndpointRecord:
         if self.events == ALL_EVENTS:
             return ALL_EVENTS
         return [e for e in self.events.split(",") if e]
+
+    def hears(self, event_type: str) -> bool:
+        return self.events == ALL_EVENTS or f",{event_type}," in self.events
 
     def signing_secrets(self, now: datetime) -> list[str]:
         """The secrets that sign now: the current one, and the previous one while it overlaps."""

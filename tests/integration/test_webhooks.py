@@ -89,11 +89,12 @@ def test_endpoints_crud_and_the_secret_shown_once(hooked: Api) -> None:
         "http://127.0.0.1:9/in",
         events=["job.completed"],
         description="ci",
-        filters={"job.completed": {"type": "site_audit"}},
+        filters={"rank.changed": {"min_change": 3, "top": 10}},
     )
     secret = created["secret"]
     assert secret.startswith("whsec_") and len(base64.b64decode(secret[6:])) == 32
     assert created["events"] == ["job.completed"] and created["enabled"] is True
+    assert created["filters"] == {"rank.changed": {"min_change": 3, "top": 10}}
     hook_id = created["id"]
 
     read = client.get(f"/v1/webhooks/{hook_id}").json()["data"]
@@ -138,6 +139,33 @@ def test_bad_endpoints_are_422_naming_the_field(
         return
     assert_problem(answer, 422)
     assert any(f == field or f.startswith(field) for f in error_fields(answer)), answer.text
+
+
+BAD_FILTERS = [
+    ({"rank.changed": {"min_change": 0}}, "filters.rank.changed.min_change"),
+    ({"rank.changed": {"top": "10"}}, "filters.rank.changed.top"),
+    ({"rank.changed": {"colour": 1}}, "filters.rank.changed.colour"),
+    ({"domain.expiring": {"days": 400}}, "filters.domain.expiring.days"),
+    ({"geo.visibility_changed": {"min_change": "a lot"}}, "filters.geo.visibility_changed"),
+    ({"audit.issues_new": {"severity": "fatal"}}, "filters.audit.issues_new.severity"),
+    ({"job.completed": {"type": "site_audit"}}, "filters.job.completed"),
+    ({"job.progress": {"every_seconds": 1}}, "filters.job.progress.every_seconds"),
+    ({"rank.exploded": {}}, "filters.rank.exploded"),
+]
+
+
+def test_bad_filters_are_422_naming_the_field_on_create_and_patch(hooked: Api) -> None:
+    client = hooked.client(hooked.account())
+    hook = register(client, "http://127.0.0.1:9/", events=["rank.changed"])
+    for filters, field in BAD_FILTERS:
+        for answer in (
+            client.post("/v1/webhooks", json={"url": "http://127.0.0.1:9/", "filters": filters}),
+            client.patch(f"/v1/webhooks/{hook['id']}", json={"filters": filters}),
+        ):
+            assert_problem(answer, 422)
+            assert any(f.startswith(field) for f in error_fields(answer)), (field, answer.text)
+    assert len(client.get("/v1/webhooks").json()["data"]) == 1
+    assert client.get(f"/v1/webhooks/{hook['id']}").json()["data"]["filters"] is None
 
 
 def test_a_private_or_loopback_url_is_refused_at_registration(sqlite_url: str) -> None:

@@ -33,7 +33,11 @@ WebhookId = Annotated[int, Path(ge=1, le=MAX_ID, description="The endpoint's id.
 DeliveryId = Annotated[int, Path(ge=1, le=MAX_ID, description="The delivery's id."), IdDigits]
 EventName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Events = list[EventName] | Literal["*"]
-EVENTS_DOC = f"Event types ({', '.join(EVENT_TYPES)}), or `*` for all of them."
+EVENTS_DOC = (
+    f"Event types ({', '.join(EVENT_TYPES)}, and the change events the job types declare: "
+    "rank.changed, backlink.lost, audit.issues_new, ...; see the webhooks guide), or `*` for "
+    "all of them."
+)
 
 
 class WebhookIn(BaseModel):
@@ -47,7 +51,9 @@ class WebhookIn(BaseModel):
         default=None, ge=1, le=MAX_ID, description="Only this project's events."
     )
     filters: dict[EventName, dict[str, Any]] | None = Field(
-        default=None, description="Per event type, conditions its events must meet."
+        default=None,
+        description="Per change event type, conditions its events must meet (e.g. "
+        '`{"rank.changed": {"min_change": 3, "top": 10}}`); job events take none.',
     )
 
 

@@ -33,7 +33,7 @@ from seojobs.engine.roles import ProviderRole
 from seojobs.engine.views import GENERIC_VIEW, DashboardView
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
-from seojobs.reads import JobCompare, JobRead, Read
+from seojobs.reads import ChangeEvent, JobCompare, JobRead, Read
 from seojobs.records import NewItem
 from seojobs.rowshape import KindTable
 from seojobs.store import kindrows
@@ -158,6 +158,9 @@ class Kind(Generic[P]):
     # What one of its completed jobs wrote (its findings, a table it owns), read per job, and
     # how what one found differs from what another found (JobCompare).
     job_reads: tuple[JobRead | JobCompare, ...] = ()
+    # The webhook events its collections make when they differ from the previous collection
+    # of the same subject (seojobs.reads.ChangeEvent): declared beside its reads.
+    changes: tuple[ChangeEvent, ...] = ()
 
     def validate(self, params: Mapping[str, Any]) -> P:
         """Params as stored (a schedule's, a follow-up's): the server's own fields included."""
@@ -222,6 +225,14 @@ class Registry:
         for quota in kind.quotas:
             if quotas.get(quota.name, quota) != quota:
                 raise ValueError(f"quota {quota.name!r} is declared twice, differently")
+        events = self.change_events()
+        for change in kind.changes:
+            if change.kind != kind.name:
+                raise ValueError(
+                    f"event {change.name!r} of {kind.name!r} names kind {change.kind!r}"
+                )
+            if change.name in events:
+                raise ValueError(f"event type {change.name!r} is declared twice")
         for table in kind.tables:
             kindrows.declare(table)
         self._kinds[kind.name] = kind
@@ -247,6 +258,10 @@ class Registry:
             for role in kind.providers:
                 roles.setdefault(role.name, role)
         return list(roles.values())
+
+    def change_events(self) -> dict[str, ChangeEvent]:
+        """Every change event some kind declares, by type, in the order kinds were added."""
+        return {change.name: change for kind in self._kinds.values() for change in kind.changes}
 
     def queues(self) -> set[str]:
         return {kind.queue for kind in self._kinds.values()}

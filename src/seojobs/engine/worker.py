@@ -27,7 +27,8 @@ from typing import Any, ParamSpec, TypeVar, assert_never
 from pydantic import ValidationError
 
 from seojobs import telemetry
-from seojobs.engine import kindsettings, maintenance
+from seojobs.engine import kindsettings, maintenance, progress
+from seojobs.engine.changes import ChangeEvents
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
 from seojobs.engine.host import (
@@ -128,6 +129,10 @@ class Worker:
         self._held: Counter[int] = Counter()
         self._left_out = False  # the last claim left some user's jobs out
         self._kind_settings: dict[str, Any] = {}
+        # The change events the kinds declare, written with the collections they compare.
+        self.changes = ChangeEvents(registry)
+        # Whether, and for which running jobs, to look for due job.progress deliveries.
+        self.progress = progress.Progress(db)
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
         self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
@@ -168,9 +173,12 @@ class Worker:
         self._loop = asyncio.get_running_loop()
         self._listener = Listener(self.db, self.wake)
         self._listener.start()
+        with contextlib.suppress(Exception):  # else at the progress loop's next look
+            await self.run_db(self.progress.refresh)
         helpers = [
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._completer_loop(), name="completer"),
+            asyncio.create_task(self._progress_loop(), name="progress"),
         ]
         if self.run_maintenance:
             helpers.append(asyncio.create_task(self._maintenance_loop(), name="maintenance"))
@@ -259,7 +267,9 @@ class Worker:
         with self.db.write() as conn:
             now = self.clock()
             if acks:
-                self._check_completed(acks, job_sql.complete_many(self.db, conn, acks, now))
+                self._check_completed(
+                    acks, job_sql.complete_many(self.db, conn, acks, now, self.changes)
+                )
             return self._claim_with(conn, plan, now, limit, full or [])
 
     def _claim_with(
@@ -327,6 +337,7 @@ class Worker:
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
         self.running.pop(job_id, None)
+        self.progress.next_at.pop(job_id, None)
         user = self._owners.pop(job_id, None)
         if user is not None:
             left = self._held[user] - 1
@@ -519,9 +530,32 @@ class Worker:
                 return [self._apply(conn, job, change, now) for change in cleaned]
 
         try:
-            return await self.run_db(run)
+            written = await self.run_db(run)
         except job_sql.LeaseLost:
             raise Interrupted(f"job {job.id} is no longer held by this worker") from None
+        if any(isinstance(change, RecordItems) for change in cleaned):
+            await self._progress(job)
+        return written
+
+    async def _progress(self, job: JobRecord) -> None:
+        """``job.progress`` for the endpoints that ask (engine.progress), looked for at most
+        once per CHECK_SECONDS per job; a failure costs that event, never the job."""
+        if not self.progress.due(job.id, time.monotonic()):
+            return  # the usual case, decided on the event loop
+        try:
+            await self.run_db(progress.progress_due, self.db, job.id, self.clock())
+        except Exception:
+            log.exception("job.progress of job %s not written", job.id)
+
+    async def _progress_loop(self) -> None:
+        """Whether any endpoint asks for job.progress, looked up now and every CHECK_SECONDS
+        (off the write path: a group of results stays one round trip)."""
+        while True:
+            await asyncio.sleep(progress.CHECK_SECONDS)
+            try:
+                await self.run_db(self.progress.refresh)
+            except Exception:
+                log.exception("looking for job.progress endpoints failed; trying again")
 
     def _apply(self, conn: Any, job: JobRecord, change: Change, now: datetime) -> Any:
         match change:
@@ -569,7 +603,7 @@ class Worker:
 
             def write(batch: list[tuple[int, int, dict[str, Any] | None]] = batch) -> set[int]:
                 with self.db.write() as conn:
-                    return job_sql.complete_many(self.db, conn, batch, self.clock())
+                    return job_sql.complete_many(self.db, conn, batch, self.clock(), self.changes)
 
             try:
                 done = await self.run_db(write)

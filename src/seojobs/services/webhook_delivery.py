@@ -17,11 +17,9 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import json
 import logging
 import random
 import time
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,8 +33,9 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import webhooks as hook_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
+from seojobs.store.jobs import SCHEDULED_CHECK
 from seojobs.timefmt import rfc3339
-from seojobs.webhook_records import AttemptOutcome, DueDelivery, EndpointRecord
+from seojobs.webhook_records import AttemptOutcome, DueDelivery, EndpointRecord, message
 
 log = logging.getLogger("seojobs.webhooks")
 
@@ -137,13 +136,9 @@ class Dispatcher:
         with self.db.read() as conn:
             job = job_sql.get(conn, delivery.job_id) if delivery.job_id is not None else None
         data: dict[str, Any] = job_body(job) if job else {"id": delivery.job_id}
-        event = {
-            "type": delivery.event_type,
-            "timestamp": rfc3339(delivery.created_at),
-            "data": data,
-        }
-        msg_id = "msg_" + uuid.uuid4().hex
-        payload = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+        if job is not None and delivery.event_type == SCHEDULED_CHECK:
+            data["submission_id"] = job.parent_id  # the job whose follow-up it is
+        msg_id, payload = message(delivery.event_type, delivery.created_at, data)
         with self.db.write() as conn:
             hook_sql.set_message(conn, delivery.id, msg_id, payload)
         return msg_id, payload

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import base64
 import secrets
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.webhook import WebhookSender
+from seojobs.fielderrors import message
 from seojobs.records import UserRecord
 from seojobs.services.base import Part
 from seojobs.services.errors import FieldError, Invalid, NotFound
@@ -18,6 +22,7 @@ from seojobs.store.db import Connection
 from seojobs.webhook_records import (
     ALL_EVENTS,
     EVENT_TYPES,
+    JOB_FILTERS,
     AttemptRecord,
     DeliveryRecord,
     EndpointRecord,
@@ -32,16 +37,44 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
 
 
-def checked_events(events: list[str] | str) -> list[str] | str:
+def checked_events(events: list[str] | str, known: Sequence[str]) -> list[str] | str:
     if events == ALL_EVENTS:
         return ALL_EVENTS
     if isinstance(events, str) or not events:
         raise Invalid("events", f"a list of event types, or {ALL_EVENTS!r}")
     for i, name in enumerate(events):
-        if name not in EVENT_TYPES:
-            known = ", ".join(EVENT_TYPES)
-            raise Invalid([_at(("events", i), f"unknown event type {name!r}; known: {known}")])
+        if name not in known:
+            listed = ", ".join(known)
+            raise Invalid([_at(("events", i), f"unknown event type {name!r}; known: {listed}")])
     return events
+
+
+def checked_filters(
+    filters: Mapping[str, Any] | None,
+    models: Mapping[str, type[BaseModel]],
+    known: Sequence[str],
+) -> dict[str, Any] | None:
+    """An endpoint's conditions per event type, each checked against the conditions that
+    event declares (422 naming ``filters.<type>.<field>``); stored as checked."""
+    if filters is None:
+        return None
+    checked: dict[str, Any] = {}
+    for name, given in filters.items():
+        model = models.get(name)
+        if name not in known:
+            raise Invalid([_at(("filters", name), f"unknown event type {name!r}")])
+        if model is None:
+            raise Invalid([_at(("filters", name), f"{name} takes no filters")])
+        if not isinstance(given, Mapping):
+            raise Invalid([_at(("filters", name), "an object of conditions")])
+        try:
+            valid = model.model_validate(given)
+        except ValidationError as exc:
+            raise Invalid(
+                [_at(("filters", name, *e["loc"]), message(e)) for e in exc.errors()]
+            ) from None
+        checked[name] = valid.model_dump(mode="json", exclude_unset=True)
+    return checked
 
 
 def _at(path: tuple[str | int, ...], message: str) -> FieldError:
@@ -73,6 +106,20 @@ def one_off_values(
 
 
 class Webhooks(Part):
+    def event_types(self) -> list[str]:
+        """Every event an endpoint may hear: the jobs' and those the kinds declare."""
+        return [*EVENT_TYPES, *self.registry.change_events()]
+
+    def _checked(self, values: dict[str, Any]) -> dict[str, Any]:
+        known = self.event_types()
+        if "events" in values:
+            values["events"] = stored_events(checked_events(values["events"], known))
+        if "filters" in values:
+            models = {n: e.filters for n, e in self.registry.change_events().items() if e.filters}
+            models.update(JOB_FILTERS)
+            values["filters"] = checked_filters(values["filters"], models, known)
+        return values
+
     def check_url(self, url: str, field: str = "url") -> None:
         """Refuse a URL the fetcher's address policy refuses (SSRF); sends nothing."""
         try:
@@ -99,8 +146,7 @@ class Webhooks(Part):
             "user_id": user.id,
             "project_id": project_id,
             "url": url,
-            "events": stored_events(checked_events(events)),
-            "filters": filters,
+            **self._checked({"events": events, "filters": filters}),
             "description": description,
             "enabled": enabled,
             "secret": new_secret(),
@@ -133,9 +179,7 @@ class Webhooks(Part):
         """Change any of url, events, enabled, description, project_id, filters (checked as
         on creation). Enabling again clears the reason it was disabled and its failures."""
         self.get(user, endpoint_id)
-        values = dict(changes)
-        if "events" in values:
-            values["events"] = stored_events(checked_events(values["events"]))
+        values = self._checked(dict(changes))
         if values.get("project_id") is not None:
             self.base.project(user, values["project_id"])
         if values.get("enabled") is True:

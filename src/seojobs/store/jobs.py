@@ -9,7 +9,7 @@ trigger (see the migrations) refuses any update that tries.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,6 +42,8 @@ from seojobs.store import webhooks
 from seojobs.store.db import NOTIFY_CHANNEL, Database
 from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
+# The event a follow-up job's completion makes besides job.completed (seed 000's checker).
+SCHEDULED_CHECK = "scheduled_check.completed"
 OPEN_STATES = ("pending", "processing")
 FINAL_STATES = ("completed", "failed")
 ITEM_INSERT_CHUNK = 1000
@@ -423,9 +425,11 @@ def complete_many(
     conn: Connection,
     done: Sequence[tuple[int, int, dict[str, Any] | None]],
     now: datetime,
+    published: Callable[[Connection, list[int], datetime], None] | None = None,
 ) -> set[int]:
     """Mark claimed jobs completed, fenced by (id, attempt) and state, and publish what they
-    collected.
+    collected. ``published(conn, job_ids, now)`` runs in the same transaction when some of
+    them published a collection (the change events' outbox rows: seojobs.engine.changes).
 
     Returns the ids that were completed; a job missing from it had lost its claim.
     """
@@ -435,13 +439,17 @@ def complete_many(
         # the same transaction: a read never sees half a collection, nor a completed job
         # without its data. Whichever claim collected it (a resumed job may not collect
         # again), and cheap for jobs that collected nothing (an index lookup).
-        conn.execute(
+        made = conn.execute(
             update(collections)
             .where(collections.c.job_id.in_(sorted(completed)))
             .values(committed=True)
         )
+        if published is not None and made.rowcount:
+            published(conn, sorted(completed), now)
         # Webhooks (issue 27): the outbox rows, in the transaction of the terminal state.
-        webhooks.enqueue_for_jobs(conn, sorted(completed), "job.completed", now)
+        webhooks.enqueue_for_jobs(
+            conn, sorted(completed), "job.completed", now, follow_up=SCHEDULED_CHECK
+        )
     return completed
 
 

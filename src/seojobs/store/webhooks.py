@@ -9,15 +9,31 @@ costs one indexed lookup) when the jobs' users have no endpoint.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, insert, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+    update,
+)
 
+from seojobs.records import CollectionRecord
 from seojobs.store.coltypes import UTCDateTime
 from seojobs.store.db import Database
 from seojobs.store.tables import (
+    collections,
     jobs,
     projects,
     server_secrets,
@@ -82,35 +98,55 @@ def delete_endpoint(conn: Connection, endpoint_id: int, user_id: int) -> bool:
 
 
 def enqueue_for_jobs(
-    conn: Connection, job_ids: Sequence[int], event_type: str, now: datetime
+    conn: Connection,
+    job_ids: Sequence[int],
+    event_type: str,
+    now: datetime,
+    follow_up: str | None = None,
 ) -> None:
     """One pending delivery per (job, enabled endpoint of its user subscribed to the event):
-    endpoints of the job's project or of all projects, and a job's own one-off endpoint."""
-    if not job_ids:
-        return
-    at = literal(now, UTCDateTime)
+    endpoints of the job's project or of all projects, and a job's own one-off endpoint.
+
+    ``follow_up``: a second event type the jobs that are follow-ups (a submission's scheduled
+    index check: ``parent_id`` set) make too, in the same statement; a job's one-off endpoint
+    hears its follow-ups' (seed 000: the submission's ``webhook_url`` hears its check)."""
+    if job_ids:
+        statement = _enqueue_statement(event_type, follow_up)
+        conn.execute(statement, {"ids": sorted(job_ids), "now": now})
+
+
+@functools.cache
+def _enqueue_statement(event_type: str, follow_up: str | None) -> Any:
+    """:func:`enqueue_for_jobs`' statement, built once (it runs in every completion batch:
+    built per call, it cost more CPU than running it, bench/queue.py's hot path)."""
+    at = bindparam("now", type_=UTCDateTime)
+    kind: Any = literal(event_type)
+    hears = or_(E.c.events == "*", E.c.events.like(f"%,{event_type},%"))
+    own = or_(E.c.job_id.is_(None), E.c.job_id == jobs.c.id)
+    joined = jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+        E, E.c.user_id == projects.c.user_id
+    )
+    if follow_up is not None:
+        types = union_all(
+            select(literal(event_type).label("t")), select(literal(follow_up).label("t"))
+        ).subquery("t")
+        kind = types.c.t
+        is_follow_up = and_(types.c.t == follow_up, jobs.c.parent_id.is_not(None))
+        hears = and_(
+            or_(types.c.t == event_type, is_follow_up),
+            or_(E.c.events == "*", E.c.events.like(literal("%,") + types.c.t + literal(",%"))),
+        )
+        own = or_(own, and_(is_follow_up, E.c.job_id == jobs.c.parent_id))
+        joined = joined.join(types, true())
     source = (
-        select(
-            E.c.id,
-            literal(event_type),
-            jobs.c.id,
-            literal("pending"),
-            literal(0),
-            at,
-            at,
-            at,
-        )
-        .select_from(
-            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
-                E, E.c.user_id == projects.c.user_id
-            )
-        )
+        select(E.c.id, kind, jobs.c.id, literal("pending"), literal(0), at, at, at)
+        .select_from(joined)
         .where(
-            jobs.c.id.in_(sorted(job_ids)),
+            jobs.c.id.in_(bindparam("ids", expanding=True)),
             E.c.enabled.is_(True),
             or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
-            or_(E.c.job_id.is_(None), E.c.job_id == jobs.c.id),
-            or_(E.c.events == "*", E.c.events.like(f"%,{event_type},%")),
+            own,
+            hears,
         )
     )
     columns = [
@@ -123,7 +159,139 @@ def enqueue_for_jobs(
         "created_at",
         "updated_at",
     ]
-    conn.execute(insert(D).from_select(columns, source))
+    return insert(D).from_select(columns, source)
+
+
+# -- change events (declared by the kinds: seojobs.reads.ChangeEvent) --------------------------
+
+
+def change_endpoints(
+    conn: Connection, job_ids: Sequence[int], event_types: Sequence[str]
+) -> list[tuple[int, EndpointRecord]]:
+    """(project id, endpoint) for each enabled endpoint of a user's own (not a job's one-off
+    ``webhook_url``) that hears one of ``event_types`` from the project of one of the jobs.
+    One indexed lookup, which finds nothing when the jobs' users have no such endpoint."""
+    if not job_ids or not event_types:
+        return []
+    subscribed = [E.c.events == "*", *(E.c.events.like(f"%,{t},%") for t in event_types)]
+    query = (
+        select(jobs.c.project_id, E)
+        .select_from(
+            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+                E, E.c.user_id == projects.c.user_id
+            )
+        )
+        .where(
+            jobs.c.id.in_(sorted(job_ids)),
+            E.c.enabled.is_(True),
+            E.c.job_id.is_(None),
+            or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
+            or_(*subscribed),
+        )
+    )
+    found: dict[tuple[int, int], EndpointRecord] = {}  # not DISTINCT: PostgreSQL's json has no =
+    for project_id, *values in conn.execute(query):
+        endpoint = EndpointRecord(*values)
+        found[(int(project_id), endpoint.id)] = endpoint
+    return [(project, found[project, hook]) for project, hook in sorted(found)]
+
+
+def published_with_previous(
+    conn: Connection, job_ids: Sequence[int], kinds: Sequence[str]
+) -> list[tuple[CollectionRecord | None, CollectionRecord]]:
+    """(previous, new) for every published collection of ``kinds`` the jobs made: the
+    previous is the newest published collection of the same kind and subject in the same
+    project before it (None: the first)."""
+    if not job_ids or not kinds:
+        return []
+    C = collections
+    P = collections.alias("previous")
+    previous_id = (
+        select(func.max(P.c.id))
+        .where(
+            P.c.project_id == C.c.project_id,
+            P.c.kind == C.c.kind,
+            P.c.subject == C.c.subject,
+            P.c.committed.is_(True),
+            P.c.id < C.c.id,
+        )
+        .correlate(C)
+        .scalar_subquery()
+        .label("previous_id")
+    )
+    query = (
+        select(C, previous_id)
+        .where(C.c.job_id.in_(sorted(job_ids)), C.c.kind.in_(sorted(kinds)), C.c.committed)
+        .order_by(C.c.id)
+    )
+    width = len(C.c)
+    rows = [list(row) for row in conn.execute(query)]
+    wanted = sorted({int(row[width]) for row in rows if row[width] is not None})
+    before: dict[int, CollectionRecord] = {}
+    if wanted:
+        for found in conn.execute(select(C).where(C.c.id.in_(wanted))):
+            before[int(found.id)] = CollectionRecord(**found._asdict())
+    pairs = []
+    for values in rows:
+        new = CollectionRecord(**dict(zip(C.c.keys(), values[:width], strict=True)))
+        previous = before.get(int(values[width])) if values[width] is not None else None
+        pairs.append((previous, new))
+    return pairs
+
+
+def progress_endpoints(
+    conn: Connection, job_id: int, event_type: str
+) -> list[tuple[EndpointRecord, datetime | None]]:
+    """The enabled endpoints (a user's own, not one-off) that name ``event_type`` (``*`` is
+    not asking for it), each with when its last delivery of that event for this job was made
+    (None: never)."""
+    last = (
+        select(func.max(D.c.created_at))
+        .where(D.c.endpoint_id == E.c.id, D.c.job_id == job_id, D.c.event_type == event_type)
+        .correlate(E)
+        .scalar_subquery()
+    )
+    query = (
+        select(E, last)
+        .select_from(
+            jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+                E, E.c.user_id == projects.c.user_id
+            )
+        )
+        .where(
+            jobs.c.id == job_id,
+            E.c.enabled.is_(True),
+            E.c.job_id.is_(None),
+            or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
+            E.c.events.like(f"%,{event_type},%"),
+        )
+        .order_by(E.c.id)
+    )
+    found = []
+    for *values, made in conn.execute(query):
+        found.append((EndpointRecord(*values), made))
+    return found
+
+
+def any_names(conn: Connection, event_type: str) -> bool:
+    """Whether any enabled endpoint names ``event_type`` (``*`` does not)."""
+    query = select(E.c.id).where(E.c.enabled.is_(True), E.c.events.like(f"%,{event_type},%"))
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def add_messages(conn: Connection, messages: Sequence[dict[str, Any]], now: datetime) -> None:
+    """Pending deliveries whose id and body are fixed already (``endpoint_id``, ``event_type``,
+    ``job_id``, ``msg_id``, ``payload``): a change event's, written with its collection."""
+    if not messages:
+        return
+    common = {
+        "state": "pending",
+        "attempts": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(insert(D), [{**m, **common} for m in messages])
 
 
 def claim_due(

@@ -17,7 +17,7 @@ from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import ItemInput, Kind, Quota, ReportColumn
 from seojobs.kinds.backlink_refresh.check import LINK_STATUSES
 from seojobs.kinds.backlink_refresh.params import BacklinkRefreshParams, subject
-from seojobs.kinds.backlink_refresh.reads import READS
+from seojobs.kinds.backlink_refresh.reads import CHANGES, READS
 from seojobs.kinds.backlink_refresh.run import run
 
 NAME = "backlink_refresh"
@@ -79,4 +79,5 @@ KIND: Kind[BacklinkRefreshParams] = Kind(
     ),
     settings=BacklinkRefreshSettings,
     reads=READS,
+    changes=CHANGES,
 )

@@ -18,7 +18,17 @@ from pydantic import BaseModel, Field
 from seojobs.kinds.backlink_refresh.match import host_of, on_site, same_page
 from seojobs.kinds.backlink_refresh.params import normalised
 from seojobs.kinds.urls import check_url
-from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Key, Read, RowMatch, data_of, stamp
+from seojobs.reads import (
+    NEWEST_FIRST,
+    ChangeEvent,
+    FieldMatch,
+    Filter,
+    Key,
+    Read,
+    RowMatch,
+    data_of,
+    stamp,
+)
 from seojobs.records import CollectionRecord
 
 HISTORY_FIELDS = ("first_seen", "last_checked", "last_changed", "previous_status")
@@ -149,5 +159,86 @@ READS = (
         description="Every completed check of one (donor, target) pair (of one donor's or one "
         "target's pairs, or of every pair), newest first. 404 until one has completed.",
         tags=("backlinks",),
+    ),
+)
+
+
+# -- what changed (webhooks: backlink.lost, backlink.new, backlink.changed) ------------------
+
+# Why a link that was found is not any more, by the pair's new status.
+LOST_REASONS = {
+    "missing": "link_removed",
+    "donor_error": "page_gone",
+    "donor_redirected": "page_gone",
+    "blocked": "blocked",
+}
+
+
+def _pair(before: CollectionRecord | None, after: CollectionRecord) -> tuple[Any, Any] | None:
+    if before is None:
+        return None
+    return data_of(before), data_of(after)
+
+
+def _about(new: Mapping[str, Any]) -> dict[str, Any]:
+    return {"donor": new.get("donor"), "target": new.get("target")}
+
+
+def lost(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """A link found at the previous check is not found now: ``reason`` is ``link_removed``
+    (the page no longer links), ``page_gone`` (no page, or it redirects elsewhere) or
+    ``blocked`` (robots.txt keeps us out); ``detail`` says it in words."""
+    pair = _pair(before, after)
+    if pair is None or pair[0].get("link_status") != "found":
+        return None
+    status = pair[1].get("link_status")
+    if status == "found":
+        return None
+    reason = LOST_REASONS.get(str(status), "page_gone")
+    return {**_about(pair[1]), "reason": reason, "detail": pair[1].get("reason")}
+
+
+def new(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """A link not found at the previous check is found now (``reason``: ``link_added``, or
+    ``page_back`` when the donor gave no page before). The first check of a pair sends none."""
+    pair = _pair(before, after)
+    if pair is None or pair[1].get("link_status") != "found":
+        return None
+    status = pair[0].get("link_status")
+    if status == "found":
+        return None
+    reason = "link_added" if status == "missing" else "page_back"
+    return {**_about(pair[1]), "reason": reason, "detail": pair[1].get("reason")}
+
+
+def changed(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """A link found at both checks that is now nofollow (``now_nofollow``) or followed
+    (``now_followed``), or whose donor is now noindex (``now_noindex``) or indexable
+    (``now_indexable``): ``reasons`` lists them."""
+    pair = _pair(before, after)
+    if pair is None or {pair[0].get("link_status"), pair[1].get("link_status")} != {"found"}:
+        return None
+    old, now = pair
+    reasons = []
+    if bool(old.get("nofollow")) != bool(now.get("nofollow")):
+        reasons.append("now_nofollow" if now.get("nofollow") else "now_followed")
+    if old.get("indexable") is not False and now.get("indexable") is False:
+        reasons.append("now_noindex")
+    elif old.get("indexable") is False and now.get("indexable") is True:
+        reasons.append("now_indexable")
+    return {**_about(now), "reasons": reasons} if reasons else None
+
+
+CHANGES = (
+    ChangeEvent(
+        "backlink.lost", "backlink_refresh", lost, to_row=row, description=lost.__doc__ or ""
+    ),
+    ChangeEvent("backlink.new", "backlink_refresh", new, to_row=row, description=new.__doc__ or ""),
+    ChangeEvent(
+        "backlink.changed",
+        "backlink_refresh",
+        changed,
+        to_row=row,
+        description=changed.__doc__ or "",
     ),
 )

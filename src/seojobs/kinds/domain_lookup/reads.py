@@ -3,12 +3,14 @@ starts a lookup."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from seojobs.kinds.domain_lookup.params import normalise_domain
-from seojobs.reads import Filter, Read, SubjectMatch, stamp
+from seojobs.reads import ChangeEvent, Filter, Read, SubjectMatch, data_of, stamp
 from seojobs.records import CollectionRecord
 
 
@@ -63,5 +65,91 @@ READS = (
         "DNS and TLS certificate, with the `job_id` and `collected_at` of that lookup. Never "
         "starts a lookup: 404 until one has completed.",
         tags=("domain",),
+    ),
+)
+
+
+# -- what changed (webhooks: domain.expiring) -------------------------------------------------
+
+HORIZON_DAYS = 365  # the most an endpoint may ask to be told in advance
+DAY = 86400
+
+
+class ExpiringFilters(BaseModel):
+    """An endpoint's conditions on ``domain.expiring``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    days: Annotated[int, Field(ge=1, le=HORIZON_DAYS, strict=True)] = Field(
+        default=30, description="Tell when the registration or certificate ends within N days."
+    )
+
+
+def _when(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        found = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+
+def _ends(found: CollectionRecord) -> dict[str, tuple[str, int]]:
+    """What ends (``registration``, ``certificate``): when, and in how many whole days from
+    the lookup."""
+    data = data_of(found)
+    parts = {"registration": ("rdap", "expires"), "certificate": ("tls", "not_after")}
+    ends = {}
+    for name, (part, key) in parts.items():
+        values = data.get(part)
+        if not isinstance(values, dict):
+            continue
+        at = _when(values.get(key))
+        if at is not None:
+            left = int((at - found.collected_at).total_seconds() // DAY)
+            ends[name] = (str(values[key]), left)
+    return ends
+
+
+def expiring(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """The domain's registration or TLS certificate ends within a year of the lookup:
+    ``expiring`` lists each (``what``, ``expires_at``, ``days_left`` and the previous lookup's
+    ``days_left_before``). An endpoint hears it once as either comes within its ``days``
+    (default 30): not again while it stays within them, again after a renewal."""
+    was = _ends(before) if before is not None else {}
+    found = [
+        {
+            "what": name,
+            "expires_at": at,
+            "days_left": left,
+            "days_left_before": was[name][1] if name in was else None,
+        }
+        for name, (at, left) in _ends(after).items()
+        if left <= HORIZON_DAYS
+    ]
+    if not found:
+        return None
+    return {"domain": after.subject, "expiring": found}
+
+
+def within(filters: ExpiringFilters, data: Mapping[str, Any]) -> bool:
+    days = filters.days
+    return any(
+        end["days_left"] <= days
+        and (end["days_left_before"] is None or end["days_left_before"] > days)
+        for end in data["expiring"]
+    )
+
+
+CHANGES = (
+    ChangeEvent(
+        "domain.expiring",
+        "domain_lookup",
+        expiring,
+        to_row=row,
+        filters=ExpiringFilters,
+        matches=within,
+        description=expiring.__doc__ or "",
     ),
 )

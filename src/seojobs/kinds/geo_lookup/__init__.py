@@ -13,7 +13,7 @@ from __future__ import annotations
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
-from seojobs.kinds.geo_lookup.reads import READS
+from seojobs.kinds.geo_lookup.reads import CHANGES, READS
 from seojobs.kinds.geo_lookup.run import AI_SEARCH, GeoLookupSettings, refusal, run, subject
 
 NAME = "geo_lookup"
@@ -58,4 +58,5 @@ KIND: Kind[GeoLookupParams] = Kind(
         ReportColumn("mentioned_share", "mentioned_share"),
     ),
     reads=READS,
+    changes=CHANGES,
 )

@@ -12,12 +12,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from seojobs.kinds.geo_lookup.params import MAX_PROMPT, PROVIDERS
 from seojobs.kinds.geo_lookup.run import subject
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, TEXT_PATTERN
-from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Read, SubjectMatch, fields_row
+from seojobs.reads import (
+    NEWEST_FIRST,
+    ChangeEvent,
+    FieldMatch,
+    Filter,
+    Read,
+    SubjectMatch,
+    data_of,
+    fields_row,
+)
+from seojobs.records import CollectionRecord
 
 
 class Citation(BaseModel):
@@ -128,5 +138,54 @@ READS = (
         description="Every completed answer of `prompt` (of every prompt without it; of one "
         "provider, if given), newest first. 404 until one has completed.",
         tags=("geo",),
+    ),
+)
+
+
+# -- what changed (webhooks: geo.visibility_changed) -----------------------------------------
+
+SHARES = ("cited_share", "mentioned_share")
+
+
+class VisibilityFilters(BaseModel):
+    """An endpoint's conditions on ``geo.visibility_changed``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_change: float = Field(
+        default=0.0, ge=0.0, le=1.0, strict=True,
+        description="Only when a share moved by at least this much (0 to 1).",
+    )  # fmt: skip
+
+
+def visibility(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """The share of a prompt's answers that cite the domain, or name the brand, moved since
+    the prompt's previous lookup with the provider: each share ``before`` and ``after``."""
+    if before is None:
+        return None
+    old, new = data_of(before), data_of(after)
+    moved = {}
+    for share in SHARES:
+        was, now = old.get(share), new.get(share)
+        if isinstance(was, int | float) and isinstance(now, int | float) and was != now:
+            moved[share] = {"before": was, "after": now, "change": round(now - was, 4)}
+    if not moved:
+        return None
+    return {"prompt": new.get("prompt"), "provider": new.get("provider"), "shares": moved}
+
+
+def moved_enough(filters: VisibilityFilters, data: Mapping[str, Any]) -> bool:
+    return any(abs(s["change"]) >= filters.min_change for s in data["shares"].values())
+
+
+CHANGES = (
+    ChangeEvent(
+        "geo.visibility_changed",
+        "geo_lookup",
+        visibility,
+        to_row=row,
+        filters=VisibilityFilters,
+        matches=moved_enough,
+        description=visibility.__doc__ or "",
     ),
 )

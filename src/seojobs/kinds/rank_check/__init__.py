@@ -13,7 +13,7 @@ from __future__ import annotations
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
-from seojobs.kinds.rank_check.reads import READS
+from seojobs.kinds.rank_check.reads import CHANGES, READS
 from seojobs.kinds.rank_check.run import RANKS, RankCheckSettings, items, refusal, run, subject
 
 NAME = "rank_check"
@@ -51,4 +51,5 @@ KIND: Kind[RankCheckParams] = Kind(
         ReportColumn("provider", "provider"),
     ),
     reads=READS,
+    changes=CHANGES,
 )

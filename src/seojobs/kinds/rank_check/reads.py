@@ -9,13 +9,24 @@ page, so a check completing between two pages does not shift the rows under the 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, MAX_KEYWORD, TEXT_PATTERN
 from seojobs.kinds.keyword_research.reads import language_filter, location_filter
-from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Key, Read, fields_row
+from seojobs.reads import (
+    NEWEST_FIRST,
+    ChangeEvent,
+    FieldMatch,
+    Filter,
+    Key,
+    Read,
+    data_of,
+    fields_row,
+)
+from seojobs.records import CollectionRecord
 
 
 class Ranking(BaseModel):
@@ -120,5 +131,78 @@ READS = (
         "one device, location or language, if given), newest first. 404 until one has "
         "completed.",
         tags=("rankings",),
+    ),
+)
+
+
+# -- what changed (webhooks: rank.changed) ---------------------------------------------------
+
+Places = Annotated[int, Field(ge=1, le=100, strict=True)]
+
+
+class RankFilters(BaseModel):
+    """An endpoint's conditions on ``rank.changed``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_change: Places = Field(
+        default=1,
+        description="Only moves of at least this many places (entering or leaving the results "
+        "counts as any move; a change of SERP features alone only when this is 1).",
+    )
+    top: Places | None = Field(
+        default=None, description="Only keywords within the top N before or after."
+    )
+
+
+def compare(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """A keyword's position moved, entered or left the results, or a SERP feature was won or
+    lost, since its previous check (of the same target and match)."""
+    if before is None:
+        return None
+    old, new = data_of(before), data_of(after)
+    if (old.get("target"), old.get("match")) != (new.get("target"), new.get("match")):
+        return None
+    was, now = old.get("position"), new.get("position")
+    had, has = set(old.get("features") or ()), set(new.get("features") or ())
+    if was == now and had == has:
+        return None
+    change = None
+    if was != now:
+        change = "entered" if was is None else "left" if now is None else "moved"
+    return {
+        "keyword": new.get("keyword"),
+        "change": change,
+        "position_before": was,
+        "position_after": now,
+        "moved_by": was - now if isinstance(was, int) and isinstance(now, int) else None,
+        "features_won": sorted(has - had),
+        "features_lost": sorted(had - has),
+    }
+
+
+def matches(filters: RankFilters, data: Mapping[str, Any]) -> bool:
+    was, now = data["position_before"], data["position_after"]
+    if data["change"] is None:
+        moved = filters.min_change == 1
+    elif data["change"] == "moved":
+        moved = abs(data["moved_by"]) >= filters.min_change
+    else:
+        moved = True
+    top = filters.top
+    within = top is None or any(p is not None and p <= top for p in (was, now))
+    return moved and within
+
+
+CHANGES = (
+    ChangeEvent(
+        "rank.changed",
+        "rank_check",
+        compare,
+        to_row=row,
+        filters=RankFilters,
+        matches=matches,
+        description="A keyword's position moved, entered or left the results, or a SERP "
+        "feature was won or lost, since its previous check.",
     ),
 )

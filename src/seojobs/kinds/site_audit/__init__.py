@@ -19,7 +19,7 @@ from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
-from seojobs.kinds.site_audit.reads import ISSUES, JOB_READS, PAGES, READS
+from seojobs.kinds.site_audit.reads import CHANGES, ISSUES, JOB_READS, PAGES, READS
 
 NAME = "site_audit"
 __all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalogue"]
@@ -107,6 +107,7 @@ KIND: Kind[SiteAuditParams] = Kind(
     tables=(PAGE_TABLE,),
     migrations=(MIGRATIONS,),
     reads=READS,
+    changes=CHANGES,
     job_reads=JOB_READS,
     view=VIEW,
 )

@@ -12,10 +12,13 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from seojobs.kinds.site_audit.check import SEVERITIES
+from seojobs.kinds.site_audit.checks import SEVERITY
 from seojobs.reads import (
     NEWEST_FIRST,
+    ChangeEvent,
     Collected,
     CollectedData,
     CollectedPage,
@@ -24,7 +27,9 @@ from seojobs.reads import (
     JobFilter,
     JobRead,
     Read,
+    data_of,
 )
+from seojobs.records import CollectionRecord
 
 READS = (
     Read(
@@ -280,3 +285,68 @@ COMPARE = JobCompare(
     tags=("audits",),
 )
 JOB_READS = (ISSUES, PAGES, COMPARE)
+
+
+# -- what changed (webhooks: audit.issues_new) -----------------------------------------------
+
+
+class AuditFilters(BaseModel):
+    """An endpoint's conditions on ``audit.issues_new``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    severity: Literal["error", "warning", "notice"] = Field(
+        default="notice", description="Only when issues of this severity or worse are new."
+    )
+
+
+def _counts(found: CollectionRecord) -> dict[str, int]:
+    by_code = data_of(found).get("issues_by_code")
+    if not isinstance(by_code, dict):
+        return {}
+    return {str(code): n for code, n in by_code.items() if isinstance(n, int)}
+
+
+def issues_new(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """Codes with more issues than the previous audit of the site found (new codes, or more
+    of one), errors first: ``issues`` lists each code's severity, how many are new (``new``,
+    the count's rise) and the counts ``before`` and ``after``; ``new_by_severity`` sums them."""
+    if before is None:
+        return None
+    was, now = _counts(before), _counts(after)
+    rank = {severity: i for i, severity in enumerate(SEVERITIES)}
+    issues: list[dict[str, Any]] = [
+        {
+            "code": code,
+            "severity": SEVERITY.get(code, "notice"),
+            "new": n - was.get(code, 0),
+            "before": was.get(code, 0),
+            "after": n,
+        }
+        for code, n in now.items()
+        if n > was.get(code, 0)
+    ]
+    if not issues:
+        return None
+    issues.sort(key=lambda i: (rank.get(i["severity"], len(rank)), -i["new"], i["code"]))
+    totals: dict[str, int] = {severity: 0 for severity in SEVERITIES}
+    for issue in issues:
+        totals[issue["severity"]] = totals.get(issue["severity"], 0) + issue["new"]
+    return {"issues": issues, "new_by_severity": totals}
+
+
+def worse_than(filters: AuditFilters, data: Mapping[str, Any]) -> bool:
+    allowed = SEVERITIES[: SEVERITIES.index(filters.severity) + 1]
+    return any(issue["severity"] in allowed for issue in data["issues"])
+
+
+CHANGES = (
+    ChangeEvent(
+        "audit.issues_new",
+        "site_audit",
+        issues_new,
+        filters=AuditFilters,
+        matches=worse_than,
+        description=issues_new.__doc__ or "",
+    ),
+)

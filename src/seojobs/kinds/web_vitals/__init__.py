@@ -23,7 +23,7 @@ from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
-from seojobs.kinds.web_vitals.reads import READS
+from seojobs.kinds.web_vitals.reads import CHANGES, READS
 
 NAME = "web_vitals"
 __all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
@@ -99,4 +99,5 @@ KIND: Kind[WebVitalsParams] = Kind(
     concurrency=1,
     settings=WebVitalsSettings,
     reads=READS,
+    changes=CHANGES,
 )

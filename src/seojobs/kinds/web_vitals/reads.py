@@ -14,7 +14,17 @@ from pydantic import BaseModel, Field
 
 from seojobs.kinds.urls import check_url
 from seojobs.kinds.web_vitals.measure import subject
-from seojobs.reads import NEWEST_FIRST, FieldMatch, Filter, Key, Read, SubjectMatch, data_of, stamp
+from seojobs.reads import (
+    NEWEST_FIRST,
+    ChangeEvent,
+    FieldMatch,
+    Filter,
+    Key,
+    Read,
+    SubjectMatch,
+    data_of,
+    stamp,
+)
 from seojobs.records import CollectionRecord
 
 FORM_FACTORS = ("mobile", "desktop")
@@ -115,5 +125,58 @@ READS = (
         description="Every completed measurement of `url` (of every URL without it; of one "
         "form factor, if given), newest first. 404 until one has completed.",
         tags=("web-vitals",),
+    ),
+)
+
+
+# -- what changed (webhooks: web_vitals.regressed) --------------------------------------------
+
+RATINGS = ("good", "needs_improvement", "poor")
+
+
+def _metrics(data: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    part = data.get(source)
+    metrics = part.get("metrics") if isinstance(part, dict) else None
+    return metrics if isinstance(metrics, dict) else {}
+
+
+def regressed(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
+    """A metric's rating got worse since the page's previous measurement (good ->
+    needs_improvement -> poor), in the lab (Lighthouse) or the field (CrUX p75): ``regressed``
+    lists each with its ratings and values before and after."""
+    if before is None:
+        return None
+    old, new = data_of(before), data_of(after)
+    found = []
+    for source, value in (("lab", "value"), ("field", "p75")):
+        was, now = _metrics(old, source), _metrics(new, source)
+        for metric in sorted(now):
+            a, b = was.get(metric), now.get(metric)
+            if not isinstance(a, dict) or not isinstance(b, dict):
+                continue
+            rated = a.get("rating") in RATINGS and b.get("rating") in RATINGS
+            if rated and RATINGS.index(b["rating"]) > RATINGS.index(a["rating"]):
+                found.append(
+                    {
+                        "source": source,
+                        "metric": metric,
+                        "rating_before": a["rating"],
+                        "rating_after": b["rating"],
+                        "value_before": a.get(value),
+                        "value_after": b.get(value),
+                    }
+                )
+    if not found:
+        return None
+    return {"url": new.get("url"), "form_factor": new.get("form_factor"), "regressed": found}
+
+
+CHANGES = (
+    ChangeEvent(
+        "web_vitals.regressed",
+        "web_vitals",
+        regressed,
+        to_row=row,
+        description=regressed.__doc__ or "",
     ),
 )
