@@ -26,6 +26,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from seojobs.api.dashboard import tables
 from seojobs.api.dashboard.auth import DashboardError, services_of
 from seojobs.api.dashboard.charts import line_chart
 from seojobs.api.dashboard.render import page
@@ -36,7 +37,7 @@ from seojobs.api.reads import job_read_csv
 from seojobs.api.reports import MAX_SEQ
 from seojobs.api.v1 import JobId
 from seojobs.engine.registry import Kind
-from seojobs.engine.views import JobView
+from seojobs.engine.views import Collected, JobView
 from seojobs.reads import JobRead, Read
 from seojobs.records import CollectionRecord, JobRecord, ProjectRecord, UserRecord
 from seojobs.services import NotFound, Services
@@ -53,6 +54,8 @@ Code = Annotated[str, Path(max_length=100, pattern=r"^[a-z0-9_]+$")]
 CodeQuery = Annotated[str, Query(max_length=100, pattern=r"^[a-z0-9_]+$")]
 Seq = Annotated[int, Path(ge=0, le=MAX_SEQ)]
 Text = Annotated[str, Query(max_length=100)]
+Subject = Annotated[str, Query(max_length=500)]
+MAX_COLLECTIONS: Final = 5_000  # collections of one job a view reads
 
 
 @dataclass(frozen=True)
@@ -248,12 +251,72 @@ def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str
     ]
 
 
+def _collected(services: Services, user: UserRecord, opened: Opened) -> list[Collected]:
+    found = services.collections.of_job(
+        user, opened.project.id, opened.job.id, limit=MAX_COLLECTIONS, lowest=opened.view.lowest
+    )
+    return [Collected(this, previous, lowest) for this, previous, lowest in found]
+
+
+def _sort(opened: Opened, sort: str, order: str) -> tuple[str, bool] | None:
+    if not sort:
+        return None
+    keys = {c.key for t in opened.view.tables if t.sortable for c in t.columns}
+    if sort not in keys:
+        raise DashboardError(
+            422, "Invalid input", f"sort: must be one of {', '.join(sorted(keys))}"
+        )
+    return sort, order == "desc"
+
+
+def _charts(
+    services: Services, user: UserRecord, opened: Opened, collected: list[Collected], subject: str
+) -> list[dict[str, Any]]:
+    """The chart of ``subject``'s history, or of the first few subjects the job collected."""
+    chart = opened.view.chart
+    if chart is None:
+        return []
+    if subject:
+        chosen = [c for c in collected if c.this.subject == subject]
+        if not chosen:
+            raise NotFound(f"{subject!r} in job {opened.job.id}")
+    else:
+        chosen = collected[: tables.CHARTS]
+    drawn = []
+    for c in chosen:
+        history = services.collections.history(
+            user,
+            opened.project.id,
+            opened.kind.name,
+            c.this.subject,
+            before_id=c.this.id + 1,
+            limit=tables.HISTORY,
+        )
+        label = chart.subject_label(c.this.data) if chart.subject_label else c.this.subject
+        drawn.append(tables.history_chart(chart, c.this.subject, history[::-1], label))
+    return drawn
+
+
 @router.get("/dashboard/jobs/{job_id}/view", name="dashboard_job_view")
-async def job_view(request: Request, who: Signed, job_id: JobId) -> Response:
+async def job_view(
+    request: Request,
+    who: Signed,
+    job_id: JobId,
+    sort: Text = "",
+    order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+    subject: Subject = "",
+) -> Response:
     services = services_of(request)
 
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
+        shown_tables: list[dict[str, Any]] = []
+        charts: list[dict[str, Any]] = []
+        if opened.view.tables or opened.view.chart:
+            collected = _collected(services, who.user, opened)
+            ordered = _sort(opened, sort, order)
+            shown_tables = [tables.shown(t, collected, ordered) for t in opened.view.tables]
+            charts = _charts(services, who.user, opened, collected, subject)
         history = _history(services, who.user, opened)
         counts = services.jobs.finding_counts(who.user, job_id)
         changes = None
@@ -273,6 +336,9 @@ async def job_view(request: Request, who: Signed, job_id: JobId) -> Response:
             "groups": _groups(opened, counts) if opened.view.issues else [],
             "changes": changes,
             "collected": history.this,
+            "tables": shown_tables,
+            "charts": charts,
+            "sorted": (sort, order),
         }
 
     return page(request, "job_view.html", await run_in_threadpool(read), viewer=who)
@@ -351,11 +417,18 @@ async def pages(
     job_id: JobId,
     status: Text = "",
     indexable: Text = "",
+    depth: Text = "",
+    in_links: Text = "",
     after: Text = "",
 ) -> Response:
     services = services_of(request)
     start = _after("after", after, 0)
-    shown = {"status": status.strip(), "indexable": indexable.strip()}
+    shown = {
+        "status": status.strip(),
+        "indexable": indexable.strip(),
+        "depth": depth.strip(),
+        "in_links": in_links.strip(),
+    }
 
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
@@ -475,3 +548,23 @@ async def changes(
         }
 
     return page(request, "job_view_changes.html", await run_in_threadpool(read), viewer=who)
+
+
+# -- a table of the view as CSV -----------------------------------------------------------------
+
+
+@router.get("/dashboard/jobs/{job_id}/view/tables/{number}.csv", name="dashboard_job_view_csv")
+async def table_csv(
+    request: Request, who: Signed, job_id: JobId, number: Annotated[int, Path(ge=1, le=20)]
+) -> Response:
+    services = services_of(request)
+
+    def read() -> Response:
+        opened = _open(services, who.user, job_id)
+        if number > len(opened.view.tables):
+            raise NotFound(f"table {number} of job {job_id}")
+        table = opened.view.tables[number - 1]
+        name = f"{opened.kind.name}-{job_id}-{number}.csv"
+        return tables.csv_response(table, _collected(services, who.user, opened), name)
+
+    return await run_in_threadpool(read)

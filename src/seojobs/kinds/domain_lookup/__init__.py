@@ -19,6 +19,7 @@ from seojobs.fetch.resolver import parse_nameserver
 from seojobs.kinds.domain_lookup.lookup import run
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, normalise_domain
 from seojobs.kinds.domain_lookup.reads import READS
+from seojobs.kinds.domain_lookup.view import VIEW
 
 NAME = "domain_lookup"
 IANA_BOOTSTRAP = "https://data.iana.org/rdap/dns.json"
@@ -96,4 +97,5 @@ KIND: Kind[DomainLookupParams] = Kind(
     timeout=120.0,
     settings=DomainLookupSettings,
     reads=READS,
+    view=VIEW,
 )

@@ -15,6 +15,7 @@ from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
 from seojobs.kinds.rank_check.reads import READS
 from seojobs.kinds.rank_check.run import RANKS, RankCheckSettings, items, refusal, run, subject
+from seojobs.kinds.rank_check.view import VIEW
 
 NAME = "rank_check"
 __all__ = ["KIND", "NAME", "RankCheckParams", "subject"]
@@ -51,4 +52,5 @@ KIND: Kind[RankCheckParams] = Kind(
         ReportColumn("provider", "provider"),
     ),
     reads=READS,
+    view=VIEW,
 )

@@ -84,6 +84,7 @@ VIEW = DashboardView(
         explanations={check.code: check.description for check in CATALOGUE},
         pages=PAGES.operation_id,
         compare=True,
+        rerun=True,
     ),
 )
 

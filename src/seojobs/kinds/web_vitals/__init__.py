@@ -24,6 +24,7 @@ from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
 from seojobs.kinds.web_vitals.reads import READS
+from seojobs.kinds.web_vitals.view import VIEW
 
 NAME = "web_vitals"
 __all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
@@ -99,4 +100,5 @@ KIND: Kind[WebVitalsParams] = Kind(
     concurrency=1,
     settings=WebVitalsSettings,
     reads=READS,
+    view=VIEW,
 )
