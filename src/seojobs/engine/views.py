@@ -131,6 +131,10 @@ class JobView:
     history: str | None = None
     issues: str | None = None
     explanations: Mapping[str, str] = field(default_factory=dict)
+    # Where the job's collection counts its findings ({code: n}), with each code's severity:
+    # the issue list reads them there instead of counting every finding again.
+    counts: str | None = None
+    severities: Mapping[str, str] = field(default_factory=dict)
     pages: str | None = None
     compare: bool = False
     # The job's collections as tables and a chart of their history (kinds other than audits).

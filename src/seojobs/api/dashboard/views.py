@@ -231,6 +231,27 @@ def _trend(opened: Opened, history: History) -> dict[str, Any] | None:
 # -- the view ---------------------------------------------------------------------------------
 
 
+def _counts(
+    services: Services, user: UserRecord, opened: Opened, record: CollectionRecord | None
+) -> list[tuple[str, str, int]]:
+    """``(code, severity, count)`` of a job's findings: from its collection's ``counts``
+    (what the job counted as it ended) when the view names one, else counted in the store
+    (a second read of every finding of a large job)."""
+    data = record.data if record is not None and isinstance(record.data, dict) else {}
+    by_code = data.get(opened.view.counts or "")
+    if not isinstance(by_code, dict):
+        job_id = record.job_id if record is not None and record.job_id else opened.job.id
+        return services.jobs.finding_counts(user, job_id)
+    return sorted(
+        (
+            (str(code), opened.view.severities.get(str(code), "notice"), n)
+            for code, n in by_code.items()
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0
+        ),
+        key=lambda c: (-c[2], c[0]),
+    )
+
+
 def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """Findings by severity (error, warning, notice, then any other), each code with its
     count and explanation, most found first."""
@@ -318,17 +339,16 @@ async def job_view(
             shown_tables = [tables.shown(t, collected, ordered) for t in opened.view.tables]
             charts = _charts(services, who.user, opened, collected, subject)
         history = _history(services, who.user, opened)
-        counts = services.jobs.finding_counts(who.user, job_id)
+        counts = _counts(services, who.user, opened, history.this)
         changes = None
         previous = history.previous
         if opened.view.compare and previous is not None and previous.job_id is not None:
-            found = services.audits.compare(
-                who.user, opened.project.id, job_id, previous.job_id, limit=0
-            )
+            # The totals only: matching the two jobs' findings pair by pair costs a second
+            # on a 5,000-page audit, so the exact new and fixed counts are on .../changes.
             changes = {
                 "previous": previous,
-                "new": sum(c.new for c in found.counts),
-                "fixed": sum(c.fixed for c in found.counts),
+                "now": sum(n for _c, _s, n in counts),
+                "before": sum(n for _c, _s, n in _counts(services, who.user, opened, previous)),
             }
         return {
             "o": opened,
@@ -347,10 +367,15 @@ async def job_view(
 # -- one issue's pages ------------------------------------------------------------------------
 
 
-def _seqs(services: Services, user: UserRecord, opened: Opened, urls: list[str]) -> dict[str, int]:
+def _seqs(
+    services: Services, user: UserRecord, opened: Opened, rows: list[dict[str, Any]]
+) -> dict[str, int]:
+    """The page (``seq``) of each row's ``url``: by its finding's item when it has one."""
+    urls = [r["url"] for r in rows if r.get("url")]
     if opened.view.pages is None or not urls:
         return {}
-    return services.audits.page_seqs(user, opened.project.id, opened.job.id, urls)
+    items = {int(r["item_id"]): r["url"] for r in rows if r.get("item_id") and r.get("url")}
+    return services.audits.page_seqs(user, opened.project.id, opened.job.id, urls, items)
 
 
 @router.get("/dashboard/jobs/{job_id}/view/issues/{code}", name="dashboard_job_view_issue")
@@ -363,12 +388,23 @@ async def issue_pages(
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
         read = opened.job_read(opened.view.issues)
-        counts = {c: (s, n) for c, s, n in services.jobs.finding_counts(who.user, job_id)}
+        found_counts = _counts(
+            services, who.user, opened, _history(services, who.user, opened).this
+        )
+        counts = {c: (s, n) for c, s, n in found_counts}
         if code not in counts:
             raise NotFound(f"issue {code} in job {job_id}")
         found = opened.rows(services, who.user, read, {"code": code}, after=start or 0)
         rows = [read.to_row(r) for r in found.rows[:PAGE]]
-        seqs = _seqs(services, who.user, opened, [r["url"] for r in rows if r.get("url")])
+        seqs = _seqs(
+            services,
+            who.user,
+            opened,
+            [
+                {"url": r.get("url"), "item_id": f.get("item_id")}
+                for r, f in zip(rows, found.rows, strict=False)
+            ],
+        )
         more = len(found.rows) > PAGE
         base = f"{opened.base}/issues/{code}"
         return {
