@@ -12,7 +12,7 @@ the kind declares (``seojobs.reads``) that feed it. Data only: no markup in the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -167,6 +167,15 @@ class DashboardView:
     def pick(self, found: list[str], most: int) -> list[str]:
         """The columns shown, of those ``found`` in the data (in the data's order)."""
         return list(self.columns) if self.columns else found[:most]
+
+
+def tally(values: Iterable[str], most: int | None = None) -> list[tuple[str, float]]:
+    """How often each value occurs, most first (then A to Z), as a summary chart's bars."""
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [(k, float(n)) for k, n in ordered[:most]]
 
 
 # A kind without a view of its own.

@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 
 from seojobs import csvfile
 from seojobs.api.dashboard.charts import line_chart
-from seojobs.engine.views import Chart, Collected, Column, Table
+from seojobs.engine.views import Chart, Collected, Column, Table, tally
 from seojobs.records import CollectionRecord
 
 ROWS: Final = 500  # rows of a table on the page; the CSV has every one
@@ -110,11 +110,8 @@ def counts(table: Table, rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     if table.counts is None:
         return []
     column = next(c for c in table.columns if c.key == table.counts)
-    found: dict[str, int] = {}
-    for row in rows:
-        text = cell(column, row.get(table.counts)).text
-        found[text] = found.get(text, 0) + 1
-    return sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
+    texts = (cell(column, row.get(table.counts)).text for row in rows)
+    return [(text, int(n)) for text, n in tally(texts)]
 
 
 def shown(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from seojobs.engine.views import Collected, Column, DashboardView, JobView, Table
+from seojobs.engine.views import Collected, Column, DashboardView, JobView, Table, tally
 from seojobs.records import CollectionRecord
 
 FOUND = "found"
@@ -59,12 +59,8 @@ PAIR_COLUMNS = (
 
 def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, float]]]:
     """Pairs per link status, most first."""
-    counts: dict[str, int] = {}
-    for c in latest:
-        status = str(c.data.get("link_status")) if isinstance(c.data, dict) else "?"
-        counts[status] = counts.get(status, 0) + 1
-    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return "Backlinks by status", [(k, float(n)) for k, n in ordered]
+    statuses = (str(c.data.get("link_status")) for c in latest if isinstance(c.data, dict))
+    return "Backlinks by status", tally(statuses)
 
 
 VIEW = DashboardView(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from seojobs.engine.views import Collected, Column, DashboardView, JobView, Table
+from seojobs.engine.views import Collected, Column, DashboardView, JobView, Table, tally
 from seojobs.records import CollectionRecord
 
 
@@ -50,11 +50,8 @@ def rows(collected: Sequence[Collected]) -> list[dict[str, Any]]:
 
 def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, float]]]:
     """Technologies found per category over the sites, most first (the first ten)."""
-    counts: dict[str, int] = {}
-    for row in rows([Collected(c, None) for c in latest]):
-        counts[row["category"]] = counts.get(row["category"], 0) + 1
-    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-    return "Technologies per category", [(k, float(n)) for k, n in ordered]
+    found = rows([Collected(c, None) for c in latest])
+    return "Technologies per category", tally((str(r["category"]) for r in found), most=10)
 
 
 VIEW = DashboardView(
