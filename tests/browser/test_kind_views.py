@@ -36,6 +36,7 @@ def test_the_kinds_views_walked_at_desktop_and_phone_width(
         chart = page.get_by_role("img", name=re.compile("^Position of “garden hose”"))
         expect(chart).to_be_visible()
         screenshots(page, "view-rank-check")
+        positions.screenshot(path=str(OUTPUT / "view-rank-check-positions.png"))  # for the docs
         positions.get_by_role("link", name="Keyword", exact=True).click()
         expect(page.get_by_role("link", name="Keyword (ascending)")).to_be_visible()
 
