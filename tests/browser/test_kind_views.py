@@ -3,7 +3,7 @@ against the test fakes (``views_world``, without its Lighthouse run): from the p
 to a rank check's view (moves in words, the chart and its table), sorting the keyword
 research, the backlinks' lost and new links, the domain's countdowns and the GEO view;
 screenshots of each, desktop and 390 px wide (no horizontal scrolling); Lighthouse on the rank
-check's view (accessibility and best practices at least 95)."""
+check's and the keyword research's views (accessibility and best practices at least 95)."""
 
 from __future__ import annotations
 
