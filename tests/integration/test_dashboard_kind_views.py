@@ -127,7 +127,12 @@ def test_a_rank_checks_view_shows_positions_moves_best_url_features_and_history(
         "garden hose",
     ]
     bad = owner.get(f"/dashboard/jobs/{second}/view", params={"sort": "nope"})
-    assert bad.status_code == 422 and "sort" in bad.text
+    assert bad.status_code == 422 and "sort: must be one of" in bad.text
+    domain = world.last("domain_lookup")  # no table of it sorts
+    none = owner.get(f"/dashboard/jobs/{domain}/view", params={"sort": "what"})
+    assert none.status_code == 422 and "sort: nothing here sorts" in none.text
+    unknown = owner.get(f"/dashboard/jobs/{second}/view", params={"subject": "desktop/1/en/x"})
+    assert unknown.status_code == 404
 
 
 def test_a_backlink_refreshs_view_counts_statuses_and_lists_lost_and_new_links(

@@ -284,9 +284,8 @@ def _sort(opened: Opened, sort: str, order: str) -> tuple[str, bool] | None:
         return None
     keys = {c.key for t in opened.view.tables if t.sortable for c in t.columns}
     if sort not in keys:
-        raise DashboardError(
-            422, "Invalid input", f"sort: must be one of {', '.join(sorted(keys))}"
-        )
+        allowed = f"must be one of {', '.join(sorted(keys))}" if keys else "nothing here sorts"
+        raise DashboardError(422, "Invalid input", f"sort: {allowed}")
     return sort, order == "desc"
 
 
