@@ -277,6 +277,12 @@ def test_every_kinds_job_page_links_to_its_view_and_the_project_page_charts_each
         "Performance score (0-100) per page:",
     ):
         assert f'aria-label="{title}' in project, title
+    # Each kind's table shows the columns its view picks, the values as collected.
+    rankings = project[project.index(">Rankings</h2>") :]
+    rankings = rankings[: rankings.index("</section>")]
+    header = re.findall(r'<th scope="col">([^<]*)</th>', rankings)
+    assert header == ["Subject", "Collected", "keyword", "device", "position", "url", "Job"]
+    assert 'data-label="url">https://acme.example/hoses/<' in rankings
     # No chart of every number of the data (the issue's max_pages beside pages_crawled).
     assert 'aria-label="rank_check ' not in project and 'aria-label="geo_lookup ' not in project
 

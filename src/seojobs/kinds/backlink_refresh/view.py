@@ -65,6 +65,7 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="Backlinks",
+    columns=("donor", "target", "link_status", "reason"),
     summary=summary,
     job=JobView(
         "Backlink refresh",

@@ -82,6 +82,7 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="Domain",
+    columns=("rdap.created", "rdap.expires", "tls.not_after", "tls.days_to_expiry"),
     summary=summary,
     job=JobView(
         "Domain lookup",

@@ -73,6 +73,14 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="AI search (GEO)",
+    columns=(
+        "prompt",
+        "provider",
+        "domain_cited",
+        "citation_position",
+        "brand_mentioned",
+        "cited_share",
+    ),
     summary=summary,
     job=JobView(
         "GEO lookup",

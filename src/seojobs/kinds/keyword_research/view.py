@@ -42,6 +42,7 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="Keyword research",
+    columns=("provider", "location", "language", "keywords"),
     summary=summary,
     job=JobView(
         "Keyword research",

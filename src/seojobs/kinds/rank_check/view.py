@@ -96,6 +96,7 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="Rankings",
+    columns=("keyword", "device", "position", "url"),
     summary=summary,
     job=JobView(
         "Rank check",

@@ -56,6 +56,7 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="Tech stack",
+    columns=("host", "technologies", "pages"),
     summary=summary,
     job=JobView(
         "Tech stack",

@@ -121,6 +121,7 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
 
 VIEW = DashboardView(
     title="Web vitals",
+    columns=("url", "form_factor", "lab.performance_score"),
     summary=summary,
     job=JobView(
         "Web vitals",
