@@ -17,17 +17,15 @@ import os
 import subprocess
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
 
 from bench.lib import REPO, cli, procstat, spy
 from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
-from bench.lib.auditsite import STATS_PATH, private_links
+from bench.lib.auditsite import private_links
 from bench.lib.crawl_ours import audit
 from bench.lib.ours import Databases
-from bench.lib.site import SiteProcess
+from bench.lib.site import AuditSiteProcess as Site
 
 SYSTEMS = ("ours", "advertools", "bare")
 STORES = ("sqlite", "pg")
@@ -88,27 +86,6 @@ def parse_args(argv: list[str] | None) -> Options:
         )
     args.only = frozenset(args.only)
     return args
-
-
-class Site(SiteProcess):
-    """``python -m bench.lib.auditsite`` as a child process, until the block ends."""
-
-    def __init__(self, pages: int, cpu: int | None) -> None:
-        super().__init__(site_ports=1, pages=pages, cpu=cpu, module="bench.lib.auditsite")
-        self.url = ""
-
-    def __enter__(self) -> Site:
-        super().__enter__()
-        return self
-
-    def _listening(self, ports: dict[str, Any]) -> None:
-        self.url = f"http://127.0.0.1:{ports['port']}/"
-
-    def stats(self) -> dict[str, int]:
-        """The server's request counts so far."""
-        with urllib.request.urlopen(self.url + STATS_PATH.lstrip("/"), timeout=10) as answer:
-            counts: dict[str, int] = json.loads(answer.read())
-        return counts
 
 
 def _child(args: list[str], cpu: int | None) -> tuple[dict[str, object], int]:

@@ -23,7 +23,8 @@ from urllib.parse import urlencode
 from sqlalchemy import update
 
 from bench.lib import cli
-from bench.lib.ours import Seeded, seed
+from bench.lib.crawl_ours import audit
+from bench.lib.ours import BenchUser, Seeded, create_user, seed
 from bench.lib.scratch import (
     ScratchPostgres,
     ScratchSqlite,
@@ -33,6 +34,8 @@ from bench.lib.scratch import (
     vacuum_postgres,
 )
 from bench.lib.servers import Server
+from bench.lib.site import AuditSiteProcess
+from seojobs.store import results
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import jobs as jobs_table
@@ -120,6 +123,89 @@ class Session:
 
 
 PAGES = ("overview", "jobs", "jobs-completed", "jobs-failed")
+# The site audit's view over a real audit of --audit-pages pages (issue 28), each beside the
+# JSON read of the same rows: the issue list (the audit's counts by code), the largest
+# issue's first page of affected pages, the page explorer's first page.
+VIEWS = ("audit-issues", "audit-issue-pages", "audit-pages")
+
+
+@dataclass(frozen=True)
+class Audited:
+    user: BenchUser
+    job_id: int
+    largest: str  # the code with the most findings
+
+
+def _view_pairs(audited: Audited) -> list[Pair]:
+    view = f"/dashboard/jobs/{audited.job_id}/view"
+    api = f"/v1/projects/{audited.user.project_id}/audits"
+    code = urlencode({"code": audited.largest})
+    return [
+        Pair("audit-issues", view, f"{api}/latest"),
+        Pair(
+            "audit-issue-pages",
+            f"{view}/issues/{audited.largest}",
+            f"{api}/{audited.job_id}/issues?{code}&limit={PAGE_SIZE}",
+        ),
+        Pair("audit-pages", f"{view}/pages", f"{api}/{audited.job_id}/pages?limit={PAGE_SIZE}"),
+    ]
+
+
+def _largest(url: str, job_id: int) -> str:
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            return results.finding_counts(conn, job_id)[0][0]
+    finally:
+        db.dispose()
+
+
+def audited(url: str, opts: argparse.Namespace, site: AuditSiteProcess, log: Path) -> Audited:
+    """Two real audits of the generated site (the view compares with the previous one) by a
+    ``seojobs worker`` process, in a new database; the second one's id."""
+    user = create_user(url)
+    for n in range(2):
+        run = audit(url, user.user_id, site.url, 8, opts.audit_pages, log, cpu=None)
+        cli.progress(f"audit {n + 1} of 2: {run.pages:,} pages in {run.seconds:.1f} s")
+    db = Database(url)
+    try:
+        with db.read() as conn:
+            last = jobs_table.select().order_by(jobs_table.c.id.desc()).limit(1)
+            job_id = int(conn.execute(last).one().id)
+    finally:
+        db.dispose()
+    return Audited(user, job_id, _largest(url, job_id))
+
+
+def time_pairs(
+    store: str,
+    server: Server,
+    api_key: str,
+    pairs: list[Pair],
+    opts: argparse.Namespace,
+    timings: Timings,
+) -> None:
+    session = Session(server.port, api_key)
+    session.sign_in()
+    for pair in pairs:  # warm-up: connections, templates, the planner
+        for _ in range(opts.warmup):
+            session.timed(pair.page, api=False)
+            session.timed(pair.peer, api=True)
+    for rnd in range(opts.rounds):
+        for pair in pairs:
+            for _ in range(opts.requests // opts.rounds):
+                timings.add(store, pair.name, "page", session.timed(pair.page, api=False))
+                timings.add(store, pair.name, "json", session.timed(pair.peer, api=True))
+        cli.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
+
+
+def run_views(
+    store: str, url: str, audited: Audited, opts: argparse.Namespace, timings: Timings, log: Path
+) -> None:
+    env = {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
+    wanted = [pair for pair in _view_pairs(audited) if pair.name in opts.pages]
+    with Server("bench.lib.servers:ours", "/healthz", env, log) as server:
+        time_pairs(store, server, audited.user.api_key, wanted, opts, timings)
 
 
 def _pairs(project_id: int) -> list[Pair]:
@@ -164,26 +250,15 @@ def run_store(
     store: str, url: str, seeded: Seeded, opts: argparse.Namespace, timings: Timings, log: Path
 ) -> None:
     env = {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
+    pairs = [pair for pair in _pairs(_project_id(url)) if pair.name in opts.pages]
     with Server("bench.lib.servers:ours", "/healthz", env, log) as server:
-        session = Session(server.port, seeded.api_key)
-        session.sign_in()
-        pairs = [pair for pair in _pairs(_project_id(url)) if pair.name in opts.pages]
-        for pair in pairs:  # warm-up: connections, templates, the planner
-            for _ in range(opts.warmup):
-                session.timed(pair.page, api=False)
-                session.timed(pair.peer, api=True)
-        for rnd in range(opts.rounds):
-            for pair in pairs:
-                for _ in range(opts.requests // opts.rounds):
-                    timings.add(store, pair.name, "page", session.timed(pair.page, api=False))
-                    timings.add(store, pair.name, "json", session.timed(pair.peer, api=True))
-            cli.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
+        time_pairs(store, server, seeded.api_key, pairs, opts, timings)
 
 
 def report(timings: Timings, stores: list[str]) -> list[str]:
     rows, failed = [], []
     names = dict.fromkeys(pair for (_s, pair, _side) in timings.samples)
-    held = {pair.name: pair.same_rows for pair in _pairs(0)}
+    held = {pair.name: pair.same_rows for pair in _pairs(0)} | dict.fromkeys(VIEWS, True)
     for store in stores:
         for name in names:
             page = timings.samples.get((store, name, "page"))
@@ -214,6 +289,35 @@ def report(timings: Timings, stores: list[str]) -> list[str]:
     return failed
 
 
+def _seeded(
+    store: str, opts: argparse.Namespace, scratch: ScratchSqlite, pg: ScratchPostgres | None
+) -> tuple[str, Seeded]:
+    """A new database with --jobs jobs, one pending job in 500 running; its URL."""
+    if store == "sqlite":
+        path = scratch.new_path("dashboard")
+        url = sqlite_url(path)
+        seeded = seed(url, opts.jobs)
+        _mark_running(url)
+        analyze_sqlite(path)
+    else:
+        assert pg is not None
+        name = pg.create("seojobs_dashbench")
+        url = pg_url(name)
+        seeded = seed(url, opts.jobs)
+        _mark_running(url)
+        vacuum_postgres(name)
+    cli.progress(f"{store}: {seeded.count:,} jobs seeded in {seeded.seconds:.1f} s")
+    return url, seeded
+
+
+def _views_database(store: str, scratch: ScratchSqlite, pg: ScratchPostgres | None) -> str:
+    """A new, empty database for the audits (the seeded jobs would keep a worker busy)."""
+    if store == "sqlite":
+        return sqlite_url(scratch.new_path("dashboard-views"))
+    assert pg is not None
+    return pg_url(pg.create("seojobs_dashviews"))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/dashboard.py", description=__doc__.split("\n")[0])
     p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table (100000)")
@@ -223,7 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--only", type=cli.choice(("sqlite", "postgresql")), default=("sqlite", "postgresql")
     )
-    p.add_argument("--pages", type=cli.choice(PAGES), default=PAGES, help=", ".join(PAGES))
+    every = PAGES + VIEWS
+    p.add_argument("--pages", type=cli.choice(every), default=every, help=", ".join(every))
+    p.add_argument(
+        "--audit-pages", type=int, default=5_000, help="pages of the audits the views show (5000)"
+    )
     opts = p.parse_args(argv)
     cli.unwind_on_sigterm()
     timings = Timings()
@@ -232,23 +340,24 @@ def main(argv: list[str] | None = None) -> int:
         pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
         print(cli.machine(pg))
         print(f"  {opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time")
+        site = None
+        if set(opts.pages) & set(VIEWS):
+            print(f"  the audit views: two audits of {opts.audit_pages:,} generated pages")
+            site = stack.enter_context(AuditSiteProcess(opts.audit_pages, None))
         for store in opts.only:
-            if store == "sqlite":
-                path = scratch_sqlite.new_path("dashboard")
-                url = sqlite_url(path)
-                seeded = seed(url, opts.jobs)
-                _mark_running(url)
-                analyze_sqlite(path)
-            else:
-                assert pg is not None
-                name = pg.create("seojobs_dashbench")
-                url = pg_url(name)
-                seeded = seed(url, opts.jobs)
-                _mark_running(url)
-                vacuum_postgres(name)
-            cli.progress(f"{store}: {seeded.count:,} jobs seeded in {seeded.seconds:.1f} s")
             log = scratch_sqlite.new_path(f"{store}-server").with_suffix(".log")
-            run_store(store, url, seeded, opts, timings, log)
+            if set(opts.pages) & set(PAGES):
+                url, seeded = _seeded(store, opts, scratch_sqlite, pg)
+                run_store(store, url, seeded, opts, timings, log)
+            if set(opts.pages) & set(VIEWS):
+                views_url = _views_database(store, scratch_sqlite, pg)
+                assert site is not None
+                done = audited(views_url, opts, site, log.with_suffix(".worker.log"))
+                if store == "postgresql":
+                    vacuum_postgres(views_url.rsplit("/", 1)[1])
+                else:
+                    analyze_sqlite(Path(views_url.removeprefix("sqlite:///")))
+                run_views(store, views_url, done, opts, timings, log)
         failed = report(timings, list(opts.only))
     for line in failed:
         print(f"  FAIL {line}")

@@ -17,10 +17,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from types import TracebackType
 from typing import Any
 
 from bench.lib import REPO, procstat
+from bench.lib.auditsite import STATS_PATH
 from bench.lib.procstat import sched_seconds
 
 API_KEY = "bench-serper-key"
@@ -248,6 +250,28 @@ class SiteProcess:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
+
+
+class AuditSiteProcess(SiteProcess):
+    """``python -m bench.lib.auditsite`` (N pages to audit) as a child process, until the
+    block ends (bench/audit.py, bench/dashboard.py)."""
+
+    def __init__(self, pages: int, cpu: int | None) -> None:
+        super().__init__(site_ports=1, pages=pages, cpu=cpu, module="bench.lib.auditsite")
+        self.url = ""
+
+    def __enter__(self) -> AuditSiteProcess:
+        super().__enter__()
+        return self
+
+    def _listening(self, ports: dict[str, Any]) -> None:
+        self.url = f"http://127.0.0.1:{ports['port']}/"
+
+    def stats(self) -> dict[str, int]:
+        """The server's request counts so far."""
+        with urllib.request.urlopen(self.url + STATS_PATH.lstrip("/"), timeout=10) as answer:
+            counts: dict[str, int] = json.loads(answer.read())
+        return counts
 
 
 def main() -> None:

@@ -74,7 +74,7 @@ def test_health_score_to_issue_to_pages_to_one_pages_issues(
     expect(
         page.get_by_role("img", name=re.compile("^Health score of the last 2 audits"))
     ).to_be_visible()
-    expect(page.get_by_role("link", name="1 fixed issue")).to_be_visible()
+    expect(page.get_by_role("link", name="Fixed issues")).to_be_visible()
     since = page.get_by_role("region", name="Since the previous audit")
     expect(since.get_by_role("link", name=f"#{first}")).to_be_visible()
     screenshots(page, "audit")

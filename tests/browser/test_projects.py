@@ -1,6 +1,6 @@
 """Project pages in a real Chromium: sign in, create a project, rename it, start a job from
 the form built from its type's params schema; screenshots of the project page (with collected
-data as a table and a chart) and of the form, desktop and 390 px wide."""
+data as a table and its findings as a chart) and of the form, desktop and 390 px wide."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ def test_create_rename_and_start_a_job_from_the_schema_form(page: Page, site: Si
     page.get_by_role("button", name="Rename").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Shop EU")
 
-    collected_job(site.services, user, project_id, {"pages": 12, "scores": {"speed": 0.75}})
+    data = {"pages": 12, "scores": {"speed": 0.75}}
+    collected_job(site.services, user, project_id, data, [("missing_title", "warning")])
     page.reload()
-    chart = page.locator("svg[role='img']").first
+    chart = page.get_by_role("img", name=re.compile("findings by severity"))
     expect(chart).to_be_visible()
     expect(page.get_by_role("table").last).to_contain_text("shop.test")
     screenshots(page, "project")

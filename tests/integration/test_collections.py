@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from seojobs.records import JobRecord
-from seojobs.services import Services
+from seojobs.services import NotFound, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
@@ -114,3 +115,43 @@ def test_a_subject_longer_than_its_column_is_kept_whole_and_apart(
     assert collections.c.subject.type.length == results.SUBJECT_MAX  # type: ignore[attr-defined]
     assert first.subject != second.subject
     assert services.collections.latest(user, job.project_id, "test_noop", long_one).data == {"n": 1}
+
+
+def test_a_jobs_collections_come_with_the_previous_of_each_subject_and_its_lowest_values(
+    services: Services, db: Database
+) -> None:
+    # What a job's dashboard view reads (issue 28), in one statement on both stores: each
+    # subject the job collected, the collection of that subject before it (of another job,
+    # or none: the first), and a number's lowest value up to it (a best position).
+    user = services.accounts.create_user("alice").user
+    jobs = [services.jobs.create(user, "test_noop", {})[0] for _ in range(3)]
+    positions = [
+        {"a": {"position": 5}, "b": {"position": None}},
+        {"a": {"position": 2}, "c": {"position": 7}},
+        {"a": {"position": 3}, "b": {"position": 9}, "c": {"position": None}},
+    ]
+    for values in positions:
+        claimed = _claim(db, "w1")
+        for subject, data in values.items():
+            _collect(db, claimed, data, subject=subject)
+        with db.write() as conn:
+            assert job_sql.complete_many(db, conn, [(claimed.id, claimed.attempt, None)], utcnow())
+    project = jobs[0].project_id
+
+    def read(job_id: int) -> list[tuple[str, object, object, dict[str, float]]]:
+        found = services.collections.of_job(user, project, job_id, lowest=("position",))
+        return [(t.subject, t.data, p.data if p else None, lowest) for t, p, lowest in found]
+
+    assert read(jobs[0].id) == [
+        ("a", {"position": 5}, None, {"position": 5.0}),
+        ("b", {"position": None}, None, {}),
+    ]
+    assert read(jobs[2].id) == [
+        ("a", {"position": 3}, {"position": 2}, {"position": 2.0}),
+        ("b", {"position": 9}, {"position": None}, {"position": 9.0}),
+        ("c", {"position": None}, {"position": 7}, {"position": 7.0}),
+    ]
+    # Another user's project is not theirs to read.
+    bob = services.accounts.create_user("bob").user
+    with pytest.raises(NotFound):
+        services.collections.of_job(bob, project, jobs[0].id)

@@ -16,7 +16,7 @@ import pytest
 from seojobs.kinds.site_audit.checks import CATALOGUE
 from tests.api_helpers import Api, api
 from tests.conftest import make_settings
-from tests.dashboard_helpers import sign_in
+from tests.dashboard_helpers import csrf_of, sign_in
 from tests.fakes.audit_site import PAGES, REACHED, AuditSite
 from tests.fakes.audit_site import html as page_html
 from tests.integration.test_api_audits import _completed
@@ -116,8 +116,14 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
     )
     assert {code: int(n) for code, n, _ in rows} == by_code
     assert all(html.unescape(about) == ABOUT[code] for code, _, about in rows)
-    # New and fixed against the first audit.
-    assert "1 new issue ·" in _text(shown.text) and "1 fixed issue against" in _text(shown.text)
+    # Against the first audit: the totals (as counted when each audit ended), and the exact
+    # new and fixed issues one click away (matching them pair by pair is not for every view).
+    totals = {a["job_id"]: a["data"]["issues"] for a in audits}
+    assert totals[second] == len(issues) == totals[first]  # one fixed, one new
+    assert f"{len(issues)} issues against {totals[first]} in audit #{first}" in _text(shown.text)
+    assert ": as many." in _text(shown.text)
+    both = browser.get(f"{view}/changes", params={"change": "new"})
+    assert "1 new · 1 fixed" in _text(both.text)
 
     # An issue lists exactly the pages it affects, with the evidence; a page opens its issues.
     dup = browser.get(f"{view}/issues/title_duplicate")
@@ -167,6 +173,32 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
     assert _row_headers(gone.text) == [p["url"] for p in api_gone]
     refused = browser.get(f"{view}/pages", params={"status": "4x"})
     assert refused.status_code == 422 and "status:" in refused.text
+    # Depth and in-links (a number, a range, or at least), as the API's filters.
+    every = client.get(
+        f"/v1/projects/{project}/audits/{second}/pages", params={"limit": 1000}
+    ).json()["data"]
+    for name, value, wanted in (
+        ("depth", "0", lambda p: p["depth"] == 0),
+        ("depth", "1-2", lambda p: p["depth"] is not None and 1 <= p["depth"] <= 2),
+        ("in_links", "0", lambda p: p["in_links"] == 0),
+        ("in_links", "2+", lambda p: p["in_links"] >= 2),
+    ):
+        expected = [p["url"] for p in every if wanted(p)][:50]
+        assert expected, (name, value)
+        filtered = browser.get(f"{view}/pages", params={name: value})
+        assert _row_headers(filtered.text) == expected, (name, value)
+        api = client.get(f"/v1/projects/{project}/audits/{second}/pages", params={name: value})
+        assert [p["url"] for p in api.json()["data"]][:50] == expected, (name, value)
+    assert [p["depth"] for p in every if p["url"] == f"{base}/"] == [0]
+    for name in ("depth", "in_links"):
+        bad = browser.get(f"{view}/pages", params={name: "1-"})
+        assert bad.status_code == 422 and f"{name}:" in bad.text
+        assert (
+            client.get(
+                f"/v1/projects/{project}/audits/{second}/pages", params={name: "x"}
+            ).status_code
+            == 422
+        )
 
     # New and fixed issues against the previous audit.
     new = browser.get(f"{view}/changes", params={"change": "new"})
@@ -178,6 +210,17 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
 
     # Reading started nothing.
     assert client.get(f"/v1/projects/{project}/jobs").json()["data"] == jobs_before
+    # "Run again": a form (its CSRF token) that creates an audit with the same params.
+    action = f"{view}/rerun"
+    assert f'action="{action}"' in shown.text
+    assert browser.post(action, data={"csrf_token": "forged"}).status_code == 403
+    again = browser.post(action, data={"csrf_token": csrf_of(shown.text)})
+    assert again.status_code == 303, again.text
+    rerun_id = int(again.headers["location"].rsplit("/", 1)[1])
+    rerun = client.get(f"/v1/jobs/{rerun_id}").json()["data"]
+    original = served.services.jobs.get(alice.user, second)
+    assert served.services.jobs.get(alice.user, rerun_id).params == original.params
+    assert (rerun["type"], rerun["project_id"]) == ("site_audit", project)
 
     # Another user: the 404 page at every address of the view, nothing of alice's shown.
     bob = sign_in(served, served.account("bob").key)
@@ -193,6 +236,8 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
         assert answer.status_code == 404, path
         assert "text/html" in answer.headers["content-type"]
         assert "Not found" in answer.text and "dup-title" not in answer.text
+    bobs_token = csrf_of(bob.get("/dashboard/new").text)
+    assert bob.post(action, data={"csrf_token": bobs_token}).status_code == 404
     # Alice: an issue the audit did not find, a page it did not record, a running job.
     assert browser.get(f"{view}/issues/http_5xx_nowhere").status_code == 404
     assert browser.get(f"{view}/pages/99999").status_code == 404

@@ -4,6 +4,7 @@ never start an audit."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -94,12 +95,26 @@ class Audits(Part):
         return audit, record, issues
 
     def page_seqs(
-        self, user: UserRecord, project_id: int, job_id: int, urls: list[str]
+        self,
+        user: UserRecord,
+        project_id: int,
+        job_id: int,
+        urls: list[str],
+        items: Mapping[int, str] | None = None,
     ) -> dict[str, int]:
-        """Which of ``urls`` the audit recorded as pages, each with its ``seq``."""
+        """Which of ``urls`` the audit recorded as pages, each with its ``seq``. ``items``:
+        the item ids some of them are known by (a page's own findings name their item): the
+        page's ``seq`` is its item's, looked up by primary key rather than by URL."""
         self.get(user, project_id, job_id)
+        known = dict(items or {})
         with self.db.read() as conn:
-            return read_sql.table_seqs(conn, job_id, PAGES.table, urls)
+            found = {
+                known[item]: seq for item, seq in read_sql.item_seqs(conn, job_id, list(known))
+            }
+            rest = [url for url in urls if url not in found]
+            if rest:
+                found |= read_sql.table_seqs(conn, job_id, PAGES.table, rest)
+        return found
 
     def compare(
         self,

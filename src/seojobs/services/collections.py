@@ -3,6 +3,8 @@ history. Reading data never starts work (seed 001)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from seojobs.records import CollectionRecord, UserRecord
 from seojobs.services.base import Part
 from seojobs.services.errors import NotFound
@@ -51,3 +53,19 @@ class Collections(Part):
             return result_sql.history(
                 conn, project_id, kind, subject, before_id=before_id, limit=limit
             )
+
+    def of_job(
+        self,
+        user: UserRecord,
+        project_id: int,
+        job_id: int,
+        *,
+        limit: int = 1000,
+        lowest: Sequence[str] = (),
+    ) -> list[tuple[CollectionRecord, CollectionRecord | None, dict[str, float]]]:
+        """What one job of the project collected (published), by subject, each with the
+        collection of its subject before it (None: the first) and the lowest value of each
+        ``lowest`` number over its subject's collections up to it. Never starts work."""
+        self.base.project(user, project_id)
+        with self.db.read() as conn:
+            return result_sql.job_collections(conn, project_id, job_id, limit=limit, lowest=lowest)

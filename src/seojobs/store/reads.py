@@ -44,7 +44,7 @@ from seojobs.reads import (
 from seojobs.records import ChangeCount, ChangedFinding, CollectionRecord, FindingRecord
 from seojobs.store import kindrows
 from seojobs.store.results import subject_key
-from seojobs.store.tables import collections, findings
+from seojobs.store.tables import collections, findings, job_items
 
 CHUNK = 500  # rows read at once while row tests (RowMatch) skip some
 Position = list[Any]  # [snapshot?] + the sort columns' values of the last row served
@@ -443,3 +443,13 @@ def table_seqs(conn: Connection, job_id: int, table: str, urls: list[str]) -> di
     rows = kindrows.table(table)
     query = select(rows.c.url, rows.c.seq).where(rows.c.job_id == job_id, rows.c.url.in_(urls))
     return {url: int(seq) for url, seq in conn.execute(query)}
+
+
+def item_seqs(conn: Connection, job_id: int, item_ids: list[int]) -> list[tuple[int, int]]:
+    """``(item id, seq)`` of those of ``item_ids`` that are the job's items."""
+    if not item_ids:
+        return []
+    query = select(job_items.c.id, job_items.c.seq).where(
+        job_items.c.id.in_(item_ids), job_items.c.job_id == job_id
+    )
+    return [(int(i), int(seq)) for i, seq in conn.execute(query)]

@@ -377,3 +377,65 @@ def latest_each(conn: Connection, project_id: int, kind: str) -> list[Collection
         select(collections).where(collections.c.id.in_(newest)).order_by(collections.c.subject)
     )
     return [CollectionRecord(**r._asdict()) for r in rows]
+
+
+def job_collections(
+    conn: Connection, project_id: int, job_id: int, *, limit: int, lowest: Sequence[str] = ()
+) -> list[tuple[CollectionRecord, CollectionRecord | None, dict[str, float]]]:
+    """What one job collected (published), by subject, each with the published collection of
+    the same subject before it (None: the first) and the ``lowest`` value each named number
+    of its data had in that subject's collections up to this one (a best position): one
+    statement, on the subject index."""
+    this = collections.alias("this")
+    before = collections.alias("before")
+
+    def same_subject(*more: Any) -> Any:
+        return select(*more).where(
+            before.c.project_id == this.c.project_id,
+            before.c.kind == this.c.kind,
+            before.c.subject == this.c.subject,
+            before.c.committed.is_(True),
+        )
+
+    previous_id = (
+        same_subject(func.max(before.c.id)).where(before.c.id < this.c.id).scalar_subquery()
+    )
+    least = [
+        same_subject(func.min(before.c.data[name].as_float()))
+        .where(before.c.id <= this.c.id)
+        .scalar_subquery()
+        .label(f"lowest_{n}")
+        for n, name in enumerate(lowest)
+    ]
+    found = conn.execute(
+        select(this, previous_id.label("previous_id"), *least)
+        .where(
+            this.c.job_id == job_id,
+            this.c.project_id == project_id,
+            this.c.committed.is_(True),
+        )
+        .order_by(this.c.subject)
+        .limit(limit)
+    ).all()
+    wanted = [r.previous_id for r in found if r.previous_id is not None]
+    previous: dict[int, CollectionRecord] = {}
+    for start in range(0, len(wanted), ITEM_INSERT_CHUNK):
+        rows = conn.execute(
+            select(collections).where(
+                collections.c.id.in_(wanted[start : start + ITEM_INSERT_CHUNK])
+            )
+        )
+        previous.update({r.id: CollectionRecord(**r._asdict()) for r in rows})
+    names = [c.name for c in collections.c]
+    return [
+        (
+            CollectionRecord(**{n: getattr(r, n) for n in names}),
+            previous.get(r.previous_id) if r.previous_id is not None else None,
+            {
+                name: float(value)
+                for n, name in enumerate(lowest)
+                if (value := getattr(r, f"lowest_{n}")) is not None
+            },
+        )
+        for r in found
+    ]

@@ -16,6 +16,7 @@ from seojobs.api.dashboard.auth import DashboardError, SignInRequired
 from seojobs.api.dashboard.jobs import router as jobs_router
 from seojobs.api.dashboard.projects import router as project_router
 from seojobs.api.dashboard.render import page
+from seojobs.api.dashboard.rerun import router as rerun_router
 from seojobs.api.dashboard.routes import router
 from seojobs.api.dashboard.views import router as views_router
 from seojobs.services import Invalid, NotFound, Unavailable
@@ -46,6 +47,7 @@ def install(app: FastAPI) -> None:
     handlers keep answering everything else with problem+json."""
     app.include_router(router)
     app.include_router(views_router)  # before the jobs' /dashboard/jobs/{id}/…
+    app.include_router(rerun_router)
     app.include_router(jobs_router)
     app.include_router(project_router)
     api_handlers = dict(app.exception_handlers)

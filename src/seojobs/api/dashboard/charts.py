@@ -63,10 +63,13 @@ LINE_HEIGHT: Final = 160
 PAD: Final = 34
 
 
-def line_chart(title: str, points: Sequence[tuple[str, float]], top: float) -> Markup:
+def line_chart(
+    title: str, points: Sequence[tuple[str, float]], top: float, *, invert: bool = False
+) -> Markup:
     """A line through ``points`` (``(label, value)``, oldest first) on a 0-``top`` scale, each
     point's value written above it and its label below (the first and last), so the trend
-    reads without colour; the page gives the same values as a table."""
+    reads without colour; the page gives the same values as a table. ``invert``: 0 at the top
+    (a position, where less is better)."""
     inner_w, inner_h = LINE_WIDTH - 2 * PAD, LINE_HEIGHT - 2 * PAD
     top = top or 1
     step = inner_w / max(1, len(points) - 1)
@@ -77,14 +80,15 @@ def line_chart(title: str, points: Sequence[tuple[str, float]], top: float) -> M
         f'stroke="#6b7280"/>',
         f'<line x1="{PAD}" y1="{PAD}" x2="{PAD + inner_w}" y2="{PAD}" stroke="#d5d9de"/>',
         f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end" font-size="11" '
-        f'fill="#4d5560">{escape(_number(top))}</text>',
+        f'fill="#4d5560">{escape(_number(0 if invert else top))}</text>',
         f'<text x="{PAD - 4}" y="{PAD + inner_h + 4}" text-anchor="end" font-size="11" '
-        f'fill="#4d5560">0</text>',
+        f'fill="#4d5560">{escape(_number(top if invert else 0))}</text>',
     ]
     placed = []
     for n, (label, value) in enumerate(points):
         x = round(PAD + (n * step if len(points) > 1 else inner_w / 2), 1)
-        y = round(PAD + inner_h - inner_h * max(0.0, min(value, top)) / top, 1)
+        share = max(0.0, min(value, top)) / top
+        y = round(PAD + (inner_h * share if invert else inner_h - inner_h * share), 1)
         placed.append((x, y, label, value))
     if len(placed) > 1:
         line = " ".join(f"{x},{y}" for x, y, _l, _v in placed)

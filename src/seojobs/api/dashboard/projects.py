@@ -105,8 +105,8 @@ async def _project_page(
 
 def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[str, Any]]:
     """Per kind that collected something here: its latest collection of each subject as a
-    table (titled and with the columns its dashboard view declares), and charts of their
-    numbers and of the findings of the job that collected them."""
+    table (titled and with the columns its dashboard view declares), the chart its view
+    declares of them (``summary``), and the findings of the job that collected them."""
     shown = []
     for kind in services.registry.names():
         view = services.registry.get(kind).view
@@ -118,11 +118,9 @@ def _collections(services: Services, who: Viewer, project_id: int) -> list[dict[
         columns: list[str] = []
         for _, values in rows:
             columns += [k for k in values if k not in columns]
-        charts = [
-            bar_chart(f"{kind} {c.subject}", numbers)
-            for c, values in rows[:3]
-            if (numbers := _numbers(values))
-        ]
+        charts = []
+        if view.summary is not None and (summary := view.summary(latest))[1]:
+            charts.append(bar_chart(*summary))
         newest = max(latest, key=lambda c: c.collected_at)
         if newest.job_id is not None:
             charts.insert(0, _findings_chart(services, who, kind, newest))
@@ -176,14 +174,6 @@ def _flat(data: Any, prefix: str = "", depth: int = 0) -> dict[str, Any]:
         elif not isinstance(value, dict):
             found[name] = value
     return found
-
-
-def _numbers(values: dict[str, Any]) -> list[tuple[str, float]]:
-    return [
-        (key, float(value))
-        for key, value in values.items()
-        if isinstance(value, int | float) and not isinstance(value, bool)
-    ][:MAX_COLUMNS]
 
 
 @router.post("/dashboard/projects/{project_id}/rename", name="dashboard_project_rename")

@@ -26,6 +26,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from seojobs.api.dashboard import tables
 from seojobs.api.dashboard.auth import DashboardError, services_of
 from seojobs.api.dashboard.charts import line_chart
 from seojobs.api.dashboard.render import page
@@ -36,7 +37,7 @@ from seojobs.api.reads import job_read_csv
 from seojobs.api.reports import MAX_SEQ
 from seojobs.api.v1 import JobId
 from seojobs.engine.registry import Kind
-from seojobs.engine.views import JobView
+from seojobs.engine.views import Collected, JobView
 from seojobs.reads import JobRead, Read
 from seojobs.records import CollectionRecord, JobRecord, ProjectRecord, UserRecord
 from seojobs.services import NotFound, Services
@@ -53,6 +54,8 @@ Code = Annotated[str, Path(max_length=100, pattern=r"^[a-z0-9_]+$")]
 CodeQuery = Annotated[str, Query(max_length=100, pattern=r"^[a-z0-9_]+$")]
 Seq = Annotated[int, Path(ge=0, le=MAX_SEQ)]
 Text = Annotated[str, Query(max_length=100)]
+Subject = Annotated[str, Query(max_length=500)]
+MAX_COLLECTIONS: Final = 5_000  # collections of one job a view reads
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,27 @@ def _trend(opened: Opened, history: History) -> dict[str, Any] | None:
 # -- the view ---------------------------------------------------------------------------------
 
 
+def _counts(
+    services: Services, user: UserRecord, opened: Opened, record: CollectionRecord | None
+) -> list[tuple[str, str, int]]:
+    """``(code, severity, count)`` of a job's findings: from its collection's ``counts``
+    (what the job counted as it ended) when the view names one, else counted in the store
+    (a second read of every finding of a large job)."""
+    data = record.data if record is not None and isinstance(record.data, dict) else {}
+    by_code = data.get(opened.view.counts or "")
+    if not isinstance(by_code, dict):
+        job_id = record.job_id if record is not None and record.job_id else opened.job.id
+        return services.jobs.finding_counts(user, job_id)
+    return sorted(
+        (
+            (str(code), opened.view.severities.get(str(code), "notice"), n)
+            for code, n in by_code.items()
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0
+        ),
+        key=lambda c: (-c[2], c[0]),
+    )
+
+
 def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """Findings by severity (error, warning, notice, then any other), each code with its
     count and explanation, most found first."""
@@ -248,24 +272,82 @@ def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str
     ]
 
 
+def _collected(services: Services, user: UserRecord, opened: Opened) -> list[Collected]:
+    found = services.collections.of_job(
+        user, opened.project.id, opened.job.id, limit=MAX_COLLECTIONS, lowest=opened.view.lowest
+    )
+    return [Collected(this, previous, lowest) for this, previous, lowest in found]
+
+
+def _sort(opened: Opened, sort: str, order: str) -> tuple[str, bool] | None:
+    if not sort:
+        return None
+    keys = {c.key for t in opened.view.tables if t.sortable for c in t.columns}
+    if sort not in keys:
+        allowed = f"must be one of {', '.join(sorted(keys))}" if keys else "nothing here sorts"
+        raise DashboardError(422, "Invalid input", f"sort: {allowed}")
+    return sort, order == "desc"
+
+
+def _charts(
+    services: Services, user: UserRecord, opened: Opened, collected: list[Collected], subject: str
+) -> list[dict[str, Any]]:
+    """The chart of ``subject``'s history, or of the first few subjects the job collected."""
+    chart = opened.view.chart
+    if chart is None:
+        return []
+    if subject:
+        chosen = [c for c in collected if c.this.subject == subject]
+        if not chosen:
+            raise NotFound(f"{subject!r} in job {opened.job.id}")
+    else:
+        chosen = collected[: tables.CHARTS]
+    drawn = []
+    for c in chosen:
+        history = services.collections.history(
+            user,
+            opened.project.id,
+            opened.kind.name,
+            c.this.subject,
+            before_id=c.this.id + 1,
+            limit=tables.HISTORY,
+        )
+        label = chart.subject_label(c.this.data) if chart.subject_label else c.this.subject
+        drawn.append(tables.history_chart(chart, c.this.subject, history[::-1], label))
+    return drawn
+
+
 @router.get("/dashboard/jobs/{job_id}/view", name="dashboard_job_view")
-async def job_view(request: Request, who: Signed, job_id: JobId) -> Response:
+async def job_view(
+    request: Request,
+    who: Signed,
+    job_id: JobId,
+    sort: Text = "",
+    order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+    subject: Subject = "",
+) -> Response:
     services = services_of(request)
 
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
+        shown_tables: list[dict[str, Any]] = []
+        charts: list[dict[str, Any]] = []
+        if opened.view.tables or opened.view.chart:
+            collected = _collected(services, who.user, opened)
+            ordered = _sort(opened, sort, order)
+            shown_tables = [tables.shown(t, collected, ordered) for t in opened.view.tables]
+            charts = _charts(services, who.user, opened, collected, subject)
         history = _history(services, who.user, opened)
-        counts = services.jobs.finding_counts(who.user, job_id)
+        counts = _counts(services, who.user, opened, history.this)
         changes = None
         previous = history.previous
         if opened.view.compare and previous is not None and previous.job_id is not None:
-            found = services.audits.compare(
-                who.user, opened.project.id, job_id, previous.job_id, limit=0
-            )
+            # The totals only: matching the two jobs' findings pair by pair costs a second
+            # on a 5,000-page audit, so the exact new and fixed counts are on .../changes.
             changes = {
                 "previous": previous,
-                "new": sum(c.new for c in found.counts),
-                "fixed": sum(c.fixed for c in found.counts),
+                "now": sum(n for _c, _s, n in counts),
+                "before": sum(n for _c, _s, n in _counts(services, who.user, opened, previous)),
             }
         return {
             "o": opened,
@@ -273,6 +355,9 @@ async def job_view(request: Request, who: Signed, job_id: JobId) -> Response:
             "groups": _groups(opened, counts) if opened.view.issues else [],
             "changes": changes,
             "collected": history.this,
+            "tables": shown_tables,
+            "charts": charts,
+            "sorted": (sort, order),
         }
 
     return page(request, "job_view.html", await run_in_threadpool(read), viewer=who)
@@ -281,10 +366,15 @@ async def job_view(request: Request, who: Signed, job_id: JobId) -> Response:
 # -- one issue's pages ------------------------------------------------------------------------
 
 
-def _seqs(services: Services, user: UserRecord, opened: Opened, urls: list[str]) -> dict[str, int]:
+def _seqs(
+    services: Services, user: UserRecord, opened: Opened, rows: list[dict[str, Any]]
+) -> dict[str, int]:
+    """The page (``seq``) of each row's ``url``: by its finding's item when it has one."""
+    urls = [r["url"] for r in rows if r.get("url")]
     if opened.view.pages is None or not urls:
         return {}
-    return services.audits.page_seqs(user, opened.project.id, opened.job.id, urls)
+    items = {int(r["item_id"]): r["url"] for r in rows if r.get("item_id") and r.get("url")}
+    return services.audits.page_seqs(user, opened.project.id, opened.job.id, urls, items)
 
 
 @router.get("/dashboard/jobs/{job_id}/view/issues/{code}", name="dashboard_job_view_issue")
@@ -297,12 +387,23 @@ async def issue_pages(
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
         read = opened.job_read(opened.view.issues)
-        counts = {c: (s, n) for c, s, n in services.jobs.finding_counts(who.user, job_id)}
+        found_counts = _counts(
+            services, who.user, opened, _history(services, who.user, opened).this
+        )
+        counts = {c: (s, n) for c, s, n in found_counts}
         if code not in counts:
             raise NotFound(f"issue {code} in job {job_id}")
         found = opened.rows(services, who.user, read, {"code": code}, after=start or 0)
         rows = [read.to_row(r) for r in found.rows[:PAGE]]
-        seqs = _seqs(services, who.user, opened, [r["url"] for r in rows if r.get("url")])
+        seqs = _seqs(
+            services,
+            who.user,
+            opened,
+            [
+                {"url": r.get("url"), "item_id": f.get("item_id")}
+                for r, f in zip(rows, found.rows, strict=False)
+            ],
+        )
         more = len(found.rows) > PAGE
         base = f"{opened.base}/issues/{code}"
         return {
@@ -351,11 +452,18 @@ async def pages(
     job_id: JobId,
     status: Text = "",
     indexable: Text = "",
+    depth: Text = "",
+    in_links: Text = "",
     after: Text = "",
 ) -> Response:
     services = services_of(request)
     start = _after("after", after, 0)
-    shown = {"status": status.strip(), "indexable": indexable.strip()}
+    shown = {
+        "status": status.strip(),
+        "indexable": indexable.strip(),
+        "depth": depth.strip(),
+        "in_links": in_links.strip(),
+    }
 
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
@@ -475,3 +583,23 @@ async def changes(
         }
 
     return page(request, "job_view_changes.html", await run_in_threadpool(read), viewer=who)
+
+
+# -- a table of the view as CSV -----------------------------------------------------------------
+
+
+@router.get("/dashboard/jobs/{job_id}/view/tables/{number}.csv", name="dashboard_job_view_csv")
+async def table_csv(
+    request: Request, who: Signed, job_id: JobId, number: Annotated[int, Path(ge=1, le=20)]
+) -> Response:
+    services = services_of(request)
+
+    def read() -> Response:
+        opened = _open(services, who.user, job_id)
+        if number > len(opened.view.tables):
+            raise NotFound(f"table {number} of job {job_id}")
+        table = opened.view.tables[number - 1]
+        name = f"{opened.kind.name}-{job_id}-{number}.csv"
+        return tables.csv_response(table, _collected(services, who.user, opened), name)
+
+    return await run_in_threadpool(read)

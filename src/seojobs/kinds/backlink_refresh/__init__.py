@@ -19,6 +19,7 @@ from seojobs.kinds.backlink_refresh.check import LINK_STATUSES
 from seojobs.kinds.backlink_refresh.params import BacklinkRefreshParams, subject
 from seojobs.kinds.backlink_refresh.reads import CHANGES, READS
 from seojobs.kinds.backlink_refresh.run import run
+from seojobs.kinds.backlink_refresh.view import VIEW
 
 NAME = "backlink_refresh"
 __all__ = ["KIND", "LINK_STATUSES", "NAME", "BacklinkRefreshParams", "subject"]
@@ -80,4 +81,5 @@ KIND: Kind[BacklinkRefreshParams] = Kind(
     settings=BacklinkRefreshSettings,
     reads=READS,
     changes=CHANGES,
+    view=VIEW,
 )

@@ -19,6 +19,7 @@ from seojobs.fetch.resolver import parse_nameserver
 from seojobs.kinds.domain_lookup.lookup import run
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, normalise_domain
 from seojobs.kinds.domain_lookup.reads import CHANGES, READS
+from seojobs.kinds.domain_lookup.view import VIEW
 
 NAME = "domain_lookup"
 IANA_BOOTSTRAP = "https://data.iana.org/rdap/dns.json"
@@ -97,4 +98,5 @@ KIND: Kind[DomainLookupParams] = Kind(
     settings=DomainLookupSettings,
     reads=READS,
     changes=CHANGES,
+    view=VIEW,
 )

@@ -15,6 +15,7 @@ from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
 from seojobs.kinds.geo_lookup.reads import CHANGES, READS
 from seojobs.kinds.geo_lookup.run import AI_SEARCH, GeoLookupSettings, refusal, run, subject
+from seojobs.kinds.geo_lookup.view import VIEW
 
 NAME = "geo_lookup"
 __all__ = ["KIND", "NAME", "GeoLookupParams", "subject"]
@@ -59,4 +60,5 @@ KIND: Kind[GeoLookupParams] = Kind(
     ),
     reads=READS,
     changes=CHANGES,
+    view=VIEW,
 )

@@ -19,6 +19,7 @@ from seojobs.kinds.keyword_research.run import (
     run,
     subject,
 )
+from seojobs.kinds.keyword_research.view import VIEW
 
 NAME = "keyword_research"
 __all__ = ["KIND", "NAME", "KeywordResearchParams", "subject"]
@@ -46,4 +47,5 @@ KIND: Kind[KeywordResearchParams] = Kind(
     quotas=(DAILY, MONTHLY),
     refusal=refusal,
     reads=READS,
+    view=VIEW,
 )

@@ -15,6 +15,7 @@ from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
 from seojobs.kinds.rank_check.reads import CHANGES, READS
 from seojobs.kinds.rank_check.run import RANKS, RankCheckSettings, items, refusal, run, subject
+from seojobs.kinds.rank_check.view import VIEW
 
 NAME = "rank_check"
 __all__ = ["KIND", "NAME", "RankCheckParams", "subject"]
@@ -52,4 +53,5 @@ KIND: Kind[RankCheckParams] = Kind(
     ),
     reads=READS,
     changes=CHANGES,
+    view=VIEW,
 )

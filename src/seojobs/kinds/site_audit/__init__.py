@@ -82,8 +82,11 @@ VIEW = DashboardView(
         history=READS[0].operation_id,
         issues=ISSUES.operation_id,
         explanations={check.code: check.description for check in CATALOGUE},
+        counts="issues_by_code",
+        severities={check.code: check.severity for check in CATALOGUE},
         pages=PAGES.operation_id,
         compare=True,
+        rerun=True,
     ),
 )
 

@@ -163,6 +163,19 @@ def statuses(status: str) -> tuple[int, int]:
     return int(status), int(status)
 
 
+# A whole number (up to 9 digits), a range of two, or one and more: "2", "1-3", "4+".
+RANGED = r"^[0-9]{1,9}(?:-[0-9]{1,9}|\+)?$"
+MOST = 2**31 - 1
+
+
+def ranged(text: str) -> tuple[int, int]:
+    """``2`` -> (2, 2); ``1-3`` -> (1, 3); ``4+`` -> (4, MOST). The pattern checked the form."""
+    if text.endswith("+"):
+        return int(text[:-1]), MOST
+    low, _, high = text.partition("-")
+    return int(low), int(high or low)
+
+
 ISSUES = JobRead(
     AUDIT + "/issues",
     "list_audit_issues",
@@ -216,6 +229,25 @@ PAGES = JobRead(
             bool,
             "Only indexable pages, or only the others.",
             ColumnMatch("indexable", "is"),
+        ),
+        JobFilter(
+            "depth",
+            str,
+            "Only pages this many clicks from the start URL: `2`, a range `1-3`, or at least "
+            "`4+`. Pages only a sitemap lists match none.",
+            ColumnMatch("depth", "between"),
+            prepare=ranged,
+            max_length=21,
+            pattern=RANGED,
+        ),
+        JobFilter(
+            "in_links",
+            str,
+            "Only pages with this many in-links: `0` (orphans), a range `1-5`, or at least `10+`.",
+            ColumnMatch("in_links", "between"),
+            prepare=ranged,
+            max_length=21,
+            pattern=RANGED,
         ),
     ),
     csv=PAGE_COLUMNS,

@@ -21,6 +21,7 @@ from seojobs.kinds.tech_stack.database import FingerprintsMissing
 from seojobs.kinds.tech_stack.lookup import FINGERPRINTS_MISSING, run, subject
 from seojobs.kinds.tech_stack.params import TechStackParams
 from seojobs.kinds.tech_stack.reads import READS
+from seojobs.kinds.tech_stack.view import VIEW
 
 NAME = "tech_stack"
 __all__ = ["KIND", "NAME", "TechStackParams", "TechStackSettings", "subject"]
@@ -86,4 +87,5 @@ KIND: Kind[TechStackParams] = Kind(
     report_columns=(ReportColumn("http_status", "status"), ReportColumn("final_url", "final_url")),
     settings=TechStackSettings,
     reads=READS,
+    view=VIEW,
 )

@@ -24,6 +24,7 @@ from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.web_vitals.measure import run, subject
 from seojobs.kinds.web_vitals.params import WebVitalsParams
 from seojobs.kinds.web_vitals.reads import CHANGES, READS
+from seojobs.kinds.web_vitals.view import VIEW
 
 NAME = "web_vitals"
 __all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
@@ -100,4 +101,5 @@ KIND: Kind[WebVitalsParams] = Kind(
     settings=WebVitalsSettings,
     reads=READS,
     changes=CHANGES,
+    view=VIEW,
 )

@@ -1,0 +1,83 @@
+"""The views of the other kinds (issue 28) in a real Chromium, over data collected by real jobs
+against the test fakes (``views_world``, without its Lighthouse run): from the project page
+to a rank check's view (moves in words, the chart and its table), sorting the keyword
+research, the backlinks' lost and new links, the domain's countdowns and the GEO view;
+screenshots of each, desktop and 390 px wide (no horizontal scrolling); Lighthouse on the rank
+check's and the keyword research's views (accessibility and best practices at least 95)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import DESKTOP, OUTPUT, PHONE, Site, screenshots, sign_in
+from tests.browser.test_lighthouse import FLOOR, LIGHTHOUSE, audit, failing, session_cookie
+from tests.integration.views_world import views_world
+
+
+@pytest.mark.timeout(300)
+def test_the_kinds_views_walked_at_desktop_and_phone_width(
+    page: Page, sqlite_url: str, tmp_path: Path
+) -> None:
+    with views_world(sqlite_url, tmp_path, vitals=False) as world:
+        site = Site(world.app.base, world.app.services)
+        sign_in(page, site, world.owner.key)
+        page.goto(site.url(f"/dashboard/projects/{world.project}"))
+        expect(page.get_by_role("img", name=re.compile("^Keywords by position"))).to_be_visible()
+        rank = world.last("rank_check")
+        page.get_by_role("link", name=f"#{rank} rank_check").click()
+        page.get_by_role("link", name="Open the results").click()
+        positions = page.get_by_role("region", name="Positions")
+        expect(positions.get_by_role("cell", name="▲ up 1")).to_be_visible()
+        expect(positions.get_by_role("cell", name="dropped out")).to_be_visible()
+        chart = page.get_by_role("img", name=re.compile("^Position of “garden hose”"))
+        expect(chart).to_be_visible()
+        screenshots(page, "view-rank-check")
+        positions.screenshot(path=str(OUTPUT / "view-rank-check-positions.png"))  # for the docs
+        positions.get_by_role("link", name="Keyword", exact=True).click()
+        expect(page.get_by_role("link", name="Keyword (ascending)")).to_be_visible()
+
+        page.goto(site.url(f"/dashboard/jobs/{world.last('keyword_research')}/view"))
+        page.get_by_role("link", name="CPC", exact=True).click()
+        page.get_by_role("link", name="CPC (ascending)").click()
+        expect(page.get_by_role("link", name="CPC (descending)")).to_be_visible()
+        expect(page.get_by_role("link", name="Download as CSV")).to_be_visible()
+        # At 390 px the headings are hidden (a card per row): the sort form does it there.
+        page.set_viewport_size(PHONE)
+        page.get_by_label("Sort by").select_option(label="Monthly searches")
+        page.get_by_label("Order").select_option("asc")
+        page.get_by_role("button", name="Sort").click()
+        first = page.get_by_role("region", name="Keywords").get_by_role("rowheader").first
+        expect(first).to_have_text("hose reel")  # the fewer searches first
+        page.set_viewport_size(DESKTOP)
+        screenshots(page, "view-keywords")
+
+        page.goto(site.url(f"/dashboard/jobs/{world.last('backlink_refresh')}/view"))
+        changes = page.get_by_role("region", name="Lost and new since the previous refresh")
+        expect(changes.get_by_role("rowheader", name="lost")).to_be_visible()
+        expect(changes.get_by_role("rowheader", name="new")).to_be_visible()
+        screenshots(page, "view-backlinks")
+
+        page.goto(site.url(f"/dashboard/jobs/{world.last('domain_lookup')}/view"))
+        expect(page.get_by_role("cell", name=re.compile(r"^in (89|90) days$"))).to_be_visible()
+        screenshots(page, "view-domain")
+
+        page.goto(site.url(f"/dashboard/jobs/{world.last('geo_lookup')}/view"))
+        expect(page.get_by_role("cell", name="▲ up 100")).to_be_visible()
+        screenshots(page, "view-geo")
+        assert (OUTPUT / "view-geo-phone.png").exists()
+
+        if not LIGHTHOUSE.exists():
+            pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci)")
+        cookie = session_cookie(site, world.owner.key)
+        folder = OUTPUT.parent / "lighthouse"
+        folder.mkdir(parents=True, exist_ok=True)
+        # The rank check's (a chart, moves) and the keyword research's (the sort form).
+        for name, job_id in (("rank-check", rank), ("keywords", world.last("keyword_research"))):
+            out = folder / f"view-{name}.json"
+            scores = audit(site, f"/dashboard/jobs/{job_id}/view", cookie, out)
+            for category in ("accessibility", "best-practices"):
+                assert scores[category] >= FLOOR, (name, category, failing(out, category))
