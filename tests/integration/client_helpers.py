@@ -105,16 +105,25 @@ class Edge:
     """What the transports below share: the exchanges seen, the answers to throw away."""
 
     def __init__(
-        self, *, drop_first: str | None = None, on_request: Callable[[], None] | None = None
+        self,
+        *,
+        drop_first: str | None = None,
+        on_request: Callable[[], None] | None = None,
+        strip_prefer: bool = False,
     ) -> None:
         self.seen: list[Exchange] = []
         self.drop_first = drop_first  # lose the answer to the first request of this method
         self.dropped = 0
         self.on_request = on_request
+        # A proxy that drops ``Prefer`` (the server then never holds a read): the exchanges
+        # keep the header as the client sent it.
+        self.strip_prefer = strip_prefer
 
     def record(self, request: httpx.Request) -> Exchange:
         entry = Exchange(request.method, request.url.path, dict(request.headers))
         self.seen.append(entry)
+        if self.strip_prefer and "prefer" in request.headers:
+            del request.headers["prefer"]
         if self.on_request is not None:
             self.on_request()
         return entry

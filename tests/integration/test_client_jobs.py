@@ -35,7 +35,8 @@ from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 from tests.waiting import wait_until
 
 INDEXNOW_KEY = "0123456789abcdef"
-FAST = PollPolicy(start=0.1, factor=1.5, ceiling=0.5, deadline=60)
+# Seed 000's schedule alone, fast (the first long polls have tests of their own).
+FAST = PollPolicy(start=0.1, factor=1.5, ceiling=0.5, deadline=60, first_long_polls=0)
 
 
 # -- the stack ------------------------------------------------------------------------------------
@@ -307,7 +308,7 @@ def test_lost_post_answer_is_retried_with_the_same_key_and_makes_one_job(
 def test_long_poll_sends_prefer_wait(stack: Stack, mode: str) -> None:
     key = stack.key()
     driver = Driver(mode, stack.base, key)
-    policy = PollPolicy(start=0.2, ceiling=1, deadline=60, long_poll=5)
+    policy = PollPolicy(start=0.2, ceiling=1, deadline=60, long_poll=5, first_long_polls=0)
 
     async def scenario(c: Any) -> tuple[Any, Any]:
         created = await aw(c.submit(["https://a.example/lp"], engine="bing"))
@@ -325,6 +326,29 @@ def test_long_poll_sends_prefer_wait(stack: Stack, mode: str) -> None:
     plain.run(lambda c: c.wait("index_submit", created.job_id, policy=FAST))
     last = stack.recorder.requests("GET", f"/index-submit/jobs/{created.job_id}")[-1]
     assert "prefer" not in last.headers
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_job_that_ends_at_once_is_reported_by_a_long_poll_not_a_period_later(
+    stack: Stack, mode: str
+) -> None:
+    # Issue 27.6: with no policy given (the kind's hint, first poll 5 s or more after a
+    # submission), the wait first asks Prefer: wait=20, and the server answers as the job ends.
+    key = stack.key()
+    driver = Driver(mode, stack.base, key)
+
+    async def scenario(c: Any) -> tuple[Any, Any, PollPolicy]:
+        created = await aw(c.submit(["https://a.example/now"], engine="bing"))
+        done = await aw(c.wait("index_submit", created.job_id, poll_first=False))
+        return created, done, await aw(c.poll_policy("index_submit"))
+
+    created, done, hint = driver.run(scenario)
+    assert done.status == "completed" and hint.start >= 2
+    reads = stack.recorder.requests("GET", f"/index-submit/jobs/{created.job_id}")
+    # At most: held until it started, held until it ended, (one spare for a slow worker).
+    assert 1 <= len(reads) <= 3 and all(r.headers["prefer"] == "wait=20" for r in reads)
+    # No sleep of the schedule: only the long polls' spacing (one a second at most).
+    assert all(delay <= 1.0 for delay in driver.recording.delays), driver.recording.delays
 
 
 # -- v2 batch status ------------------------------------------------------------------------------

@@ -172,7 +172,8 @@ def test_the_first_poll_after_start_waits_for_the_202s_retry_after(idle: Api, mo
     transport = edge(mode)
     driver = Driver(mode, idle.base, alice.key, clock=clock.clock, transport=transport)
     driver.recording = clock
-    policy = PollPolicy(start=0.1, factor=1.5, ceiling=1, deadline=12)
+    # The schedule alone: the first long polls (the server holds them) come at once.
+    policy = PollPolicy(start=0.1, factor=1.5, ceiling=1, deadline=12, first_long_polls=0)
 
     async def scenario(c: Any) -> tuple[ProjectJob, Any, list[float]]:
         project = await aw(c.projects.create("later"))
@@ -206,7 +207,7 @@ def test_a_long_poll_the_server_does_not_honour_is_not_taken_off_the_next_sleep(
     def slow_answer() -> None:  # each round trip takes ``hold`` seconds of the client's clock
         clock.now += hold
 
-    transport = edge(mode, on_request=slow_answer)
+    transport = edge(mode, on_request=slow_answer, strip_prefer=True)
     driver = Driver(mode, idle.base, alice.key, clock=clock.clock, transport=transport)
     driver.recording = clock
     policy = PollPolicy(start=4, factor=1, ceiling=4, deadline=30, long_poll=5)
@@ -221,12 +222,39 @@ def test_a_long_poll_the_server_does_not_honour_is_not_taken_off_the_next_sleep(
 
     job_id = driver.run(scenario)
     reads = transport.requests("GET", f"/v1/jobs/{job_id}")
-    # The first read learns the job's type; the wait's polls then ask to be held.
-    assert len(reads) >= 3 and "prefer" not in reads[0].headers
-    assert all(r.headers.get("prefer") == "wait=5" for r in reads[1:])
+    # The first read learns the job's type; the wait's first long poll is not honoured, so the
+    # schedule takes over at once, its polls asking to be held as the policy says.
+    assert len(reads) >= 4 and "prefer" not in reads[0].headers
+    assert reads[1].headers.get("prefer") == "wait=20"
+    assert all(r.headers.get("prefer") == "wait=5" for r in reads[2:])
     assert not any("preference-applied" in r.response_headers for r in reads)
     # Nothing was held by the server: every sleep is the policy's whole interval.
     assert clock.delays[:-1] and clock.delays[:-1] == pytest.approx([4.0] * len(clock.delays[:-1]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_job_that_ends_at_once_is_reported_by_a_long_poll_on_v1_jobs(
+    working: Api, mode: str
+) -> None:
+    # Issue 27.6: /v1/jobs/{id} holds a read per Prefer: wait, and a wait on one job asks it
+    # first: reported as it ends, not a first interval (the kind's hint) later.
+    alice = working.account("alice", rate_limit=PLENTY)
+    transport = edge(mode)
+    driver = Driver(mode, working.base, alice.key, transport=transport)
+
+    async def scenario(c: Any) -> tuple[ProjectJob, ProjectJob, PollPolicy]:
+        project = await aw(c.projects.create("at-once"))
+        started = await aw(c.jobs.start(project, "test_sleep", {"seconds": 0.3}))
+        done = await aw(c.jobs.wait(started))  # the handle: no first read to learn its type
+        return started, done, await aw(c.poll_policy("test_sleep"))
+
+    started, done, hint = driver.run(scenario)
+    assert done.status == "completed" and hint.start >= 2
+    reads = transport.requests("GET", f"/v1/jobs/{started.id}")
+    assert 1 <= len(reads) <= 3 and all(r.headers["prefer"] == "wait=20" for r in reads)
+    # The server held them (the job was open when they came) and said so.
+    assert reads[0].response_headers.get("preference-applied") == "wait=20"
+    assert all(delay <= 1.0 for delay in driver.recording.delays), driver.recording.delays
 
 
 # -- cancel -------------------------------------------------------------------------------------

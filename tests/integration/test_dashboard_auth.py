@@ -155,6 +155,7 @@ def test_cookies_are_secure_over_https(store_url: str) -> None:
 
 # The parts of page addresses other than ids: a static file, a job view's issue and page.
 OTHER_PARTS = {"name": "app.css", "code": "title_missing", "seq": 0}
+PAGE_IDS = ("job_id", "project_id", "schedule_id", "webhook_id", "delivery_id")
 
 
 def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api) -> None:
@@ -165,7 +166,7 @@ def test_nul_in_a_query_string_is_an_error_page_naming_it_on_every_page(app: Api
     routes = app_routes(app.app, pages=True)
     assert len(routes) >= 6  # the walk finds the pages
     for method, path, _route in routes:
-        url = path.format(**OTHER_PARTS, job_id=1, project_id=1, schedule_id=1)
+        url = path.format(**OTHER_PARTS, **dict.fromkeys(PAGE_IDS, 1))
         answer = client.request(method, f"{url}?note=a%00b")
         assert answer.status_code == 422, (method, path, answer.status_code)
         if url.startswith("/dashboard") and not url.startswith("/dashboard/live"):
@@ -183,7 +184,7 @@ def test_odd_ids_in_a_page_address_are_an_error_page_naming_them(app: Api, odd: 
     before = stored(app)
     walked = 0
     for method, path, _route in app_routes(app.app, pages=True):
-        ids = [name for name in ("job_id", "project_id", "schedule_id") if f"{{{name}}}" in path]
+        ids = [name for name in PAGE_IDS if f"{{{name}}}" in path]
         for name in ids:
             values = {other: "1" for other in ids} | {name: odd}
             answer = client.request(method, path.format(**OTHER_PARTS, **values))
@@ -191,5 +192,5 @@ def test_odd_ids_in_a_page_address_are_an_error_page_naming_them(app: Api, odd: 
             assert answer.headers["content-type"].startswith("text/html"), (method, path)
             assert name in answer.text, (method, path, name)
             walked += 1
-    assert walked >= 10  # the jobs' and the projects' pages
+    assert walked >= 16  # the jobs', the projects' and the webhooks' pages
     assert stored(app) == before

@@ -18,7 +18,7 @@ from seojobs.engine.hints import PollHint
 from tests.acme import POLL_HINT
 from tests.api_helpers import Api, api
 from tests.conftest import make_settings
-from tests.integration.client_helpers import MODES, Driver, NoWait, aw
+from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 
 PLUGINS = ["tests.kinds", "tests.acme"]
 ACME = {"site": "acme.example", "pages": {"/": 1000}}
@@ -64,7 +64,10 @@ def test_every_registered_kinds_hint_is_served_and_is_what_the_sdk_uses(
 def test_a_plugin_kinds_jobs_are_waited_on_at_its_hint(idle: Api, mode: str) -> None:
     alice = idle.account("alice")
     clock = NoWait()
-    driver = Driver(mode, idle.base, alice.key, clock=clock.clock)
+    # The server would hold the first long polls for real seconds (no worker: the job stays
+    # pending); through a proxy that drops Prefer, the wait goes by the hint's schedule.
+    transport = edge(mode, strip_prefer=True)
+    driver = Driver(mode, idle.base, alice.key, clock=clock.clock, transport=transport)
     driver.recording = clock
 
     async def scenario(c: Any) -> WaitTimeout:
@@ -91,7 +94,13 @@ def test_the_clis_wait_polls_a_plugin_kinds_jobs_at_its_hint(idle: Api, tmp_path
     job_id = started.json()["data"]["id"]
     clock = NoWait()
     with (
-        Client(idle.base, alice.key, sleep=clock.sleep, clock=clock.clock) as client,
+        Client(
+            idle.base,
+            alice.key,
+            sleep=clock.sleep,
+            clock=clock.clock,
+            transport=edge("sync", strip_prefer=True),  # as above: no real holds
+        ) as client,
         StateFile(tmp_path / "state.db") as state,
     ):
         watcher = Watcher(client, state, Output(), server=idle.base, interval=None)

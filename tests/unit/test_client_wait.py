@@ -6,6 +6,7 @@ import itertools
 import logging
 import random
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -46,18 +47,26 @@ def limited(retry_after: float | None) -> Outcome:
     return Outcome(rate_limited=RateLimitedError(429, "Too many requests", retry_after=retry_after))
 
 
+holds: list[float] = []  # the Prefer: wait of each poll of the last drive()
+
+
 def drive(
     policy: PollPolicy,
     outcomes: Iterable[Outcome],
     *,
     poll_first: bool,
     rng: random.Random | None = None,
+    long_polls: bool = False,
 ) -> tuple[Job | BaseException, list[float], list[float]]:
-    """Run the machine on a fake clock: (result or the exception, sleeps, poll times)."""
+    """Run the machine on a fake clock: (result or the exception, sleeps, poll times). Seed
+    000's schedule alone unless ``long_polls`` (then ``holds`` lists each Prefer: wait)."""
     time = FakeTime()
     answers: Iterator[Outcome] = iter(outcomes)
+    if not long_polls:
+        policy = replace(policy, first_long_polls=0)
     steps = wait_steps(policy, poll_first=poll_first, elapsed=time.clock, rng=rng)
     polls: list[float] = []
+    holds.clear()
     outcome: Outcome | None = None
     try:
         while True:
@@ -68,11 +77,64 @@ def drive(
                 time.sleep(value)
             else:
                 polls.append(time.now)
+                holds.append(value)
                 outcome = next(answers)
     except StopIteration as done:
         return done.value, time.sleeps, polls
     except WaitTimeout as exc:
         return exc, time.sleeps, polls
+
+
+# -- long polls first (issue 27.6) ----------------------------------------------------------------
+
+
+def held(status: str, honoured: bool = True) -> Outcome:
+    return Outcome(job=job(status), honoured=honoured)
+
+
+@pytest.mark.parametrize("poll_first", [False, True])
+def test_a_job_that_ends_at_once_is_reported_by_the_first_long_poll(poll_first: bool) -> None:
+    result, sleeps, polls = drive(
+        PollPolicy(), [held("completed", honoured=False)], poll_first=poll_first, long_polls=True
+    )
+    assert isinstance(result, Job) and result.status == "completed"
+    assert polls == [0.0] and holds == [20.0] and sleeps == []
+
+
+def test_long_polls_go_on_while_honoured_one_a_second_then_seed_000s_schedule() -> None:
+    outcomes = [*[held("processing")] * 10, unfinished(), unfinished(), held("completed", False)]
+    result, sleeps, polls = drive(PollPolicy(), outcomes, poll_first=False, long_polls=True)
+    assert isinstance(result, Job) and result.status == "completed"
+    assert holds == [20.0] * 10 + [0.0] * 3
+    assert polls[:10] == [float(i) for i in range(10)]  # one a second at most
+    assert sleeps == [1.0] * 9 + SEED_000[:3]
+
+
+def test_a_server_that_ignores_prefer_gets_one_long_poll_then_the_schedule() -> None:
+    outcomes = [held("processing", honoured=False), unfinished(), held("completed", False)]
+    result, _sleeps, polls = drive(PollPolicy(), outcomes, poll_first=False, long_polls=True)
+    assert isinstance(result, Job) and result.status == "completed"
+    assert holds == [20.0, 0.0, 0.0] and polls == [0.0, 15.0, 37.5]
+
+
+def test_a_429_on_a_long_poll_falls_back_to_the_schedule_after_its_retry_after() -> None:
+    outcomes = [limited(40), held("completed", honoured=False)]
+    result, sleeps, _ = drive(PollPolicy(), outcomes, poll_first=False, long_polls=True)
+    assert isinstance(result, Job) and result.status == "completed"
+    assert holds == [20.0, 0.0] and sleeps == [40.0]
+
+
+def test_long_polls_ask_no_longer_than_the_deadline_leaves() -> None:
+    policy = PollPolicy(start=1, deadline=5.5)
+    outcomes = [held("processing")] * 3 + [held("completed")]
+    result, _, polls = drive(policy, outcomes, poll_first=False, long_polls=True)
+    assert isinstance(result, Job) and holds == [5.0, 4.0, 3.0, 2.0] and polls == [0, 1, 2, 3]
+    # Under a second left: no long poll at all, the schedule alone.
+    result, _, _ = drive(
+        PollPolicy(start=0.2, deadline=0.5), [unfinished(), held("completed")],
+        poll_first=False, long_polls=True,
+    )  # fmt: skip
+    assert isinstance(result, Job) and holds == [0.0, 0.0]
 
 
 # -- seed 000's schedule --------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -43,8 +44,9 @@ def run(
             if step[0] == "sleep":
                 time.sleep(step[1])
             else:
-                polls.append((time.now, step[1]))
-                outcome = next(answers[step[1]])
+                _, index, _hold = step
+                polls.append((time.now, index))
+                outcome = next(answers[index])
     except StopIteration as done:
         return done.value, polls
     except WaitTimeout as exc:
@@ -52,6 +54,8 @@ def run(
 
 
 def machine(policy: PollPolicy, time: FakeTime, **options: float) -> Machine[ProjectJob]:
+    """A job's machine on seed 000's schedule (several jobs are never long-polled first)."""
+    policy = replace(policy, first_long_polls=0)
     return wait_steps(policy, poll_first=False, elapsed=time.clock, **options)  # type: ignore[arg-type]
 
 

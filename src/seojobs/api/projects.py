@@ -7,7 +7,7 @@ reads: 200 in every state, ``Retry-After`` while the job is not finished.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Annotated, Any, TypeVar
@@ -38,7 +38,7 @@ from seojobs.api.projects_models import (
 )
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
-from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, retry_headers
+from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, long_poll, retry_headers
 
 # Seed 001's job body: also the data of a job's webhook events (seojobs.jobbody).
 from seojobs.jobbody import job_body
@@ -279,12 +279,18 @@ def list_jobs(
 
 async def get_job(request: Request, job_id: JobId) -> Response:
     """Any job of yours, of any type and project: 200 in every state, `Retry-After` while it
-    is pending or processing. Seed 001's pollers read `data.status`."""
+    is pending or processing. Seed 001's pollers read `data.status`. `Prefer: wait=N` (up to
+    30 s) holds the answer until the job changes, as on the indexing API's status reads (then
+    `Preference-Applied: wait=N`)."""
     # The hot path of every poller: no Depends (see deps.current_user), read on the event loop.
     user = await current_user(request)
     svc: Services = request.app.state.services
-    job = await svc.jobs.summary(user, job_id)
-    return JSONResponse({"data": job_body(job)}, headers=retry_headers(job))
+
+    def read() -> Awaitable[JobRecord]:
+        return svc.jobs.summary(user, job_id)
+
+    job, headers = await long_poll(request, await read(), read, lambda job: job)
+    return JSONResponse({"data": job_body(job)}, headers=headers)
 
 
 router.add_api_route(

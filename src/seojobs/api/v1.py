@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -42,6 +42,7 @@ KINDS = {"index-submit": indexing.SUBMIT, "index-check": indexing.CHECK}
 RETRY_AFTER = {"pending": 5, "processing": 10}
 MAX_WAIT = 30
 MAX_IDS = 1000
+R = TypeVar("R")
 JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="The job's id."), IdDigits]
 
 
@@ -207,28 +208,42 @@ async def _read(svc: Services, user: UserRecord, kind: str, job_id: int) -> tupl
     return job, await indexing.status_body(svc, job)
 
 
-async def _status(request: Request, kind: str, job_id: int) -> Response:
-    # The hot path of every poller: no Depends (see deps.current_user).
-    user = await current_user(request)
-    svc: Services = request.app.state.services
-    job, body = await _read(svc, user, kind, job_id)
+async def long_poll(
+    request: Request, first: R, read: Callable[[], Awaitable[R]], job_of: Callable[[R], JobRecord]
+) -> tuple[R, dict[str, str]]:
+    """Hold a status read per ``Prefer: wait=N``: ``first`` (a fresh read), or a later read
+    as soon as the job changes, or the last one when the wait is over; with the answer's
+    headers (Retry-After while open, Preference-Applied when held)."""
     wait = _wait_seconds(request.headers.get("prefer"))
     # RFC 7240: Preference-Applied says the preference shaped this answer. It is sent only
     # when the request was held, i.e. the job was still open when it arrived; a final job
     # (or no usable wait) is answered at once, and claiming the wait then would be false.
-    held = bool(wait) and not job.is_final
+    got = first
+    held = bool(wait) and not job_of(got).is_final
     if held:
         # Long-poll: answer as soon as the job changes, or when the wait is over.
         deadline = time.monotonic() + wait
-        seen = (job.state, job.updated_at)
+        seen = (job_of(got).state, job_of(got).updated_at)
         while time.monotonic() < deadline:
             await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
-            job, body = await _read(svc, user, kind, job_id)
-            if (job.state, job.updated_at) != seen:
+            got = await read()
+            if (job_of(got).state, job_of(got).updated_at) != seen:
                 break
-    headers = retry_headers(job)
+    headers = retry_headers(job_of(got))
     if held:
         headers["Preference-Applied"] = f"wait={wait:g}"  # the bound applied, after the cap
+    return got, headers
+
+
+async def _status(request: Request, kind: str, job_id: int) -> Response:
+    # The hot path of every poller: no Depends (see deps.current_user).
+    user = await current_user(request)
+    svc: Services = request.app.state.services
+
+    def read() -> Awaitable[tuple[JobRecord, Any]]:
+        return _read(svc, user, kind, job_id)
+
+    (_job_read, body), headers = await long_poll(request, await read(), read, lambda r: r[0])
     return JSONResponse(body, headers=headers)
 
 

@@ -449,7 +449,10 @@ class Base:
 
 # -- the wait machine --------------------------------------------------------------------------
 
-Step = tuple[Literal["poll"], None] | tuple[Literal["sleep"], float]
+# ("poll", seconds): read the job, asking the server to hold the answer up to that long
+# (``Prefer: wait``; 0: a plain read); ("sleep", seconds).
+Step = tuple[Literal["poll"], float] | tuple[Literal["sleep"], float]
+LONG_POLL_SPACING = 1.0  # the first long polls come one a second at most
 
 
 class Waited(Protocol):
@@ -472,6 +475,14 @@ class Outcome(Generic[W]):
     rate_limited: errors.RateLimitedError | None = None
     transport: Exception | None = None
     held: float = 0.0  # seconds the server held a long poll (Prefer: wait) before answering
+    honoured: bool = False  # the server said it held the read (Preference-Applied)
+
+
+def polled(job: W, response: httpx.Response, seconds: float) -> Outcome[W]:
+    """A poll's outcome: ``seconds`` counts as held only when the server says it honoured
+    ``Prefer: wait`` (a server that ignores it answers at once: the round trip is no hold)."""
+    honoured = "preference-applied" in response.headers
+    return Outcome(job=job, held=seconds if honoured else 0.0, honoured=honoured)
 
 
 def wait_steps(
@@ -482,15 +493,21 @@ def wait_steps(
     rng: random.Random | None = None,
     first_floor: float = 0.0,
 ) -> Generator[Step, Outcome[W] | None, W]:
-    """Yield ("poll", None) and ("sleep", s) steps until a poll returns a terminal job.
+    """Yield ("poll", s) and ("sleep", s) steps until a poll returns a terminal job.
 
-    After a submission (``poll_first=False``) the first poll comes ``policy.start`` seconds
-    later, and never sooner than ``first_floor`` (the Retry-After of the 202 that started the
-    job); each unfinished poll multiplies the delay by ``policy.factor``; waiting on a job
-    of unknown state polls at once, then sleeps ``start``. A 429 multiplies the delay by
-    ``rate_limit_factor`` and the sleep never undercuts its Retry-After (jitter included). A
-    failed poll (connection, 5xx, after the client's own retries) counts as unfinished. Time
-    the server held a long poll is taken off the next sleep.
+    First the long polls (``policy.first_long_poll``, ``first_long_polls``): at once, each
+    asking the server to hold the read until the job changes, one a second at most, while
+    the server honours them; a job that ends at once is so reported at once. Then seed 000's
+    schedule: the next poll ``policy.start`` later, ``policy.factor`` times longer after each
+    unfinished poll.
+
+    Without long polls, after a submission (``poll_first=False``) the first poll comes
+    ``policy.start`` seconds later, and never sooner than ``first_floor`` (the Retry-After of
+    the 202 that started the job); waiting on a job of unknown state polls at once, then
+    sleeps ``start``. A 429 multiplies the delay by ``rate_limit_factor`` and the sleep never
+    undercuts its Retry-After (jitter included). A failed poll (connection, 5xx, after the
+    client's own retries) counts as unfinished. Time the server held a long poll is taken off
+    the next sleep.
 
     ``elapsed()`` gives seconds since the wait began (an injected clock). The machine never
     sleeps past ``policy.deadline``: when the next sleep would cross it, it sleeps to the
@@ -499,11 +516,15 @@ def wait_steps(
     delay = policy.start
     last: W | None = None
     final = False
-    if not poll_first:
-        final = yield from _pause(policy, delay, first_floor, elapsed, last, rng)
+    outcome = yield from _long_polls(policy, elapsed)
     grow = not poll_first
+    if outcome is None:
+        if not poll_first:
+            final = yield from _pause(policy, delay, first_floor, elapsed, last, rng)
+        outcome = yield ("poll", policy.long_poll)
+    else:
+        grow = False  # the long polls stood for the first read: the schedule starts at ``start``
     while True:
-        outcome = yield ("poll", None)
         assert outcome is not None
         if outcome.job is not None:
             last = outcome.job
@@ -520,6 +541,34 @@ def wait_steps(
             raise _timeout(policy, elapsed(), last)
         pause = max(0.0, delay - outcome.held)
         final = yield from _pause(policy, pause, floor, elapsed, last, rng)
+        outcome = yield ("poll", policy.long_poll)
+
+
+def _long_polls(
+    policy: PollPolicy, elapsed: Callable[[], float]
+) -> Generator[Step, Any, Outcome[Any] | None]:
+    """The first reads, held by the server (``Prefer: wait``); the last one's outcome, or None
+    when none was made. They end at a terminal job, when the server does not hold them (it
+    ignores ``Prefer``), at a 429 or a failed read, after ``first_long_polls``, or when less
+    than a second of the deadline is left."""
+    outcome: Outcome[Any] | None = None
+    began = 0.0
+    for round_ in range(policy.first_long_polls):
+        if round_:
+            pause = LONG_POLL_SPACING - (elapsed() - began)
+            if pause > 0:
+                yield ("sleep", pause)
+        began = elapsed()
+        wait = float(int(min(policy.first_long_poll, policy.deadline - began)))
+        if wait < 1:
+            break
+        outcome = yield ("poll", wait)
+        assert outcome is not None
+        if outcome.job is not None and outcome.job.is_terminal:
+            break
+        if not outcome.honoured or outcome.job is None:
+            break
+    return outcome
 
 
 def _pause(

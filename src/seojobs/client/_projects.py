@@ -130,12 +130,6 @@ def get_job(job: JobRef, long_poll: float = 0.0) -> Request:
     )
 
 
-def held(response: httpx.Response, seconds: float) -> float:
-    """How long the server held a long poll: only when it says it honoured ``Prefer: wait``
-    (a server that ignores it answers at once, and the whole round trip is not a hold)."""
-    return seconds if "preference-applied" in response.headers else 0.0
-
-
 def list_jobs(
     project: ProjectRef,
     *,
@@ -192,18 +186,24 @@ def waiting(
     *,
     elapsed: Callable[[], float],
     rng: random.Random,
-) -> tuple[Machine[ProjectJob] | ProjectJob, float]:
+    alone: bool,
+) -> Machine[ProjectJob] | ProjectJob:
     """The wait machine of a job whose state was just seen (or the job itself when it has
-    finished), and its long-poll seconds.
+    finished).
 
-    ``timeout`` replaces the policy's deadline. The first poll comes a first interval later,
-    and no sooner than the Retry-After of the 202 that started the job.
+    ``timeout`` replaces the policy's deadline. A job waited on ``alone`` is first read with
+    long polls (``Prefer: wait``); several jobs share one timer, one request at a time, so a
+    held read would hold the others back: they go by the schedule alone. Without long polls
+    the first poll comes a first interval later, and no sooner than the Retry-After of the 202
+    that started the job.
     """
     chosen = policy
     if timeout is not None:
         chosen = replace(chosen, deadline=timeout)
+    if not alone:
+        chosen = replace(chosen, first_long_polls=0)
     if job.is_terminal:
-        return job, chosen.long_poll
+        return job
     machine: Machine[ProjectJob] = wait_steps(
         chosen,
         poll_first=False,
@@ -211,4 +211,4 @@ def waiting(
         rng=rng,
         first_floor=job.retry_after or 0.0,
     )
-    return machine, chosen.long_poll
+    return machine

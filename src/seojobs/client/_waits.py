@@ -1,7 +1,8 @@
 """Several wait machines on one timer: pure, like the single machine in ``_base``.
 
 Each job keeps its own machine (its own policy, back-off, Retry-After floors and deadline); this
-multiplexer only decides whose poll is next. It yields ("poll", i) for job ``i`` and
+multiplexer only decides whose poll is next. It yields ("poll", i, s) for job ``i`` (asking the
+server to hold the read up to ``s`` seconds, as that job's machine asked) and
 ("sleep", s) when no job is due yet, so the shells make one request at a time, never a burst,
 and the client's pacer sees them in order. A poll's Outcome is sent back into the multiplexer,
 which hands it to that job's machine.
@@ -17,7 +18,7 @@ from seojobs.client import errors
 from seojobs.client._base import Outcome, Step, W
 
 Machine = Generator[Step, "Outcome[W] | None", W]
-ManyStep = tuple[Literal["poll"], int] | tuple[Literal["sleep"], float]
+ManyStep = tuple[Literal["poll"], int, float] | tuple[Literal["sleep"], float]
 
 
 @dataclass
@@ -25,6 +26,7 @@ class _Running(Generic[W]):
     index: int
     machine: Machine[W]
     wake: float  # elapsed() at which its next poll is due
+    hold: float  # the Prefer: wait seconds of that poll
 
 
 def wait_many(
@@ -43,8 +45,8 @@ def wait_many(
     running: list[_Running[W]] = []
     for index, entry in enumerate(machines):
         if isinstance(entry, Generator):
-            wake = _advance(entry, None, elapsed, last, index)
-            running.append(_Running(index, entry, wake))
+            wake, hold = _advance(entry, None, elapsed, last, index)
+            running.append(_Running(index, entry, wake, hold))
         else:
             results[index] = last[index] = entry
     while running:
@@ -52,12 +54,12 @@ def wait_many(
         pause = due.wake - elapsed()
         if pause > 0:
             yield ("sleep", pause)
-        outcome = yield ("poll", due.index)
+        outcome = yield ("poll", due.index, due.hold)
         assert outcome is not None
         if outcome.job is not None:
             last[due.index] = outcome.job
         try:
-            due.wake = _advance(due.machine, outcome, elapsed, last, due.index)
+            due.wake, due.hold = _advance(due.machine, outcome, elapsed, last, due.index)
         except StopIteration as done:
             results[due.index] = last[due.index] = done.value
             running.remove(due)
@@ -70,8 +72,9 @@ def _advance(
     elapsed: Callable[[], float],
     last: list[Any],
     index: int,
-) -> float:
-    """Feed ``outcome`` to a machine; the elapsed() at which it wants to poll next.
+) -> tuple[float, float]:
+    """Feed ``outcome`` to a machine; the elapsed() at which it wants to poll next, and how
+    long that poll asks the server to hold it.
 
     A machine asks to sleep and then to poll, reading no clock in between, so its sleep is
     turned into a due time at once. StopIteration (the job finished) propagates.
@@ -79,11 +82,11 @@ def _advance(
     try:
         step = machine.send(outcome)
         if step[0] == "poll":
-            return elapsed()
+            return elapsed(), step[1]
         wake = elapsed() + step[1]
         after = machine.send(None)
         assert after[0] == "poll", "a machine polls after each sleep"
-        return wake
+        return wake, after[1]
     except errors.WaitTimeout as exc:
         raise _all_timed_out(exc, last, index) from None
 

@@ -18,6 +18,7 @@ from seojobs.client._base import (
     Step,
     chunks,
     kind_of,
+    polled,
     wait_steps,
 )
 from seojobs.client._projects import job_types
@@ -266,7 +267,7 @@ class AsyncClient(Base):
                     assert value is not None
                     await self.sleep(value)
                 else:
-                    outcome = await self._poll(kind, job_id, policy.long_poll)
+                    outcome = await self._poll(kind, job_id, value)
         except StopIteration as done:
             result: Job = done.value
             return result
@@ -274,13 +275,13 @@ class AsyncClient(Base):
     async def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome[Job]:
         began = self.clock()
         try:
-            job = await self.get(kind, job_id, long_poll=long_poll, retry_429=False)
+            request = self.status_request(kind, job_id, long_poll)
+            response = await self.send(request, retry_429=False)
         except errors.RateLimitedError as exc:
             return Outcome(rate_limited=exc)
         except (errors.TransportError, errors.ServerError) as exc:
             return Outcome(transport=exc)
-        held = self.clock() - began if long_poll >= 1 else 0.0
-        return Outcome(job=job, held=held)
+        return polled(self.job(kind, response.json()), response, self.clock() - began)
 
     # -- v2 ----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from seojobs.client import _projects as api
 from seojobs.client import errors
-from seojobs.client._base import Outcome
+from seojobs.client._base import Outcome, polled
 from seojobs.client._waits import Machine, wait_many
 from seojobs.client.models import Job, JobItem, JobType, Project, ProjectJob
 from seojobs.client.policy import PollPolicy
@@ -192,13 +192,14 @@ class AsyncJobs:
             return client.clock() - began
 
         machines: builtins.list[Machine[ProjectJob] | ProjectJob] = []
-        long_polls: builtins.list[float] = []
         for ref in refs:
             job = ref if isinstance(ref, ProjectJob) else await self.get(ref)
             chosen = policy or await client.poll_policy(job.type)
-            machine, long_poll = api.waiting(job, chosen, timeout, elapsed=elapsed, rng=client.rng)
-            machines.append(machine)
-            long_polls.append(long_poll)
+            machines.append(
+                api.waiting(
+                    job, chosen, timeout, elapsed=elapsed, rng=client.rng, alone=len(refs) == 1
+                )
+            )
         steps = wait_many(machines, elapsed=elapsed)
         outcome: Outcome[ProjectJob] | None = None
         try:
@@ -208,8 +209,8 @@ class AsyncJobs:
                 if step[0] == "sleep":
                     await client.sleep(step[1])
                 else:
-                    index = step[1]
-                    outcome = await self._poll(refs[index], long_polls[index])
+                    _, index, hold = step
+                    outcome = await self._poll(refs[index], hold)
         except StopIteration as done:
             result: builtins.list[ProjectJob] = done.value
             return result[0] if single else result
@@ -224,7 +225,7 @@ class AsyncJobs:
         except (errors.TransportError, errors.ServerError) as exc:
             return Outcome(transport=exc)
         found = self._job(ProjectJob.model_validate(api.data(response)))
-        return Outcome(job=found, held=api.held(response, clock() - began))
+        return polled(found, response, clock() - began)
 
     def _job(self, job: ProjectJob) -> ProjectJob:
         self._client.note_status(job.status)

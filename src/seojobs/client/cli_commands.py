@@ -203,6 +203,17 @@ def wait(
     job_type: WaitType = None,
     timeout: Timeout = None,
     interval: Interval = None,
+    webhook_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Also learn of each job's end from a webhook, on a one-shot receiver at "
+            "127.0.0.1:N (0: any free port) registered for this wait and deleted after; "
+            "polling goes on beneath. The server must be allowed to deliver to loopback.",
+            min=0,
+            max=65535,
+            show_default=False,
+        ),
+    ] = None,
     as_json: Json = False,
     url: Url = None,
     api_key: ApiKey = None,
@@ -226,6 +237,7 @@ def wait(
             job_type=job_type.strip() if job_type else None,
             timeout=timeout,
             interval=interval,
+            webhook_port=webhook_port,
         )
     raise typer.Exit(code)
 

@@ -63,7 +63,8 @@ WAIT_EPILOG = (
     "Examples:\n\n"
     "  seojobs wait 48211 48212 --timeout 600\n"
     "  seojobs wait 90314 --kind index_check --json | jq '.[0].indexed_count'\n"
-    "  seojobs wait 90315 --type titles --timeout 7200"
+    "  seojobs wait 90315 --type titles --timeout 7200\n"
+    "  seojobs wait 90316 90317 --webhook-port 0   # server on this machine, loopback allowed"
 )
 
 POLL_EPILOG = (

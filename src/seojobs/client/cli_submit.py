@@ -10,12 +10,14 @@ in a project (the projects API), recorded with surface ``projects`` so a replay 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from seojobs.client import errors
 from seojobs.client._base import KIND_PATH
 from seojobs.client.cli_common import Conn, Guard, Output, UsageProblem, job_line, never_sent
+from seojobs.client.cli_hook import webhook_receiver
 from seojobs.client.cli_params import TypedJob, fit_to_schema, resolve_project
 from seojobs.client.cli_watch import Watcher, exit_status
 from seojobs.client.models import AnyJob, ProjectJob
@@ -133,8 +135,11 @@ def run_wait(
     timeout: float | None,
     interval: float | None,
     job_type: str | None = None,
+    webhook_port: int | None = None,
 ) -> int:
-    with conn.client() as client, conn.state() as state:
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(conn.client())
+        state = stack.enter_context(conn.state())
         targets = resolve_jobs(client, state, conn.url, ids, kind, job_type)
         for job_kind, job_id in targets:
             state.track(conn.url, job_kind, job_id, surface=surface_of(job_kind))
@@ -143,6 +148,9 @@ def run_wait(
             f"The jobs keep running on the server (not cancelled); {RESUME.format(ids=shown)}."
         )
         watcher = Watcher(client, state, out, server=conn.url, interval=interval)
+        if webhook_port is not None:
+            # Registered before the first read: a job that ends in between is delivered too.
+            watcher.receiver = stack.enter_context(webhook_receiver(client, out, webhook_port))
         for job_kind, job_id in targets:
             follow = [e.follow_up_of for e in state.lookup(conn.url, job_id) if e.kind == job_kind]
             watcher.add(job_kind, job_id, follow_up_of=follow[0] if follow else None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
@@ -20,6 +20,9 @@ from seojobs.client.models import AnyJob, ProjectJob, SubmitJob
 from seojobs.client.scheduler import LONG_POLL_SECONDS, Scheduler, read_as
 from seojobs.client.state import StateFile
 from seojobs.client.sync import Client
+
+if TYPE_CHECKING:
+    from seojobs.client.cli_hook import Receiver
 
 # While nothing changes the gap between polls grows x1.5, up to this multiple of --interval.
 STRETCH = 12
@@ -94,6 +97,9 @@ class Watcher:
         self.saved: list[AnyJob] = []
         self.unsaved: list[AnyJob] = []
         self.types: dict[Key, str] = {}
+        # --webhook-port: a job is read as soon as a delivery names it, between the rounds
+        self.receiver: Receiver | None = None
+        self._until: float | None = None  # the client clock's deadline of such a wait
 
     # -- what to watch -------------------------------------------------------------------
 
@@ -134,7 +140,7 @@ class Watcher:
         started = time.monotonic()
         with self.view.shown():
             missing = self.first_round()
-            if not once and self.scheduler.open:
+            if not once and self.scheduler.open and self.receiver is None:
                 # Long polls first (issue 27.6): a job that ends at once is reported at once.
                 wait = LONG_POLL_SECONDS
                 if timeout is not None:
@@ -143,9 +149,38 @@ class Watcher:
             if not once and self.scheduler.open:
                 self.pace_by_hints()
                 spent = time.monotonic() - started
-                self.scheduler.run(timeout=None if timeout is None else max(0.0, timeout - spent))
+                left = None if timeout is None else max(0.0, timeout - spent)
+                if self.receiver is None:
+                    self.scheduler.run(timeout=left)
+                else:
+                    # A round that would come after the deadline is no reason to give up: a
+                    # delivery may come first. The sleep ends the wait at the deadline.
+                    self._until = None if left is None else self.client.clock() + left
+                    self.scheduler.run(sleep=self._sleep_or_deliveries)
         self.retry_unsaved()
         return missing
+
+    def _sleep_or_deliveries(self, seconds: float) -> None:
+        """The rounds' sleep, cut short by each webhook delivery: the jobs it names are read
+        at once, then the sleep goes on (the rounds keep their pace) unless all are done."""
+        assert self.receiver is not None
+        clock = self.client.clock
+        until = clock() + seconds
+        if self._until is not None:
+            until = min(until, self._until)
+        while self.scheduler.open:
+            left = until - clock()
+            if left <= 0:
+                break
+            delivered = self.receiver.wait(left)
+            if delivered:
+                self.scheduler.read_now(delivered)
+        if self.scheduler.open and self._until is not None and clock() >= self._until:
+            open_jobs = self.scheduler.open.values()
+            raise errors.WaitTimeout(
+                f"{len(open_jobs)} job(s) still open at the deadline",
+                [t.last for t in open_jobs],
+            )
 
     def pace_by_hints(self) -> None:
         """Without --interval, the rounds follow the poll hints of the job types waited on

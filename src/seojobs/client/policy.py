@@ -8,7 +8,10 @@ Two separate policies, configured separately:
   kind declares. The fallback, where no hint is known (a server older than hints, a type it
   does not list, or ``/v1/job-types`` not answering), is the default ``PollPolicy()``: seed
   000's schedule, first poll after 15 s, x1.5 after each unfinished poll, x2 after a 429 and
-  never sooner than its Retry-After, capped at 300 s, 24 h overall.
+  never sooner than its Retry-After, capped at 300 s, 24 h overall. Every wait on one job
+  first asks the server to hold its reads until the job changes (``Prefer: wait=20``, up to
+  10 times, one a second at most); the schedule takes over when the server does not honour
+  them (no ``Preference-Applied``), after a 429 or a failed read, or after the tenth.
 - ``RetryPolicy``: how to retry a call that failed (connection errors, 502-504, a lost answer
   to a POST): a few attempts with full-jitter back-off.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seojobs.client.models import PollHint
@@ -35,6 +38,11 @@ class PollPolicy:
     deadline: float = 86_400.0
     jitter: float = 0.0  # 0.1 = ±10 %, spreads many clients apart (never below a Retry-After)
     long_poll: float = 0.0  # ask the server to hold each GET up to this long (Prefer: wait)
+    # Before the schedule: up to ``first_long_polls`` reads held up to ``first_long_poll``
+    # seconds each (Prefer: wait), one a second at most, while the server honours them: a job
+    # that ends at once is so reported at once. 0 turns them off (then the schedule alone).
+    first_long_poll: float = 20.0
+    first_long_polls: int = 10
 
     def __post_init__(self) -> None:
         if self.start < 0 or self.ceiling < 0 or self.deadline < 0:
@@ -43,9 +51,11 @@ class PollPolicy:
             raise ValueError("factor and rate_limit_factor must be at least 1")
         if not 0 <= self.jitter < 1:
             raise ValueError("jitter: a fraction in [0, 1)")
+        if self.first_long_poll < 0 or self.first_long_polls < 0:
+            raise ValueError("first_long_poll and first_long_polls must not be negative")
 
     @classmethod
-    def from_hint(cls, hint: PollHint | None, **overrides: float) -> PollPolicy:
+    def from_hint(cls, hint: PollHint | None, **overrides: Any) -> PollPolicy:
         """The policy of a job type's poll hint (``GET /v1/job-types``); seed 000's default
         without one. A hint of one fixed interval (first == ceiling) polls at that interval."""
         policy = cls()

@@ -221,6 +221,17 @@ class Scheduler:
             changed |= self._read(kind, ids, drop_missing=False)
         return changed
 
+    def read_now(self, job_ids: list[int]) -> None:
+        """Read these open jobs at once, out of the rounds (a webhook said they ended); ids
+        not open are ignored. Errors are left to the rounds, which read them anyway."""
+        by_kind: dict[str, list[int]] = {}
+        for kind, job_id in self.open:
+            if job_id in job_ids:
+                by_kind.setdefault(kind, []).append(job_id)
+        for kind, ids in sorted(by_kind.items()):
+            with contextlib.suppress(errors.SeojobsError):
+                self._read(kind, ids, drop_missing=False)
+
     def long_poll(self, wait: float, rounds: int = LONG_POLL_ROUNDS) -> None:
         """Before the rounds, for a lone job: read it asking the server to hold the answer
         until the job changes (``Prefer: wait``), up to ``rounds`` times (one a second at

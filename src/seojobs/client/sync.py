@@ -17,6 +17,7 @@ from seojobs.client._base import (
     Step,
     chunks,
     kind_of,
+    polled,
     wait_steps,
 )
 from seojobs.client._projects import job_types
@@ -291,7 +292,7 @@ class Client(Base):
                     assert value is not None
                     self.sleep(value)
                 else:
-                    outcome = self._poll(kind, job_id, policy.long_poll)
+                    outcome = self._poll(kind, job_id, value)
         except StopIteration as done:
             result: Job = done.value
             return result
@@ -299,13 +300,13 @@ class Client(Base):
     def _poll(self, kind: str, job_id: int, long_poll: float) -> Outcome[Job]:
         began = self.clock()
         try:
-            job = self.get(kind, job_id, long_poll=long_poll, retry_429=False)
+            request = self.status_request(kind, job_id, long_poll)
+            response = self.send(request, retry_429=False)
         except errors.RateLimitedError as exc:
             return Outcome(rate_limited=exc)
         except (errors.TransportError, errors.ServerError) as exc:
             return Outcome(transport=exc)
-        held = self.clock() - began if long_poll >= 1 else 0.0
-        return Outcome(job=job, held=held)
+        return polled(self.job(kind, response.json()), response, self.clock() - began)
 
     # -- v2 ----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.rerun import router as rerun_router
 from seojobs.api.dashboard.routes import router
 from seojobs.api.dashboard.views import router as views_router
+from seojobs.api.dashboard.webhooks import router as webhooks_router
 from seojobs.services import Invalid, NotFound, Unavailable
 
 PREFIX = "/dashboard"
@@ -50,6 +51,7 @@ def install(app: FastAPI) -> None:
     app.include_router(rerun_router)
     app.include_router(jobs_router)
     app.include_router(project_router)
+    app.include_router(webhooks_router)
     api_handlers = dict(app.exception_handlers)
 
     async def signin(request: Request, exc: Exception) -> Response:

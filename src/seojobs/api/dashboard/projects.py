@@ -21,7 +21,7 @@ from seojobs.api.dashboard.auth import (
 from seojobs.api.dashboard.charts import bar_chart
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.repeat import Repeat, checked_name
-from seojobs.api.dashboard.routes import Signed, see_other
+from seojobs.api.dashboard.routes import Signed, enabled_field, see_other
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.projects import ProjectId, ScheduleId
 from seojobs.records import CollectionRecord, ProjectRecord
@@ -220,12 +220,10 @@ async def schedule_enable(
 ) -> Response:
     form = await read_form(request)
     check_csrf(who.csrf, form)
-    wanted = form.get("enabled", "")
-    if wanted not in ("true", "false"):
-        raise DashboardError(422, "Invalid input", "enabled: must be true or false")
+    enabled = enabled_field(form)
     services = services_of(request)
     await run_in_threadpool(
-        services.schedules.set_enabled, who.user, project_id, schedule_id, wanted == "true"
+        services.schedules.set_enabled, who.user, project_id, schedule_id, enabled
     )
     return see_other(f"/dashboard/projects/{project_id}#schedules")
 

@@ -46,6 +46,14 @@ def see_other(target: str) -> RedirectResponse:
     return RedirectResponse(target, status_code=303)
 
 
+def enabled_field(form: dict[str, str]) -> bool:
+    """The ``enabled`` of an on/off form (a schedule's, a webhook's): "true" or "false"."""
+    wanted = form.get("enabled", "")
+    if wanted not in ("true", "false"):
+        raise DashboardError(422, "Invalid input", "enabled: must be true or false")
+    return wanted == "true"
+
+
 @router.get("/", name="root")
 async def root() -> RedirectResponse:
     return RedirectResponse(HOME, status_code=307)
