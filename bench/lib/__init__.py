@@ -1,7 +1,7 @@
 """The benchmarks' shared library. The entry scripts are ``bench/queue.py``, ``bench/check.py``,
 ``bench/api.py``, ``bench/poll.py``, ``bench/audit.py``, ``bench/vitals.py``,
-``bench/dashboard.py``, ``bench/scale.py`` and ``bench/webhooks.py`` (see docs/bench/); everything they share
-is here:
+``bench/dashboard.py``, ``bench/scale.py`` and ``bench/webhooks.py`` (see docs/bench/);
+everything they share is here:
 
 - ``cli``: progress lines, tables (built from columns), the targets table and PASS/FAIL,
   argument types, the environment lines, SIGTERM;
