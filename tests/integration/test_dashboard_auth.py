@@ -153,8 +153,8 @@ def test_cookies_are_secure_over_https(store_url: str) -> None:
         assert "; secure" in answer.headers["set-cookie"].lower()
 
 
-# The parts of page addresses other than ids: a static file, a job view's issue and page.
-OTHER_PARTS = {"name": "app.css", "code": "title_missing", "seq": 0}
+# The parts of page addresses other than ids: a static file, a job view's issue, page and table.
+OTHER_PARTS = {"name": "app.css", "code": "title_missing", "seq": 0, "number": 1}
 PAGE_IDS = ("job_id", "project_id", "schedule_id", "webhook_id", "delivery_id")
 
 
