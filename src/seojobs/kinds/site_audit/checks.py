@@ -9,6 +9,7 @@ complete, over every stored page. A rule answers ``None`` or the evidence of wha
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from seojobs.engine.context import Finding
@@ -24,7 +25,7 @@ from seojobs.kinds.site_audit.check import (
     Severity,
     W,
 )
-from seojobs.kinds.site_audit.params import Thresholds
+from seojobs.kinds.site_audit.params import CrawlRules, Thresholds
 
 __all__ = ["CATALOGUE", "PAGE_RULES", "SEVERITIES", "SEVERITY", "Check", "Page", "Severity"]
 
@@ -100,12 +101,45 @@ def finding(code: str, url: str, evidence: Evidence) -> Finding:
     return Finding(code, SEVERITY[code], {"url": url, "evidence": evidence})
 
 
-def page_findings(page: Page, thresholds: Thresholds) -> list[Finding]:
+@dataclass(frozen=True)
+class Reporting:
+    """What an audit reports (its params' ``severities`` and ``disabled_checks``, a project's
+    settings merged in): every code's severity, and the codes not run."""
+
+    severity: dict[str, Severity] = field(default_factory=lambda: dict(SEVERITY))
+    disabled: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, rules: CrawlRules) -> Reporting:
+        severity: dict[str, Severity] = {**SEVERITY, **rules.severities}
+        return cls(severity, frozenset(rules.disabled_checks))
+
+    def apply(self, found: Iterable[Finding]) -> list[Finding]:
+        """``found`` without the disabled checks' findings, each with its code's severity."""
+        return [
+            f
+            if f.severity == self.severity[f.code]
+            else Finding(f.code, self.severity[f.code], f.data)
+            for f in found
+            if f.code not in self.disabled
+        ]
+
+
+DEFAULT_REPORTING = Reporting()
+
+
+def page_findings(
+    page: Page, thresholds: Thresholds, reporting: Reporting = DEFAULT_REPORTING
+) -> list[Finding]:
     found = []
     for code, (_check, rule) in PAGE_RULES.items():
+        if code in reporting.disabled:
+            continue
         evidence = rule(page, thresholds)
         if evidence is not None:
-            found.append(finding(code, page.url, evidence))
+            found.append(
+                Finding(code, reporting.severity[code], {"url": page.url, "evidence": evidence})
+            )
     return found
 
 

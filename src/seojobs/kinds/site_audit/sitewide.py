@@ -13,7 +13,7 @@ from typing import Any
 
 from seojobs.engine.context import Finding
 from seojobs.kinds.site_audit.check import SAMPLE as _SAMPLE
-from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, finding
+from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, Severity, finding
 
 Record = dict[str, Any]
 
@@ -181,18 +181,24 @@ def site_findings(
     ]
 
 
-def summary(pages: list[Record], site: list[Finding], max_pages: int) -> dict[str, Any]:
+def summary(
+    pages: list[Record],
+    site: list[Finding],
+    max_pages: int,
+    severity: dict[str, Severity] = SEVERITY,
+) -> dict[str, Any]:
     """Pages crawled, issues by code and severity, and a health score: the share of fetched
-    pages with no error-severity issue, 0-100."""
+    pages with no error-severity issue, 0-100 (``severity``: each code's, as the audit's
+    settings have it)."""
     by_code: Counter[str] = Counter(code for page in pages for code in page.get("issues", ()))
     by_code.update(f.code for f in site)
-    with_errors = {p["url"] for p in pages if any(SEVERITY[c] == "error" for c in p["issues"])}
+    with_errors = {p["url"] for p in pages if any(severity[c] == "error" for c in p["issues"])}
     with_errors |= {str((f.data or {})["url"]) for f in site if f.severity == "error"}
     fetched = [p["url"] for p in pages if not p.get("blocked_by_robots")]
     healthy = sum(1 for url in fetched if url not in with_errors)
     by_severity = {s: 0 for s in SEVERITIES}
     for code, n in by_code.items():
-        by_severity[SEVERITY[code]] += n
+        by_severity[severity[code]] += n
     return {
         "pages_crawled": len(fetched),
         "pages_blocked_by_robots": len(pages) - len(fetched),
