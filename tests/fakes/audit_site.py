@@ -266,6 +266,12 @@ PAGES: dict[str, str] = {
     "/canonical-header-mismatch": html(
         "canonical-header-mismatch", head=_canonical("/canonical-header-mismatch")
     ),
+    # Pagination: a series naming each other both ways, and a page its next does not name.
+    "/page/1": html("page-1", head='<link rel="next" href="/page/2">'),
+    "/page/2": html("page-2", head='<link rel="prev" href="/page/1"><link rel="next" href="3">'),
+    "/page/3": html("page-3", head='<link rel="prev" href="/page/2">'),
+    "/page-bad/1": html("page-bad-1", head='<link rel="next" href="/page-bad/2">'),
+    "/page-bad/2": html("page-bad-2"),
     "/form": _with("form", '<form action="/search"><input name="q"></form>'),
     "/form-insecure": _with(
         "form-insecure", f'<form action="{BASE}/search"><input name="q"></form>'
@@ -408,6 +414,9 @@ PLANTED = {
     ("html_too_large", "/html-large"),
     # links, canonicals and forms
     ("internal_link_to_redirect", "/links-redirect"),
+    ("internal_link_redirect_chain", "/links-redirect"),
+    ("sitemap_url_redirect_chain", "/hop1"),
+    ("pagination_inconsistent", "/page-bad/1"),
     ("redirect_temporary", "/temp-redirect"),
     ("link_text_empty", "/empty-link-text"),
     ("link_text_generic", "/generic-link-text"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seojobs.engine.context import Finding
-from seojobs.kinds.site_audit import rules_content, rules_fetch, rules_links
+from seojobs.kinds.site_audit import rules_content, rules_fetch, rules_links, rules_secure
 from seojobs.kinds.site_audit.check import (
     SEVERITIES,
     Check,
@@ -32,7 +32,12 @@ __all__ = ["CATALOGUE", "PAGE_RULES", "SEVERITIES", "SEVERITY", "Check", "Page",
 # code -> (check, rule): the order is the catalogue's.
 PAGE_RULES: dict[str, tuple[Check, Rule]] = {
     check.code: (check, rule)
-    for check, rule in [*rules_fetch.RULES, *rules_content.RULES, *rules_links.RULES]
+    for check, rule in [
+        *rules_fetch.RULES,
+        *rules_content.RULES,
+        *rules_links.RULES,
+        *rules_secure.RULES,
+    ]
 }
 
 
@@ -53,6 +58,16 @@ SITE_CHECKS = (
     _site("url_case_duplicate", W, "The same URL in other letter case also answers 200."),
     _site("broken_internal_link", E, "Links to a page of the site that answers 4xx or 5xx."),
     _site("internal_link_to_redirect", W, "Links to a page of the site that redirects."),
+    _site(
+        "internal_link_redirect_chain",
+        W,
+        "Links to a page of the site that redirects more than once before it answers.",
+    ),
+    _site(
+        "pagination_inconsistent",
+        W,
+        "A rel=next/prev target does not answer 200, or does not name the page back.",
+    ),
     _site("canonical_to_non_200", E, "The canonical URL was crawled and did not answer 200."),
     _site("canonical_to_redirect", W, "The canonical URL redirects."),
     _site(
@@ -75,6 +90,11 @@ SITE_CHECKS = (
         "sitemap_url_non_200",
         W,
         "A sitemap lists the URL, and it does not answer 200 (an error or a redirect).",
+    ),
+    _site(
+        "sitemap_url_redirect_chain",
+        W,
+        "A sitemap lists the URL, and it redirects more than once before it answers.",
     ),
     _site("sitemap_url_noindex", W, "A sitemap lists the URL, and it says noindex."),
     _site("sitemap_url_blocked", W, "A sitemap lists the URL, and robots.txt disallows it."),

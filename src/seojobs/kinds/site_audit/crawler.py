@@ -129,13 +129,14 @@ def _canonical(base: str, facts: PageFacts) -> str | None:
     return _absolute(base, facts.canonicals[0]) if facts.canonicals else None
 
 
-def _hreflang(base: str, facts: PageFacts) -> dict[str, str]:
-    """Language -> alternate URL (normalised); the first of a language counts."""
+def _first_of_each(base: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """name -> the first URL (normalised) under that name: hreflang's language -> alternate,
+    rel=next/prev -> its target."""
     found: dict[str, str] = {}
-    for language, href in facts.hreflang:
+    for name, href in pairs:
         url = _absolute(base, href)
         if url is not None:
-            found.setdefault(language, url)
+            found.setdefault(name, url)
     return found
 
 
@@ -292,7 +293,8 @@ def _record(
         "description": facts.description if facts else None,
         "h1": facts.h1[0] if facts and facts.h1 else None,
         "canonical": canonical,
-        "hreflang": _hreflang(fetched.final_url, facts) if facts else {},
+        "hreflang": _first_of_each(fetched.final_url, facts.hreflang) if facts else {},
+        "pagination": _first_of_each(fetched.final_url, facts.pagination) if facts else {},
         "words": facts.words if facts else None,
         "content_hash": facts.text_hash if facts else None,
         "out_links": len(internal),

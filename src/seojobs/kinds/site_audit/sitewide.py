@@ -63,8 +63,35 @@ def _links(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
             elif linked.get("redirects") or linked.get("error_kind"):
                 hops = {"target": target, "redirects": linked.get("redirects")}
                 found["internal_link_to_redirect"].append(hops)
+                if _chain(linked):
+                    found["internal_link_redirect_chain"].append(hops)
         for code, links in found.items():
             yield finding(code, page["url"], {"links": links[:_SAMPLE]})
+
+
+def _chain(page: Record) -> bool:
+    """Whether the page redirected more than once and then answered."""
+    return (page.get("redirects") or 0) > 1 and not page.get("error_kind")
+
+
+_BACK = {"next": "prev", "prev": "next"}
+
+
+def _pagination(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """rel=next/prev: each target answers 200 itself and names the page back the other way."""
+    for page in pages:
+        problems = []
+        for rel, target in (page.get("pagination") or {}).items():
+            other = by_url.get(target)
+            if other is None or other.get("blocked_by_robots"):
+                continue  # not crawled
+            if other.get("status") != 200 or other.get("redirects"):
+                problems.append({"rel": rel, "target": target, "status": other.get("status")})
+            elif (other.get("pagination") or {}).get(_BACK[rel]) != page["url"]:
+                back = (other.get("pagination") or {}).get(_BACK[rel])
+                problems.append({"rel": rel, "target": target, _BACK[rel]: back})
+        if problems:
+            yield finding("pagination_inconsistent", page["url"], {"links": problems[:_SAMPLE]})
 
 
 def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
@@ -120,6 +147,8 @@ def _listed(url: str, crawled: Record) -> Iterator[Finding]:
     elif crawled.get("status") != 200 or crawled.get("redirects"):
         evidence = {"status": crawled.get("status"), "redirects": crawled.get("redirects")}
         yield finding("sitemap_url_non_200", url, evidence)
+        if _chain(crawled):
+            yield finding("sitemap_url_redirect_chain", url, evidence)
     else:
         reason = crawled.get("indexability_reason")
         for why, code in _LISTED_BUT:
@@ -177,6 +206,7 @@ def site_findings(
         *_canonicals(pages, by_url),
         *_sitemaps(pages, by_url, listed),
         *_hreflang(pages, by_url),
+        *_pagination(pages, by_url),
         *(_files(files, listed) if files else ()),
     ]
 
