@@ -370,6 +370,9 @@ PLANTED = {
     ("depth_too_high", "/deep/5"),
     ("broken_external_link", "/links-external-broken"),
     ("hreflang_no_return_link", "/en"),
+    # /fr names /en back without /de: the cluster differs seen from either side.
+    ("hreflang_cluster_inconsistent", "/en"),
+    ("hreflang_cluster_inconsistent", "/fr"),
     ("sitemap_url_not_linked", "/orphan"),
     ("sitemap_url_non_200", "/gone"),
     ("sitemap_url_non_200", "/hop1"),

@@ -80,6 +80,11 @@ SITE_CHECKS = (
         W,
         "An hreflang alternate of the page does not name the page back.",
     ),
+    _site(
+        "hreflang_cluster_inconsistent",
+        W,
+        "An hreflang alternate names the page back, but with other alternates than the page's.",
+    ),
     _site("hreflang_to_non_200", W, "An hreflang alternate redirects or does not answer 200."),
     _site("hreflang_to_non_canonical", W, "An hreflang alternate names another canonical URL."),
     _site("sitemap_missing", N, "No sitemap lists a page of the site (robots.txt, /sitemap.xml)."),

@@ -135,6 +135,29 @@ def _hreflang(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Findin
             yield finding(code, page["url"], {"alternates": alternates[:_SAMPLE]})
 
 
+def _clusters(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """An hreflang cluster is one set of alternates every member names alike: an alternate
+    that names the page back (else that is its own finding) with other alternates than the
+    page's is an incomplete or inconsistent cluster."""
+    for page in pages:
+        own = page.get("hreflang") or {}
+        differing = []
+        for target in dict.fromkeys(own.values()):
+            other = by_url.get(target)
+            if target == page["url"] or other is None or other.get("status") != 200:
+                continue
+            theirs = other.get("hreflang") or {}
+            if page["url"] not in theirs.values() or theirs == own:
+                continue
+            missing = sorted(k for k in own if theirs.get(k) != own[k])
+            extra = sorted(k for k in theirs if own.get(k) != theirs[k])
+            differing.append({"alternate": target, "missing": missing, "extra": extra})
+        if differing:
+            yield finding(
+                "hreflang_cluster_inconsistent", page["url"], {"alternates": differing[:_SAMPLE]}
+            )
+
+
 _LISTED_BUT = (
     ("noindex", "sitemap_url_noindex"),
     ("canonicalised", "sitemap_url_canonicalised"),
@@ -206,6 +229,7 @@ def site_findings(
         *_canonicals(pages, by_url),
         *_sitemaps(pages, by_url, listed),
         *_hreflang(pages, by_url),
+        *_clusters(pages, by_url),
         *_pagination(pages, by_url),
         *(_files(files, listed) if files else ()),
     ]
