@@ -10,7 +10,14 @@ from dataclasses import replace
 import pytest
 
 from seojobs.fetch.result import FetchResult, RedirectHop, make_headers
-from seojobs.kinds.site_audit.checks import CATALOGUE, SITE_CHECKS, Page, page_findings
+from seojobs.kinds.site_audit.checks import (
+    CATALOGUE,
+    SITE_CHECKS,
+    Page,
+    catalogue,
+    page_findings,
+)
+from seojobs.kinds.site_audit.guide import CATEGORIES, GUIDE
 from seojobs.kinds.site_audit.languages import valid_language
 from seojobs.kinds.site_audit.page import count_words, parse_page
 from seojobs.kinds.site_audit.params import Thresholds
@@ -403,3 +410,13 @@ SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
 def test_every_other_check_is_planted_in_the_fixture_site() -> None:
     planted = {code for code, _path in PLANTED}
     assert {c.code for c in CATALOGUE} - UNPLANTED - SITE_FILES == planted
+
+
+def test_every_check_has_a_category_and_a_fix() -> None:
+    served = catalogue()
+    assert [c["code"] for c in served] == [c.code for c in CATALOGUE]
+    assert set(GUIDE) == {c.code for c in CATALOGUE}
+    for check in served:
+        assert check["category"] in CATEGORIES, check
+        fix = check["how_to_fix"]
+        assert fix and "\n" not in fix and len(fix) <= 100, check

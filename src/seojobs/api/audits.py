@@ -34,7 +34,9 @@ class AuditCheck(BaseModel):
     code: str
     severity: str = Field(description="`error`, `warning` or `notice`.")
     scope: str = Field(description="`page`: one page's; `site`: over every page, after the crawl.")
+    category: str = Field(description="What it is about: `titles`, `links`, `security`, ...")
     description: str
+    how_to_fix: str = Field(description="One line of advice on fixing what it finds.")
     threshold: Threshold | None
 
 
