@@ -88,6 +88,14 @@ GUIDE: dict[str, tuple[str, str]] = {
     "twitter_card_missing": ("social", 'Add <meta name="twitter:card">.'),
     "structured_data_invalid": ("structured_data", "Fix the JSON-LD so that it parses."),
     "structured_data_incomplete": ("structured_data", "Give the JSON-LD @context and @type."),
+    "rich_result_required_missing": (
+        "structured_data",
+        "Add the properties Google requires for the item's rich result.",
+    ),
+    "rich_result_recommended_missing": (
+        "structured_data",
+        "Add the recommended properties the item lacks for a fuller result.",
+    ),
     "deprecated_html": ("markup", "Replace obsolete elements with CSS."),
     "plugin_content": ("content", "Replace plugin content with HTML, video or images."),
     "iframe_present": ("content", "Put content that should rank in this page's own HTML."),
