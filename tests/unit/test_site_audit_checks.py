@@ -353,7 +353,8 @@ def test_head_rules(head: str, code: str) -> None:
 def test_complete_json_ld_and_a_www_canonical_are_fine() -> None:
     graph = (
         '<script type="application/ld+json">[{"@context": "https://schema.org", "@type": "Thing"},'
-        '{"@context": "https://schema.org", "@graph": [{"@type": "Organization"}]}]</script>'
+        '{"@context": "https://schema.org", "@graph": [{"@type": "Organization", '
+        '"name": "Gardens", "url": "https://example.com/", "logo": "/logo.png"}]}]</script>'
     )
     www = '<link rel="canonical" href="https://www.example.com/garden/care">'
     assert _codes(_page(html("p", head=graph + www))) == set()
