@@ -17,6 +17,14 @@ def _https(r: FetchResult) -> bool:
     return r.final_url.lower().startswith("https:")
 
 
+def _plain(f: PageFacts, hrefs: list[str]) -> list[str]:
+    """The hrefs that can resolve to http: on an https page: those written http:, or all
+    of them under a ``<base href>`` (else relative and scheme-relative ones stay https)."""
+    if f.base_href:
+        return hrefs
+    return [h for h in hrefs if h.lstrip()[:5].lower() == "http:"]
+
+
 def _resolved(base: str, hrefs: list[str]) -> list[str]:
     found = []
     for href in hrefs:
@@ -31,7 +39,7 @@ def _mixed(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     if not _https(r):
         return None
     loads = [image.src for image in f.images if image.src] + f.iframes + f.subresources
-    plain = [u for u in _resolved(r.final_url, loads) if u.lower().startswith("http:")]
+    plain = [u for u in _resolved(r.final_url, _plain(f, loads)) if u.lower().startswith("http:")]
     return {"resources": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
@@ -43,7 +51,9 @@ def _links_to_http(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     if not _https(r):
         return None
     own = _site_host(r.final_url)
-    hrefs = [link.href for link in f.links]
+    hrefs = _plain(f, [link.href for link in f.links])
+    if not hrefs:
+        return None
     plain = [
         u
         for u in _resolved(r.final_url, hrefs)
