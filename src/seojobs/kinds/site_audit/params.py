@@ -77,13 +77,36 @@ def _known_severities(severities: dict[str, str]) -> dict[str, str]:
     return severities
 
 
+def _codes() -> list[str]:
+    from seojobs.kinds.site_audit.checks import SEVERITY
+
+    return list(SEVERITY)
+
+
+def _code_list_schema(schema: dict[str, Any]) -> None:
+    """The codes as the schema's enum: a client generating values from it is never refused."""
+    schema["items"] = {"type": "string", "enum": _codes()}
+
+
+def _code_keys_schema(schema: dict[str, Any]) -> None:
+    schema["propertyNames"] = {"enum": _codes()}
+
+
 Code = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Severity = Literal["error", "warning", "notice"]
 # A URL pattern: shell-style wildcards (``*`` any characters, ``?`` one) matched against the
 # URL's path and query (``/blog/*``, ``*?sort=*``); no regular expressions (a hostile one
 # could hold a worker).
-Pattern = Annotated[str, StringConstraints(min_length=1, max_length=300)]
-ParamName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^&=#\s]+$")]
+Pattern = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=300, pattern="^[^\\u0000-\\u001f\\u007f-\\u009f]+$"),
+]
+ParamName = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=100, pattern="^[^&=#\\s\\u0000-\\u001f\\u007f-\\u009f]+$"
+    ),
+]
 
 
 class CrawlRules(BaseModel):
@@ -97,9 +120,13 @@ class CrawlRules(BaseModel):
         default_factory=dict,
         max_length=500,
         description="Check code -> the severity its issues get (and the health score counts).",
+        json_schema_extra=_code_keys_schema,
     )
     disabled_checks: Annotated[list[Code], AfterValidator(_known_codes)] = Field(
-        default_factory=list, max_length=500, description="Check codes not run or reported."
+        default_factory=list,
+        max_length=500,
+        description="Check codes not run or reported.",
+        json_schema_extra=_code_list_schema,
     )
     include_patterns: list[Pattern] = Field(
         default_factory=list,
