@@ -249,6 +249,13 @@ class JobRead:
     summary: str = ""
     description: str = ""
     tags: tuple[str, ...] = ()
+    # Columns a ``sort`` parameter may order the rows by (``name`` ascending, ``-name``
+    # descending; nulls last, ties in ``key`` order). Sorted, the cursor counts the rows
+    # already served: a completed job's rows no longer change.
+    sorts: tuple[str, ...] = ()
+
+    def sort_pattern(self) -> str:
+        return "^-?(?:" + "|".join(self.sorts) + ")$"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import json
 import threading
 import time
 from collections import Counter
@@ -145,6 +146,36 @@ def _with(slug: str, body: str) -> str:
 
 
 SAME_TEXT = words("twin text")
+RICH_PRODUCT = {
+    "@type": "Product",
+    "name": "A spade",
+    "image": "/spade.png",
+    "description": "A garden spade.",
+    "brand": {"@type": "Brand", "name": "Gardens"},
+    "offers": {
+        "@type": "Offer",
+        "price": "20.00",
+        "priceCurrency": "EUR",
+        "availability": "InStock",
+    },
+}
+RICH_EVENT = {
+    "@type": "Event",
+    "name": "Pruning day",
+    "location": "The garden",
+    "endDate": "2026-05-01",
+    "description": "Pruning the roses.",
+    "image": "/roses.png",
+    "offers": "free",
+}
+RICH_RECIPE = {"@type": "Recipe", "name": "Compost", "image": "/compost.png"}
+
+
+def _json_ld(item: dict[str, object]) -> str:
+    block = json.dumps({"@context": "https://schema.org", **item})
+    return f'<script type="application/ld+json">{block}</script>'
+
+
 # path -> the page's HTML (200), for every HTML page but the home page.
 PAGES: dict[str, str] = {
     "/clean/1": html("clean-1", head=_canonical("/clean/1")),
@@ -247,6 +278,11 @@ PAGES: dict[str, str] = {
         "json-ld-incomplete",
         head='<script type="application/ld+json">{"@type": "Thing", "name": "x"}</script>',
     ),
+    # Rich results: a complete Product (its Offer too), an Event without its start date, a
+    # Recipe with what Google requires and nothing it recommends.
+    "/rich-complete": html("rich-complete", head=_json_ld(RICH_PRODUCT)),
+    "/rich-incomplete": html("rich-incomplete", head=_json_ld(RICH_EVENT)),
+    "/rich-recommended": html("rich-recommended", head=_json_ld(RICH_RECIPE)),
     "/deprecated": _with("deprecated", "<center>Centred the old way</center>"),
     "/plugin": _with("plugin", '<object data="/movie.swf"></object>'),
     "/iframe": _with("iframe", '<iframe src="/clean/1" title="Clean one"></iframe>'),
@@ -266,6 +302,12 @@ PAGES: dict[str, str] = {
     "/canonical-header-mismatch": html(
         "canonical-header-mismatch", head=_canonical("/canonical-header-mismatch")
     ),
+    # Pagination: a series naming each other both ways, and a page its next does not name.
+    "/page/1": html("page-1", head='<link rel="next" href="/page/2">'),
+    "/page/2": html("page-2", head='<link rel="prev" href="/page/1"><link rel="next" href="3">'),
+    "/page/3": html("page-3", head='<link rel="prev" href="/page/2">'),
+    "/page-bad/1": html("page-bad-1", head='<link rel="next" href="/page-bad/2">'),
+    "/page-bad/2": html("page-bad-2"),
     "/form": _with("form", '<form action="/search"><input name="q"></form>'),
     "/form-insecure": _with(
         "form-insecure", f'<form action="{BASE}/search"><input name="q"></form>'
@@ -364,6 +406,9 @@ PLANTED = {
     ("depth_too_high", "/deep/5"),
     ("broken_external_link", "/links-external-broken"),
     ("hreflang_no_return_link", "/en"),
+    # /fr names /en back without /de: the cluster differs seen from either side.
+    ("hreflang_cluster_inconsistent", "/en"),
+    ("hreflang_cluster_inconsistent", "/fr"),
     ("sitemap_url_not_linked", "/orphan"),
     ("sitemap_url_non_200", "/gone"),
     ("sitemap_url_non_200", "/hop1"),
@@ -400,6 +445,8 @@ PLANTED = {
     ("open_graph_missing", "/no-open-graph"),
     ("twitter_card_missing", "/no-twitter-card"),
     ("structured_data_incomplete", "/json-ld-incomplete"),
+    ("rich_result_required_missing", "/rich-incomplete"),
+    ("rich_result_recommended_missing", "/rich-recommended"),
     ("deprecated_html", "/deprecated"),
     ("plugin_content", "/plugin"),
     ("iframe_present", "/iframe"),
@@ -408,6 +455,9 @@ PLANTED = {
     ("html_too_large", "/html-large"),
     # links, canonicals and forms
     ("internal_link_to_redirect", "/links-redirect"),
+    ("internal_link_redirect_chain", "/links-redirect"),
+    ("sitemap_url_redirect_chain", "/hop1"),
+    ("pagination_inconsistent", "/page-bad/1"),
     ("redirect_temporary", "/temp-redirect"),
     ("link_text_empty", "/empty-link-text"),
     ("link_text_generic", "/generic-link-text"),

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import text
 
+from seojobs.kinds import load_registry
+from seojobs.services import Services
 from seojobs.store.db import Database
 from tests import schema_0002
 from tests.api_helpers import Api, Providers, api, providers
@@ -18,6 +20,15 @@ from tests.conftest import database_of, make_settings
 def fakes() -> Iterator[Providers]:
     with providers() as made:
         yield made
+
+
+@pytest.fixture
+def audit_services(store_url: str) -> Iterator[Services]:
+    """The services over a store, allowed to fetch loopback sites (the audits' fixtures)."""
+    settings = make_settings(store_url, allow_private_networks=True)
+    services = Services(Database(store_url), settings, load_registry(settings))
+    yield services
+    services.db.dispose()
 
 
 @pytest.fixture

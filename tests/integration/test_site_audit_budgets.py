@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 from starlette.applications import Starlette
@@ -17,10 +16,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from seojobs.fetch import Fetcher
-from seojobs.kinds import load_registry
 from seojobs.kinds.site_audit.external import CHECKED, OVER_BUDGET, ExternalLinks
 from seojobs.services import Services
-from seojobs.store.db import Database
 from tests.conftest import make_settings
 from tests.fakes.audit_site import AuditSite
 from tests.fakes.server import serve
@@ -51,14 +48,6 @@ class Counted:
 
     def total(self, path_prefix: str = "/") -> int:
         return sum(n for (_m, _h, p), n in self.hits.items() if p.startswith(path_prefix))
-
-
-@pytest.fixture
-def audit_services(store_url: str) -> Iterator[Services]:
-    settings = make_settings(store_url, allow_private_networks=True)
-    services = Services(Database(store_url), settings, load_registry(settings))
-    yield services
-    services.db.dispose()
 
 
 async def test_one_page_linking_thousands_of_urls_checks_the_audits_budget_only(

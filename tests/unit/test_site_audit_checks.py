@@ -10,7 +10,14 @@ from dataclasses import replace
 import pytest
 
 from seojobs.fetch.result import FetchResult, RedirectHop, make_headers
-from seojobs.kinds.site_audit.checks import CATALOGUE, SITE_CHECKS, Page, page_findings
+from seojobs.kinds.site_audit.checks import (
+    CATALOGUE,
+    SITE_CHECKS,
+    Page,
+    catalogue,
+    page_findings,
+)
+from seojobs.kinds.site_audit.guide import CATEGORIES, GUIDE
 from seojobs.kinds.site_audit.languages import valid_language
 from seojobs.kinds.site_audit.page import count_words, parse_page
 from seojobs.kinds.site_audit.params import Thresholds
@@ -219,6 +226,7 @@ DRESSED = (
     ("etag", '"1"'),
     ("x-content-type-options", "nosniff"),
     ("content-security-policy", "default-src 'self'"),
+    ("strict-transport-security", "max-age=31536000"),
 )
 
 
@@ -232,7 +240,8 @@ def test_a_well_served_page_has_nothing_to_report() -> None:
         (_response(*DRESSED[:1], *DRESSED[2:]), "compression_missing"),
         (_response(*DRESSED[:2], *DRESSED[3:]), "cache_validator_missing"),
         (_response(*DRESSED[:3], *DRESSED[4:]), "x_content_type_options_missing"),
-        (_response(*DRESSED[:4]), "csp_missing"),
+        (_response(*DRESSED[:4], *DRESSED[5:]), "csp_missing"),
+        (_response(*DRESSED[:5]), "hsts_missing"),
         (_response(("content-type", "text/html"), *DRESSED[1:]), "charset_missing"),
         (_response(*DRESSED, ("x-robots-tag", "googlebot: nofollow")), "nofollow_page"),
         (_response(*DRESSED, ("x-robots-tag", "nosnippet")), "nosnippet"),
@@ -247,6 +256,47 @@ def test_a_well_served_page_has_nothing_to_report() -> None:
 def test_response_rules(response: FetchResult, code: str) -> None:
     document = html("p", head=f'<link rel="canonical" href="{URL}">')
     assert _codes(_page(document, response=response)) == {code}
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "evidence"),
+    [
+        (
+            '<img src="http://example.com/a.png" alt="A" width="1" height="1">'
+            '<script src="http://cdn.example.net/x.js"></script>'
+            '<link rel="stylesheet" href="http://example.com/s.css">'
+            '<img src="//example.com/b.png" alt="B" width="1" height="1">',
+            "mixed_content",
+            {
+                "resources": [
+                    "http://example.com/a.png",
+                    "http://example.com/s.css",
+                    "http://cdn.example.net/x.js",
+                ]
+            },
+        ),
+        (
+            '<a href="http://www.example.com/old">Old</a><a href="http://other.test/">Other</a>'
+            '<a href="/fine">Fine</a>',
+            "https_links_to_http",
+            {"links": ["http://www.example.com/old"]},
+        ),
+    ],
+)
+def test_https_pages_loading_or_linking_over_http(
+    body: str, code: str, evidence: dict[str, list[str]]
+) -> None:
+    page = _page(html("p", body=words("p") + body), response=_response(*DRESSED))
+    [found] = [f for f in page_findings(page, Thresholds()) if f.code == code]
+    assert sorted(found.data["evidence"][next(iter(evidence))]) == sorted(
+        next(iter(evidence.values()))
+    )
+    assert _codes(page) == {code}
+    # The same page served over http: its scheme is its finding, not these.
+    plain = "http://example.com/garden/care"
+    served = FetchResult(plain, plain, 200, headers=make_headers(DRESSED[:4]), body=b"x" * 2000)
+    assert code not in _codes(replace(page, url=plain, response=served))
+    assert "hsts_missing" not in _codes(replace(page, url=plain, response=served))
 
 
 def test_a_small_page_need_not_be_compressed_and_a_temporary_redirect_is_named() -> None:
@@ -303,7 +353,8 @@ def test_head_rules(head: str, code: str) -> None:
 def test_complete_json_ld_and_a_www_canonical_are_fine() -> None:
     graph = (
         '<script type="application/ld+json">[{"@context": "https://schema.org", "@type": "Thing"},'
-        '{"@context": "https://schema.org", "@graph": [{"@type": "Organization"}]}]</script>'
+        '{"@context": "https://schema.org", "@graph": [{"@type": "Organization", '
+        '"name": "Gardens", "url": "https://example.com/", "logo": "/logo.png"}]}]</script>'
     )
     www = '<link rel="canonical" href="https://www.example.com/garden/care">'
     assert _codes(_page(html("p", head=graph + www))) == set()
@@ -347,6 +398,10 @@ UNPLANTED = {
     "dead_end",
     "url_too_long",
     "url_underscore",
+    # Served over https only (the fixture site is http): tested on given pages above.
+    "mixed_content",
+    "https_links_to_http",
+    "hsts_missing",
 }
 # Planted by a site of their own (tests/integration/test_site_audit.py): the fixture site
 # has a robots.txt and sitemaps.
@@ -356,3 +411,13 @@ SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
 def test_every_other_check_is_planted_in_the_fixture_site() -> None:
     planted = {code for code, _path in PLANTED}
     assert {c.code for c in CATALOGUE} - UNPLANTED - SITE_FILES == planted
+
+
+def test_every_check_has_a_category_and_a_fix() -> None:
+    served = catalogue()
+    assert [c["code"] for c in served] == [c.code for c in CATALOGUE]
+    assert set(GUIDE) == {c.code for c in CATALOGUE}
+    for check in served:
+        assert check["category"] in CATEGORIES, check
+        fix = check["how_to_fix"]
+        assert fix and "\n" not in fix and len(fix) <= 100, check

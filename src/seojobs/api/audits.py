@@ -34,7 +34,9 @@ class AuditCheck(BaseModel):
     code: str
     severity: str = Field(description="`error`, `warning` or `notice`.")
     scope: str = Field(description="`page`: one page's; `site`: over every page, after the crawl.")
+    category: str = Field(description="What it is about: `titles`, `links`, `security`, ...")
     description: str
+    how_to_fix: str = Field(description="One line of advice on fixing what it finds.")
     threshold: Threshold | None
 
 
@@ -46,6 +48,44 @@ class AuditCheckList(BaseModel):
 def audit_checks(user: User) -> Response:
     """Every check a site audit runs: its code, severity, description and threshold."""
     return JSONResponse({"data": site_audit.catalogue()})
+
+
+class AuditSettingsData(BaseModel):
+    data: site_audit.AuditSettings = Field(
+        description="Every setting, the server's defaults where the project set none."
+    )
+    set: list[str] = Field(description="The settings the project set (top-level names).")
+
+
+def _settings_body(settings: site_audit.AuditSettings) -> dict[str, object]:
+    data = settings.model_dump(mode="json")
+    return {"data": data, "set": sorted(settings.model_fields_set)}
+
+
+@router.get(
+    "/projects/{project_id}/audit-settings",
+    response_model=AuditSettingsData,
+    operation_id="get_audit_settings",
+)
+def get_audit_settings(project_id: ProjectId, user: User, svc: Svc) -> Response:
+    """The project's audit settings: the defaults of its audits (a request's own params win;
+    `thresholds` and `severities` merge one by one)."""
+    return JSONResponse(_settings_body(svc.audits.project_settings(user, project_id)))
+
+
+@router.put(
+    "/projects/{project_id}/audit-settings",
+    response_model=AuditSettingsData,
+    operation_id="put_audit_settings",
+)
+def put_audit_settings(
+    project_id: ProjectId, body: site_audit.AuditSettings, user: User, svc: Svc
+) -> Response:
+    """Replace the project's audit settings: per-check severities and checks turned off (the
+    health score follows them), thresholds, URL include/exclude patterns, query-parameter
+    rules and a crawl time budget. Only the fields given are the project's; `{}` resets them.
+    Audits started from then on get them; audits already started keep theirs."""
+    return JSONResponse(_settings_body(svc.audits.set_project_settings(user, project_id, body)))
 
 
 @router.post(

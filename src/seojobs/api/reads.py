@@ -250,6 +250,18 @@ def _job_parameters(read: JobRead) -> list[inspect.Parameter]:
         inspect.Parameter(spec.name, keyword, annotation=_job_query(spec), default=None)
         for spec in read.filters
     ]
+    if read.sorts:
+        names = ", ".join(f"`{name}`" for name in read.sorts)
+        sort = Annotated[
+            str | None,
+            Query(
+                description=f"Order by {names} (ascending; `-` first: descending), nulls last, "
+                f"ties by `{read.key}`. The cursor then counts the rows served.",
+                max_length=100,
+                pattern=read.sort_pattern(),
+            ),
+        ]
+        found.append(inspect.Parameter("sort", keyword, annotation=sort, default=None))
     found.append(inspect.Parameter("cursor", keyword, annotation=cursor, default=None))
     found.append(inspect.Parameter("limit", keyword, annotation=Limit, default=100))
     if read.csv:
@@ -269,20 +281,29 @@ def _job_endpoint(read: JobRead) -> Callable[..., Response]:
         job_id: int = given["job_id"]
         user, svc, limit = given["user"], given["svc"], given["limit"]
         values = {spec.name: given[spec.name] for spec in read.filters}
-        cursor = parse_cursor(given["cursor"], lo=lo, hi=hi)  # checked before anything is read
-        after = start if cursor is None else cursor
+        sort: str | None = given.get("sort")
+        if sort is None:
+            cursor = parse_cursor(given["cursor"], lo=lo, hi=hi)  # checked before any read
+            after = start if cursor is None else cursor
+        else:  # the rows served so far
+            after = parse_cursor(given["cursor"], lo=0, hi=MAX_SEQ) or 0
 
         def rows(after: int, limit: int) -> read_svc.JobRows:
             return read_svc.job_rows(
-                svc, user, project_id, job_id, read, values, after=after, limit=limit
+                svc, user, project_id, job_id, read, values, after=after, limit=limit, sort=sort
             )
 
         accept = given.get("accept")
         if read.csv and accept is not None and "text/csv" in accept.lower():
             first = rows(after, CSV_PAGE)  # 404 here, before a CSV response starts
-            return _job_csv(read, job_id, _every_row(first.rows, rows, key))
+            every = _every_row(first.rows, rows, key) if sort is None else _sorted(after, rows)
+            return _job_csv(read, job_id, every)
         found = rows(after, limit + 1)
-        page, more = paged(found.rows, limit, key)
+        if sort is None:
+            page, more = paged(found.rows, limit, key)
+        else:
+            page = found.rows[:limit]
+            more = str(after + limit) if len(found.rows) > limit else None
         body = {
             "job_id": found.job.id,
             "collected_at": rfc3339_or_none(found.collected_at),
@@ -304,6 +325,13 @@ def _every_row(
     while page:
         yield from page
         page = rows(key(page[-1]), CSV_PAGE).rows
+
+
+def _sorted(after: int, rows: Callable[[int, int], read_svc.JobRows]) -> Iterator[dict[str, Any]]:
+    """Every row past the first ``after`` of a sorted read, a page at a time."""
+    while page := rows(after, CSV_PAGE).rows:
+        yield from page
+        after += len(page)
 
 
 def job_read_csv(

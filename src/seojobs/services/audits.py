@@ -10,6 +10,7 @@ from datetime import datetime
 
 from seojobs.kinds.site_audit import NAME as SITE_AUDIT
 from seojobs.kinds.site_audit.pagetable import PAGE_TABLE, AuditPageRecord
+from seojobs.kinds.site_audit.params import AuditSettings
 from seojobs.kinds.site_audit.reads import COMPARE, PAGES
 from seojobs.records import (
     ChangeCount,
@@ -22,6 +23,7 @@ from seojobs.services import reads as read_svc
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import NotFound
 from seojobs.services.jobs import Jobs
+from seojobs.store import audit_settings
 from seojobs.store import reads as read_sql
 
 
@@ -145,3 +147,22 @@ class Audits(Part):
                 limit=limit,
             )
         return Comparison(audit, other, counts, found)
+
+    def project_settings(self, user: UserRecord, project_id: int) -> AuditSettings:
+        """The project's audit settings: what its audits get unless their request says
+        otherwise (``model_fields_set``: those the project set)."""
+        self.base.project(user, project_id)
+        with self.db.read() as conn:
+            stored = audit_settings.get(conn, project_id)
+        return AuditSettings.model_validate(stored)
+
+    def set_project_settings(
+        self, user: UserRecord, project_id: int, settings: AuditSettings
+    ) -> AuditSettings:
+        """Replace the project's audit settings with those set in ``settings`` (none: the
+        server's defaults again). Audits already started keep the settings they started with."""
+        self.base.project(user, project_id)
+        stored = settings.stored()
+        with self.db.write() as conn:
+            audit_settings.put(conn, project_id, stored, self.clock())
+        return AuditSettings.model_validate(stored)

@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from seojobs.engine.registry import Kind
+from seojobs.kinds import site_audit
+from seojobs.kinds.site_audit.params import with_defaults
 from seojobs.logfmt import REQUEST_ID
 from seojobs.records import (
     FindingRecord,
@@ -23,6 +25,7 @@ from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import JobFinished, NotFound
 from seojobs.services.quotas import Quotas
 from seojobs.services.webhooks import one_off_values
+from seojobs.store import audit_settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store import usage as usage_sql
@@ -66,10 +69,15 @@ class Jobs(Part):
         run, e.g. no provider for its engine) before anything is stored.
         """
         spec = self.base.kind(kind)
+        project = self.base.project(user, project_id).id if project_id else user.default_project_id
+        if spec.name == site_audit.NAME and isinstance(params, Mapping):
+            # The project's audit settings are its audits' defaults (issue 30.4).
+            with self.db.read() as conn:
+                stored = audit_settings.get(conn, project)
+            params = with_defaults(stored, dict(params)) if stored else params
         model = self.base.validated(spec, params)
         title = texts.title(title)
         self.base.runnable(spec, model)
-        project = self.base.project(user, project_id).id if project_id else user.default_project_id
         now = self.clock()
         with self.db.write() as conn:
             job_id, created = self.insert(

@@ -264,9 +264,10 @@ def job_rows(
     *,
     after: int,
     limit: int,
+    sort: str | None = None,
 ) -> JobRows:
     """Up to ``limit`` rows of ``read`` for one completed job of its kind in the user's
-    project, after ``after``."""
+    project, after ``after`` (sorted: after that many rows)."""
     svc.project(user, project_id)
     job, collected = completed(svc.jobs, svc.db, user, project_id, job_id, read.kind, read.noun)
     wanted = {
@@ -275,7 +276,7 @@ def job_rows(
         if (value := values.get(spec.name)) is not None
     }
     with svc.db.read() as conn:
-        found = read_sql.job_rows(conn, read, job_id, wanted, after=after, limit=limit)
+        found = read_sql.job_rows(conn, read, job_id, wanted, after=after, limit=limit, sort=sort)
     return JobRows(job, collected, found)
 
 

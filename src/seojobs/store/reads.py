@@ -318,12 +318,17 @@ def job_rows(
     *,
     after: int,
     limit: int,
+    sort: str | None = None,
 ) -> list[dict[str, Any]]:
     """Up to ``limit`` rows of the job's ``read.table`` past ``after`` (in ``read.key``
-    order), the filters' prepared ``values`` (absent: not filtered) in the query."""
+    order), the filters' prepared ``values`` (absent: not filtered) in the query. ``sort``
+    (one of ``read.sorts``, ``-`` first for descending): in that column's order instead,
+    ``after`` then the number of rows to skip."""
     table = findings if read.table == "findings" else kindrows.table(read.table)
     key = table.c[read.key]
-    query = select(table).where(table.c.job_id == job_id, key > after)
+    query = select(table).where(table.c.job_id == job_id)
+    if sort is None:
+        query = query.where(key > after)
     for spec in read.filters:
         if spec.name not in values:
             continue
@@ -334,7 +339,13 @@ def job_rows(
             query = query.where(column.is_(value))
         else:
             query = query.where(column == value)
-    rows = conn.execute(query.order_by(key).limit(limit))
+    if sort is not None:
+        column = table.c[sort.removeprefix("-")]
+        order = column.desc() if sort.startswith("-") else column.asc()
+        query = query.order_by(order.nulls_last(), key).offset(after)
+    else:
+        query = query.order_by(key)
+    rows = conn.execute(query.limit(limit))
     return [dict(row._mapping) for row in rows]
 
 

@@ -295,6 +295,23 @@ server_secrets = Table(
 # (",job.completed,job.failed,"), so that the outbox's INSERT ... SELECT can match a type with
 # LIKE on both dialects. ``job_id`` marks a one-off endpoint: a job's own ``webhook_url``.
 # The secret signs, so it is kept as it is (like a provider key); it is shown once.
+# A project's site audit settings (issue 30.4): what its audits get unless their request says
+# otherwise (``kinds.site_audit.params.AuditSettings``, only the fields set). One row per
+# project that has any; it goes with the project.
+audit_settings = Table(
+    "audit_settings",
+    metadata,
+    Column(
+        "project_id",
+        BigId,
+        ForeignKey("projects.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("settings", JSON, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
 webhook_endpoints = Table(
     "webhook_endpoints",
     metadata,

@@ -18,11 +18,19 @@ from seojobs.engine.views import DashboardView, JobView
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
-from seojobs.kinds.site_audit.params import SiteAuditParams, Thresholds
+from seojobs.kinds.site_audit.params import AuditSettings, SiteAuditParams, Thresholds
 from seojobs.kinds.site_audit.reads import CHANGES, ISSUES, JOB_READS, PAGES, READS
 
 NAME = "site_audit"
-__all__ = ["CATALOGUE", "KIND", "NAME", "SiteAuditParams", "Thresholds", "catalogue"]
+__all__ = [
+    "CATALOGUE",
+    "KIND",
+    "NAME",
+    "AuditSettings",
+    "SiteAuditParams",
+    "Thresholds",
+    "catalogue",
+]
 
 
 class SiteAuditSettings(BaseSettings):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from seojobs.fetch import FetchResult
+from seojobs.kinds.site_audit.guide import GUIDE
 from seojobs.kinds.site_audit.page import PageFacts
 from seojobs.kinds.site_audit.params import Thresholds
 
@@ -48,12 +49,16 @@ class Check:
     scope: Literal["page", "site"] = "page"
 
     def as_dict(self, thresholds: Thresholds) -> dict[str, Any]:
+
         value = getattr(thresholds, self.threshold) if self.threshold else None
+        category, fix = GUIDE[self.code]
         return {
             "code": self.code,
             "severity": self.severity,
             "scope": self.scope,
+            "category": category,
             "description": self.description,
+            "how_to_fix": fix,
             "threshold": None if value is None else {"name": self.threshold, "default": value},
         }
 

@@ -9,10 +9,11 @@ complete, over every stored page. A rule answers ``None`` or the evidence of wha
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from seojobs.engine.context import Finding
-from seojobs.kinds.site_audit import rules_content, rules_fetch, rules_links
+from seojobs.kinds.site_audit import rules_content, rules_fetch, rules_links, rules_secure
 from seojobs.kinds.site_audit.check import (
     SEVERITIES,
     Check,
@@ -24,14 +25,19 @@ from seojobs.kinds.site_audit.check import (
     Severity,
     W,
 )
-from seojobs.kinds.site_audit.params import Thresholds
+from seojobs.kinds.site_audit.params import CrawlRules, Thresholds
 
 __all__ = ["CATALOGUE", "PAGE_RULES", "SEVERITIES", "SEVERITY", "Check", "Page", "Severity"]
 
 # code -> (check, rule): the order is the catalogue's.
 PAGE_RULES: dict[str, tuple[Check, Rule]] = {
     check.code: (check, rule)
-    for check, rule in [*rules_fetch.RULES, *rules_content.RULES, *rules_links.RULES]
+    for check, rule in [
+        *rules_fetch.RULES,
+        *rules_content.RULES,
+        *rules_links.RULES,
+        *rules_secure.RULES,
+    ]
 }
 
 
@@ -52,6 +58,16 @@ SITE_CHECKS = (
     _site("url_case_duplicate", W, "The same URL in other letter case also answers 200."),
     _site("broken_internal_link", E, "Links to a page of the site that answers 4xx or 5xx."),
     _site("internal_link_to_redirect", W, "Links to a page of the site that redirects."),
+    _site(
+        "internal_link_redirect_chain",
+        W,
+        "Links to a page of the site that redirects more than once before it answers.",
+    ),
+    _site(
+        "pagination_inconsistent",
+        W,
+        "A rel=next/prev target does not answer 200, or does not name the page back.",
+    ),
     _site("canonical_to_non_200", E, "The canonical URL was crawled and did not answer 200."),
     _site("canonical_to_redirect", W, "The canonical URL redirects."),
     _site(
@@ -64,6 +80,11 @@ SITE_CHECKS = (
         W,
         "An hreflang alternate of the page does not name the page back.",
     ),
+    _site(
+        "hreflang_cluster_inconsistent",
+        W,
+        "An hreflang alternate names the page back, but with other alternates than the page's.",
+    ),
     _site("hreflang_to_non_200", W, "An hreflang alternate redirects or does not answer 200."),
     _site("hreflang_to_non_canonical", W, "An hreflang alternate names another canonical URL."),
     _site("sitemap_missing", N, "No sitemap lists a page of the site (robots.txt, /sitemap.xml)."),
@@ -74,6 +95,11 @@ SITE_CHECKS = (
         "sitemap_url_non_200",
         W,
         "A sitemap lists the URL, and it does not answer 200 (an error or a redirect).",
+    ),
+    _site(
+        "sitemap_url_redirect_chain",
+        W,
+        "A sitemap lists the URL, and it redirects more than once before it answers.",
     ),
     _site("sitemap_url_noindex", W, "A sitemap lists the URL, and it says noindex."),
     _site("sitemap_url_blocked", W, "A sitemap lists the URL, and robots.txt disallows it."),
@@ -100,12 +126,45 @@ def finding(code: str, url: str, evidence: Evidence) -> Finding:
     return Finding(code, SEVERITY[code], {"url": url, "evidence": evidence})
 
 
-def page_findings(page: Page, thresholds: Thresholds) -> list[Finding]:
+@dataclass(frozen=True)
+class Reporting:
+    """What an audit reports (its params' ``severities`` and ``disabled_checks``, a project's
+    settings merged in): every code's severity, and the codes not run."""
+
+    severity: dict[str, Severity] = field(default_factory=lambda: dict(SEVERITY))
+    disabled: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, rules: CrawlRules) -> Reporting:
+        severity: dict[str, Severity] = {**SEVERITY, **rules.severities}
+        return cls(severity, frozenset(rules.disabled_checks))
+
+    def apply(self, found: Iterable[Finding]) -> list[Finding]:
+        """``found`` without the disabled checks' findings, each with its code's severity."""
+        return [
+            f
+            if f.severity == self.severity[f.code]
+            else Finding(f.code, self.severity[f.code], f.data)
+            for f in found
+            if f.code not in self.disabled
+        ]
+
+
+DEFAULT_REPORTING = Reporting()
+
+
+def page_findings(
+    page: Page, thresholds: Thresholds, reporting: Reporting = DEFAULT_REPORTING
+) -> list[Finding]:
     found = []
     for code, (_check, rule) in PAGE_RULES.items():
+        if code in reporting.disabled:
+            continue
         evidence = rule(page, thresholds)
         if evidence is not None:
-            found.append(finding(code, page.url, evidence))
+            found.append(
+                Finding(code, reporting.severity[code], {"url": page.url, "evidence": evidence})
+            )
     return found
 
 

@@ -19,11 +19,12 @@ from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
-from seojobs.kinds.site_audit.checks import Page, codes, page_findings
+from seojobs.kinds.site_audit.checks import Page, Reporting, codes, page_findings
 from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.pages import write_pages
 from seojobs.kinds.site_audit.params import SiteAuditParams
+from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
 from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
 from seojobs.records import ItemRecord
@@ -51,15 +52,25 @@ class Frontier:
         # Every URL stored or about to be (taken: stored with the page that found it). The
         # checks and updates of it never await, so two pages cannot both take a place.
         self._known = known
+        self.rules = UrlRules(ctx.params)
+        # When the crawl stops taking pages (the params' crawl_seconds), on the loop's clock.
+        self.deadline: float | None = None
+        self.out_of_time = False
 
     def in_scope(self, url: str) -> bool:
         return _site(parse_url(url)) == self.site
+
+    def expired(self) -> bool:
+        """Whether the crawl's time budget is spent (from then on it stays spent)."""
+        if self.deadline is not None and not self.out_of_time:
+            self.out_of_time = asyncio.get_running_loop().time() >= self.deadline
+        return self.out_of_time
 
     def fresh(self, url: str, depth: int) -> bool:
         """Whether ``url`` is in scope and could still be added at ``depth``."""
         if depth > self._ctx.params.max_depth or len(self._known) >= self._ctx.params.max_pages:
             return False
-        return url not in self._known and self.in_scope(url)
+        return url not in self._known and self.in_scope(url) and self.rules.allowed(url)
 
     def take(self, urls: list[str], depth: int | None) -> list[dict[str, Any]]:
         """The new items among ``urls`` (up to the room left), counted as known from now on:
@@ -68,7 +79,9 @@ class Frontier:
         if depth is not None and depth > self._ctx.params.max_depth:
             return []
         room = self._ctx.params.max_pages - len(self._known)
-        new = [u for u in dict.fromkeys(urls) if u not in self._known][: max(room, 0)]
+        allowed = self.rules.allowed
+        new = [u for u in dict.fromkeys(urls) if u not in self._known and allowed(u)]
+        new = new[: max(room, 0)]
         self._known.update(new)
         return [{"url": u, "depth": depth} for u in new]
 
@@ -116,13 +129,14 @@ def _canonical(base: str, facts: PageFacts) -> str | None:
     return _absolute(base, facts.canonicals[0]) if facts.canonicals else None
 
 
-def _hreflang(base: str, facts: PageFacts) -> dict[str, str]:
-    """Language -> alternate URL (normalised); the first of a language counts."""
+def _first_of_each(base: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """name -> the first URL (normalised) under that name: hreflang's language -> alternate,
+    rel=next/prev -> its target."""
     found: dict[str, str] = {}
-    for language, href in facts.hreflang:
+    for name, href in pairs:
         url = _absolute(base, href)
         if url is not None:
-            found.setdefault(language, url)
+            found.setdefault(name, url)
     return found
 
 
@@ -170,9 +184,12 @@ class Crawl:
         self.fetcher = fetcher
         self.frontier = frontier
         self.external = external  # None: external links are not checked
+        self.reporting = Reporting.of(ctx.params)
 
     async def page(self, item: ItemRecord) -> ItemResult:
         url, depth = item.data["url"], item.data["depth"]
+        if depth != 0 and self.frontier.expired():
+            return ItemResult(outcome="skipped")  # past the crawl's time budget: not fetched
         verdict = await self.fetcher.robots_verdict(url)
         if not verdict.allowed:
             return _blocked(url, depth, verdict)
@@ -206,7 +223,8 @@ class Crawl:
         facts = parse_page(fetched.text) if read else None
         final = page_key(fetched.final_url)
         links = _links(fetched.final_url, facts) if facts else []
-        internal = [(u, nofollow) for u, nofollow in links if self.frontier.in_scope(u)]
+        clean = self.frontier.rules.clean
+        internal = [(clean(u), nf) for u, nf in links if self.frontier.in_scope(u)]
         canonical = _canonical(fetched.final_url, facts) if facts else None
         follow = [u for u, _nofollow in internal]
         follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
@@ -234,7 +252,7 @@ class Crawl:
             broken_external=broken,
             response=fetched,
         )
-        found = page_findings(page, self.ctx.params.thresholds)
+        found = page_findings(page, self.ctx.params.thresholds, self.reporting)
         record = _record(page, fetched, canonical, links, internal)
         record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
         record["indexable"] = record["indexability_reason"] is None
@@ -275,7 +293,8 @@ def _record(
         "description": facts.description if facts else None,
         "h1": facts.h1[0] if facts and facts.h1 else None,
         "canonical": canonical,
-        "hreflang": _hreflang(fetched.final_url, facts) if facts else {},
+        "hreflang": _first_of_each(fetched.final_url, facts.hreflang) if facts else {},
+        "pagination": _first_of_each(fetched.final_url, facts.pagination) if facts else {},
         "words": facts.words if facts else None,
         "content_hash": facts.text_hash if facts else None,
         "out_links": len(internal),
@@ -293,7 +312,7 @@ def _in_scope(urls: list[str], frontier: Frontier) -> list[str]:
         except FetchError:
             continue
         if frontier.in_scope(key):
-            found.append(key)
+            found.append(frontier.rules.clean(key))
     return found
 
 
@@ -352,27 +371,34 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         outcomes += (item.result or {}).get("external", [])
     concurrency = ctx.kind_settings.concurrency
     listed: list[str] = []
+    sitemaps_read = False
     async with Fetcher(settings) as fetcher:
         await _check_start(fetcher, params.start_url)
         frontier = Frontier(ctx, known)
+        if params.crawl_seconds is not None:
+            began = ctx.job.started_at or datetime.now(UTC)
+            spent = (datetime.now(UTC) - began).total_seconds()
+            frontier.deadline = asyncio.get_running_loop().time() + params.crawl_seconds - spent
         external = _external(ctx, fetcher)
         if external is not None:
             external.restore(outcomes)
         crawl = Crawl(ctx, fetcher, frontier, external)
         await ctx.run_items(crawl.page, concurrency=concurrency)
-        if params.include_sitemaps:
+        if params.include_sitemaps and not frontier.expired():
+            sitemaps_read = True
             # After the links: a page reached by no click is then known as such.
             listed = _in_scope(await discover(fetcher, params.start_url), frontier)
             await frontier.add(listed, None)
             await ctx.run_items(crawl.page, concurrency=concurrency)
         robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
-    files = SiteFiles(
-        page_key(params.start_url), robots.robots_url, robots.status, params.include_sitemaps
-    )
+    files = SiteFiles(page_key(params.start_url), robots.robots_url, robots.status, sitemaps_read)
     pages = [item.result async for item in ctx.items() if item.result]
-    site = site_findings(pages, listed, files)
+    reporting = Reporting.of(params)
+    site = reporting.apply(site_findings(pages, listed, files))
     await ctx.add_findings(site)
-    data = summary(pages, site, params.max_pages)
+    data = summary(pages, site, params.max_pages, reporting.severity)
+    if params.crawl_seconds is not None:
+        data["crawl_budget_hit"] = frontier.out_of_time
     ctx.result = data
     await ctx.collect(parse_url(params.start_url).host, {"start_url": params.start_url, **data})
     await write_pages(ctx)  # the audit_pages table, with in-link counts (reads: issue 13)

@@ -52,6 +52,9 @@ class Image:
     sized: bool  # both width and height are set
 
 
+_LOADS = frozenset(("script", "source", "video", "audio", "track", "input"))
+
+
 @dataclass
 class PageFacts:
     titles: list[str] = field(default_factory=list)
@@ -80,6 +83,10 @@ class PageFacts:
     images: list[Image] = field(default_factory=list)
     forms: list[str] = field(default_factory=list)  # each form's action, as written
     iframes: list[str] = field(default_factory=list)
+    # What else the page loads, as written: scripts, stylesheets, media and embeds.
+    subresources: list[str] = field(default_factory=list)
+    # <link rel=next|prev>: (rel, href), as written.
+    pagination: list[tuple[str, str]] = field(default_factory=list)
     deprecated: list[str] = field(default_factory=list)  # obsolete elements, each once
     plugins: list[str] = field(default_factory=list)  # <object>, <embed>, <applet>
     json_ld: list[str] = field(default_factory=list)
@@ -194,6 +201,8 @@ class _PageParser(HTMLParser):
             facts.forms.append(a.get("action", "").strip())
         elif tag == "iframe":
             facts.iframes.append(a.get("src", "").strip())
+        elif tag in _LOADS and a.get("src", "").strip():
+            facts.subresources.append(a["src"].strip())
         elif tag in DEPRECATED and tag not in facts.deprecated:
             facts.deprecated.append(tag)
         elif tag in PLUGINS:
@@ -224,6 +233,10 @@ class _PageParser(HTMLParser):
             self.facts.hreflang.append((a["hreflang"].strip().lower(), href))
         elif "icon" in rels:
             self.facts.favicon = True
+        elif "stylesheet" in rels and href:
+            self.facts.subresources.append(href)
+        if href and ("next" in rels or "prev" in rels or "previous" in rels):
+            self.facts.pagination.append(("next" if "next" in rels else "prev", href))
 
     def _meta(self, a: dict[str, str]) -> None:
         facts = self.facts

@@ -8,12 +8,13 @@ from collections import Counter
 from typing import Any
 
 from seojobs.engine.context import JobContext
+from seojobs.kinds.site_audit.linkscore import link_scores
 from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams
 
 # Counted over the whole crawl (below), or the row's key: every other column is copied as it
 # is from a page's record (crawler._record and its verdicts).
-COUNTED = ("job_id", "seq", "indexable", "in_links", "out_links", "external_links")
+COUNTED = ("job_id", "seq", "indexable", "in_links", "out_links", "external_links", "link_score")
 FIELDS = tuple(name for name in PAGE_TABLE.names() if name not in COUNTED)
 
 
@@ -23,6 +24,7 @@ def page_rows(pages: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
     in_links: Counter[str] = Counter(
         target for _seq, page in pages for target in page.get("links", ()) if target != page["url"]
     )
+    scores = link_scores((page["url"], page.get("links", ())) for _seq, page in pages)
     return [
         {
             "seq": seq,
@@ -31,6 +33,7 @@ def page_rows(pages: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
             "in_links": in_links[page["url"]],
             "out_links": page.get("out_links") or 0,
             "external_links": page.get("external_links") or 0,
+            "link_score": scores.get(page["url"]),
         }
         for seq, page in pages
     ]

@@ -40,6 +40,9 @@ class AuditPageRecord:
     out_links: int
     external_links: int
     issues: list[str] | None  # the codes of the page's own findings
+    # Internal link score, 0-100 (PageRank over the crawled graph: linkscore.py); null in
+    # audits stored before it was computed.
+    link_score: int | None = None
 
 
 PAGE_TABLE = KindTable("audit_pages", AuditPageRecord, key=("seq",))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.kinds.urls import Url
 from seojobs.textrules import one_line
@@ -63,7 +63,135 @@ class Thresholds(BaseModel):
     )
 
 
-class SiteAuditParams(BaseModel):
+def _known_codes(codes: list[str]) -> list[str]:
+    from seojobs.kinds.site_audit.checks import SEVERITY
+
+    unknown = [code for code in codes if code not in SEVERITY]
+    if unknown:
+        raise ValueError(f"unknown check codes {unknown[:5]}: see GET /v1/audit-checks")
+    return codes
+
+
+def _known_severities(severities: dict[str, str]) -> dict[str, str]:
+    _known_codes(list(severities))
+    return severities
+
+
+def _codes() -> list[str]:
+    from seojobs.kinds.site_audit.checks import SEVERITY
+
+    return list(SEVERITY)
+
+
+def _code_list_schema(schema: dict[str, Any]) -> None:
+    """The codes as the schema's enum: a client generating values from it is never refused."""
+    schema["items"] = {"type": "string", "enum": _codes()}
+
+
+def _code_keys_schema(schema: dict[str, Any]) -> None:
+    schema["propertyNames"] = {"enum": _codes()}
+
+
+Code = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Severity = Literal["error", "warning", "notice"]
+# A URL pattern: shell-style wildcards (``*`` any characters, ``?`` one) matched against the
+# URL's path and query (``/blog/*``, ``*?sort=*``); no regular expressions (a hostile one
+# could hold a worker).
+Pattern = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=300, pattern="^[^\\u0000-\\u001f\\u007f-\\u009f]+$"),
+]
+ParamName = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=100, pattern="^[^&=#\\s\\u0000-\\u001f\\u007f-\\u009f]+$"
+    ),
+]
+
+
+class CrawlRules(BaseModel):
+    """What an audit reports and crawls beyond its thresholds: per-check severities and
+    checks turned off (the health score follows them), URL patterns to crawl or keep off,
+    query parameters to ignore or sort, and a time budget for the crawl."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    severities: Annotated[dict[Code, Severity], AfterValidator(_known_severities)] = Field(
+        default_factory=dict,
+        max_length=500,
+        description="Check code -> the severity its issues get (and the health score counts).",
+        json_schema_extra=_code_keys_schema,
+    )
+    disabled_checks: Annotated[list[Code], AfterValidator(_known_codes)] = Field(
+        default_factory=list,
+        max_length=500,
+        description="Check codes not run or reported.",
+        json_schema_extra=_code_list_schema,
+    )
+    include_patterns: list[Pattern] = Field(
+        default_factory=list,
+        max_length=50,
+        description="When given, only URLs whose path and query match one of these "
+        "wildcard patterns (`*`, `?`) are crawled (the start URL always is).",
+    )
+    exclude_patterns: list[Pattern] = Field(
+        default_factory=list,
+        max_length=50,
+        description="URLs whose path and query match one of these wildcard patterns "
+        "(`/private/*`, `*?sort=*`) are not crawled (never requested).",
+    )
+    ignore_params: list[ParamName] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Query parameters removed from the site's URLs before they are crawled "
+        "(names or wildcard patterns: `utm_*`, `sessionid`).",
+    )
+    sort_params: bool = Field(
+        default=False,
+        description="Sort the query parameters of the site's URLs, so `?b=1&a=2` and "
+        "`?a=2&b=1` are one page.",
+    )
+    crawl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=86_400,
+        description="A time budget: the crawl stops taking pages this many seconds after the "
+        "audit first started, and the audit completes with the pages crawled so far "
+        "(`crawl_budget_hit` in its summary). Null: no budget (the server's own limit, "
+        "SEOJOBS_SITE_AUDIT_MAX_SECONDS, still fails an audit running longer).",
+    )
+
+
+class AuditSettings(CrawlRules):
+    """A project's audit settings (``/v1/projects/{id}/audit-settings``): the defaults of its
+    audits, each field only when given (a request's own params win; thresholds one by one,
+    severities code by code)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thresholds: Thresholds = Field(
+        default_factory=Thresholds,
+        description="Only the thresholds given here are the project's; the others keep the "
+        "server's defaults.",
+    )
+
+    def stored(self) -> dict[str, Any]:
+        """What was set, as stored and merged under a request's params."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+def with_defaults(settings: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A request's ``params`` over a project's stored ``settings`` (``AuditSettings.stored``):
+    what the request sets wins; ``thresholds`` and ``severities`` merge key by key."""
+    merged = {**settings, **params}
+    for name in ("thresholds", "severities"):
+        own, given = settings.get(name), params.get(name)
+        if isinstance(own, dict) and isinstance(given, dict):
+            merged[name] = {**own, **given}
+    return merged
+
+
+class SiteAuditParams(CrawlRules):
     model_config = ConfigDict(extra="forbid")
 
     start_url: Url = Field(

@@ -132,6 +132,12 @@ class AuditPageRow(BaseModel):
     out_links: int = Field(description="Internal links on it.")
     external_links: int
     issues: list[str] | None = Field(description="The codes of the page's own issues.")
+    link_score: int | None = Field(
+        default=None,
+        description="Internal link score, 0-100: PageRank over the crawled pages' links, "
+        "the best-linked page 100, on a logarithmic scale (null in audits stored before it "
+        "was computed). Sort by it with `sort=-link_score`.",
+    )
 
 
 class AuditPage(BaseModel):
@@ -141,7 +147,8 @@ class AuditPage(BaseModel):
     next_cursor: str | None
 
 
-PAGE_COLUMNS = (*(name for name in AuditPageRow.model_fields if name != "issues"), "issues")
+_LAST = ("issues", "link_score")  # issues last, as before; link_score came later
+PAGE_COLUMNS = (*(name for name in AuditPageRow.model_fields if name not in _LAST), *_LAST)
 
 
 def page_row(page: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,6 +260,7 @@ PAGES = JobRead(
     csv=PAGE_COLUMNS,
     csv_cells=_page_cells,
     csv_name="audit-{job_id}-pages.csv",
+    sorts=("link_score", "in_links", "depth", "response_ms", "words"),
     summary="Audit Pages",
     description="The pages a completed audit recorded, in the order they were found, "
     "with their\nin-link counts (filter by `status`, `indexable`): pages of JSON, or "

@@ -13,7 +13,7 @@ from typing import Any
 
 from seojobs.engine.context import Finding
 from seojobs.kinds.site_audit.check import SAMPLE as _SAMPLE
-from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, finding
+from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, Severity, finding
 
 Record = dict[str, Any]
 
@@ -63,8 +63,35 @@ def _links(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
             elif linked.get("redirects") or linked.get("error_kind"):
                 hops = {"target": target, "redirects": linked.get("redirects")}
                 found["internal_link_to_redirect"].append(hops)
+                if _chain(linked):
+                    found["internal_link_redirect_chain"].append(hops)
         for code, links in found.items():
             yield finding(code, page["url"], {"links": links[:_SAMPLE]})
+
+
+def _chain(page: Record) -> bool:
+    """Whether the page redirected more than once and then answered."""
+    return (page.get("redirects") or 0) > 1 and not page.get("error_kind")
+
+
+_BACK = {"next": "prev", "prev": "next"}
+
+
+def _pagination(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """rel=next/prev: each target answers 200 itself and names the page back the other way."""
+    for page in pages:
+        problems = []
+        for rel, target in (page.get("pagination") or {}).items():
+            other = by_url.get(target)
+            if other is None or other.get("blocked_by_robots"):
+                continue  # not crawled
+            if other.get("status") != 200 or other.get("redirects"):
+                problems.append({"rel": rel, "target": target, "status": other.get("status")})
+            elif (other.get("pagination") or {}).get(_BACK[rel]) != page["url"]:
+                back = (other.get("pagination") or {}).get(_BACK[rel])
+                problems.append({"rel": rel, "target": target, _BACK[rel]: back})
+        if problems:
+            yield finding("pagination_inconsistent", page["url"], {"links": problems[:_SAMPLE]})
 
 
 def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
@@ -108,6 +135,29 @@ def _hreflang(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Findin
             yield finding(code, page["url"], {"alternates": alternates[:_SAMPLE]})
 
 
+def _clusters(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """An hreflang cluster is one set of alternates every member names alike: an alternate
+    that names the page back (else that is its own finding) with other alternates than the
+    page's is an incomplete or inconsistent cluster."""
+    for page in pages:
+        own = page.get("hreflang") or {}
+        differing = []
+        for target in dict.fromkeys(own.values()):
+            other = by_url.get(target)
+            if target == page["url"] or other is None or other.get("status") != 200:
+                continue
+            theirs = other.get("hreflang") or {}
+            if page["url"] not in theirs.values() or theirs == own:
+                continue
+            missing = sorted(k for k in own if theirs.get(k) != own[k])
+            extra = sorted(k for k in theirs if own.get(k) != theirs[k])
+            differing.append({"alternate": target, "missing": missing, "extra": extra})
+        if differing:
+            yield finding(
+                "hreflang_cluster_inconsistent", page["url"], {"alternates": differing[:_SAMPLE]}
+            )
+
+
 _LISTED_BUT = (
     ("noindex", "sitemap_url_noindex"),
     ("canonicalised", "sitemap_url_canonicalised"),
@@ -120,6 +170,8 @@ def _listed(url: str, crawled: Record) -> Iterator[Finding]:
     elif crawled.get("status") != 200 or crawled.get("redirects"):
         evidence = {"status": crawled.get("status"), "redirects": crawled.get("redirects")}
         yield finding("sitemap_url_non_200", url, evidence)
+        if _chain(crawled):
+            yield finding("sitemap_url_redirect_chain", url, evidence)
     else:
         reason = crawled.get("indexability_reason")
         for why, code in _LISTED_BUT:
@@ -177,22 +229,30 @@ def site_findings(
         *_canonicals(pages, by_url),
         *_sitemaps(pages, by_url, listed),
         *_hreflang(pages, by_url),
+        *_clusters(pages, by_url),
+        *_pagination(pages, by_url),
         *(_files(files, listed) if files else ()),
     ]
 
 
-def summary(pages: list[Record], site: list[Finding], max_pages: int) -> dict[str, Any]:
+def summary(
+    pages: list[Record],
+    site: list[Finding],
+    max_pages: int,
+    severity: dict[str, Severity] = SEVERITY,
+) -> dict[str, Any]:
     """Pages crawled, issues by code and severity, and a health score: the share of fetched
-    pages with no error-severity issue, 0-100."""
+    pages with no error-severity issue, 0-100 (``severity``: each code's, as the audit's
+    settings have it)."""
     by_code: Counter[str] = Counter(code for page in pages for code in page.get("issues", ()))
     by_code.update(f.code for f in site)
-    with_errors = {p["url"] for p in pages if any(SEVERITY[c] == "error" for c in p["issues"])}
+    with_errors = {p["url"] for p in pages if any(severity[c] == "error" for c in p["issues"])}
     with_errors |= {str((f.data or {})["url"]) for f in site if f.severity == "error"}
     fetched = [p["url"] for p in pages if not p.get("blocked_by_robots")]
     healthy = sum(1 for url in fetched if url not in with_errors)
     by_severity = {s: 0 for s in SEVERITIES}
     for code, n in by_code.items():
-        by_severity[SEVERITY[code]] += n
+        by_severity[severity[code]] += n
     return {
         "pages_crawled": len(fetched),
         "pages_blocked_by_robots": len(pages) - len(fetched),

@@ -1,0 +1,84 @@
+"""Rules about a page served over https: what it loads or links over http, and HSTS.
+
+A page served over http has none of these (its own finding is the scheme: forms over http);
+the rules read the page's URL after redirects, its markup and its headers.
+"""
+
+from __future__ import annotations
+
+from seojobs.fetch import FetchResult
+from seojobs.fetch.errors import FetchError
+from seojobs.fetch.urls import join_url, parse_url
+from seojobs.kinds.site_audit.check import SAMPLE, Check, E, Evidence, Page, Rules, W, read
+from seojobs.kinds.site_audit.page import PageFacts
+
+
+def _https(r: FetchResult) -> bool:
+    return r.final_url.lower().startswith("https:")
+
+
+def _plain(f: PageFacts, hrefs: list[str]) -> list[str]:
+    """The hrefs that can resolve to http: on an https page: those written http:, or all
+    of them under a ``<base href>`` (else relative and scheme-relative ones stay https)."""
+    if f.base_href:
+        return hrefs
+    return [h for h in hrefs if h.lstrip()[:5].lower() == "http:"]
+
+
+def _resolved(base: str, hrefs: list[str]) -> list[str]:
+    found = []
+    for href in hrefs:
+        try:
+            found.append(join_url(parse_url(base), href))
+        except (FetchError, ValueError):
+            continue
+    return found
+
+
+def _mixed(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
+    if not _https(r):
+        return None
+    loads = [image.src for image in f.images if image.src] + f.iframes + f.subresources
+    plain = [u for u in _resolved(r.final_url, _plain(f, loads)) if u.lower().startswith("http:")]
+    return {"resources": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
+
+
+def _site_host(url: str) -> str:
+    return parse_url(url).host.removeprefix("www.")
+
+
+def _links_to_http(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
+    if not _https(r):
+        return None
+    own = _site_host(r.final_url)
+    hrefs = _plain(f, [link.href for link in f.links])
+    if not hrefs:
+        return None
+    plain = [
+        u
+        for u in _resolved(r.final_url, hrefs)
+        if u.lower().startswith("http:") and _site_host(u) == own
+    ]
+    return {"links": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
+
+
+def _no_hsts(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
+    if not _https(r) or "strict-transport-security" in r.headers:
+        return None
+    return {"strict_transport_security": None}
+
+
+RULES: Rules = [
+    (
+        Check("mixed_content", E, "An https page loads images, scripts or styles over http."),
+        read(_mixed),
+    ),
+    (
+        Check("https_links_to_http", W, "An https page links to http: URLs of its own site."),
+        read(_links_to_http),
+    ),
+    (
+        Check("hsts_missing", W, "An https page without a Strict-Transport-Security header."),
+        read(_no_hsts),
+    ),
+]
