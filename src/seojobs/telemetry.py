@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import HistogramMetricFamily, Metric
@@ -171,8 +172,23 @@ def provider_call(provider: str) -> Iterator[None]:
         outcome = str(getattr(exc, "code", None) or type(exc).__name__)
         raise
     finally:
-        PROVIDER_DURATION.labels(provider).observe(time.perf_counter() - started)
-        PROVIDER_CALLS.labels(provider, outcome).inc()
+        duration, calls = _provider_series(provider, outcome)
+        duration.observe(time.perf_counter() - started)
+        calls.inc()
+
+
+# Each (provider, outcome)'s histogram and counter, looked up once: labels() locks and checks
+# every call, and an index check makes one provider call per URL. Outcomes are bounded (ok,
+# the error codes, exception class names).
+_PROVIDER_SERIES: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
+def _provider_series(provider: str, outcome: str) -> tuple[Any, Any]:
+    found = _PROVIDER_SERIES.get((provider, outcome))
+    if found is None:
+        found = (PROVIDER_DURATION.labels(provider), PROVIDER_CALLS.labels(provider, outcome))
+        _PROVIDER_SERIES[(provider, outcome)] = found
+    return found
 
 
 def serve_worker_metrics(host: str, port: int) -> None:
