@@ -63,6 +63,8 @@ def _assert_unavailable(client: httpx.Client, base: str, calls: list[tuple[str, 
         assert answer.headers["content-type"] == "application/problem+json"
         assert int(answer.headers["retry-after"]) >= 1
         assert answer.json()["type"].endswith("/database_unavailable")
+        # The gate's 503 passes through the request's one wrapper: it carries the id.
+        assert re.fullmatch(r"[0-9a-f]{24}", answer.headers["x-request-id"])
     assert client.get(f"{base}/readyz").status_code == 503
     assert client.get(f"{base}/healthz").status_code == 200
 

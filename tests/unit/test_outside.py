@@ -49,6 +49,8 @@ def test_a_clean_value_is_returned_as_it_is() -> None:
         "[" * 5000 + "]" * 5000,
         '{"a":' * 5000 + "1" + "}" * 5000,
         "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),  # parses, but deeper than the bound
+        b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1),
+        '{"a": "[[[[{{{{", "b":' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}",  # one level more
     ],
 )
 def test_json_nested_too_deep_is_a_value_error(document: str) -> None:
@@ -60,3 +62,5 @@ def test_json_within_the_bound_is_parsed() -> None:
     document = "[" * MAX_DEPTH + "]" * MAX_DEPTH
     assert loads(document) == json.loads(document)
     assert loads(b'{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
+    wide = json.dumps({"rows": [{"a": [1]} for _ in range(3 * MAX_DEPTH)], "s": "[{" * 100})
+    assert loads(wide) == json.loads(wide)  # many openers, shallow: parsed

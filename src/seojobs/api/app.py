@@ -113,11 +113,14 @@ def create_app(
     dashboard.install(app)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    deadline = None
     if not services.db.is_sqlite:  # a local file cannot hang the way a server can
         gate = DatabaseGate(services.database_answers)
         app.state.database_gate = gate
-        app.add_middleware(DatabaseDeadline, gate=gate)
-    app.add_middleware(Observe)  # outside the gate: its 503s are counted and carry the id
+        deadline = DatabaseDeadline(gate)
+    # The request id, its count and the database deadline, one layer: the gate's 503s are
+    # counted and carry the id.
+    app.add_middleware(Observe, deadline=deadline)
     if settings.trusted_proxies:  # outermost: every layer sees the forwarded client
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
 

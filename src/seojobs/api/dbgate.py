@@ -11,7 +11,8 @@ a blocked thread cannot be given up on, but its request can:
   abandoned after ``probe_timeout``. While the database is down every request but
   ``/healthz`` gets 503 problem+json with ``Retry-After`` at once, and a probe each
   ``retry_every`` seconds finds out when it is back (no restart needed).
-- ``DatabaseDeadline`` (ASGI middleware) watches each request: one still unanswered after
+- ``DatabaseDeadline`` watches each request (inside ``Observe``, the API's one wrapper per
+  request: one layer less per request than a middleware of its own): one still unanswered after
   ``slow_after`` starts a probe; if the database is then found down, that request is answered
   503 at once and what its handler later sends is dropped. A slow request on a database that
   answers is left alone (a large export is not an outage).
@@ -31,9 +32,10 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from seojobs import telemetry
+from seojobs.api.observe import Answer
 from seojobs.api.problems import problem
 
 log = logging.getLogger("seojobs.api")
@@ -120,56 +122,54 @@ class DatabaseGate:
 
 
 class DatabaseDeadline:
-    """ASGI middleware: see the module's docstring. ``exempt`` paths pass untouched."""
+    """A request's deadline: see the module's docstring. Not a middleware layer of its own:
+    ``Observe`` (``seojobs.api.observe``), the request's one wrapper, runs each request
+    through ``watch`` with the answer it already wraps. ``exempt`` paths pass untouched."""
 
     def __init__(
         self,
-        app: ASGIApp,
         gate: DatabaseGate,
         *,
         slow_after: float = 0.4,
         exempt: frozenset[str] = frozenset({"/healthz"}),
     ) -> None:
-        self.app = app
         self.gate = gate
         self.slow_after = slow_after
         self.exempt = exempt
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.exempt:
-            await self.app(scope, receive, send)
-            return
+    async def watch(self, app: ASGIApp, answer: Answer) -> None:
+        """Run ``app`` for the request of ``answer``, answered 503 if the database is down
+        (or found down while the request waits)."""
         # Down: is it back? (at most one probe per retry_every; refused unless it answers now)
         if self.gate.down and not await self.gate.back(self.slow_after):
-            await self._refuse(scope, receive, send)
+            await self._refuse(answer.scope, answer.receive, answer.send)
             return
-        watch = _Watch(scope, receive, send)
-        timer = asyncio.get_running_loop().call_later(self.slow_after, self._slow, watch)
+        timer = asyncio.get_running_loop().call_later(self.slow_after, self._slow, answer)
         try:
-            await self.app(scope, receive, watch.send)
+            await app(answer.scope, answer.receive, answer.send)
         except Exception:
-            if not watch.abandoned:
+            if not answer.abandoned:
                 raise
             # Answered 503 already; the handler's late failure (the database came back with
             # an error for it, or its connection was cut) has nobody to go to.
             log.debug("request failed after its 503 was sent", exc_info=True)
         finally:
             timer.cancel()
-            if watch.rescuer is not None:
-                if watch.abandoned:
-                    await watch.rescuer  # its 503 is being sent: let it finish
+            if answer.rescuer is not None:
+                if answer.abandoned:
+                    await answer.rescuer  # its 503 is being sent: let it finish
                 else:
-                    watch.rescuer.cancel()
+                    answer.rescuer.cancel()
 
-    def _slow(self, watch: _Watch) -> None:
-        watch.rescuer = asyncio.get_running_loop().create_task(self._rescue(watch))
+    def _slow(self, answer: Answer) -> None:
+        answer.rescuer = asyncio.get_running_loop().create_task(self._rescue(answer))
 
-    async def _rescue(self, watch: _Watch) -> None:
-        while not watch.started:
+    async def _rescue(self, answer: Answer) -> None:
+        while not answer.started:
             self.gate.check()
             if self.gate.down:
-                watch.abandoned = True
-                await self._refuse(watch.scope, watch.receive, watch.downstream)
+                answer.abandoned = True  # what the handler sends from now on is dropped
+                await self._refuse(answer.scope, answer.receive, answer.deliver)
                 return
             await asyncio.sleep(STEP)
 
@@ -185,24 +185,3 @@ class DatabaseDeadline:
             headers={"Retry-After": retry},
         )
         await answer(scope, receive, send)
-
-
-class _Watch:
-    """One request's answer: started yet? given up on (its later sends dropped)?"""
-
-    __slots__ = ("abandoned", "downstream", "receive", "rescuer", "scope", "started")
-
-    def __init__(self, scope: Scope, receive: Receive, downstream: Send) -> None:
-        self.scope = scope
-        self.receive = receive
-        self.downstream = downstream
-        self.started = False
-        self.abandoned = False
-        self.rescuer: asyncio.Task[None] | None = None
-
-    async def send(self, message: Message) -> None:
-        if self.abandoned:
-            return
-        if message["type"] == "http.response.start":
-            self.started = True
-        await self.downstream(message)

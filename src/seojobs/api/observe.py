@@ -8,20 +8,26 @@ id finds a request in the proxy's, the API's and uvicorn's logs.
 Every answered request is counted by method, route template (``/v1/jobs/{job_id}``, never the
 raw path; ``unmatched`` when no route took it) and status, and timed to its last byte
 (``seojobs.telemetry``).
+
+On PostgreSQL the same layer keeps each request's database deadline (``seojobs.api.dbgate``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from seojobs import telemetry
 from seojobs.logfmt import REQUEST_ID
+
+if TYPE_CHECKING:
+    from seojobs.api.dbgate import DatabaseDeadline
 
 HEADER = b"x-request-id"
 _TOKEN = re.compile(rb"[A-Za-z0-9._:\-]{1,128}")
@@ -54,9 +60,54 @@ def _series(method: str, route: str, status: int) -> tuple[Any, Any]:
     return found
 
 
+class Answer:
+    """One request's answer as it goes out: its status, the id added to its headers, and
+    for the database deadline (``seojobs.api.dbgate``) whether it has started and whether it
+    was given up on (a 503 sent instead; what the handler sends after is dropped)."""
+
+    __slots__ = (
+        "abandoned",
+        "downstream",
+        "header",
+        "receive",
+        "rescuer",
+        "scope",
+        "started",
+        "status",
+    )
+
+    def __init__(self, scope: Scope, receive: Receive, downstream: Send, header: bytes) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.downstream = downstream
+        self.header = header
+        self.status = 500  # what the server answers if the app raises before answering
+        self.started = False
+        self.abandoned = False
+        self.rescuer: asyncio.Task[None] | None = None
+
+    async def send(self, message: Message) -> None:
+        """The app's ``send``."""
+        if not self.abandoned:
+            await self.deliver(message)
+
+    async def deliver(self, message: Message) -> None:
+        """Send, even once abandoned (the deadline's own 503)."""
+        if message["type"] == "http.response.start":
+            self.started = True
+            self.status = message["status"]
+            message = {**message, "headers": [*message.get("headers", ()), (HEADER, self.header)]}
+        await self.downstream(message)
+
+
 class Observe:
-    def __init__(self, app: ASGIApp) -> None:
+    """The request id and count of every request, and with a ``deadline`` (PostgreSQL: see
+    ``seojobs.api.dbgate``) its database deadline, in one ASGI layer: the deadline's 503s
+    are counted and carry the id."""
+
+    def __init__(self, app: ASGIApp, deadline: DatabaseDeadline | None = None) -> None:
         self.app = app
+        self.deadline = deadline
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,22 +116,17 @@ class Observe:
         rid = request_id(scope)
         token = REQUEST_ID.set(rid)
         started = time.perf_counter()
-        status = 500  # what the server answers if the app raises before answering
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                headers = [*message.get("headers", ()), (HEADER, rid.encode("ascii"))]
-                message = {**message, "headers": headers}
-            await send(message)
-
+        answer = Answer(scope, receive, send, rid.encode("ascii"))
+        deadline = self.deadline
         try:
-            await self.app(scope, receive, send_with_id)
+            if deadline is None or scope["path"] in deadline.exempt:
+                await self.app(scope, receive, answer.send)
+            else:
+                await deadline.watch(self.app, answer)
         finally:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = scope["method"] if scope["method"] in _METHODS else "other"
-            count, duration = _series(method, route, status)
+            count, duration = _series(method, route, answer.status)
             count.inc()
             duration.observe(time.perf_counter() - started)
             REQUEST_ID.reset(token)

@@ -15,9 +15,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     and_,
+    any_,
     bindparam,
+    cast,
     delete,
     func,
     insert,
@@ -28,6 +31,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from seojobs.records import CollectionRecord
 from seojobs.store.coltypes import UTCDateTime
@@ -109,21 +113,51 @@ def enqueue_for_jobs(
 
     ``follow_up``: a second event type the jobs that are follow-ups (a submission's scheduled
     index check: ``parent_id`` set) make too, in the same statement; a job's one-off endpoint
-    hears its follow-ups' (seed 000: the submission's ``webhook_url`` hears its check)."""
-    if job_ids:
-        statement = _enqueue_statement(event_type, follow_up)
-        conn.execute(statement, {"ids": sorted(job_ids), "now": now})
+    hears its follow-ups' (seed 000: the submission's ``webhook_url`` hears its check).
+
+    SQLite first asks whether any enabled endpoint exists, a constant statement without
+    parameters, in the same write transaction (writers are serialised there: an endpoint
+    committed before it is seen); the INSERT ... SELECT, which binds every job id, runs only
+    when one does. PostgreSQL runs the INSERT ... SELECT alone (one round trip, which writes
+    nothing when no endpoint matches), with the ids as one array parameter."""
+    if not job_ids:
+        return
+    dialect = conn.dialect.name
+    if dialect == "sqlite" and conn.execute(_ANY_ENDPOINT).first() is None:
+        return
+    statement = _enqueue_statement(dialect, event_type, follow_up)
+    conn.execute(statement, {"ids": sorted(job_ids), "now": now})
+
+
+_ANY_ENDPOINT = select(literal(1)).select_from(E).where(E.c.enabled.is_(True)).limit(1)
 
 
 @functools.cache
-def _enqueue_statement(event_type: str, follow_up: str | None) -> Any:
+def _enqueue_statement(dialect: str, event_type: str, follow_up: str | None) -> Any:
     """:func:`enqueue_for_jobs`' statement, built once (it runs in every completion batch:
-    built per call, it cost more CPU than running it, bench/queue.py's hot path)."""
+    built per call, it cost more CPU than running it, bench/queue.py's hot path). The ids:
+    an array on PostgreSQL (constant SQL, where an IN list of 500 ids was parsed anew by
+    psycopg each time), an expanding IN list on SQLite."""
+    if dialect == "postgresql":
+        wanted = jobs.c.id == any_(cast(bindparam("ids"), ARRAY(BigInteger)))
+    else:
+        wanted = jobs.c.id.in_(bindparam("ids", expanding=True))
+    finished = (
+        select(jobs.c.id, jobs.c.project_id, jobs.c.parent_id).where(wanted).subquery("finished")
+    )
+    return outbox_insert(finished, event_type, follow_up)
+
+
+def outbox_insert(finished: Any, event_type: str, follow_up: str | None = None) -> Any:
+    """The INSERT ... SELECT of the outbox rows of ``finished`` (a selectable with the columns
+    ``id``, ``project_id`` and ``parent_id`` of jobs that reached their terminal state), at
+    the bind parameter ``now``: a statement of its own (:func:`enqueue_for_jobs`) or a CTE of
+    the statement that completes the jobs (``seojobs.store.jobs`` on PostgreSQL)."""
     at = bindparam("now", type_=UTCDateTime)
     kind: Any = literal(event_type)
     hears = or_(E.c.events == "*", E.c.events.like(f"%,{event_type},%"))
-    own = or_(E.c.job_id.is_(None), E.c.job_id == jobs.c.id)
-    joined = jobs.join(projects, projects.c.id == jobs.c.project_id).join(
+    own = or_(E.c.job_id.is_(None), E.c.job_id == finished.c.id)
+    joined = finished.join(projects, projects.c.id == finished.c.project_id).join(
         E, E.c.user_id == projects.c.user_id
     )
     if follow_up is not None:
@@ -131,20 +165,19 @@ def _enqueue_statement(event_type: str, follow_up: str | None) -> Any:
             select(literal(event_type).label("t")), select(literal(follow_up).label("t"))
         ).subquery("t")
         kind = types.c.t
-        is_follow_up = and_(types.c.t == follow_up, jobs.c.parent_id.is_not(None))
+        is_follow_up = and_(types.c.t == follow_up, finished.c.parent_id.is_not(None))
         hears = and_(
             or_(types.c.t == event_type, is_follow_up),
             or_(E.c.events == "*", E.c.events.like(literal("%,") + types.c.t + literal(",%"))),
         )
-        own = or_(own, and_(is_follow_up, E.c.job_id == jobs.c.parent_id))
+        own = or_(own, and_(is_follow_up, E.c.job_id == finished.c.parent_id))
         joined = joined.join(types, true())
     source = (
-        select(E.c.id, kind, jobs.c.id, literal("pending"), literal(0), at, at, at)
+        select(E.c.id, kind, finished.c.id, literal("pending"), literal(0), at, at, at)
         .select_from(joined)
         .where(
-            jobs.c.id.in_(bindparam("ids", expanding=True)),
             E.c.enabled.is_(True),
-            or_(E.c.project_id.is_(None), E.c.project_id == jobs.c.project_id),
+            or_(E.c.project_id.is_(None), E.c.project_id == finished.c.project_id),
             own,
             hears,
         )
