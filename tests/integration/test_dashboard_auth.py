@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, api, app_routes, stored
-from tests.conftest import database_of, make_settings
+from tests.api_helpers import V1, Api, api, app_routes, owned, shared_api, stored
+from tests.conftest import make_settings
 from tests.dashboard_helpers import browser, csrf_of, post_form, post_login, sign_in
 
 FAILURE_LIMIT = 3
@@ -20,21 +20,13 @@ FAILURE_LIMIT = 3
 
 @pytest.fixture(scope="module")
 def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
-    with (
-        database_of(module_store, request) as url,
-        api(make_settings(url, auth_failure_limit=f"{FAILURE_LIMIT}/minute")) as running,
-    ):
-        running.shared = True
-        yield running
+    with shared_api(module_store, request, auth_failure_limit=f"{FAILURE_LIMIT}/minute") as made:
+        yield made
 
 
 @pytest.fixture
 def app(shared_app: Api) -> Iterator[Api]:
-    mine = shared_app.own()
-    try:
-        yield mine
-    finally:
-        mine.close()
+    yield from owned(shared_app)
 
 
 def test_root_and_pages_send_a_visitor_to_sign_in(app: Api) -> None:
