@@ -37,7 +37,7 @@ from seojobs.services import Services
 from seojobs.services.errors import Conflict
 from seojobs.settings import Settings
 from seojobs.store import tables
-from tests.conftest import IN_CI, make_settings
+from tests.conftest import IN_CI, database_of, make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
@@ -284,6 +284,25 @@ def api(settings: Settings, *, run_worker: bool = False) -> Iterator[Api]:
             yield made
         finally:
             made.close()
+
+
+@contextlib.contextmanager
+def shared_api(store: str, request: pytest.FixtureRequest, **overrides: Any) -> Iterator[Api]:
+    """One app on a new database of ``store`` with these settings, for a module-scoped
+    fixture whose tests each take :func:`owned` of it (``shared_idle`` with settings)."""
+    with database_of(store, request) as url, api(make_settings(url, **overrides)) as running:
+        running.shared = True
+        yield running
+
+
+def owned(shared: Api) -> Iterator[Api]:
+    """For a function-scoped fixture: ``shared`` as one test's own (``Api.own()``), its
+    clients closed after the test."""
+    mine = shared.own()
+    try:
+        yield mine
+    finally:
+        mine.close()
 
 
 @pytest.fixture(name="idle")

@@ -28,8 +28,12 @@ def csrf_of(html: str) -> str:
 
 
 def browser(app: Api) -> httpx.Client:
-    """A cookie-keeping client without a key, that does not follow redirects."""
-    client = httpx.Client(base_url=app.base, timeout=60.0, follow_redirects=False)
+    """A cookie-keeping client without a key, that does not follow redirects; from the
+    ``Api``'s own loopback address when it has one (``Api.own()``), as ``Api.client``."""
+    transport = None if app.source is None else httpx.HTTPTransport(local_address=app.source)
+    client = httpx.Client(
+        base_url=app.base, timeout=60.0, follow_redirects=False, transport=transport
+    )
     app.clients.append(client)
     return client
 

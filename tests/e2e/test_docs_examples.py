@@ -7,7 +7,9 @@ reads before any job has completed). Every other block must say why it cannot ru
 
 The server runs without a worker, so nothing is fetched and no provider is called: what runs
 is the API contract of each example (paths, params, answers). Provider keys are placeholders
-whose base URLs point at a closed loopback port, so jobs that need a provider are accepted."""
+whose base URLs point at a closed loopback port, so jobs that need a provider are accepted. The
+working directory holds ``technologies.json``, the smallest fingerprint database, which the
+tech-stack page installs offline."""
 
 from __future__ import annotations
 

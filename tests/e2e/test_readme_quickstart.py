@@ -2,7 +2,8 @@
 ``<!-- /quickstart -->`` is taken from README.md itself (so the two cannot drift) and run with
 ``bash -e`` in a fresh copy of the repository, a new ``.venv`` and no ``SEOJOBS_*`` settings,
 only the port changed (``SEOJOBS_PORT``, and the URLs that name it). Any failing step fails
-the test. The install step makes it one of the slowest tests (about a minute).
+the test. The install step makes it one of the slowest tests (about a minute); it uses the
+machine's own pip configuration (its index, mirror or wheel folder), as a newcomer's would.
 
 Tests send traffic to loopback only, and the quickstart checks ``https://example.com/``. So
 the install (``./scripts/serve``'s first start, run first by the same script: the package
@@ -43,6 +44,21 @@ def loopback_only(script: str) -> list[str]:
     return ["unshare", "--net", "sh", "-c", inside, "sh", script]
 
 
+def keep_pip_config(home: Path) -> None:
+    """The machine's own pip configuration (its package index, mirror or wheel directory) in
+    the new ``home``, where pip looks for it: a newcomer installs with their own pip set-up.
+    Without it the install ignored a local index or mirror the machine is set up with (and
+    failed where the public index is out of reach)."""
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    for source, target in (
+        (config / "pip" / "pip.conf", home / ".config" / "pip" / "pip.conf"),
+        (Path.home() / ".pip" / "pip.conf", home / ".pip" / "pip.conf"),
+    ):
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
 def fresh_copy(target: Path) -> None:
     """The files a fresh clone would have, as they are in this work tree."""
     listed = subprocess.run(
@@ -65,9 +81,10 @@ def test_the_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     fresh_copy(checkout)
     home = tmp_path / "home"
     home.mkdir()
+    keep_pip_config(home)
     env = env_without_seojobs() | {"SEOJOBS_PORT": str(port), "HOME": str(home)}
-    env.pop("XDG_DATA_HOME", None)
-    env.pop("XDG_STATE_HOME", None)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        env.pop(name, None)
     # The install, by the script the quickstart starts (it then finds it done).
     install = subprocess.run(
         ["./scripts/serve", "--help"], cwd=checkout, env=env, capture_output=True, text=True

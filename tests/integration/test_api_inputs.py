@@ -26,6 +26,7 @@ from tests.api_helpers import (
     assert_problem,
     error_fields,
     send_json,
+    shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
     stored,
 )
 

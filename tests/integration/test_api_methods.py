@@ -9,7 +9,11 @@ import re
 import httpx
 import pytest
 
-from tests.api_helpers import Api, assert_problem
+from tests.api_helpers import (
+    Api,
+    assert_problem,
+    shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
+)
 
 # Store-agnostic (405s are the router's): SQLite only; the
 # store's own behaviour is tested on both stores elsewhere.

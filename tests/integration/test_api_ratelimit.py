@@ -19,9 +19,11 @@ from tests.api_helpers import (
     assert_problem,
     forget_rate_limit_keys,
     key_prefix,
+    owned,
     rate_limit_fields,
     redis_or_skip,
     retry_after,
+    shared_api,
 )
 from tests.conftest import make_settings, subprocess_env
 from tests.e2e.helpers import Proc, Spawner, free_port, open_services, run_cli, wait_http_ok
@@ -33,10 +35,17 @@ def redis_url() -> str:
     return redis_or_skip()
 
 
+@pytest.fixture(scope="module")
+def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One app per store for the module: budgets are per user, and each test works as its
+    own new users from its own loopback address."""
+    with shared_api(module_store, request) as made:
+        yield made
+
+
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url), run_worker=False) as running:
-        yield running
+def app(shared_app: Api) -> Iterator[Api]:
+    yield from owned(shared_app)
 
 
 def test_121st_request_in_a_window_is_a_429_problem(app: Api) -> None:

@@ -11,7 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, error_fields, stored
+from tests.api_helpers import (
+    V1,
+    Api,
+    error_fields,
+    shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
+    stored,
+)
 from tests.conftest import STORES
 
 # Store-agnostic (text is refused before any store call): SQLite only; the

@@ -1,5 +1,7 @@
 """``Idempotency-Key`` on v1 POSTs over HTTP: replays, reuse with another body, per-user keys,
-and concurrent retries that still create one job."""
+and concurrent retries that still create one job.
+
+One app per store for the module (keys are per user): each test works as its own new users."""
 
 from __future__ import annotations
 
@@ -10,17 +12,21 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, api, assert_problem
-from tests.conftest import make_settings
+from tests.api_helpers import V1, Api, assert_problem, owned, shared_api
 
 KINDS = ["index-submit", "index-check"]
 BODY = {"urls": ["https://a.example/1", "https://a.example/2"], "title": "once"}
 
 
+@pytest.fixture(scope="module")
+def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    with shared_api(module_store, request) as made:
+        yield made
+
+
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url), run_worker=False) as running:
-        yield running
+def app(shared_app: Api) -> Iterator[Api]:
+    yield from owned(shared_app)
 
 
 def post(client: httpx.Client, kind: str, key: str, body: dict[str, object]) -> httpx.Response:
@@ -138,13 +144,15 @@ def test_a_lost_idempotency_record_still_yields_the_same_job(app: Api, kind: str
     is gone (or went stale). The retry must find the job, not create a second one."""
     from seojobs.store.tables import idempotency_keys
 
-    client = app.client(app.account())
+    account = app.account()
+    client = app.client(account)
     key = str(uuid.uuid4())
     first = post(client, kind, key, BODY)
     assert first.status_code == 202, first.text
     services = app.app.state.services
+    mine = idempotency_keys.c.user_id == account.user.id  # the module's app is shared
     with services.db.write() as conn:
-        assert conn.execute(idempotency_keys.delete()).rowcount == 1
+        assert conn.execute(idempotency_keys.delete().where(mine)).rowcount == 1
     again = post(client, kind, key, BODY)
     assert again.status_code == 202, again.text
     assert "idempotent-replayed" not in again.headers  # answered afresh, from the job itself

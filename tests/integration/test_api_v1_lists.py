@@ -10,17 +10,22 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from tests.api_helpers import FIELDS, V1, Api, api, assert_problem, error_fields
-from tests.conftest import make_settings
+from tests.api_helpers import FIELDS, V1, Api, assert_problem, error_fields, owned, shared_api
 
 KINDS = ["index-submit", "index-check"]
 
 
+@pytest.fixture(scope="module")
+def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One app per store for the module: every test works as its own new users (quotas are
+    per user), from its own loopback address."""
+    with shared_api(module_store, request, quota_submit_daily=5, quota_check_daily=100) as made:
+        yield made
+
+
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    settings = make_settings(store_url, quota_submit_daily=5, quota_check_daily=100)
-    with api(settings, run_worker=False) as running:
-        yield running
+def app(shared_app: Api) -> Iterator[Api]:
+    yield from owned(shared_app)
 
 
 def create(client: httpx.Client, kind: str, *urls: str) -> dict[str, object]:

@@ -1,5 +1,8 @@
 """v1 reports over HTTP: JSON pages with a cursor, CSV with ``Accept: text/csv`` (diagnostics
-columns for checks), and a 10,000-URL CSV that streams without building the document."""
+columns for checks), and a 10,000-URL CSV that streams without building the document.
+
+``idle`` is one app per store for the module (each test works as its own new users); the
+tests with a worker (``working``) or settings of their own keep an app each."""
 
 from __future__ import annotations
 
@@ -11,7 +14,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api_helpers import TERMINAL, V1, Api, Providers, api, assert_problem
+from tests.api_helpers import (
+    TERMINAL,
+    V1,
+    Api,
+    Providers,
+    api,
+    assert_problem,
+    shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
+)
 from tests.conftest import make_settings
 from tests.waiting import wait_until
 

@@ -1,5 +1,8 @@
 """Dashboard sign-in: a signed session cookie per sign-in kept in the database, CSRF tokens on
-every form, sign-out that ends the session for good, and wrong keys limited like the API's."""
+every form, sign-out that ends the session for good, and wrong keys limited like the API's.
+
+One app per store for the module (the tests keep to their own users), each test with its own
+loopback address, so the failed sign-ins it counts are its own."""
 
 from __future__ import annotations
 
@@ -8,18 +11,22 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, api, app_routes, stored
+from tests.api_helpers import V1, Api, api, app_routes, owned, shared_api, stored
 from tests.conftest import make_settings
 from tests.dashboard_helpers import browser, csrf_of, post_form, post_login, sign_in
 
 FAILURE_LIMIT = 3
 
 
+@pytest.fixture(scope="module")
+def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    with shared_api(module_store, request, auth_failure_limit=f"{FAILURE_LIMIT}/minute") as made:
+        yield made
+
+
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    settings = make_settings(store_url, auth_failure_limit=f"{FAILURE_LIMIT}/minute")
-    with api(settings) as running:
-        yield running
+def app(shared_app: Api) -> Iterator[Api]:
+    yield from owned(shared_app)
 
 
 def test_root_and_pages_send_a_visitor_to_sign_in(app: Api) -> None:
@@ -43,7 +50,7 @@ def test_a_key_signs_in_with_a_signed_http_only_lax_cookie(app: Api) -> None:
     assert "secure" not in cookie  # plain HTTP here: a Secure cookie would never come back
     assert alice.key not in answer.headers["set-cookie"]  # the key never sits in a cookie
     overview = client.get("/dashboard")
-    assert overview.status_code == 200 and "alice" in overview.text
+    assert overview.status_code == 200 and alice.user.name in overview.text
     assert "default-src 'self'" in overview.headers["content-security-policy"]
     assert overview.headers["cache-control"] == "no-store"
 
@@ -113,8 +120,8 @@ def test_sign_out_ends_the_session_for_good(app: Api) -> None:
 def test_rotating_the_key_or_disabling_the_user_ends_their_sessions(app: Api) -> None:
     alice, bob = app.account("alice"), app.account("bob")
     alice_client, bob_client = sign_in(app, alice.key), sign_in(app, bob.key)
-    app.services.accounts.rotate_key("alice")
-    app.services.accounts.disable_user("bob")
+    app.services.accounts.rotate_key(alice.user.name)
+    app.services.accounts.disable_user(bob.user.name)
     assert alice_client.get("/dashboard").status_code == 303
     assert bob_client.get("/dashboard").status_code == 303
 

@@ -13,8 +13,7 @@ import pytest
 
 from seojobs.records import UserRecord
 from seojobs.services import Invalid
-from tests.api_helpers import Api, api, error_fields
-from tests.conftest import make_settings
+from tests.api_helpers import Api, error_fields, owned, shared_api
 from tests.dashboard_helpers import csrf_of, post_form, sign_in
 
 URL = "https://a.example/page"
@@ -37,10 +36,17 @@ AGENTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One app per store for the module: every test works as its own new users, from its
+    own loopback address."""
+    with shared_api(module_store, request) as made:
+        yield made
+
+
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url)) as running:
-        yield running
+def app(shared_app: Api) -> Iterator[Api]:
+    yield from owned(shared_app)
 
 
 def _audit_pages_used(app: Api, user: UserRecord) -> int:

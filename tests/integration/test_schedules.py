@@ -19,7 +19,13 @@ from seojobs.store import usage
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import jobs, schedules
-from tests.api_helpers import Api, api, assert_problem, error_fields
+from tests.api_helpers import (
+    Api,
+    api,
+    assert_problem,
+    error_fields,
+    shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
+)
 from tests.conftest import make_settings
 from tests.waiting import wait_until
 
