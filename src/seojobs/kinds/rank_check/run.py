@@ -7,7 +7,10 @@ spent, a refused or malformed answer) fails that item with the provider's code; 
 or spent credits end the job (``JobFailed``), as index checks do. When the items are done,
 every keyword that got an answer is collected (subject ``{device}/{location}/{language}/
 {keyword}``), so ``GET /v1/projects/{id}/rankings`` serves the newest position of each and
-``/rankings/history`` all of them.
+``/rankings/history`` all of them. Each row keeps the top results the check saw and each
+competitor's position; the check's share of voice over its keywords (``voice``) is collected
+too (subject ``share-of-voice/{device}/{location}/{language}``), served by
+``/rankings/share-of-voice``.
 """
 
 from __future__ import annotations
@@ -24,8 +27,14 @@ from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
-from seojobs.kinds.rank_check.match import first_match
+from seojobs.kinds.rank_check.match import first_match, target_host
 from seojobs.kinds.rank_check.params import RankCheckParams
+from seojobs.kinds.rank_check.voice import (
+    FIRST_PAGE,
+    competitor_positions,
+    share_of_voice,
+    top_results,
+)
 from seojobs.providers import serper_ranks
 from seojobs.providers.base import NOT_CONFIGURED, REJECTED, ProviderError
 from seojobs.providers.dataforseo_ranks import DataForSeoRanks
@@ -43,6 +52,13 @@ class RankCheckSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_RANK_CHECK_", extra="ignore")
     concurrency: int = Field(default=4, ge=1, description="Keywords a job searches at once.")
+    top_results: int = Field(
+        default=10,
+        ge=FIRST_PAGE,
+        le=100,
+        description="Organic results kept per keyword (position, domain, URL, title, "
+        "features), at least the first page (share of voice weighs it).",
+    )
     providers: dict[str, list[str]] | None = Field(
         default=None,
         validation_alias=moved("seojobs_rank_check_providers", "seojobs_rank_providers"),
@@ -55,6 +71,7 @@ RANKS = ProviderRole(
     "rank checks", "providers", {ENGINE: ("serper", "dataforseo")}, settings=RankCheckSettings
 )
 RANKED, NOT_RANKED = "ranked", "not_ranked"
+VOICE = "share-of-voice"  # the first part of a share of voice's subject
 ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
     "serper": SerperRanks,
     "dataforseo": DataForSeoRanks,
@@ -110,8 +127,11 @@ def _query(item: ItemRecord, depth: int) -> RankQuery:
     return RankQuery(data["keyword"], data["location"], data["language"], data["device"], depth)
 
 
-def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp) -> dict[str, Any]:
-    """One keyword's row: the target's best position in the SERP (null past the depth)."""
+def ranking(
+    query: RankQuery, params: RankCheckParams, provider: str, serp: Serp, top: int = FIRST_PAGE
+) -> dict[str, Any]:
+    """One keyword's row: the target's best position in the SERP (null past the depth), each
+    competitor's, and the ``top`` first results."""
     hit = first_match(serp.organic, params.target, params.match)
     return {
         "keyword": query.keyword,
@@ -125,6 +145,8 @@ def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp
         "url": hit.url if hit else None,
         "title": hit.title if hit else None,
         "features": list(serp.features),
+        "competitors": competitor_positions(serp.organic, params.competitors),
+        "top_results": top_results(serp, top),
         "results": len(serp.organic),
         "depth": query.depth,
         "provider": provider,
@@ -147,7 +169,7 @@ async def run(ctx: JobContext[RankCheckParams]) -> None:
                 raise JobFailed(exc.code, exc.message) from None
             result = {"keyword": query.keyword, "provider": source.name}
             return ItemResult.error(exc.code, exc.message, result=result)
-        row = ranking(query, params, source.name, serp)
+        row = ranking(query, params, source.name, serp, ctx.kind_settings.top_results)
         return ItemResult(outcome=RANKED if row["position"] else NOT_RANKED, result=row)
 
     try:
@@ -157,21 +179,40 @@ async def run(ctx: JobContext[RankCheckParams]) -> None:
     ctx.result = await _collect(ctx) | {"provider": source.name}
 
 
-async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, int]:
-    """Collect every keyword that got an answer; a job where none did fails with the first
-    keyword's error."""
+def voice_subject(params: RankCheckParams) -> str:
+    """The subject of a check's share of voice: one per market (device, location, language)."""
+    return f"{VOICE}/{params.device}/{params.location}/{params.language}"
+
+
+async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
+    """Collect every keyword that got an answer, then the share of voice over them; a job
+    where none did fails with the first keyword's error."""
+    params = ctx.params
     counts = {RANKED: 0, NOT_RANKED: 0, "failed": 0}
     first_error: tuple[str, str] | None = None
+    answered: list[dict[str, Any]] = []
     async for item in ctx.items():
         row = item.result or {}
         if item.outcome in (RANKED, NOT_RANKED):
             counts[item.outcome] += 1
             key = subject(row["device"], row["location"], row["language"], row["keyword"])
             await ctx.collect(key, row)
+            answered.append(row)
         else:
             counts["failed"] += 1
             if first_error is None and item.error_code:
                 first_error = (item.error_code, item.error_message or item.error_code)
     if not counts[RANKED] + counts[NOT_RANKED] and first_error is not None:
         raise JobFailed(*first_error)
-    return {"keywords": sum(counts.values()), **counts}
+    if answered:
+        voice = share_of_voice(answered, target_host(params.target), params.competitors)
+        where = {"device": params.device, "location": params.location, "language": params.language}
+        await ctx.collect(voice_subject(params), where | voice | {"checked_at": _now()})
+        shares = {"share_of_voice": voice["target"]["share"]}
+    else:
+        shares = {}
+    return {"keywords": sum(counts.values()), **counts, **shares}
+
+
+def _now() -> str:
+    return rfc3339(datetime.now(UTC))
