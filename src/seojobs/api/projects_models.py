@@ -9,16 +9,39 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
+from seojobs.kinds.domain_lookup.params import Domain
+from seojobs.kinds.geo_lookup.params import Brand
 from seojobs.kinds.urls import Url
+from seojobs.services.tracking import MAX_BRAND_NAMES, MAX_COMPETITORS, Competitor
 from seojobs.timefmt import DateTime
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 
-class ProjectIn(BaseModel):
+class Tracked(BaseModel):
+    """What a project tracks (``seojobs.services.tracking``)."""
+
     model_config = FORBID
 
+    domain: Domain | None = Field(
+        default=None, description="The project's site (example.com; its subdomains count too)."
+    )
+    brand_names: list[Brand] | None = Field(
+        default=None,
+        max_length=MAX_BRAND_NAMES,
+        description="The names the project's brand goes by (up to 10).",
+    )
+    competitors: list[Competitor] | None = Field(
+        default=None, max_length=MAX_COMPETITORS, description="Up to 20, each domain once."
+    )
+
+
+class ProjectIn(Tracked):
     name: Name
+
+
+class ProjectPatch(Tracked):
+    name: Name | None = Field(default=None, description="A new name (unique per user).")
 
 
 class ScheduleEnabledIn(BaseModel):
@@ -32,6 +55,9 @@ class Project(BaseModel):
     name: str
     is_default: bool = Field(description="Holds the jobs of the indexing API; not deletable.")
     created_at: datetime
+    domain: str | None = Field(description="The project's site; null when not set.")
+    brand_names: list[str]
+    competitors: list[Competitor]
 
 
 class JobError(BaseModel):

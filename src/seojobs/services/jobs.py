@@ -65,6 +65,8 @@ class Jobs(Part):
         run, e.g. no provider for its engine) before anything is stored.
         """
         spec = self.base.kind(kind)
+        if project_id and spec.project_params is not None:  # params given on the job win
+            params = spec.project_params(params, self.base.project(user, project_id))
         model = self.base.validated(spec, params)
         title = texts.title(title)
         self.base.runnable(spec, model)

@@ -16,6 +16,7 @@ too (subject ``share-of-voice/{device}/{location}/{language}``), served by
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +41,7 @@ from seojobs.providers.base import NOT_CONFIGURED, REJECTED, ProviderError
 from seojobs.providers.dataforseo_ranks import DataForSeoRanks
 from seojobs.providers.ranks import RankQuery, RankSource, Serp
 from seojobs.providers.serper_ranks import SerperRanks
-from seojobs.records import ItemRecord
+from seojobs.records import ItemRecord, ProjectRecord
 from seojobs.timefmt import rfc3339
 
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_CHECK_PROVIDERS
@@ -82,6 +83,17 @@ def items(params: RankCheckParams) -> list[dict[str, Any]]:
     """One item per keyword: the keyword with where and how it is searched."""
     where = {"location": params.location, "language": params.language, "device": params.device}
     return [{"keyword": keyword, **where} for keyword in params.keywords]
+
+
+def from_project(params: Mapping[str, Any], project: ProjectRecord) -> dict[str, Any]:
+    """The project's domain as the ``target`` and its competitors' domains as
+    ``competitors``, where the request gives none."""
+    found = dict(params)
+    if "target" not in found and project.domain:
+        found["target"] = project.domain
+    if "competitors" not in found and project.competitors:
+        found["competitors"] = [c["domain"] for c in project.competitors]
+    return found
 
 
 def subject(device: str, location: int | str, language: str, keyword: str) -> str:
