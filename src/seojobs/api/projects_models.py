@@ -9,38 +9,24 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
-from seojobs.kinds.domain_lookup.params import Domain
-from seojobs.kinds.geo_lookup.params import Brand
 from seojobs.kinds.urls import Url
-from seojobs.services.tracking import MAX_BRAND_NAMES, MAX_COMPETITORS, Competitor
+from seojobs.services.tracking import Competitor, Tracking
 from seojobs.timefmt import DateTime
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 
-class Tracked(BaseModel):
-    """What a project tracks (``seojobs.services.tracking``)."""
+class ProjectIn(Tracking):
+    """A new project: its name and what it tracks (``seojobs.services.tracking``)."""
 
     model_config = FORBID
 
-    domain: Domain | None = Field(
-        default=None, description="The project's site (example.com; its subdomains count too)."
-    )
-    brand_names: list[Brand] | None = Field(
-        default=None,
-        max_length=MAX_BRAND_NAMES,
-        description="The names the project's brand goes by (up to 10).",
-    )
-    competitors: list[Competitor] | None = Field(
-        default=None, max_length=MAX_COMPETITORS, description="Up to 20, each domain once."
-    )
-
-
-class ProjectIn(Tracked):
     name: Name
 
 
-class ProjectPatch(Tracked):
+class ProjectPatch(Tracking):
+    model_config = FORBID
+
     name: Name | None = Field(default=None, description="A new name (unique per user).")
 
 
