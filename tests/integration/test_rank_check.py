@@ -261,6 +261,45 @@ def test_a_competitor_overtaking_the_project_shows_in_positions_and_share_of_voi
         assert len(rankings(client, project, "/history").json()["data"]) == 4
 
 
+FALLBACK = [
+    # Serper first, a 503 to every call (retried once: two calls a keyword).
+    (["serper", "dataforseo"], "serper", [Reply(503, {"message": "Service Unavailable",
+     "statusCode": 503})] * 6, "upstream_error", 6),
+    # DataForSEO first, its documented 401 (a refused login): not asked again in the job.
+    (["dataforseo", "serper"], "dataforseo",
+     [Reply(401, envelope([], 40100))] * 3,
+     "provider_auth_failed", 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("order", "first", "replies", "code", "calls"), FALLBACK)
+def test_a_provider_failing_hands_every_keyword_to_the_next(
+    sqlite_url: str, fakes: Fakes, order: list[str], first: str, replies: list[Reply],
+    code: str, calls: int,
+) -> None:  # fmt: skip
+    failing = getattr(fakes, first)
+    failing.script(*replies)
+    settings = fakes.settings(
+        sqlite_url, rank_check_providers={"google": order}, rank_check_concurrency=1
+    )
+    second = order[1]
+    with started(settings) as (_app, client, project):
+        job = check(client, project)
+        assert job["status"] == "completed", job
+        assert (job["result"]["ranked"], job["result"]["failed"]) == (2, 0), job
+        assert job["result"]["answered_by"] == {second: 3}
+        assert job["result"]["failed_over"] == {first: 3}
+        rows = rankings(client, project).json()["data"]
+        assert [r["provider"] for r in rows] == [second] * 3
+        assert {(f["provider"], f["code"]) for r in rows for f in r["failed_over"]} == {
+            (first, code)
+        }
+        assert positions(rankings(client, project)) == [("Garden hose", 2), ("hose reel", 3),
+                                                         ("pruning shears", None)]  # fmt: skip
+    assert len(failing.requests) == calls
+    assert len(getattr(fakes, second).requests) == 3
+
+
 FATAL = [
     ("serper", Reply(403, {"message": "Unauthorized.", "statusCode": 403}), "provider_auth_failed"),
     ("serper", Reply(400, {"message": "Not enough credits", "statusCode": 400}),
@@ -461,7 +500,7 @@ def test_a_hostile_provider_answer_fails_that_keyword_on_either_store(
     fakes.serper.script(*[reply] * (2 if retried else 1))
     settings = fakes.settings(store_url, rank_check_concurrency=1)  # the first keyword fails
     with started(settings) as (_app, client, project):
-        job = check(client, project)
+        job = check(client, project, provider="serper")  # named: no fallback
         assert job["status"] == "completed", job
         assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
         items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
@@ -476,7 +515,7 @@ def test_a_fatal_provider_error_with_a_nul_fails_the_job_once_on_either_store(
     fakes.serper.script(Reply(403, text='{"message": "Unauthorized.\x00"}'))
     settings = fakes.settings(store_url, rank_check_concurrency=1)
     with started(settings) as (_app, client, project):
-        job = check(client, project)
+        job = check(client, project, provider="serper")  # named: no fallback
         assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed"), job
         assert "Unauthorized.\ufffd" in job["error"]["message"]
     assert len(fakes.serper.requests) == 1  # written at once: never rescued and asked again

@@ -43,6 +43,12 @@ class CompetitorPosition(BaseModel):
     url: str | None
 
 
+class FailedOver(BaseModel):
+    provider: str
+    code: str = Field(description="Why it failed: upstream_error, provider_auth_failed, ...")
+    message: str
+
+
 class Ranking(BaseModel):
     job_id: int | None = Field(description="The check that collected it (null once pruned).")
     collected_at: str | None
@@ -74,7 +80,12 @@ class Ranking(BaseModel):
     )
     results: int = Field(description="Organic results the provider returned.")
     depth: int
-    provider: str
+    provider: str = Field(description="The provider that answered.")
+    failed_over: list[FailedOver] = Field(
+        default_factory=list,
+        description="The providers that failed this keyword before it (transport, 5xx after "
+        "retries, a refused key, spent credits), in order.",
+    )
     checked_at: str | None
 
 

@@ -28,6 +28,7 @@ from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
+from seojobs.kinds.fallback import Chain, Unanswered
 from seojobs.kinds.rank_check.match import first_match, target_host
 from seojobs.kinds.rank_check.params import RankCheckParams
 from seojobs.kinds.rank_check.voice import (
@@ -121,17 +122,37 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
     return None
 
 
-def _source(params: RankCheckParams, settings: Any) -> RankSource:
-    name = provider_of(params, settings)
-    if name is None:  # configured when created, gone since
+def _unsupported(name: str, params: RankCheckParams) -> str | None:
+    """Why ``name`` cannot make this search (Serper: mobile, an unknown country code)."""
+    return serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
+
+
+def _names(params: RankCheckParams, settings: Any) -> list[str]:
+    """The providers a job asks, in order: the one its params name, else every configured one
+    in SEOJOBS_RANK_CHECK_PROVIDERS that can make the search (the next one answers an item
+    the one before failed for a reason not the item's own: ``seojobs.kinds.fallback``)."""
+    names: list[str]
+    if params.provider is not None:
+        names = [params.provider]
+    else:
+        order = RANKS.order(settings, ENGINE)
+        names = [n for n in order if n in ADAPTERS and providers.configured(settings, n)]
+    if not names:  # configured when created, gone since
         raise JobFailed(NOT_CONFIGURED, providers.missing(settings, RANKS, ENGINE) or "")
-    why = serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
-    if why is not None:
-        raise JobFailed(REJECTED, why)
+    usable = [n for n in names if _unsupported(n, params) is None]
+    if not usable:
+        raise JobFailed(REJECTED, _unsupported(names[0], params) or "")
+    return usable
+
+
+def _sources(params: RankCheckParams, settings: Any) -> Chain[RankSource]:
+    built: list[RankSource] = []
     try:
-        return ADAPTERS[name](settings)
+        for name in _names(params, settings):
+            built.append(ADAPTERS[name](settings))
     except ProviderError as exc:
         raise JobFailed(exc.code, exc.message) from None
+    return Chain(built)
 
 
 def _query(item: ItemRecord, depth: int) -> RankQuery:
@@ -169,26 +190,33 @@ def ranking(
 
 async def run(ctx: JobContext[RankCheckParams]) -> None:
     params = ctx.params
-    source = _source(params, ctx.settings)
+    chain = _sources(params, ctx.settings)
 
     async def one(item: ItemRecord) -> ItemResult:
         query = _query(item, params.depth)
         await ctx.ensure_held()  # each search is billed: not for a job taken away
         try:
-            serp = await source.serp(query)
-        except ProviderError as exc:
-            if exc.fatal:  # a refused key, no credits: no other keyword can succeed
-                raise JobFailed(exc.code, exc.message) from None
-            result = {"keyword": query.keyword, "provider": source.name}
-            return ItemResult.error(exc.code, exc.message, result=result)
-        row = ranking(query, params, source.name, serp, ctx.kind_settings.top_results)
+            answered = await chain.ask(lambda source: source.serp(query))
+        except Unanswered as none:
+            if none.fatal:  # refused keys, no credits: no other keyword can succeed
+                raise JobFailed(none.error.code, none.error.message) from None
+            result: dict[str, Any] = {
+                "keyword": query.keyword,
+                "provider": none.failed[-1]["provider"],
+            }
+            if len(none.failed) > 1:
+                result["failed_over"] = none.failed[:-1]
+            return ItemResult.error(none.error.code, none.error.message, result=result)
+        top = ctx.kind_settings.top_results
+        row = ranking(query, params, answered.provider, answered.value, top)
+        row["failed_over"] = answered.failed
         return ItemResult(outcome=RANKED if row["position"] else NOT_RANKED, result=row)
 
     try:
         await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
-        await source.aclose()
-    ctx.result = await _collect(ctx) | {"provider": source.name}
+        await chain.aclose()
+    ctx.result = await _collect(ctx) | {"provider": chain.first.name}
 
 
 def voice_subject(params: RankCheckParams) -> str:
@@ -203,6 +231,7 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
     counts = {RANKED: 0, NOT_RANKED: 0, "failed": 0}
     first_error: tuple[str, str] | None = None
     answered: list[dict[str, Any]] = []
+    by: dict[str, dict[str, int]] = {"answered_by": {}, "failed_over": {}}
     async for item in ctx.items():
         row = item.result or {}
         if item.outcome in (RANKED, NOT_RANKED):
@@ -210,6 +239,7 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
             key = subject(row["device"], row["location"], row["language"], row["keyword"])
             await ctx.collect(key, row)
             answered.append(row)
+            _count_providers(row, by)
         else:
             counts["failed"] += 1
             if first_error is None and item.error_code:
@@ -223,7 +253,17 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
         shares = {"share_of_voice": voice["target"]["share"]}
     else:
         shares = {}
-    return {"keywords": sum(counts.values()), **counts, **shares}
+    fallback = by if by["failed_over"] else {}  # named only when a provider handed over
+    return {"keywords": sum(counts.values()), **counts, **shares, **fallback}
+
+
+def _count_providers(row: Mapping[str, Any], by: dict[str, dict[str, int]]) -> None:
+    """Keywords per provider that answered, and per provider that failed before one did."""
+    answered = by["answered_by"]
+    answered[row["provider"]] = answered.get(row["provider"], 0) + 1
+    for failure in row.get("failed_over") or []:
+        failed = by["failed_over"]
+        failed[failure["provider"]] = failed.get(failure["provider"], 0) + 1
 
 
 def _now() -> str:
