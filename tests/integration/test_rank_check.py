@@ -406,11 +406,14 @@ def test_a_search_serper_cannot_make_fails_the_job_before_any_call(
     sqlite_url: str, fakes: Fakes
 ) -> None:
     with started(fakes.settings(sqlite_url)) as (_app, client, project):
-        mobile = check(client, project, device="mobile")
-        nowhere = check(client, project, location=2999)
+        mobile = check(client, project, device="mobile", provider="serper")
+        nowhere = check(client, project, location=2999, provider="serper")
+        # Named by no job, Serper is left out of a search it cannot make: the next answers.
+        handed = check(client, project, device="mobile")
     assert (mobile["status"], mobile["error"]["code"]) == ("failed", "provider_rejected")
     assert "desktop results only" in mobile["error"]["message"]
     assert (nowhere["status"], nowhere["error"]["code"]) == ("failed", "provider_rejected")
+    assert (handed["status"], handed["result"]["provider"]) == ("completed", "dataforseo")
     assert fakes.serper.requests == []
 
 
