@@ -83,7 +83,12 @@ class Chain(Generic[S]):
                 last = exc
         if last is None:  # every provider was down before this item
             last = next(iter(self.down.values()))
-        raise Unanswered(last, failed, fatal=len(self.down) == len(self.sources))
+        raise Unanswered(last, failed, fatal=self.all_down)
+
+    @property
+    def all_down(self) -> bool:
+        """Whether every provider failed fatally (``down`` may be shared with a wider chain)."""
+        return all(source.name in self.down for source in self.sources)
 
     async def aclose(self) -> None:
         for source in self.sources:
