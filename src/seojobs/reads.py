@@ -181,6 +181,9 @@ class Read:
     # A read of one collection whose rows are the elements of a list in its data (a keyword
     # research's keywords): the list's field, the fields shown around it, and the row test.
     elements: str | None = None
+    # Only the subjects starting with one of these (a kind that collects two things, such as
+    # rankings and their share of voice, serves each from its own reads); empty: every one.
+    subject_prefixes: tuple[str, ...] = ()
 
     @property
     def default_sort(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -175,6 +175,9 @@ class ProjectRecord:
     name: str
     is_default: bool
     created_at: datetime
+    domain: str | None = None
+    brand_names: tuple[str, ...] = ()
+    competitors: tuple[Mapping[str, Any], ...] = ()  # {"domain": str, "names": [str]}
 
 
 @dataclass(frozen=True, slots=True)

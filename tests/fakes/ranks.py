@@ -5,7 +5,8 @@ Both extend the index-check fakes of ``tests.fakes.serp`` (their auth, error bod
 recording and ``script(Reply(...))``) and answer a keyword query from one table a test fills:
 ``fake.results("garden hose", url, url, ...)`` sets the organic results in order,
 ``fake.features("garden hose", "people_also_ask", ...)`` the SERP features shown above them
-(our names; each fake spells them its provider's way).
+and ``fake.marks("garden hose", url, "sitelinks", ...)`` what one result shows (our names;
+each fake spells them its provider's way).
 """
 
 from __future__ import annotations
@@ -36,18 +37,44 @@ DATAFORSEO_TYPES = {
 }
 
 
+# What one organic result shows: Serper's documented keys, DataForSEO's organic item fields.
+SERPER_MARKS: dict[str, dict[str, Any]] = {
+    "sitelinks": {"sitelinks": [{"title": "Pricing", "link": "https://x.example/pricing"}]},
+    "rating": {"rating": 4.6, "ratingCount": 120},
+}
+DATAFORSEO_MARKS: dict[str, dict[str, Any]] = {
+    "sitelinks": {"links": [{"type": "link_element", "title": "Pricing", "url": "https://x/"}]},
+    "rating": {
+        "rating": {"rating_type": "Max5", "value": 4.6, "votes_count": 120, "rating_max": 5}
+    },
+    "faq": {"faq": {"type": "faq_box", "items": [{"type": "faq_box_element", "title": "Q"}]}},
+    "video": {"is_video": True},
+    "featured_snippet": {"is_featured_snippet": True},
+}
+
+
 class SerpTable:
     """Keyword (any case) -> organic result URLs and SERP features."""
 
     def __init__(self) -> None:
         self.organic: dict[str, list[str]] = {}
         self.shown: dict[str, list[str]] = {}
+        self.marked: dict[tuple[str, str], list[str]] = {}
 
     def results(self, keyword: str, *urls: str) -> None:
         self.organic[keyword.casefold()] = list(urls)
 
     def features(self, keyword: str, *names: str) -> None:
         self.shown[keyword.casefold()] = list(names)
+
+    def marks(self, keyword: str, url: str, *names: str) -> None:
+        self.marked[keyword.casefold(), url] = list(names)
+
+    def marks_of(self, keyword: str, url: str, table: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for name in self.marked.get((keyword.casefold(), url), []):
+            fields |= table[name]
+        return fields
 
     def of(self, keyword: str) -> tuple[list[str], list[str]]:
         key = keyword.casefold()
@@ -87,6 +114,7 @@ class FakeSerperRanks(FakeSerper, SerpTable):
         if links:  # Serper leaves organic out when there is nothing
             answer["organic"] = [
                 {"title": f"Result {i}", "link": u, "snippet": "", "position": i}
+                | self.marks_of(query, u, SERPER_MARKS)
                 for i, u in enumerate(links[:num], start=1)
             ]
         for name in features:
@@ -126,6 +154,7 @@ class FakeDataForSeoRanks(FakeDataForSeo, SerpTable):
                 "url": u,
                 "description": "",
             }
+            | self.marks_of(query, u, DATAFORSEO_MARKS)
             for i, u in enumerate(links[:depth], start=1)
         ]
         result = {

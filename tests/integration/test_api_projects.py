@@ -118,7 +118,9 @@ def test_projects_crud(idle: Api) -> None:
     created = client.post("/v1/projects", json={"name": "  example.com  "})
     assert created.status_code == 201, created.text
     project = created.json()["data"]
-    assert set(project) == {"id", "name", "is_default", "created_at"}
+    assert set(project) == {"id", "name", "is_default", "created_at", "domain", "brand_names",
+                            "competitors"}  # fmt: skip
+    assert (project["domain"], project["brand_names"], project["competitors"]) == (None, [], [])
     assert project["name"] == "example.com" and project["is_default"] is False
     when(project["created_at"])
     assert created.headers["location"] == f"/v1/projects/{project['id']}"
@@ -645,6 +647,99 @@ def test_a_project_is_renamed_by_patch(idle: Api) -> None:
     bob = idle.client(idle.account())
     assert_problem(bob.patch(f"/v1/projects/{first['id']}", json={"name": "mine"}), 404)
     assert client.get(f"/v1/projects/{first['id']}").json()["data"]["name"] == "uno"
+
+
+TRACKED = {
+    "domain": "Example.COM",
+    "brand_names": ["Acme", " Acme Tools ", "acme"],
+    "competitors": [
+        {"domain": "rival.com", "names": ["Rival"]},
+        {"domain": "other.co.uk"},
+        {"domain": "RIVAL.com", "names": ["twice"]},
+    ],
+}
+
+
+def test_a_project_knows_what_it_tracks(idle: Api) -> None:
+    """domain, brand_names and competitors: set on POST, changed field by field on PATCH
+    (null clears one), and the defaults of a rank check's params (params given win)."""
+    client = idle.client(idle.account())
+    made = client.post("/v1/projects", json={"name": "tracked"} | TRACKED)
+    assert made.status_code == 201, made.text
+    project = made.json()["data"]
+    assert (project["domain"], project["brand_names"]) == ("example.com", ["Acme", "Acme Tools"])
+    assert project["competitors"] == [{"domain": "rival.com", "names": ["Rival"]},
+                                      {"domain": "other.co.uk", "names": []}]  # fmt: skip
+    assert client.get(f"/v1/projects/{project['id']}").json()["data"] == project
+    url = f"/v1/projects/{project['id']}"
+    changed = client.patch(url, json={"brand_names": ["Acme"], "domain": None})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["data"] == project | {"brand_names": ["Acme"], "domain": None}
+    assert client.patch(url, json={"domain": "www.example.com"}).json()["data"]["domain"] == (
+        "www.example.com"
+    )
+    # A rank check takes the project's domain and competitors; params given on the job win.
+    taken = started(client, project["id"], "rank_check", keywords=["hose"])["id"]
+    own = started(client, project["id"], "rank_check", keywords=["hose"], target="mine.com",
+                  competitors=[])["id"]  # fmt: skip
+    with idle.services.db.read() as conn:
+        from seojobs.store import jobs as job_sql
+
+        params = [job_sql.get(conn, job_id).params for job_id in (taken, own)]  # type: ignore[union-attr]
+    assert [(p["target"], p["competitors"]) for p in params] == [
+        ("www.example.com", ["rival.com", "other.co.uk"]), ("mine.com", [])]  # fmt: skip
+    made = schedule(client, project["id"], type="rank_check", params={"keywords": ["hose"]},
+                    every_days=1)  # fmt: skip
+    assert made.status_code == 201, made.text
+    assert made.json()["data"]["params"]["target"] == "www.example.com"
+    bare = new_project(client, "untracked")
+    missing = start(client, bare["id"], "rank_check", {"keywords": ["hose"]})
+    assert error_fields(missing) == ["params.target"]
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [
+        ({"domain": "not a domain"}, ["domain"]),
+        ({"domain": "https://example.com/"}, ["domain"]),
+        ({"brand_names": ["ok", ""]}, ["brand_names[1]"]),
+        ({"brand_names": ["b"] * 11}, ["brand_names"]),
+        ({"competitors": [{"domain": "rival.com"}, {"names": ["x"]}]}, ["competitors[1].domain"]),
+        ({"competitors": [{"domain": "rival.com", "extra": 1}]}, ["competitors[0].extra"]),
+        ({"competitors": "rival.com"}, ["competitors"]),
+    ],
+)
+def test_tracked_fields_are_validated_by_field(
+    idle: Api, body: dict[str, Any], fields: list[str]
+) -> None:
+    alice = idle.account()
+    client = idle.client(alice)
+    assert error_fields(client.post("/v1/projects", json={"name": "p"} | body)) == fields
+    project = new_project(client, "q")
+    assert error_fields(client.patch(f"/v1/projects/{project['id']}", json=body)) == fields
+    # The services refuse the same for the dashboard and the CLI, naming the field.
+    from seojobs.services import Invalid
+
+    with pytest.raises(Invalid) as refused:
+        idle.services.accounts.update_project(alice.user, project["id"], body)
+    assert [".".join(map(str, e.path)) for e in refused.value.errors] == [
+        f.replace("[", ".").replace("]", "") for f in fields
+    ]
+
+
+def test_deleting_a_project_deletes_what_it_tracks(store_url: str) -> None:
+    """On both stores: the tracked fields go with the project's row."""
+    with api(make_settings(store_url)) as app:
+        client = app.client(app.account())
+        project = client.post("/v1/projects", json={"name": "gone"} | TRACKED).json()["data"]
+        assert client.delete(f"/v1/projects/{project['id']}").status_code == 204
+        again = new_project(client, "gone")
+        assert (again["domain"], again["brand_names"], again["competitors"]) == (None, [], [])
+        with app.services.db.read() as conn:
+            from seojobs.store.tables import projects
+
+            rows = conn.execute(projects.select().where(projects.c.domain.is_not(None))).all()
+        assert rows == []
 
 
 def test_a_schedule_is_paused_and_resumed_by_patch(idle: Api) -> None:

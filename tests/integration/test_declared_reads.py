@@ -81,7 +81,9 @@ def _data(read: Read, n: int) -> dict[str, Any]:
 
 
 def _subject(read: Read, n: int) -> str:
-    return f"subject-{n:03d}"
+    """Row ``n``'s subject, under the first of the read's subject prefixes (if it has any)."""
+    prefix = read.subject_prefixes[0] if read.subject_prefixes else ""
+    return f"{prefix}subject-{n:03d}"
 
 
 def _filter_value(read: Read, name: str | None) -> dict[str, str]:

@@ -243,12 +243,14 @@ def test_provider_failures_end_the_job_or_its_prompt(
 ) -> None:
     fakes.openai.script(*replies)
     with started(fakes.settings(sqlite_url)) as (_app, client, project):
-        job = lookup(client, project, **LOOKUP)
+        job = lookup(client, project, **LOOKUP, provider="openai")  # named: no fallback
         job_text = client.get(f"/v1/jobs/{job['id']}").text
         served = geo(client, project)
     assert job["status"] == status, job
     assert (job["error"] or {}).get("code") == code
-    assert len(fakes.openai.requests) == calls
+    # A provider down (a refused key, no quota) is not asked again: a prompt started after the
+    # first failed makes no call.
+    assert 1 <= len(fakes.openai.requests) <= calls
     assert "sk-tes" not in job_text and OPENAI_KEY not in job_text
     assert served.status_code == (200 if status == "completed" else 404)
 
@@ -259,7 +261,8 @@ def test_a_prompt_that_keeps_failing_fails_its_item_and_the_others_are_served(
     fakes.openai.failing[HOSE] = Reply(503, openai_error("Overloaded.", "server_error", None))
     settings = fakes.settings(sqlite_url)
     with started(settings) as (_app, client, project):
-        job = lookup(client, project, prompts=[HOSE, REEL], domain="acme.example")
+        job = lookup(client, project, prompts=[HOSE, REEL], domain="acme.example",
+                     provider="openai")  # fmt: skip
         items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
         served = rows(geo(client, project))
     assert job["status"] == "completed" and job["items_failed"] == 1, job
@@ -267,6 +270,34 @@ def test_a_prompt_that_keeps_failing_fails_its_item_and_the_others_are_served(
     assert [(i["input"], i["error"]["code"]) for i in failed] == [(HOSE, "upstream_error")]
     assert list(served) == [REEL]
     assert [r.body["input"] for r in fakes.openai.requests].count(HOSE) == 2  # with its retry
+
+
+@pytest.mark.parametrize(
+    ("reply", "code", "calls"),
+    [
+        (Reply(503, openai_error("Overloaded.", "server_error", None)), "upstream_error", 4),
+        (Reply(401, openai_error("Incorrect API key provided: sk-tes*****6789.",
+                                 "invalid_request_error", "invalid_api_key")),
+         "provider_auth_failed", 2),  # the two prompts are asked at once
+    ],
+)  # fmt: skip
+def test_a_provider_failing_hands_every_prompt_to_the_next(
+    sqlite_url: str, fakes: Fakes, reply: Reply, code: str, calls: int
+) -> None:
+    """OpenAI answers 503 (after its retry) or 401 to every call: Perplexity, next in order,
+    answers every prompt, and each names both (issue 29.6)."""
+    fakes.openai.script(*[reply] * 4)
+    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+        job = lookup(client, project, **LOOKUP, repeats=2)
+        served = rows(geo(client, project))
+    assert job["status"] == "completed" and job["items_failed"] == 0, job
+    assert set(served) == {HOSE, REEL}
+    assert {r["provider"] for r in served.values()} == {"perplexity"}
+    assert {(f["provider"], f["code"]) for r in served.values() for f in r["failed_over"]} == {
+        ("openai", code)
+    }
+    assert len(fakes.openai.requests) <= calls  # a refused key is not asked again in the job
+    assert len(fakes.perplexity.requests) == 4  # two prompts, two repeats each
 
 
 def test_unconfigured_providers_and_bad_params_are_refused_naming_the_field(

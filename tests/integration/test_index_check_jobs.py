@@ -17,7 +17,7 @@ from seojobs.store.db import Database
 from seojobs.store.tables import jobs
 from tests.conftest import NO_PROVIDERS, make_settings
 from tests.fakes.indexnow import FakeIndexNow
-from tests.fakes.serp import FakeSerper, Reply
+from tests.fakes.serp import FakeDataForSeo, FakeSerper, Reply
 from tests.fakes.server import serve
 from tests.fakes.site import FixtureSite, running_site
 from tests.waiting import await_until
@@ -144,6 +144,44 @@ async def test_bad_provider_credentials_fail_the_job(store_url, site, serper, st
     await stack.run(job_id)
     job = stack.job(job_id)
     assert job.state == "failed" and job.error_code == "provider_auth_failed"
+
+
+@pytest.mark.stores("sqlite")
+@pytest.mark.parametrize(
+    ("reply", "code", "calls"),
+    [
+        (Reply(503, {"message": "Service Unavailable", "statusCode": 503}), "upstream_error", 4),
+        (Reply(403, {"message": "Unauthorized.", "statusCode": 403}), "provider_auth_failed", 1),
+    ],
+)
+async def test_a_provider_failing_hands_every_url_to_the_next(  # type: ignore[no-untyped-def]
+    store_url, site, serper, stacks, reply, code, calls
+) -> None:
+    """Serper answers 503 (after its retry) or a refused key to every call: DataForSEO, next in
+    order, answers every URL, and each names both (issue 29.6)."""
+    _fixture, base = site
+    serper.script(*[reply] * 4)
+    dataforseo = FakeDataForSeo()
+    dataforseo.index("google", f"{base}/ok")
+    with serve(dataforseo.app) as dfs_base:
+        settings = check_settings(
+            store_url, serper, check_providers={"google": ["serper", "dataforseo"]},
+            dataforseo_login="dfs-login", dataforseo_password="dfs-password",
+            dataforseo_base_url=dfs_base, provider_retries=1, index_check_concurrency=1,
+        )  # fmt: skip
+        stack = Stack(settings)
+        stacks.append(stack)
+        job_id = stack.create("index_check", [base + "/ok", base + "/plain"])
+        await stack.run(job_id)
+    body = indexing.check_status(stack.job(job_id))
+    assert body["status"] == "completed" and body["failed_count"] == 0, body
+    rows = stack.services.jobs.items(stack.user, job_id)
+    assert [r.outcome for r in rows] == ["indexed", "not_indexed"]
+    assert [r.result["provider"] for r in rows] == ["dataforseo", "dataforseo"]
+    assert [[(f["provider"], f["code"]) for f in r.result["failed_over"]] for r in rows] == [
+        [("serper", code)], [("serper", code)]]  # fmt: skip
+    assert len(serper.requests) == calls  # a refused key is not asked again in the job
+    assert len(dataforseo.requests) == 2
 
 
 async def test_provider_errors_fail_only_their_urls(store_url, site, serper, stacks) -> None:  # type: ignore[no-untyped-def]

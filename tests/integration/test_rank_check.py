@@ -114,7 +114,7 @@ def test_positions_are_collected_served_paged_and_kept_as_history(
         first = check(client, project, provider="dataforseo", device="mobile", location="2826")
         assert first["status"] == "completed", first
         assert first["result"] == {"keywords": 3, "ranked": 2, "not_ranked": 1, "failed": 0,
-                                   "provider": "dataforseo"}  # fmt: skip
+                                   "provider": "dataforseo", "share_of_voice": 0.2278}  # fmt: skip
         jobs = stored(app)["jobs"]
         answer = rankings(client, project)
         # The best position first; not ranked last. www and a subdomain count for the domain,
@@ -196,6 +196,108 @@ def test_serper_searches_by_country_and_matches_an_exact_page(
     bodies = sorted((r.body for r in fakes.serper.requests), key=lambda b: b["q"])
     assert bodies[0] == {"q": "garden hose", "gl": "gb", "hl": "en", "num": 100}
     assert all(r.headers["x-api-key"] == "serper-key" for r in fakes.serper.requests)
+
+
+def _share(clicks: float, total: float) -> float:
+    return round(clicks / total, 4)
+
+
+def test_a_competitor_overtaking_the_project_shows_in_positions_and_share_of_voice(
+    sqlite_url: str, fakes: Fakes
+) -> None:
+    """Two checks: the project leads, then rival.com overtakes it on both keywords. The rows
+    keep the top results (registrable domains: two hosts of other.co.uk are one site) and the
+    competitor's position; the share of voice follows (CTR weights 0.30, 0.16, 0.10, 0.07)."""
+    ours, theirs = "https://www.example.com/hoses", "https://shop.rival.com/hoses"
+    others = ("https://a.other.co.uk/x", "https://b.other.co.uk/y")
+    fakes.dataforseo.results("garden hose", ours, theirs, *others)
+    fakes.dataforseo.results("hose reel", "https://example.com/reels", "https://x.example/",
+                             "https://rival.com/reels")  # fmt: skip
+    fakes.dataforseo.marks("garden hose", ours, "sitelinks", "rating")
+    fakes.serper.results("garden hose", theirs, ours, *others)
+    fakes.serper.results("hose reel", "https://rival.com/reels", "https://x.example/",
+                         "https://example.com/reels")  # fmt: skip
+    fakes.serper.marks("garden hose", theirs, "sitelinks")
+    params = {"keywords": ["garden hose", "hose reel"], "competitors": ["rival.com"]}
+    total = (0.30 + 0.16 + 0.10 + 0.07) + (0.30 + 0.16 + 0.10)
+    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+        assert_problem(rankings(client, project, "/share-of-voice"), 404)
+        first = check(client, project, provider="dataforseo", **params)
+        assert first["result"]["share_of_voice"] == _share(0.60, total), first
+        hose = rankings(client, project, keyword="garden hose").json()["data"][0]
+        assert hose["position"] == 1
+        assert hose["competitors"] == [{"domain": "rival.com", "position": 2, "url": theirs}]
+        assert hose["top_results"][0] == {"position": 1, "domain": "example.com", "url": ours,
+            "title": "Result 1", "features": ["sitelinks", "rating"]}  # fmt: skip
+        assert [r["domain"] for r in hose["top_results"]] == [
+            "example.com", "rival.com", "other.co.uk", "other.co.uk"]  # fmt: skip
+        second = check(client, project, provider="serper", **params)
+        assert second["status"] == "completed", second
+        rows = {r["keyword"]: r for r in rankings(client, project).json()["data"]}
+        assert len(rows) == 2  # the share of voice is no ranking
+        assert [(r["position"], r["competitors"][0]["position"]) for r in rows.values()] == [
+            (2, 1), (3, 1)]  # fmt: skip
+        assert rows["garden hose"]["top_results"][0]["features"] == ["sitelinks"]
+        voice = rankings(client, project, "/share-of-voice")
+        assert voice.status_code == 200, voice.text
+        [latest] = voice.json()["data"]
+        assert latest["job_id"] == second["id"] and latest["keywords"] == 2
+        assert latest["target"] == {"domain": "example.com", "share": _share(0.26, total),
+                                    "keywords_on_first_page": 2}  # fmt: skip
+        assert latest["competitors"] == [{"domain": "rival.com", "share": _share(0.60, total),
+                                          "keywords_on_first_page": 2}]  # fmt: skip
+        assert latest["top_domains"][:3] == [
+            {"domain": "rival.com", "share": _share(0.60, total)},
+            {"domain": "example.com", "share": _share(0.26, total)},
+            {"domain": "other.co.uk", "share": _share(0.17, total)},
+        ]
+        history = rankings(client, project, "/share-of-voice/history").json()["data"]
+        shares = [(h["job_id"], h["target"]["share"], h["competitors"][0]["share"])
+                  for h in history]  # fmt: skip
+        assert shares == [
+            (second["id"], _share(0.26, total), _share(0.60, total)),
+            (first["id"], _share(0.60, total), _share(0.26, total)),
+        ]
+        assert len(rankings(client, project, "/history").json()["data"]) == 4
+
+
+FALLBACK = [
+    # Serper first, a 503 to every call (retried once: two calls a keyword).
+    (["serper", "dataforseo"], "serper", [Reply(503, {"message": "Service Unavailable",
+     "statusCode": 503})] * 6, "upstream_error", 6),
+    # DataForSEO first, its documented 401 (a refused login): not asked again in the job.
+    (["dataforseo", "serper"], "dataforseo",
+     [Reply(401, envelope([], 40100))] * 3,
+     "provider_auth_failed", 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("order", "first", "replies", "code", "calls"), FALLBACK)
+def test_a_provider_failing_hands_every_keyword_to_the_next(
+    sqlite_url: str, fakes: Fakes, order: list[str], first: str, replies: list[Reply],
+    code: str, calls: int,
+) -> None:  # fmt: skip
+    failing = getattr(fakes, first)
+    failing.script(*replies)
+    settings = fakes.settings(
+        sqlite_url, rank_check_providers={"google": order}, rank_check_concurrency=1
+    )
+    second = order[1]
+    with started(settings) as (_app, client, project):
+        job = check(client, project)
+        assert job["status"] == "completed", job
+        assert (job["result"]["ranked"], job["result"]["failed"]) == (2, 0), job
+        assert job["result"]["answered_by"] == {second: 3}
+        assert job["result"]["failed_over"] == {first: 3}
+        rows = rankings(client, project).json()["data"]
+        assert [r["provider"] for r in rows] == [second] * 3
+        assert {(f["provider"], f["code"]) for r in rows for f in r["failed_over"]} == {
+            (first, code)
+        }
+        assert positions(rankings(client, project)) == [("Garden hose", 2), ("hose reel", 3),
+                                                         ("pruning shears", None)]  # fmt: skip
+    assert len(failing.requests) == calls
+    assert len(getattr(fakes, second).requests) == 3
 
 
 FATAL = [
@@ -304,11 +406,14 @@ def test_a_search_serper_cannot_make_fails_the_job_before_any_call(
     sqlite_url: str, fakes: Fakes
 ) -> None:
     with started(fakes.settings(sqlite_url)) as (_app, client, project):
-        mobile = check(client, project, device="mobile")
-        nowhere = check(client, project, location=2999)
+        mobile = check(client, project, device="mobile", provider="serper")
+        nowhere = check(client, project, location=2999, provider="serper")
+        # Named by no job, Serper is left out of a search it cannot make: the next answers.
+        handed = check(client, project, device="mobile")
     assert (mobile["status"], mobile["error"]["code"]) == ("failed", "provider_rejected")
     assert "desktop results only" in mobile["error"]["message"]
     assert (nowhere["status"], nowhere["error"]["code"]) == ("failed", "provider_rejected")
+    assert (handed["status"], handed["result"]["provider"]) == ("completed", "dataforseo")
     assert fakes.serper.requests == []
 
 
@@ -398,7 +503,7 @@ def test_a_hostile_provider_answer_fails_that_keyword_on_either_store(
     fakes.serper.script(*[reply] * (2 if retried else 1))
     settings = fakes.settings(store_url, rank_check_concurrency=1)  # the first keyword fails
     with started(settings) as (_app, client, project):
-        job = check(client, project)
+        job = check(client, project, provider="serper")  # named: no fallback
         assert job["status"] == "completed", job
         assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
         items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
@@ -413,7 +518,7 @@ def test_a_fatal_provider_error_with_a_nul_fails_the_job_once_on_either_store(
     fakes.serper.script(Reply(403, text='{"message": "Unauthorized.\x00"}'))
     settings = fakes.settings(store_url, rank_check_concurrency=1)
     with started(settings) as (_app, client, project):
-        job = check(client, project)
+        job = check(client, project, provider="serper")  # named: no fallback
         assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed"), job
         assert "Unauthorized.\ufffd" in job["error"]["message"]
     assert len(fakes.serper.requests) == 1  # written at once: never rescued and asked again

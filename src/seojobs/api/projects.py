@@ -31,6 +31,7 @@ from seojobs.api.projects_models import (
     ProjectData,
     ProjectIn,
     ProjectPage,
+    ProjectPatch,
     ScheduleData,
     ScheduleEnabledIn,
     ScheduleIn,
@@ -66,6 +67,9 @@ def project_body(project: ProjectRecord) -> dict[str, Any]:
         "name": project.name,
         "is_default": project.is_default,
         "created_at": rfc3339_or_none(project.created_at),
+        "domain": project.domain,
+        "brand_names": list(project.brand_names),
+        "competitors": list(project.competitors),
     }
 
 
@@ -137,7 +141,8 @@ def create_project(body: ProjectIn, request: Request, user: User, svc: Svc) -> R
 
     def produce(_job_key: str | None) -> JSONResponse:
         with _answers():
-            project = svc.accounts.create_project(user, body.name)
+            tracked = body.model_dump(mode="json", exclude_unset=True, exclude={"name"})
+            project = svc.accounts.create_project(user, body.name, tracked)
         return _created(f"/v1/projects/{project.id}", project_body(project))
 
     return idempotency.run(request, svc, user, body.model_dump(), produce)
@@ -155,11 +160,16 @@ def get_project(project_id: ProjectId, user: User, svc: Svc) -> Response:
     responses=CONFLICT,
     operation_id="rename_project",
 )
-def rename_project(project_id: ProjectId, body: ProjectIn, user: User, svc: Svc) -> Response:
-    """Rename one of your projects (names are unique per user: 409 when taken)."""
-    return JSONResponse(
-        {"data": project_body(svc.accounts.rename_project(user, project_id, body.name))}
-    )
+def rename_project(project_id: ProjectId, body: ProjectPatch, user: User, svc: Svc) -> Response:
+    """Rename one of your projects (names are unique per user: 409 when taken) or set what it
+    tracks: its `domain`, `brand_names` and `competitors` (fields left out stay; `null`
+    clears one). Jobs of the project take them as defaults (params on a job win)."""
+    changes = body.model_dump(mode="json", exclude_unset=True)
+    if changes.get("name", "") is None:
+        changes.pop("name")  # a name cannot be cleared
+    with _answers():
+        project = svc.accounts.update_project(user, project_id, changes)
+    return JSONResponse({"data": project_body(project)})
 
 
 @router.delete(

@@ -10,15 +10,24 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
 from seojobs.kinds.urls import Url
+from seojobs.services.tracking import Competitor, Tracking
 from seojobs.timefmt import DateTime
 
 KindName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 
-class ProjectIn(BaseModel):
+class ProjectIn(Tracking):
+    """A new project: its name and what it tracks (``seojobs.services.tracking``)."""
+
     model_config = FORBID
 
     name: Name
+
+
+class ProjectPatch(Tracking):
+    model_config = FORBID
+
+    name: Name | None = Field(default=None, description="A new name (unique per user).")
 
 
 class ScheduleEnabledIn(BaseModel):
@@ -32,6 +41,9 @@ class Project(BaseModel):
     name: str
     is_default: bool = Field(description="Holds the jobs of the indexing API; not deletable.")
     created_at: datetime
+    domain: str | None = Field(description="The project's site; null when not set.")
+    brand_names: list[str]
+    competitors: list[Competitor]
 
 
 class JobError(BaseModel):

@@ -126,6 +126,10 @@ class Kind(Generic[P]):
     # answers why not (a missing provider): creation refuses such a job before anything is
     # written, and a schedule's tick stores it failed with the refusal's code.
     refusal: Callable[[P, Any], Refusal | None] | None = None
+    # The params a job of the kind takes from its project's tracked fields (issue 29.1: a
+    # rank check's target and competitors) when the request leaves them out: the request's
+    # params and the project (a ProjectRecord) in, the params to validate out.
+    project_params: Callable[[Mapping[str, Any], Any], dict[str, Any]] | None = None
     # CSV report columns besides the generic ones (input, status, error, finished_at).
     report_columns: tuple[ReportColumn, ...] = ()
     # Workers serve queues (``seojobs worker --queue``); ``concurrency`` caps the jobs of

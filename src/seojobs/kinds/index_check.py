@@ -21,8 +21,9 @@ from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.engine.roles import ProviderRole
 from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
+from seojobs.kinds.fallback import Chain, Unanswered
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
-from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult, ProviderError
+from seojobs.providers.base import UPSTREAM_ERROR, Checker, CheckResult
 from seojobs.records import ItemRecord
 
 NAME = "index_check"
@@ -69,16 +70,23 @@ class IndexCheckParams(UrlListParams):
     pass
 
 
-async def _provider_verdict(checker: Checker | None, url: str, engine: str) -> CheckResult:
-    if checker is None:  # diagnostics only (SEOJOBS_INDEX_CHECK_DIAGNOSTICS_ONLY): no verdict
+async def _provider_verdict(
+    checkers: Chain[Checker] | None, url: str, engine: str
+) -> tuple[CheckResult, list[dict[str, str]]]:
+    """The first verdict of the configured providers in order (the next one takes a URL the
+    one before failed for a reason not the URL's own), and those that failed first."""
+    if checkers is None:  # diagnostics only (SEOJOBS_INDEX_CHECK_DIAGNOSTICS_ONLY): no verdict
         reason = f"no index provider is configured for engine {engine!r}"
-        return CheckResult(url, "unknown", "none", detail={"reason": reason})
+        return CheckResult(url, "unknown", "none", detail={"reason": reason}), []
     try:
-        return await checker.check(url, engine)
-    except ProviderError as exc:
-        if exc.fatal:
-            raise JobFailed(exc.code, exc.message) from None
-        return CheckResult(url, "failed", checker.name, exc.code, exc.message)
+        answered = await checkers.ask(lambda checker: checker.check(url, engine))
+    except Unanswered as none:
+        if none.fatal:  # every provider refused its key or ran out: no URL can succeed
+            raise JobFailed(none.error.code, none.error.message) from None
+        last = none.failed[-1]["provider"]
+        failure = CheckResult(url, "failed", last, none.error.code, none.error.message)
+        return failure, none.failed[:-1]
+    return answered.value, answered.failed
 
 
 async def run(ctx: JobContext[IndexCheckParams]) -> None:
@@ -87,7 +95,7 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
         None
         if ctx.kind_settings.diagnostics_only
         and providers.chosen(ctx.settings, CHECKS, params.engine) is None
-        else providers.pick(ctx.settings, CHECKS, params.engine)
+        else Chain(providers.pick_all(ctx.settings, CHECKS, params.engine))
     )
 
     async def one(item: ItemRecord) -> ItemResult:
@@ -95,18 +103,20 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
         # fetch is cancelled and awaited rather than left running against a closing client.
         inspecting = asyncio.create_task(fetcher.inspect(item.input))
         try:
-            verdict = await _provider_verdict(checker, item.input, params.engine)
+            verdict, failed = await _provider_verdict(checker, item.input, params.engine)
         except BaseException:
             inspecting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await inspecting
             raise
         diagnostics = await inspecting
-        result = {
+        result: dict[str, Any] = {
             "provider": verdict.provider,
             "provider_detail": verdict.detail,
             "diagnostics": diagnostics.to_dict(),
         }
+        if failed:  # the providers that failed it before the one named (issue 29.6)
+            result["failed_over"] = failed
         if verdict.status == "failed":
             return ItemResult.error(
                 verdict.error_code or UPSTREAM_ERROR, verdict.error_message or "", result=result
@@ -117,7 +127,8 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
         async with Fetcher(ctx.settings) as fetcher:
             await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
-        await providers.close(checker)
+        if checker is not None:
+            await checker.aclose()
 
 
 def refusal(params: IndexCheckParams, settings: Any) -> Refusal | None:

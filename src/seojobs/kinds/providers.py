@@ -91,6 +91,19 @@ def pick(settings: Settings, role: ProviderRole, engine: str) -> Any:
         raise JobFailed(exc.code, exc.message) from None
 
 
+def pick_all(settings: Settings, role: ProviderRole, engine: str) -> list[Any]:
+    """Every configured adapter that serves ``engine`` in this role, built, in order (the
+    first answers; the next ones take what it fails: ``seojobs.kinds.fallback``); a job fails
+    without one."""
+    names = [n for n in role.order(settings, engine) if configured(settings, n)]
+    if not names:
+        raise JobFailed(NOT_CONFIGURED, missing(settings, role, engine) or "")
+    try:
+        return [build(name, settings) for name in names]
+    except ProviderError as exc:  # e.g. a malformed key: nothing of this job can proceed
+        raise JobFailed(exc.code, exc.message) from None
+
+
 async def close(adapter: object) -> None:
     aclose = getattr(adapter, "aclose", None)
     if aclose is not None:

@@ -33,7 +33,14 @@ from seojobs.providers.dataforseo import (
     json_object,
 )
 from seojobs.providers.keywords import retried, whole
-from seojobs.providers.ranks import Organic, RankQuery, Serp, features_of, text_or_none
+from seojobs.providers.ranks import (
+    Organic,
+    RankQuery,
+    Serp,
+    features_of,
+    result_features,
+    text_or_none,
+)
 from seojobs.settings import Settings
 
 NAME = "dataforseo"
@@ -116,6 +123,15 @@ def _organic(item: dict[str, Any], seen: int) -> Organic:
         text_or_none(item.get("title")),
         group if group is not None and group > 0 else seen,
         whole(item.get("rank_absolute")),
+        result_features(
+            {
+                "sitelinks": item.get("links"),
+                "rating": item.get("rating"),
+                "faq": item.get("faq"),
+                "video": item.get("is_video") is True,
+                "featured_snippet": item.get("is_featured_snippet") is True,
+            }
+        ),
     )
 
 

@@ -30,6 +30,9 @@ FEATURES = (
     "related_searches",
     "paid",
 )
+# What one organic result showed beyond its link, by our name (as far as the provider tells):
+# sitelinks under it, review stars, a FAQ, a video, or being the featured snippet itself.
+RESULT_FEATURES = ("sitelinks", "rating", "faq", "video", "featured_snippet")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class Organic:
     title: str | None
     rank_group: int  # 1-based among the organic results
     rank_absolute: int | None = None  # among every element of the page, where told
+    features: tuple[str, ...] = ()  # of RESULT_FEATURES, in that order
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,11 @@ class RankSource(Protocol):
 def features_of(names: list[str]) -> tuple[str, ...]:
     """Known feature names, each once, in the order given."""
     return tuple(dict.fromkeys(n for n in names if n in FEATURES))
+
+
+def result_features(shown: dict[str, object]) -> tuple[str, ...]:
+    """The result features whose value the provider gave as present (truthy), in order."""
+    return tuple(name for name in RESULT_FEATURES if shown.get(name))
 
 
 def text_or_none(value: object) -> str | None:

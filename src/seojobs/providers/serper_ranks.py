@@ -26,7 +26,14 @@ from seojobs.providers.base import (
     malformed,
 )
 from seojobs.providers.keywords import retried
-from seojobs.providers.ranks import Organic, RankQuery, Serp, features_of, text_or_none
+from seojobs.providers.ranks import (
+    Organic,
+    RankQuery,
+    Serp,
+    features_of,
+    result_features,
+    text_or_none,
+)
 
 NAME = "serper"
 # Google Ads country geo target ids (2000 + ISO 3166-1 numeric) -> Serper's gl.
@@ -93,10 +100,12 @@ def parse(body: Any) -> Serp:
         rank = len(found) + 1
         if isinstance(position, int) and not isinstance(position, bool) and position > 0:
             rank = position
-        found.append(Organic(entry["link"], text_or_none(entry.get("title")), rank))
-    shown = [name for key, name in FEATURE_KEYS.items() if body.get(key)]
+        shown = {"sitelinks": entry.get("sitelinks"), "rating": entry.get("rating")}
+        title = text_or_none(entry.get("title"))
+        found.append(Organic(entry["link"], title, rank, None, result_features(shown)))
+    features = [name for key, name in FEATURE_KEYS.items() if body.get(key)]
     detail = {"credits": body["credits"]} if isinstance(body.get("credits"), int) else {}
-    return Serp(tuple(found), features_of(shown), detail)
+    return Serp(tuple(found), features_of(features), detail)
 
 
 class SerperRanks(KeyedClient):

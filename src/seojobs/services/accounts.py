@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from seojobs.records import ProjectRecord, UserRecord
-from seojobs.services import texts
+from seojobs.services import texts, tracking
 from seojobs.services.base import Part
 from seojobs.services.errors import Conflict, Invalid, NotFound
 from seojobs.store import accounts
@@ -78,23 +80,41 @@ class Accounts(Part):
         with self.db.read() as conn:
             return accounts.user_by_key_hash(conn, hash_api_key(api_key))
 
-    def create_project(self, user: UserRecord, name: str) -> ProjectRecord:
+    def create_project(
+        self, user: UserRecord, name: str, tracked: Mapping[str, Any] | None = None
+    ) -> ProjectRecord:
+        """A new project; ``tracked``: its ``domain``, ``brand_names`` and ``competitors``
+        (``services.tracking``; ``Invalid`` naming a refused field)."""
         name = texts.checked_name(name)
+        values = tracking.checked(tracked or {})
         try:
             with self.db.write() as conn:
-                return accounts.create_project(conn, user_id=user.id, name=name, now=self.clock())
+                return accounts.create_project(
+                    conn, user_id=user.id, name=name, now=self.clock(), tracked=values
+                )
         except Duplicate:
             raise _project_name_taken(name) from None
 
     def rename_project(self, user: UserRecord, project_id: int, name: str) -> ProjectRecord:
         """Give one of the user's projects a new name (unique among their projects)."""
-        self.base.project(user, project_id)
-        name = texts.checked_name(name)
+        return self.update_project(user, project_id, {"name": name})
+
+    def update_project(
+        self, user: UserRecord, project_id: int, changes: Mapping[str, Any]
+    ) -> ProjectRecord:
+        """Set what ``changes`` holds of a project's ``name`` (unique among the user's
+        projects) and tracked fields (``null`` clears one); the others stay."""
+        project = self.base.project(user, project_id)
+        values = tracking.checked(changes)
+        if "name" in changes:
+            values["name"] = texts.checked_name(changes["name"])
+        if not values:
+            return project
         try:
             with self.db.write() as conn:
-                return accounts.rename_project(conn, project_id, name)
+                return accounts.update_project(conn, project_id, values)
         except Duplicate:
-            raise _project_name_taken(name) from None
+            raise _project_name_taken(values["name"]) from None
 
     def delete_project(self, user: UserRecord, project_id: int) -> None:
         """Delete a project with its jobs, schedules and collected data. The default project,

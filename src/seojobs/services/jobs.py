@@ -69,12 +69,15 @@ class Jobs(Part):
         run, e.g. no provider for its engine) before anything is stored.
         """
         spec = self.base.kind(kind)
-        project = self.base.project(user, project_id).id if project_id else user.default_project_id
+        record = self.base.project(user, project_id) if project_id else None
+        project = record.id if record is not None else user.default_project_id
         if spec.name == site_audit.NAME and isinstance(params, Mapping):
             # The project's audit settings are its audits' defaults (issue 30.4).
             with self.db.read() as conn:
                 stored = audit_settings.get(conn, project)
             params = with_defaults(stored, dict(params)) if stored else params
+        if record is not None and spec.project_params is not None:  # the job's params win
+            params = spec.project_params(params, record)
         model = self.base.validated(spec, params)
         title = texts.title(title)
         self.base.runnable(spec, model)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from seojobs.records import ProjectRecord, UserRecord
@@ -103,42 +104,58 @@ def schedule_count(conn: Connection, user_id: int) -> int:
 
 
 def create_project(
-    conn: Connection, *, user_id: int, name: str, now: datetime, default: bool = False
+    conn: Connection,
+    *,
+    user_id: int,
+    name: str,
+    now: datetime,
+    default: bool = False,
+    tracked: Mapping[str, Any] | None = None,
 ) -> ProjectRecord:
     try:
         row = conn.execute(
             insert(projects)
-            .values(user_id=user_id, name=name, is_default=default, created_at=now)
+            .values(
+                user_id=user_id, name=name, is_default=default, created_at=now, **(tracked or {})
+            )
             .returning(*projects.c)
         ).one()
     except IntegrityError:  # UNIQUE (user_id, name), also when two requests race
         raise Duplicate(name) from None
-    return ProjectRecord(**row._asdict())
+    return _project(row)
 
 
 def project(conn: Connection, project_id: int) -> ProjectRecord | None:
     row = conn.execute(select(projects).where(projects.c.id == project_id)).first()
-    return ProjectRecord(**row._asdict()) if row else None
+    return _project(row) if row else None
 
 
 def projects_of(conn: Connection, user_id: int) -> list[ProjectRecord]:
     rows = conn.execute(
         select(projects).where(projects.c.user_id == user_id).order_by(projects.c.id)
     )
-    return [ProjectRecord(**r._asdict()) for r in rows]
+    return [_project(r) for r in rows]
 
 
-def rename_project(conn: Connection, project_id: int, name: str) -> ProjectRecord:
+def _project(row: Row[Any]) -> ProjectRecord:
+    values = row._asdict()
+    values["brand_names"] = tuple(values["brand_names"] or ())
+    values["competitors"] = tuple(values["competitors"] or ())
+    return ProjectRecord(**values)
+
+
+def update_project(conn: Connection, project_id: int, values: Mapping[str, Any]) -> ProjectRecord:
+    """Set a project's ``name`` and tracked fields (those in ``values``)."""
     try:
         row = conn.execute(
             update(projects)
             .where(projects.c.id == project_id)
-            .values(name=name)
+            .values(**values)
             .returning(*projects.c)
         ).one()
     except IntegrityError:  # UNIQUE (user_id, name)
-        raise Duplicate(name) from None
-    return ProjectRecord(**row._asdict())
+        raise Duplicate(str(values.get("name"))) from None
+    return _project(row)
 
 
 def delete_project(conn: Connection, project_id: int) -> bool:

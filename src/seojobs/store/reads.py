@@ -143,11 +143,21 @@ def _after(columns: list[Column], values: Sequence[Any]) -> Any:
 
 
 def _published(read: Read, project_id: int) -> list[ColumnElement[bool]]:
-    return [
+    found = [
         collections.c.project_id == project_id,
         collections.c.kind == read.kind,
         collections.c.committed.is_(True),
     ]
+    if read.subject_prefixes:
+        found.append(
+            or_(
+                *(
+                    collections.c.subject.startswith(prefix, autoescape=True)
+                    for prefix in read.subject_prefixes
+                )
+            )
+        )
+    return found
 
 
 def snapshot(conn: Connection, read: Read, project_id: int) -> int:

@@ -66,6 +66,11 @@ projects = Table(
     Column("name", String(200), nullable=False),
     Column("is_default", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # What the project tracks (issue 29.1): its site, its brand's names, its competitors
+    # ([{domain, names}]); deleted with the project's row.
+    Column("domain", String(253), nullable=True),
+    Column("brand_names", JSON, nullable=True),
+    Column("competitors", JSON, nullable=True),
     UniqueConstraint("user_id", "name"),
     sqlite_autoincrement=True,
 )

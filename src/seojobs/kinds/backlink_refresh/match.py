@@ -5,12 +5,13 @@ target's site.
 port, escapes, dot segments, fragment, query order) and tolerates what a backlink check should
 not care about: http vs https, ``www.`` vs the bare host, a trailing slash, tracking
 parameters (``utm_*``, ``gclid``, ...). ``domain`` takes any link to the target's host or one
-of its subdomains, ``www.`` ignored.
+of its subdomains, ``www.`` ignored, sites told apart by the public suffix list
+(``seojobs.providers.domains``: ``co.uk`` is no one's site).
 """
 
 from __future__ import annotations
 
-from seojobs.providers import urlmatch
+from seojobs.providers import domains, urlmatch
 
 
 def _parsed(url: str) -> urlmatch.NormalURL | None:
@@ -25,15 +26,9 @@ def host_of(url: str) -> str | None:
     return found.host if found is not None else None
 
 
-def site(host: str) -> str:
-    """A host as a site: lowercase, without a trailing dot or a leading ``www.``."""
-    return host.lower().rstrip(".").removeprefix("www.")
-
-
 def on_site(host: str, domain: str) -> bool:
     """Whether ``host`` is the site ``domain`` or one of its subdomains (``www.`` ignored)."""
-    host, domain = site(host), site(domain)
-    return host == domain or host.endswith("." + domain)
+    return domains.on_site(host, domain)
 
 
 def same_page(link: str, target: str) -> bool:

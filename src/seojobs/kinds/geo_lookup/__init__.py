@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
-from seojobs.kinds.geo_lookup.params import GeoLookupParams
+from seojobs.kinds.geo_lookup.params import GeoLookupParams, from_project
 from seojobs.kinds.geo_lookup.reads import CHANGES, READS
 from seojobs.kinds.geo_lookup.run import AI_SEARCH, GeoLookupSettings, refusal, run, subject
 from seojobs.kinds.geo_lookup.view import VIEW
@@ -51,6 +51,7 @@ KIND: Kind[GeoLookupParams] = Kind(
     cost=_cost,
     quotas=(DAILY, MONTHLY),
     refusal=refusal,
+    project_params=from_project,
     report_columns=(
         ReportColumn("domain_cited", "domain_cited"),
         ReportColumn("citation_position", "citation_position"),

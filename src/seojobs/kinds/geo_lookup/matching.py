@@ -3,7 +3,9 @@ named (and how often). Pure functions over an :class:`~seojobs.providers.ai_sear
 
 Sites: a citation's host matches the project's domain when it is the domain or one of its
 subdomains, ``www.`` ignored on both sides (``blog.example.com`` cites ``example.com``;
-``notexample.com`` does not). Brands: case-insensitive whole-word matches, where the
+``notexample.com`` does not), sites told apart by the public suffix list
+(``seojobs.providers.domains``: ``co.uk`` is no one's site).
+Brands: case-insensitive whole-word matches, where the
 brand's words may be joined by spaces, hyphens, dots or nothing (``Acme Tools`` matches
 ``acme-tools`` and ``AcmeTools``) and accents are ignored (``Cafe`` matches ``Café``): the
 cheap part of fuzzy matching, without a fuzzy-matching dependency.
@@ -20,6 +22,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import idna
 
+from seojobs.providers import domains
 from seojobs.providers.ai_search import Answer
 
 MAX_ANSWER_CHARS = 4000  # an answer's text kept per repeat; the analysis sees all of it
@@ -41,19 +44,12 @@ def host_of(url: str) -> str | None:
     # A name that is no valid IDN is kept as given: it matches no domain the params take.
     with contextlib.suppress(UnicodeError):
         host = idna.encode(host, uts46=True).decode("ascii")
-    return _bare(host.rstrip(".").lower())
-
-
-def _bare(host: str) -> str:
-    return host.removeprefix("www.") if host.count(".") > 1 else host
+    return domains.site(host)
 
 
 def cites(host: str | None, domain: str) -> bool:
     """Is ``host`` (from :func:`host_of`) the ``domain`` or one of its subdomains?"""
-    if host is None:
-        return False
-    wanted = _bare(domain.lower())
-    return host == wanted or host.endswith("." + wanted)
+    return host is not None and domains.on_site(host, domain)
 
 
 def clean_url(url: str) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -65,6 +66,17 @@ class GeoLookupParams(BaseModel):
         if self.brand is not None:
             self.brand = _unique(self.brand)
         return self
+
+
+def from_project(params: Mapping[str, Any], project: Any) -> dict[str, Any]:
+    """The project's ``domain`` and brand names (``brand``) where the request gives none
+    (``project``: a ProjectRecord)."""
+    found = dict(params)
+    if "domain" not in found and project.domain:
+        found["domain"] = project.domain
+    if "brand" not in found and project.brand_names:
+        found["brand"] = list(project.brand_names)
+    return found
 
 
 def _unique(values: list[str]) -> list[str]:

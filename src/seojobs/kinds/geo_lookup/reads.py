@@ -48,11 +48,22 @@ class GeoAnswer(BaseModel):
     checked_at: str
 
 
+class FailedOver(BaseModel):
+    provider: str
+    code: str
+    message: str
+
+
 class GeoRow(BaseModel):
     job_id: int | None = Field(description="The job that collected it (null once pruned).")
     collected_at: str | None
     prompt: str
-    provider: str
+    provider: str = Field(description="The provider that answered.")
+    failed_over: list[FailedOver] = Field(
+        default_factory=list,
+        description="The providers that failed this prompt before it (transport, 5xx after "
+        "retries, a refused key, a spent quota), in order.",
+    )
     model: str | None
     domain: str | None
     brand: list[str] | None

@@ -27,6 +27,7 @@ from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
+from seojobs.kinds.fallback import Chain, Unanswered, hands_over
 from seojobs.kinds.geo_lookup.matching import analyse, summary
 from seojobs.kinds.geo_lookup.params import GeoLookupParams
 from seojobs.providers.ai_search import AiSearch
@@ -105,35 +106,63 @@ def refusal(params: GeoLookupParams, settings: Any) -> Refusal | None:
     return None
 
 
+def _prompts_own(error: ProviderError) -> bool:
+    """A failure that ends this prompt only: its trouble, or a provider down (another
+    provider answers the next prompts)."""
+    return error.code in ITEM_ERRORS or hands_over(error)
+
+
 @dataclass
 class Lookup:
+    """A job's prompts asked of its providers (``chain``: the one its params name, else every
+    configured one in order; the next answers what one fails for a reason not the prompt's
+    own). A prompt's answers come from the provider that answered its first repeat."""
+
     ctx: JobContext[GeoLookupParams]
-    source: AiSearch
-    provider: str
+    chain: Chain[AiSearch]
 
     async def prompt(self, item: ItemRecord) -> ItemResult:
         params = self.ctx.params
         answers: list[dict[str, Any]] = []
+        failed: list[dict[str, str]] = []
+        chain = self.chain
+        source = chain.first
         for _ in range(params.repeats):
             await self.ctx.ensure_held()  # each call is billed: not for a job taken away
             try:
-                answer = await self.source.ask(item.input)
-            except ProviderError as exc:
-                if exc.code not in ITEM_ERRORS:
-                    raise JobFailed(exc.code, exc.message) from None
-                result = self.result(item.input, answers)
-                return ItemResult.error(exc.code, exc.message, result=result)
+                answered = await chain.ask(lambda s: s.ask(item.input))
+            except Unanswered as none:
+                if self.chain.all_down or not _prompts_own(none.error):
+                    raise JobFailed(none.error.code, none.error.message) from None
+                failed += none.failed[:-1]
+                result = self.result(item.input, answers, none.failed[-1]["provider"], failed)
+                return ItemResult.error(none.error.code, none.error.message, result=result)
+            failed += answered.failed
+            if not answers:  # the repeats ask the provider that answered the first
+                source = next(s for s in chain.sources if s.name == answered.provider)
+                chain = Chain([source], chain.down)
             checked_at = rfc3339(datetime.now(UTC))
+            answer = answered.value
             answers.append(analyse(answer, params.domain, params.brand or [], checked_at))
-        return ItemResult(outcome=ANSWERED, result=self.result(item.input, answers))
+        result = self.result(item.input, answers, source.name, failed)
+        return ItemResult(outcome=ANSWERED, result=result)
 
-    def result(self, prompt: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
+    def result(
+        self,
+        prompt: str,
+        answers: list[dict[str, Any]],
+        provider: str,
+        failed: list[dict[str, str]],
+    ) -> dict[str, Any]:
         params = self.ctx.params
         models = [a["model"] for a in answers if a["model"]]
+        model = next(s.model for s in self.chain.sources if s.name == provider)
+        shown = {"failed_over": failed} if failed else {}  # providers that failed it first
         return {
             "prompt": prompt,
-            "provider": self.provider,
-            "model": models[-1] if models else self.source.model,
+            "provider": provider,
+            **shown,
+            "model": models[-1] if models else model,
             "brand": params.brand,
             "domain": params.domain,
             "repeats": len(answers),
@@ -142,7 +171,7 @@ class Lookup:
         }
 
 
-async def _collect(ctx: JobContext[GeoLookupParams], provider: str) -> dict[str, int]:
+async def _collect(ctx: JobContext[GeoLookupParams]) -> dict[str, int]:
     """Store every answered prompt (finished by this claim or an earlier one)."""
     counts = {"answered": 0, "cited": 0, "mentioned": 0}
     first_error: tuple[str, str] | None = None
@@ -152,7 +181,7 @@ async def _collect(ctx: JobContext[GeoLookupParams], provider: str) -> dict[str,
             continue
         if item.result is None:
             continue
-        await ctx.collect(subject(provider, item.input), item.result)
+        await ctx.collect(subject(item.result["provider"], item.input), item.result)
         counts["answered"] += 1
         counts["cited"] += bool(item.result.get("domain_cited"))
         counts["mentioned"] += bool(item.result.get("brand_mentioned"))
@@ -161,18 +190,27 @@ async def _collect(ctx: JobContext[GeoLookupParams], provider: str) -> dict[str,
     return counts
 
 
-async def run(ctx: JobContext[GeoLookupParams]) -> None:
-    name = provider_of(ctx.params, ctx.settings)
-    if name is None or not providers.configured(ctx.settings, name):  # gone since created
-        raise JobFailed(NOT_CONFIGURED, _missing(ctx.settings))
+def _chain(params: GeoLookupParams, settings: Any) -> Chain[AiSearch]:
+    """The provider the params name, else every configured one in order."""
+    names: list[str]
+    if params.provider is not None:
+        names = [params.provider] if providers.configured(settings, params.provider) else []
+    else:
+        order = [name for name in AI_SEARCH.order(settings, AI) if name in ADAPTERS]
+        names = [name for name in order if providers.configured(settings, name)]
+    if not names:  # gone since created
+        raise JobFailed(NOT_CONFIGURED, _missing(settings))
     try:
-        source: AiSearch = ADAPTERS[name](ctx.settings)
+        return Chain([ADAPTERS[name](settings) for name in names])
     except ProviderError as exc:
         raise JobFailed(exc.code, exc.message) from None
+
+
+async def run(ctx: JobContext[GeoLookupParams]) -> None:
+    chain = _chain(ctx.params, ctx.settings)
     try:
-        lookup = Lookup(ctx, source, name)
-        await ctx.run_items(lookup.prompt, concurrency=PROMPTS_AT_ONCE)
+        await ctx.run_items(Lookup(ctx, chain).prompt, concurrency=PROMPTS_AT_ONCE)
     finally:
-        await source.aclose()
-    counts = await _collect(ctx, name)
-    ctx.result = {"provider": name, "prompts": len(ctx.params.prompts), **counts}
+        await chain.aclose()
+    counts = await _collect(ctx)
+    ctx.result = {"provider": chain.first.name, "prompts": len(ctx.params.prompts), **counts}

@@ -14,7 +14,15 @@ from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.kinds.rank_check.params import RankCheckParams
 from seojobs.kinds.rank_check.reads import CHANGES, READS
-from seojobs.kinds.rank_check.run import RANKS, RankCheckSettings, items, refusal, run, subject
+from seojobs.kinds.rank_check.run import (
+    RANKS,
+    RankCheckSettings,
+    from_project,
+    items,
+    refusal,
+    run,
+    subject,
+)
 from seojobs.kinds.rank_check.view import VIEW
 
 NAME = "rank_check"
@@ -44,6 +52,7 @@ KIND: Kind[RankCheckParams] = Kind(
     cost=_cost,
     quotas=(DAILY, MONTHLY),
     refusal=refusal,
+    project_params=from_project,
     report_columns=(
         ReportColumn("keyword", "keyword"),
         ReportColumn("position", "position"),

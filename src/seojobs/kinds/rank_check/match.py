@@ -4,14 +4,16 @@ Result URLs are normalised as the index checkers normalise them (``seojobs.provi
 urlmatch``: case, IDN, default ports, dot segments, escapes). ``domain``: a result counts when
 its host is the target's host or a subdomain of it, a leading ``www.`` ignored on both sides
 (``example.com`` matches ``www.example.com`` and ``blog.example.com``; ``blog.example.com``
-matches neither ``example.com`` nor ``www.example.com``). Matching by host suffix needs no
-public-suffix list: a target is a name the user owns, never a suffix such as ``co.uk``.
+matches neither ``example.com`` nor ``www.example.com``). Sites are told apart by the public
+suffix list (``seojobs.providers.domains``): a public suffix such as ``co.uk`` matches no one
+else's host, and a result's ``domain`` is its registrable domain.
 ``exact_url``: the same page, scheme, ``www.``, a trailing slash and tracking parameters
 ignored (a rank tracker asks "is my page there", whichever spelling Google chose).
 """
 
 from __future__ import annotations
 
+from seojobs.providers import domains
 from seojobs.providers.ranks import Organic
 from seojobs.providers.urlmatch import MatchOptions, differences, parse
 
@@ -20,17 +22,17 @@ PAGE_OPTIONS = MatchOptions(trailing_slash=True, scheme=True, www=True, tracking
 
 def target_host(target: str) -> str:
     """The host a target names (a domain as given, a URL's host), lower-case, without www."""
-    host = parse(target).host if "://" in target else target.lower().rstrip(".")
-    return host.removeprefix("www.")
+    host = parse(target).host if "://" in target else target
+    return domains.site(host)
 
 
 def on_domain(url: str, host: str) -> bool:
     """Is ``url`` on ``host`` (``www.``-less) or one of its subdomains?"""
     try:
-        found = parse(url).host.removeprefix("www.")
+        found = parse(url).host
     except ValueError:
         return False
-    return found == host or found.endswith("." + host)
+    return domains.on_site(found, host)
 
 
 def same_page(url: str, target: str) -> bool:

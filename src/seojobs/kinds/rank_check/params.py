@@ -16,7 +16,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from seojobs.fielderrors import field_error
-from seojobs.kinds.domain_lookup.params import DOMAIN_SCHEMA, normalise_domain
+from seojobs.kinds.domain_lookup.params import DOMAIN_SCHEMA, Domain, normalise_domain
 from seojobs.kinds.keyword_research.params import (
     LANGUAGE_PATTERN,
     MAX_LOCATION,
@@ -27,6 +27,7 @@ from seojobs.kinds.keyword_research.params import (
 from seojobs.kinds.urls import URL_SCHEMA, check_url
 
 MAX_KEYWORDS = 100
+MAX_COMPETITORS = 20
 Device = Literal["desktop", "mobile"]
 Match = Literal["domain", "exact_url"]
 TARGET_SCHEMA = {
@@ -74,6 +75,12 @@ class RankCheckParams(BaseModel):
     depth: int = Field(
         default=100, ge=10, le=100, description="How many results are looked through (10-100)."
     )
+    competitors: list[Domain] = Field(
+        default_factory=list,
+        max_length=MAX_COMPETITORS,
+        description="Competitors' domains (up to 20; their subdomains count too): each one's "
+        "position is stored beside the target's, and each one's share of voice.",
+    )
     provider: Literal["serper", "dataforseo"] | None = Field(
         default=None,
         description="Who answers; default: the first configured one in "
@@ -108,6 +115,7 @@ class RankCheckParams(BaseModel):
     def _unique(self) -> RankCheckParams:
         unique = {k.casefold(): k for k in reversed(self.keywords)}  # first spelling kept
         self.keywords = [unique[k] for k in dict.fromkeys(k.casefold() for k in self.keywords)]
+        self.competitors = list(dict.fromkeys(self.competitors))
         if self.match == "exact_url" and "://" not in self.target:
             raise field_error(
                 RankCheckParams, "target", "match exact_url needs a page URL, not a domain"

@@ -4,7 +4,12 @@ Each keyword a check got an answer for is a collection (subject
 ``{device}/{location}/{language}/{keyword}``). ``rankings`` serves the newest of each, best
 position first (or keywords A to Z); its cursor keeps the rankings as they stood at the first
 page, so a check completing between two pages does not shift the rows under the reader.
-``rankings/history`` serves every one (of a keyword), newest first.
+``rankings/history`` serves every one (of a keyword), newest first. Each row holds the top
+results the check saw and each competitor's position.
+
+``rankings/share-of-voice`` serves the newest share of voice of each market (device, location,
+language: one per check, over its keywords; weights in ``voice``) and its ``/history`` every
+one, newest first.
 """
 
 from __future__ import annotations
@@ -29,6 +34,32 @@ from seojobs.reads import (
 from seojobs.records import CollectionRecord
 
 
+class TopResult(BaseModel):
+    position: int = Field(description="Organic rank, 1-based.")
+    domain: str | None = Field(
+        description="The result's registrable domain (public suffix list: "
+        "`blog.example.co.uk` is `example.co.uk`)."
+    )
+    url: str
+    title: str | None
+    features: list[str] = Field(
+        description="What the result showed: sitelinks, rating, faq, video, featured_snippet "
+        "(as far as the provider tells)."
+    )
+
+
+class CompetitorPosition(BaseModel):
+    domain: str
+    position: int | None = Field(description="Its best organic rank; null when not found.")
+    url: str | None
+
+
+class FailedOver(BaseModel):
+    provider: str
+    code: str = Field(description="Why it failed: upstream_error, provider_auth_failed, ...")
+    message: str
+
+
 class Ranking(BaseModel):
     job_id: int | None = Field(description="The check that collected it (null once pruned).")
     collected_at: str | None
@@ -51,9 +82,21 @@ class Ranking(BaseModel):
         "people_also_ask, local_pack, knowledge_graph, top_stories, videos, images, shopping, "
         "related_searches, paid (as far as the provider tells)."
     )
+    competitors: list[CompetitorPosition] = Field(
+        default_factory=list, description="Each competitor's position, in the order given."
+    )
+    top_results: list[TopResult] = Field(
+        default_factory=list,
+        description="The first results (SEOJOBS_RANK_CHECK_TOP_RESULTS, default 10).",
+    )
     results: int = Field(description="Organic results the provider returned.")
     depth: int
-    provider: str
+    provider: str = Field(description="The provider that answered.")
+    failed_over: list[FailedOver] = Field(
+        default_factory=list,
+        description="The providers that failed this keyword before it (transport, 5xx after "
+        "retries, a refused key, spent credits), in order.",
+    )
     checked_at: str | None
 
 
@@ -62,7 +105,39 @@ class RankingPage(BaseModel):
     next_cursor: str | None
 
 
+class Share(BaseModel):
+    domain: str
+    share: float = Field(description="Its share of the first page's weighted clicks, 0 to 1.")
+    keywords_on_first_page: int = Field(description="Keywords where it holds a top-10 result.")
+
+
+class DomainShare(BaseModel):
+    domain: str = Field(description="A registrable domain.")
+    share: float
+
+
+class ShareOfVoice(BaseModel):
+    job_id: int | None = Field(description="The check that collected it (null once pruned).")
+    collected_at: str | None
+    location: int | str
+    language: str
+    device: str
+    keywords: int = Field(description="The keywords the check got an answer for.")
+    target: Share
+    competitors: list[Share]
+    top_domains: list[DomainShare] = Field(description="The 10 sites with the largest shares.")
+    checked_at: str | None
+
+
+class ShareOfVoicePage(BaseModel):
+    data: list[ShareOfVoice]
+    next_cursor: str | None
+
+
 row = fields_row(Ranking)
+voice_row = fields_row(ShareOfVoice)
+RANKING_SUBJECTS = ("desktop/", "mobile/")  # run.subject: the device first
+VOICE_SUBJECTS = ("share-of-voice/",)  # run.voice_subject
 
 
 def _trimmed(value: Any) -> str:
@@ -114,6 +189,7 @@ READS = (
         "language) the project's completed `rank_check` jobs checked, each with its `job_id` "
         "and `collected_at`. Never starts a job: 404 until one has completed.",
         tags=("rankings",),
+        subject_prefixes=RANKING_SUBJECTS,
     ),
     Read(
         "rankings/history",
@@ -131,6 +207,41 @@ READS = (
         "one device, location or language, if given), newest first. 404 until one has "
         "completed.",
         tags=("rankings",),
+        subject_prefixes=RANKING_SUBJECTS,
+    ),
+    Read(
+        "rankings/share-of-voice",
+        "list_share_of_voice",
+        "rank_check",
+        ShareOfVoice,
+        response=ShareOfVoicePage,
+        to_row=voice_row,
+        filters=(DEVICE, LOCATION, LANGUAGE),
+        orders=NEWEST_FIRST,
+        summary="Share of Voice",
+        description="The newest share of voice of every market (device, location, language) "
+        "the project's completed `rank_check` jobs checked: the target's, each competitor's "
+        "and the largest sites', click-through-weighted over the check's keywords (position "
+        "1 to 10: 0.30, 0.16, 0.10, 0.07, 0.05, 0.04, 0.03, 0.025, 0.02, 0.015; nothing past "
+        "10). Never starts a job: 404 until one has completed.",
+        tags=("rankings",),
+        subject_prefixes=VOICE_SUBJECTS,
+    ),
+    Read(
+        "rankings/share-of-voice/history",
+        "list_share_of_voice_history",
+        "rank_check",
+        ShareOfVoice,
+        response=ShareOfVoicePage,
+        to_row=voice_row,
+        source="history",
+        filters=(DEVICE, LOCATION, LANGUAGE),
+        orders=NEWEST_FIRST,
+        summary="Share of Voice History",
+        description="Every collected share of voice (of one device, location or language, if "
+        "given), newest first. 404 until one has completed.",
+        tags=("rankings",),
+        subject_prefixes=VOICE_SUBJECTS,
     ),
 )
 

@@ -7,12 +7,16 @@ spent, a refused or malformed answer) fails that item with the provider's code; 
 or spent credits end the job (``JobFailed``), as index checks do. When the items are done,
 every keyword that got an answer is collected (subject ``{device}/{location}/{language}/
 {keyword}``), so ``GET /v1/projects/{id}/rankings`` serves the newest position of each and
-``/rankings/history`` all of them.
+``/rankings/history`` all of them. Each row keeps the top results the check saw and each
+competitor's position; the check's share of voice over its keywords (``voice``) is collected
+too (subject ``share-of-voice/{device}/{location}/{language}``), served by
+``/rankings/share-of-voice``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,14 +28,21 @@ from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
-from seojobs.kinds.rank_check.match import first_match
+from seojobs.kinds.fallback import Chain, Unanswered
+from seojobs.kinds.rank_check.match import first_match, target_host
 from seojobs.kinds.rank_check.params import RankCheckParams
+from seojobs.kinds.rank_check.voice import (
+    FIRST_PAGE,
+    competitor_positions,
+    share_of_voice,
+    top_results,
+)
 from seojobs.providers import serper_ranks
 from seojobs.providers.base import NOT_CONFIGURED, REJECTED, ProviderError
 from seojobs.providers.dataforseo_ranks import DataForSeoRanks
 from seojobs.providers.ranks import RankQuery, RankSource, Serp
 from seojobs.providers.serper_ranks import SerperRanks
-from seojobs.records import ItemRecord
+from seojobs.records import ItemRecord, ProjectRecord
 from seojobs.timefmt import rfc3339
 
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_CHECK_PROVIDERS
@@ -43,6 +54,13 @@ class RankCheckSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_RANK_CHECK_", extra="ignore")
     concurrency: int = Field(default=4, ge=1, description="Keywords a job searches at once.")
+    top_results: int = Field(
+        default=10,
+        ge=FIRST_PAGE,
+        le=100,
+        description="Organic results kept per keyword (position, domain, URL, title, "
+        "features), at least the first page (share of voice weighs it).",
+    )
     providers: dict[str, list[str]] | None = Field(
         default=None,
         validation_alias=moved("seojobs_rank_check_providers", "seojobs_rank_providers"),
@@ -55,6 +73,7 @@ RANKS = ProviderRole(
     "rank checks", "providers", {ENGINE: ("serper", "dataforseo")}, settings=RankCheckSettings
 )
 RANKED, NOT_RANKED = "ranked", "not_ranked"
+VOICE = "share-of-voice"  # the first part of a share of voice's subject
 ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
     "serper": SerperRanks,
     "dataforseo": DataForSeoRanks,
@@ -65,6 +84,17 @@ def items(params: RankCheckParams) -> list[dict[str, Any]]:
     """One item per keyword: the keyword with where and how it is searched."""
     where = {"location": params.location, "language": params.language, "device": params.device}
     return [{"keyword": keyword, **where} for keyword in params.keywords]
+
+
+def from_project(params: Mapping[str, Any], project: ProjectRecord) -> dict[str, Any]:
+    """The project's domain as the ``target`` and its competitors' domains as
+    ``competitors``, where the request gives none."""
+    found = dict(params)
+    if "target" not in found and project.domain:
+        found["target"] = project.domain
+    if "competitors" not in found and project.competitors:
+        found["competitors"] = [c["domain"] for c in project.competitors]
+    return found
 
 
 def subject(device: str, location: int | str, language: str, keyword: str) -> str:
@@ -92,17 +122,37 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
     return None
 
 
-def _source(params: RankCheckParams, settings: Any) -> RankSource:
-    name = provider_of(params, settings)
-    if name is None:  # configured when created, gone since
+def _unsupported(name: str, params: RankCheckParams) -> str | None:
+    """Why ``name`` cannot make this search (Serper: mobile, an unknown country code)."""
+    return serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
+
+
+def _names(params: RankCheckParams, settings: Any) -> list[str]:
+    """The providers a job asks, in order: the one its params name, else every configured one
+    in SEOJOBS_RANK_CHECK_PROVIDERS that can make the search (the next one answers an item
+    the one before failed for a reason not the item's own: ``seojobs.kinds.fallback``)."""
+    names: list[str]
+    if params.provider is not None:
+        names = [params.provider]
+    else:
+        order = RANKS.order(settings, ENGINE)
+        names = [n for n in order if n in ADAPTERS and providers.configured(settings, n)]
+    if not names:  # configured when created, gone since
         raise JobFailed(NOT_CONFIGURED, providers.missing(settings, RANKS, ENGINE) or "")
-    why = serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
-    if why is not None:
-        raise JobFailed(REJECTED, why)
+    usable = [n for n in names if _unsupported(n, params) is None]
+    if not usable:
+        raise JobFailed(REJECTED, _unsupported(names[0], params) or "")
+    return usable
+
+
+def _sources(params: RankCheckParams, settings: Any) -> Chain[RankSource]:
+    built: list[RankSource] = []
     try:
-        return ADAPTERS[name](settings)
+        for name in _names(params, settings):
+            built.append(ADAPTERS[name](settings))
     except ProviderError as exc:
         raise JobFailed(exc.code, exc.message) from None
+    return Chain(built)
 
 
 def _query(item: ItemRecord, depth: int) -> RankQuery:
@@ -110,8 +160,11 @@ def _query(item: ItemRecord, depth: int) -> RankQuery:
     return RankQuery(data["keyword"], data["location"], data["language"], data["device"], depth)
 
 
-def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp) -> dict[str, Any]:
-    """One keyword's row: the target's best position in the SERP (null past the depth)."""
+def ranking(
+    query: RankQuery, params: RankCheckParams, provider: str, serp: Serp, top: int = FIRST_PAGE
+) -> dict[str, Any]:
+    """One keyword's row: the target's best position in the SERP (null past the depth), each
+    competitor's, and the ``top`` first results."""
     hit = first_match(serp.organic, params.target, params.match)
     return {
         "keyword": query.keyword,
@@ -125,6 +178,8 @@ def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp
         "url": hit.url if hit else None,
         "title": hit.title if hit else None,
         "features": list(serp.features),
+        "competitors": competitor_positions(serp.organic, params.competitors),
+        "top_results": top_results(serp, top),
         "results": len(serp.organic),
         "depth": query.depth,
         "provider": provider,
@@ -135,43 +190,81 @@ def ranking(query: RankQuery, params: RankCheckParams, provider: str, serp: Serp
 
 async def run(ctx: JobContext[RankCheckParams]) -> None:
     params = ctx.params
-    source = _source(params, ctx.settings)
+    chain = _sources(params, ctx.settings)
 
     async def one(item: ItemRecord) -> ItemResult:
         query = _query(item, params.depth)
         await ctx.ensure_held()  # each search is billed: not for a job taken away
         try:
-            serp = await source.serp(query)
-        except ProviderError as exc:
-            if exc.fatal:  # a refused key, no credits: no other keyword can succeed
-                raise JobFailed(exc.code, exc.message) from None
-            result = {"keyword": query.keyword, "provider": source.name}
-            return ItemResult.error(exc.code, exc.message, result=result)
-        row = ranking(query, params, source.name, serp)
+            answered = await chain.ask(lambda source: source.serp(query))
+        except Unanswered as none:
+            if none.fatal:  # refused keys, no credits: no other keyword can succeed
+                raise JobFailed(none.error.code, none.error.message) from None
+            result: dict[str, Any] = {
+                "keyword": query.keyword,
+                "provider": none.failed[-1]["provider"],
+            }
+            if len(none.failed) > 1:
+                result["failed_over"] = none.failed[:-1]
+            return ItemResult.error(none.error.code, none.error.message, result=result)
+        top = ctx.kind_settings.top_results
+        row = ranking(query, params, answered.provider, answered.value, top)
+        row["failed_over"] = answered.failed
         return ItemResult(outcome=RANKED if row["position"] else NOT_RANKED, result=row)
 
     try:
         await ctx.run_items(one, concurrency=ctx.kind_settings.concurrency)
     finally:
-        await source.aclose()
-    ctx.result = await _collect(ctx) | {"provider": source.name}
+        await chain.aclose()
+    ctx.result = await _collect(ctx) | {"provider": chain.first.name}
 
 
-async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, int]:
-    """Collect every keyword that got an answer; a job where none did fails with the first
-    keyword's error."""
+def voice_subject(params: RankCheckParams) -> str:
+    """The subject of a check's share of voice: one per market (device, location, language)."""
+    return f"{VOICE}/{params.device}/{params.location}/{params.language}"
+
+
+async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
+    """Collect every keyword that got an answer, then the share of voice over them; a job
+    where none did fails with the first keyword's error."""
+    params = ctx.params
     counts = {RANKED: 0, NOT_RANKED: 0, "failed": 0}
     first_error: tuple[str, str] | None = None
+    answered: list[dict[str, Any]] = []
+    by: dict[str, dict[str, int]] = {"answered_by": {}, "failed_over": {}}
     async for item in ctx.items():
         row = item.result or {}
         if item.outcome in (RANKED, NOT_RANKED):
             counts[item.outcome] += 1
             key = subject(row["device"], row["location"], row["language"], row["keyword"])
             await ctx.collect(key, row)
+            answered.append(row)
+            _count_providers(row, by)
         else:
             counts["failed"] += 1
             if first_error is None and item.error_code:
                 first_error = (item.error_code, item.error_message or item.error_code)
     if not counts[RANKED] + counts[NOT_RANKED] and first_error is not None:
         raise JobFailed(*first_error)
-    return {"keywords": sum(counts.values()), **counts}
+    if answered:
+        voice = share_of_voice(answered, target_host(params.target), params.competitors)
+        where = {"device": params.device, "location": params.location, "language": params.language}
+        await ctx.collect(voice_subject(params), where | voice | {"checked_at": _now()})
+        shares = {"share_of_voice": voice["target"]["share"]}
+    else:
+        shares = {}
+    fallback = by if by["failed_over"] else {}  # named only when a provider handed over
+    return {"keywords": sum(counts.values()), **counts, **shares, **fallback}
+
+
+def _count_providers(row: Mapping[str, Any], by: dict[str, dict[str, int]]) -> None:
+    """Keywords per provider that answered, and per provider that failed before one did."""
+    answered = by["answered_by"]
+    answered[row["provider"]] = answered.get(row["provider"], 0) + 1
+    for failure in row.get("failed_over") or []:
+        failed = by["failed_over"]
+        failed[failure["provider"]] = failed.get(failure["provider"], 0) + 1
+
+
+def _now() -> str:
+    return rfc3339(datetime.now(UTC))
