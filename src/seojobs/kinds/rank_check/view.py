@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from seojobs.engine.views import Chart, Collected, Column, DashboardView, JobView, Table
+from seojobs.kinds.rank_check.reads import VOICE_SUBJECTS
 from seojobs.records import CollectionRecord
+
+
+def _keyword_checks(subject: str) -> bool:
+    """A keyword's check, not a market's share of voice (a collection of the same kind)."""
+    return not subject.startswith(VOICE_SUBJECTS)
 
 
 def move(before: Any, now: Any, first: bool) -> int | str | None:
@@ -43,6 +49,8 @@ def _competitors(data: dict[str, Any]) -> str | None:
 def rows(collected: Sequence[Collected]) -> list[dict[str, Any]]:
     made = []
     for c in collected:
+        if not _keyword_checks(c.this.subject):
+            continue
         data, before = c.data, c.before
         best = c.lowest.get("position")
         made.append(
@@ -81,6 +89,8 @@ def summary(latest: Sequence[CollectionRecord]) -> tuple[str, list[tuple[str, fl
     """Keywords per position range, as rank trackers group them."""
     counts = dict.fromkeys([f"{lo}-{hi}" for lo, hi in BUCKETS] + ["not ranked"], 0)
     for c in latest:
+        if not _keyword_checks(c.subject):
+            continue
         position = c.data.get("position") if isinstance(c.data, dict) else None
         label = next(
             (
