@@ -237,3 +237,27 @@ def test_postgresql_reads_survive_a_lost_connection(pg_url: str) -> None:
 def test_summary_keys_must_be_plain_names(db: Database) -> None:
     with pytest.raises(ValueError, match="summary param"):
         FastReads(db, ["ok", "bad'key"])
+
+
+@pytest.mark.parametrize("keys", [("seeds",), ("seeds", "engine", "max_pages"), ()])
+def test_summary_params_come_back_whatever_their_count_and_shape(
+    svc: Services, keys: tuple[str, ...]
+) -> None:
+    """The summary params are read as arrays of their values (one extraction per row): one
+    key, several, or none; lists, numbers, strings and absent keys as the SQLAlchemy path
+    reads them."""
+    user = svc.accounts.create_user("alice").user
+    job, _ = svc.jobs.create(user, indexing.CHECK, {"urls": URLS}, title="shapes")
+    params = {"urls": URLS, "seeds": ["a", "b"], "engine": "bing", "other": {"x": 1}}
+    _set(svc.db, job.id, params=params)
+    reads = FastReads(svc.db, keys)
+
+    async def read() -> JobRecord | None:
+        try:
+            return await reads.job(job.id, user.id)
+        finally:
+            await reads.close()
+
+    found = asyncio.run(read())
+    assert found is not None
+    assert found.params == {k: params[k] for k in keys if k in params}

@@ -41,6 +41,8 @@ from seojobs.store.tables import jobs
 _KEY = re.compile(r"^[A-Za-z0-9_]+$")
 _PARAMS_AT = 3  # position of ``params`` in the table (JobRecord is positional)
 BATCHES_IN_FLIGHT = 2
+# Summary params per extracted array: PostgreSQL's functions take at most 100 arguments.
+KEYS_PER_COLUMN = 50
 
 
 def _sqlite_time(value: Any) -> datetime | None:
@@ -99,12 +101,22 @@ class FastReads:
     # -- SQL and row conversion, built once ----------------------------------------------
 
     def _columns(self, sqlite: bool) -> str:
+        """The table's columns but ``params``, then the summary params as JSON arrays of their
+        values (null where absent), :data:`KEYS_PER_COLUMN` keys to an array: one extraction
+        and one decode per row, not one per key (every kind's summary params are read for
+        every job, 21 keys with the built-in kinds)."""
         names = [f"jobs.{c.name}" if c.name != "params" else "NULL" for c in jobs.c]
-        for key in self.param_keys:
-            if sqlite:  # what SQLAlchemy emits for params[key]: JSON text, 'null' if absent
-                names.append(f"json_quote(json_extract(jobs.params, '$.\"{key}\"'))")
+        keys = self.param_keys
+        for start in range(0, len(keys), KEYS_PER_COLUMN):
+            chunk = keys[start : start + KEYS_PER_COLUMN]
+            if sqlite:
+                # json_extract with several paths answers one JSON array of their values; a
+                # second path that no params hold keeps a single key an array too.
+                paths = [f"'$.\"{key}\"'" for key in chunk] + ["'$.\"\"'"] * (len(chunk) == 1)
+                names.append(f"json_extract(jobs.params, {', '.join(paths)})")
             else:
-                names.append(f"jobs.params -> '{key}'")
+                values = ", ".join(f"jobs.params -> '{key}'" for key in chunk)
+                names.append(f"json_build_array({values})")
         return ", ".join(names)
 
     def _converters(self, sqlite: bool) -> list[tuple[int, Callable[[Any], Any]]]:
@@ -121,12 +133,13 @@ class FastReads:
         values = list(row[: self._width])
         for i, convert in self._convert:
             values[i] = convert(values[i])
-        extracted = row[self._width : -1]  # the summary params, then the owner's id
+        arrays = row[self._width : -1]  # the summary params, then the owner's id
         if self._json_text:
-            extracted = [None if v is None else json.loads(v) for v in extracted]
-        values[_PARAMS_AT] = {
-            k: v for k, v in zip(self.param_keys, extracted, strict=True) if v is not None
-        }
+            arrays = [None if a is None else json.loads(a) for a in arrays]
+        extracted = [value for array in arrays if array is not None for value in array]
+        extracted = extracted[: len(self.param_keys)] if extracted else []  # SQLite's padding
+        given = zip(self.param_keys, extracted, strict=False)  # params NULL: none extracted
+        values[_PARAMS_AT] = {k: v for k, v in given if v is not None}
         return JobRecord(*values)
 
     # -- connections -------------------------------------------------------------------
