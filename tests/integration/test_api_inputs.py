@@ -55,6 +55,11 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "title": "launch",
     },
     ("POST", "/v1/projects/{project_id}/audits"): {"start_url": URL, "max_pages": 10},
+    ("PUT", "/v1/projects/{project_id}/audit-settings"): {
+        "exclude_patterns": ["/private/*"],
+        "ignore_params": ["utm_source"],
+        "crawl_seconds": 600,
+    },
     ("POST", "/v1/projects/{project_id}/schedules"): {
         "name": "nightly",
         "type": "test_noop",
@@ -65,7 +70,7 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "url": "https://a.example/hook",
         "events": ["job.completed"],
         "description": "ci",
-        "filters": {"job.completed": {"min": 1}},
+        "filters": {"rank.changed": {"min_change": 1}},
     },
     ("PATCH", "/v1/webhooks/{webhook_id}"): {"events": "*", "enabled": False},
 }
