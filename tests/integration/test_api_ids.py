@@ -49,13 +49,14 @@ PATH_PARAMS = {
 }
 
 
-# Bodies the POST routes with path ids take, so that the path id is the only error.
+# Bodies the POST, PATCH and PUT routes with path ids take, so that the path id is the only error.
 BODIES = {
     "/v1/projects/{project_id}": {"name": "renamed"},
     "/v1/projects/{project_id}/schedules/{schedule_id}": {"enabled": False},
     "/v1/projects/{project_id}/jobs": {"type": "test_noop"},
     "/v1/projects/{project_id}/schedules": {"name": "x", "type": "test_noop", "every_days": 1},
     "/v1/projects/{project_id}/audits": {"start_url": URL},
+    "/v1/projects/{project_id}/audit-settings": {"crawl_seconds": 600},
 }
 SUBMIT_JOB = 4
 
