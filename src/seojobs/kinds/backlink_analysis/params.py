@@ -16,7 +16,12 @@ MAX_PERIOD_DAYS = 365
 
 
 class BacklinkAnalysisParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        # Exactly one target, as the validator below says: the schema says it too, so a
+        # client built from the document never sends params the API refuses.
+        json_schema_extra={"oneOf": [{"required": ["domain"]}, {"required": ["url"]}]},
+    )
 
     domain: Domain | None = Field(
         default=None,
