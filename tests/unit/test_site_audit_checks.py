@@ -23,6 +23,7 @@ from seojobs.kinds.site_audit.page import count_words, parse_page
 from seojobs.kinds.site_audit.params import Thresholds
 from seojobs.kinds.site_audit.sitemaps import read_sitemap
 from tests.fakes.audit_site import PLANTED, html, words
+from tests.fakes.render_site import PLANTED as RENDER_PLANTED
 
 URL = "https://example.com/garden/care"
 
@@ -406,11 +407,14 @@ UNPLANTED = {
 # Planted by a site of their own (tests/integration/test_site_audit.py): the fixture site
 # has a robots.txt and sitemaps.
 SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
+# Planted by the rendering fixture site (tests/fakes/render_site.py, render "js" only).
+RENDERED = {code for code, _path in RENDER_PLANTED}
 
 
 def test_every_other_check_is_planted_in_the_fixture_site() -> None:
     planted = {code for code, _path in PLANTED}
-    assert {c.code for c in CATALOGUE} - UNPLANTED - SITE_FILES == planted
+    assert {c.code for c in CATALOGUE} - UNPLANTED - SITE_FILES - RENDERED == planted
+    assert not RENDERED & planted  # the rendering checks are found only on a rendered audit
 
 
 def test_every_check_has_a_category_and_a_fix() -> None:

@@ -7,6 +7,8 @@ The package: ``params`` (what a request sets), ``crawler`` (the handler and its 
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -22,6 +24,11 @@ from seojobs.kinds.site_audit.params import AuditSettings, SiteAuditParams, Thre
 from seojobs.kinds.site_audit.reads import CHANGES, ISSUES, JOB_READS, PAGES, READS
 
 NAME = "site_audit"
+# The repository's pinned Lighthouse (``npm ci`` in lighthouse/), for a source checkout: its
+# node_modules holds the puppeteer-core that ``render: "js"`` drives Chromium with.
+_CHECKOUT_LIGHTHOUSE = (
+    Path(__file__).resolve().parents[4] / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
+)
 __all__ = [
     "CATALOGUE",
     "KIND",
@@ -58,6 +65,35 @@ class SiteAuditSettings(BaseSettings):
         ge=0,
         description="An audit running longer (since it first started) fails with code timeout; "
         "0: no limit.",
+    )
+    # render: "js" (issue 30.1): warm Chromium renderers, as web vitals keeps them.
+    render_concurrency: int = Field(
+        default=2, ge=1, le=8, description='Chromiums one `render: "js"` audit renders with.'
+    )
+    render_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        le=300,
+        description="Seconds one page may take to render (load, then its network settling); "
+        "past it the page is audited from its raw HTML (render_failed).",
+    )
+    render_recycle_after: int = Field(
+        default=200, ge=1, description="A renderer's Chromium is relaunched after this many pages."
+    )
+    render_resolver_rules: str | None = Field(
+        default=None,
+        description="Chromium's --host-resolver-rules outright, instead of the rules derived "
+        "from the address the policy checked (tests: loopback only).",
+    )
+    render_chrome_path: str = Field(
+        default="/usr/bin/chromium", description="The Chromium pages are rendered in."
+    )
+    render_node_path: str = Field(
+        default=shutil.which("node") or "/usr/bin/node", description="The Node.js it runs under."
+    )
+    render_lighthouse_path: str = Field(
+        default=str(_CHECKOUT_LIGHTHOUSE),
+        description="The pinned Lighthouse CLI, whose node_modules holds puppeteer-core.",
     )
 
 

@@ -24,6 +24,17 @@ SAMPLE = 10  # how many URLs, links or values a finding's evidence names at most
 
 
 @dataclass(frozen=True)
+class Rendering:
+    """What rendering a page in Chromium said (``render: "js"``): the page's ``facts`` are
+    then its rendered DOM's, and ``raw`` those of the HTML as served."""
+
+    raw: PageFacts | None
+    error: str | None = None  # not rendered: the page's facts are the raw HTML's
+    script_errors: tuple[str, ...] = ()
+    blocked: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Page:
     """One crawled page as the page rules see it."""
 
@@ -38,6 +49,7 @@ class Page:
     internal_links: list[tuple[str, bool]] = field(default_factory=list)  # (url, nofollow)
     broken_external: list[dict[str, Any]] = field(default_factory=list)  # checked, broken
     response: FetchResult | None = None  # headers, body and hops, for the rules that read them
+    rendering: Rendering | None = None  # render: "js" only
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seojobs.engine.context import Finding
-from seojobs.kinds.site_audit import rules_content, rules_fetch, rules_links, rules_secure
+from seojobs.kinds.site_audit import (
+    rules_content,
+    rules_fetch,
+    rules_links,
+    rules_render,
+    rules_secure,
+)
 from seojobs.kinds.site_audit.check import (
     SEVERITIES,
     Check,
@@ -37,6 +43,7 @@ PAGE_RULES: dict[str, tuple[Check, Rule]] = {
         *rules_content.RULES,
         *rules_links.RULES,
         *rules_secure.RULES,
+        *rules_render.RULES,
     ]
 }
 

@@ -19,11 +19,13 @@ from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
+from seojobs.kinds.site_audit.check import Rendering
 from seojobs.kinds.site_audit.checks import Page, Reporting, codes, page_findings
 from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.pages import write_pages
 from seojobs.kinds.site_audit.params import SiteAuditParams
+from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
 from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
@@ -179,11 +181,13 @@ class Crawl:
         fetcher: Fetcher,
         frontier: Frontier,
         external: ExternalLinks | None,
+        renderer: Renderer | None = None,
     ) -> None:
         self.ctx = ctx
         self.fetcher = fetcher
         self.frontier = frontier
         self.external = external  # None: external links are not checked
+        self.renderer = renderer  # None: render "raw", the HTML as served is audited
         self.reporting = Reporting.of(ctx.params)
 
     async def page(self, item: ItemRecord) -> ItemResult:
@@ -221,6 +225,9 @@ class Crawl:
         # A redirected page's target is a page (an item) of its own: read it there, once.
         read = fetched.is_html and _ok(fetched) and not fetched.redirect_chain
         facts = parse_page(fetched.text) if read else None
+        rendering = None
+        if read and self.renderer is not None:
+            rendering, facts = await self._render(fetched.final_url, facts)
         final = page_key(fetched.final_url)
         links = _links(fetched.final_url, facts) if facts else []
         clean = self.frontier.rules.clean
@@ -251,6 +258,7 @@ class Crawl:
             internal_links=internal,
             broken_external=broken,
             response=fetched,
+            rendering=rendering,
         )
         found = page_findings(page, self.ctx.params.thresholds, self.reporting)
         record = _record(page, fetched, canonical, links, internal)
@@ -261,6 +269,16 @@ class Crawl:
         return ItemResult(
             outcome="crawled", result=record, findings=tuple(found), added=tuple(added)
         )
+
+    async def _render(self, url: str, raw: PageFacts | None) -> tuple[Rendering, PageFacts | None]:
+        """The page rendered: its rendered DOM's facts (links found only there are crawled
+        too), or the raw ones when it could not be rendered."""
+        assert self.renderer is not None
+        done = await self.renderer.render(url)
+        if done.html is None:
+            return Rendering(raw, error=done.error), raw
+        rendered = parse_page(done.html)
+        return Rendering(raw, None, done.errors, done.blocked), rendered
 
 
 def _ok(fetched: FetchResult) -> bool:
@@ -382,14 +400,21 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         external = _external(ctx, fetcher)
         if external is not None:
             external.restore(outcomes)
-        crawl = Crawl(ctx, fetcher, frontier, external)
-        await ctx.run_items(crawl.page, concurrency=concurrency)
-        if params.include_sitemaps and not frontier.expired():
-            sitemaps_read = True
-            # After the links: a page reached by no click is then known as such.
-            listed = _in_scope(await discover(fetcher, params.start_url), frontier)
-            await frontier.add(listed, None)
+        renderer = Renderer(settings, ctx.kind_settings) if params.render == "js" else None
+        if renderer is not None:
+            renderer.installed()
+        crawl = Crawl(ctx, fetcher, frontier, external, renderer)
+        try:
             await ctx.run_items(crawl.page, concurrency=concurrency)
+            if params.include_sitemaps and not frontier.expired():
+                sitemaps_read = True
+                # After the links: a page reached by no click is then known as such.
+                listed = _in_scope(await discover(fetcher, params.start_url), frontier)
+                await frontier.add(listed, None)
+                await ctx.run_items(crawl.page, concurrency=concurrency)
+        finally:
+            if renderer is not None:
+                await asyncio.shield(renderer.close())
         robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
     files = SiteFiles(page_key(params.start_url), robots.robots_url, robots.status, sitemaps_read)
     pages = [item.result async for item in ctx.items() if item.result]

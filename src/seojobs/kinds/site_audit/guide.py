@@ -26,6 +26,7 @@ CATEGORIES = (
     "duplicates",
     "sitemaps",
     "robots",
+    "rendering",
 )
 
 # code -> (category, how to fix it)
@@ -153,4 +154,33 @@ GUIDE: dict[str, tuple[str, str]] = {
     "indexable_not_in_sitemap": ("sitemaps", "Add the page to a sitemap."),
     "linked_page_blocked_by_robots": ("robots", "Allow the page in robots.txt or unlink it."),
     "robots_txt_missing": ("robots", "Publish a robots.txt, even one allowing everything."),
+    # render: "js" only (rules_render)
+    "render_failed": ("rendering", "Make the page load without timing out or crashing a browser."),
+    "render_script_errors": ("rendering", "Fix the script errors the browser console shows."),
+    "render_blocked_resources": (
+        "rendering",
+        "Serve the scripts and styles the page needs from hosts that answer (or your own).",
+    ),
+    "rendered_title_changed": ("rendering", "Serve the final <title> in the HTML itself."),
+    "rendered_description_changed": (
+        "rendering",
+        "Serve the final meta description in the HTML itself.",
+    ),
+    "rendered_canonical_changed": (
+        "rendering",
+        "Serve one canonical link in the HTML and do not change it from scripts.",
+    ),
+    "rendered_robots_changed": (
+        "rendering",
+        "Serve the final robots meta in the HTML: crawlers may act on the raw one.",
+    ),
+    "h1_only_rendered": ("rendering", "Serve the <h1> in the HTML (server-side rendering)."),
+    "links_only_rendered": (
+        "rendering",
+        "Serve the links as <a href> in the HTML, so crawlers find them without scripts.",
+    ),
+    "content_only_rendered": (
+        "rendering",
+        "Render the main content on the server (SSR or pre-rendering).",
+    ),
 }

@@ -215,4 +215,11 @@ class SiteAuditParams(CrawlRules):
         max_length=300,
         description="The User-Agent sent and obeyed in robots.txt (default: the server's).",
     )
+    render: Literal["raw", "js"] = Field(
+        default="raw",
+        description='"js": each HTML page is also rendered in Chromium and its rendered DOM '
+        "audited, with checks for what scripts changed (title, description, canonical, robots, "
+        'h1, links, content), script errors and blocked resources. Slower: "raw" reads the '
+        "HTML as served.",
+    )
     thresholds: Thresholds = Field(default_factory=Thresholds)

@@ -174,8 +174,13 @@ class Slot:
     """One warm Node process (Lighthouse's Node API) and the Chromium it keeps, under the
     reaper in a session of its own, with a scratch directory (its ``TMPDIR``) and a marker."""
 
-    def __init__(self, browser: Browser, recycle: int) -> None:
+    def __init__(
+        self, browser: Browser, recycle: int, script: str = "", label: str = "Lighthouse"
+    ) -> None:
+        """``script``: the Node worker (Lighthouse's by default; the site audit's renderer
+        uses the same slots with its own); ``label`` names it in errors."""
         self.browser, self.recycle = browser, recycle
+        self.script, self.label = script or WORKER_JS, label
         self.process: asyncio.subprocess.Process | None = None
         self.marker = ""
         self.scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -199,7 +204,7 @@ class Slot:
                 str(os.getpid()),
                 "--",
                 self.browser.node,
-                WORKER_JS,
+                self.script,
                 node_modules(self.browser.lighthouse),
                 self.browser.chrome,
                 str(self.recycle),
@@ -223,28 +228,8 @@ class Slot:
 
     async def run(self, url: str, form_factor: str, resolver_rules: str) -> Any:
         """One Lighthouse run in this slot; the same contract as :func:`lighthouse`."""
-        process = self.process or await self._start()
-        assert process.stdin is not None and process.stdout is not None and self.scratch
-        self.sent += 1
-        out = os.path.join(self.scratch.name, f"report-{self.sent}.json")
-        ask = {"id": self.sent, **request(self.browser, url, form_factor, resolver_rules, out)}
-        try:
-            async with asyncio.timeout(self.browser.timeout):
-                process.stdin.write(json.dumps(ask).encode() + b"\n")
-                await process.stdin.drain()
-                answer = await self._answer(process, self.sent)
-        except TimeoutError:
-            await self.close(kill=True)
-            limit = self.browser.timeout
-            message = f"Lighthouse ran past {limit:g}s on {url} ({form_factor}): killed"
-            raise LighthouseFailed(TIMEOUT, message) from None
-        except BaseException:  # cancelled (job cancelled, worker stopping): no browser left
-            await asyncio.shield(self.close(kill=True))
-            raise
-        if answer is None:  # the slot died: it is started afresh for the next run
-            why = self._stderr() or f"exit {process.returncode}"
-            await self.close(kill=True)
-            raise LighthouseFailed("lighthouse_error", f"Lighthouse's worker ended ({why})")
+        ask = request(self.browser, url, form_factor, resolver_rules, "")
+        answer, out = await self.call(ask, f"{url} ({form_factor})")
         try:
             if not answer.get("ok"):
                 raise LighthouseFailed("lighthouse_error", f"Lighthouse: {answer.get('error')}")
@@ -255,6 +240,34 @@ class Slot:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(out)
+
+    async def call(self, ask: dict[str, Any], what: str) -> tuple[dict[str, Any], str]:
+        """Send one request (its ``id`` and ``out`` set here) and wait for its answer, within
+        the browser's timeout: the answer and the file the worker may have written (the
+        caller removes it). A timeout, a cancel or a dead worker ends the slot (the next call
+        starts it afresh) and raises :class:`LighthouseFailed` (or the cancel)."""
+        process = self.process or await self._start()
+        assert process.stdin is not None and process.stdout is not None and self.scratch
+        self.sent += 1
+        out = os.path.join(self.scratch.name, f"report-{self.sent}.json")
+        ask = {**ask, "id": self.sent, "out": out}
+        try:
+            async with asyncio.timeout(self.browser.timeout):
+                process.stdin.write(json.dumps(ask).encode() + b"\n")
+                await process.stdin.drain()
+                answer = await self._answer(process, self.sent)
+        except TimeoutError:
+            await self.close(kill=True)
+            message = f"{self.label} ran past {self.browser.timeout:g}s on {what}: killed"
+            raise LighthouseFailed(TIMEOUT, message) from None
+        except BaseException:  # cancelled (job cancelled, worker stopping): no browser left
+            await asyncio.shield(self.close(kill=True))
+            raise
+        if answer is None:  # the slot died: it is started afresh for the next run
+            why = self._stderr() or f"exit {process.returncode}"
+            await self.close(kill=True)
+            raise LighthouseFailed("lighthouse_error", f"{self.label}'s worker ended ({why})")
+        return answer, out
 
     @staticmethod
     async def _answer(process: asyncio.subprocess.Process, wanted: int) -> dict[str, Any] | None:
