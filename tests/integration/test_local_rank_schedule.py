@@ -79,7 +79,7 @@ async def test_a_daily_schedule_fired_three_times_gives_three_points_and_one_eve
             "latitude": 30.0,
             "longitude": -97.0,
             "domain": "acme.example",
-        },  # fmt: skip
+        },
         every_days=1,
         start_at=t0,
         project_id=project,
