@@ -22,8 +22,17 @@ from urllib.parse import unquote_plus
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 
-from tests.fakes.serp import FakeDataForSeo, ScriptedFake, dfs_task, envelope
+from tests.fakes.serp import FakeDataForSeo, Reply, ScriptedFake, dfs_task, envelope
 
+# Each provider's documented answer to too many requests: SerpApi's 429 (hourly throughput),
+# DataForSEO's task status 40202 in an HTTP 200 envelope, Serper's 429.
+SERPAPI_THROTTLED = Reply(
+    429,
+    {"error": "Your account has exceeded the hourly searches limit."},
+    headers={"Retry-After": "0"},
+)
+DATAFORSEO_THROTTLED = Reply(200, envelope([dfs_task(40202, "Rate-limit per minute exceeded.")]))
+SERPER_THROTTLED = Reply(429, {"message": "Too many requests", "statusCode": 429})
 INVALID_KEY = "Invalid API key. Your API key should be here: https://serpapi.com/manage-api-key"
 Listing = dict[str, Any]
 Rule = Callable[[float | None, float | None, str | None], list[Listing]]
@@ -71,6 +80,9 @@ class FakeSerpApiLocal(ScriptedFake, PlacesTable):
         self.key = key
         self.searches_left: int | None = None  # None: unlimited; 0: "run out of searches"
         self.app.add_api_route("/search.json", self._search, methods=["GET"])
+
+    def throttle(self, times: int = 1) -> None:
+        self.script(*[SERPAPI_THROTTLED] * times)
 
     async def _search(self, request: Request) -> Response:
         _recorded, scripted = await self._begin(request)
@@ -164,6 +176,9 @@ class FakeDataForSeoLocal(FakeDataForSeo, PlacesTable):
         PlacesTable.__init__(self)
         self.app.add_api_route("/v3/serp/google/maps/live/advanced", self._maps, methods=["POST"])
 
+    def throttle(self, times: int = 1) -> None:
+        self.script(*[DATAFORSEO_THROTTLED] * times)
+
     async def _maps(self, request: Request) -> Response:
         recorded, scripted = await self._begin(request)
         if scripted is not None:
@@ -228,6 +243,9 @@ class FakeSerperLocal(ScriptedFake, PlacesTable):
         self.key = key
         self.credits: int | None = None  # None: unlimited; 0: "Not enough credits"
         self.app.add_api_route("/maps", self._maps, methods=["POST"])
+
+    def throttle(self, times: int = 1) -> None:
+        self.script(*[SERPER_THROTTLED] * times)
 
     async def _maps(self, request: Request) -> Response:
         recorded, scripted = await self._begin(request)

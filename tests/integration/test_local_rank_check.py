@@ -184,6 +184,9 @@ PROVIDERS = [
     ("serper", {"latitude": 30.2672, "longitude": -97.7431, "zoom": 13},
      {"names": ["  café  ACME-plumbing "]}, "name"),
     ("serper", {"location": "Austin,Texas,United States"}, {"domain": "shop.acme.co.uk"}, "domain"),
+    # The local pack of a web search: its place_id is the CID.
+    ("serpapi", {"location": "Austin,Texas,United States", "surface": "local_pack"},
+     {"place_id": "1111111111111111111"}, "place_id"),
 ]  # fmt: skip
 
 
@@ -215,6 +218,8 @@ def test_each_provider_is_asked_its_way_and_the_business_matched(
         assert sent.headers["x-api-key"] == "serper-key"
         where_sent = {"ll": "@30.2672,-97.7431,13z"} if point else {"location": AUSTIN}
         assert sent.body == {"q": keyword, "hl": "en"} | where_sent
+    elif "surface" in where:
+        assert (sent.params["engine"], sent.params["location"]) == ("google", AUSTIN)
     else:
         assert sent.params["ll"] == "@30.2672,-97.7431,13z"
 
@@ -289,6 +294,25 @@ def test_the_first_provider_failing_hands_every_search_to_the_next(
         ("serpapi", code)
     }
     assert len(fakes.serpapi.requests) - asked == calls
+
+
+@pytest.mark.parametrize("provider", ["serpapi", "dataforseo", "serper"])
+def test_a_rate_limited_search_is_retried_and_answered(
+    app: Api, fakes: Fakes, provider: str
+) -> None:
+    """Each provider's documented rate-limit answer, once: the same provider answers the retry."""
+    fake = getattr(fakes, provider)
+    keyword = f"plumber throttled {provider}"
+    fake.places(keyword, ACME)
+    asked = len(fake.requests)
+    fake.throttle()
+    client, project = start(app)
+    job = check(client, project, keywords=[keyword], latitude=1.0, longitude=2.0,
+                domain="acme.co.uk", provider=provider)  # fmt: skip
+    assert job["status"] == "completed", job
+    [row] = local(client, project).json()["data"]
+    assert (row["position"], row["provider"], row["failed_over"]) == (1, provider, [])
+    assert len(fake.requests) - asked == 2
 
 
 def test_a_providers_errors_never_show_its_key(app: Api, fakes: Fakes) -> None:
