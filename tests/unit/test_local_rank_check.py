@@ -303,3 +303,8 @@ def test_values_are_bounded_and_keys_scrubbed() -> None:
         None, None, 4.0, None, None)  # fmt: skip
     error = scrubbed(ProviderError("upstream_error", "GET /x?api_key=s3cret&q=1 failed"), "s3cret")
     assert "s3cret" not in error.message and "s3cret" not in str(error)
+
+
+def test_names_keep_their_first_spelling_in_order() -> None:
+    made = params(names=["Acme", "Beta", "ACME", "Gamma"])
+    assert made.names == ["Acme", "Beta", "Gamma"]

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from seojobs.fetch.http import HttpClient
-from seojobs.providers.base import AdapterClient, malformed
+from seojobs.providers.base import AdapterClient, ProviderError, malformed
 from seojobs.providers.dataforseo import (
     NO_RESULTS,
     answer_json,
@@ -40,6 +40,7 @@ from seojobs.providers.local_ranks import (
     count,
     identifier,
     number,
+    scrubbed,
     text,
 )
 from seojobs.settings import Settings
@@ -123,7 +124,10 @@ class DataForSeoLocal(AdapterClient):
 
     async def local(self, query: LocalQuery) -> LocalSerp:
         task = task_of(query)
-        return await retried(NAME, lambda: self._attempt(task), self._settings, self._sleep)
+        try:
+            return await retried(NAME, lambda: self._attempt(task), self._settings, self._sleep)
+        except ProviderError as exc:
+            raise scrubbed(exc, self._auth[1]) from None  # an echo of the password
 
     async def _attempt(self, task: dict[str, Any]) -> LocalSerp:
         response = await self._client.post(self._endpoint, json=[task], auth=self._auth)

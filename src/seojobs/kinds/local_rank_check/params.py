@@ -4,6 +4,7 @@ provider, and optionally a grid of points around the centre."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -132,7 +133,8 @@ class LocalRankCheckParams(BaseModel):
     def _coherent(self) -> LocalRankCheckParams:
         unique = {k.casefold(): k for k in reversed(self.keywords)}  # first spelling kept
         self.keywords = [unique[k] for k in dict.fromkeys(k.casefold() for k in self.keywords)]
-        self.names = list({n.casefold(): n for n in reversed(self.names)}.values())[::-1]
+        names = {n.casefold(): n for n in reversed(self.names)}  # first spelling kept
+        self.names = [names[n] for n in dict.fromkeys(n.casefold() for n in self.names)]
         point = (self.latitude, self.longitude)
         if self.location is None and None in point:
             missing = "latitude" if self.latitude is None else "longitude"
@@ -165,7 +167,7 @@ class LocalRankCheckParams(BaseModel):
         return self.grid.size**2 if self.grid else 1
 
 
-def from_project(params: dict[str, Any] | Any, project: Any) -> dict[str, Any]:
+def from_project(params: Mapping[str, Any], project: Any) -> dict[str, Any]:
     """The project's ``domain`` and brand names (``names``) where the request gives no way to
     know the business (no ``place_id``, ``domain`` or ``names``)."""
     found = dict(params)
