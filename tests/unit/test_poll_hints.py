@@ -18,6 +18,7 @@ SEEDS = {
     "index_submit": (15, 300),
     "index_check": (15, 300),
     "rank_check": (30, 30),
+    "local_rank_check": (30, 30),  # seed 001: rank tracking, 30 s
     "backlink_refresh": (30, 30),
     "backlink_analysis": (30, 30),  # seed 001: "Backlink analysis | Minutes | 30s"
     "web_vitals": (15, 15),

@@ -15,6 +15,7 @@ def load_registry(settings: Settings) -> Registry:
         index_check,
         index_submit,
         keyword_research,
+        local_rank_check,
         rank_check,
         site_audit,
         tech_stack,
@@ -33,5 +34,6 @@ def load_registry(settings: Settings) -> Registry:
     registry.add(backlink_refresh.KIND)
     registry.add(geo_lookup.KIND)
     registry.add(backlink_analysis.KIND)
+    registry.add(local_rank_check.KIND)
     registry.load_plugins(settings.plugins)
     return registry

@@ -4,7 +4,8 @@ surface (API, dashboard, CLI): ``Invalid`` naming the field (``competitors.1.dom
 
 Jobs of a kind that looks for a site or a brand take the project's as their defaults: params
 given on the job win (``project_params`` on the kind; ``rank_check``: ``target`` and
-``competitors``; ``geo_lookup``: ``domain`` and ``brand``)."""
+``competitors``; ``geo_lookup``: ``domain`` and ``brand``; ``local_rank_check``: ``domain``
+and ``names``, when the job names no business)."""
 
 from __future__ import annotations
 
