@@ -27,6 +27,7 @@ VIEWED = (
     "geo_lookup",
     "tech_stack",
     "web_vitals",
+    "local_rank_check",
 )
 CATEGORIES = ("accessibility", "best-practices")
 

@@ -22,6 +22,7 @@ from tests.fakes.crux import KEY as CRUX_KEY
 from tests.fakes.crux import FakeCrux
 from tests.fakes.donor_site import TARGET, DonorSite
 from tests.fakes.keywords import FakeDataForSeoKeywords
+from tests.fakes.local import FakeSerpApiLocal, listing
 from tests.fakes.ranks import FakeSerperRanks
 from tests.fakes.server import serve
 from tests.fakes.tech_site import TechSite
@@ -36,6 +37,12 @@ SOURCES = [
     ("https://shop.acme.example/hoses", "Acme hoses"),
 ]
 SEEDS = ["garden hose"]
+PLUMBER = "hose repair austin"
+ACME_SHOP = listing(
+    "Acme Hoses", website="https://www.acme.example/", rating=4.6, reviews=120,
+    categories=["Garden centre"],
+)  # fmt: skip
+RIVAL_SHOP = listing("Zeta Garden", website="https://zeta.example/", rating=4.8, reviews=400)
 
 
 @dataclass
@@ -89,7 +96,10 @@ def _fakes() -> Iterator[dict[str, Any]]:
     openai.answers[REEL] = Canned("Try the Zeta reel.", SOURCES[:1])
     keywords.pages["https://shop.example/hoses"] = ["garden hose", "hose reel"]
     perplexity = FakePerplexity()
+    places = FakeSerpApiLocal()
+    places.places(PLUMBER, RIVAL_SHOP, ACME_SHOP)
     with (
+        serve(places.app) as places_base,
         serve(serper.app) as serper_base,
         serve(openai.app) as openai_base,
         serve(perplexity.app) as perplexity_base,
@@ -98,7 +108,10 @@ def _fakes() -> Iterator[dict[str, Any]]:
         yield {
             "serper": serper,
             "openai": openai,
+            "places": places,
             "settings": {
+                "serpapi_key": "serpapi-key",
+                "serpapi_base_url": places_base,
                 "serper_key": "serper-key",
                 "serper_base_url": serper_base,
                 "openai_api_key": OPENAI_KEY,
@@ -147,12 +160,6 @@ def views_world(store_url: str, tmp_path: Path, *, vitals: bool = True) -> Itera
                 job = finished(client, {"type": kind, "params": params}, project)
                 world.jobs.setdefault(kind, []).append(job)
 
-            ranks = {"keywords": KEYWORDS, "target": "acme.example"}
-            run("rank_check", ranks)
-            # The hose climbs to 1, the reel drops out, the shears stay unranked.
-            fakes["serper"].results("garden hose", "https://acme.example/hoses/")
-            fakes["serper"].results("hose reel", "https://b.example/")
-            run("rank_check", ranks)
             links = [
                 {"donor": f"{donors}/post", "target": TARGET},
                 {"donor": f"{donors}/gone", "target": TARGET},
@@ -167,9 +174,21 @@ def views_world(store_url: str, tmp_path: Path, *, vitals: bool = True) -> Itera
             run("geo_lookup", geo)
             fakes["openai"].answers[REEL] = Canned("Acme reels are fine.", SOURCES)
             run("geo_lookup", geo)
+            local = {"keywords": [PLUMBER], "location": "Austin,Texas,United States",
+                     "domain": "acme.example", "provider": "serpapi"}  # fmt: skip
+            run("local_rank_check", local)
+            fakes["places"].places(PLUMBER, ACME_SHOP, RIVAL_SHOP)  # Acme climbs to 1
+            run("local_rank_check", local)
             run("domain_lookup", {"domain": DOMAIN})
             run("tech_stack", {"urls": [f"{tech}/", f"{tech}/shop/cart"]})
             if vitals:  # mobile only: one run
                 run("web_vitals", {"urls": [f"{measured}/"], "form_factors": ["mobile"]})
             run("keyword_research", {"url": "https://shop.example/hoses", "limit": 20})
+            # Last: the project page lists the latest jobs, the rank checks among them.
+            ranks = {"keywords": KEYWORDS, "target": "acme.example"}
+            run("rank_check", ranks)
+            # The hose climbs to 1, the reel drops out, the shears stay unranked.
+            fakes["serper"].results("garden hose", "https://acme.example/hoses/")
+            fakes["serper"].results("hose reel", "https://b.example/")
+            run("rank_check", ranks)
             yield world
