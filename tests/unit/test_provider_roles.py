@@ -23,7 +23,7 @@ SHIPPED = {
     },
     "keywords": {"google": ["dataforseo", "google_ads"]},
     "rank checks": {"google": ["serper", "dataforseo"]},
-    "AI search": {"ai": ["openai", "perplexity"]},
+    "AI search": {"ai": ["openai", "perplexity", "gemini", "anthropic"]},
 }
 NOTHING_SET = Settings(plugins=[])
 
