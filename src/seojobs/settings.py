@@ -225,6 +225,18 @@ class Settings(BaseSettings):
     perplexity_api_key: str | None = None
     perplexity_base_url: str = "https://api.perplexity.ai"
     perplexity_model: str = Field(default="sonar", min_length=1)
+    # Gemini with Grounding with Google Search; Anthropic's Messages API with web search.
+    # Google's AI Overviews come through the SERP providers' keys (SerpApi, DataForSEO).
+    gemini_api_key: str | None = None
+    gemini_base_url: str = "https://generativelanguage.googleapis.com/v1beta"
+    gemini_model: str = Field(
+        default="gemini-2.5-flash", min_length=1, description="Must take the google_search tool."
+    )
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str = "https://api.anthropic.com"
+    anthropic_model: str = Field(
+        default="claude-sonnet-4-5", min_length=1, description="Must take the web_search tool."
+    )
     provider_timeout: float = Field(default=30.0, gt=0)
     provider_retries: int = Field(default=3, ge=0, description="Retries after a 429 or 5xx.")
     provider_backoff: float = Field(default=2.0, ge=0, description="First retry delay, seconds.")

@@ -117,6 +117,7 @@ def test_a_lookup_is_collected_served_by_geo_and_a_changed_answer_keeps_history(
             "answered": 2,
             "cited": 1,
             "mentioned": 1,
+            "share_of_voice": 1.0,  # no competitors: all the tracked voice is its own
         }
         first = rows(geo(client, project))
         jobs = stored(app)["jobs"]
@@ -189,7 +190,7 @@ def test_geo_filters_and_pages_and_perplexity_answers(store_url: str, fakes: Fak
                 break
         sonar_history = geo(client, project, "/history", provider="perplexity").json()["data"]
         assert error_fields(geo(client, project, cited="maybe")) == ["cited"]
-        assert error_fields(geo(client, project, provider="gemini")) == ["provider"]
+        assert error_fields(geo(client, project, provider="bard")) == ["provider"]
         assert error_fields(geo(client, project, cursor="x")) == ["cursor"]
         assert error_fields(geo(client, project, "/history", prompt="a\nb")) == ["prompt"]
     assert len(both) == 3 and pages == both  # pages of two cover the list once
@@ -325,7 +326,7 @@ def test_unconfigured_providers_and_bad_params_are_refused_naming_the_field(
             ({"prompts": [" "], "brand": ["Acme"]}, "params.prompts[0]"),
             ({**LOOKUP, "domain": "https://acme.example/"}, "params.domain"),
             ({**LOOKUP, "repeats": 6}, "params.repeats"),
-            ({**LOOKUP, "provider": "gemini"}, "params.provider"),
+            ({**LOOKUP, "provider": "bard"}, "params.provider"),
         ]
         for params, field in cases:
             assert field in error_fields(post(params)), params

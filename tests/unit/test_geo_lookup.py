@@ -61,7 +61,7 @@ def test_params_trim_and_dedupe_prompts_and_brands_and_normalise_the_domain() ->
         ({"prompts": ["q"], "domain": "a.example", "repeats": 0}, "repeats"),
         ({"prompts": ["q"], "domain": "a.example", "repeats": 6}, "repeats"),
         ({"prompts": ["q"], "domain": "a.example", "repeats": True}, "repeats"),
-        ({"prompts": ["q"], "domain": "a.example", "provider": "gemini"}, "provider"),
+        ({"prompts": ["q"], "domain": "a.example", "provider": "bard"}, "provider"),
         ({"prompts": ["q"], "domain": "a.example", "model": "x"}, "model"),
     ],
 )

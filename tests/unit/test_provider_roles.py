@@ -23,7 +23,7 @@ SHIPPED = {
     },
     "keywords": {"google": ["dataforseo", "google_ads"]},
     "rank checks": {"google": ["serper", "dataforseo"]},
-    "AI search": {"ai": ["openai", "perplexity"]},
+    "AI search": {"ai": ["openai", "perplexity", "gemini", "anthropic"]},
     "local rank checks": {"google_maps": ["serpapi", "dataforseo", "serper"]},  # issue 29.2
 }
 NOTHING_SET = Settings(plugins=[])

@@ -40,6 +40,17 @@ PROVIDERS: dict[str, ProviderSpec] = {
     "perplexity": ProviderSpec(
         "seojobs.providers.perplexity:PerplexitySearch", ("perplexity_api_key",)
     ),
+    "gemini": ProviderSpec("seojobs.providers.gemini:GeminiSearch", ("gemini_api_key",)),
+    "anthropic": ProviderSpec(
+        "seojobs.providers.anthropic_search:AnthropicSearch", ("anthropic_api_key",)
+    ),
+    "serpapi_ai_overview": ProviderSpec(
+        "seojobs.providers.ai_overview:SerpApiOverview", ("serpapi_key",)
+    ),
+    "dataforseo_ai_overview": ProviderSpec(
+        "seojobs.providers.ai_overview:DataForSeoOverview",
+        ("dataforseo_login", "dataforseo_password"),
+    ),
 }
 
 

@@ -27,14 +27,19 @@ from seojobs.providers.base import (
     malformed,
 )
 
-# API keys as providers spell them (sk-..., pplx-...), masked or not.
-_KEYISH = re.compile(r"\b(?:sk|pplx)-[A-Za-z0-9*_\-]{2,}")
+# API keys as providers spell them (OpenAI and Anthropic sk-..., Perplexity pplx-..., Google
+# AIza...), masked or not.
+_KEYISH = re.compile(r"\b(?:(?:sk|pplx)-[A-Za-z0-9*_\-]{2,}|AIza[A-Za-z0-9_\-]{6,})")
 
 
 @dataclass(frozen=True)
 class Citation:
+    """A cited source. ``site``: the source's host when ``url`` does not show it (Gemini cites
+    through redirect URLs and names the site in the title)."""
+
     url: str
     title: str | None = None
+    site: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import contextlib
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -80,15 +81,52 @@ def brand_pattern(brand: str) -> re.Pattern[str]:
 
 def mentions(text: str, brands: list[str]) -> int:
     """How often any of ``brands`` is named in ``text`` (whole words, outside links)."""
-    folded = _fold(_URL.sub(" ", text))
-    return sum(len(brand_pattern(b).findall(folded)) for b in brands)
+    return named(_folded(text), brands)[0]
+
+
+def _folded(text: str) -> str:
+    return _fold(_URL.sub(" ", text))
+
+
+def named(folded: str, brands: Sequence[str]) -> tuple[int, int | None]:
+    """How often any of ``brands`` is named in ``folded`` (from :func:`_folded`), and where
+    first (an offset: only compared with another party's)."""
+    count, first = 0, None
+    for brand in brands:
+        for found in brand_pattern(brand).finditer(folded):
+            count += 1
+            first = found.start() if first is None else min(first, found.start())
+    return count, first
+
+
+def _party(
+    folded: str, citations: list[dict[str, Any]], domain: str | None, brands: Sequence[str]
+) -> dict[str, Any]:
+    position = None
+    if domain is not None:
+        position = next((n for n, c in enumerate(citations, 1) if cites(c["domain"], domain)), None)
+    count, first = named(folded, brands) if brands else (0, None)
+    return {"position": position, "count": count, "first": first}
+
+
+def _mention_order(parties: list[dict[str, Any]]) -> None:
+    """Each named party's ``mention_position``: 1 for the first named in the answer."""
+    named_first = sorted((p["first"], n) for n, p in enumerate(parties) if p["first"] is not None)
+    for order, (_first, n) in enumerate(named_first, 1):
+        parties[n]["mention_position"] = order
 
 
 def analyse(
-    answer: Answer, domain: str | None, brands: list[str], checked_at: str
+    answer: Answer,
+    domain: str | None,
+    brands: list[str],
+    checked_at: str,
+    competitors: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """One answer as stored: its text (capped), its citations in order (each URL once), and
-    whether and where the domain is cited and the brand named."""
+    whether and where the domain is cited and the brand named (``brand_position``: 1 when the
+    brand is the first of the tracked names the answer gives), and the same of each
+    competitor (``competitors``: each a ``domain`` and its ``names``)."""
     citations: list[dict[str, Any]] = []
     seen: set[str] = set()
     for cited in answer.citations:
@@ -96,36 +134,86 @@ def analyse(
         if url in seen:
             continue
         seen.add(url)
-        citations.append({"url": url, "domain": host_of(url), "title": cited.title})
-    position = None
-    if domain is not None:
-        position = next((n for n, c in enumerate(citations, 1) if cites(c["domain"], domain)), None)
-    count = mentions(answer.text, brands) if brands else 0
+        host = host_of("https://" + cited.site) if cited.site else host_of(url)
+        citations.append({"url": url, "domain": host, "title": cited.title})
+    folded = _folded(answer.text)
+    parties = [_party(folded, citations, domain, brands)]
+    parties += [_party(folded, citations, c["domain"], c.get("names") or []) for c in competitors]
+    _mention_order(parties)
+    own = parties[0]
     return {
         "text": answer.text[:MAX_ANSWER_CHARS],
         "truncated": len(answer.text) > MAX_ANSWER_CHARS,
         "citations": citations,
-        "domain_cited": position is not None,
-        "citation_position": position,
-        "brand_mentioned": count > 0,
-        "mention_count": count,
+        "domain_cited": own["position"] is not None,
+        "citation_position": own["position"],
+        "brand_mentioned": own["count"] > 0,
+        "mention_count": own["count"],
+        "brand_position": own.get("mention_position"),
+        "competitors": [
+            {
+                "domain": c["domain"],
+                "cited": p["position"] is not None,
+                "citation_position": p["position"],
+                "mentioned": p["count"] > 0,
+                "mention_count": p["count"],
+                "mention_position": p.get("mention_position"),
+            }
+            for c, p in zip(competitors, parties[1:], strict=True)
+        ],
         "model": answer.model,
         "checked_at": checked_at,
     }
 
 
-def summary(answers: list[dict[str, Any]]) -> dict[str, Any]:
-    """A prompt's answers together: cited or named in any, the best position, the shares."""
+def _best(values: list[Any]) -> Any:
+    found = [v for v in values if v is not None]
+    return min(found) if found else None
+
+
+def _share(part: int, n: int) -> float:
+    return round(part / n, 4) if n else 0.0
+
+
+def _competitors(answers: list[dict[str, Any]], names: Mapping[str, list[str]]) -> list[Any]:
+    """Each competitor over a prompt's answers: cited or named in any, best positions, shares."""
+    n = len(answers)
+    found = []
+    for index, (domain, brands) in enumerate(names.items()):
+        each = [a["competitors"][index] for a in answers if len(a.get("competitors", ())) > index]
+        found.append(
+            {
+                "domain": domain,
+                "names": brands,
+                "cited": any(c["cited"] for c in each),
+                "citation_position": _best([c["citation_position"] for c in each]),
+                "mentioned": any(c["mentioned"] for c in each),
+                "mention_count": sum(c["mention_count"] for c in each),
+                "mention_position": _best([c["mention_position"] for c in each]),
+                "cited_share": _share(sum(1 for c in each if c["cited"]), n),
+                "mentioned_share": _share(sum(1 for c in each if c["mentioned"]), n),
+            }
+        )
+    return found
+
+
+def summary(
+    answers: list[dict[str, Any]], competitors: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """A prompt's answers together: cited or named in any, the best positions, the shares,
+    and the same of each competitor."""
     n = len(answers)
     cited = [a for a in answers if a["domain_cited"]]
-    named = [a for a in answers if a["brand_mentioned"]]
-    positions = [a["citation_position"] for a in cited]
+    named_in = [a for a in answers if a["brand_mentioned"]]
+    names = {c["domain"]: list(c.get("names") or []) for c in competitors}
     return {
         "domain_cited": bool(cited),
-        "citation_position": min(positions) if positions else None,
-        "brand_mentioned": bool(named),
+        "citation_position": _best([a["citation_position"] for a in cited]),
+        "brand_mentioned": bool(named_in),
         "mention_count": sum(a["mention_count"] for a in answers),
-        "cited_share": round(len(cited) / n, 4) if n else 0.0,
-        "mentioned_share": round(len(named) / n, 4) if n else 0.0,
+        "brand_position": _best([a.get("brand_position") for a in answers]),
+        "cited_share": _share(len(cited), n),
+        "mentioned_share": _share(len(named_in), n),
+        "competitors": _competitors(answers, names),
         "answers": answers,
     }

@@ -16,10 +16,43 @@ MAX_PROMPT = 400  # a question, not a document; its collection subject must fit 
 MAX_BRANDS = 10
 MAX_BRAND = 100
 MAX_REPEATS = 5
-PROVIDERS = ("openai", "perplexity")
+MAX_COMPETITORS = 20
+# Adapters: each answers as itself (a collection's subject names the one that answered).
+PROVIDERS = (
+    "openai",
+    "perplexity",
+    "gemini",
+    "anthropic",
+    "serpapi_ai_overview",
+    "dataforseo_ai_overview",
+)
+# Engines served by several adapters, which stand in for each other (provider fallback).
+ENGINES = {"google_ai_overview": ("serpapi_ai_overview", "dataforseo_ai_overview")}
+Provider = Literal[
+    "openai",
+    "perplexity",
+    "gemini",
+    "anthropic",
+    "serpapi_ai_overview",
+    "dataforseo_ai_overview",
+    "google_ai_overview",
+]
 
 Prompt = Annotated[str, *_text(MAX_PROMPT)]
 Brand = Annotated[str, *_text(MAX_BRAND)]
+
+
+class Competitor(BaseModel):
+    """A competitor looked for beside the project: its site's citations, its names' mentions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    domain: Domain = Field(description="Its site (its subdomains count too).")
+    names: list[Brand] = Field(
+        default_factory=list,
+        max_length=MAX_BRANDS,
+        description="The names it goes by (whole words, any case, as for `brand`).",
+    )
 
 
 class GeoLookupParams(BaseModel):
@@ -45,10 +78,18 @@ class GeoLookupParams(BaseModel):
         default=None,
         description="The site whose citations are wanted (example.com: its subdomains count too).",
     )
-    provider: Literal["openai", "perplexity"] | None = Field(
+    competitors: list[Competitor] = Field(
+        default_factory=list,
+        max_length=MAX_COMPETITORS,
+        description="Competitors whose citations and mentions are reported beside the "
+        "project's (up to 20; default: the project's `competitors`).",
+    )
+    provider: Provider | None = Field(
         default=None,
-        description="Who answers; default: the first configured one in SEOJOBS_GEO_PROVIDERS "
-        "(openai, then perplexity).",
+        description="Who answers: openai, perplexity, gemini (Google Search grounding), "
+        "anthropic (web search), serpapi_ai_overview or dataforseo_ai_overview (Google's AI "
+        "Overview), or google_ai_overview (SerpApi, then DataForSEO). Default: the configured "
+        "ones in SEOJOBS_GEO_LOOKUP_PROVIDERS (openai, perplexity, gemini, anthropic).",
     )
     repeats: int = Field(
         default=1,
@@ -65,17 +106,26 @@ class GeoLookupParams(BaseModel):
         self.prompts = _unique(self.prompts)
         if self.brand is not None:
             self.brand = _unique(self.brand)
+        unique = {c.domain: c for c in reversed(self.competitors)}  # the first of each kept
+        self.competitors = [unique[d] for d in dict.fromkeys(c.domain for c in self.competitors)]
+        for competitor in self.competitors:
+            competitor.names = _unique(competitor.names)
         return self
 
 
 def from_project(params: Mapping[str, Any], project: Any) -> dict[str, Any]:
-    """The project's ``domain`` and brand names (``brand``) where the request gives none
-    (``project``: a ProjectRecord)."""
+    """The project's ``domain``, brand names (``brand``) and ``competitors`` (each a domain
+    and its names) where the request gives none (``project``: a ProjectRecord)."""
     found = dict(params)
     if "domain" not in found and project.domain:
         found["domain"] = project.domain
     if "brand" not in found and project.brand_names:
         found["brand"] = list(project.brand_names)
+    if "competitors" not in found and project.competitors:
+        found["competitors"] = [
+            {"domain": c["domain"], "names": list(c.get("names") or [])}
+            for c in project.competitors
+        ]
     return found
 
 

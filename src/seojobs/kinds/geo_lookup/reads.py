@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from seojobs.kinds.geo_lookup.params import MAX_PROMPT, PROVIDERS
-from seojobs.kinds.geo_lookup.run import subject
+from seojobs.kinds.geo_lookup.run import VOICE, subject
+from seojobs.kinds.geo_lookup.voice import CITED_WEIGHT, MENTIONED_WEIGHT
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, TEXT_PATTERN
 from seojobs.reads import (
     NEWEST_FIRST,
@@ -36,6 +37,23 @@ class Citation(BaseModel):
     title: str | None
 
 
+class CompetitorSeen(BaseModel):
+    domain: str
+    cited: bool
+    citation_position: int | None = Field(description="1-based: its site's first citation.")
+    mentioned: bool
+    mention_count: int
+    mention_position: int | None = Field(
+        description="1 when it is the first of the tracked names the answer gives."
+    )
+
+
+class CompetitorRow(CompetitorSeen):
+    names: list[str]
+    cited_share: float = Field(description="Share of the answers citing its site, 0 to 1.")
+    mentioned_share: float = Field(description="Share of the answers naming it, 0 to 1.")
+
+
 class GeoAnswer(BaseModel):
     text: str = Field(description="The answer (its first 4,000 characters).")
     truncated: bool
@@ -44,6 +62,10 @@ class GeoAnswer(BaseModel):
     citation_position: int | None = Field(description="1-based: the domain's first citation.")
     brand_mentioned: bool
     mention_count: int
+    brand_position: int | None = Field(
+        default=None, description="1 when the brand is the first tracked name the answer gives."
+    )
+    competitors: list[CompetitorSeen] = Field(default_factory=list)
     model: str | None
     checked_at: str
 
@@ -71,6 +93,13 @@ class GeoRow(BaseModel):
     citation_position: int | None = Field(description="The best position among the answers.")
     brand_mentioned: bool = Field(description="Some answer names the brand.")
     mention_count: int = Field(description="Mentions over all the answers.")
+    brand_position: int | None = Field(
+        description="The brand's best order among the tracked names an answer gives (1: "
+        "named before every competitor)."
+    )
+    competitors: list[CompetitorRow] | None = Field(
+        description="Each competitor's citations and mentions in the same answers."
+    )
     cited_share: float = Field(description="Share of the answers citing the domain, 0 to 1.")
     mentioned_share: float = Field(description="Share of the answers naming the brand, 0 to 1.")
     repeats: int = Field(description="Answers the shares are over.")
@@ -83,7 +112,34 @@ class GeoPage(BaseModel):
     next_cursor: str | None
 
 
+class PartyShare(BaseModel):
+    domain: str | None
+    share: float = Field(description="Its share of the tracked parties' points, 0 to 1.")
+    cited_in: int = Field(description="Answered prompts (per engine) citing its site.")
+    mentioned_in: int = Field(description="Answered prompts (per engine) naming it.")
+    by_provider: dict[str, float] = Field(description="The same share over one engine's answers.")
+
+
+class GeoShareOfVoice(BaseModel):
+    job_id: int | None = Field(description="The lookup that collected it (null once pruned).")
+    collected_at: str | None
+    prompts: int = Field(description="The lookup's answered prompts.")
+    answers: int = Field(description="Answered prompts per engine the shares are over.")
+    providers: list[str] = Field(description="The engines whose answers count.")
+    project: PartyShare
+    competitors: list[PartyShare]
+    checked_at: str | None
+
+
+class GeoShareOfVoicePage(BaseModel):
+    data: list[GeoShareOfVoice]
+    next_cursor: str | None
+
+
 row = fields_row(GeoRow)
+voice_row = fields_row(GeoShareOfVoice)
+PROMPT_SUBJECTS = tuple(f"{p} " for p in PROVIDERS)  # run.subject: the provider first
+VOICE_SUBJECTS = (VOICE,)
 
 
 def _asked(prompt: Any, values: Mapping[str, Any]) -> list[str]:
@@ -97,7 +153,14 @@ def _trimmed(value: Any) -> str:
 
 PROVIDER = Filter(
     "provider",
-    Literal["openai", "perplexity"],
+    Literal[
+        "openai",
+        "perplexity",
+        "gemini",
+        "anthropic",
+        "serpapi_ai_overview",
+        "dataforseo_ai_overview",
+    ],
     "Only this provider's answers.",
     FieldMatch("provider"),
     selects=False,
@@ -130,9 +193,11 @@ READS = (
         filters=(PROVIDER, CITED),
         snapshot=False,
         description="The latest answer of every prompt (per provider) the project's completed "
-        "`geo_lookup` jobs asked: cited?, position, mentioned?, the shares over repeats, with "
-        "`job_id` and `collected_at`. Never starts a job: 404 until one has completed.",
+        "`geo_lookup` jobs asked: cited?, position, mentioned?, the shares over repeats, each "
+        "competitor's the same, with `job_id` and `collected_at`. Never starts a job: 404 "
+        "until one has completed.",
         tags=("geo",),
+        subject_prefixes=PROMPT_SUBJECTS,
     ),
     Read(
         "geo/history",
@@ -149,6 +214,38 @@ READS = (
         description="Every completed answer of `prompt` (of every prompt without it; of one "
         "provider, if given), newest first. 404 until one has completed.",
         tags=("geo",),
+        subject_prefixes=PROMPT_SUBJECTS,
+    ),
+    Read(
+        "geo/share-of-voice",
+        "list_geo_share_of_voice",
+        "geo_lookup",
+        GeoShareOfVoice,
+        response=GeoShareOfVoicePage,
+        to_row=voice_row,
+        summary="GEO Share of Voice",
+        description="The newest share of voice in AI answers: the project's and each "
+        "competitor's share of the tracked parties' points over the last lookup's prompts and "
+        "every engine's latest answer of them (per answer: "
+        f"{CITED_WEIGHT} x cited share / best citation position + {MENTIONED_WEIGHT} x "
+        "mentioned share / order among the tracked names). Never starts a job: 404 until a "
+        "lookup has completed.",
+        tags=("geo",),
+        subject_prefixes=VOICE_SUBJECTS,
+    ),
+    Read(
+        "geo/share-of-voice/history",
+        "list_geo_share_of_voice_history",
+        "geo_lookup",
+        GeoShareOfVoice,
+        response=GeoShareOfVoicePage,
+        to_row=voice_row,
+        source="history",
+        orders=NEWEST_FIRST,
+        summary="GEO Share of Voice History",
+        description="Every lookup's share of voice, newest first. 404 until one has completed.",
+        tags=("geo",),
+        subject_prefixes=VOICE_SUBJECTS,
     ),
 )
 
@@ -156,6 +253,7 @@ READS = (
 # -- what changed (webhooks: geo.visibility_changed) -----------------------------------------
 
 SHARES = ("cited_share", "mentioned_share")
+Data = Mapping[str, Any]
 
 
 class VisibilityFilters(BaseModel):
@@ -169,24 +267,78 @@ class VisibilityFilters(BaseModel):
     )  # fmt: skip
 
 
+def _moves(old: Data, new: Data, names: tuple[str, ...]) -> dict[str, Any]:
+    moved = {}
+    for name in names:
+        was, now = old.get(name), new.get(name)
+        if isinstance(was, int | float) and isinstance(now, int | float) and was != now:
+            moved[name] = {"before": was, "after": now, "change": round(now - was, 4)}
+    return moved
+
+
+def _by_domain(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    found = data.get("competitors")
+    listed = found if isinstance(found, list) else []
+    return {c["domain"]: c for c in listed if isinstance(c, dict) and "domain" in c}
+
+
+def _rivals(old: Data, new: Data, names: tuple[str, ...]) -> dict[str, Any]:
+    """Each competitor whose shares moved (those tracked both times)."""
+    before, after = _by_domain(old), _by_domain(new)
+    moved = {}
+    for domain, now in after.items():
+        if domain in before and (shares := _moves(before[domain], now, names)):
+            moved[domain] = shares
+    return moved
+
+
+def _voice(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A share of voice: the project's moved, or a competitor's moved."""
+    project = _moves(old.get("project") or {}, new.get("project") or {}, ("share",))
+    rivals = _rivals(old, new, ("share",))
+    if not project and not rivals:
+        return None
+    shares = {"share_of_voice": project["share"]} if project else {}
+    ahead = [
+        c["domain"]
+        for c in new.get("competitors") or []
+        if isinstance(c, dict) and c.get("share", 0) > (new.get("project") or {}).get("share", 0)
+    ]
+    return {"prompt": None, "provider": None, "shares": shares, "competitors": rivals,
+            "ahead": ahead}  # fmt: skip
+
+
 def visibility(before: CollectionRecord | None, after: CollectionRecord) -> dict[str, Any] | None:
     """The share of a prompt's answers that cite the domain, or name the brand, moved since
-    the prompt's previous lookup with the provider: each share ``before`` and ``after``."""
+    the prompt's previous lookup with the provider (each share ``before`` and ``after``), or a
+    competitor's did (``competitors``: per domain); or the lookup's share of voice moved (its
+    ``share_of_voice``, the competitors' shares, and ``ahead``: those now above the project)."""
     if before is None:
         return None
     old, new = data_of(before), data_of(after)
-    moved = {}
-    for share in SHARES:
-        was, now = old.get(share), new.get(share)
-        if isinstance(was, int | float) and isinstance(now, int | float) and was != now:
-            moved[share] = {"before": was, "after": now, "change": round(now - was, 4)}
-    if not moved:
+    if after.subject == VOICE:
+        return _voice(old, new)
+    moved = _moves(old, new, SHARES)
+    rivals = _rivals(old, new, SHARES)
+    if not moved and not rivals:
         return None
-    return {"prompt": new.get("prompt"), "provider": new.get("provider"), "shares": moved}
+    return {
+        "prompt": new.get("prompt"),
+        "provider": new.get("provider"),
+        "shares": moved,
+        "competitors": rivals,
+    }
 
 
 def moved_enough(filters: VisibilityFilters, data: Mapping[str, Any]) -> bool:
-    return any(abs(s["change"]) >= filters.min_change for s in data["shares"].values())
+    shares = [*data["shares"].values()]
+    shares += [s for c in data.get("competitors", {}).values() for s in c.values()]
+    return any(abs(s["change"]) >= filters.min_change for s in shares)
+
+
+def event_row(found: CollectionRecord) -> dict[str, Any]:
+    """A collection as the event shows it: a prompt's row, or a share of voice's."""
+    return voice_row(found) if found.subject == VOICE else row(found)
 
 
 CHANGES = (
@@ -194,7 +346,7 @@ CHANGES = (
         "geo.visibility_changed",
         "geo_lookup",
         visibility,
-        to_row=row,
+        to_row=event_row,
         filters=VisibilityFilters,
         matches=moved_enough,
         description=visibility.__doc__ or "",

@@ -29,14 +29,18 @@ from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.fallback import Chain, Unanswered, hands_over
 from seojobs.kinds.geo_lookup.matching import analyse, summary
-from seojobs.kinds.geo_lookup.params import GeoLookupParams
+from seojobs.kinds.geo_lookup.params import ENGINES, PROVIDERS, GeoLookupParams
+from seojobs.kinds.geo_lookup.voice import share_of_voice
+from seojobs.providers.ai_overview import DataForSeoOverview, SerpApiOverview
 from seojobs.providers.ai_search import AiSearch
+from seojobs.providers.anthropic_search import AnthropicSearch
 from seojobs.providers.base import (
     MALFORMED_RESPONSE,
     NOT_CONFIGURED,
     UPSTREAM_ERROR,
     ProviderError,
 )
+from seojobs.providers.gemini import GeminiSearch
 from seojobs.providers.openai_responses import OpenAiSearch
 from seojobs.providers.perplexity import PerplexitySearch
 from seojobs.records import ItemRecord
@@ -44,10 +48,16 @@ from seojobs.timefmt import rfc3339
 
 ANSWERED = "answered"
 PROMPTS_AT_ONCE = 4  # provider calls in flight per job: AI answers take seconds each
-ADAPTERS: dict[str, type[OpenAiSearch] | type[PerplexitySearch]] = {
+ADAPTERS: dict[str, Any] = {
     "openai": OpenAiSearch,
     "perplexity": PerplexitySearch,
+    "gemini": GeminiSearch,
+    "anthropic": AnthropicSearch,
+    "serpapi_ai_overview": SerpApiOverview,
+    "dataforseo_ai_overview": DataForSeoOverview,
 }
+assert set(ADAPTERS) == set(PROVIDERS)  # a declaration, checked at import
+VOICE = "share-of-voice"  # the subject of a lookup's share of voice (no provider's name)
 
 
 class GeoLookupSettings(BaseSettings):
@@ -58,17 +68,20 @@ class GeoLookupSettings(BaseSettings):
         default=None,
         validation_alias=moved("seojobs_geo_lookup_providers", "seojobs_geo_providers"),
         description="AI search, the order a job without `provider` tries (default: openai, "
-        "perplexity).",
+        "perplexity, gemini, anthropic; Google's AI Overviews, serpapi_ai_overview and "
+        "dataforseo_ai_overview, when listed).",
     )
 
 
 # AI search has no engines: one order (SEOJOBS_GEO_LOOKUP_PROVIDERS, or SEOJOBS_GEO_PROVIDERS,
-# a JSON list) under "ai".
+# a JSON list) under "ai". The AI Overview adapters are not in the default order: the SERP
+# providers' keys are set for rank and index checks, which should not start answering GEO
+# prompts; a job names them (or google_ai_overview), or the setting lists them.
 AI = "ai"
 AI_SEARCH = ProviderRole(
     "AI search",
     "providers",
-    {AI: ("openai", "perplexity")},
+    {AI: ("openai", "perplexity", "gemini", "anthropic")},
     single=AI,
     settings=GeoLookupSettings,
 )
@@ -80,12 +93,21 @@ def subject(provider: str, prompt: str) -> str:
     return f"{provider} {prompt}"
 
 
-def provider_of(params: GeoLookupParams, settings: Any) -> str | None:
-    """The job's own choice, else the first configured one in SEOJOBS_GEO_LOOKUP_PROVIDERS."""
+def _named(params: GeoLookupParams, settings: Any) -> list[str]:
+    """The adapters a job asks, in order: the one its params name (an engine's: those that
+    serve it), else those of SEOJOBS_GEO_LOOKUP_PROVIDERS."""
     if params.provider is not None:
+        return list(ENGINES.get(params.provider, (params.provider,)))
+    return [name for name in AI_SEARCH.order(settings, AI) if name in ADAPTERS]
+
+
+def provider_of(params: GeoLookupParams, settings: Any) -> str | None:
+    """The first configured adapter the job asks; the one it names when none is."""
+    names = _named(params, settings)
+    chosen = next((name for name in names if providers.configured(settings, name)), None)
+    if chosen is None and params.provider is not None:
         return params.provider
-    order = [name for name in AI_SEARCH.order(settings, AI) if name in ADAPTERS]
-    return next((name for name in order if providers.configured(settings, name)), None)
+    return chosen
 
 
 def _missing(settings: Any) -> str:
@@ -100,6 +122,9 @@ def refusal(params: GeoLookupParams, settings: Any) -> Refusal | None:
     name = provider_of(params, settings)
     if name is None:
         return Refusal(NOT_CONFIGURED, _missing(settings), "provider")
+    if not providers.configured(settings, name) and name in ENGINES:
+        hints = ", or ".join(f"{providers.setting_names(n)} ({n})" for n in ENGINES[name])
+        return Refusal(NOT_CONFIGURED, f"{name} is not configured: set {hints}", "provider")
     if not providers.configured(settings, name):
         message = f"{name} is not configured: set {providers.setting_names(name)}"
         return Refusal(NOT_CONFIGURED, message, "provider")
@@ -127,6 +152,7 @@ class Lookup:
         failed: list[dict[str, str]] = []
         chain = self.chain
         source = chain.first
+        rivals = [c.model_dump() for c in params.competitors]
         for _ in range(params.repeats):
             await self.ctx.ensure_held()  # each call is billed: not for a job taken away
             try:
@@ -143,7 +169,7 @@ class Lookup:
                 chain = Chain([source], chain.down)
             checked_at = rfc3339(datetime.now(UTC))
             answer = answered.value
-            answers.append(analyse(answer, params.domain, params.brand or [], checked_at))
+            answers.append(analyse(answer, params.domain, params.brand or [], checked_at, rivals))
         result = self.result(item.input, answers, source.name, failed)
         return ItemResult(outcome=ANSWERED, result=result)
 
@@ -167,14 +193,16 @@ class Lookup:
             "domain": params.domain,
             "repeats": len(answers),
             "checked_at": answers[-1]["checked_at"] if answers else None,
-            **summary(answers),
+            **summary(answers, [c.model_dump() for c in params.competitors]),
         }
 
 
-async def _collect(ctx: JobContext[GeoLookupParams]) -> dict[str, int]:
-    """Store every answered prompt (finished by this claim or an earlier one)."""
+async def _collect(ctx: JobContext[GeoLookupParams]) -> dict[str, Any]:
+    """Store every answered prompt (finished by this claim or an earlier one), then the share
+    of voice over them and the other engines' latest answers of the same prompts."""
     counts = {"answered": 0, "cited": 0, "mentioned": 0}
     first_error: tuple[str, str] | None = None
+    answered: list[dict[str, Any]] = []
     async for item in ctx.items():
         if item.error_code:
             first_error = first_error or (item.error_code, item.error_message or "")
@@ -182,22 +210,40 @@ async def _collect(ctx: JobContext[GeoLookupParams]) -> dict[str, int]:
         if item.result is None:
             continue
         await ctx.collect(subject(item.result["provider"], item.input), item.result)
+        answered.append(item.result)
         counts["answered"] += 1
         counts["cited"] += bool(item.result.get("domain_cited"))
         counts["mentioned"] += bool(item.result.get("brand_mentioned"))
     if not counts["answered"] and first_error is not None:
         raise JobFailed(*first_error)
-    return counts
+    if not answered:
+        return counts
+    rows = answered + await _other_engines(ctx, answered)
+    params = ctx.params
+    voice = share_of_voice(rows, params.domain, [c.domain for c in params.competitors])
+    await ctx.collect(VOICE, voice | {"checked_at": rfc3339(datetime.now(UTC))})
+    return {**counts, "share_of_voice": voice["project"]["share"]}
+
+
+async def _other_engines(
+    ctx: JobContext[GeoLookupParams], answered: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The latest published answer of each prompt by each engine this lookup did not ask."""
+    found = []
+    for row in answered:
+        for name in PROVIDERS:
+            if name == row["provider"]:
+                continue
+            other = await ctx.published(subject(name, row["prompt"]))
+            if isinstance(other, dict):
+                found.append(other)
+    return found
 
 
 def _chain(params: GeoLookupParams, settings: Any) -> Chain[AiSearch]:
-    """The provider the params name, else every configured one in order."""
-    names: list[str]
-    if params.provider is not None:
-        names = [params.provider] if providers.configured(settings, params.provider) else []
-    else:
-        order = [name for name in AI_SEARCH.order(settings, AI) if name in ADAPTERS]
-        names = [name for name in order if providers.configured(settings, name)]
+    """The provider the params name (an engine's: its configured ones), else every
+    configured one in order."""
+    names = [name for name in _named(params, settings) if providers.configured(settings, name)]
     if not names:  # gone since created
         raise JobFailed(NOT_CONFIGURED, _missing(settings))
     try:
