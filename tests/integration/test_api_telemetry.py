@@ -16,6 +16,8 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from opentelemetry import metrics as otel_metrics
+from opentelemetry import trace as otel_trace
 from prometheus_client.parser import text_string_to_metric_families
 
 from seojobs.engine import maintenance
@@ -79,6 +81,28 @@ def test_requests_by_route_template_and_status(app: Api) -> None:
     latency = "seojobs_http_request_duration_seconds_count"
     assert _grew(before, after, latency, method="GET", route=route) == 2
     assert _grew(before, after, "seojobs_rate_limit_rejections_total", policy="user") == 1
+
+
+def test_requests_never_ask_for_opentelemetry_providers(
+    app: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FastAPI's own OpenTelemetry hooks are off: seojobs counts on /metrics, and FastAPI asked
+    # for the global providers (reading the environment) on every request, about 10 us of
+    # each status GET (bench/api.py).
+    asked: list[str] = []
+    for module, getter in (
+        (otel_trace, "get_tracer_provider"),
+        (otel_metrics, "get_meter_provider"),
+    ):
+        real = getattr(module, getter)
+        monkeypatch.setattr(
+            module, getter, lambda real=real, name=getter: asked.append(name) or real()
+        )
+    alice = app.account()
+    job, _ = app.services.jobs.create(alice.user, "test_noop", {})
+    client = app.client(alice, in_process=True)
+    assert client.get(f"/v1/jobs/{job.id}").status_code == 200
+    assert asked == []
 
 
 def test_request_id_kept_made_and_echoed(app: Api) -> None:

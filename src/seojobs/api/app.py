@@ -92,6 +92,10 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served by seojobs.api.docs, without a CDN
         redoc_url=None,
+        # FastAPI's own OpenTelemetry hooks: seojobs does not use them (its metrics are
+        # /metrics), and asking whether a provider is configured read the environment on
+        # every request (about 10 us of each status GET, bench/api.py).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.router.route_class = CheckedRoute  # the app's own routes pass the input gate too
     app.state.settings = settings
