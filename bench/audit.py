@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -83,6 +84,11 @@ def parse_args(argv: list[str] | None) -> Options:
         parser.error(
             f"{args.peer_python} not found: python3 -m venv .venv-peer && "
             ".venv-peer/bin/pip install advertools (or --only ours,bare)"
+        )
+    if "bare" in args.only and importlib.util.find_spec("selectolax") is None:
+        parser.error(
+            "selectolax not installed (the bare loop's parser): "
+            ".venv/bin/pip install -e '.[dev,bench]' (or --only ours,advertools)"
         )
     args.only = frozenset(args.only)
     return args
@@ -180,7 +186,7 @@ class Bench:
     def profile(self) -> list[str]:
         binary = spy.available()
         if binary is None:
-            return ["profile: py-spy not found (pip install py-spy into this venv)"]
+            return ["profile: py-spy not found (.venv/bin/pip install -e '.[dev,bench]')"]
         out = self.tmp / "spy.txt"
         recorder: list[subprocess.Popen[bytes]] = []
 

@@ -417,7 +417,10 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
                 await asyncio.shield(renderer.close())
         robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
     files = SiteFiles(page_key(params.start_url), robots.robots_url, robots.status, sitemaps_read)
-    pages = [item.result async for item in ctx.items() if item.result]
+    # Every page's record, read back once (an earlier claim's too) for the site-wide checks
+    # and the page table: each read of 5,000 records parses megabytes of JSON.
+    numbered = [(item.seq, item.result) async for item in ctx.items() if item.result]
+    pages = [page for _seq, page in numbered]
     reporting = Reporting.of(params)
     site = reporting.apply(site_findings(pages, listed, files))
     await ctx.add_findings(site)
@@ -426,4 +429,4 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         data["crawl_budget_hit"] = frontier.out_of_time
     ctx.result = data
     await ctx.collect(parse_url(params.start_url).host, {"start_url": params.start_url, **data})
-    await write_pages(ctx)  # the audit_pages table, with in-link counts (reads: issue 13)
+    await write_pages(ctx, numbered)  # audit_pages, with in-link counts (reads: issue 13)

@@ -39,7 +39,9 @@ def page_rows(pages: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
     ]
 
 
-async def write_pages(ctx: JobContext[SiteAuditParams]) -> None:
-    """Store the audit's pages, read back from its items (an earlier claim's too)."""
-    pages = [(item.seq, item.result) async for item in ctx.items() if item.result]
+async def write_pages(
+    ctx: JobContext[SiteAuditParams], pages: list[tuple[int, dict[str, Any]]]
+) -> None:
+    """Store the audit's pages: (item seq, record) of every item with a result, read back
+    from the job's items (an earlier claim's too)."""
     await ctx.replace_rows(PAGE_TABLE.name, page_rows(pages))
