@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seojobs.engine.context import Finding
-from seojobs.kinds.site_audit import rules_content, rules_fetch, rules_links, rules_secure
+from seojobs.kinds.site_audit import (
+    rules_content,
+    rules_fetch,
+    rules_links,
+    rules_secure,
+    rules_structured,
+)
 from seojobs.kinds.site_audit.check import (
     SEVERITIES,
     Check,
@@ -35,6 +41,7 @@ PAGE_RULES: dict[str, tuple[Check, Rule]] = {
     for check, rule in [
         *rules_fetch.RULES,
         *rules_content.RULES,
+        *rules_structured.RULES,
         *rules_links.RULES,
         *rules_secure.RULES,
     ]
@@ -161,9 +168,11 @@ def page_findings(
         if code in reporting.disabled:
             continue
         evidence = rule(page, thresholds)
-        if evidence is not None:
+        if evidence is None:
+            continue
+        for each in evidence if isinstance(evidence, list) else (evidence,):
             found.append(
-                Finding(code, reporting.severity[code], {"url": page.url, "evidence": evidence})
+                Finding(code, reporting.severity[code], {"url": page.url, "evidence": each})
             )
     return found
 

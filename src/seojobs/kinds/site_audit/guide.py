@@ -96,6 +96,22 @@ GUIDE: dict[str, tuple[str, str]] = {
         "structured_data",
         "Add the recommended properties the item lacks for a fuller result.",
     ),
+    "schema_type_unknown": (
+        "structured_data",
+        "Use a type schema.org defines (check its spelling and case at schema.org).",
+    ),
+    "schema_property_unknown": (
+        "structured_data",
+        "Use the property schema.org defines for the type, or a more specific type that has it.",
+    ),
+    "microdata_property_outside_item": (
+        "structured_data",
+        "Put the itemprop inside the element with itemscope (and itemtype) it belongs to.",
+    ),
+    "microdata_item_untyped": (
+        "structured_data",
+        "Give the itemscope an itemtype (a schema.org type URL, e.g. https://schema.org/Product).",
+    ),
     "deprecated_html": ("markup", "Replace obsolete elements with CSS."),
     "plugin_content": ("content", "Replace plugin content with HTML, video or images."),
     "iframe_present": ("content", "Put content that should rank in this page's own HTML."),
