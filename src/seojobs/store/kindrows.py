@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     delete,
     insert,
+    select,
 )
 from sqlalchemy.types import TypeEngine
 
@@ -96,3 +97,17 @@ def replace(
     for start in range(0, len(rows), CHUNK):
         chunk = [{**row, "job_id": job_id} for row in rows[start : start + CHUNK]]
         conn.execute(insert(found), chunk)
+
+
+def rows_of(
+    conn: Connection, name: str, job_id: int, columns: Sequence[str], limit: int
+) -> list[dict[str, Any]]:
+    """``columns`` of the job's first ``limit`` rows of table ``name``, in key order."""
+    found = table(name)
+    query = (
+        select(*(found.c[c] for c in columns))
+        .where(found.c.job_id == job_id)
+        .order_by(*found.primary_key.columns)
+        .limit(limit)
+    )
+    return [dict(row._mapping) for row in conn.execute(query)]

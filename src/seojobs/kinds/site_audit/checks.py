@@ -124,6 +124,20 @@ SITE_CHECKS = (
         "linked_page_blocked_by_robots", N, "A linked page of the site is disallowed by robots.txt."
     ),
     _site("robots_txt_missing", N, "robots.txt answers 4xx: the site has none."),
+    _site(
+        "orphan_page",
+        W,
+        "A page the previous audit crawled still answers, but no crawled page links to it "
+        "and no sitemap lists it.",
+    ),
+    Check(
+        "page_weight_high",
+        W,
+        "The page's HTML and the subresources of the site it loads that the crawl fetched "
+        "weigh more than the threshold.",
+        threshold="page_max_kb",
+        scope="site",
+    ),
 )
 CATALOGUE: tuple[Check, ...] = tuple(c for c, _rule in PAGE_RULES.values()) + SITE_CHECKS
 SEVERITY = {c.code: c.severity for c in CATALOGUE}

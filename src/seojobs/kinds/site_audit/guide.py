@@ -169,4 +169,12 @@ GUIDE: dict[str, tuple[str, str]] = {
     "indexable_not_in_sitemap": ("sitemaps", "Add the page to a sitemap."),
     "linked_page_blocked_by_robots": ("robots", "Allow the page in robots.txt or unlink it."),
     "robots_txt_missing": ("robots", "Publish a robots.txt, even one allowing everything."),
+    "orphan_page": (
+        "links",
+        "Link to it from a relevant page and list it in the sitemap, or redirect or remove it.",
+    ),
+    "page_weight_high": (
+        "performance",
+        "Trim the HTML; compress, resize or defer the scripts, styles and media it loads.",
+    ),
 }

@@ -51,6 +51,12 @@ class Thresholds(BaseModel):
     )
     h1_max_chars: int = Field(default=70, ge=1, description="h1_too_long over this.")
     img_alt_max_chars: int = Field(default=100, ge=1, description="img_alt_too_long over this.")
+    page_max_kb: int = Field(
+        default=3072,
+        ge=1,
+        description="page_weight_high over this: the HTML and what it loads that the crawl "
+        "fetched.",
+    )
     html_max_kb: int = Field(
         default=1024, ge=1, description="html_too_large over this many KB (1024 bytes each)."
     )
