@@ -47,7 +47,7 @@ SCHEMA_ORG = ("schema.org/", "schema:")
 
 def has_items(html: str) -> bool:
     """Whether the page may hold microdata or RDFa (cheap: most pages hold none)."""
-    return "itemprop" in html or "itemscope" in html or "typeof" in html
+    return ("item" in html and ("itemprop" in html or "itemscope" in html)) or "typeof" in html
 
 
 def _name(term: str) -> str:
