@@ -31,6 +31,8 @@ def sources(f: PageFacts) -> Iterator[tuple[str, str, list[Any]]]:
 
 def _each(test: Callable[[str, list[Any]], list[dict[str, str]]]) -> Callable[..., Evidence]:
     def rule(f: PageFacts, _t: Thresholds) -> Evidence:
+        if not f.json_ld and f.items is None:
+            return None  # most pages: no structured data at all
         found = [
             {"syntax": syntax, **lack}
             for syntax, label, values in sources(f)
