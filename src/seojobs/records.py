@@ -181,6 +181,17 @@ class ProjectRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ProjectDefaults:
+    """What a job takes from the project it is made for (``Kind.project_params``): the
+    project as named in the request (None: the user's default project, not named) and the
+    settings the kind keeps for that project (``Kind.project_settings``; ``{}`` when it keeps
+    none, or the project stored none)."""
+
+    record: ProjectRecord | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class ScheduleRecord:
     id: int
     project_id: int

@@ -167,8 +167,31 @@ RICH_EVENT = {
     "description": "Pruning the roses.",
     "image": "/roses.png",
     "offers": "free",
+    "eventStatus": "EventScheduled",
+    "organizer": "The gardeners",
+    "performer": "The gardeners",
 }
-RICH_RECIPE = {"@type": "Recipe", "name": "Compost", "image": "/compost.png"}
+# What Google requires, and all it recommends but recipeInstructions.
+RICH_RECIPE = {
+    "@type": "Recipe",
+    "name": "Compost",
+    "image": "/compost.png",
+    "author": "The gardeners",
+    "recipeIngredient": ["leaves", "grass"],
+}
+# Microdata: a Product with all Google recommends, but neither offers, review nor rating.
+MICRODATA_PRODUCT = (
+    '<div itemscope itemtype="https://schema.org/Product"><h2 itemprop="name">A rake</h2>'
+    '<img itemprop="image" src="/rake.png" alt="A rake" width="20" height="20">'
+    '<p itemprop="description">Rakes.</p>'
+    '<div itemprop="brand" itemscope itemtype="https://schema.org/Brand">'
+    '<span itemprop="name">Gardens</span></div></div>'
+)
+# RDFa Lite: a Person with a property schema.org does not define for people.
+RDFA_PERSON = (
+    '<div vocab="https://schema.org/" typeof="Person"><span property="name">Ann</span>'
+    '<span property="colour">green</span></div>'
+)
 
 
 def _json_ld(item: dict[str, object]) -> str:
@@ -283,6 +306,16 @@ PAGES: dict[str, str] = {
     "/rich-complete": html("rich-complete", head=_json_ld(RICH_PRODUCT)),
     "/rich-incomplete": html("rich-incomplete", head=_json_ld(RICH_EVENT)),
     "/rich-recommended": html("rich-recommended", head=_json_ld(RICH_RECIPE)),
+    # Microdata and RDFa (issue 30.2), and schema.org's vocabulary.
+    "/microdata-incomplete": _with("microdata-incomplete", MICRODATA_PRODUCT),
+    "/rdfa-unknown-property": _with("rdfa-unknown-property", RDFA_PERSON),
+    "/schema-unknown-type": html(
+        "schema-unknown-type", head=_json_ld({"@type": "GardenGadget", "name": "Trug"})
+    ),
+    "/microdata-stray": _with("microdata-stray", '<p><span itemprop="name">Trowel</span></p>'),
+    "/microdata-untyped": _with(
+        "microdata-untyped", '<div itemscope><span itemprop="name">Fork</span></div>'
+    ),
     "/deprecated": _with("deprecated", "<center>Centred the old way</center>"),
     "/plugin": _with("plugin", '<object data="/movie.swf"></object>'),
     "/iframe": _with("iframe", '<iframe src="/clean/1" title="Clean one"></iframe>'),
@@ -447,6 +480,11 @@ PLANTED = {
     ("structured_data_incomplete", "/json-ld-incomplete"),
     ("rich_result_required_missing", "/rich-incomplete"),
     ("rich_result_recommended_missing", "/rich-recommended"),
+    ("rich_result_required_missing", "/microdata-incomplete"),
+    ("schema_property_unknown", "/rdfa-unknown-property"),
+    ("schema_type_unknown", "/schema-unknown-type"),
+    ("microdata_property_outside_item", "/microdata-stray"),
+    ("microdata_item_untyped", "/microdata-untyped"),
     ("deprecated_html", "/deprecated"),
     ("plugin_content", "/plugin"),
     ("iframe_present", "/iframe"),

@@ -24,12 +24,16 @@ def _complete(kind: str) -> dict[str, Any]:
     return node
 
 
-def _codes_of(blocks: list[Any]) -> dict[str, Any]:
+def _codes_of(blocks: list[Any]) -> dict[str, list[Any]]:
+    """Each code's evidences: one finding per item and property (issue 30.2)."""
     scripts = "".join(
         f'<script type="application/ld+json">{json.dumps(b)}</script>' for b in blocks
     )
     page = _page(html("rich", head=scripts))
-    return {f.code: f.data["evidence"] for f in page_findings(page, Thresholds())}
+    found: dict[str, list[Any]] = {}
+    for f in page_findings(page, Thresholds()):
+        found.setdefault(f.code, []).append(f.data["evidence"])
+    return found
 
 
 @pytest.mark.parametrize("kind", sorted(RICH_TYPES))
@@ -59,8 +63,9 @@ def test_items_are_found_nested_and_in_graphs_and_reported_per_page() -> None:
     product = {**_complete("Product"), "offers": {"@type": "Offer", "priceCurrency": "EUR"}}
     blocks = [{"@context": "https://schema.org", "@graph": [product, {"@type": "Event"}]}]
     evidence = _codes_of(blocks)
-    required = evidence["rich_result_required_missing"]["missing"]
+    required = evidence["rich_result_required_missing"]
     assert {
+        "syntax": "json-ld",
         "type": "Offer",
         "item": "block 1.@graph[0].offers",
         "property": "price|priceSpecification",
@@ -70,9 +75,7 @@ def test_items_are_found_nested_and_in_graphs_and_reported_per_page() -> None:
         ("Event", "startDate"),
         ("Event", "location"),
     }
-    assert "availability" in {
-        m["property"] for m in evidence["rich_result_recommended_missing"]["missing"]
-    }
+    assert "availability" in {m["property"] for m in evidence["rich_result_recommended_missing"]}
     # A page without rich-result types has neither finding.
     assert "rich_result_required_missing" not in _codes_of([{"@context": "x", "@type": "Thing"}])
 

@@ -8,7 +8,7 @@ the job's claim.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -263,6 +263,14 @@ class JobContext(Generic[P]):
         data, so a job resumed after a crash compares with the same."""
         return await self._host.published(self.job, subject)
 
+    async def published_rows(
+        self, subject: str, table: str, columns: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """The rows of the kind's ``table`` (``columns`` of the first ``limit``, in key order)
+        that the job of the project's latest completed collection of ``subject`` wrote: what
+        the previous audit crawled (issue 30.3's orphans). ``[]`` before the first."""
+        return await self._host.published_rows(self.job, subject, table, columns, limit)
+
     async def replace_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in
         one transaction: a phase that runs again after a rescue leaves one set of rows."""
@@ -280,6 +288,7 @@ class JobContext(Generic[P]):
         semaphore = asyncio.Semaphore(concurrency)
         failures: list[BaseException] = []
         in_flight: set[asyncio.Task[None]] = set()
+        finished = [0]  # items done so far (their results, and the items they added, written)
 
         async def one(item: ItemRecord) -> None:
             try:
@@ -288,6 +297,7 @@ class JobContext(Generic[P]):
             except BaseException as exc:  # collected; re-raised after in-flight items settle
                 failures.append(exc)
             finally:
+                finished[0] += 1
                 self._unrecorded -= 1
                 self._changed.set()
                 semaphore.release()
@@ -303,7 +313,7 @@ class JobContext(Generic[P]):
                     if self.stopping:
                         interrupted = True
                         break
-                    started = 0
+                    started, before = 0, finished[0]
                     async for item in self._open_items_after(after):
                         await semaphore.acquire()
                         if failures or self.stopping:
@@ -315,6 +325,10 @@ class JobContext(Generic[P]):
                         task.add_done_callback(in_flight.discard)
                         after, started = item.seq, started + 1
                     if started == 0 and not in_flight:
+                        if finished[0] != before:
+                            # An item finished while the open ones were read: what it added
+                            # may be newer than that read (PostgreSQL lost /b this way).
+                            continue
                         break  # nothing open, and nothing running that could add more
                     if started == 0:
                         # Items in flight may add more: look again once one of them is done.

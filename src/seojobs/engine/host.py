@@ -8,6 +8,7 @@ is kept. ``JobContext`` depends on this module only; ``Worker`` implements it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -82,6 +83,13 @@ class JobHost(Protocol):
 
     async def published(self, job: JobRecord, subject: str) -> Any:
         """The project's latest completed collection of the job's kind about ``subject``."""
+        ...
+
+    async def published_rows(
+        self, job: JobRecord, subject: str, table: str, columns: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        """``columns`` of the rows of the kind's ``table`` that the job of that collection
+        wrote (``[]`` before the first, or when its job was pruned)."""
         ...
 
     async def write(self, job: JobRecord, *changes: Change) -> list[Any]:

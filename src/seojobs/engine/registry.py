@@ -34,7 +34,7 @@ from seojobs.engine.views import GENERIC_VIEW, DashboardView
 from seojobs.fielderrors import message
 from seojobs.jsontypes import Schema, value_at
 from seojobs.reads import ChangeEvent, JobCompare, JobRead, Read
-from seojobs.records import NewItem
+from seojobs.records import NewItem, ProjectDefaults
 from seojobs.rowshape import KindTable
 from seojobs.store import kindrows
 
@@ -126,10 +126,14 @@ class Kind(Generic[P]):
     # answers why not (a missing provider): creation refuses such a job before anything is
     # written, and a schedule's tick stores it failed with the refusal's code.
     refusal: Callable[[P, Any], Refusal | None] | None = None
-    # The params a job of the kind takes from its project's tracked fields (issue 29.1: a
-    # rank check's target and competitors) when the request leaves them out: the request's
-    # params and the project (a ProjectRecord) in, the params to validate out.
-    project_params: Callable[[Mapping[str, Any], Any], dict[str, Any]] | None = None
+    # The params a job of the kind takes from its project when the request leaves them out:
+    # its tracked fields (issue 29.1: a rank check's target and competitors) or the settings
+    # the kind keeps per project (issue 30.4: an audit's). The request's params and a
+    # ``records.ProjectDefaults`` in, the params to validate out.
+    project_params: Callable[[Mapping[str, Any], ProjectDefaults], dict[str, Any]] | None = None
+    # The kind keeps settings per project (``/v1/projects/{id}/audit-settings`` for
+    # ``site_audit``): they are read for ``project_params`` when a job is made.
+    project_settings: bool = False
     # CSV report columns besides the generic ones (input, status, error, finished_at).
     report_columns: tuple[ReportColumn, ...] = ()
     # Workers serve queues (``seojobs worker --queue``); ``concurrency`` caps the jobs of

@@ -523,6 +523,18 @@ class Worker:
 
         return await self.run_db(read)
 
+    async def published_rows(
+        self, job: JobRecord, subject: str, table: str, columns: Sequence[str], limit: int
+    ) -> list[dict[str, Any]]:
+        def read() -> list[dict[str, Any]]:
+            with self.db.read() as conn:
+                found = result_sql.latest(conn, job.project_id, job.kind, subject)
+                if found is None or found.job_id is None:
+                    return []
+                return kindrows.rows_of(conn, table, found.job_id, columns, limit)
+
+        return await self.run_db(read)
+
     async def write(self, job: JobRecord, *changes: Change) -> list[Any]:
         """Every change in one transaction, fenced by the job's claim; a lost claim stops the
         job (``Interrupted``) and none of them is kept."""

@@ -11,10 +11,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from seojobs.engine.registry import InvalidParams, Kind, Refusal, Registry, UnknownKind
-from seojobs.records import ProjectRecord, UserRecord
+from seojobs.records import ProjectDefaults, ProjectRecord, UserRecord
 from seojobs.services.errors import FieldError, Invalid, NotFound
 from seojobs.settings import Settings
 from seojobs.store import accounts
+from seojobs.store import audit_settings as project_settings
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.fastread import FastReads
@@ -48,6 +49,18 @@ class ServiceBase:
         if found is None or found.user_id != user.id:
             raise NotFound(f"project {project_id}")
         return found
+
+    def defaults(
+        self, spec: Kind[Any], record: ProjectRecord | None, project_id: int
+    ) -> ProjectDefaults:
+        """What a job of ``spec`` takes from its project (``Kind.project_params``): the
+        project named (``record``) and the settings the kind keeps for the project the job
+        is made for (``project_id``: the named one, or the user's default)."""
+        settings: dict[str, Any] = {}
+        if spec.project_settings:
+            with self.db.read() as conn:
+                settings = project_settings.get(conn, project_id)
+        return ProjectDefaults(record, settings)
 
     def projects(self, user: UserRecord) -> list[ProjectRecord]:
         with self.db.read() as conn:

@@ -9,8 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from seojobs.engine.registry import Kind
-from seojobs.kinds import site_audit
-from seojobs.kinds.site_audit.params import with_defaults
 from seojobs.logfmt import REQUEST_ID
 from seojobs.records import (
     FindingRecord,
@@ -25,7 +23,6 @@ from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import JobFinished, NotFound
 from seojobs.services.quotas import Quotas
 from seojobs.services.webhooks import one_off_values
-from seojobs.store import audit_settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store import usage as usage_sql
@@ -71,13 +68,8 @@ class Jobs(Part):
         spec = self.base.kind(kind)
         record = self.base.project(user, project_id) if project_id else None
         project = record.id if record is not None else user.default_project_id
-        if spec.name == site_audit.NAME and isinstance(params, Mapping):
-            # The project's audit settings are its audits' defaults (issue 30.4).
-            with self.db.read() as conn:
-                stored = audit_settings.get(conn, project)
-            params = with_defaults(stored, dict(params)) if stored else params
-        if record is not None and spec.project_params is not None:  # the job's params win
-            params = spec.project_params(params, record)
+        if spec.project_params is not None and isinstance(params, Mapping):
+            params = spec.project_params(params, self.base.defaults(spec, record, project))
         model = self.base.validated(spec, params)
         title = texts.title(title)
         self.base.runnable(spec, model)

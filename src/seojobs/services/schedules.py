@@ -59,8 +59,10 @@ class Schedules(Part):
         spec = self.base.kind(kind)
         if not spec.schedulable:
             raise Invalid("type", f"{kind} jobs cannot be scheduled; start them one at a time")
-        if project_id and spec.project_params is not None:  # params given win (issue 29.1)
-            params = spec.project_params(params, self.base.project(user, project_id))
+        if spec.project_params is not None:  # params given win (issue 29.1)
+            named = self.base.project(user, project_id) if project_id else None
+            home = named.id if named is not None else user.default_project_id
+            params = spec.project_params(params, self.base.defaults(spec, named, home))
         model = self.base.validated(spec, params)
         self.base.runnable(spec, model)
         self.quotas.fits(user, self.jobs.cost(spec, model))

@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     delete,
     insert,
+    select,
 )
 from sqlalchemy.types import TypeEngine
 
@@ -132,3 +133,17 @@ def _copy(conn: Connection, found: Table, job_id: int, rows: Sequence[Mapping[st
                     for n in names
                 ]
             )
+
+
+def rows_of(
+    conn: Connection, name: str, job_id: int, columns: Sequence[str], limit: int
+) -> list[dict[str, Any]]:
+    """``columns`` of the job's first ``limit`` rows of table ``name``, in key order."""
+    found = table(name)
+    query = (
+        select(*(found.c[c] for c in columns))
+        .where(found.c.job_id == job_id)
+        .order_by(*found.primary_key.columns)
+        .limit(limit)
+    )
+    return [dict(row._mapping) for row in conn.execute(query)]

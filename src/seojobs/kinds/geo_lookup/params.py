@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.keyword_research.params import _text
+from seojobs.records import ProjectDefaults
 
 MAX_PROMPTS = 50
 MAX_PROMPT = 400  # a question, not a document; its collection subject must fit 500 chars
@@ -113,10 +114,13 @@ class GeoLookupParams(BaseModel):
         return self
 
 
-def from_project(params: Mapping[str, Any], project: Any) -> dict[str, Any]:
+def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
     """The project's ``domain``, brand names (``brand``) and ``competitors`` (each a domain
-    and its names) where the request gives none (``project``: a ProjectRecord)."""
+    and its names) where the request gives none (and names a project)."""
     found = dict(params)
+    project = defaults.record
+    if project is None:
+        return found
     if "domain" not in found and project.domain:
         found["domain"] = project.domain
     if "brand" not in found and project.brand_names:

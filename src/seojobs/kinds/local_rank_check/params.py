@@ -13,6 +13,7 @@ from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.geo_lookup.params import Brand
 from seojobs.kinds.keyword_research.params import LANGUAGE_PATTERN, LocationName, Seed
+from seojobs.records import ProjectDefaults
 
 MAX_KEYWORDS = 20
 MAX_NAMES = 10
@@ -167,11 +168,12 @@ class LocalRankCheckParams(BaseModel):
         return self.grid.size**2 if self.grid else 1
 
 
-def from_project(params: Mapping[str, Any], project: Any) -> dict[str, Any]:
+def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
     """The project's ``domain`` and brand names (``names``) where the request gives no way to
-    know the business (no ``place_id``, ``domain`` or ``names``)."""
+    know the business (no ``place_id``, ``domain`` or ``names``) and names a project."""
     found = dict(params)
-    if any(key in found for key in ("place_id", "domain", "names")):
+    project = defaults.record
+    if project is None or any(key in found for key in ("place_id", "domain", "names")):
         return found
     if project.domain:
         found["domain"] = project.domain

@@ -42,7 +42,7 @@ from seojobs.providers.base import NOT_CONFIGURED, REJECTED, ProviderError
 from seojobs.providers.dataforseo_ranks import DataForSeoRanks
 from seojobs.providers.ranks import RankQuery, RankSource, Serp
 from seojobs.providers.serper_ranks import SerperRanks
-from seojobs.records import ItemRecord, ProjectRecord
+from seojobs.records import ItemRecord, ProjectDefaults
 from seojobs.timefmt import rfc3339
 
 ENGINE = "google"  # the one engine of SEOJOBS_RANK_CHECK_PROVIDERS
@@ -86,10 +86,13 @@ def items(params: RankCheckParams) -> list[dict[str, Any]]:
     return [{"keyword": keyword, **where} for keyword in params.keywords]
 
 
-def from_project(params: Mapping[str, Any], project: ProjectRecord) -> dict[str, Any]:
+def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
     """The project's domain as the ``target`` and its competitors' domains as
-    ``competitors``, where the request gives none."""
+    ``competitors``, where the request gives none (and names a project)."""
     found = dict(params)
+    project = defaults.record
+    if project is None:
+        return found
     if "target" not in found and project.domain:
         found["target"] = project.domain
     if "competitors" not in found and project.competitors:

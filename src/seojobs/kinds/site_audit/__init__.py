@@ -20,7 +20,12 @@ from seojobs.engine.views import DashboardView, JobView
 from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
 from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
-from seojobs.kinds.site_audit.params import AuditSettings, SiteAuditParams, Thresholds
+from seojobs.kinds.site_audit.params import (
+    AuditSettings,
+    SiteAuditParams,
+    Thresholds,
+    from_project,
+)
 from seojobs.kinds.site_audit.reads import CHANGES, ISSUES, JOB_READS, PAGES, READS
 
 NAME = "site_audit"
@@ -145,6 +150,8 @@ KIND: Kind[SiteAuditParams] = Kind(
     summary_params=("start_url", "max_pages", "max_depth"),
     schedulable=False,
     cost=_cost,
+    project_params=from_project,
+    project_settings=True,
     quotas=(DAILY, MONTHLY),
     report_columns=tuple(
         ReportColumn(name, name)

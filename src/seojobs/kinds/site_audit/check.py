@@ -16,7 +16,8 @@ from seojobs.kinds.site_audit.params import Thresholds
 
 Severity = Literal["error", "warning", "notice"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "notice")
-Evidence = dict[str, Any] | None
+# A list: one finding per element (an item's each missing property), none when empty.
+Evidence = dict[str, Any] | list[dict[str, Any]] | None
 E: Severity = "error"
 W: Severity = "warning"
 N: Severity = "notice"

@@ -19,6 +19,7 @@ from seojobs.kinds.site_audit import (
     rules_links,
     rules_render,
     rules_secure,
+    rules_structured,
 )
 from seojobs.kinds.site_audit.check import (
     SEVERITIES,
@@ -41,6 +42,7 @@ PAGE_RULES: dict[str, tuple[Check, Rule]] = {
     for check, rule in [
         *rules_fetch.RULES,
         *rules_content.RULES,
+        *rules_structured.RULES,
         *rules_links.RULES,
         *rules_secure.RULES,
         *rules_render.RULES,
@@ -124,6 +126,20 @@ SITE_CHECKS = (
         "linked_page_blocked_by_robots", N, "A linked page of the site is disallowed by robots.txt."
     ),
     _site("robots_txt_missing", N, "robots.txt answers 4xx: the site has none."),
+    _site(
+        "orphan_page",
+        W,
+        "A page the previous audit crawled still answers, but no crawled page links to it "
+        "and no sitemap lists it.",
+    ),
+    Check(
+        "page_weight_high",
+        W,
+        "The page's HTML and the subresources of the site it loads that the crawl fetched "
+        "weigh more than the threshold.",
+        threshold="page_max_kb",
+        scope="site",
+    ),
 )
 CATALOGUE: tuple[Check, ...] = tuple(c for c, _rule in PAGE_RULES.values()) + SITE_CHECKS
 SEVERITY = {c.code: c.severity for c in CATALOGUE}
@@ -168,9 +184,11 @@ def page_findings(
         if code in reporting.disabled:
             continue
         evidence = rule(page, thresholds)
-        if evidence is not None:
+        if evidence is None:
+            continue
+        for each in evidence if isinstance(evidence, list) else (evidence,):
             found.append(
-                Finding(code, reporting.severity[code], {"url": page.url, "evidence": evidence})
+                Finding(code, reporting.severity[code], {"url": page.url, "evidence": each})
             )
     return found
 

@@ -24,6 +24,7 @@ from seojobs.kinds.site_audit.checks import Page, Reporting, codes, page_finding
 from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.pages import write_pages
+from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
@@ -33,6 +34,7 @@ from seojobs.records import ItemRecord
 
 TARGET_UNREACHABLE = "target_unreachable"
 BLOCKED_BY_ROBOTS = "blocked_by_robots"
+MAX_LOADS = 50  # subresources of a page kept for its weight
 
 
 def page_key(url: str) -> str:
@@ -265,6 +267,8 @@ class Crawl:
         record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
+        if facts is not None and (facts.subresources or facts.images):  # for its weight
+            record["loads"] = _loads(fetched.final_url, facts, self.frontier)
         record["external"] = checked  # each external link's outcome, kept for a resume
         return ItemResult(
             outcome="crawled", result=record, findings=tuple(found), added=tuple(added)
@@ -279,6 +283,14 @@ class Crawl:
             return Rendering(raw, error=done.error), raw
         rendered = parse_page(done.html)
         return Rendering(raw, None, done.errors, done.blocked), rendered
+
+
+def _loads(base: str, facts: PageFacts, frontier: Frontier) -> list[str]:
+    """The site's own URLs the page loads (scripts, styles, images, media), a bounded
+    sample."""
+    sources = [*facts.subresources[:MAX_LOADS], *(i.src for i in facts.images[:MAX_LOADS])]
+    found = (_absolute(base, src) for src in sources if src)
+    return sorted({u for u in found if u and frontier.in_scope(u)})
 
 
 def _ok(fetched: FetchResult) -> bool:
@@ -319,6 +331,7 @@ def _record(
         "external_links": len(links) - len(internal),
         # Distinct internal targets, for the site-wide checks.
         "links": sorted({u for u, _nofollow in internal}),
+        "bytes": len(fetched.body),
     }
 
 
@@ -364,6 +377,15 @@ async def run(ctx: JobContext[SiteAuditParams]) -> None:
             raise
         message = f"the audit ran longer than {limit:g} s (SEOJOBS_SITE_AUDIT_MAX_SECONDS)"
         raise JobFailed("timeout", message) from None
+
+
+async def _previous(ctx: JobContext[SiteAuditParams], frontier: Frontier) -> list[str]:
+    """The in-scope URLs that answered 200 in the project's previous audit of the site."""
+    subject = parse_url(ctx.params.start_url).host
+    rows = await ctx.published_rows(
+        subject, PAGE_TABLE.name, ("url", "status"), ctx.params.max_pages
+    )
+    return _in_scope([r["url"] for r in rows if r["status"] == 200], frontier)
 
 
 def _external(ctx: JobContext[SiteAuditParams], fetcher: Fetcher) -> ExternalLinks | None:
@@ -412,6 +434,12 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
                 listed = _in_scope(await discover(fetcher, params.start_url), frontier)
                 await frontier.add(listed, None)
                 await ctx.run_items(crawl.page, concurrency=concurrency)
+            previous = await _previous(ctx, frontier)
+            if previous and not frontier.expired():
+                # The pages the previous audit crawled that neither links nor sitemaps
+                # reached now: audited too, and those that still answer are orphans (30.3).
+                await frontier.add(previous, None)
+                await ctx.run_items(crawl.page, concurrency=concurrency)
         finally:
             if renderer is not None:
                 await asyncio.shield(renderer.close())
@@ -422,7 +450,8 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     numbered = [(item.seq, item.result) async for item in ctx.items() if item.result]
     pages = [page for _seq, page in numbered]
     reporting = Reporting.of(params)
-    site = reporting.apply(site_findings(pages, listed, files))
+    found = site_findings(pages, listed, files, previous, params.thresholds)
+    site = reporting.apply(found)
     await ctx.add_findings(site)
     data = summary(pages, site, params.max_pages, reporting.severity)
     if params.crawl_seconds is not None:

@@ -97,6 +97,22 @@ GUIDE: dict[str, tuple[str, str]] = {
         "structured_data",
         "Add the recommended properties the item lacks for a fuller result.",
     ),
+    "schema_type_unknown": (
+        "structured_data",
+        "Use a type schema.org defines (check its spelling and case at schema.org).",
+    ),
+    "schema_property_unknown": (
+        "structured_data",
+        "Use the property schema.org defines for the type, or a more specific type that has it.",
+    ),
+    "microdata_property_outside_item": (
+        "structured_data",
+        "Put the itemprop inside the element with itemscope (and itemtype) it belongs to.",
+    ),
+    "microdata_item_untyped": (
+        "structured_data",
+        "Give the itemscope an itemtype (a schema.org type URL, e.g. https://schema.org/Product).",
+    ),
     "deprecated_html": ("markup", "Replace obsolete elements with CSS."),
     "plugin_content": ("content", "Replace plugin content with HTML, video or images."),
     "iframe_present": ("content", "Put content that should rank in this page's own HTML."),
@@ -154,6 +170,14 @@ GUIDE: dict[str, tuple[str, str]] = {
     "indexable_not_in_sitemap": ("sitemaps", "Add the page to a sitemap."),
     "linked_page_blocked_by_robots": ("robots", "Allow the page in robots.txt or unlink it."),
     "robots_txt_missing": ("robots", "Publish a robots.txt, even one allowing everything."),
+    "orphan_page": (
+        "links",
+        "Link to it from a relevant page and list it in the sitemap, or redirect or remove it.",
+    ),
+    "page_weight_high": (
+        "performance",
+        "Trim the HTML; compress, resize or defer the scripts, styles and media it loads.",
+    ),
     # render: "js" only (rules_render)
     "render_failed": ("rendering", "Make the page load without timing out or crashing a browser."),
     "render_script_errors": ("rendering", "Fix the script errors the browser console shows."),

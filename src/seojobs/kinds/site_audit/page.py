@@ -21,6 +21,7 @@ from html.parser import HTMLParser
 
 from seojobs import outside
 from seojobs.fetch.html import scan
+from seojobs.kinds.site_audit.structured import Items, has_items, parse_items
 
 _SKIP_TEXT = frozenset({"script", "style", "noscript", "template", "title"})
 _WORD = re.compile(r"\w+")
@@ -90,6 +91,7 @@ class PageFacts:
     deprecated: list[str] = field(default_factory=list)  # obsolete elements, each once
     plugins: list[str] = field(default_factory=list)  # <object>, <embed>, <applet>
     json_ld: list[str] = field(default_factory=list)
+    items: Items | None = None  # microdata and RDFa; None: the page has neither
     elements: int = 0
     words: int = 0
     text_chars: int = 0
@@ -340,11 +342,18 @@ def parse_page(html: str) -> PageFacts:
     return facts if facts is not None else _parse_with_stdlib(html)
 
 
+def _finish(parser: _PageParser, html: str) -> PageFacts:
+    facts = parser.finish(len(html))
+    if has_items(html):  # microdata, RDFa: a second, bounded pass on the pages that have them
+        facts.items = parse_items(html)
+    return facts
+
+
 def _scanned(html: str) -> PageFacts | None:
     """The facts of plain markup, fed by the scanner (every element's attributes, as
     html.parser hands them over); None when the page is not plain markup."""
     parser = _PageParser()
-    return parser.finish(len(html)) if scan(html, parser, None) else None
+    return _finish(parser, html) if scan(html, parser, None) else None
 
 
 def _parse_with_stdlib(html: str) -> PageFacts:
@@ -353,4 +362,4 @@ def _parse_with_stdlib(html: str) -> PageFacts:
     with contextlib.suppress(Exception):
         parser.feed(html)
         parser.close()
-    return parser.finish(len(html))
+    return _finish(parser, html)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from seojobs.kinds.urls import Url
+from seojobs.records import ProjectDefaults
 from seojobs.textrules import one_line
 
 
@@ -49,6 +51,12 @@ class Thresholds(BaseModel):
     )
     h1_max_chars: int = Field(default=70, ge=1, description="h1_too_long over this.")
     img_alt_max_chars: int = Field(default=100, ge=1, description="img_alt_too_long over this.")
+    page_max_kb: int = Field(
+        default=3072,
+        ge=1,
+        description="page_weight_high over this: the HTML and what it loads that the crawl "
+        "fetched.",
+    )
     html_max_kb: int = Field(
         default=1024, ge=1, description="html_too_large over this many KB (1024 bytes each)."
     )
@@ -189,6 +197,13 @@ def with_defaults(settings: dict[str, Any], params: dict[str, Any]) -> dict[str,
         if isinstance(own, dict) and isinstance(given, dict):
             merged[name] = {**own, **given}
     return merged
+
+
+def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
+    """``Kind.project_params``: the project's stored audit settings (issue 30.4) are its
+    audits' defaults; what the request sets wins."""
+    given = dict(params)
+    return with_defaults(dict(defaults.settings), given) if defaults.settings else given
 
 
 class SiteAuditParams(CrawlRules):

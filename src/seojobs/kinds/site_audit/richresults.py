@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+Lack = dict[str, str]
 # type -> (required, recommended)
 RICH_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "Article": ((), ("headline", "image", "datePublished", "dateModified", "author")),
@@ -23,35 +24,43 @@ RICH_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "Product": (("name", "offers|review|aggregateRating"), ("image", "description", "brand")),
     "Offer": (("price|priceSpecification",), ("priceCurrency", "availability")),
     "Review": (("author", "reviewRating"), ("datePublished",)),
-    "AggregateRating": (("ratingValue", "ratingCount|reviewCount"), ("bestRating",)),
+    "AggregateRating": (("ratingValue", "ratingCount|reviewCount"), ("bestRating", "worstRating")),
     "BreadcrumbList": (("itemListElement",), ()),
-    "ListItem": (("position",), ("name", "item")),
+    # Google: name and position required, item too except on the trail's last crumb (the
+    # page itself), which a walk over one item cannot tell: item is reported as recommended.
+    "ListItem": (("position", "name"), ("item",)),
     "FAQPage": (("mainEntity",), ()),
     "Question": (("name", "acceptedAnswer"), ()),
     "Answer": (("text",), ()),
     "Organization": ((), ("name", "url", "logo")),
     "LocalBusiness": (("name", "address"), ("telephone", "url", "openingHoursSpecification")),
-    "Event": (("name", "startDate", "location"), ("endDate", "description", "image", "offers")),
+    "Event": (
+        ("name", "startDate", "location"),
+        ("endDate", "description", "image", "offers", "eventStatus", "organizer", "performer"),
+    ),
     "Recipe": (("name", "image"), ("author", "recipeIngredient", "recipeInstructions")),
     "JobPosting": (
         ("title", "description", "datePosted", "hiringOrganization", "jobLocation|jobLocationType"),
         ("validThrough", "employmentType", "baseSalary"),
     ),
-    "VideoObject": (("name", "thumbnailUrl", "uploadDate"), ("description", "contentUrl|embedUrl")),
+    "VideoObject": (
+        ("name", "thumbnailUrl", "uploadDate"),
+        ("description", "contentUrl|embedUrl", "duration"),
+    ),
 }
 MAX_NODES = 500  # items looked at per page at most
 MAX_DEPTH = 16
 
 
-def _types(node: dict[str, Any]) -> list[str]:
+def types_of(node: dict[str, Any]) -> list[str]:
     kind = node.get("@type")
     names = kind if isinstance(kind, list) else [kind]
     return [n.rsplit("/", 1)[-1] for n in names if isinstance(n, str)]
 
 
-def _items(values: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def item_nodes(values: list[Any], label: str = "block") -> Iterator[tuple[str, dict[str, Any]]]:
     """(path, node) for each object node of the blocks, breadth first, within bounds."""
-    queue: list[tuple[str, Any, int]] = [(f"block {i + 1}", v, 0) for i, v in enumerate(values)]
+    queue: list[tuple[str, Any, int]] = [(f"{label} {i + 1}", v, 0) for i, v in enumerate(values)]
     seen = 0
     while queue and seen < MAX_NODES:
         path, value, depth = queue.pop(0)
@@ -73,16 +82,17 @@ def _has(node: dict[str, Any], names: str) -> bool:
     return any(node.get(name) not in (None, "", [], {}) for name in names.split("|"))
 
 
-def missing(values: list[Any]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+def missing(values: list[Any], label: str = "block") -> tuple[list[Lack], list[Lack]]:
     """(required, recommended) properties the rich-result items of parsed JSON-LD ``values``
-    lack: each ``{"type", "item", "property"}``, the item named by its path in the page's
-    blocks (and its name, when it has one)."""
-    required: list[dict[str, str]] = []
-    recommended: list[dict[str, str]] = []
-    for path, node in _items(values):
+    (or microdata and RDFa items in its shape) lack, one entry per item and property:
+    ``{"type", "item", "property"}``, the item named by its path in the page's blocks (and
+    its name, when it has one)."""
+    required: list[Lack] = []
+    recommended: list[Lack] = []
+    for path, node in item_nodes(values, label):
         name = node.get("name") if isinstance(node.get("name"), str) else None
         item = f"{path} ({name[:80]})" if name else path
-        for kind in _types(node):
+        for kind in types_of(node):
             if kind not in RICH_TYPES:
                 continue
             needed, advised = RICH_TYPES[kind]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from seojobs.kinds.site_audit import richresults
 from seojobs.kinds.site_audit.check import (
     SAMPLE,
     Check,
@@ -134,19 +133,6 @@ def _json_ld_incomplete(f: PageFacts, _t: Thresholds) -> Evidence:
     good, _bad = f.json_ld_values()
     problems = sorted({p for value in good for p in _json_ld_problems(value)})
     return {"problems": problems} if problems else None
-
-
-def _rich(which: int) -> Any:
-    """Rich-result items lacking properties: 0 Google's required ones, 1 recommended."""
-
-    def rule(f: PageFacts, _t: Thresholds) -> Evidence:
-        if not f.json_ld:
-            return None
-        good, _bad = f.json_ld_values()
-        lacking = richresults.missing(good)[which]
-        return {"missing": lacking[: SAMPLE * 5], "count": len(lacking)} if lacking else None
-
-    return rule
 
 
 def _refresh(f: PageFacts, _t: Thresholds) -> Evidence:
@@ -302,22 +288,6 @@ RULES: Rules = [
             "A JSON-LD block without @context, or a node without @type.",
         ),
         html(_json_ld_incomplete),
-    ),
-    (
-        Check(
-            "rich_result_required_missing",
-            W,
-            "A rich-result item (Product, Event, Recipe, ...) lacks a property Google requires.",
-        ),
-        html(_rich(0)),
-    ),
-    (
-        Check(
-            "rich_result_recommended_missing",
-            N,
-            "A rich-result item lacks a property Google recommends.",
-        ),
-        html(_rich(1)),
     ),
     (
         Check("deprecated_html", N, "Obsolete presentational elements (<font>, <center>, …)."),

@@ -7,13 +7,14 @@ sees the pages an earlier worker recorded as well as its own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seojobs.engine.context import Finding
 from seojobs.kinds.site_audit.check import SAMPLE as _SAMPLE
 from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, Severity, finding
+from seojobs.kinds.site_audit.params import Thresholds
 
 Record = dict[str, Any]
 
@@ -182,18 +183,51 @@ def _listed(url: str, crawled: Record) -> Iterator[Finding]:
 def _sitemaps(
     pages: list[Record], by_url: dict[str, Record], listed: list[str]
 ) -> Iterator[Finding]:
+    in_sitemaps = set(listed)
     for page in pages:
-        if page.get("depth") is None and not page.get("blocked_by_robots"):
+        # A page reached by no link is a sitemap's, or else the previous audit's (_orphans).
+        linked = page.get("depth") is not None or page.get("blocked_by_robots")
+        if not linked and page["url"] in in_sitemaps:
             yield finding("sitemap_url_not_linked", page["url"], {"linked": False})
     for url in dict.fromkeys(listed):
         crawled = by_url.get(url)
         if crawled is not None:  # else beyond max_pages: never crawled
             yield from _listed(url, crawled)
     if listed:  # a site without sitemaps has its own finding, not one per page
-        in_sitemaps = set(listed)
         for page in pages:
             if page.get("indexable") and page["url"] not in in_sitemaps:
                 yield finding("indexable_not_in_sitemap", page["url"], {"in_sitemaps": False})
+
+
+def _orphans(pages: list[Record], listed: list[str], previous: list[str]) -> Iterator[Finding]:
+    """Pages the previous audit crawled that still answer 200, reached now by no link and
+    listed in no sitemap (issue 30.3; a sitemap's are ``sitemap_url_not_linked``)."""
+    before, in_sitemaps = set(previous), set(listed)
+    for page in pages:
+        url = page["url"]
+        unlinked = page.get("depth") is None and url in before and url not in in_sitemaps
+        if unlinked and page.get("status") == 200 and not page.get("redirects"):
+            yield finding("orphan_page", url, {"in_previous_audit": True, "linked": False})
+
+
+def _weight(pages: list[Record], by_url: dict[str, Record], limit_kb: int) -> Iterator[Finding]:
+    """Pages heavier than ``limit_kb``: their HTML and the subresources of the site the crawl
+    fetched (those it did not fetch are counted, their bytes unknown)."""
+    for page in pages:
+        html = "html" in (page.get("content_type") or "")
+        if page.get("bytes") is None or page.get("status") != 200 or not html:
+            continue  # a picture or script is weighed in the pages that load it
+        loads = page.get("loads", ())
+        known = [by_url[u]["bytes"] for u in loads if by_url.get(u, {}).get("bytes") is not None]
+        total = page["bytes"] + sum(known)
+        if total > limit_kb * 1024:
+            evidence = {
+                "bytes": total,
+                "html_bytes": page["bytes"],
+                "subresources_known": len(known),
+                "subresources_unknown": len(loads) - len(known),
+            }
+            yield finding("page_weight_high", page["url"], evidence)
 
 
 @dataclass(frozen=True)
@@ -214,9 +248,15 @@ def _files(files: SiteFiles, listed: list[str]) -> Iterator[Finding]:
 
 
 def site_findings(
-    pages: list[Record], listed: list[str], files: SiteFiles | None = None
+    pages: list[Record],
+    listed: list[str],
+    files: SiteFiles | None = None,
+    previous: Sequence[str] = (),
+    thresholds: Thresholds | None = None,
 ) -> list[Finding]:
-    """``listed``: the (normalised, in-scope) URLs the site's sitemaps list."""
+    """``listed``: the (normalised, in-scope) URLs the site's sitemaps list; ``previous``:
+    those the project's previous audit of the site crawled with a 200."""
+    limits = thresholds or Thresholds()
     by_url = {page["url"]: page for page in pages}
     return [
         *_duplicates(pages, "title", "title_duplicate"),
@@ -232,6 +272,8 @@ def site_findings(
         *_clusters(pages, by_url),
         *_pagination(pages, by_url),
         *(_files(files, listed) if files else ()),
+        *_orphans(pages, listed, list(previous)),
+        *_weight(pages, by_url, limits.page_max_kb),
     ]
 
 
