@@ -23,7 +23,14 @@ from seojobs.engine.host import (
     ReplaceRows,
     SetFindings,
 )
-from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
+from seojobs.records import (
+    ItemOutcome,
+    ItemRecord,
+    JobRecord,
+    NewFinding,
+    NewItem,
+    TrackedProject,
+)
 
 ITEM_PAGE = 200
 # How long a group of results waits for more (see JobContext._gather): a write costs about
@@ -262,6 +269,12 @@ class JobContext(Generic[P]):
         (a backlink's ``last_changed``) compares with. Never this job's own, unpublished
         data, so a job resumed after a crash compares with the same."""
         return await self._host.published(self.job, subject)
+
+    async def project(self) -> TrackedProject:
+        """The job's project as it is now, with what it tracks (its domain, competitors,
+        tracked keywords and prompts): e.g. a rank check's share of voice over the tracked
+        keywords."""
+        return await self._host.project(self.job)
 
     async def replace_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in

@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
+from seojobs.records import (
+    ItemOutcome,
+    ItemRecord,
+    JobRecord,
+    NewFinding,
+    NewItem,
+    TrackedProject,
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,10 @@ class JobHost(Protocol):
 
     async def published(self, job: JobRecord, subject: str) -> Any:
         """The project's latest completed collection of the job's kind about ``subject``."""
+        ...
+
+    async def project(self, job: JobRecord) -> TrackedProject:
+        """The job's project with what it tracks (its domain, keywords, prompts)."""
         ...
 
     async def write(self, job: JobRecord, *changes: Change) -> list[Any]:

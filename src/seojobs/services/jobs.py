@@ -25,7 +25,7 @@ from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import JobFinished, NotFound
 from seojobs.services.quotas import Quotas
 from seojobs.services.webhooks import one_off_values
-from seojobs.store import audit_settings
+from seojobs.store import audit_settings, tracking
 from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store import usage as usage_sql
@@ -71,13 +71,8 @@ class Jobs(Part):
         spec = self.base.kind(kind)
         record = self.base.project(user, project_id) if project_id else None
         project = record.id if record is not None else user.default_project_id
-        if spec.name == site_audit.NAME and isinstance(params, Mapping):
-            # The project's audit settings are its audits' defaults (issue 30.4).
-            with self.db.read() as conn:
-                stored = audit_settings.get(conn, project)
-            params = with_defaults(stored, dict(params)) if stored else params
-        if record is not None and spec.project_params is not None:  # the job's params win
-            params = spec.project_params(params, record)
+        # The job's params win over the project's (its tracked fields only when named).
+        params = self.with_project(spec, project, params, tracked=record is not None)
         model = self.base.validated(spec, params)
         title = texts.title(title)
         self.base.runnable(spec, model)
@@ -101,6 +96,24 @@ class Jobs(Part):
             job = job_sql.get(conn, job_id)
         assert job is not None
         return job, created
+
+    def with_project(
+        self, spec: Kind[Any], project_id: int, params: Any, *, tracked: bool = True
+    ) -> Any:
+        """A request's (or a collection's) params with its project's defaults where they
+        leave a field out: the project's audit settings for an audit (issue 30.4), and what
+        the project tracks for a kind that declares ``project_params`` (issue 29.1)."""
+        if not isinstance(params, Mapping):
+            return params  # the params' validation refuses it
+        if spec.name == site_audit.NAME:
+            with self.db.read() as conn:
+                stored = audit_settings.get(conn, project_id)
+            params = with_defaults(stored, dict(params)) if stored else params
+        if tracked and spec.project_params is not None:
+            with self.db.read() as conn:
+                project = tracking.tracked_project(conn, project_id)
+            params = spec.project_params(params, project)
+        return params
 
     def insert(
         self,
@@ -150,6 +163,33 @@ class Jobs(Part):
             usage_sql.charge(conn, user.id, job_id, own, now)
             self._follow_ups(conn, user, spec, model, job_id, project_id, now)
         return job_id, created
+
+    def insert_failed(
+        self,
+        conn: Connection,
+        spec: Kind[Any],
+        params: Any,
+        failure: tuple[str, str],
+        project_id: int,
+        now: datetime,
+        title: str,
+        origin: Origin,
+    ) -> tuple[int, bool]:
+        """A schedule's job that cannot be made (its params, with what the project tracks
+        now, are invalid): stored failed with why, where its owner looks; charged nothing."""
+        new = NewJob(
+            project_id=project_id,
+            kind=spec.name,
+            params=dict(params) if isinstance(params, Mapping) else {},
+            run_at=now,
+            items=[],
+            title=title,
+            schedule_id=origin.schedule_id,
+            schedule_tick=origin.tick,
+            failure=failure,
+            request_id=REQUEST_ID.get(),
+        )
+        return job_sql.insert_job(self.db, conn, new, now)
 
     def cost(self, spec: Kind[Any], model: Any) -> dict[str, int]:
         """What creating a job of ``model`` charges in all: its own cost and its follow-ups',

@@ -69,9 +69,11 @@ class GeoLookupParams(BaseModel):
 
 
 def from_project(params: Mapping[str, Any], project: Any) -> dict[str, Any]:
-    """The project's ``domain`` and brand names (``brand``) where the request gives none
-    (``project``: a ProjectRecord)."""
+    """The project's ``domain``, brand names (``brand``) and tracked prompts (``prompts``)
+    where the request gives none (``project``: a TrackedProject)."""
     found = dict(params)
+    if "prompts" not in found and project.prompts:
+        found["prompts"] = [p.prompt for p in project.prompts]
     if "domain" not in found and project.domain:
         found["domain"] = project.domain
     if "brand" not in found and project.brand_names:
