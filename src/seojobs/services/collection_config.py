@@ -64,10 +64,11 @@ class CollectionEntry(BaseModel):
         default=None, description="Every N days (of SEOJOBS_DAY_SECONDS)."
     )
     cron: str | None = Field(default=None, max_length=200, description="UTC cron expression.")
-    params: dict[str, Any] = Field(
-        default_factory=dict,
+    params: dict[str, Any] | None = Field(
+        default=None,
         description="The jobs' params; what they leave out comes from the project (its "
-        "domain, competitors, tracked keywords and prompts) when each job starts.",
+        "domain, competitors, tracked keywords and prompts) when each job starts. Left out: "
+        "the collection's params stay ({} for a new one).",
     )
 
 
@@ -107,8 +108,11 @@ class CollectionConfig(Part):
         checked first (``Invalid`` naming ``<kind>.<field>``, inside params too), then all
         are written in one transaction. A changed timing starts its next run from now."""
         self.base.project(user, project_id)
-        plans = [self._plan(project_id, name, entry) for name, entry in entries.items()]
         existing = {s.kind: s for s in self.schedules.in_project(user, project_id) if s.collection}
+        plans = [
+            self._plan(project_id, name, entry, existing.get(name))
+            for name, entry in entries.items()
+        ]
         now = self.clock()
         with self.db.write() as conn:
             usage_sql.lock_user(self.db, conn, user.id)
@@ -116,7 +120,9 @@ class CollectionConfig(Part):
                 self._write(conn, user, project_id, plan, existing.get(plan.spec.name), now)
         return self.get(user, project_id)
 
-    def _plan(self, project_id: int, name: str, entry: CollectionEntry) -> _Planned:
+    def _plan(
+        self, project_id: int, name: str, entry: CollectionEntry, found: ScheduleRecord | None
+    ) -> _Planned:
         try:
             spec = self.base.kind(name, field=name)
             if not spec.schedulable:
@@ -126,15 +132,16 @@ class CollectionConfig(Part):
         except Invalid as exc:
             raise exc if exc.errors[0].path[:1] == (name,) else exc.within(name) from None
         enabled = entry.enabled if entry.enabled is not None else not spec.collection_opt_in
+        own = entry.params if entry.params is not None else (found.params if found else {})
         if enabled:  # checked with what the project tracks now, as a tick will be
-            params = self.schedules.jobs.with_project(spec, project_id, entry.params)
+            params = self.schedules.jobs.with_project(spec, project_id, own)
             try:
                 model = self.base.validated(spec, params)
                 self.base.runnable(spec, model)
             except Invalid as exc:
                 raise exc.within(f"{name}.params" if exc.in_params else name) from None
         timing_given = any(getattr(entry, f) is not None for f in TIMINGS)
-        return _Planned(spec, entry.params, enabled, interval, cron, timing_given)
+        return _Planned(spec, own, enabled, interval, cron, timing_given)
 
     def _timing(self, entry: CollectionEntry) -> tuple[float | None, str | None]:
         day = self.settings.day_seconds
