@@ -130,13 +130,13 @@ def test_the_collection_lists_every_schedulable_kind_audits_and_vitals_opt_in(id
     assert not found["rank_check"]["opt_in"]
     path = f"/v1/projects/{project}/collection"
     # Named without "enabled", an opt-in kind stays off; it runs only when enabled.
-    put = client.put(path, json={"site_audit": {"frequency": "weekly",
-                                                "params": {"start_url": "https://shop.example/"}}})  # fmt: skip
+    audit_params = {"start_url": "https://shop.example/"}
+    put = client.put(path, json={"site_audit": {"frequency": "weekly", "params": audit_params}})
     assert put.status_code == 200, put.text
     audit = {e["type"]: e for e in put.json()["data"]}["site_audit"]
     assert (audit["enabled"], audit["frequency"], audit["every_days"]) == (False, "weekly", 7)
-    on = client.put(path, json={"site_audit": {"enabled": True}, "web_vitals": {
-        "enabled": True, "cron": "0 3 * * 1", "params": {"urls": ["https://shop.example/"]}}})  # fmt: skip
+    vitals = {"enabled": True, "cron": "0 3 * * 1", "params": {"urls": ["https://shop.example/"]}}
+    on = client.put(path, json={"site_audit": {"enabled": True}, "web_vitals": vitals})
     assert on.status_code == 200, on.text
     entries = {e["type"]: e for e in on.json()["data"]}
     assert entries["site_audit"]["enabled"] and entries["site_audit"]["frequency"] == "weekly"
