@@ -52,14 +52,15 @@ def upgrade() -> None:
         sa.UniqueConstraint("project_id", "key", name="uq_tracked_prompts_project_id_key"),
         sqlite_autoincrement=True,
     )
-    with op.batch_alter_table("schedules") as batch:
+    # SQLite may rebuild the table: it keeps AUTOINCREMENT (schedule ids leave the server).
+    with op.batch_alter_table("schedules", table_kwargs={"sqlite_autoincrement": True}) as batch:
         batch.add_column(
             sa.Column("collection", sa.Boolean(), nullable=False, server_default=sa.false())
         )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("schedules") as batch:
+    with op.batch_alter_table("schedules", table_kwargs={"sqlite_autoincrement": True}) as batch:
         batch.drop_column("collection")
     op.drop_table("tracked_prompts")
     op.drop_table("tracked_keywords")
