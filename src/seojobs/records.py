@@ -183,11 +183,12 @@ class ProjectRecord:
 @dataclass(frozen=True, slots=True)
 class ProjectDefaults:
     """What a job takes from the project it is made for (``Kind.project_params``): the
-    project as named in the request (None: the user's default project, not named) and the
+    project as named in the request, with what it tracks (None: the user's default project,
+    not named) and the
     settings the kind keeps for that project (``Kind.project_settings``; ``{}`` when it keeps
     none, or the project stored none)."""
 
-    record: ProjectRecord | None = None
+    record: TrackedProject | None = None  # with what it tracks (issue 29.1)
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -204,6 +205,63 @@ class ScheduleRecord:
     next_tick_at: datetime
     enabled: bool
     created_at: datetime
+    collection: bool = False  # a project's collection of its kind (issue 29.1)
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedKeyword:
+    """A keyword a project tracks, in its market (issue 29.1)."""
+
+    id: int
+    keyword: str
+    location: int | str  # a location code, or a name
+    language: str
+    device: str
+    created_at: datetime
+
+    def market(self) -> dict[str, Any]:
+        return {
+            "keyword": self.keyword,
+            "location": self.location,
+            "language": self.language,
+            "device": self.device,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedPrompt:
+    id: int
+    prompt: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedProject:
+    """A project with everything it tracks: what ``Kind.project_params`` and a running job
+    (``JobContext.project``) read a project's defaults from."""
+
+    id: int
+    domain: str | None
+    brand_names: tuple[str, ...]
+    competitors: tuple[Mapping[str, Any], ...]
+    keywords: tuple[TrackedKeyword, ...] = ()
+    prompts: tuple[TrackedPrompt, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        project: ProjectRecord,
+        keywords: Sequence[TrackedKeyword] = (),
+        prompts: Sequence[TrackedPrompt] = (),
+    ) -> TrackedProject:
+        return cls(
+            project.id,
+            project.domain,
+            project.brand_names,
+            project.competitors,
+            tuple(keywords),
+            tuple(prompts),
+        )
 
 
 @dataclass(frozen=True, slots=True)

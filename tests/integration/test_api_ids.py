@@ -45,6 +45,8 @@ PATH_PARAMS = {
     "other_job_id": ODD_IDS,
     "project_id": ODD_IDS,
     "schedule_id": ODD_IDS,
+    "keyword_id": ODD_IDS,
+    "prompt_id": ODD_IDS,
     "page": ODD,
 }
 
@@ -57,6 +59,9 @@ BODIES = {
     "/v1/projects/{project_id}/schedules": {"name": "x", "type": "test_noop", "every_days": 1},
     "/v1/projects/{project_id}/audits": {"start_url": URL},
     "/v1/projects/{project_id}/audit-settings": {"crawl_seconds": 600},
+    "/v1/projects/{project_id}/tracked-keywords": {"keywords": [{"keyword": "hose"}]},
+    "/v1/projects/{project_id}/tracked-prompts": {"prompts": ["best hose?"]},
+    "/v1/projects/{project_id}/collection": {"test_noop": {"every_days": 1}},
 }
 SUBMIT_JOB = 4
 
@@ -85,11 +90,22 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
         "project_id": project,
         "schedule_id": schedule,
         "webhook_id": webhook,
+        **_tracked(client, project),
         "page": 0,
         "type": "test_noop",
     }
     values |= {"engine": "google", "type": "checker"}
     return idle, client, {name: str(value) for name, value in values.items()}
+
+
+def _tracked(client: httpx.Client, project: int) -> dict[str, int]:
+    path = f"/v1/projects/{project}/tracked-"
+    keyword = client.post(path + "keywords", json={"keywords": [{"keyword": "kept"}]})
+    prompt = client.post(path + "prompts", json={"prompts": ["kept?"]})
+    return {
+        "keyword_id": keyword.json()["data"]["added"][0]["id"],
+        "prompt_id": prompt.json()["data"]["added"][0]["id"],
+    }
 
 
 def url_of(path: str, values: dict[str, str], **given: str) -> str:
@@ -168,6 +184,8 @@ CORE_LISTS = {
     "/v1/projects/{project_id}/audits/{job_id}/compare/{other_job_id}",
     "/v1/webhooks",
     "/v1/webhooks/{webhook_id}/deliveries",
+    "/v1/projects/{project_id}/tracked-keywords",
+    "/v1/projects/{project_id}/tracked-prompts",
 }
 
 

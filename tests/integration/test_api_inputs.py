@@ -60,6 +60,13 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "ignore_params": ["utm_source"],
         "crawl_seconds": 600,
     },
+    ("POST", "/v1/projects/{project_id}/tracked-keywords"): {
+        "keywords": [{"keyword": "hose", "location": 2840, "language": "en", "device": "mobile"}]
+    },
+    ("POST", "/v1/projects/{project_id}/tracked-prompts"): {"prompts": ["best hose?"]},
+    ("PUT", "/v1/projects/{project_id}/collection"): {
+        "test_noop": {"enabled": True, "every_days": 1, "params": {}}
+    },
     ("POST", "/v1/projects/{project_id}/schedules"): {
         "name": "nightly",
         "type": "test_noop",
@@ -93,12 +100,24 @@ def world(idle: Api) -> tuple[Api, httpx.Client, dict[str, str]]:
     schedule = client.post(f"/v1/projects/{project}/schedules", json=every).json()["data"]["id"]
     job = client.post(f"{V1}/index-check/jobs", json={"urls": [URL]}).json()["job_id"]
     values = {"job_id": job, "other_job_id": job, "project_id": project, "schedule_id": schedule}
+    values |= _tracked(client, project)
     hook = {"url": "https://a.example/hook"}
     values |= {"webhook_id": client.post("/v1/webhooks", json=hook).json()["data"]["id"]}
     values |= {"delivery_id": 1}
     values |= {"page": 0}
     values |= {"engine": "google", "type": "indexer", "name": "favicon.png"}  # name: /docs assets
     return idle, client, {name: str(value) for name, value in values.items()}
+
+
+def _tracked(client: httpx.Client, project: int) -> dict[str, int]:
+    """The ids of a tracked keyword and a tracked prompt of the project."""
+    path = f"/v1/projects/{project}/tracked-"
+    keyword = client.post(path + "keywords", json={"keywords": [{"keyword": "kept"}]})
+    prompt = client.post(path + "prompts", json={"prompts": ["kept?"]})
+    return {
+        "keyword_id": keyword.json()["data"]["added"][0]["id"],
+        "prompt_id": prompt.json()["data"]["added"][0]["id"],
+    }
 
 
 def body_routes(app: Api) -> list[tuple[str, str]]:
@@ -347,7 +366,7 @@ def test_valid_bodies_still_pass(world: tuple[Api, httpx.Client, dict[str, str]]
     after = stored(app)
     assert (
         after["projects"] == before["projects"] + 1
-        and after["schedules"] == before["schedules"] + 1
+        and after["schedules"] == before["schedules"] + 2  # a schedule and a collection
     )
     assert after["jobs"] == before["jobs"] + 6  # v1 x2, v2 create and url, projects, audits
 

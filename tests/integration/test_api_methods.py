@@ -25,6 +25,8 @@ PATH_PARAMS = {
     "other_job_id": "2",
     "project_id": "1",
     "schedule_id": "1",
+    "keyword_id": "1",
+    "prompt_id": "1",
     "webhook_id": "1",
     "delivery_id": "1",
     "engine": "google",

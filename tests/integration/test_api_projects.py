@@ -49,6 +49,7 @@ JOB_FIELDS = {
 }
 SCHEDULE_FIELDS = {
     "id",
+    "collection",
     "project_id",
     "name",
     "type",

@@ -124,6 +124,13 @@ UNSTATABLE = {
         {"positive_data_acceptance"},
         _cron_or_start_at,
     ),
+    # An enabled collection's params are checked with what the project tracks then (a rank
+    # check of a project with no tracked keyword has none): no schema can state it
+    # (test_project_tracking.py checks each refusal names its field).
+    ("PUT", "/v1/projects/{project_id}/collection"): (
+        {"positive_data_acceptance"},
+        lambda case: isinstance(case.body, dict) and bool(case.body),
+    ),
     ("POST", "/v1/webhooks"): (POLICY, _has("url")),
     ("PATCH", "/v1/webhooks/{webhook_id}"): (POLICY, _has("url")),
     ("POST", "/api/v1/index-submit/jobs"): (POLICY, _has("webhook_url")),

@@ -24,6 +24,7 @@ from seojobs.api.observe import Observe
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.results import router as results_router
+from seojobs.api.tracking import router as tracking_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
 from seojobs.api.v2 import router as v2_router
@@ -110,6 +111,7 @@ def create_app(
     app.include_router(projects_router)
     app.include_router(results_router)
     app.include_router(audits_router)
+    app.include_router(tracking_router)
     app.include_router(reads.router(registry))  # every read the kinds declare
     app.include_router(webhooks_router)
     docs.install(app)

@@ -76,6 +76,7 @@ def complete(document: dict[str, Any], registry: Registry, settings: Settings) -
     kinds = registry.kinds()
     _tie_type(schemas, "JobIn", kinds)
     _tie_type(schemas, "ScheduleIn", [kind for kind in kinds if kind.schedulable])
+    _name_collected(document, [kind.name for kind in kinds if kind.schedulable])
     for path, item in document["paths"].items():
         for method, operation in item.items():
             if method not in METHODS:
@@ -86,6 +87,15 @@ def complete(document: dict[str, Any], registry: Registry, settings: Settings) -
             for parameter in operation.get("parameters", []):
                 if parameter["in"] == "query":
                     _no_nul(parameter["schema"])
+
+
+def _name_collected(document: dict[str, Any], names: list[str]) -> None:
+    """A collection's body names schedulable types only (its keys)."""
+    put = document["paths"].get("/v1/projects/{project_id}/collection", {}).get("put")
+    if put is None:
+        return
+    schema = put["requestBody"]["content"]["application/json"]["schema"]
+    schema["propertyNames"] = {"enum": names}
 
 
 def _bound_intervals(schemas: dict[str, Any], bounds: dict[str, tuple[float, float]]) -> None:

@@ -86,6 +86,7 @@ def schedule_body(schedule: ScheduleRecord) -> dict[str, Any]:
         "next_run_at": rfc3339_or_none(schedule.next_tick_at),
         "enabled": schedule.enabled,
         "created_at": rfc3339_or_none(schedule.created_at),
+        "collection": schedule.collection,
     }
 
 

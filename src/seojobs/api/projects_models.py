@@ -145,6 +145,9 @@ class Schedule(BaseModel):
     next_run_at: datetime
     enabled: bool
     created_at: datetime
+    collection: bool = Field(
+        description="The project's collection of its type (set with /collection)."
+    )
 
 
 class ProjectData(BaseModel):

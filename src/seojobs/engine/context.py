@@ -23,7 +23,14 @@ from seojobs.engine.host import (
     ReplaceRows,
     SetFindings,
 )
-from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
+from seojobs.records import (
+    ItemOutcome,
+    ItemRecord,
+    JobRecord,
+    NewFinding,
+    NewItem,
+    TrackedProject,
+)
 
 ITEM_PAGE = 200
 # How long a group of results waits for more (see JobContext._gather): a write costs about
@@ -270,6 +277,12 @@ class JobContext(Generic[P]):
         that the job of the project's latest completed collection of ``subject`` wrote: what
         the previous audit crawled (issue 30.3's orphans). ``[]`` before the first."""
         return await self._host.published_rows(self.job, subject, table, columns, limit)
+
+    async def project(self) -> TrackedProject:
+        """The job's project as it is now, with what it tracks (its domain, competitors,
+        tracked keywords and prompts): e.g. a rank check's share of voice over the tracked
+        keywords."""
+        return await self._host.project(self.job)
 
     async def replace_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
         """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in

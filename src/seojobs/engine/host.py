@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seojobs.records import ItemOutcome, ItemRecord, JobRecord, NewFinding, NewItem
+from seojobs.records import (
+    ItemOutcome,
+    ItemRecord,
+    JobRecord,
+    NewFinding,
+    NewItem,
+    TrackedProject,
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,10 @@ class JobHost(Protocol):
     ) -> list[dict[str, Any]]:
         """``columns`` of the rows of the kind's ``table`` that the job of that collection
         wrote (``[]`` before the first, or when its job was pruned)."""
+        ...
+
+    async def project(self, job: JobRecord) -> TrackedProject:
+        """The job's project with what it tracks (its domain, keywords, prompts)."""
         ...
 
     async def write(self, job: JobRecord, *changes: Change) -> list[Any]:

@@ -116,6 +116,9 @@ class Kind(Generic[P]):
     # Can a collection schedule start it? Schedules fire through the same creation path as a
     # POST, so quotas apply to scheduled jobs too.
     schedulable: bool = True
+    # Seed 001 runs some kinds only when started (audits, web vitals): a project's
+    # collection of such a kind stays off unless it is enabled explicitly (issue 29.8).
+    collection_opt_in: bool = False
     # What a job costs: ``cost(params, item_count) -> {quota_name: amount}``, charged when it
     # is created; a job over a quota is stored failed with ``quota_exceeded``.
     cost: Callable[[P, int], Mapping[str, int]] = _no_cost

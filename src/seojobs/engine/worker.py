@@ -44,10 +44,10 @@ from seojobs.engine.maintenance import FireSchedule
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.logfmt import REQUEST_ID, internal_message
 from seojobs.outside import storable
-from seojobs.records import ItemRecord, JobRecord
+from seojobs.records import ItemRecord, JobRecord, TrackedProject
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
-from seojobs.store import kindrows
+from seojobs.store import kindrows, tracking
 from seojobs.store import results as result_sql
 from seojobs.store.clock import DatabaseClock
 from seojobs.store.coltypes import utcnow
@@ -532,6 +532,13 @@ class Worker:
                 if found is None or found.job_id is None:
                     return []
                 return kindrows.rows_of(conn, table, found.job_id, columns, limit)
+
+        return await self.run_db(read)
+
+    async def project(self, job: JobRecord) -> TrackedProject:
+        def read() -> TrackedProject:
+            with self.db.read() as conn:
+                return tracking.tracked_project(conn, job.project_id)
 
         return await self.run_db(read)
 

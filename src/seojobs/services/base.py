@@ -14,7 +14,7 @@ from seojobs.engine.registry import InvalidParams, Kind, Refusal, Registry, Unkn
 from seojobs.records import ProjectDefaults, ProjectRecord, UserRecord
 from seojobs.services.errors import FieldError, Invalid, NotFound
 from seojobs.settings import Settings
-from seojobs.store import accounts
+from seojobs.store import accounts, tracking
 from seojobs.store import audit_settings as project_settings
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
@@ -50,16 +50,14 @@ class ServiceBase:
             raise NotFound(f"project {project_id}")
         return found
 
-    def defaults(
-        self, spec: Kind[Any], record: ProjectRecord | None, project_id: int
-    ) -> ProjectDefaults:
+    def defaults(self, spec: Kind[Any], project_id: int, *, named: bool) -> ProjectDefaults:
         """What a job of ``spec`` takes from its project (``Kind.project_params``): the
-        project named (``record``) and the settings the kind keeps for the project the job
-        is made for (``project_id``: the named one, or the user's default)."""
-        settings: dict[str, Any] = {}
-        if spec.project_settings:
-            with self.db.read() as conn:
-                settings = project_settings.get(conn, project_id)
+        settings the kind keeps for the project the job is made for (``project_id``: the
+        named one, or the user's default), and, when the request ``named`` it, the project
+        with what it tracks."""
+        with self.db.read() as conn:
+            settings = project_settings.get(conn, project_id) if spec.project_settings else {}
+            record = tracking.tracked_project(conn, project_id) if named else None
         return ProjectDefaults(record, settings)
 
     def projects(self, user: UserRecord) -> list[ProjectRecord]:

@@ -18,12 +18,14 @@ from seojobs.records import QueueSnapshot
 from seojobs.services.accounts import Accounts
 from seojobs.services.audits import Audits
 from seojobs.services.base import ServiceBase
+from seojobs.services.collection_config import CollectionConfig
 from seojobs.services.collections import Collections
 from seojobs.services.idempotency import Idempotency
 from seojobs.services.jobs import Jobs
 from seojobs.services.quotas import Quotas
 from seojobs.services.schedules import Schedules
 from seojobs.services.sessions import Sessions
+from seojobs.services.tracked import Tracked
 from seojobs.services.webhook_delivery import Dispatcher
 from seojobs.services.webhooks import Webhooks
 from seojobs.settings import Settings
@@ -49,6 +51,8 @@ class Services(ServiceBase):
         self.jobs = Jobs(self, self.quotas)
         self.collections = Collections(self)
         self.schedules = Schedules(self, self.jobs, self.quotas)
+        self.collection = CollectionConfig(self, self.schedules)
+        self.tracked = Tracked(self)
         self.audits = Audits(self, self.jobs)
         self.sessions = Sessions(self)
         self.idempotency = Idempotency(self)

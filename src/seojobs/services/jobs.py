@@ -68,8 +68,8 @@ class Jobs(Part):
         spec = self.base.kind(kind)
         record = self.base.project(user, project_id) if project_id else None
         project = record.id if record is not None else user.default_project_id
-        if spec.project_params is not None and isinstance(params, Mapping):
-            params = spec.project_params(params, self.base.defaults(spec, record, project))
+        # The job's params win over the project's (what it tracks only when named).
+        params = self.with_project(spec, project, params, named=record is not None)
         model = self.base.validated(spec, params)
         title = texts.title(title)
         self.base.runnable(spec, model)
@@ -93,6 +93,17 @@ class Jobs(Part):
             job = job_sql.get(conn, job_id)
         assert job is not None
         return job, created
+
+    def with_project(
+        self, spec: Kind[Any], project_id: int, params: Any, *, named: bool = True
+    ) -> Any:
+        """A request's (or a collection's) params with its project's defaults where they
+        leave a field out (``Kind.project_params``): the settings the kind keeps for the
+        project (an audit's, issue 30.4) and, when the project was ``named``, what it tracks
+        (issue 29.1)."""
+        if spec.project_params is None or not isinstance(params, Mapping):
+            return params  # a non-mapping: the params' validation refuses it
+        return spec.project_params(params, self.base.defaults(spec, project_id, named=named))
 
     def insert(
         self,
@@ -142,6 +153,33 @@ class Jobs(Part):
             usage_sql.charge(conn, user.id, job_id, own, now)
             self._follow_ups(conn, user, spec, model, job_id, project_id, now)
         return job_id, created
+
+    def insert_failed(
+        self,
+        conn: Connection,
+        spec: Kind[Any],
+        params: Any,
+        failure: tuple[str, str],
+        project_id: int,
+        now: datetime,
+        title: str,
+        origin: Origin,
+    ) -> tuple[int, bool]:
+        """A schedule's job that cannot be made (its params, with what the project tracks
+        now, are invalid): stored failed with why, where its owner looks; charged nothing."""
+        new = NewJob(
+            project_id=project_id,
+            kind=spec.name,
+            params=dict(params) if isinstance(params, Mapping) else {},
+            run_at=now,
+            items=[],
+            title=title,
+            schedule_id=origin.schedule_id,
+            schedule_tick=origin.tick,
+            failure=failure,
+            request_id=REQUEST_ID.get(),
+        )
+        return job_sql.insert_job(self.db, conn, new, now)
 
     def cost(self, spec: Kind[Any], model: Any) -> dict[str, int]:
         """What creating a job of ``model`` charges in all: its own cost and its follow-ups',

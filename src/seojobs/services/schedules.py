@@ -9,6 +9,7 @@ from typing import Any
 from croniter import croniter
 
 from seojobs.engine.maintenance import first_tick, latest_due_tick
+from seojobs.engine.registry import InvalidParams
 from seojobs.records import ScheduleRecord, UserRecord
 from seojobs.services import texts
 from seojobs.services.base import Part, ServiceBase
@@ -59,14 +60,13 @@ class Schedules(Part):
         spec = self.base.kind(kind)
         if not spec.schedulable:
             raise Invalid("type", f"{kind} jobs cannot be scheduled; start them one at a time")
-        if spec.project_params is not None:  # params given win (issue 29.1)
-            named = self.base.project(user, project_id) if project_id else None
-            home = named.id if named is not None else user.default_project_id
-            params = spec.project_params(params, self.base.defaults(spec, named, home))
+        named = self.base.project(user, project_id) if project_id else None
+        home = named.id if named is not None else user.default_project_id
+        params = self.jobs.with_project(spec, home, params, named=named is not None)
         model = self.base.validated(spec, params)
         self.base.runnable(spec, model)
         self.quotas.fits(user, self.jobs.cost(spec, model))
-        interval = self._interval(every_days, every_seconds, cron)
+        interval = self.interval(every_days, every_seconds, cron)
         project = self.base.project(user, project_id) if project_id else None
         now = self.clock()
         start = start_at or now
@@ -99,7 +99,7 @@ class Schedules(Part):
             message = f"this project already has a schedule named {name!r}"
             raise Conflict(message, "name_taken") from None
 
-    def _interval(
+    def interval(
         self, every_days: float | None, every_seconds: float | None, cron: str | None
     ) -> float | None:
         given = [v is not None for v in (every_days, every_seconds, cron)]
@@ -172,22 +172,39 @@ class Schedules(Part):
         Returns the new job's id, or None when the tick had already fired."""
         tick, following = latest_due_tick(schedule, now)
         spec = self.registry.get(schedule.kind)
-        model = spec.validate(schedule.params)
+        params: Any = schedule.params
+        if schedule.collection:  # what the project tracks now (issue 29.1)
+            params = self.jobs.with_project(spec, schedule.project_id, params)
+        try:
+            model: Any = spec.validate(params)
+        except InvalidParams as exc:
+            if not schedule.collection:
+                raise  # stored params that no longer validate: an upgrade left them behind
+            # What the project tracks no longer makes a job (no keyword tracked any more):
+            # the tick's job is stored failed with why, where the owner looks.
+            model, invalid = None, ("invalid_params", str(exc))
         with self.db.write() as conn:
             if not schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following):
                 return None
             owner = accounts.owner_of_project(conn, schedule.project_id)
             if owner is None:  # the project went away after the schedule was read
                 return None
-            job_id, created = self.jobs.insert(
-                conn,
-                owner,
-                spec,
-                model,
-                project_id=schedule.project_id,
-                run_at=now,
-                now=now,
-                title=f"{schedule.name} ({rfc3339(tick)})",
-                origin=Origin(schedule.id, tick),
-            )
+            title = f"{schedule.name} ({rfc3339(tick)})"
+            origin = Origin(schedule.id, tick)
+            if model is None:
+                job_id, created = self.jobs.insert_failed(
+                    conn, spec, params, invalid, schedule.project_id, now, title, origin
+                )
+            else:
+                job_id, created = self.jobs.insert(
+                    conn,
+                    owner,
+                    spec,
+                    model,
+                    project_id=schedule.project_id,
+                    run_at=now,
+                    now=now,
+                    title=title,
+                    origin=origin,
+                )
         return job_id if created else None

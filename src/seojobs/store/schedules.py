@@ -29,6 +29,8 @@ def create(
     start_at: datetime,
     first_tick: datetime,
     now: datetime,
+    collection: bool = False,
+    enabled: bool = True,
 ) -> ScheduleRecord:
     try:
         row = conn.execute(
@@ -42,8 +44,9 @@ def create(
                 cron=cron,
                 start_at=start_at,
                 next_tick_at=first_tick,
-                enabled=True,
+                enabled=enabled,
                 created_at=now,
+                collection=collection,
             )
             .returning(*schedules.c)
         ).one()
@@ -100,6 +103,36 @@ def set_enabled(conn: Connection, schedule_id: int, enabled: bool) -> ScheduleRe
         update(schedules)
         .where(schedules.c.id == schedule_id)
         .values(enabled=enabled)
+        .returning(*schedules.c)
+    ).one()
+    return _schedule(row)
+
+
+def reconfigure(
+    conn: Connection,
+    schedule_id: int,
+    *,
+    params: dict[str, Any],
+    enabled: bool,
+    interval_seconds: float | None,
+    cron: str | None,
+    start_at: datetime | None,
+    next_tick: datetime | None,
+) -> ScheduleRecord:
+    """Set a collection's params, state and timing; its next tick moves only when given (a
+    changed interval or cron), so re-stating a collection as it is starts nothing."""
+    values: dict[str, Any] = {
+        "params": params,
+        "enabled": enabled,
+        "interval_seconds": interval_seconds,
+        "cron": cron,
+    }
+    if next_tick is not None:
+        values |= {"next_tick_at": next_tick, "start_at": start_at}
+    row = conn.execute(
+        update(schedules)
+        .where(schedules.c.id == schedule_id)
+        .values(**values)
         .returning(*schedules.c)
     ).one()
     return _schedule(row)

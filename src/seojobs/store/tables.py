@@ -18,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 from seojobs.store.coltypes import UTCDateTime
@@ -91,11 +92,45 @@ schedules = Table(
     Column("next_tick_at", UTCDateTime, nullable=False),
     Column("enabled", Boolean, nullable=False, default=True),
     Column("created_at", UTCDateTime, nullable=False),
+    # A project's collection of one kind (``GET/PUT /v1/projects/{id}/collection``, issue
+    # 29.1): its params are only what the collection sets, and the project's tracked fields
+    # are added when each tick fires, so that a keyword tracked since is collected too.
+    Column("collection", Boolean, nullable=False, default=False, server_default=false()),
     CheckConstraint("(interval_seconds IS NULL) <> (cron IS NULL)", name="one_of_interval_or_cron"),
     UniqueConstraint("project_id", "name"),
     sqlite_autoincrement=True,
 )
 Index("ix_schedules_due", schedules.c.enabled, schedules.c.next_tick_at)
+
+# What a project tracks besides its own fields (issue 29.1): keywords in their market, and
+# prompts for AI search. ``key`` is sha256 of the normalised value (a keyword's casefolded text
+# with its market), so each is tracked once; both go with the project.
+tracked_keywords = Table(
+    "tracked_keywords",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("project_id", BigId, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("keyword", String(200), nullable=False),
+    Column("location", String(200), nullable=False),  # a location code's digits, or a name
+    Column("language", String(20), nullable=False),
+    Column("device", String(20), nullable=False),
+    Column("key", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("project_id", "key"),
+    sqlite_autoincrement=True,
+)
+
+tracked_prompts = Table(
+    "tracked_prompts",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("project_id", BigId, ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
+    Column("prompt", String(400), nullable=False),
+    Column("key", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("project_id", "key"),
+    sqlite_autoincrement=True,
+)
 
 jobs = Table(
     "jobs",

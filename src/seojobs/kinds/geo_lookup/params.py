@@ -115,12 +115,15 @@ class GeoLookupParams(BaseModel):
 
 
 def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
-    """The project's ``domain``, brand names (``brand``) and ``competitors`` (each a domain
-    and its names) where the request gives none (and names a project)."""
+    """The project's ``domain``, brand names (``brand``), ``competitors`` (each a domain and
+    its names) and tracked prompts (``prompts``) where the request gives none (and names a
+    project)."""
     found = dict(params)
     project = defaults.record
     if project is None:
         return found
+    if "prompts" not in found and project.prompts:
+        found["prompts"] = [p.prompt for p in project.prompts]
     if "domain" not in found and project.domain:
         found["domain"] = project.domain
     if "brand" not in found and project.brand_names:

@@ -122,7 +122,15 @@ class ShareOfVoice(BaseModel):
     location: int | str
     language: str
     device: str
-    keywords: int = Field(description="The keywords the check got an answer for.")
+    keywords: int = Field(
+        description="The keywords it is over: the project's tracked keywords of the market "
+        "that have a ranking, or (none tracked there) those the check got an answer for."
+    )
+    keywords_basis: str | None = Field(
+        default=None,
+        description="`tracked` (over the project's tracked keywords of the market) or "
+        "`checked` (over the check's keywords); null in collections made before.",
+    )
     target: Share
     competitors: list[Share]
     top_domains: list[DomainShare] = Field(description="The 10 sites with the largest shares.")

@@ -81,14 +81,17 @@ ADAPTERS: dict[str, type[SerperRanks] | type[DataForSeoRanks]] = {
 
 
 def items(params: RankCheckParams) -> list[dict[str, Any]]:
-    """One item per keyword: the keyword with where and how it is searched."""
+    """One item per keyword: the keyword with where and how it is searched (a tracked one in
+    its own market)."""
     where = {"location": params.location, "language": params.language, "device": params.device}
-    return [{"keyword": keyword, **where} for keyword in params.keywords]
+    own = [{"keyword": keyword, **where} for keyword in params.keywords]
+    return own + [entry.model_dump() for entry in params.tracked]
 
 
 def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
-    """The project's domain as the ``target`` and its competitors' domains as
-    ``competitors``, where the request gives none (and names a project)."""
+    """The project's domain as the ``target``, its competitors' domains as ``competitors``
+    and its tracked keywords as ``tracked``, where the request gives none and names a
+    project (a request that names ``keywords`` or ``tracked`` checks those alone)."""
     found = dict(params)
     project = defaults.record
     if project is None:
@@ -97,6 +100,8 @@ def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[s
         found["target"] = project.domain
     if "competitors" not in found and project.competitors:
         found["competitors"] = [c["domain"] for c in project.competitors]
+    if "keywords" not in found and "tracked" not in found and project.keywords:
+        found["tracked"] = [k.market() for k in project.keywords]
     return found
 
 
@@ -126,8 +131,14 @@ def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
 
 
 def _unsupported(name: str, params: RankCheckParams) -> str | None:
-    """Why ``name`` cannot make this search (Serper: mobile, an unknown country code)."""
-    return serper_ranks.unsupported(params.device, params.location) if name == "serper" else None
+    """Why ``name`` cannot make the job's searches (Serper: mobile, an unknown country code)."""
+    if name != "serper":
+        return None
+    for device, location, _language in params.markets():
+        why = serper_ranks.unsupported(device, location)
+        if why is not None:
+            return why
+    return None
 
 
 def _names(params: RankCheckParams, settings: Any) -> list[str]:
@@ -222,18 +233,20 @@ async def run(ctx: JobContext[RankCheckParams]) -> None:
     ctx.result = await _collect(ctx) | {"provider": chain.first.name}
 
 
-def voice_subject(params: RankCheckParams) -> str:
-    """The subject of a check's share of voice: one per market (device, location, language)."""
-    return f"{VOICE}/{params.device}/{params.location}/{params.language}"
+Market = tuple[str, int | str, str]  # device, location, language
+
+
+def voice_subject(device: str, location: int | str, language: str) -> str:
+    """The subject of a share of voice: one per market (device, location, language)."""
+    return f"{VOICE}/{device}/{location}/{language}"
 
 
 async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
-    """Collect every keyword that got an answer, then the share of voice over them; a job
-    where none did fails with the first keyword's error."""
-    params = ctx.params
+    """Collect every keyword that got an answer, then the share of voice of each market;
+    a job where none did fails with the first keyword's error."""
     counts = {RANKED: 0, NOT_RANKED: 0, "failed": 0}
     first_error: tuple[str, str] | None = None
-    answered: list[dict[str, Any]] = []
+    answered: dict[Market, list[dict[str, Any]]] = {}
     by: dict[str, dict[str, int]] = {"answered_by": {}, "failed_over": {}}
     async for item in ctx.items():
         row = item.result or {}
@@ -241,7 +254,8 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
             counts[item.outcome] += 1
             key = subject(row["device"], row["location"], row["language"], row["keyword"])
             await ctx.collect(key, row)
-            answered.append(row)
+            market = (row["device"], row["location"], row["language"])
+            answered.setdefault(market, []).append(row)
             _count_providers(row, by)
         else:
             counts["failed"] += 1
@@ -249,15 +263,62 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
                 first_error = (item.error_code, item.error_message or item.error_code)
     if not counts[RANKED] + counts[NOT_RANKED] and first_error is not None:
         raise JobFailed(*first_error)
-    if answered:
-        voice = share_of_voice(answered, target_host(params.target), params.competitors)
-        where = {"device": params.device, "location": params.location, "language": params.language}
-        await ctx.collect(voice_subject(params), where | voice | {"checked_at": _now()})
-        shares = {"share_of_voice": voice["target"]["share"]}
-    else:
-        shares = {}
+    shares = await _voices(ctx, answered)
     fallback = by if by["failed_over"] else {}  # named only when a provider handed over
     return {"keywords": sum(counts.values()), **counts, **shares, **fallback}
+
+
+async def _voices(
+    ctx: JobContext[RankCheckParams], answered: dict[Market, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Collect each market's share of voice: over the project's tracked keywords of that
+    market when it tracks any (each one's ranking from this check, else its latest
+    collected one; keywords checked but not tracked left out), else over the keywords
+    checked. The result names the share of the one market, or of each."""
+    params = ctx.params
+    tracked = await _tracked_by_market(ctx) if answered else {}
+    shares: dict[str, float] = {}
+    for market, rows in answered.items():
+        over, basis = rows, "checked"
+        if market in tracked:
+            over, basis = await _tracked_rows(ctx, market, tracked[market], rows), "tracked"
+        if not over:
+            continue
+        voice = share_of_voice(over, target_host(params.target), params.competitors)
+        device, location, language = market
+        where = {"device": device, "location": location, "language": language}
+        data = where | voice | {"keywords_basis": basis, "checked_at": _now()}
+        await ctx.collect(voice_subject(*market), data)
+        shares[f"{device}/{location}/{language}"] = voice["target"]["share"]
+    if len(shares) == 1:
+        return {"share_of_voice": next(iter(shares.values()))}
+    return {"share_of_voice_by_market": shares} if shares else {}
+
+
+async def _tracked_by_market(ctx: JobContext[RankCheckParams]) -> dict[Market, list[str]]:
+    project = await ctx.project()
+    found: dict[Market, list[str]] = {}
+    for tracked in project.keywords:
+        market = (tracked.device, tracked.location, tracked.language)
+        found.setdefault(market, []).append(tracked.keyword)
+    return found
+
+
+async def _tracked_rows(
+    ctx: JobContext[RankCheckParams],
+    market: Market,
+    keywords: list[str],
+    checked: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    mine = {row["keyword"].casefold(): row for row in checked}
+    rows = []
+    for keyword in keywords:
+        row = mine.get(keyword.casefold())
+        if row is None:
+            row = await ctx.published(subject(*market, keyword))
+        if row is not None:
+            rows.append(row)
+    return rows
 
 
 def _count_providers(row: Mapping[str, Any], by: dict[str, dict[str, int]]) -> None:

@@ -89,7 +89,8 @@ KIND: Kind[WebVitalsParams] = Kind(
     description="Lighthouse lab data (performance score, LCP, CLS, TBT, FCP, Speed Index, "
     "TTFB; opportunities) per URL and form factor in Debian's Chromium, with CrUX field data "
     "when a key is set; read with GET /v1/projects/{id}/web-vitals.",
-    schedulable=False,
+    schedulable=True,  # opt-in: seed 001 runs it when started (issue 29.8)
+    collection_opt_in=True,
     cost=_cost,
     quotas=(DAILY, MONTHLY),
     report_columns=(
