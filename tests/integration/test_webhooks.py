@@ -30,9 +30,6 @@ def hooked(store_url: str) -> Iterator[Api]:
         webhook_retry_schedule="0.05,0.05,0.05",
         webhook_poll_interval=0.05,
         webhook_timeout=5,
-        # The index checks' providers are unreachable here: no retries, so a check ends at
-        # once whichever providers the fallback chain tries (each would back off 2, 4, 8 s).
-        provider_retries=0,
     )
     with api(settings, run_worker=True) as running:
         yield running
