@@ -215,6 +215,10 @@ def make_settings(url: str, **overrides: object) -> Settings:
         # Tests start hundreds of apps in one process: each freeze would keep the last one's
         # objects alive for good.
         "gc_freeze": False,
+        # A provider that fails is retried as in production, but after 10-70 ms rather than
+        # 2, 4 and 8 s: a job whose fallback chain meets unreachable providers (UNREACHABLE)
+        # would otherwise wait some 14 s per provider. A test of the back-off itself says so.
+        "provider_backoff": 0.01,
         **CONFIGURED_PROVIDERS,
         "fingerprints_path": TEST_FINGERPRINTS,
     }
@@ -257,6 +261,7 @@ def subprocess_env(url: str, **extra: str) -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
             "SEOJOBS_POLL_INTERVAL": "0.2",
             "SEOJOBS_MAINTENANCE_INTERVAL": "0.2",
+            "SEOJOBS_PROVIDER_BACKOFF": "0.01",  # as make_settings: retried, without the wait
         }
     )
     env.update(extra)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api_helpers import V1, Api, api, assert_problem, error_fields
+from tests.api_helpers import V1, Api, api, assert_problem, error_fields, owned, shared_api
 from tests.conftest import make_settings, migrated_sqlite
 
 KINDS = ["index-submit", "index-check"]
@@ -180,10 +180,17 @@ def test_duplicates_are_removed_and_counted(app: Api, kind: str) -> None:
 CAP = 2_000
 
 
-@pytest.fixture
-def capped(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url, max_body_bytes=CAP), run_worker=False) as running:
+@pytest.fixture(scope="module")
+def shared_capped(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    with shared_api(module_store, request, max_body_bytes=CAP) as running:
         yield running
+
+
+@pytest.fixture
+def capped(shared_capped: Api) -> Iterator[Api]:
+    """One app for the module's cap tests (the body cap is the HTTP layer's, before any
+    store: SQLite alone), each test as its own user."""
+    yield from owned(shared_capped)
 
 
 def big_body(size: int) -> bytes:
@@ -193,6 +200,7 @@ def big_body(size: int) -> bytes:
     return raw
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize("kind", KINDS)
 def test_body_over_the_cap_is_413(capped: Api, kind: str) -> None:
     client = capped.client(capped.account())
@@ -206,6 +214,7 @@ def test_body_over_the_cap_is_413(capped: Api, kind: str) -> None:
     assert len(client.get(f"{V1}/{kind}/jobs").json()["jobs"]) == 1
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize("kind", KINDS)
 def test_chunked_body_over_the_cap_is_413(capped: Api, kind: str) -> None:
     """A body sent without Content-Length (chunked) is counted as it streams in."""

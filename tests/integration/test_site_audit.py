@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import func, select
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from seojobs.engine.worker import Worker
@@ -214,6 +215,47 @@ async def test_a_start_url_that_does_not_answer_fails_the_audit(
     job, _ = services.jobs.create(user, "site_audit", {"start_url": f"http://127.0.0.1:{port}/"})
     done = await run_until_final(services, user, job)
     assert (done.state, done.error_code) == ("failed", "target_unreachable")
+
+
+@pytest.mark.stores("sqlite")  # what the crawl records of a silent page; not the store
+async def test_a_page_that_does_not_answer_in_time_is_recorded_with_its_error(
+    sqlite_url: str,
+) -> None:
+    """A page whose fetch times out is a page of the audit (no answer: page_unreachable), never
+    left out; the pages it would have linked are not known, the others are crawled."""
+    released = threading.Event()
+
+    async def any_path(request: Request) -> Response:
+        path = request.url.path
+        if path == "/robots.txt":
+            return PlainTextResponse("User-agent: *\nAllow: /\n")
+        if path == "/silent":  # answers nothing before the test ends
+            await asyncio.to_thread(released.wait, 60)
+        links = {"/": '<a href="/silent">s</a><a href="/ok">o</a>', "/silent": '<a href="/x">x</a>'}
+        return HTMLResponse(f"<title>{path}</title>{links.get(path, '')}")
+
+    # Long enough for a loaded machine's answers, short for the test: the silent page costs it.
+    settings = make_settings(sqlite_url, allow_private_networks=True, fetch_timeout=2.0)
+    services = Services(Database(sqlite_url), settings, load_registry(settings))
+    user = services.accounts.create_user("alice").user
+    try:
+        with serve(Starlette(routes=[Route("/{path:path}", any_path)])) as base:
+            job, _ = services.jobs.create(user, "site_audit", {"start_url": f"{base}/", **RELAXED})
+            done = await run_until_final(services, user, job)
+            released.set()
+    finally:
+        released.set()
+        services.db.dispose()
+    assert done.state == "completed", done.error
+    pages = {_path(i.data["url"]): i for i in services.jobs.items(user, job.id)}
+    assert set(pages) == {"/", "/ok", "/silent"}
+    silent = pages["/silent"]
+    assert (silent.state, silent.outcome) == ("done", "crawled")
+    assert silent.result is not None
+    assert (silent.result["status"], silent.result["error_kind"]) == (None, "timeout")
+    assert silent.result["issues"] == ["page_unreachable"]
+    found = {(f.code, _path(f.data["url"])) for f in _all_findings(services, user, job.id)}
+    assert {path for code, path in found if code == "page_unreachable"} == {"/silent"}
 
 
 def test_an_audit_over_its_page_quota_is_stored_failed(audit_services: Services) -> None:

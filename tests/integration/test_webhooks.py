@@ -14,7 +14,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from tests.api_helpers import TERMINAL, Api, api, assert_problem, error_fields
+from tests.api_helpers import TERMINAL, Api, api, assert_problem, error_fields, owned, shared_api
 from tests.conftest import make_settings
 from tests.fakes.webhook_receiver import receiver
 from tests.waiting import wait_until
@@ -30,12 +30,22 @@ def hooked(store_url: str) -> Iterator[Api]:
         webhook_retry_schedule="0.05,0.05,0.05",
         webhook_poll_interval=0.05,
         webhook_timeout=5,
-        # The index checks' providers are unreachable here: no retries, so a check ends at
-        # once whichever providers the fallback chain tries (each would back off 2, 4, 8 s).
-        provider_retries=0,
     )
     with api(settings, run_worker=True) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def shared_registering(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One app for the module's tests of what registration accepts (no deliveries, no
+    worker): each test as its own users."""
+    with shared_api(module_store, request, allow_private_networks=True) as made:
+        yield made
+
+
+@pytest.fixture
+def registering(shared_registering: Api) -> Iterator[Api]:
+    yield from owned(shared_registering)
 
 
 def register(client: httpx.Client, url: str, **body: Any) -> dict[str, Any]:
@@ -132,10 +142,11 @@ def test_endpoints_crud_and_the_secret_shown_once(hooked: Api) -> None:
         ({"url": "http://127.0.0.1:9/", "colour": "red"}, "colour"),
     ],
 )
+@pytest.mark.stores("sqlite")  # input validation, before the store
 def test_bad_endpoints_are_422_naming_the_field(
-    hooked: Api, body: dict[str, Any], field: str
+    registering: Api, body: dict[str, Any], field: str
 ) -> None:
-    client = hooked.client(hooked.account())
+    client = registering.client(registering.account())
     answer = client.post("/v1/webhooks", json=body)
     if field == "project_id":  # a project that is not yours does not exist
         assert_problem(answer, 404)
@@ -157,8 +168,9 @@ BAD_FILTERS = [
 ]
 
 
-def test_bad_filters_are_422_naming_the_field_on_create_and_patch(hooked: Api) -> None:
-    client = hooked.client(hooked.account())
+@pytest.mark.stores("sqlite")  # input validation, before the store
+def test_bad_filters_are_422_naming_the_field_on_create_and_patch(registering: Api) -> None:
+    client = registering.client(registering.account())
     hook = register(client, "http://127.0.0.1:9/", events=["rank.changed"])
     for filters, field in BAD_FILTERS:
         for answer in (
