@@ -275,7 +275,7 @@ class Settings(BaseSettings):
         "(1-1000); also the most it claims at a time.",
     )
     webhook_endpoint_concurrency: int = Field(
-        default=16,
+        default=32,
         ge=1,
         le=1000,
         description="Of those, at most this many to any one endpoint (1-1000; "

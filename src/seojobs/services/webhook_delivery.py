@@ -105,7 +105,7 @@ class Dispatcher:
         self.per_endpoint = min(settings.webhook_endpoint_concurrency, self.concurrency)
         self._busy: Counter[int] = Counter()  # endpoint id: claimed here, not yet recorded
         self._in_flight = 0
-        self._backlog = False  # the last claim got all it asked for
+        self._backlog = False  # the last claim got some
         self._done: list[_Done] = []
         self._ready = asyncio.Event()  # something in _done
         self._freed = asyncio.Event()  # slots came free
@@ -181,7 +181,7 @@ class Dispatcher:
     def _claim(self, limit: int, busy: dict[int, int]) -> list[DueDelivery]:
         """Claims up to ``limit`` due deliveries and fixes the new ones' messages, in one
         transaction. Skips the (cheap, read-only) look for due ones while a backlog is being
-        drained: the previous claim got all it asked for."""
+        drained: the previous claim got some."""
         now = self.clock()
         if not self._backlog:
             with self.db.read() as conn:
@@ -200,7 +200,7 @@ class Dispatcher:
                 for d in due
             ]
             hook_sql.hold(conn, held, now, self.lock_for)
-        self._backlog = len(due) == limit
+        self._backlog = bool(due)
         return due
 
     def _with_messages(self, conn: Connection, due: list[DueDelivery]) -> list[DueDelivery]:
