@@ -92,6 +92,14 @@ class Run:
     duplicates: int  # deliveries beyond one per webhook-id
     seconds: float  # first completion to last delivery
     delays: list[float]  # per job: completion to its first delivery
+    completing: float  # first completion to last completion (how tight the burst was)
+    cpu: float  # CPU seconds of this process (the worker and its dispatcher) during the run
+
+    @property
+    def cpu_ms(self) -> float:
+        """CPU ms per delivery: the worker's (running and completing the no-op jobs) and its
+        dispatcher's together, the receiver's not (its own process)."""
+        return self.cpu * 1000 / self.delivered if self.delivered else float("nan")
 
     @property
     def per_second(self) -> float:
@@ -109,9 +117,13 @@ def settings_for(url: str) -> Settings:
 
 
 async def deliver(url: str, receiver_url: str, jobs: int, concurrency: int) -> float:
-    """Run the worker (and its dispatcher) until the receiver has ``jobs`` deliveries."""
+    """Run the worker (and its dispatcher) until the receiver has ``jobs`` deliveries; the
+    CPU seconds this process spent meanwhile."""
     settings = settings_for(url)
     db = Database(url)
+    # One client for the whole run: httpx.get made a client (and an SSL context) per poll,
+    # which cost this process as much CPU as the dispatcher's own requests.
+    counter = httpx.Client(base_url=receiver_url, timeout=10)
     services = Services(db, settings, load_registry(settings))
     try:
         warm(db, EXECUTOR_THREADS)
@@ -125,20 +137,22 @@ async def deliver(url: str, receiver_url: str, jobs: int, concurrency: int) -> f
         )
         freeze_startup()
         deadline = time.monotonic() + 120 + jobs / 20
+        cpu = time.process_time()
         async with running(worker) as task:
-            while await asyncio.to_thread(_count, receiver_url) < jobs:
+            while await asyncio.to_thread(_count, counter) < jobs:
                 if task.done():
                     raise RuntimeError("the worker stopped before every delivery arrived")
                 if time.monotonic() > deadline:
                     raise TimeoutError("not every delivery arrived in time")
                 await asyncio.sleep(COUNT_POLL)
-        return time.time()
+            return time.process_time() - cpu
     finally:
+        counter.close()
         db.dispose()
 
 
-def _count(receiver_url: str) -> int:
-    return int(httpx.get(receiver_url + "/count", timeout=10).text)
+def _count(counter: httpx.Client) -> int:
+    return int(counter.get("/count").text)
 
 
 def measure(store: str, url: str, jobs: int, concurrency: int, log: Path) -> Run:
@@ -153,7 +167,7 @@ def measure(store: str, url: str, jobs: int, concurrency: int, log: Path) -> Run
             services.webhooks.create(record, url=base + HOOK, events=["job.completed"])
             insert_jobs(url, user.project_id, jobs, BURN_KIND)
             cli.progress(f"{store}: {jobs:,} jobs, worker concurrency {concurrency}")
-            asyncio.run(deliver(url, base, jobs, concurrency))
+            cpu = asyncio.run(deliver(url, base, jobs, concurrency))
             seen: list[list[Any]] = httpx.get(base + "/seen", timeout=60).json()
         with db.read() as conn:
             done = dict(conn.execute(select(jobs_table.c.id, jobs_table.c.completed_at)).all())
@@ -176,6 +190,8 @@ def measure(store: str, url: str, jobs: int, concurrency: int, log: Path) -> Run
         duplicates=len(seen) - len({msg for _, msg, _ in seen}),
         seconds=span,
         delays=delays,
+        completing=max(completed.values()) - min(completed.values()) if completed else 0.0,
+        cpu=cpu,
     )
 
 
@@ -204,14 +220,25 @@ def targets(runs: list[Run]) -> list[cli.Target]:
 
 
 def report(runs: list[Run], pg: ScratchPostgres | None) -> str:
-    lines = [cli.machine(pg), ""]
+    settings = Settings(database_url="sqlite://")
+    lines = [
+        cli.machine(pg),
+        "dispatcher: "
+        + ", ".join(
+            f"{name} {getattr(settings, name, '(none)')}"
+            for name in ("webhook_concurrency", "webhook_endpoint_concurrency")
+        ),
+        "",
+    ]
     lines += cli.columns(
         [
             ("store", lambda r: r.store),
             ("jobs", lambda r: f"{r.jobs:,}"),
             ("delivered", lambda r: f"{r.delivered:,}"),
             ("duplicates", lambda r: f"{r.duplicates:,}"),
+            ("completing s", lambda r: f"{r.completing:.3f}"),
             ("deliveries/s", lambda r: f"{r.per_second:,.0f}"),
+            ("CPU ms/delivery", lambda r: f"{r.cpu_ms:.2f}"),
             ("p50 delay s", lambda r: f"{r.quantile(0.5):.3f}"),
             ("p99 delay s", lambda r: f"{r.quantile(0.99):.3f}"),
             ("max delay s", lambda r: f"{max(r.delays, default=float('nan')):.3f}"),

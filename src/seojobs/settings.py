@@ -279,6 +279,20 @@ class Settings(BaseSettings):
     webhook_poll_interval: float = Field(
         default=0.2, gt=0, description="How often workers look for due webhook deliveries."
     )
+    webhook_concurrency: int = Field(
+        default=64,
+        ge=1,
+        le=1000,
+        description="Webhook deliveries a worker sends at once, to all endpoints together "
+        "(1-1000); also the most it claims at a time.",
+    )
+    webhook_endpoint_concurrency: int = Field(
+        default=32,
+        ge=1,
+        le=1000,
+        description="Of those, at most this many to any one endpoint (1-1000; "
+        "SEOJOBS_WEBHOOK_CONCURRENCY when larger), so a slow endpoint holds only its share.",
+    )
 
     @classmethod
     def settings_customise_sources(

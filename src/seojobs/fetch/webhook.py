@@ -44,7 +44,8 @@ class WebhookSender(Closing):
             read_timeout=timeout,
             deadline=timeout,
             max_bytes=ANSWER_BYTES,
-            connector=connector or (lambda: PinnedConnector(guard, limit=100)),
+            connector=connector
+            or (lambda: PinnedConnector(guard, limit=settings.webhook_concurrency)),
             env_proxies=False,  # the guard must see the address connected to
         )
 

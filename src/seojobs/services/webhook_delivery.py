@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.guard import Resolver
@@ -32,14 +35,20 @@ from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import webhooks as hook_sql
 from seojobs.store.coltypes import utcnow
-from seojobs.store.db import Database
+from seojobs.store.db import Connection, Database
 from seojobs.store.jobs import SCHEDULED_CHECK
 from seojobs.timefmt import rfc3339
-from seojobs.webhook_records import AttemptOutcome, DueDelivery, EndpointRecord, message
+from seojobs.webhook_records import (
+    AttemptOutcome,
+    DeliveryRecord,
+    DueDelivery,
+    EndpointRecord,
+    message,
+)
 
 log = logging.getLogger("seojobs.webhooks")
+T = TypeVar("T")
 
-BATCH = 50
 HEAD_CHARS = 512  # of an answer, what an attempt keeps (GET /v1/webhooks/{id}/deliveries)
 JITTER = 0.1
 
@@ -60,7 +69,25 @@ def signed_headers(secrets: list[str], msg_id: str, timestamp: int, body: bytes)
     }
 
 
+@dataclass(frozen=True)
+class _Done:
+    """A claimed delivery, dealt with: an attempt's ``outcome``, or a ``reason`` not to
+    attempt it (its endpoint is disabled), or neither (something broke: its claim runs out
+    and it is sent again)."""
+
+    due: DueDelivery
+    outcome: AttemptOutcome | None = None
+    reason: str | None = None
+
+
 class Dispatcher:
+    """Sends due deliveries with up to ``webhook_concurrency`` attempts in flight, at most
+    ``webhook_endpoint_concurrency`` of them to one endpoint (a slow or silent endpoint holds
+    its share, never the others'). It claims as many as it has free slots, in one statement
+    that also fixes the new messages, and records what the attempts got in batches: a burst of
+    completions is drained in a few transactions per batch, not three per delivery. No order
+    is kept between deliveries (Standard Webhooks promises none; the docs say so)."""
+
     def __init__(
         self,
         db: Database,
@@ -74,49 +101,137 @@ class Dispatcher:
         self.clock = clock
         self.resolver = resolver
         self.lock_for = settings.webhook_timeout * 1.5 + 1
+        self.concurrency = settings.webhook_concurrency
+        self.per_endpoint = min(settings.webhook_endpoint_concurrency, self.concurrency)
+        self._busy: Counter[int] = Counter()  # endpoint id: claimed here, not yet recorded
+        self._in_flight = 0
+        self._backlog = False  # the last claim got some
+        self._done: list[_Done] = []
+        self._ready = asyncio.Event()  # something in _done
+        self._freed = asyncio.Event()  # slots came free
 
     async def run(self) -> None:
         """Deliver until cancelled."""
         sender = WebhookSender(self.settings, resolver=self.resolver)
+        recorder = asyncio.create_task(self._record_loop())
+        attempts: set[asyncio.Task[None]] = set()
         try:
             while True:
-                try:
-                    sent = await self.run_once(sender)
-                except Exception:
-                    log.exception("webhook dispatch failed; trying again")
-                    sent = 0
-                if not sent:
-                    await asyncio.sleep(self.settings.webhook_poll_interval)
+                self._freed.clear()  # before the claim: a batch recorded meanwhile wakes us
+                free = self.concurrency - self._in_flight
+                for due in await self._claim_free(free) if free > 0 else []:
+                    task = asyncio.create_task(self._attempt(sender, due))
+                    attempts.add(task)
+                    task.add_done_callback(attempts.discard)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._freed.wait(), self.settings.webhook_poll_interval)
         finally:
+            for task in (recorder, *attempts):
+                task.cancel()
+            await asyncio.gather(recorder, *attempts, return_exceptions=True)
             await sender.aclose()
 
     async def run_once(self, sender: WebhookSender) -> int:
-        due = await asyncio.to_thread(self._claim)
+        """Claim what is due (up to ``webhook_concurrency``), send it, record it; how many."""
+        due = await asyncio.to_thread(self._claim, self.concurrency, {})
         if due:
-            await asyncio.gather(*(self._deliver(sender, d) for d in due))
+            done = await asyncio.gather(*(self._outcome(sender, d) for d in due))
+            await asyncio.to_thread(self._record, done)
         return len(due)
 
-    def _claim(self) -> list[DueDelivery]:
-        now = self.clock()
-        with self.db.read() as conn:
-            if not hook_sql.has_due(conn, now):
-                return []
-        with self.db.write() as conn:
-            return hook_sql.claim_due(self.db, conn, now, BATCH, self.lock_for)
+    async def _claim_free(self, free: int) -> list[DueDelivery]:
+        try:
+            due = await _finishing(self._claim, free, dict(self._busy))
+        except Exception:
+            log.exception("webhook dispatch failed; trying again")
+            return []
+        for each in due:
+            self._busy[each.endpoint.id] += 1
+        self._in_flight += len(due)
+        return due
 
-    async def _deliver(self, sender: WebhookSender, due: DueDelivery) -> None:
+    async def _attempt(self, sender: WebhookSender, due: DueDelivery) -> None:
+        try:
+            done = await self._outcome(sender, due)
+        except Exception:
+            log.exception("webhook delivery %s failed; its claim will run out", due.delivery.id)
+            done = _Done(due)
+        self._done.append(done)
+        self._ready.set()
+
+    async def _record_loop(self) -> None:
+        """Records finished attempts, all that finished meanwhile in one transaction, and frees
+        their slots (a delivery holds its slot until recorded: in flight never exceeds
+        ``webhook_concurrency``, and its claim outlives the attempt)."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            batch, self._done = self._done, []
+            try:
+                await _finishing(self._record, batch)
+            except Exception:
+                log.exception("recording webhook attempts failed; their claims will run out")
+            for done in batch:
+                self._busy[done.due.endpoint.id] -= 1
+                if not self._busy[done.due.endpoint.id]:
+                    del self._busy[done.due.endpoint.id]
+            self._in_flight -= len(batch)
+            self._freed.set()
+
+    def _claim(self, limit: int, busy: dict[int, int]) -> list[DueDelivery]:
+        """Claims up to ``limit`` due deliveries and fixes the new ones' messages, in one
+        transaction. Skips the (cheap, read-only) look for due ones while a backlog is being
+        drained: the previous claim got some."""
+        now = self.clock()
+        if not self._backlog:
+            with self.db.read() as conn:
+                if not hook_sql.has_due(conn, now):
+                    return []
+        with self.db.write() as conn:
+            due = hook_sql.claim_due(
+                self.db, conn, now, limit, per_endpoint=self.per_endpoint, busy=busy
+            )
+            stored = {d.delivery.id for d in due if d.delivery.msg_id and d.delivery.payload}
+            due = self._with_messages(conn, due)
+            held = [
+                (d.delivery.id, None, None)
+                if d.delivery.id in stored
+                else (d.delivery.id, d.delivery.msg_id, d.delivery.payload)
+                for d in due
+            ]
+            hook_sql.hold(conn, held, now, self.lock_for)
+        self._backlog = bool(due)
+        return due
+
+    def _with_messages(self, conn: Connection, due: list[DueDelivery]) -> list[DueDelivery]:
+        """Each new message's id and body (stored by the claim, before its first attempt)."""
+        new = [d for d in due if d.delivery.msg_id is None or d.delivery.payload is None]
+        if not new:
+            return due
+        wanted = [d.delivery.job_id for d in new if d.delivery.job_id is not None]
+        found = job_sql.get_many(conn, wanted)
+        fixed: dict[int, DeliveryRecord] = {}
+        for each in new:
+            delivery = each.delivery
+            job = found.get(delivery.job_id) if delivery.job_id is not None else None
+            data: dict[str, Any] = job_body(job) if job else {"id": delivery.job_id}
+            if job is not None and delivery.event_type == SCHEDULED_CHECK:
+                data["submission_id"] = job.parent_id  # the job whose follow-up it is
+            msg_id, payload = message(delivery.event_type, delivery.created_at, data)
+            fixed[delivery.id] = replace(delivery, msg_id=msg_id, payload=payload)
+        return [replace(d, delivery=fixed.get(d.delivery.id, d.delivery)) for d in due]
+
+    async def _outcome(self, sender: WebhookSender, due: DueDelivery) -> _Done:
         delivery, endpoint = due.delivery, due.endpoint
         if not endpoint.enabled:
             reason = f"the endpoint is disabled: {endpoint.disabled_reason or 'by its owner'}"
-            await asyncio.to_thread(self._give_up, delivery.id, reason)
-            return
-        if delivery.msg_id is None or delivery.payload is None:
-            msg_id, payload = await asyncio.to_thread(self._fix_message, due)
-        else:
-            msg_id, payload = delivery.msg_id, delivery.payload
-        body = payload.encode()
+            return _Done(due, reason=reason)
+        assert delivery.msg_id is not None and delivery.payload is not None  # fixed at claim
+        body = delivery.payload.encode()
         now = self.clock()
-        headers = signed_headers(endpoint.signing_secrets(now), msg_id, int(time.time()), body)
+        headers = signed_headers(
+            endpoint.signing_secrets(now), delivery.msg_id, int(time.time()), body
+        )
         started = time.monotonic()
         try:
             answer = await sender.post(endpoint.url, body, headers)
@@ -125,38 +240,31 @@ class Dispatcher:
         else:
             head = answer.body[:HEAD_CHARS].decode("utf-8", "replace")
             outcome = AttemptOutcome(answer.status, _ms(started), head, None)
-        await asyncio.to_thread(self._record, due, outcome)
+        return _Done(due, outcome=outcome)
 
-    def _give_up(self, delivery_id: int, reason: str) -> None:
-        with self.db.write() as conn:
-            hook_sql.give_up(conn, delivery_id, reason, self.clock())
-
-    def _fix_message(self, due: DueDelivery) -> tuple[str, str]:
-        delivery = due.delivery
-        with self.db.read() as conn:
-            job = job_sql.get(conn, delivery.job_id) if delivery.job_id is not None else None
-        data: dict[str, Any] = job_body(job) if job else {"id": delivery.job_id}
-        if job is not None and delivery.event_type == SCHEDULED_CHECK:
-            data["submission_id"] = job.parent_id  # the job whose follow-up it is
-        msg_id, payload = message(delivery.event_type, delivery.created_at, data)
-        with self.db.write() as conn:
-            hook_sql.set_message(conn, delivery.id, msg_id, payload)
-        return msg_id, payload
-
-    def _record(self, due: DueDelivery, outcome: AttemptOutcome) -> None:
+    def _record(self, batch: Sequence[_Done]) -> None:
         now = self.clock()
-        state, next_at, endpoint_values = self._next(due, outcome, now)
+        recorded = []
+        for done in batch:
+            if done.outcome is not None:
+                state, next_at, endpoint_values = self._next(done.due, done.outcome, now)
+                recorded.append(
+                    hook_sql.Recorded(
+                        done.due.delivery.id,
+                        done.outcome,
+                        state,
+                        next_at,
+                        done.due.endpoint.id,
+                        endpoint_values,
+                    )
+                )
+        given_up = [(d.due.delivery.id, d.reason) for d in batch if d.reason is not None]
+        if not recorded and not given_up:
+            return
         with self.db.write() as conn:
-            hook_sql.record_attempt(
-                conn,
-                due.delivery.id,
-                outcome,
-                now,
-                state=state,
-                next_attempt_at=next_at,
-                endpoint_id=due.endpoint.id,
-                endpoint_values=endpoint_values,
-            )
+            hook_sql.record_attempts(conn, recorded, now)
+            for delivery_id, reason in given_up:
+                hook_sql.give_up(conn, delivery_id, reason, now)
 
     def _next(
         self, due: DueDelivery, outcome: AttemptOutcome, now: datetime
@@ -188,6 +296,18 @@ def _failing(
     last = outcome.error or f"the endpoint answered {outcome.status_code}"
     reason = f"deliveries have failed since {rfc3339(since)} (last: {last})"
     return {"enabled": False, "disabled_reason": reason[:2000], "updated_at": now}
+
+
+async def _finishing(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a thread; cancelled, it still waits for the thread's transaction to
+    end (a thread left running would hold its connection past the database's disposal)."""
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await work
+        raise
 
 
 def _ms(started: float) -> float:

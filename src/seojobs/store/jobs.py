@@ -235,6 +235,14 @@ def get(
     return _record(row, param_keys) if row else None
 
 
+def get_many(conn: Connection, job_ids: Sequence[int]) -> dict[int, JobRecord]:
+    """Jobs by id, in one query (those that exist)."""
+    if not job_ids:
+        return {}
+    query = select(jobs).where(jobs.c.id.in_(sorted(set(job_ids))))
+    return {int(row.id): _job(row) for row in conn.execute(query)}
+
+
 def list_for_projects(
     conn: Connection,
     project_ids: Sequence[int],

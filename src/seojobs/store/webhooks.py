@@ -10,7 +10,8 @@ costs one indexed lookup) when the jobs' users have no endpoint.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -328,83 +329,157 @@ def add_messages(conn: Connection, messages: Sequence[dict[str, Any]], now: date
 
 
 def claim_due(
-    db: Database, conn: Connection, now: datetime, limit: int, lock_for: float
+    db: Database,
+    conn: Connection,
+    now: datetime,
+    limit: int,
+    *,
+    per_endpoint: int | None = None,
+    busy: Mapping[int, int] | None = None,
 ) -> list[DueDelivery]:
-    """Pending deliveries that are due and unclaimed, claimed for ``lock_for`` seconds (a
-    dispatcher that dies mid-attempt leaves them to another once the claim runs out)."""
+    """Pending deliveries that are due and unclaimed, oldest first, with their endpoints: the
+    first half of a claim, which :func:`hold` completes in the same transaction. PostgreSQL
+    locks them with SKIP LOCKED, so dispatchers claiming at once take different rows;
+    SQLite's writers are serialised (``BEGIN IMMEDIATE``).
+
+    ``per_endpoint``: at most this many to one endpoint, counting the ``busy`` ones (endpoint
+    id: deliveries of it the caller has in flight). Endpoints already at the limit are left
+    out of the scan, so a backlog of one endpoint cannot hide the others' deliveries."""
+    busy = busy or {}
     unlocked = or_(D.c.locked_until.is_(None), D.c.locked_until < now)
     candidates = (
-        select(D.c.id)
+        select(D, E)
+        .join(E, E.c.id == D.c.endpoint_id)
         .where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
-        .order_by(D.c.next_attempt_at, D.c.id)
-        .limit(limit)
     )
+    scan = limit
+    if per_endpoint is not None:
+        full = sorted(e for e, n in busy.items() if n >= per_endpoint)
+        if full:
+            candidates = candidates.where(D.c.endpoint_id.not_in(full))
+        scan = limit * 2  # room for other endpoints behind one that reaches its limit here
+    candidates = candidates.order_by(D.c.next_attempt_at, D.c.id).limit(scan)
     if db.dialect == "postgresql":
-        candidates = candidates.with_for_update(skip_locked=True)
-    ids = [int(r) for r in conn.execute(candidates).scalars()]
-    if not ids:
-        return []
-    conn.execute(
-        update(D)
-        .where(D.c.id.in_(ids))
-        .values(locked_until=now + timedelta(seconds=lock_for), updated_at=now)
-    )
-    rows = conn.execute(
-        select(D, E).join(E, E.c.id == D.c.endpoint_id).where(D.c.id.in_(ids)).order_by(D.c.id)
-    )
-    found = []
-    for row in rows:
+        candidates = candidates.with_for_update(skip_locked=True, of=D)
+    found: list[DueDelivery] = []
+    taken: dict[int, int] = {}
+    width = len(D.c)
+    for row in conn.execute(candidates):
         values = list(row)
-        delivery = DeliveryRecord(*values[: len(D.c)])
-        endpoint = EndpointRecord(*values[len(D.c) :])
-        found.append(DueDelivery(delivery, endpoint))
+        delivery = DeliveryRecord(*values[:width])
+        held = busy.get(delivery.endpoint_id, 0) + taken.get(delivery.endpoint_id, 0)
+        if per_endpoint is not None and held >= per_endpoint:
+            continue
+        found.append(DueDelivery(delivery, EndpointRecord(*values[width:])))
+        taken[delivery.endpoint_id] = taken.get(delivery.endpoint_id, 0) + 1
+        if len(found) == limit:
+            break
     return found
 
 
-def set_message(conn: Connection, delivery_id: int, msg_id: str, payload: str) -> None:
-    """The message's id and body, fixed before its first attempt (every retry sends them)."""
-    conn.execute(
-        update(D)
-        .where(D.c.id == delivery_id, D.c.msg_id.is_(None))
-        .values(msg_id=msg_id, payload=payload)
+_HOLD = (
+    update(D)
+    .where(D.c.id == bindparam("b_id"))
+    .values(
+        locked_until=bindparam("b_until", type_=UTCDateTime),
+        updated_at=bindparam("b_now", type_=UTCDateTime),
+        msg_id=func.coalesce(D.c.msg_id, bindparam("b_msg", type_=D.c.msg_id.type)),
+        payload=func.coalesce(D.c.payload, bindparam("b_payload", type_=D.c.payload.type)),
     )
+)
 
 
-def record_attempt(
+def hold(
     conn: Connection,
-    delivery_id: int,
-    outcome: AttemptOutcome,
+    claimed: Sequence[tuple[int, str | None, str | None]],
     now: datetime,
-    *,
-    state: str,
-    next_attempt_at: datetime | None,
-    endpoint_id: int,
-    endpoint_values: dict[str, Any] | None,
+    lock_for: float,
 ) -> None:
-    """An attempt's outcome, the delivery's next state, and the endpoint's (failing since,
-    disabled) in one transaction."""
-    conn.execute(
-        insert(A).values(
-            delivery_id=delivery_id,
-            attempted_at=now,
-            status_code=outcome.status_code,
-            latency_ms=outcome.latency_ms,
-            response_head=outcome.response_head,
-            error=outcome.error,
-        )
+    """The second half of a claim: (delivery id, ``webhook-id``, body) claimed for
+    ``lock_for`` seconds (a dispatcher that dies mid-attempt leaves them to another once the
+    claim runs out), a new message's id and body fixed before its first attempt (every retry
+    sends them; None keeps the stored ones). One statement for the batch."""
+    if not claimed:
+        return
+    until = now + timedelta(seconds=lock_for)
+    rows = [
+        {"b_id": i, "b_until": until, "b_now": now, "b_msg": m, "b_payload": p}
+        for i, m, p in claimed
+    ]
+    conn.execute(_HOLD, rows)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One attempt's outcome and what follows from it: the delivery's next state and next
+    attempt, and what changes on its endpoint (``failing_since``, disabled)."""
+
+    delivery_id: int
+    outcome: AttemptOutcome
+    state: str
+    next_attempt_at: datetime | None
+    endpoint_id: int
+    endpoint_values: dict[str, Any] | None
+
+
+_ATTEMPT = insert(A).values(
+    delivery_id=bindparam("b_id"),
+    attempted_at=bindparam("b_at", type_=UTCDateTime),
+    status_code=bindparam("b_status"),
+    latency_ms=bindparam("b_latency"),
+    response_head=bindparam("b_head"),
+    error=bindparam("b_error"),
+)
+_AFTER_ATTEMPT = (
+    update(D)
+    .where(D.c.id == bindparam("b_id"))
+    .values(
+        state=bindparam("b_state"),
+        attempts=D.c.attempts + 1,
+        locked_until=None,
+        updated_at=bindparam("b_at", type_=UTCDateTime),
+        last_error=bindparam("b_error"),
+        next_attempt_at=func.coalesce(bindparam("b_next", type_=UTCDateTime), D.c.next_attempt_at),
     )
-    values: dict[str, Any] = {
-        "state": state,
-        "attempts": D.c.attempts + 1,
-        "locked_until": None,
-        "updated_at": now,
-        "last_error": None if outcome.succeeded else _error_text(outcome),
-    }
-    if next_attempt_at is not None:
-        values["next_attempt_at"] = next_attempt_at
-    conn.execute(update(D).where(D.c.id == delivery_id).values(values))
-    if endpoint_values:
-        conn.execute(update(E).where(E.c.id == endpoint_id).values(endpoint_values))
+)
+
+
+def record_attempts(conn: Connection, recorded: Sequence[Recorded], now: datetime) -> None:
+    """Attempts' outcomes, their deliveries' next states and their endpoints' changes, in one
+    transaction: one statement per table for the batch (a dispatcher records what its
+    concurrent attempts got together)."""
+    if not recorded:
+        return
+    conn.execute(
+        _ATTEMPT,
+        [
+            {
+                "b_id": r.delivery_id,
+                "b_at": now,
+                "b_status": r.outcome.status_code,
+                "b_latency": r.outcome.latency_ms,
+                "b_head": r.outcome.response_head,
+                "b_error": r.outcome.error,
+            }
+            for r in recorded
+        ],
+    )
+    conn.execute(
+        _AFTER_ATTEMPT,
+        [
+            {
+                "b_id": r.delivery_id,
+                "b_state": r.state,
+                "b_at": now,
+                "b_error": None if r.outcome.succeeded else _error_text(r.outcome),
+                "b_next": r.next_attempt_at,
+            }
+            for r in recorded
+        ],
+    )
+    for r in recorded:
+        if r.endpoint_values:
+            conn.execute(update(E).where(E.c.id == r.endpoint_id).values(r.endpoint_values))
 
 
 def _error_text(outcome: AttemptOutcome) -> str:

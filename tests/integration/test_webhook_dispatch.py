@@ -1,0 +1,166 @@
+"""The webhook dispatcher under a backlog (issue 27), on both stores: two dispatchers on one
+database deliver each message once; a slow endpoint holds only its share of the dispatcher's
+slots, and the in-flight limits hold."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from standardwebhooks import Webhook
+
+from seojobs.kinds import load_registry
+from seojobs.records import UserRecord
+from seojobs.services import Services
+from seojobs.settings import Settings
+from seojobs.store import webhooks as hook_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+from seojobs.webhook_records import DeliveryRecord, EndpointRecord
+from tests.conftest import make_settings
+from tests.fakes.webhook_receiver import Receiver, receiver
+from tests.waiting import await_until
+
+
+def settings_of(url: str, concurrency: int, per_endpoint: int) -> Settings:
+    return make_settings(
+        url,
+        allow_private_networks=True,  # the receiver is on loopback
+        webhook_concurrency=concurrency,
+        webhook_endpoint_concurrency=per_endpoint,
+        webhook_poll_interval=0.05,
+        webhook_timeout=60,  # a held request is not an attempt timing out
+    )
+
+
+@contextlib.contextmanager
+def services_of(settings: Settings) -> Iterator[Services]:
+    services = Services(Database(settings.database_url), settings, load_registry(settings))
+    try:
+        yield services
+    finally:
+        services.db.dispose()
+
+
+@contextlib.asynccontextmanager
+async def dispatching(*all_services: Services) -> AsyncIterator[None]:
+    """Each one's dispatcher running, as each worker process runs its own."""
+    tasks = [asyncio.create_task(s.webhook_dispatcher().run()) for s in all_services]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            assert isinstance(outcome, asyncio.CancelledError), outcome
+
+
+def queue(services: Services, user: UserRecord, endpoint: EndpointRecord, count: int) -> None:
+    """``count`` pending job.completed deliveries to ``endpoint``, of real jobs, their
+    messages not made yet (the dispatcher fixes them at its claim)."""
+    jobs = [services.jobs.create(user, "test_noop", {})[0].id for _ in range(3)]
+    rows = [
+        {
+            "endpoint_id": endpoint.id,
+            "event_type": "job.completed",
+            "job_id": jobs[n % len(jobs)],
+            "msg_id": None,
+            "payload": None,
+        }
+        for n in range(count)
+    ]
+    with services.db.write() as conn:
+        hook_sql.add_messages(conn, rows, utcnow())
+
+
+def outbox(services: Services, endpoint: EndpointRecord) -> list[tuple[DeliveryRecord, int]]:
+    """The endpoint's deliveries, each with its number of attempts."""
+    with services.db.read() as conn:
+        found = hook_sql.deliveries_of(conn, endpoint.id, before=None, limit=1000)
+    return [(delivery, len(attempts)) for delivery, attempts in found]
+
+
+async def settled(services: Services, endpoint: EndpointRecord, count: int) -> None:
+    def check() -> bool:
+        found = outbox(services, endpoint)
+        return len(found) == count and all(d.state == "delivered" for d, _ in found)
+
+    await await_until(lambda: asyncio.to_thread(check), timeout=60)
+
+
+async def test_two_dispatchers_deliver_each_message_once(store_url: str) -> None:
+    """Small claims (4 in flight, 2 per endpoint) so the two interleave many times."""
+    settings = settings_of(store_url, concurrency=4, per_endpoint=2)
+    with receiver() as consumer, services_of(settings) as one, services_of(settings) as two:
+        user = one.accounts.create_user("alice").user
+        paths = ["/a", "/b", "/c"]
+        endpoints = [one.webhooks.create(user, url=consumer.url + p, events="*") for p in paths]
+        for endpoint in endpoints:
+            queue(one, user, endpoint, 40)
+        async with dispatching(one, two):
+            for endpoint in endpoints:
+                await settled(one, endpoint, 40)
+        received = list(consumer.received)
+    assert len(received) == 120  # nothing sent twice
+    for endpoint, path in zip(endpoints, paths, strict=True):
+        found = outbox(one, endpoint)
+        assert all(attempts == 1 for _, attempts in found)
+        sent = [r for r in received if r.path == path]
+        assert sorted(r.headers["webhook-id"] for r in sent) == sorted(
+            d.msg_id or "" for d, _ in found
+        )
+        for each in sent:  # signed as ever
+            event: dict[str, Any] = Webhook(endpoint.secret).verify(each.body, each.headers)
+            assert event["type"] == "job.completed"
+    assert consumer.most_open[""] <= 8  # two dispatchers of 4
+
+
+def most_open(consumer: Receiver, path: str) -> int:
+    with consumer.lock:
+        return consumer.most_open.get(path, 0)
+
+
+async def test_a_slow_endpoint_holds_only_its_share(store_url: str) -> None:
+    """60 deliveries to an endpoint that does not answer, queued before 20 to another: the
+    other's arrive while the slow one holds 3 of the 6 slots (once, a batch of 50 waited for
+    its slowest attempt, and the next batch behind it)."""
+    settings = settings_of(store_url, concurrency=6, per_endpoint=3)
+    release = threading.Event()
+    with (
+        receiver(stall={"/slow": release}) as consumer,
+        services_of(settings) as services,
+    ):
+        user = services.accounts.create_user("alice").user
+        slow = services.webhooks.create(user, url=consumer.url + "/slow", events="*")
+        fast = services.webhooks.create(user, url=consumer.url + "/fast", events="*")
+        queue(services, user, slow, 60)
+        queue(services, user, fast, 20)
+        try:
+            async with dispatching(services):
+                await settled(services, fast, 20)
+                assert len(consumer.at("/slow")) == 3  # held, not answered: no more sent
+                assert most_open(consumer, "/slow") == 3
+                release.set()
+                await settled(services, slow, 60)
+        finally:
+            release.set()
+    assert most_open(consumer, "/slow") <= 3 and most_open(consumer, "/fast") <= 3
+    assert most_open(consumer, "") <= 6
+    assert len(consumer.at("/slow")) == 60 and len(consumer.at("/fast")) == 20
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("webhook_concurrency", 0),
+        ("webhook_concurrency", 1001),
+        ("webhook_endpoint_concurrency", 0),
+    ],
+)
+def test_the_concurrency_settings_are_bounded(name: str, value: int) -> None:
+    with pytest.raises(ValueError, match=name):
+        Settings(database_url="sqlite://", **{name: value})
