@@ -1,7 +1,8 @@
 """The views of the other kinds (issue 28) in a real Chromium, over data collected by real jobs
 against the test fakes (``views_world``, with the web vitals job's own Lighthouse run): from
 the project page to a rank check's view (moves in words, the chart and its table), sorting the
-keyword research, the backlinks' lost and new links, the domain's countdowns and the GEO view;
+keyword research, the backlinks' lost and new links, the domain's countdowns, the GEO view, and
+the tech stack's, web vitals' and local rankings' views;
 screenshots of each, desktop and 390 px wide (no horizontal scrolling); Lighthouse on every
 kind's view (accessibility and best practices at least 0.95)."""
 
@@ -85,6 +86,15 @@ def test_the_kinds_views_walked_at_desktop_and_phone_width(
         page.goto(site.url(f"/dashboard/jobs/{world.last('domain_lookup')}/view"))
         expect(page.get_by_role("cell", name=re.compile(r"^in (89|90) days$"))).to_be_visible()
         screenshots(page, "view-domain")
+
+        for kind, heading in (
+            ("tech_stack", "Technologies by category"),
+            ("web_vitals", "Metrics against their thresholds"),
+            ("local_rank_check", "Local positions"),
+        ):
+            page.goto(site.url(f"/dashboard/jobs/{world.last(kind)}/view"))
+            expect(page.get_by_role("heading", name=heading)).to_be_visible()
+            screenshots(page, f"view-{kind.replace('_', '-')}")
 
         page.goto(site.url(f"/dashboard/jobs/{world.last('geo_lookup')}/view"))
         expect(page.get_by_role("cell", name="▲ up 100")).to_be_visible()

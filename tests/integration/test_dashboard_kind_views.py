@@ -199,6 +199,21 @@ def test_a_web_vitals_view_rates_each_metric_against_the_thresholds(
     assert "Performance score of " in page and "Fewer than two values to draw" in page
 
 
+def test_a_local_rank_checks_view_shows_positions_their_moves_and_who_is_above(
+    world: World, owner: httpx.Client
+) -> None:
+    first, second = world.jobs["local_rank_check"]
+    page = _view(owner, second)
+    [row] = _table(_section(page, "Local positions"))
+    # Acme's shop: 2 -> 1 (up one); nothing listed above it any more.
+    assert (row["Keyword"], row["Position"], row["Best"]) == ("hose repair austin", "1", "1")
+    assert row["Change since the previous check"] == "▲ up 1"
+    assert (row["Rating"], row["Reviews"]) == ("4.60", "120")
+    [before] = _table(_section(_view(owner, first), "Local positions"))
+    assert (before["Position"], before["Change since the previous check"]) == ("2", "new")
+    assert "Zeta Garden" in before["Listed above"]
+
+
 def test_a_domain_lookups_view_shows_registration_expiry_countdowns_and_dns(
     world: World, owner: httpx.Client
 ) -> None:
