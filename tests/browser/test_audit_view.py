@@ -89,6 +89,7 @@ def test_health_score_to_issue_to_pages_to_one_pages_issues(
 
     affected.first.get_by_role("link").click()
     expect(page.get_by_role("heading", level=1)).to_have_text(re.compile(r"^Page .*/dup-title-"))
+    one_page = page.url.removeprefix(site.url(""))
     expect(page.get_by_role("rowheader", name="title_duplicate")).to_be_visible()
     screenshots(page, "audit-page")
 
@@ -97,15 +98,22 @@ def test_health_score_to_issue_to_pages_to_one_pages_issues(
     expect(page.get_by_role("heading", level=1)).to_have_text(f"Pages of audit #{job_id}")
     screenshots(page, "audit-pages")
 
-    # Lighthouse on the view and an issue's pages, signed in, as on the other pages.
+    # Lighthouse on each of the audit's views, signed in, as on the other pages.
     if not LIGHTHOUSE.exists():
         pytest.fail(f"no Lighthouse at {LIGHTHOUSE}: (cd lighthouse && npm ci) (scripts/test does)")
     cookie = session_cookie(site, key)
     folder = OUTPUT.parent / "lighthouse"
     folder.mkdir(parents=True, exist_ok=True)
     view = f"/dashboard/jobs/{job_id}/view"
-    for name, path in (("audit", view), ("audit-issue", f"{view}/issues/title_duplicate")):
+    categories = ("accessibility", "best-practices")
+    for name, path in (
+        ("audit", view),
+        ("audit-issue", f"{view}/issues/title_duplicate"),
+        ("audit-pages", f"{view}/pages"),  # the page explorer
+        ("audit-page", one_page),
+        ("audit-changes", f"{view}/changes"),
+    ):
         out = folder / f"{name}.json"
-        scores = audit(site, path, cookie, out)
-        for category in ("accessibility", "best-practices"):
+        scores = audit(site, path, cookie, out, categories)
+        for category in categories:
             assert scores[category] >= FLOOR, (name, category, failing(out, category))
