@@ -75,9 +75,12 @@ async function render(request) {
       }
     });
     const timeout = request.timeout_ms;
+    const started = Date.now();
     const response = await page.goto(request.url, {waitUntil: 'load', timeout});
-    // Scripts that fetch after load: wait for the network to settle, within the page's time.
-    await page.waitForNetworkIdle({idleTime: 250, timeout}).catch(() => {});
+    // Scripts that fetch after load: wait for the network to settle, within what is left of
+    // the page's time (the slot's own limit is only a margin over it).
+    const left = Math.max(1, timeout - (Date.now() - started));
+    await page.waitForNetworkIdle({idleTime: 250, timeout: left}).catch(() => {});
     let html = await page.content();
     const truncated = Buffer.byteLength(html) > request.max_bytes;
     if (truncated) html = Buffer.from(html).subarray(0, request.max_bytes).toString();
