@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from typing import Any
 
 import pydantic
@@ -168,3 +169,34 @@ def test_unusable_limits_are_refused_naming_the_setting(field: str, value: float
     with pytest.raises(pydantic.ValidationError) as raised:
         Settings(**{field: value})  # type: ignore[arg-type]
     assert raised.value.errors()[0]["loc"] == (field,)
+
+
+async def test_an_accepted_connection_sends_at_once_however_its_listening_socket_was_made() -> None:
+    """`uvicorn --workers` makes its listening socket with proto 0, and asyncio then leaves
+    Nagle on: each answer waited for the client's delayed ACK (about 40 ms)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # proto 0, as uvicorn's
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    config = uvicorn.Config(ok, log_level="warning")
+    made: list[LimitedHttpToolsProtocol] = []
+
+    def protocol() -> LimitedHttpToolsProtocol:
+        made.append(DefaultProtocol(config=config, server_state=ServerState(), app_state={}))
+        return made[-1]
+
+    server = await asyncio.get_running_loop().create_server(protocol, sock=listener)
+    _reader, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+    try:
+        for _ in range(200):
+            if made and made[0].transport is not None:
+                break
+            await asyncio.sleep(0.01)
+        accepted = made[0].transport.get_extra_info("socket")
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    finally:
+        writer.close()
+        await writer.wait_closed()
+        for each in made:
+            each.connection_lost(None)
+        server.close()
+        await server.wait_closed()
