@@ -31,7 +31,12 @@ Zone = dict[str, dict[str, list[str]]]
 
 class FakeDns:
     def __init__(self, zone: Zone, ttl: int = 300) -> None:
-        self.zone = {dns.name.from_text(n): types for n, types in zone.items()}
+        # A copy down to the record lists: a test changing its world's records must not
+        # change the module's zone for the worlds after it (a later test saw another's TXT).
+        self.zone = {
+            dns.name.from_text(n): {kind: list(values) for kind, values in types.items()}
+            for n, types in zone.items()
+        }
         self.ttl = ttl
         self.servfail = False
         self.silent = False
