@@ -26,6 +26,7 @@ from seojobs.settings import Settings
 from seojobs.store import migrate
 from seojobs.store.db import Database
 from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
+from tests.cputime import pytest_runtest_protocol  # noqa: F401  (SEOJOBS_TEST_CPU)
 from tests.kinds import log_metadata
 from tests.kinds import register as register_test_kinds
 from tests.scheduling import pytest_collection_modifyitems  # noqa: F401  (the hook)
