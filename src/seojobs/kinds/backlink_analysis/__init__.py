@@ -5,8 +5,9 @@ The package: ``params`` (the target and what to list), ``run`` (the handler, the
 with the previous analysis, the refusal at creation), ``reads`` (links, lost links, referring
 domains, anchors, history). The adapter is ``seojobs.providers.dataforseo_backlinks``. Each
 completed job stores the analysis as the project's collection for its target;
-``GET /v1/projects/{id}/backlinks/analysis`` reads it. Found links are monitored by
-``backlink_refresh`` (give it the pairs, or ``seojobs backlinks monitor``).
+``GET /v1/projects/{id}/backlinks/analysis`` reads it. Found links join the pairs the
+project's ``backlink_refresh`` collection checks with
+``POST /v1/projects/{id}/backlinks/analysis/monitor`` (``monitor``, ``services.monitored``).
 """
 
 from __future__ import annotations
