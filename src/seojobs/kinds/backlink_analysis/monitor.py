@@ -30,7 +30,12 @@ class FoundLink(BaseModel):
 class MonitorLinks(BaseModel):
     """Which links of the analysis to monitor: ``links``, or the filters (not both)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        # Not both, as the validator below says: the schema says it too, so a client built
+        # from the document never sends a body the API refuses.
+        json_schema_extra={"allOf": [{"not": {"required": ["links", f]}} for f in FILTERS]},
+    )
 
     target: str | None = Field(
         default=None,
@@ -68,7 +73,7 @@ class MonitorLinks(BaseModel):
 
     @model_validator(mode="after")
     def _links_or_filters(self) -> MonitorLinks:
-        if self.links is None:
+        if "links" not in self.model_fields_set:
             return self
         for name in FILTERS:
             if name in self.model_fields_set:
