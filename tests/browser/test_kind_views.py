@@ -24,6 +24,7 @@ VIEWED = (
     "rank_check",
     "keyword_research",
     "backlink_refresh",
+    "backlink_analysis",
     "domain_lookup",
     "geo_lookup",
     "tech_stack",
@@ -82,6 +83,12 @@ def test_the_kinds_views_walked_at_desktop_and_phone_width(
         expect(changes.get_by_role("rowheader", name="lost")).to_be_visible()
         expect(changes.get_by_role("rowheader", name="new")).to_be_visible()
         screenshots(page, "view-backlinks")
+
+        page.goto(site.url(f"/dashboard/jobs/{world.last('backlink_analysis')}/view"))
+        index_changes = page.get_by_role("region", name="New and lost since the previous analysis")
+        expect(index_changes.get_by_role("rowheader", name="lost")).to_be_visible()
+        expect(index_changes.get_by_role("rowheader", name="new")).to_be_visible()
+        screenshots(page, "view-backlink-analysis")
 
         page.goto(site.url(f"/dashboard/jobs/{world.last('domain_lookup')}/view"))
         expect(page.get_by_role("cell", name=re.compile(r"^in (89|90) days$"))).to_be_visible()

@@ -72,13 +72,17 @@ def gemini_rate_limited(retry_delay: str = "0s", quota: str = "") -> Reply:
 
 
 class FakeGemini(_Engine):
-    """``POST /v1beta/models/{model}:generateContent`` and ``GET /v1beta/models/{model}``."""
+    """``POST /v1beta/models/{model}:generateContent`` and ``GET /v1beta/models/{model}``. A
+    prompt in ``blocked`` is refused by the content filters as documented: no candidates, a
+    ``promptFeedback`` with its ``blockReason`` (``SAFETY``, ``OTHER``, ``BLOCKLIST``,
+    ``PROHIBITED_CONTENT``) and the prompt's ``safetyRatings``."""
 
     model = "gemini-2.5-flash"
 
     def __init__(self, key: str = GEMINI_KEY) -> None:
         super().__init__()
         self.key = key
+        self.blocked: dict[str, str] = {}
         self.app.add_api_route("/v1beta/models/{call}", self._call, methods=["POST"])
         self.app.add_api_route("/v1beta/models/{model}", self._model, methods=["GET"])
 
@@ -129,6 +133,24 @@ class FakeGemini(_Engine):
         return JSONResponse(self.response(str(prompt), grounded))
 
     def response(self, prompt: str, grounded: bool) -> dict[str, Any]:
+        if prompt in self.blocked:
+            return {
+                "promptFeedback": {
+                    "blockReason": self.blocked[prompt],
+                    "safetyRatings": [
+                        {"category": category, "probability": probability}
+                        for category, probability in (
+                            ("HARM_CATEGORY_SEXUALLY_EXPLICIT", "NEGLIGIBLE"),
+                            ("HARM_CATEGORY_HATE_SPEECH", "NEGLIGIBLE"),
+                            ("HARM_CATEGORY_HARASSMENT", "NEGLIGIBLE"),
+                            ("HARM_CATEGORY_DANGEROUS_CONTENT", "HIGH"),
+                        )
+                    ],
+                },
+                "usageMetadata": {"promptTokenCount": 9, "totalTokenCount": 9},
+                "modelVersion": self.model,
+                "responseId": uuid.uuid4().hex[:20],
+            }
         canned = self.canned(prompt)
         candidate: dict[str, Any] = {
             "content": {"parts": [{"text": canned.text}], "role": "model"},
@@ -184,13 +206,18 @@ def anthropic_error(status: int, kind: str, message: str, **headers: str) -> Rep
 
 
 class FakeAnthropic(_Engine):
-    """``POST /v1/messages`` and ``GET /v1/models/{model}``."""
+    """``POST /v1/messages`` and ``GET /v1/models/{model}``. A prompt in ``pausing`` is
+    paused once, as a long server-tool turn is: the first answer stops with
+    ``stop_reason: "pause_turn"`` after the search call; a request that sends that content
+    back as-is as the assistant's message after the prompt gets the rest of the turn (any
+    other continuation is refused with 400, as the API refuses a malformed conversation)."""
 
     model = "claude-sonnet-4-5"
 
     def __init__(self, key: str = ANTHROPIC_KEY) -> None:
         super().__init__()
         self.key = key
+        self.pausing: set[str] = set()
         self.app.add_api_route("/v1/messages", self._messages, methods=["POST"])
         self.app.add_api_route("/v1/models/{model}", self._model, methods=["GET"])
 
@@ -226,7 +253,20 @@ class FakeAnthropic(_Engine):
             return anthropic_error(404, "not_found_error", f"model: {body.get('model')}").response()
         tools = body.get("tools") or []
         searched = any(t.get("type") == "web_search_20250305" for t in tools)
-        return JSONResponse(self.message(str(messages[-1].get("content")), searched))
+        prompt = str(messages[0].get("content"))
+        whole = self.message(prompt, searched)
+        if prompt not in self.pausing or not searched:
+            if len(messages) != 1:
+                return anthropic_error(400, "invalid_request_error", "unexpected turn").response()
+            return JSONResponse(whole)
+        head, rest = whole["content"][:2], whole["content"][2:]  # paused after the search call
+        if len(messages) == 1:
+            return JSONResponse(whole | {"content": head, "stop_reason": "pause_turn"})
+        if messages[1:] != [{"role": "assistant", "content": head}]:
+            return anthropic_error(
+                400, "invalid_request_error", "messages: a paused turn is continued as-is"
+            ).response()
+        return JSONResponse(whole | {"content": rest})
 
     def message(self, prompt: str, searched: bool) -> dict[str, Any]:
         canned = self.canned(prompt)

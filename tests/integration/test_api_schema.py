@@ -38,6 +38,7 @@ OPERATION_IDS = {
     ("get", "/api/v1/usage"): "get_usage",
     ("get", "/v1/projects"): "list_projects",
     ("post", "/v1/projects"): "create_project",
+    ("post", "/v1/projects/{project_id}/backlinks/analysis/monitor"): "monitor_found_backlinks",
     ("get", "/v1/projects/{project_id}"): "get_project",
     ("delete", "/v1/projects/{project_id}"): "delete_project",
     ("get", "/v1/job-types"): "list_job_types",

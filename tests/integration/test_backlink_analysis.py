@@ -319,3 +319,115 @@ def test_without_dataforseo_an_analysis_is_refused_at_creation(sqlite_url: str) 
     assert error["field"] == "params.domain" and "SEOJOBS_DATAFORSEO_LOGIN" in error["message"]
     with running.services.db.read() as conn:  # nothing was stored, nothing charged
         assert conn.exec_driver_sql("SELECT count(*) FROM jobs").scalar() == 0
+
+
+# -- found links monitored by backlink_refresh (issue 29.3) -----------------------------------
+
+
+def monitor(client: httpx.Client, project: int, **body: Any) -> httpx.Response:
+    return client.post(f"/v1/projects/{project}/backlinks/analysis/monitor", json=body)
+
+
+def refresh_collection(client: httpx.Client, project: int) -> dict[str, Any]:
+    found = client.get(f"/v1/projects/{project}/collection").json()["data"]
+    [refresh] = [c for c in found if c["type"] == "backlink_refresh"]
+    return dict(refresh)
+
+
+def test_found_links_are_monitored_in_bulk_each_once(
+    fake: FakeDataForSeoBacklinks, client: httpx.Client
+) -> None:
+    site = "shop-m.test"
+    fake.links += [
+        Link("https://strong.test/a", f"https://{site}/", "strong", rank=300),
+        Link("https://weak.test/a", f"https://{site}/shoes", "weak", rank=20),
+        Link("https://nofollow.test/a", f"https://{site}/", "nf", dofollow=False, rank=200),
+        Link("https://lost.test/a", f"https://{site}/", "lost", lost=True, rank=250),
+    ]
+    project = project_of(client)
+    assert_problem(monitor(client, project), 404)  # no analysis yet: nothing to monitor
+    assert analyse(client, project, domain=site)["status"] == "completed"
+    assert refresh_collection(client, project)["schedule_id"] is None
+
+    answer = monitor(client, project, target=f"www.{site}", dofollow=True)
+    assert answer.status_code == 201, answer.text
+    done = answer.json()["data"]
+    strong = {"donor": "https://strong.test/a", "target": f"https://{site}/"}
+    weak = {"donor": "https://weak.test/a", "target": f"https://{site}/shoes"}
+    assert done["added"] == [strong, weak]  # live and dofollow, strongest first
+    assert (done["already_monitored"], done["monitored"], done["target"]) == (0, 2, site)
+    collection = done["collection"]
+    assert (collection["type"], collection["enabled"], collection["frequency"]) == (
+        "backlink_refresh",
+        True,
+        "daily",
+    )
+    assert refresh_collection(client, project)["params"] == {"links": [strong, weak]}
+
+    # Again with every live link: the two are skipped, the nofollow one joins; lost ones not.
+    again = monitor(client, project, limit=5).json()["data"]
+    nofollow = {"donor": "https://nofollow.test/a", "target": f"https://{site}/"}
+    assert (again["added"], again["already_monitored"], again["monitored"]) == ([nofollow], 2, 3)
+    # Named links: one already monitored (another spelling of it), one lost (asked for).
+    named = [
+        {"url_from": "HTTPS://strong.test/a", "url_to": f"https://{site}/"},
+        {"url_from": "https://lost.test/a", "url_to": f"https://{site}/"},
+    ]
+    third = monitor(client, project, links=named).json()["data"]
+    assert [p["donor"] for p in third["added"]] == ["https://lost.test/a"]
+    assert (third["already_monitored"], third["monitored"]) == (1, 4)
+    # The collection's timing and state are the user's: a paused one stays paused.
+    paused = client.put(
+        f"/v1/projects/{project}/collection",
+        json={"backlink_refresh": {"enabled": False, "frequency": "weekly"}},
+    )
+    assert paused.status_code == 200, paused.text
+    fake.links.append(Link("https://late.test/a", f"https://{site}/", "late", rank=1))
+    assert analyse(client, project, domain=site)["status"] == "completed"
+    fourth = monitor(client, project, new=True).json()["data"]
+    assert [p["donor"] for p in fourth["added"]] == ["https://late.test/a"]
+    kept = refresh_collection(client, project)
+    assert (kept["enabled"], kept["frequency"], len(kept["params"]["links"])) == (
+        False,
+        "weekly",
+        5,
+    )
+    nothing = monitor(client, project, domain_from="none.test").json()["data"]
+    assert (nothing["added"], nothing["monitored"]) == ([], 5)
+
+
+def test_monitoring_past_the_refreshs_limit_or_unknown_links_is_refused(
+    fake: FakeDataForSeoBacklinks, client: httpx.Client
+) -> None:
+    site = "shop-n.test"
+    fake.links += [Link(f"https://d{n}.test/a", f"https://{site}/", rank=n) for n in (1, 2)]
+    project = project_of(client)
+    assert analyse(client, project, domain=site)["status"] == "completed"
+    unknown = [
+        {"url_from": "https://d1.test/a", "url_to": f"https://{site}/"},
+        {"url_from": "https://elsewhere.test/", "url_to": f"https://{site}/"},
+    ]
+    assert error_fields(monitor(client, project, links=unknown)) == ["links[1]"]
+    both = monitor(client, project, links=unknown[:1], dofollow=True)
+    assert error_fields(both) == ["dofollow"]
+    assert error_fields(monitor(client, project, limit=0)) == ["limit"]
+    assert error_fields(monitor(client, project, links=[{"url_from": "ftp://x"}])) == [
+        "links[0].url_from",
+        "links[0].url_to",
+    ]
+    assert_problem(monitor(client, project, target="never-analysed.test"), 404)
+
+    full = [{"donor": f"https://m.test/{n}", "target": f"https://{site}/"} for n in range(999)]
+    put = client.put(
+        f"/v1/projects/{project}/collection",
+        json={"backlink_refresh": {"params": {"links": full}}},
+    )
+    assert put.status_code == 200, put.text
+    over = assert_problem(monitor(client, project), 409)  # 999 + 2 > 1,000
+    assert over["type"].endswith("/tracked_limit") and "1,000" in over["detail"]
+    assert len(refresh_collection(client, project)["params"]["links"]) == 999  # unchanged
+    fits = monitor(client, project, limit=1).json()["data"]
+    assert (fits["added"], fits["monitored"]) == (
+        [{"donor": "https://d2.test/a", "target": f"https://{site}/"}],
+        1_000,
+    )

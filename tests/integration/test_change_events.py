@@ -30,6 +30,7 @@ from seojobs.store.db import Database
 from seojobs.webhook_records import EndpointRecord
 from tests.api_helpers import providers
 from tests.conftest import make_settings
+from tests.fakes.backlinks import FakeDataForSeoBacklinks, Link
 from tests.fakes.donor_site import TARGET, DonorSite
 from tests.fakes.ranks import FakeSerperRanks
 from tests.fakes.server import serve
@@ -222,6 +223,68 @@ async def test_a_donor_removing_its_link_sends_backlink_lost_with_the_reason(
             e["data"] for e in events(services, user, every) if e["type"] == "backlink.changed"
         ]
         assert changed["donor"] == f"{base}/kept" and changed["reasons"] == ["now_nofollow"]
+
+
+# -- backlink_analysis.lost / new (the index's view) -------------------------------------------
+
+
+async def test_an_index_dropping_a_link_sends_backlink_analysis_lost_once(
+    sqlite_url: str,
+) -> None:
+    index = FakeDataForSeoBacklinks()
+    site = "https://shop.example/"
+    dropped = Link("https://dropped.example/a", site, "dropped", rank=50)
+    index.links += [Link("https://kept.example/a", site, "kept", rank=90), dropped]
+    with (
+        serve(index.app) as base,
+        world(
+            sqlite_url,
+            dataforseo_login="dfs-login",
+            dataforseo_password="dfs-password",
+            dataforseo_base_url=base,
+            provider_backoff=0.0,
+            provider_retries=1,
+        ) as (services, user, project),
+    ):
+        lost = hook(services, user, "backlink_analysis.lost")
+        new = hook(services, user, "backlink_analysis.new")
+        ticks = schedule(services, user, project, "backlink_analysis", {"domain": "shop.example"})
+        await ticks.run()  # the first analysis: every link is new, nothing is sent
+        await ticks.run()  # the same links: nothing changed
+        assert events(services, user, lost) == events(services, user, new) == []
+
+        index.links.remove(dropped)  # the index no longer lists it
+        await ticks.run()
+        [event] = events(services, user, lost)
+        data = event["data"]
+        assert (event["type"], data["kind"], data["subject"]) == (
+            "backlink_analysis.lost",
+            "backlink_analysis",
+            "shop.example",
+        )
+        assert (data["target"], data["lost"]) == ("shop.example", 1)
+        [link] = data["links"]
+        assert (link["url_from"], link["url_to"], link["reason"]) == (
+            "https://dropped.example/a",
+            site,
+            "gone",
+        )
+        # before and after are the analysis read's header (totals, no links)
+        assert (data["before"]["summary"]["backlinks"], data["after"]["summary"]["backlinks"]) == (
+            2,
+            1,
+        )
+        assert "links" not in data["after"]
+        assert events(services, user, new) == []
+
+        index.links.append(Link("https://fresh.example/a", site, "fresh", rank=10))
+        await ticks.run()
+        assert len(events(services, user, lost)) == 1  # nothing more was lost
+        [added] = events(services, user, new)
+        assert (added["data"]["new"], added["data"]["links"][0]["url_from"]) == (
+            1,
+            "https://fresh.example/a",
+        )
 
 
 # -- audit.issues_new ---------------------------------------------------------------------------

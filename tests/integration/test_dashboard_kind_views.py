@@ -156,6 +156,39 @@ def test_a_backlink_refreshs_view_counts_statuses_and_lists_lost_and_new_links(
     assert "No link lost or new since the previous refresh" in first
 
 
+def test_a_backlink_analysiss_view_shows_totals_new_and_lost_domains_anchors_and_links(
+    world: World, owner: httpx.Client
+) -> None:
+    first, second = world.jobs["backlink_analysis"]
+    page = _view(owner, second)
+    totals = {r["Measure"]: r for r in _table(_section(page, "Totals in the index"))}
+    backlinks = totals["Backlinks"]  # 4 live links, then 4 again (one lost, one new)
+    assert (backlinks["Now"], backlinks["Previous analysis"], backlinks["Change"]) == (
+        "4",
+        "4",
+        "0",
+    )
+    assert totals["New links since the previous analysis"]["Now"] == "1"
+    assert totals["Links lost since the previous analysis"]["Now"] == "1"
+    changes = _section(page, "New and lost since the previous analysis")
+    assert "<strong>lost</strong>: 1" in changes and "<strong>new</strong>: 1" in changes
+    found = {r["Change"]: r for r in _table(changes)}
+    assert found["lost"]["Linking page"] == "https://old.example/a"
+    assert found["lost"]["Why"] == "no longer listed"
+    assert found["new"]["Linking page"] == "https://review.example/best"
+    domains = _table(_section(page, "Referring domains"))
+    assert {r["Domain"] for r in domains} >= {"blog.garden.example", "review.example"}
+    anchors = {r["Anchor text"]: r for r in _table(_section(page, "Anchors"))}
+    assert anchors["Acme hoses"]["Backlinks"] == "1"
+    links = _section(page, "Links")
+    assert "<strong>live</strong>: 4" in links
+    rows = _table(links)
+    assert rows[0]["Linking page"] == "https://blog.garden.example/hoses"  # strongest first
+    assert {r["Dofollow"] for r in rows} == {"yes", "no"}
+    # The first analysis has nothing to compare with.
+    assert "No link new or lost since the previous analysis" in _view(owner, first)
+
+
 def test_a_geo_lookups_view_shows_citations_mentions_shares_and_their_trend(
     world: World, owner: httpx.Client
 ) -> None:
@@ -285,6 +318,7 @@ def test_every_kinds_job_page_links_to_its_view_and_the_project_page_charts_each
     for title in (
         "Keywords by position: 1-3: 1, 4-10: 0, 11-20: 0, 21-100: 0, not ranked: 2",
         "Backlinks by status: donor_redirected: 1, found: 1, missing: 1",
+        "Backlinks in the index by target: acme.example: 4",
         "Prompts per provider citing the domain and naming the brand: domain cited: 2",
         "Technologies per category:",
         "Monthly searches of the top keywords: garden hose: 12,100",

@@ -68,4 +68,4 @@ def test_usage_lists_every_quota_the_registry_declares_with_its_limit(sqlite_url
             quota = declared[row["quota"]]
             assert (row["limit"], row["period"]) == (quota.limit(settings), quota.period)
         limits = {q["quota"]: q["limit"] for q in listed}
-        assert (limits["rank_keywords_month"], limits["rank_keywords"]) == (7, 1_000)
+        assert (limits["rank_keywords_month"], limits["rank_keywords"]) == (7, 2_000)

@@ -12,7 +12,7 @@ import pytest
 
 from seojobs.providers.ai_overview import DataForSeoOverview, SerpApiOverview
 from seojobs.providers.ai_search import Answer
-from seojobs.providers.anthropic_search import AnthropicSearch
+from seojobs.providers.anthropic_search import MAX_CONTINUATIONS, AnthropicSearch
 from seojobs.providers.base import (
     AUTH_FAILED,
     QUOTA_EXHAUSTED,
@@ -130,6 +130,59 @@ async def test_anthropic_reads_the_cited_search_results(engines: Engines) -> Non
     sent = engines.anthropic.requests[-1]
     assert sent.headers["anthropic-version"] == "2023-06-01"
     assert sent.body["tools"][0]["type"] == "web_search_20250305"
+
+
+@pytest.mark.parametrize("reason", ["SAFETY", "PROHIBITED_CONTENT"])
+async def test_gemini_answers_a_blocked_prompt_empty_rather_than_failing(
+    engines: Engines, reason: str
+) -> None:
+    """Google's contract: a prompt the content filters block gets no candidates and a
+    ``promptFeedback.blockReason``; the prompt had no answer (nothing cited, nothing named),
+    which is not the provider failing."""
+    engines.gemini.blocked[HOSE] = reason
+    try:
+        answer = await ask(engines, "gemini")
+    finally:
+        engines.gemini.blocked.clear()
+    assert answer == Answer("", (), "gemini-2.5-flash")
+    assert engines.gemini.requests[-1].body["contents"][0]["parts"][0]["text"] == HOSE
+
+
+async def test_anthropic_continues_a_paused_turn_with_its_content_as_is(
+    engines: Engines,
+) -> None:
+    engines.anthropic.pausing.add(HOSE)
+    before = len(engines.anthropic.requests)
+    try:
+        answer = await ask(engines, "anthropic")
+    finally:
+        engines.anthropic.pausing.clear()
+    # The whole turn: the paused part's text, then the rest with its citations.
+    assert answer.text == "I'll search for that.Acme makes the best garden hose."
+    assert [c.url for c in answer.citations] == [url for url, _ in SOURCES]
+    first, second = engines.anthropic.requests[before:]  # one continuation, then done
+    assert first.body["messages"] == [{"role": "user", "content": HOSE}]
+    user, assistant = second.body["messages"]
+    assert user == first.body["messages"][0] and assistant["role"] == "assistant"
+    assert [b["type"] for b in assistant["content"]] == ["text", "server_tool_use"]
+    assert second.body["tools"] == first.body["tools"]
+
+
+async def test_a_turn_paused_past_the_continuations_answers_with_its_text_so_far(
+    engines: Engines,
+) -> None:
+    paused = {
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": "Still searching."}],
+        "stop_reason": "pause_turn",
+    }
+    before = len(engines.anthropic.requests)
+    engines.anthropic.script(*[Reply(200, paused)] * (MAX_CONTINUATIONS + 1))
+    answer = await ask(engines, "anthropic")
+    assert len(engines.anthropic.requests) - before == MAX_CONTINUATIONS + 1  # bounded
+    assert answer.text == "Still searching." * (MAX_CONTINUATIONS + 1)
 
 
 @pytest.mark.parametrize("deferred", [False, True])

@@ -1,6 +1,7 @@
 """One project with data of every kind that has a dashboard view, collected by real jobs against
-the test fakes (rank checks, backlinks and GEO twice, so their views have a previous
-collection), for the tests of the views. Built once per module: the jobs are the cost."""
+the test fakes (rank checks, backlink refreshes and analyses, and GEO twice, so their views
+have a previous collection), for the tests of the views. Built once per module: the jobs are
+the cost."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from fastapi.responses import HTMLResponse
 from tests.api_helpers import TERMINAL, Account, Api, api
 from tests.conftest import make_settings
 from tests.fakes.ai_search import OPENAI_KEY, PERPLEXITY_KEY, Canned, FakeOpenAi, FakePerplexity
+from tests.fakes.backlinks import FakeDataForSeoBacklinks, Link
 from tests.fakes.crux import KEY as CRUX_KEY
 from tests.fakes.crux import FakeCrux
 from tests.fakes.donor_site import TARGET, DonorSite
@@ -95,6 +97,17 @@ def _fakes() -> Iterator[dict[str, Any]]:
     openai.answers[HOSE] = Canned("Acme makes the best garden hose; ACME hoses last.", SOURCES)
     openai.answers[REEL] = Canned("Try the Zeta reel.", SOURCES[:1])
     keywords.pages["https://shop.example/hoses"] = ["garden hose", "hose reel"]
+    # One DataForSEO: the backlinks index answers beside the keyword endpoints.
+    index = FakeDataForSeoBacklinks()
+    index.links += [
+        Link("https://blog.garden.example/hoses", "https://acme.example/", "Acme hoses", rank=310),
+        Link("https://news.example/2026/reels", "https://acme.example/reels", "reels", rank=120),
+        Link("https://forum.example/t/9", "https://acme.example/", "acme", dofollow=False),
+        Link("https://old.example/a", "https://acme.example/", "Acme hoses", rank=40),
+    ]
+    keywords.app.router.routes += [
+        r for r in index.app.router.routes if getattr(r, "path", "").startswith("/v3/backlinks/")
+    ]
     perplexity = FakePerplexity()
     places = FakeSerpApiLocal()
     places.places(PLUMBER, RIVAL_SHOP, ACME_SHOP)
@@ -109,6 +122,7 @@ def _fakes() -> Iterator[dict[str, Any]]:
             "serper": serper,
             "openai": openai,
             "places": places,
+            "index": index,
             "settings": {
                 "serpapi_key": "serpapi-key",
                 "serpapi_base_url": places_base,
@@ -170,6 +184,14 @@ def views_world(store_url: str, tmp_path: Path, *, vitals: bool = True) -> Itera
             site.pages["/gone"] = site.pages["/post"]
             site.pages["/post"] = "<!doctype html><html><head><title>t</title></head></html>"
             run("backlink_refresh", {"links": links})
+            run("backlink_analysis", {"domain": "acme.example"})
+            # The old page's link is gone from the index; a new one appears.
+            index: FakeDataForSeoBacklinks = fakes["index"]
+            index.links.pop()
+            index.links.append(
+                Link("https://review.example/best", "https://acme.example/", "best hose", rank=90)
+            )
+            run("backlink_analysis", {"domain": "acme.example"})
             geo = {"prompts": [HOSE, REEL], "brand": ["Acme"], "domain": "acme.example"}
             run("geo_lookup", geo)
             fakes["openai"].answers[REEL] = Canned("Acme reels are fine.", SOURCES)

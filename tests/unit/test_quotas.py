@@ -10,6 +10,10 @@ from pydantic import ValidationError
 from seojobs.engine.quotas import Quota
 from seojobs.engine.registry import Registry
 from seojobs.kinds import load_registry
+from seojobs.kinds.backlink_refresh.params import MAX_LINKS
+from seojobs.kinds.geo_lookup.params import MAX_PROMPTS, MAX_REPEATS
+from seojobs.kinds.local_rank_check.params import MAX_SEARCHES
+from seojobs.services.tracked import MAX_KEYWORDS
 from seojobs.settings import Settings
 
 REGISTRY = load_registry(Settings(plugins=["tests.acme"]))
@@ -29,7 +33,7 @@ def test_every_quota_has_its_own_variable_and_every_charge_is_declared() -> None
     [
         ("SEOJOBS_QUOTA_SUBMIT_DAILY", "submit", 10_000),
         ("SEOJOBS_QUOTA_CHECK_DAILY", "check", 10_000),
-        ("SEOJOBS_QUOTA_RANK_KEYWORDS_MONTHLY", "rank_keywords_month", 20_000),
+        ("SEOJOBS_QUOTA_RANK_KEYWORDS_MONTHLY", "rank_keywords_month", 62_000),
         ("SEOJOBS_QUOTA_AI_LOOKUPS_DAILY", "ai_lookups", 500),
         ("SEOJOBS_QUOTA_WEB_VITALS_MONTHLY", "web_vitals_month", 3_000),
         ("SEOJOBS_QUOTA_ACME_PAGES_MONTHLY", "acme_pages", 10),  # a plug-in's
@@ -76,3 +80,29 @@ def test_a_quota_declared_twice_differently_is_refused() -> None:
     twin = type(kind)("twin", kind.params, kind.handler, quotas=(Quota("acme_pages", 11),))
     with pytest.raises(ValueError, match="declared twice"):
         registry.add(twin)
+
+
+# One project's largest daily collection of each kind a collection feeds from what the project
+# tracks (issue 29): its charge, and the quota it is charged to.
+LARGEST_DAILY = [
+    ("rank_keywords", "rank_check tracked keywords", 2_000),  # services.tracked.MAX_KEYWORDS
+    ("ai_lookups", "geo_lookup tracked prompts x repeats", 50 * 5),
+    ("local_rank_searches", "local_rank_check searches", 500),  # keywords x grid points
+    ("backlink_checks", "backlink_refresh pairs", 1_000),
+]
+
+
+@pytest.mark.parametrize(("quota", "what", "charge"), LARGEST_DAILY)
+def test_the_default_quotas_take_a_projects_whole_daily_collection_for_a_month(
+    quota: str, what: str, charge: int
+) -> None:
+    largest = {
+        "rank_keywords": MAX_KEYWORDS,
+        "ai_lookups": MAX_PROMPTS * MAX_REPEATS,
+        "local_rank_searches": MAX_SEARCHES,
+        "backlink_checks": MAX_LINKS,
+    }
+    assert largest[quota] == charge, what  # the table above follows the limits
+    settings = Settings()
+    assert QUOTAS[quota].limit(settings) >= charge, what
+    assert QUOTAS[f"{quota}_month"].limit(settings) >= 31 * charge, what

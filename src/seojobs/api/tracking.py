@@ -17,6 +17,7 @@ from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.paging import by_id, paged
 from seojobs.api.projects import CONFLICT, ProjectId
 from seojobs.api.v1 import Cursor, Limit
+from seojobs.kinds.backlink_analysis.monitor import MonitorLinks
 from seojobs.kinds.geo_lookup.params import Prompt
 from seojobs.kinds.rank_check.params import KeywordAt
 from seojobs.records import TrackedKeyword, TrackedPrompt
@@ -114,6 +115,24 @@ class CollectionOut(BaseModel):
 
 class CollectionData(BaseModel):
     data: list[CollectionOut]
+
+
+class PairOut(BaseModel):
+    donor: str = Field(description="The page that links (the link's `url_from`).")
+    target: str = Field(description="The URL it links to (`url_to`).")
+
+
+class MonitoredLinks(BaseModel):
+    target: str = Field(description="The analysis's target.")
+    analysis_job_id: int | None = Field(description="The analysis the links came from.")
+    added: list[PairOut] = Field(description="The pairs now monitored that were not.")
+    already_monitored: int = Field(description="How many of those picked were monitored.")
+    monitored: int = Field(description="The pairs the backlink refresh collection checks now.")
+    collection: CollectionOut = Field(description="The project's backlink_refresh collection.")
+
+
+class MonitoredData(BaseModel):
+    data: MonitoredLinks
 
 
 def keyword_body(keyword: TrackedKeyword) -> dict[str, Any]:
@@ -295,3 +314,37 @@ def put_collection(
     project's tracked keywords, prompts, domain and competitors as they are when it starts
     (params set here win). A new or changed timing runs first now."""
     return _collection(svc, svc.collection.put(user, project_id, body))
+
+
+# -- found links monitored ----------------------------------------------------------------------
+
+
+@router.post(
+    "/projects/{project_id}/backlinks/analysis/monitor",
+    status_code=201,
+    response_model=MonitoredData,
+    responses=CONFLICT,
+    operation_id="monitor_found_backlinks",
+    tags=["backlinks"],
+)
+def monitor_found_backlinks(
+    project_id: ProjectId, body: MonitorLinks, user: User, svc: Svc
+) -> Response:
+    """Monitor links a backlink analysis found: add them, as (donor, target) pairs, to what
+    the project's `backlink_refresh` collection checks. The analysis is the project's last
+    completed one of `target` (or the newest of any; 404 before one); the links are those
+    `links` names (each one it found, else 422 naming `links[N]`), or those the filters pick
+    (live ones, strongest first, up to `limit`). A pair monitored already is skipped; past
+    1,000 pairs, 409 `tracked_limit` and nothing changes. A project without a backlink
+    refresh collection gets one, daily (change it with PUT /collection)."""
+    done = svc.monitored.add_found(user, project_id, body)
+    data = done.analysis.data if isinstance(done.analysis.data, dict) else {}
+    body_out = {
+        "target": data.get("target"),
+        "analysis_job_id": done.analysis.job_id,
+        "added": done.added,
+        "already_monitored": done.already_monitored,
+        "monitored": done.monitored,
+        "collection": collection_body(done.collection, svc.settings.day_seconds),
+    }
+    return JSONResponse({"data": body_out}, status_code=201)

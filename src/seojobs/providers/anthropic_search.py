@@ -11,6 +11,14 @@ a ``web_search_tool_result_error`` with an ``error_code`` such as ``too_many_req
 ``citations[]`` of type ``web_search_result_location`` (``url``, ``title``, ``cited_text``)
 are the answer's citations, in the order the text cites them.
 
+A long server-tool turn may stop with ``stop_reason: "pause_turn"`` (docs.anthropic.com:
+handling stop reasons; server tools): the turn is continued by sending the request again with
+the paused content as the assistant's message after the user's (``messages: [user,
+{"role": "assistant", "content": <the paused blocks>}]``, the same tools), and the answer is
+every text block of the turn, paused parts first. At most ``MAX_CONTINUATIONS`` continuations
+are sent per prompt (each is billed); a turn still paused after them answers with its text so
+far.
+
 Errors are ``{"type": "error", "error": {"type", "message"}}``: 401 ``authentication_error``
 and 403 ``permission_error`` (the key), 429 ``rate_limit_error`` (with ``retry-after``), 529
 ``overloaded_error`` and 500 ``api_error`` (retried), 404 ``not_found_error`` (a model the
@@ -39,6 +47,8 @@ VERSION = "2023-06-01"
 TOOL = "web_search_20250305"
 MAX_TOKENS = 2048
 MAX_SEARCHES = 5  # the tool's max_uses: each search is billed
+MAX_CONTINUATIONS = 3  # requests sent again after a pause_turn, per prompt
+PAUSED = "pause_turn"
 
 
 def error_of(response: Response, key: str) -> ProviderError | None:
@@ -68,14 +78,21 @@ def _citations(block: dict[str, Any]) -> list[Citation]:
     return found
 
 
-def parse(body: dict[str, Any]) -> Answer:
-    """A Messages API answer as an :class:`Answer`: its text blocks joined, their citations in
-    order (``pause_turn``: the text so far, which is what the answer said)."""
+def content_of(body: dict[str, Any]) -> list[Any]:
+    """A Messages API answer's ``content`` blocks (checked to be a list)."""
     if body.get("type") == "error":
         raise malformed(NAME, "an error body with a 2xx status")
     content = body.get("content")
     if not isinstance(content, list):
         raise malformed(NAME, "content is not a list")
+    return content
+
+
+def parse(body: dict[str, Any], paused: list[Any] | None = None) -> Answer:
+    """A Messages API answer as an :class:`Answer`: its text blocks joined, their citations in
+    order, after those of the turn's ``paused`` blocks (a turn continued after
+    ``pause_turn``; one still paused answers with the text so far)."""
+    content = [*(paused or []), *content_of(body)]
     texts: list[str] = []
     citations: list[Citation] = []
     for block in content:
@@ -102,12 +119,24 @@ class AnthropicSearch(KeyedClient):
         self.model = settings.anthropic_model
 
     async def ask(self, prompt: str) -> Answer:
+        asked = {"role": "user", "content": prompt}
         request = {
             "model": self.model,
             "max_tokens": MAX_TOKENS,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": [asked],
             "tools": [{"type": TOOL, "name": "web_search", "max_uses": MAX_SEARCHES}],
         }
+        paused: list[Any] = []  # the turn's content so far, sent back to continue it
+        for continued in range(MAX_CONTINUATIONS + 1):
+            body = await self._sent(request)
+            if body.get("stop_reason") != PAUSED or continued == MAX_CONTINUATIONS:
+                break
+            paused += content_of(body)
+            assistant = {"role": "assistant", "content": paused}
+            request = {**request, "messages": [asked, assistant]}
+        return parse(body, paused)
+
+    async def _sent(self, request: dict[str, Any]) -> dict[str, Any]:
         return await retried(NAME, lambda: self._attempt(request), self._settings, self._sleep)
 
     async def verify(self) -> str:
@@ -127,9 +156,9 @@ class AnthropicSearch(KeyedClient):
     def _headers(self) -> dict[str, str]:
         return {"x-api-key": self._key, "anthropic-version": VERSION}
 
-    async def _attempt(self, request: dict[str, Any]) -> Answer:
+    async def _attempt(self, request: dict[str, Any]) -> dict[str, Any]:
         response = await self._client.post(self._endpoint, json=request, headers=self._headers())
         error = error_of(response, self._key)
         if error is not None:
             raise error
-        return parse(json_object(response, NAME))
+        return json_object(response, NAME)

@@ -14,7 +14,7 @@ entry names them without ``enabled``. A project has no collection until one is s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -119,6 +119,47 @@ class CollectionConfig(Part):
             for plan in plans:
                 self._write(conn, user, project_id, plan, existing.get(plan.spec.name), now)
         return self.get(user, project_id)
+
+    def change_params(
+        self,
+        user: UserRecord,
+        project_id: int,
+        name: str,
+        change: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> Collected:
+        """Change the params of the project's collection of ``name`` in one transaction
+        under the project's lock (two requests never lose each other's change): ``change``
+        gets the params as stored (``{}`` when there is no collection) and answers the new
+        ones, or raises to refuse. The params are checked as the kind's (``Invalid`` naming
+        ``params.<field>``); the timing and state stay, and a project without a collection
+        of the kind gets one, daily, on unless the kind is opt-in."""
+        self.base.project(user, project_id)
+        spec = self.base.kind(name, field=name)
+        with self.db.write() as conn:
+            usage_sql.lock_user(self.db, conn, user.id)
+            found = next(
+                (
+                    s
+                    for s in schedule_sql.list_for_project(conn, project_id)
+                    if s.collection and s.kind == name
+                ),
+                None,
+            )
+            params = change(dict(found.params) if found is not None else {})
+            try:
+                self.base.validated(spec, params)
+            except Invalid as exc:
+                raise exc.within("params") from None
+            plan = _Planned(
+                spec,
+                params,
+                found.enabled if found is not None else not spec.collection_opt_in,
+                found.interval_seconds if found is not None else self.settings.day_seconds,
+                found.cron if found is not None else None,
+                timing_given=False,
+            )
+            self._write(conn, user, project_id, plan, found, self.clock())
+        return next(c for c in self.get(user, project_id) if c.kind.name == name)
 
     def _plan(
         self, project_id: int, name: str, entry: CollectionEntry, found: ScheduleRecord | None

@@ -22,6 +22,7 @@ from seojobs.services.collection_config import CollectionConfig
 from seojobs.services.collections import Collections
 from seojobs.services.idempotency import Idempotency
 from seojobs.services.jobs import Jobs
+from seojobs.services.monitored import Monitor
 from seojobs.services.quotas import Quotas
 from seojobs.services.schedules import Schedules
 from seojobs.services.sessions import Sessions
@@ -53,6 +54,7 @@ class Services(ServiceBase):
         self.schedules = Schedules(self, self.jobs, self.quotas)
         self.collection = CollectionConfig(self, self.schedules)
         self.tracked = Tracked(self)
+        self.monitored = Monitor(self, self.collection)
         self.audits = Audits(self, self.jobs)
         self.sessions = Sessions(self)
         self.idempotency = Idempotency(self)

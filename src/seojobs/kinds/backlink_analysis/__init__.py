@@ -3,19 +3,24 @@
 
 The package: ``params`` (the target and what to list), ``run`` (the handler, the comparison
 with the previous analysis, the refusal at creation), ``reads`` (links, lost links, referring
-domains, anchors, history). The adapter is ``seojobs.providers.dataforseo_backlinks``. Each
-completed job stores the analysis as the project's collection for its target;
-``GET /v1/projects/{id}/backlinks/analysis`` reads it. Found links are monitored by
-``backlink_refresh`` (give it the pairs, or ``seojobs backlinks monitor``).
+domains, anchors, history), ``changes`` (the webhook events ``backlink_analysis.new`` and
+``.lost``), ``view`` (the dashboard's), ``monitor`` (found links monitored by the refresh).
+The adapter is ``seojobs.providers.dataforseo_backlinks``. Each completed job stores the
+analysis as the project's collection for its target;
+``GET /v1/projects/{id}/backlinks/analysis`` reads it. Found links join the pairs the
+project's ``backlink_refresh`` collection checks with
+``POST /v1/projects/{id}/backlinks/analysis/monitor`` (``monitor``, ``services.monitored``).
 """
 
 from __future__ import annotations
 
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota
+from seojobs.kinds.backlink_analysis.changes import CHANGES
 from seojobs.kinds.backlink_analysis.params import BacklinkAnalysisParams
 from seojobs.kinds.backlink_analysis.reads import READS
 from seojobs.kinds.backlink_analysis.run import refusal, run, subject
+from seojobs.kinds.backlink_analysis.view import VIEW
 
 NAME = "backlink_analysis"
 __all__ = ["KIND", "NAME", "BacklinkAnalysisParams", "subject"]
@@ -43,4 +48,6 @@ KIND: Kind[BacklinkAnalysisParams] = Kind(
     quotas=(DAILY, MONTHLY),
     refusal=refusal,
     reads=READS,
+    changes=CHANGES,
+    view=VIEW,
 )

@@ -181,7 +181,7 @@ def _flag(field: str) -> RowMatch:
     return RowMatch(test)
 
 
-def _from_domain(row: Mapping[str, Any], wanted: Any) -> bool:
+def from_domain(row: Mapping[str, Any], wanted: Any) -> bool:
     host = str(row.get("domain_from") or "").lower()
     domain = str(wanted).lower()
     return host == domain or host.endswith("." + domain)
@@ -207,7 +207,7 @@ LINK_FILTERS = (
         "domain_from",
         str,
         "Only links from this host or its subdomains.",
-        RowMatch(_from_domain),
+        RowMatch(from_domain),
         max_length=253,
         pattern=r"^[A-Za-z0-9.\-]+$",
     ),

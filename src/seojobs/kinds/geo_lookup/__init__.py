@@ -30,8 +30,10 @@ def _cost(params: GeoLookupParams, items: int) -> dict[str, int]:
     return {DAILY.name: calls, MONTHLY.name: calls}
 
 
+# A project's whole daily collection fits the defaults: every prompt it may track asked the
+# most times (MAX_PROMPTS x MAX_REPEATS = 250) once a day, for a month of 31 days.
 DAILY, MONTHLY = Quota.day_and_month(
-    "ai_lookups", "AI search prompt calls", daily=500, monthly=5_000
+    "ai_lookups", "AI search prompt calls", daily=500, monthly=31 * 500
 )
 
 KIND: Kind[GeoLookupParams] = Kind(

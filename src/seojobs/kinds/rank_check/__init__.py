@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
-from seojobs.kinds.rank_check.params import RankCheckParams
+from seojobs.kinds.rank_check.params import MAX_TRACKED, RankCheckParams
 from seojobs.kinds.rank_check.reads import CHANGES, READS
 from seojobs.kinds.rank_check.run import (
     RANKS,
@@ -33,8 +33,10 @@ def _cost(_params: RankCheckParams, keywords: int) -> dict[str, int]:
     return {DAILY.name: keywords, MONTHLY.name: keywords}  # one search per keyword
 
 
+# A project's whole daily collection fits the defaults: every keyword it may track
+# (MAX_TRACKED) once a day, for a month of 31 days.
 DAILY, MONTHLY = Quota.day_and_month(
-    "rank_keywords", "Keywords rank-checked", daily=1_000, monthly=20_000
+    "rank_keywords", "Keywords rank-checked", daily=MAX_TRACKED, monthly=31 * MAX_TRACKED
 )
 
 KIND: Kind[RankCheckParams] = Kind(
