@@ -62,6 +62,7 @@ BODIES = {
     "/v1/projects/{project_id}/tracked-keywords": {"keywords": [{"keyword": "hose"}]},
     "/v1/projects/{project_id}/tracked-prompts": {"prompts": ["best hose?"]},
     "/v1/projects/{project_id}/collection": {"test_noop": {"every_days": 1}},
+    "/v1/projects/{project_id}/backlinks/analysis/monitor": {},
 }
 SUBMIT_JOB = 4
 

@@ -64,6 +64,10 @@ VALID_BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "keywords": [{"keyword": "hose", "location": 2840, "language": "en", "device": "mobile"}]
     },
     ("POST", "/v1/projects/{project_id}/tracked-prompts"): {"prompts": ["best hose?"]},
+    ("POST", "/v1/projects/{project_id}/backlinks/analysis/monitor"): {
+        "target": "example.com",
+        "links": [{"url_from": URL, "url_to": "https://example.com/"}],
+    },
     ("PUT", "/v1/projects/{project_id}/collection"): {
         "test_noop": {"enabled": True, "every_days": 1, "params": {}}
     },
