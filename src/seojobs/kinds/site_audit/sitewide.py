@@ -230,6 +230,38 @@ def _weight(pages: list[Record], by_url: dict[str, Record], limit_kb: int) -> It
             yield finding("page_weight_high", page["url"], evidence)
 
 
+def _single_inlink(pages: list[Record]) -> Iterator[Finding]:
+    """Indexable pages (the start page aside) that one other crawled page links to."""
+    linking: Counter[str] = Counter(
+        target for page in pages for target in page.get("links", ()) if target != page["url"]
+    )
+    for page in pages:
+        deep = (page.get("depth") or 0) > 0  # reached by a link, not the start page
+        if deep and page.get("indexable") and linking[page["url"]] == 1:
+            yield finding("single_inlink", page["url"], {"in_links": 1})
+
+
+def _resources(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """What a page loads from the site (images, scripts, styles) that the crawl fetched and
+    that answered an error or redirected."""
+    for page in pages:
+        found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for target in page.get("loads", ()):
+            loaded = by_url.get(target)
+            if loaded is None or loaded.get("blocked_by_robots"):
+                continue  # not fetched: its answer is unknown
+            if (loaded.get("status") or 0) >= 400:
+                found["internal_resource_broken"].append(
+                    {"target": target, "status": loaded["status"]}
+                )
+            elif loaded.get("redirects"):
+                found["internal_resource_redirect"].append(
+                    {"target": target, "redirects": loaded["redirects"]}
+                )
+        for code, loads in found.items():
+            yield finding(code, page["url"], {"resources": loads[:_SAMPLE]})
+
+
 @dataclass(frozen=True)
 class SiteFiles:
     """What the crawl learnt of the site's own files: robots.txt and sitemaps."""
@@ -274,6 +306,8 @@ def site_findings(
         *(_files(files, listed) if files else ()),
         *_orphans(pages, listed, list(previous)),
         *_weight(pages, by_url, limits.page_max_kb),
+        *_single_inlink(pages),
+        *_resources(pages, by_url),
     ]
 
 
