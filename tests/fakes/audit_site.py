@@ -505,7 +505,13 @@ PAGES: dict[str, str] = {
         "many-resources", "".join(f'<script async src="/js/{n}.js"></script>' for n in range(101))
     ),
     "/render-blocking": html("render-blocking", head='<script src="/app.js"></script>'),
+    # Shows a heavy picture, and links it: the crawl fetches what pages link.
+    "/img-large": _with(
+        "img-large",
+        '<a href="/big.png"><img src="/big.png" alt="A big picture" width="9" height="9"></a>',
+    ),
 }
+BIG_PICTURE = b"\x89PNG" + b"\0" * 150_000  # over img_too_large's 100 KB
 # What a page is linked as, where it is not its path.
 HREFS = {
     "/params": "/params?a=1&b=2&c=3&d=4",
@@ -755,6 +761,7 @@ PLANTED = {
     ("low_text_ratio", "/inline-script"),
     ("too_many_resources", "/many-resources"),
     ("render_blocking_script", "/render-blocking"),
+    ("img_too_large", "/img-large"),
 }
 # Pages that are not indexable (noindex, or canonical elsewhere): a sitemap lists them only
 # to plant an issue.
@@ -782,6 +789,7 @@ SITEMAPPED = [
     "/noindex",
     "/private/secret",
     "/canonical-to-root",
+    "/big.png",  # an indexable URL the crawl reached (an image), listed as such
 ]
 
 
@@ -808,6 +816,7 @@ REACHED = {
     "/server-error",
     "/redirect-to-gone",
     "/gone-moved",
+    "/big.png",
 }
 
 
@@ -895,6 +904,8 @@ class AuditSite:
         if path in REDIRECTS:
             status = 302 if path in TEMPORARY else 301
             return RedirectResponse(REDIRECTS[path], status_code=status)
+        if path == "/big.png":
+            return Response(BIG_PICTURE, media_type="image/png")
         if path == "/server-error":
             return HTMLResponse(html("server-error"), status_code=500)
         return HTMLResponse(html("gone"), status_code=404)

@@ -154,6 +154,11 @@ SITE_CHECKS = (
         "(of those the crawl fetched).",
     ),
     _site(
+        "img_too_large",
+        W,
+        "The page shows an image of the site over 100 KB (of those the crawl fetched).",
+    ),
+    _site(
         "internal_resource_redirect",
         N,
         "The page loads an image, script or style of the site through a redirect "

@@ -272,4 +272,5 @@ GUIDE: dict[str, tuple[str, str]] = {
     "single_inlink": ("links", "Link the page from more relevant pages of the site."),
     "internal_resource_broken": ("links", "Fix or remove the image, script or style that fails."),
     "internal_resource_redirect": ("links", "Load the resource from its final URL."),
+    "img_too_large": ("images", "Compress or resize the image (WebP, AVIF), or lazy-load it."),
 }

@@ -17,6 +17,7 @@ from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, Severity, find
 from seojobs.kinds.site_audit.params import Thresholds
 
 Record = dict[str, Any]
+IMAGE_MAX_KB = 100  # an image the crawl fetched over this is img_too_large (as Ahrefs has it)
 
 
 def _duplicates(pages: list[Record], field: str, code: str) -> Iterator[Finding]:
@@ -237,13 +238,14 @@ def _single_inlink(pages: list[Record]) -> Iterator[Finding]:
     )
     for page in pages:
         deep = (page.get("depth") or 0) > 0  # reached by a link, not the start page
-        if deep and page.get("indexable") and linking[page["url"]] == 1:
+        html = "html" in (page.get("content_type") or "")
+        if deep and html and page.get("indexable") and linking[page["url"]] == 1:
             yield finding("single_inlink", page["url"], {"in_links": 1})
 
 
 def _resources(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
     """What a page loads from the site (images, scripts, styles) that the crawl fetched and
-    that answered an error or redirected."""
+    that answered an error or redirected, or is an image heavier than ``IMAGE_MAX_KB``."""
     for page in pages:
         found: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for target in page.get("loads", ()):
@@ -258,8 +260,15 @@ def _resources(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Findi
                 found["internal_resource_redirect"].append(
                     {"target": target, "redirects": loaded["redirects"]}
                 )
+            elif _heavy_image(loaded):
+                found["img_too_large"].append({"target": target, "bytes": loaded["bytes"]})
         for code, loads in found.items():
             yield finding(code, page["url"], {"resources": loads[:_SAMPLE]})
+
+
+def _heavy_image(page: Record) -> bool:
+    image = (page.get("content_type") or "").startswith("image/")
+    return image and (page.get("bytes") or 0) > IMAGE_MAX_KB * 1024
 
 
 @dataclass(frozen=True)
