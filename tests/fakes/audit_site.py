@@ -104,7 +104,7 @@ def html(
         (
             f'<meta property="og:title" content="{slug}">'
             f'<meta property="og:description" content="About {slug}">'
-            '<meta property="og:image" content="/og.png">'
+            '<meta property="og:image" content="https://images.example/og.png">'
             if open_graph
             else ""
         ),
@@ -206,7 +206,9 @@ PAGES: dict[str, str] = {
     # Links to another site that answer, one only to GET (HEAD is refused).
     "/clean/3": html("clean-3", links=("/clean/2", f"{ELSEWHERE}/ext/ok", f"{ELSEWHERE}/ext/get")),
     "/links-external-broken": html("links-external-broken", links=("/", f"{ELSEWHERE}/ext/gone")),
-    "/links-broken": html("links-broken", links=("/", "/gone", "/server-error")),
+    "/links-broken": html(
+        "links-broken", links=("/", "/gone", "/server-error", "/redirect-to-gone")
+    ),
     "/no-title": html("no-title", title=""),
     "/long-title": html("long-title", title="A title far too long for search results " * 3),
     "/no-description": html("no-description", description=""),
@@ -234,15 +236,23 @@ PAGES: dict[str, str] = {
     "/redirect-target": html("redirect-target"),
     "/temp-target": html("temp-target"),
     "/private/secret": html("private-secret"),
-    **{f"/deep/{n}": html(f"deep-{n}", links=(f"/deep/{n + 1}",)) for n in range(1, 5)},
-    "/deep/5": html("deep-5"),
+    # A chain of clicks, each page linking the next and back (/deep/5 has one in-link only).
+    **{
+        f"/deep/{n}": html(
+            f"deep-{n}", links=(f"/deep/{n + 1}", f"/deep/{n - 1}" if n > 1 else "/")
+        )
+        for n in range(1, 5)
+    },
+    "/deep/5": html("deep-5", links=("/deep/4",)),
     "/orphan": html("orphan"),  # only the sitemap lists it
     # English and French name each other; the German page does not name the English back.
     "/en": html(
         "en", head=_alternates(("en", "/en"), ("fr", "/fr"), ("de", "/de"), ("x-default", "/en"))
     ),
-    "/fr": html("fr", head=_alternates(("en", "/en"), ("fr", "/fr"), ("x-default", "/en"))),
-    "/de": html("de", head=_self_alternates("/de", "de", "x-default")),
+    "/fr": html(
+        "fr", lang="fr", head=_alternates(("en", "/en"), ("fr", "/fr"), ("x-default", "/en"))
+    ),
+    "/de": html("de", lang="de", head=_self_alternates("/de", "de", "x-default")),
     "/hl-invalid": html("hl-invalid", head=_self_alternates("/hl-invalid", "en-uk", "x-default")),
     "/hl-relative": html(
         "hl-relative",
@@ -336,10 +346,16 @@ PAGES: dict[str, str] = {
         "canonical-header-mismatch", head=_canonical("/canonical-header-mismatch")
     ),
     # Pagination: a series naming each other both ways, and a page its next does not name.
-    "/page/1": html("page-1", head='<link rel="next" href="/page/2">'),
-    "/page/2": html("page-2", head='<link rel="prev" href="/page/1"><link rel="next" href="3">'),
-    "/page/3": html("page-3", head='<link rel="prev" href="/page/2">'),
-    "/page-bad/1": html("page-bad-1", head='<link rel="next" href="/page-bad/2">'),
+    "/page/1": html("page-1", head='<link rel="next" href="/page/2">', links=("/", "/page/2")),
+    "/page/2": html(
+        "page-2",
+        head='<link rel="prev" href="/page/1"><link rel="next" href="3">',
+        links=("/page/1", "/page/3"),
+    ),
+    "/page/3": html("page-3", head='<link rel="prev" href="/page/2">', links=("/page/2",)),
+    "/page-bad/1": html(
+        "page-bad-1", head='<link rel="next" href="/page-bad/2">', links=("/", "/page-bad/2")
+    ),
     "/page-bad/2": html("page-bad-2"),
     "/form": _with("form", '<form action="/search"><input name="q"></form>'),
     "/form-insecure": _with(
@@ -367,13 +383,147 @@ PAGES: dict[str, str] = {
     "/case-page": html("case-page-lower"),
     "/slash": html("slash"),
     "/slash/": html("slash-slash"),
+    # Issue 30.5: status, URLs and headers.
+    "/soft-404": html("soft-404", title="Sorry, this page was not found on the site"),
+    "/repeat/garden/repeat": html("repeat"),
+    "/search-results": html("search-results"),
+    "/session": html("session"),
+    **{path: html(path.strip("/")) for path in ("/no-frame-options", "/no-referrer-policy")},
+    "/refresh-header": html("refresh-header"),
+    # Links.
+    "/links-local": html("links-local", links=("/", "http://localhost:1/admin")),
+    "/links-whitespace": html("links-whitespace", links=("/", "/url with space")),
+    "/links-utm": html("links-utm", links=("/", "/utm-landing?utm_source=news")),
+    "/utm-landing": html("utm-landing"),  # linked only with a tracking parameter, once
+    "/single-inlink": html("single-inlink"),  # linked from one hub only
+    "/target-blank": _with("target-blank", '<a href="/clean/2" target="_blank">Clean two</a>'),
+    "/resource-broken": _with(
+        "resource-broken", '<img src="/gone" alt="Gone" width="1" height="1">'
+    ),
+    "/resource-redirect": _with(
+        "resource-redirect", '<img src="/temp-redirect" alt="Moved" width="1" height="1">'
+    ),
+    "/protocol-relative": _with(
+        "protocol-relative",
+        '<img src="//cdn.example/x.png" alt="A CDN picture" width="1" height="1">',
+    ),
+    # Robots, canonicals, hreflang, pagination.
+    "/robots-multiple": html(
+        "robots-multiple",
+        head='<meta name="robots" content="index, follow">'
+        '<meta name="robots" content="max-snippet:50">',
+    ),
+    "/robots-unknown": html("robots-unknown", head='<meta name="robots" content="no-index">'),
+    "/canonical-fragment": html(
+        "canonical-fragment", head=f'<link rel="canonical" href="{BASE}/canonical-fragment#top">'
+    ),
+    "/hl-lang-mismatch": html(
+        "hl-lang-mismatch", lang="de", head=_self_alternates("/hl-lang-mismatch", "en", "x-default")
+    ),
+    "/hl-duplicate": html(
+        "hl-duplicate",
+        head=_alternates(
+            ("en", "/hl-duplicate"), ("en", "/clean/2"), ("x-default", "/hl-duplicate")
+        ),
+    ),
+    "/hl-in-body": _with("hl-in-body", _self_alternates("/hl-in-body", "en", "x-default")),
+    "/page-multi": html(
+        "page-multi",
+        head='<link rel="next" href="/page/2"><link rel="next" href="/page/3">',
+        links=("/", "/page/2", "/page/3"),
+    ),
+    "/page-lone/1": html("page-lone-1", head='<link rel="next" href="/page-lone/2">'),
+    "/page-lone/2": html(
+        "page-lone-2", head='<link rel="prev" href="/page-lone/1">', links=("/page-lone/1",)
+    ),
+    "/page-self": html(
+        "page-self", head='<link rel="prev" href="/page-self"><link rel="next" href="/page-self">'
+    ),
+    "/page-canon/1": html(
+        "page-canon-1", head='<link rel="next" href="/page-canon/2">', links=("/", "/page-canon/2")
+    ),
+    "/page-canon/2": html(
+        "page-canon-2",
+        head='<link rel="prev" href="/page-canon/1">' + _canonical("/page-canon/1"),
+        links=("/page-canon/1",),
+    ),
+    # Headings, images, markup.
+    "/h1-not-first": html(
+        "h1-not-first", h1=(), body="<h3>Before</h3><h1>Garden care: late</h1>" + words("late")
+    ),
+    "/h2-empty": _with("h2-empty", "<h2> </h2>"),
+    "/h2-long": _with("h2-long", f"<h2>{'A section heading that runs on and on ' * 3}</h2>"),
+    "/img-no-src": _with("img-no-src", '<img alt="Nothing here" width="1" height="1">'),
+    "/img-alt-file": _with(
+        "img-alt-file", '<img src="/p.jpg" alt="IMG_0042.jpg" width="1" height="1">'
+    ),
+    "/img-inline": html(
+        "img-inline",
+        body=words("img-inline", 600)
+        + f'<img src="data:image/png;base64,{"A" * 12_000}" alt="Inline" width="1" height="1">',
+    ),
+    "/head-multiple": html("head-multiple", head='</head><head><meta name="author" content="Ann">'),
+    "/body-multiple": _with("body-multiple", '<body class="second">'),
+    "/head-invalid": html(
+        "head-invalid", head='<img src="/pixel.gif" alt="Pixel" width="1" height="1">'
+    ),
+    "/viewport-fixed": html(
+        "viewport-fixed", viewport=False, head='<meta name="viewport" content="width=1024">'
+    ),
+    "/viewport-no-zoom": html(
+        "viewport-no-zoom",
+        viewport=False,
+        head='<meta name="viewport" content="width=device-width, user-scalable=no">',
+    ),
+    "/charset-latin1": html("charset-latin1", head='<meta charset="iso-8859-1">'),
+    # Social and AMP.
+    "/og-url-mismatch": html(
+        "og-url-mismatch", head=f'<meta property="og:url" content="{BASE}/clean/1">'
+    ),
+    "/og-image-relative": html(
+        "og-image-relative",
+        social=(False, True),
+        head='<meta property="og:title" content="Relative"><meta property="og:description" '
+        'content="A picture"><meta property="og:image" content="/og.png">',
+    ),
+    "/twitter-card-invalid": html(
+        "twitter-card-invalid",
+        social=(True, False),
+        head='<meta name="twitter:card" content="large">',
+    ),
+    "/amp-bare": html("amp-bare", lang='en" amp="'),
+    "/amp-clean": html(
+        "amp-clean",
+        lang='en" amp="',
+        head=_canonical("/amp-clean")
+        + "<style amp-boilerplate>body{visibility:hidden}</style>"
+        + '<script async src="https://cdn.ampproject.org/v0.js"></script>',
+    ),
+    # Performance from the page's own bytes.
+    "/inline-script": html("inline-script", head=f"<script>{'var garden = 1; ' * 2_800}</script>"),
+    "/many-resources": _with(
+        "many-resources", "".join(f'<script async src="/js/{n}.js"></script>' for n in range(101))
+    ),
+    "/render-blocking": html("render-blocking", head='<script src="/app.js"></script>'),
+    # Shows a heavy picture, and links it: the crawl fetches what pages link.
+    "/img-large": _with(
+        "img-large",
+        '<a href="/big.png"><img src="/big.png" alt="A big picture" width="9" height="9"></a>',
+    ),
 }
+BIG_PICTURE = b"\x89PNG" + b"\0" * 150_000  # over img_too_large's 100 KB
 # What a page is linked as, where it is not its path.
-HREFS = {"/params": "/params?a=1&b=2&c=3&d=4"}
+HREFS = {
+    "/params": "/params?a=1&b=2&c=3&d=4",
+    "/search-results": "/search-results?q=rake",
+    "/session": "/session?sessionid=a1b2c3",
+    "/utm-landing": "/utm-landing?utm_source=news",
+}
 # Headers a page is sent with besides the clean ones; the clean ones it goes without.
 HEADERS = {
     "/canonical-header-mismatch": {"link": f'<{BASE}/clean/2>; rel="canonical"'},
     "/nofollow-header": {"x-robots-tag": "nofollow"},
+    "/refresh-header": {"refresh": "600"},
 }
 UNDRESSED = {
     "/no-compression": "gzip",
@@ -381,6 +531,8 @@ UNDRESSED = {
     "/no-nosniff": "x-content-type-options",
     "/no-csp": "content-security-policy",
     "/no-charset": "charset",
+    "/no-frame-options": "x-frame-options",
+    "/no-referrer-policy": "referrer-policy",
 }
 REDIRECTS = {
     "/hop1": "/hop2",
@@ -388,20 +540,40 @@ REDIRECTS = {
     "/loop-a": "/loop-b",
     "/loop-b": "/loop-a",
     "/temp-redirect": "/temp-target",
+    "/redirect-to-gone": "/gone-moved",  # a 404 reached only by this redirect
 }
 TEMPORARY = {"/temp-redirect"}
-# Linked from the home page; the rest are reached through them.
+# Linked from the hub pages (the home page links the first ones itself); the rest are
+# reached through them, or only through one link (single_inlink).
+_FIRST = ("/clean/1", "/deep/1", "/links-redirect")  # at depth 1, as the tests say
+_UNLISTED = {"/private/secret", "/redirect-target", "/temp-target", "/orphan", "/utm-landing"}
 LINKED_FROM_HOME = [
     HREFS.get(path, path)
-    for path in PAGES
-    if path not in ("/private/secret", "/redirect-target", "/temp-target", "/orphan")
+    for path in (*_FIRST, *(p for p in PAGES if p not in _FIRST))
+    if path not in _UNLISTED | {"/single-inlink"}
     and (not path.startswith("/deep/") or path == "/deep/1")
 ]
-# More than a page may link to (too_many_links): the home page links to the first half and
-# to a hub page that links to the rest.
-_HALF = len(LINKED_FROM_HOME) // 2
-HOME = html("home", links=(*LINKED_FROM_HOME[:_HALF], "/hub"))
-HUB = html("hub", links=("/", *LINKED_FROM_HOME[_HALF:]))
+# More than a page may link to (too_many_links): pages are linked in chunks, each chunk from
+# two hub pages (so every page but the planted ones has two in-links at least); the home page
+# links the first chunk and every hub, each hub the next one (two in-links each).
+_CHUNK = 45
+_CHUNKS = [LINKED_FROM_HOME[i : i + _CHUNK] for i in range(0, len(LINKED_FROM_HOME), _CHUNK)]
+HUBS = ["/hub", *(f"/hub-{n}" for n in range(1, len(_CHUNKS)))]
+HUB_PAGES = {
+    hub: html(
+        hub.strip("/"),
+        links=(
+            "/",
+            HUBS[(n + 1) % len(HUBS)],
+            *_CHUNKS[n],
+            *_CHUNKS[n - 1],
+            *(("/single-inlink",) if n == 0 else ()),
+        ),
+    )
+    for n, hub in enumerate(HUBS)
+}
+HOME_LINKS = (*_CHUNKS[0], *HUBS)
+HOME = html("home", links=HOME_LINKS)
 
 # What the audit must report: (code, path), and nothing more.
 PLANTED = {
@@ -529,6 +701,67 @@ PLANTED = {
     ("sitemap_url_blocked", "/private/secret"),
     ("sitemap_url_canonicalised", "/canonical-to-root"),
     ("indexable_not_in_sitemap", "/not-in-sitemap"),
+    # issue 30.5: status, URLs and headers
+    ("redirect_to_error", "/redirect-to-gone"),
+    ("http_4xx", "/redirect-to-gone"),
+    ("http_4xx", "/gone-moved"),  # audited from the redirect's final answer, as its own page
+    ("soft_404", "/soft-404"),
+    ("url_repetitive_path", "/repeat/garden/repeat"),
+    ("url_internal_search", "/search-results"),
+    ("url_session_id", "/session"),
+    ("x_frame_options_missing", "/no-frame-options"),
+    ("referrer_policy_missing", "/no-referrer-policy"),
+    ("refresh_header", "/refresh-header"),
+    # links and what pages load
+    ("link_to_local_address", "/links-local"),
+    ("link_href_whitespace", "/links-whitespace"),
+    ("link_tracking_parameters", "/links-utm"),
+    ("single_inlink", "/utm-landing"),
+    ("single_inlink", "/single-inlink"),
+    ("single_inlink", "/deep/5"),
+    ("link_target_blank_unsafe", "/target-blank"),
+    ("internal_resource_broken", "/resource-broken"),
+    ("internal_resource_redirect", "/resource-redirect"),
+    ("protocol_relative_resource", "/protocol-relative"),
+    # robots, canonicals, hreflang, pagination
+    ("robots_meta_multiple", "/robots-multiple"),
+    ("robots_directive_unknown", "/robots-unknown"),
+    ("canonical_fragment", "/canonical-fragment"),
+    ("hreflang_lang_mismatch", "/hl-lang-mismatch"),
+    ("hreflang_duplicate_language", "/hl-duplicate"),
+    ("hreflang_in_body", "/hl-in-body"),
+    ("pagination_multiple", "/page-multi"),
+    ("pagination_inconsistent", "/page-multi"),  # /page/2 names /page/1 back, not it
+    ("pagination_not_linked", "/page-lone/1"),
+    ("pagination_to_self", "/page-self"),
+    ("pagination_canonicalised", "/page-canon/2"),
+    # headings, images, markup
+    ("h1_not_first_heading", "/h1-not-first"),
+    ("h2_empty", "/h2-empty"),
+    ("h2_too_long", "/h2-long"),
+    ("img_src_empty", "/img-no-src"),
+    ("img_alt_file_name", "/img-alt-file"),
+    ("img_inline_large", "/img-inline"),
+    ("head_multiple", "/head-multiple"),
+    ("body_multiple", "/body-multiple"),
+    ("head_invalid_element", "/head-invalid"),
+    ("viewport_not_device_width", "/viewport-fixed"),
+    ("viewport_zoom_disabled", "/viewport-no-zoom"),
+    ("charset_not_utf8", "/charset-latin1"),
+    # social and AMP
+    ("og_url_mismatch", "/og-url-mismatch"),
+    ("og_image_relative", "/og-image-relative"),
+    ("twitter_card_invalid", "/twitter-card-invalid"),
+    ("amp_canonical_missing", "/amp-bare"),
+    ("amp_boilerplate_missing", "/amp-bare"),
+    ("amp_runtime_missing", "/amp-bare"),
+    # performance
+    ("inline_css_large", "/low-ratio"),
+    ("inline_script_large", "/inline-script"),
+    ("low_text_ratio", "/inline-script"),
+    ("too_many_resources", "/many-resources"),
+    ("render_blocking_script", "/render-blocking"),
+    ("img_too_large", "/img-large"),
 }
 # Pages that are not indexable (noindex, or canonical elsewhere): a sitemap lists them only
 # to plant an issue.
@@ -539,12 +772,13 @@ NOT_INDEXABLE = {
     "/canonical-other-host",
     "/canonical-to-root",
     "/canonical-to-noindex",
+    "/page-canon/2",
 }
 # What the sitemaps list (robots.txt names the index; the pages file is gzipped): every
 # indexable page but one, and URLs that plant an issue each.
 SITEMAPPED = [
     "/",
-    "/hub",
+    *HUBS,
     *(
         HREFS.get(path, path)
         for path in PAGES
@@ -555,6 +789,7 @@ SITEMAPPED = [
     "/noindex",
     "/private/secret",
     "/canonical-to-root",
+    "/big.png",  # an indexable URL the crawl reached (an image), listed as such
 ]
 
 
@@ -571,7 +806,7 @@ def _urlset(base: str, tag: str, paths: list[str]) -> str:
 # hop of /hop1's redirects.
 REACHED = {
     "/",
-    "/hub",
+    *HUBS,
     *PAGES,
     "/hop1",
     "/loop-a",
@@ -579,6 +814,9 @@ REACHED = {
     "/temp-redirect",
     "/gone",
     "/server-error",
+    "/redirect-to-gone",
+    "/gone-moved",
+    "/big.png",
 }
 
 
@@ -625,7 +863,10 @@ class AuditSite:
             Route("/sitemaps/index.xml", endpoint(self._sitemap_index)),
             Route("/sitemaps/pages.xml.gz", endpoint(self._sitemap_pages)),
             Route("/", endpoint(lambda r: self._html(r, "/", HOME))),
-            Route("/hub", endpoint(lambda r: self._html(r, "/hub", HUB))),
+            *(
+                Route(hub, endpoint(lambda r, hub=hub: self._html(r, hub, HUB_PAGES[hub])))
+                for hub in HUBS
+            ),
             Route("/g/{n:int}", endpoint(self._generated)),
             Route("/{path:path}", endpoint(self._page)),
         ]
@@ -663,6 +904,8 @@ class AuditSite:
         if path in REDIRECTS:
             status = 302 if path in TEMPORARY else 301
             return RedirectResponse(REDIRECTS[path], status_code=status)
+        if path == "/big.png":
+            return Response(BIG_PICTURE, media_type="image/png")
         if path == "/server-error":
             return HTMLResponse(html("server-error"), status_code=500)
         return HTMLResponse(html("gone"), status_code=404)
@@ -679,6 +922,8 @@ class AuditSite:
             "x-content-type-options": "nosniff",
             "content-security-policy": "default-src 'self'",
             "content-type": "text/html; charset=utf-8",
+            "x-frame-options": "SAMEORIGIN",
+            "referrer-policy": "strict-origin-when-cross-origin",
         }
         if left_out == "charset":
             headers["content-type"] = "text/html"
@@ -696,6 +941,10 @@ class AuditSite:
         n = int(request.path_params["n"])
         time.sleep(self.delay)  # a sync endpoint: Starlette runs it in its thread pool
         links = [f"/g/{c}" for c in (2 * n + 1, 2 * n + 2) if c < self.generated]
+        # And its sibling: a page with one in-link is an issue (single_inlink).
+        sibling = n + 1 if n % 2 else n - 1
+        if n and 0 < sibling < self.generated:
+            links.append(f"/g/{sibling}")
         if self.external:
             links += [f"http://127.0.0.1:{self._elsewhere_port}/ext/{p}" for p in ("ok", "get")]
         return self._html(request, f"/g/{n}", html(f"g-{n}", links=("/g/0", *links)))

@@ -17,7 +17,7 @@ import pytest
 from seojobs.kinds.site_audit.params import SiteAuditParams
 from tests.api_helpers import TERMINAL, Api, api, assert_problem, error_fields
 from tests.conftest import make_settings
-from tests.fakes.audit_site import LINKED_FROM_HOME, PAGES, PLANTED, REACHED, AuditSite, html
+from tests.fakes.audit_site import HOME_LINKS, PAGES, PLANTED, REACHED, AuditSite, html
 from tests.waiting import wait_until
 
 # Every code issue 13 names; the catalogue must serve each.
@@ -194,12 +194,13 @@ def test_an_audits_issues_and_pages_are_listed_filtered_and_paged(served: Api) -
     home = by_path["/"]
     assert (home["status"], home["depth"], home["indexable"]) == (200, 0, True)
     # In-links: the crawled pages that link to it, each once (a nofollow link counts).
-    assert home["out_links"] == len(LINKED_FROM_HOME) // 2 + 1  # half of them, and /hub
-    assert by_path["/no-title"]["in_links"] == 1  # home or /hub
-    # home or /hub (each lists half the pages), /clean/3, /empty-link-text, /generic-link-text
-    assert by_path["/clean/2"]["in_links"] == 4
-    assert by_path["/clean/1"]["in_links"] == 3  # home or /hub, /clean/2, /nofollow-links
-    assert by_path["/deep/3"]["in_links"] == 1  # /deep/2
+    assert home["out_links"] == len(HOME_LINKS)  # the first pages, and the hubs
+    assert by_path["/no-title"]["in_links"] == 3  # home and two hubs (the first chunk)
+    assert by_path["/single-inlink"]["in_links"] == 1  # one hub
+    # Home, two hubs, /clean/3, /empty-link-text, /generic-link-text, /target-blank
+    assert by_path["/clean/2"]["in_links"] == 7
+    assert by_path["/clean/1"]["in_links"] == 5  # home, two hubs, /clean/2, /nofollow-links
+    assert by_path["/deep/3"]["in_links"] == 2  # /deep/2 and /deep/4
     assert by_path["/redirect-target"]["in_links"] == 0  # reached by a redirect only
     assert by_path["/no-title"]["title"] is None
     assert by_path["/orphan"]["in_links"] == 0 and by_path["/orphan"]["depth"] is None
@@ -266,7 +267,14 @@ def _csv_of_issues_and_pages(
     assert errors and {r["severity"] for r in errors} == {"error"}
     pages = _csv_rows(client.get(f"{audit}/pages", headers=as_csv))
     assert [r["url"] for r in pages] == [p["url"] for p in every]
-    [gone] = _csv_rows(client.get(f"{audit}/pages", headers=as_csv, params={"status": "404"}))
+    missing = _csv_rows(client.get(f"{audit}/pages", headers=as_csv, params={"status": "404"}))
+    # /redirect-to-gone redirects to /gone-moved, which answers 404 (issue 30.5).
+    assert sorted(urlsplit(r["url"]).path for r in missing) == [
+        "/gone",
+        "/gone-moved",
+        "/redirect-to-gone",
+    ]
+    [gone] = [r for r in missing if urlsplit(r["url"]).path == "/gone"]
     assert (gone["status"], gone["indexable"], gone["indexability_reason"]) == (
         "404",
         "false",

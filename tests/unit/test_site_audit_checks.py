@@ -168,8 +168,9 @@ def test_a_gzipped_sitemap_is_opened_only_up_to_the_cap() -> None:
 
 
 def test_the_catalogue_is_ahead_of_seonaut() -> None:
-    """Issue 13: at least 80 checks (SEOnaut lists about 75), each with a one-line description."""
-    assert len(CATALOGUE) >= 80
+    """Issue 13: at least 80 checks (SEOnaut lists about 75); issue 30.5: 180 or more (Ahrefs
+    lists 170+), each with a one-line description."""
+    assert len(CATALOGUE) >= 180
     assert all(c.description and "\n" not in c.description for c in CATALOGUE)
     assert {c.scope for c in SITE_CHECKS} == {"site"}
 
@@ -188,8 +189,9 @@ def test_the_reader_finds_headings_heads_and_anchor_texts() -> None:
         '<img src="/sized.png" width="1" height="2" alt=""><p>Lorem ipsum dolor</p></body></html>'
     )
     assert facts.titles == []  # an SVG's title names the drawing, not the page
-    assert (facts.doctype, facts.charset, facts.favicon, facts.twitter_card) == (True,) * 4
-    assert facts.open_graph == {"og:title"} and facts.viewports == 2
+    assert (facts.doctype, facts.charset, facts.favicon) == (True,) * 3
+    assert facts.twitter_card == "summary" and facts.viewports == 2
+    assert set(facts.open_graph) == {"og:title"}
     assert (facts.meta_refresh, facts.meta_keywords) == ("5; url=/x", True)
     assert facts.h1 == ["Top"] and facts.h2 == 1 and facts.heading_skips == [(1, 3)]
     texts = [(link.href, link.text) for link in facts.links]
@@ -228,6 +230,8 @@ DRESSED = (
     ("x-content-type-options", "nosniff"),
     ("content-security-policy", "default-src 'self'"),
     ("strict-transport-security", "max-age=31536000"),
+    ("x-frame-options", "DENY"),
+    ("referrer-policy", "no-referrer"),
 )
 
 
@@ -242,7 +246,11 @@ def test_a_well_served_page_has_nothing_to_report() -> None:
         (_response(*DRESSED[:2], *DRESSED[3:]), "cache_validator_missing"),
         (_response(*DRESSED[:3], *DRESSED[4:]), "x_content_type_options_missing"),
         (_response(*DRESSED[:4], *DRESSED[5:]), "csp_missing"),
-        (_response(*DRESSED[:5]), "hsts_missing"),
+        (_response(*DRESSED[:5], *DRESSED[6:]), "hsts_missing"),
+        (_response(*DRESSED[:6], *DRESSED[7:]), "x_frame_options_missing"),
+        (_response(*DRESSED[:7]), "referrer_policy_missing"),
+        (_response(*DRESSED[:7], ("referrer-policy", "unsafe-url")), "referrer_policy_missing"),
+        (_response(*DRESSED, ("refresh", "0; url=/elsewhere")), "refresh_header"),
         (_response(("content-type", "text/html"), *DRESSED[1:]), "charset_missing"),
         (_response(*DRESSED, ("x-robots-tag", "googlebot: nofollow")), "nofollow_page"),
         (_response(*DRESSED, ("x-robots-tag", "nosnippet")), "nosnippet"),
@@ -292,7 +300,9 @@ def test_https_pages_loading_or_linking_over_http(
     assert sorted(found.data["evidence"][next(iter(evidence))]) == sorted(
         next(iter(evidence.values()))
     )
-    assert _codes(page) == {code}
+    # A scheme-relative URL stays https here, but is its own (notice) finding.
+    relative = {"protocol_relative_resource"} if "//example.com/b.png" in body else set()
+    assert _codes(page) == {code} | relative
     # The same page served over http: its scheme is its finding, not these.
     plain = "http://example.com/garden/care"
     served = FetchResult(plain, plain, 200, headers=make_headers(DRESSED[:4]), body=b"x" * 2000)
@@ -428,3 +438,32 @@ def test_every_check_has_a_category_and_a_fix() -> None:
         assert check["category"] in CATEGORIES, check
         fix = check["how_to_fix"]
         assert fix and "\n" not in fix and len(fix) <= 100, check
+
+
+@pytest.mark.parametrize(
+    ("head", "code"),
+    [
+        ('<img src="/p.gif" alt="Pixel" width="1" height="1">', "head_invalid_element"),
+        ('<script src="/app.js"></script>', "render_blocking_script"),
+        ('<meta name="robots" content="index, nofolow">', "robots_directive_unknown"),
+        (
+            '<meta name="viewport" content="width=device-width, maximum-scale=1">',
+            "viewport_zoom_disabled",
+        ),
+        ('<meta name="viewport" content="initial-scale=1">', "viewport_not_device_width"),
+        ('<meta charset="windows-1252">', "charset_not_utf8"),
+    ],
+)
+def test_head_markup_rules(head: str, code: str) -> None:
+    assert _codes(_page(html("p", viewport="viewport" not in head, head=head))) == {code}
+
+
+def test_what_a_browser_keeps_in_the_head_is_no_finding() -> None:
+    """A tracking pixel inside <noscript>, async, deferred and module scripts, JSON-LD."""
+    head = (
+        '<noscript><img src="/px.gif" alt="px" width="1" height="1"></noscript>'
+        '<script async src="/a.js"></script><script defer src="/d.js"></script>'
+        '<script type="module" src="/m.js"></script><script>var small = 1;</script>'
+        '<meta name="robots" content="max-image-preview:large, unavailable_after: 2030-01-01">'
+    )
+    assert _codes(_page(html("p", head=head))) == set()

@@ -17,6 +17,7 @@ from seojobs.kinds.site_audit import (
     rules_content,
     rules_fetch,
     rules_links,
+    rules_markup,
     rules_render,
     rules_secure,
     rules_structured,
@@ -44,6 +45,7 @@ PAGE_RULES: dict[str, tuple[Check, Rule]] = {
         *rules_content.RULES,
         *rules_structured.RULES,
         *rules_links.RULES,
+        *rules_markup.RULES,
         *rules_secure.RULES,
         *rules_render.RULES,
     ]
@@ -139,6 +141,28 @@ SITE_CHECKS = (
         "weigh more than the threshold.",
         threshold="page_max_kb",
         scope="site",
+    ),
+    _site(
+        "single_inlink",
+        N,
+        "An indexable page that only one other page of the site links to.",
+    ),
+    _site(
+        "internal_resource_broken",
+        E,
+        "The page loads an image, script or style of the site that answers 4xx or 5xx "
+        "(of those the crawl fetched).",
+    ),
+    _site(
+        "img_too_large",
+        W,
+        "The page shows an image of the site over 100 KB (of those the crawl fetched).",
+    ),
+    _site(
+        "internal_resource_redirect",
+        N,
+        "The page loads an image, script or style of the site through a redirect "
+        "(of those the crawl fetched).",
     ),
 )
 CATALOGUE: tuple[Check, ...] = tuple(c for c, _rule in PAGE_RULES.values()) + SITE_CHECKS

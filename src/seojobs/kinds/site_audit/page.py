@@ -44,6 +44,7 @@ class Link:
     href: str  # as written
     nofollow: bool
     text: str | None = None  # visible text, image alt or aria-label; None: never closed
+    blank_unsafe: bool = False  # target=_blank without rel=noopener or noreferrer
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,11 @@ class Image:
 
 
 _LOADS = frozenset(("script", "source", "video", "audio", "track", "input"))
+# What belongs in <head>; any other element there ends it early in a browser (and what
+# follows it, metadata too, is the body's).
+_HEAD_ELEMENTS = frozenset(
+    {"title", "meta", "link", "script", "style", "noscript", "base", "template", "head"}
+)
 
 
 @dataclass
@@ -62,6 +68,8 @@ class PageFacts:
     descriptions: list[str] = field(default_factory=list)
     h1: list[str] = field(default_factory=list)
     h2: int = 0
+    h2_texts: list[str] = field(default_factory=list)
+    first_heading: int = 0  # the level of the page's first heading; 0: none
     # (level, next level) where a heading goes more than one level deeper than the last one.
     heading_skips: list[tuple[int, int]] = field(default_factory=list)
     canonicals: list[str] = field(default_factory=list)
@@ -69,13 +77,25 @@ class PageFacts:
     robots_meta: list[tuple[str, str]] = field(default_factory=list)
     lang: str | None = None
     viewports: int = 0
+    viewport_content: str | None = None  # the first meta viewport's
     charset: bool = False  # <meta charset> or its http-equiv form
+    charsets: list[str] = field(default_factory=list)  # the charsets meta tags name
+    heads: int = 0  # <head> start tags
+    bodies: int = 0  # <body> start tags
+    head_invalid: list[str] = field(default_factory=list)  # elements that end <head> early
+    amp: bool = False  # <html amp> or <html ⚡>
+    amp_boilerplate: bool = False  # <style amp-boilerplate>
+    amp_runtime: bool = False  # the AMP runtime script (cdn.ampproject.org/v0.js)
+    hreflang_in_body: int = 0  # hreflang links after <body>: search engines ignore them
+    inline_script_chars: int = 0  # inline <script> (not JSON-LD) content
+    inline_style_chars: int = 0  # <style> content
+    blocking_scripts: list[str] = field(default_factory=list)  # head scripts without async
     doctype: bool = False
     favicon: bool = False
     meta_refresh: str | None = None  # its content
     meta_keywords: bool = False
-    open_graph: set[str] = field(default_factory=set)  # og: properties present
-    twitter_card: bool = False
+    open_graph: dict[str, str] = field(default_factory=dict)  # og: property -> first content
+    twitter_card: str | None = None  # its content
     head_in_body: list[str] = field(default_factory=list)  # head elements after <body>
     base_href: str | None = None
     links: list[Link] = field(default_factory=list)
@@ -145,6 +165,8 @@ class _PageParser(HTMLParser):
         self._body = False
         self._heading = 0  # the last heading's level
         self._anchor: Link | None = None
+        self._head = False  # inside <head>
+        self._raw = ""  # "script" or "style": inside one whose content is counted
         self._text: list[str] = []
         self.done = False  # the scanner's stop flag: a page is read to its end
 
@@ -162,8 +184,10 @@ class _PageParser(HTMLParser):
         if tag == "svg":
             self._svg += 1
         title = tag == "title" and not self._svg
-        if title or tag == "h1" or (tag == "script" and _is_json_ld(a)):
+        if title or tag in ("h1", "h2") or (tag == "script" and _is_json_ld(a)):
             self._collect(tag)
+        elif tag == "style" or (tag == "script" and not a.get("src")):
+            self._raw = tag
         self._element(tag, a)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -176,6 +200,9 @@ class _PageParser(HTMLParser):
     def _element(self, tag: str, a: dict[str, str]) -> None:
         facts = self.facts
         facts.elements += 1
+        if self._head and tag not in _HEAD_ELEMENTS and not self._skip:  # <noscript><img>
+            self._head = False
+            facts.head_invalid.append(tag)
         if tag == "a":
             self._anchor_start(a)
         elif tag == "img":
@@ -188,8 +215,11 @@ class _PageParser(HTMLParser):
             self._link(a)
         elif tag == "body":
             self._body = True
-        elif tag == "html" and a.get("lang", "").strip():
-            facts.lang = a["lang"].strip()
+            facts.bodies += 1
+        elif tag == "html":
+            if a.get("lang", "").strip():
+                facts.lang = a["lang"].strip()
+            facts.amp = "amp" in a or "\u26a1" in a
         elif tag == "base" and facts.base_href is None and a.get("href", "").strip():
             facts.base_href = a["href"].strip()
         elif tag == "title" and self._body and not self._svg:
@@ -199,7 +229,14 @@ class _PageParser(HTMLParser):
 
     def _other(self, tag: str, a: dict[str, str]) -> None:
         facts = self.facts
-        if tag == "form":
+        if tag == "script" and a.get("src", "").strip():
+            self._script(a)
+        if tag == "head":
+            facts.heads += 1
+            self._head = not self._body
+        elif tag == "style" and "amp-boilerplate" in a:
+            facts.amp_boilerplate = True
+        elif tag == "form":
             facts.forms.append(a.get("action", "").strip())
         elif tag == "iframe":
             facts.iframes.append(a.get("src", "").strip())
@@ -210,7 +247,17 @@ class _PageParser(HTMLParser):
         elif tag in PLUGINS:
             facts.plugins.append(tag)
 
+    def _script(self, a: dict[str, str]) -> None:
+        src = a["src"].strip()
+        if "cdn.ampproject.org/v0" in src:
+            self.facts.amp_runtime = True
+        blocking = not ({"async", "defer"} & a.keys()) and a.get("type", "") != "module"
+        if self._head and blocking:
+            self.facts.blocking_scripts.append(src)
+
     def _heading_start(self, level: int) -> None:
+        if not self.facts.first_heading:
+            self.facts.first_heading = level
         if level == 2:
             self.facts.h2 += 1
         if self._heading and level > self._heading + 1:
@@ -220,7 +267,7 @@ class _PageParser(HTMLParser):
     def _image(self, a: dict[str, str]) -> None:
         alt = a.get("alt")
         sized = bool(a.get("width", "").strip() and a.get("height", "").strip())
-        self.facts.images.append(Image(a.get("src", ""), alt, sized))
+        self.facts.images.append(Image(a.get("src", "").strip(), alt, sized))
         if self._anchor is not None and alt:
             self._buffers["a"].append(f" {alt} ")
 
@@ -233,6 +280,7 @@ class _PageParser(HTMLParser):
                 self.facts.head_in_body.append("link rel=canonical")
         elif "alternate" in rels and a.get("hreflang", "").strip() and href:
             self.facts.hreflang.append((a["hreflang"].strip().lower(), href))
+            self.facts.hreflang_in_body += self._body
         elif "icon" in rels:
             self.facts.favicon = True
         elif "stylesheet" in rels and href:
@@ -247,12 +295,14 @@ class _PageParser(HTMLParser):
             facts.descriptions.append(a.get("content", "").strip())
         elif name == "viewport":
             facts.viewports += 1
+            if facts.viewport_content is None:
+                facts.viewport_content = a.get("content", "")
         elif name in ("robots", "googlebot") and "content" in a:
             facts.robots_meta.append((name, a["content"]))
         elif name == "keywords":
             facts.meta_keywords = True
-        elif name == "twitter:card":
-            facts.twitter_card = True
+        elif name == "twitter:card" and facts.twitter_card is None:
+            facts.twitter_card = a.get("content", "").strip()
         self._meta_other(a)
         if self._body and (name in _HEAD_NAMES or "http-equiv" in a or "charset" in a):
             facts.head_in_body.append(
@@ -264,9 +314,11 @@ class _PageParser(HTMLParser):
         prop = a.get("property", "").strip().lower()
         equiv = a.get("http-equiv", "").strip().lower()
         if prop.startswith("og:"):
-            facts.open_graph.add(prop)
+            facts.open_graph.setdefault(prop, a.get("content", "").strip())
         elif "charset" in a or (equiv == "content-type" and "charset" in a.get("content", "")):
             facts.charset = True
+            named = a.get("charset") or a.get("content", "").lower().partition("charset=")[2]
+            facts.charsets.append(named.strip().lower())
         elif equiv == "refresh" and facts.meta_refresh is None:
             facts.meta_refresh = a.get("content", "").strip()
 
@@ -277,8 +329,10 @@ class _PageParser(HTMLParser):
         if not href or href.lower().startswith("javascript:"):
             self.facts.non_crawlable.append(href or "(no href)")
         elif not href.startswith(("#", "mailto:", "tel:", "data:")):
-            nofollow = "nofollow" in a.get("rel", "").lower().split()
-            self._anchor = Link(href, nofollow)
+            rels = a.get("rel", "").lower().split()
+            blank = a.get("target", "").strip().lower() == "_blank"
+            unsafe = blank and not ("noopener" in rels or "noreferrer" in rels)
+            self._anchor = Link(href, "nofollow" in rels, None, unsafe)
             self.facts.links.append(self._anchor)
             self._collect("a")
             label = a.get("aria-label", "").strip() or a.get("title", "").strip()
@@ -286,6 +340,10 @@ class _PageParser(HTMLParser):
                 self._buffers["a"].append(f" {label} ")
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "head":
+            self._head = False
+        if tag == self._raw:
+            self._raw = ""
         if tag in _SKIP_TEXT and self._skip:
             self._skip -= 1
         if tag == "svg" and self._svg:
@@ -304,6 +362,8 @@ class _PageParser(HTMLParser):
             self.facts.titles.append(text)
         elif tag == "h1":
             self.facts.h1.append(text)
+        elif tag == "h2":
+            self.facts.h2_texts.append(text)
         elif self._anchor is not None:
             self._anchor.text = text
             self._anchor = None
@@ -313,6 +373,10 @@ class _PageParser(HTMLParser):
             self._buffers[name].append(data)
         if not self._skip:
             self._text.append(data)
+        elif self._raw == "script":
+            self.facts.inline_script_chars += len(data)
+        elif self._raw == "style":
+            self.facts.inline_style_chars += len(data)
 
     def finish(self, size: int) -> PageFacts:
         text = " ".join(" ".join(self._text).split())

@@ -115,6 +115,73 @@ def _no_charset(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     return None if declared else {"content_type": r.headers.get("content-type")}
 
 
+def _redirect_to_error(page: Page, _t: Thresholds) -> Evidence:
+    broken = page.redirects and page.status is not None and page.status >= 400
+    return {"redirects": page.redirects, "status": page.status} if broken else None
+
+
+# "404" on its own ("Error 404", not "/canonical-to-404"), or "not found".
+_NOT_FOUND = re.compile(r"(?<![\w/-])404(?![\w/-])|\bnot found\b|\bno longer available\b", re.I)
+
+
+def _soft_404(page: Page, _t: Thresholds) -> Evidence:
+    f = page.facts
+    if f is None or page.status != 200:
+        return None
+    said = [text for text in (f.title, *f.h1[:1]) if text and _NOT_FOUND.search(text)]
+    return {"says": said[0]} if said else None
+
+
+def _segments(path: str) -> list[str]:
+    return [s.lower() for s in path.split("/") if s and any(c.isalpha() for c in s)]
+
+
+def _repetitive(path: str) -> bool:
+    segments = _segments(path)
+    return len(set(segments)) < len(segments)
+
+
+def _param_names(url: str) -> list[str]:
+    return [p.partition("=")[0].lower() for p in _query(url).split("&") if p]
+
+
+_SEARCH_PARAMS = frozenset({"q", "s", "search", "query", "keyword", "keywords", "searchterm"})
+_SESSION_PARAMS = frozenset(
+    {"sid", "sessionid", "session_id", "phpsessid", "jsessionid", "aspsessionid", "cfid"}
+)
+
+
+def _internal_search(page: Page, _t: Thresholds) -> Evidence:
+    hits = [p for p in _param_names(page.url) if p in _SEARCH_PARAMS]
+    return {"parameters": hits} if hits or "search" in _segments(_path(page.url)) else None
+
+
+def _session_id(page: Page, _t: Thresholds) -> Evidence:
+    hits = [p for p in _param_names(page.url) if p in _SESSION_PARAMS]
+    in_path = ";jsessionid=" in page.url.lower()
+    return {"parameters": hits or ["jsessionid"]} if hits or in_path else None
+
+
+def _no_frame_options(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
+    policy = (r.headers.get("content-security-policy") or "").lower()
+    framed = "x-frame-options" in r.headers or "frame-ancestors" in policy
+    return None if framed else {"x_frame_options": None}
+
+
+_UNSAFE_REFERRER = frozenset({"", "unsafe-url", "no-referrer-when-downgrade"})
+
+
+def _referrer(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
+    value = r.headers.get("referrer-policy")
+    policies = [p.strip().lower() for p in (value or "").split(",")]
+    return {"referrer_policy": value} if policies[-1] in _UNSAFE_REFERRER else None
+
+
+def _refresh_header(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
+    value = r.headers.get("refresh")
+    return {"refresh": value} if value is not None else None
+
+
 RULES: Rules = [
     (Check("http_4xx", E, "The page answered a 4xx client error."), _status(400, 500)),
     (Check("http_5xx", E, "The page answered a 5xx server error."), _status(500, 600)),
@@ -224,5 +291,45 @@ RULES: Rules = [
             "url_max_params",
         ),
         _url_params,
+    ),
+    (
+        Check("redirect_to_error", E, "The URL redirects to a page that answers 4xx or 5xx."),
+        _redirect_to_error,
+    ),
+    (
+        Check("soft_404", W, 'A page that answers 200 but says "not found" in its title or <h1>.'),
+        _soft_404,
+    ),
+    (
+        Check("url_repetitive_path", N, "A segment of the URL's path is repeated."),
+        _in_path(_repetitive),
+    ),
+    (
+        Check("url_internal_search", N, "The URL is an internal search (search parameters)."),
+        _internal_search,
+    ),
+    (
+        Check("url_session_id", W, "The URL carries a session ID (one page, many URLs)."),
+        _session_id,
+    ),
+    (
+        Check(
+            "x_frame_options_missing",
+            N,
+            "Neither X-Frame-Options nor CSP frame-ancestors: other sites may frame the page.",
+        ),
+        read(_no_frame_options),
+    ),
+    (
+        Check(
+            "referrer_policy_missing",
+            N,
+            "No Referrer-Policy header, or an unsafe one (unsafe-url, no-referrer-when-downgrade).",
+        ),
+        read(_referrer),
+    ),
+    (
+        Check("refresh_header", W, "A Refresh response header (a redirect or a reload)."),
+        read(_refresh_header),
     ),
 ]

@@ -3,6 +3,7 @@ canonicals, hreflang alternates and forms."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections import defaultdict
 
 from seojobs.fetch import parse_meta_robots, parse_x_robots_tag
@@ -192,6 +193,164 @@ def _form_insecure(f: PageFacts, _t: Thresholds) -> Evidence:
     return {"actions": insecure[:SAMPLE]} if insecure else None
 
 
+def _host_of(url: str) -> str | None:
+    try:
+        return parse_url(url).host
+    except (FetchError, ValueError):
+        return None
+
+
+def _local(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def _local_links(page: Page, _t: Thresholds) -> Evidence:
+    own = _host_of(page.url)
+    hrefs = (
+        [link.href for link in page.facts.links if _is_absolute(link.href)] if page.facts else []
+    )
+    local = [h for h in hrefs if (host := _host_of(h)) and host != own and _local(host)]
+    return {"links": local[:SAMPLE]} if local else None
+
+
+def _whitespace(f: PageFacts, _t: Thresholds) -> Evidence:
+    spaced = [link.href for link in f.links if any(c.isspace() for c in link.href)]
+    return {"hrefs": spaced[:SAMPLE]} if spaced else None
+
+
+def _tracking(page: Page, _t: Thresholds) -> Evidence:
+    tagged = [
+        url
+        for url, _nofollow in page.internal_links
+        if any(p.lower().startswith("utm_") for p in url.partition("?")[2].split("&"))
+    ]
+    return {"links": tagged[:SAMPLE]} if tagged else None
+
+
+def _robots_multiple(f: PageFacts, _t: Thresholds) -> Evidence:
+    names = [name for name, _content in f.robots_meta]
+    several = sorted({name for name in names if names.count(name) > 1})
+    return {"names": several} if several else None
+
+
+ROBOTS_DIRECTIVES = frozenset(
+    {
+        "all",
+        "index",
+        "follow",
+        "noindex",
+        "nofollow",
+        "none",
+        "noarchive",
+        "nocache",
+        "nosnippet",
+        "noimageindex",
+        "notranslate",
+        "indexifembedded",
+        "max-snippet",
+        "max-image-preview",
+        "max-video-preview",
+        "unavailable_after",
+        "noodp",
+        "noydir",
+    }
+)
+
+
+def _robots_unknown(f: PageFacts, _t: Thresholds) -> Evidence:
+    unknown = [
+        word.strip()
+        for _name, content in f.robots_meta
+        for word in content.split(",")
+        if word.strip() and word.partition(":")[0].strip().lower() not in ROBOTS_DIRECTIVES
+    ]
+    return {"directives": unknown[:SAMPLE]} if unknown else None
+
+
+def _canonical_fragment(f: PageFacts, _t: Thresholds) -> Evidence:
+    href = f.canonicals[0] if f.canonicals else ""
+    return {"canonical": href} if "#" in href else None
+
+
+def _primary(code: str) -> str:
+    return code.replace("_", "-").partition("-")[0].lower()
+
+
+def _hreflang_lang(page: Page, _t: Thresholds) -> Evidence:
+    f = page.facts
+    if f is None or not f.lang or not f.hreflang:
+        return None
+    own = [c for c, href in f.hreflang if c != "x-default" and _absolute(page, href) == page.url]
+    if not own or _primary(f.lang) in {_primary(c) for c in own}:
+        return None
+    return {"lang": f.lang, "hreflang": own[:SAMPLE]}
+
+
+def _hreflang_duplicate(page: Page, _t: Thresholds) -> Evidence:
+    targets: dict[str, set[str]] = defaultdict(set)
+    for code, href in page.facts.hreflang if page.facts else []:
+        targets[code].add(_absolute(page, href) or href)
+    several = [
+        {"language": c, "urls": sorted(u)[:SAMPLE]} for c, u in targets.items() if len(u) > 1
+    ]
+    return {"languages": several[:SAMPLE]} if several else None
+
+
+def _hreflang_body(f: PageFacts, _t: Thresholds) -> Evidence:
+    return {"links": f.hreflang_in_body} if f.hreflang_in_body else None
+
+
+def _pagination_targets(page: Page) -> list[tuple[str, str]]:
+    found = []
+    for rel, href in page.facts.pagination if page.facts else []:
+        target = _absolute(page, href)
+        if target is not None:
+            found.append((rel, target))
+    return found
+
+
+def _pagination_multiple(f: PageFacts, _t: Thresholds) -> Evidence:
+    rels = [rel for rel, _href in f.pagination]
+    several = sorted({rel for rel in rels if rels.count(rel) > 1})
+    return {"rels": several} if several else None
+
+
+def _pagination_unlinked(page: Page, _t: Thresholds) -> Evidence:
+    linked = {url for url, _nofollow in page.internal_links}
+    unlinked = [
+        {"rel": rel, "target": target}
+        for rel, target in _pagination_targets(page)
+        if target != page.url and _site(target) == _site(page.url) and target not in linked
+    ]
+    return {"links": unlinked[:SAMPLE]} if unlinked else None
+
+
+def _pagination_self(page: Page, _t: Thresholds) -> Evidence:
+    loops = [rel for rel, target in _pagination_targets(page) if target == page.url]
+    return {"rels": loops} if loops else None
+
+
+def _pagination_canonicalised(page: Page, _t: Thresholds) -> Evidence:
+    target = _canonical(page)
+    paginated = page.facts is not None and page.facts.pagination
+    return {"canonical": target} if paginated and target and target != page.url else None
+
+
+def _og_url(page: Page, _t: Thresholds) -> Evidence:
+    written = page.facts.open_graph.get("og:url") if page.facts else None
+    if not written:
+        return None
+    expected = _canonical(page) or page.url
+    stated = _absolute(page, written)
+    return None if stated == expected else {"og:url": written, "expected": expected}
+
+
 RULES: Rules = [
     (Check("noindex", W, "A robots meta tag or X-Robots-Tag header says noindex."), _noindex),
     (
@@ -296,5 +455,85 @@ RULES: Rules = [
     (
         Check("form_insecure_action", W, "A form posts to an http: URL."),
         html(_form_insecure),
+    ),
+    (
+        Check(
+            "link_to_local_address",
+            W,
+            "Links to localhost or a private IP address: nobody else can follow them.",
+        ),
+        _local_links,
+    ),
+    (
+        Check("link_href_whitespace", N, "Link URLs with spaces or other whitespace in them."),
+        html(_whitespace),
+    ),
+    (
+        Check(
+            "link_tracking_parameters",
+            N,
+            "Links to pages of the site with utm_ tracking parameters (one page, many URLs).",
+        ),
+        _tracking,
+    ),
+    (
+        Check("robots_meta_multiple", N, "More than one robots meta tag for the same crawler."),
+        html(_robots_multiple),
+    ),
+    (
+        Check("robots_directive_unknown", W, "A robots meta directive search engines do not know."),
+        html(_robots_unknown),
+    ),
+    (
+        Check("canonical_fragment", W, "The canonical URL has a #fragment."),
+        html(_canonical_fragment),
+    ),
+    (
+        Check(
+            "hreflang_lang_mismatch",
+            W,
+            "The <html> lang is not the language the page's own hreflang gives it.",
+        ),
+        _hreflang_lang,
+    ),
+    (
+        Check(
+            "hreflang_duplicate_language",
+            W,
+            "One hreflang language names more than one URL.",
+        ),
+        _hreflang_duplicate,
+    ),
+    (
+        Check("hreflang_in_body", W, "hreflang links in the <body>: search engines ignore them."),
+        html(_hreflang_body),
+    ),
+    (
+        Check("pagination_multiple", W, "More than one rel=next, or more than one rel=prev."),
+        html(_pagination_multiple),
+    ),
+    (
+        Check(
+            "pagination_not_linked",
+            N,
+            "A rel=next/prev URL of the site that no <a href> on the page links.",
+        ),
+        _pagination_unlinked,
+    ),
+    (
+        Check("pagination_to_self", W, "A rel=next or rel=prev that names the page itself."),
+        _pagination_self,
+    ),
+    (
+        Check(
+            "pagination_canonicalised",
+            W,
+            "A paginated page names another canonical URL (page 2 canonical to page 1).",
+        ),
+        _pagination_canonicalised,
+    ),
+    (
+        Check("og_url_mismatch", N, "og:url is not the page's canonical URL."),
+        _og_url,
     ),
 ]

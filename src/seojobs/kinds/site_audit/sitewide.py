@@ -17,6 +17,7 @@ from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, Severity, find
 from seojobs.kinds.site_audit.params import Thresholds
 
 Record = dict[str, Any]
+IMAGE_MAX_KB = 100  # an image the crawl fetched over this is img_too_large (as Ahrefs has it)
 
 
 def _duplicates(pages: list[Record], field: str, code: str) -> Iterator[Finding]:
@@ -230,6 +231,46 @@ def _weight(pages: list[Record], by_url: dict[str, Record], limit_kb: int) -> It
             yield finding("page_weight_high", page["url"], evidence)
 
 
+def _single_inlink(pages: list[Record]) -> Iterator[Finding]:
+    """Indexable pages (the start page aside) that one other crawled page links to."""
+    linking: Counter[str] = Counter(
+        target for page in pages for target in page.get("links", ()) if target != page["url"]
+    )
+    for page in pages:
+        deep = (page.get("depth") or 0) > 0  # reached by a link, not the start page
+        html = "html" in (page.get("content_type") or "")
+        if deep and html and page.get("indexable") and linking[page["url"]] == 1:
+            yield finding("single_inlink", page["url"], {"in_links": 1})
+
+
+def _resources(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+    """What a page loads from the site (images, scripts, styles) that the crawl fetched and
+    that answered an error or redirected, or is an image heavier than ``IMAGE_MAX_KB``."""
+    for page in pages:
+        found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for target in page.get("loads", ()):
+            loaded = by_url.get(target)
+            if loaded is None or loaded.get("blocked_by_robots"):
+                continue  # not fetched: its answer is unknown
+            if (loaded.get("status") or 0) >= 400:
+                found["internal_resource_broken"].append(
+                    {"target": target, "status": loaded["status"]}
+                )
+            elif loaded.get("redirects"):
+                found["internal_resource_redirect"].append(
+                    {"target": target, "redirects": loaded["redirects"]}
+                )
+            elif _heavy_image(loaded):
+                found["img_too_large"].append({"target": target, "bytes": loaded["bytes"]})
+        for code, loads in found.items():
+            yield finding(code, page["url"], {"resources": loads[:_SAMPLE]})
+
+
+def _heavy_image(page: Record) -> bool:
+    image = (page.get("content_type") or "").startswith("image/")
+    return image and (page.get("bytes") or 0) > IMAGE_MAX_KB * 1024
+
+
 @dataclass(frozen=True)
 class SiteFiles:
     """What the crawl learnt of the site's own files: robots.txt and sitemaps."""
@@ -274,6 +315,8 @@ def site_findings(
         *(_files(files, listed) if files else ()),
         *_orphans(pages, listed, list(previous)),
         *_weight(pages, by_url, limits.page_max_kb),
+        *_single_inlink(pages),
+        *_resources(pages, by_url),
     ]
 
 
