@@ -23,12 +23,13 @@ from tests.waiting import wait_until
 @pytest.fixture
 def hooked(store_url: str) -> Iterator[Api]:
     """A server with its worker, allowed to deliver to loopback (the receivers), retrying
-    quickly."""
+    quickly. Its dispatcher polls once an hour: what it sends, it was woken for (a job's
+    terminal state, a replay) or scheduled itself (a retry)."""
     settings = make_settings(
         store_url,
         allow_private_networks=True,
         webhook_retry_schedule="0.05,0.05,0.05",
-        webhook_poll_interval=0.05,
+        webhook_poll_interval=3600,
         webhook_timeout=5,
     )
     with api(settings, run_worker=True) as running:
