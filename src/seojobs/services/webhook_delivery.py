@@ -118,7 +118,15 @@ class Dispatcher:
         """Thread-safe: deliveries may be due (the listener's, and this process's commits')."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._freed.set)
+            loop.call_soon_threadsafe(self._woken)
+
+    def _woken(self) -> None:
+        """Claims at once unless the last claim got some: while a backlog drains, the next
+        claim comes as attempts are recorded and takes what is due by then (a claim per
+        wake-up made a burst into many small write transactions, which on SQLite queued
+        behind the worker's)."""
+        if not self._backlog and self._in_flight < self.concurrency:
+            self._freed.set()
 
     async def run(self) -> None:
         """Deliver until cancelled: claim when woken by a new due delivery (the transaction
