@@ -287,10 +287,16 @@ def api(settings: Settings, *, run_worker: bool = False) -> Iterator[Api]:
 
 
 @contextlib.contextmanager
-def shared_api(store: str, request: pytest.FixtureRequest, **overrides: Any) -> Iterator[Api]:
-    """One app on a new database of ``store`` with these settings, for a module-scoped
-    fixture whose tests each take :func:`owned` of it (``shared_idle`` with settings)."""
-    with database_of(store, request) as url, api(make_settings(url, **overrides)) as running:
+def shared_api(
+    store: str, request: pytest.FixtureRequest, *, run_worker: bool = False, **overrides: Any
+) -> Iterator[Api]:
+    """One app on a new database of ``store`` with these settings (and its worker when
+    ``run_worker``), for a module-scoped fixture whose tests each take :func:`owned` of it
+    (``shared_idle`` with settings)."""
+    with (
+        database_of(store, request) as url,
+        api(make_settings(url, **overrides), run_worker=run_worker) as running,
+    ):
         running.shared = True
         yield running
 

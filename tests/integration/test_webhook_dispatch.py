@@ -1,6 +1,6 @@
 """The webhook dispatcher under a backlog (issue 27), on both stores: two dispatchers on one
 database deliver each message once; a slow endpoint holds only its share of the dispatcher's
-slots, and the in-flight limits hold."""
+slots, and the in-flight limits hold; a delivery made due wakes the dispatchers (no poll)."""
 
 from __future__ import annotations
 
@@ -153,6 +153,34 @@ async def test_a_slow_endpoint_holds_only_its_share(store_url: str) -> None:
     assert most_open(consumer, "/slow") <= 3 and most_open(consumer, "/fast") <= 3
     assert most_open(consumer, "") <= 6
     assert len(consumer.at("/slow")) == 60 and len(consumer.at("/fast")) == 20
+
+
+async def test_a_delivery_made_due_wakes_the_dispatcher_before_its_poll(store_url: str) -> None:
+    """A dispatcher that polls once an hour: a delivery written through its own handle on the
+    database (this process: the in-process wake-up), one written through another handle (as
+    another process would: NOTIFY on PostgreSQL, the file's change on SQLite), and the retry
+    it scheduled itself after a 500 are all sent, one after the other."""
+    settings = make_settings(
+        store_url,
+        allow_private_networks=True,
+        webhook_poll_interval=3600,
+        webhook_retry_schedule="0.05",
+        webhook_timeout=60,
+    )
+    with (
+        receiver(answers=[500]) as consumer,
+        services_of(settings) as own,
+        services_of(settings) as other,
+    ):
+        user = own.accounts.create_user("alice").user
+        endpoint = own.webhooks.create(user, url=consumer.url + "/h", events="*")
+        async with dispatching(own):
+            for count, by in enumerate([own, own, other, own], start=1):
+                queue(by, user, endpoint, 1)
+                await settled(own, endpoint, count)
+        found = outbox(own, endpoint)
+    assert sorted(attempts for _, attempts in found) == [1, 1, 1, 2]  # the first: 500, 200
+    assert [r.path for r in consumer.received] == ["/h"] * 5
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ SIGKILLed between a job's completion and its delivery, and in the middle of an a
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -19,9 +20,9 @@ from tests.fakes.webhook_receiver import receiver
 from tests.procs import Procs
 from tests.waiting import wait_until
 
-# A dispatcher that looks for deliveries once at start and then not for an hour: the
-# worker completes the job and is killed before it could deliver.
-NEVER = {"SEOJOBS_WEBHOOK_POLL_INTERVAL": "3600"}
+# One delivery in flight at a time, its attempt waiting as long as the test holds it (the
+# claim outlives the test: another worker leaves that one alone).
+ONE_AT_A_TIME = {"SEOJOBS_WEBHOOK_CONCURRENCY": "1", "SEOJOBS_WEBHOOK_TIMEOUT": "600"}
 QUICK = {
     "SEOJOBS_WEBHOOK_POLL_INTERVAL": "0.05",
     "SEOJOBS_WEBHOOK_TIMEOUT": "1",
@@ -45,25 +46,36 @@ def _state(services: Services, endpoint_id: int) -> list[Any]:
 def test_a_worker_killed_between_completion_and_delivery_delivers_once(
     services: Services, procs: Procs
 ) -> None:
+    """The victim sends one delivery at a time and the first one is held unanswered: the
+    second job completes, its delivery waits in the outbox, and the worker dies."""
     user = services.accounts.create_user("alice").user
-    with receiver() as consumer:
+    arrived, release = threading.Event(), threading.Event()
+    with receiver(hold=(arrived, release)) as consumer:
         endpoint = services.webhooks.create(user, url=consumer.url + "/h", events="*")
-        victim = procs.worker(**(QUICK | NEVER))
+        victim = procs.worker(**(QUICK | ONE_AT_A_TIME))
+        services.jobs.create(user, "test_noop", {})
+        assert arrived.wait(60), procs.exits()  # the first job's delivery: held
         job, _ = services.jobs.create(user, "test_noop", {})
         wait_until(lambda: services.jobs.get(user, job.id).state == "completed")
-        [(pending, _)] = _state(services, endpoint.id)  # in the outbox with the completion
-        assert pending.state == "pending" and pending.attempts == 0
+        [pending] = [d for d, _ in _state(services, endpoint.id) if d.job_id == job.id]
+        assert pending.state == "pending" and pending.attempts == 0  # with the completion
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
-        assert consumer.at("/h") == []
+        release.set()
 
         procs.worker(**QUICK)
-        wait_until(lambda: _state(services, endpoint.id)[0][0].state == "delivered")
-        [got] = consumer.at("/h")
-    event = Webhook(endpoint.secret).verify(got.body, got.headers)
+        wait_until(lambda: _of(services, endpoint.id, job.id).state == "delivered")
+        got = [r for r in consumer.at("/h") if json.loads(r.body)["data"]["id"] == job.id]
+    [one] = got
+    event = Webhook(endpoint.secret).verify(one.body, one.headers)
     assert event["type"] == "job.completed" and event["data"]["id"] == job.id
-    [(delivery, attempts)] = _state(services, endpoint.id)
-    assert delivery.msg_id == got.headers["webhook-id"] and len(attempts) == 1
+    delivery = _of(services, endpoint.id, job.id)
+    assert delivery.msg_id == one.headers["webhook-id"] and delivery.attempts == 1
+
+
+def _of(services: Services, endpoint_id: int, job_id: int) -> Any:
+    [found] = [d for d, _ in _state(services, endpoint_id) if d.job_id == job_id]
+    return found
 
 
 @pytest.mark.slow

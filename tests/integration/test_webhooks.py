@@ -20,19 +20,27 @@ from tests.fakes.webhook_receiver import receiver
 from tests.waiting import wait_until
 
 
-@pytest.fixture
-def hooked(store_url: str) -> Iterator[Api]:
-    """A server with its worker, allowed to deliver to loopback (the receivers), retrying
-    quickly."""
-    settings = make_settings(
-        store_url,
+@pytest.fixture(scope="module")
+def shared_hooked(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One server with its worker for the module's delivery tests, each as its own users,
+    allowed to deliver to loopback (the receivers), retrying quickly. Its dispatcher polls
+    once an hour: what it sends, it was woken for (a job's terminal state, a replay) or
+    scheduled itself (a retry)."""
+    with shared_api(
+        module_store,
+        request,
+        run_worker=True,
         allow_private_networks=True,
         webhook_retry_schedule="0.05,0.05,0.05",
-        webhook_poll_interval=0.05,
+        webhook_poll_interval=3600,
         webhook_timeout=5,
-    )
-    with api(settings, run_worker=True) as running:
-        yield running
+    ) as made:
+        yield made
+
+
+@pytest.fixture
+def hooked(shared_hooked: Api) -> Iterator[Api]:
+    yield from owned(shared_hooked)
 
 
 @pytest.fixture(scope="module")

@@ -35,8 +35,9 @@ from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import webhooks as hook_sql
 from seojobs.store.coltypes import utcnow
-from seojobs.store.db import Connection, Database
+from seojobs.store.db import WEBHOOK_CHANNEL, Connection, Database
 from seojobs.store.jobs import SCHEDULED_CHECK
+from seojobs.store.listener import Listener
 from seojobs.timefmt import rfc3339
 from seojobs.webhook_records import (
     AttemptOutcome,
@@ -108,10 +109,32 @@ class Dispatcher:
         self._backlog = False  # the last claim got some
         self._done: list[_Done] = []
         self._ready = asyncio.Event()  # something in _done
-        self._freed = asyncio.Event()  # slots came free
+        # Slots came free, or deliveries were made due (a wake-up: ``WEBHOOK_CHANNEL``).
+        self._freed = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._retry_at: datetime | None = None  # the soonest retry this one scheduled
+
+    def wake(self) -> None:
+        """Thread-safe: deliveries may be due (the listener's, and this process's commits')."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._woken)
+
+    def _woken(self) -> None:
+        """Claims at once unless the last claim got some: while a backlog drains, the next
+        claim comes as attempts are recorded and takes what is due by then (a claim per
+        wake-up made a burst into many small write transactions, which on SQLite queued
+        behind the worker's)."""
+        if not self._backlog and self._in_flight < self.concurrency:
+            self._freed.set()
 
     async def run(self) -> None:
-        """Deliver until cancelled."""
+        """Deliver until cancelled: claim when woken by a new due delivery (the transaction
+        that wrote it commits: seojobs.store.listener), when slots come free, and at least
+        every ``webhook_poll_interval`` (retries come due with no one to wake us)."""
+        self._loop = asyncio.get_running_loop()
+        listener = Listener(self.db, self.wake, WEBHOOK_CHANNEL)
+        listener.start()
         sender = WebhookSender(self.settings, resolver=self.resolver)
         recorder = asyncio.create_task(self._record_loop())
         attempts: set[asyncio.Task[None]] = set()
@@ -124,12 +147,21 @@ class Dispatcher:
                     attempts.add(task)
                     task.add_done_callback(attempts.discard)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._freed.wait(), self.settings.webhook_poll_interval)
+                    await asyncio.wait_for(self._freed.wait(), self._pause())
         finally:
             for task in (recorder, *attempts):
                 task.cancel()
             await asyncio.gather(recorder, *attempts, return_exceptions=True)
             await sender.aclose()
+            listener.stop()
+
+    def _pause(self) -> float:
+        """Until the next look: the poll interval, or less when a retry this dispatcher
+        scheduled comes due sooner (nothing wakes us for it)."""
+        pause = self.settings.webhook_poll_interval
+        if self._retry_at is not None:
+            pause = min(pause, max((self._retry_at - self.clock()).total_seconds(), 0.0))
+        return pause
 
     async def run_once(self, sender: WebhookSender) -> int:
         """Claim what is due (up to ``webhook_concurrency``), send it, record it; how many."""
@@ -183,6 +215,8 @@ class Dispatcher:
         transaction. Skips the (cheap, read-only) look for due ones while a backlog is being
         drained: the previous claim got some."""
         now = self.clock()
+        if self._retry_at is not None and now >= self._retry_at:
+            self._retry_at = None  # due by now on the clock that scheduled it: claimed here
         if not self._backlog:
             with self.db.read() as conn:
                 if not hook_sql.has_due(conn, now):
@@ -265,6 +299,10 @@ class Dispatcher:
             hook_sql.record_attempts(conn, recorded, now)
             for delivery_id, reason in given_up:
                 hook_sql.give_up(conn, delivery_id, reason, now)
+        retries = [r.next_attempt_at for r in recorded if r.next_attempt_at is not None]
+        if retries:
+            soonest = min(retries)
+            self._retry_at = min(soonest, self._retry_at or soonest)
 
     def _next(
         self, due: DueDelivery, outcome: AttemptOutcome, now: datetime

@@ -26,7 +26,8 @@ from sqlalchemy.pool import QueuePool, StaticPool
 
 from seojobs.store.errors import Unavailable
 
-NOTIFY_CHANNEL = "seojobs_jobs"
+NOTIFY_CHANNEL = "seojobs_jobs"  # jobs are ready: workers claim
+WEBHOOK_CHANNEL = "seojobs_webhooks"  # deliveries are due: webhook dispatchers claim
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # A pooled PostgreSQL connection idle longer than this is pinged before use (HikariCP's
 # aliveBypassWindow is 0.5 s, pgxpool's 1 s).
@@ -35,6 +36,21 @@ PING_AFTER_IDLE = 1.0
 # black-holed address) gives up after this long, so no thread waits on it for ever (libpq's
 # own minimum is 2 s).
 CONNECT_TIMEOUT = 5
+
+
+def notify(conn: Connection, channel: str = NOTIFY_CHANNEL) -> None:
+    """Wake whoever listens on ``channel`` once this write transaction commits: a NOTIFY on
+    PostgreSQL (every process's listener, this one's too); on SQLite this process's wake hooks,
+    called by :meth:`Database.write` after the commit (other processes see the file change:
+    ``seojobs.store.listener``). Several in one transaction wake once."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_PG_NOTIFY, {"ch": channel})
+    else:
+        # Woken after commit (see Database.write) so a woken worker sees the rows.
+        conn.info.setdefault("seojobs_wake", set()).add(channel)
+
+
+_PG_NOTIFY = text("SELECT pg_notify(:ch, '')")
 
 
 class Database:
@@ -46,7 +62,7 @@ class Database:
         if self.dialect not in ("sqlite", "postgresql"):
             raise ValueError(f"unsupported database {self.dialect!r}: use sqlite or postgresql")
         self.engine = self._make_engine(pool_size)
-        self._wake_hooks: list[Callable[[], None]] = []
+        self._wake_hooks: dict[str, list[Callable[[], None]]] = {}  # channel: hooks
         self._hooks_lock = threading.Lock()
 
     @property
@@ -97,8 +113,8 @@ class Database:
             conn.info.pop("seojobs_wake", None)
             with conn.begin():
                 yield conn
-            if conn.info.pop("seojobs_wake", False):
-                self.wake_local()
+            for channel in conn.info.pop("seojobs_wake", ()):
+                self.wake_local(channel)
 
     @contextmanager
     def write_statement(self) -> Iterator[Connection]:
@@ -124,28 +140,26 @@ class Database:
 
     # -- wake-ups -----------------------------------------------------------------------
 
-    def notify(self, conn: Connection) -> None:
-        """Tell workers that jobs are ready. Sent at commit on PostgreSQL; in-process on SQLite."""
-        if self.dialect == "postgresql":
-            conn.execute(text("SELECT pg_notify(:ch, '')"), {"ch": NOTIFY_CHANNEL})
-        else:
-            # Woken after commit (see write()) so a woken worker sees the rows.
-            conn.info["seojobs_wake"] = True
+    def notify(self, conn: Connection, channel: str = NOTIFY_CHANNEL) -> None:
+        """Tell workers that jobs are ready (``channel``: or dispatchers that deliveries are
+        due). Sent at commit on PostgreSQL; in-process on SQLite (:func:`notify`)."""
+        notify(conn, channel)
 
-    def wake_local(self) -> None:
+    def wake_local(self, channel: str = NOTIFY_CHANNEL) -> None:
         with self._hooks_lock:
-            hooks = list(self._wake_hooks)
+            hooks = list(self._wake_hooks.get(channel, ()))
         for hook in hooks:
             hook()
 
-    def add_wake_hook(self, hook: Callable[[], None]) -> None:
+    def add_wake_hook(self, hook: Callable[[], None], channel: str = NOTIFY_CHANNEL) -> None:
         with self._hooks_lock:
-            self._wake_hooks.append(hook)
+            self._wake_hooks.setdefault(channel, []).append(hook)
 
-    def remove_wake_hook(self, hook: Callable[[], None]) -> None:
+    def remove_wake_hook(self, hook: Callable[[], None], channel: str = NOTIFY_CHANNEL) -> None:
         with self._hooks_lock:
-            if hook in self._wake_hooks:
-                self._wake_hooks.remove(hook)
+            hooks = self._wake_hooks.get(channel, [])
+            if hook in hooks:
+                hooks.remove(hook)
 
     def psycopg_conninfo(self) -> str:
         """libpq connection string for a dedicated LISTEN connection."""

@@ -559,9 +559,14 @@ def _complete_plain_pg_statement() -> Any:
         .returning(collections.c.job_id)
         .cte("published")
     )
-    outbox = webhooks.outbox_insert(finished, "job.completed", SCHEDULED_CHECK).cte("outbox")
+    outbox = (
+        webhooks.outbox_insert(finished, "job.completed", SCHEDULED_CHECK)
+        .returning(webhooks.D.c.id)
+        .cte("outbox")
+    )
     some = select(published.c.job_id).exists()
-    return select(finished.c.id, some).add_cte(outbox)
+    # The outbox rows wake the dispatchers (webhooks.woken): a column no one reads.
+    return select(finished.c.id, some, webhooks.woken(outbox))
 
 
 def _complete_plain_pg(

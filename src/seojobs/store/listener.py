@@ -1,6 +1,9 @@
 """Wake-ups: LISTEN/NOTIFY on PostgreSQL; on SQLite an in-process hook, plus a cheap watch of
 ``PRAGMA data_version`` (it changes when another connection, e.g. another process, commits),
-so jobs enqueued by a separate API process start within ~50 ms instead of at the next poll."""
+so jobs enqueued by a separate API process start within ~50 ms instead of at the next poll.
+
+One mechanism for each thing to wake for, by channel: ready jobs wake workers
+(``NOTIFY_CHANNEL``), due webhook deliveries wake dispatchers (``WEBHOOK_CHANNEL``)."""
 
 from __future__ import annotations
 
@@ -16,21 +19,24 @@ SQLITE_WATCH_INTERVAL = 0.05
 
 
 class Listener:
-    def __init__(self, db: Database, wake: Callable[[], None]) -> None:
+    def __init__(
+        self, db: Database, wake: Callable[[], None], channel: str = NOTIFY_CHANNEL
+    ) -> None:
         self.db = db
         self.wake = wake
+        self.channel = channel
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         # In-process wake-ups work on both dialects (a job enqueued by this process's API).
-        self.db.add_wake_hook(self.wake)
+        self.db.add_wake_hook(self.wake, self.channel)
         target = self._listen if self.db.dialect == "postgresql" else self._watch_sqlite
         self._thread = threading.Thread(target=target, name="seojobs-listen", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        self.db.remove_wake_hook(self.wake)
+        self.db.remove_wake_hook(self.wake, self.channel)
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -41,8 +47,8 @@ class Listener:
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self.db.psycopg_conninfo(), autocommit=True) as conn:
-                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    # Jobs may have arrived while we were not listening.
+                    conn.execute(f"LISTEN {self.channel}")
+                    # Work may have arrived while we were not listening.
                     self.wake()
                     while not self._stop.is_set():
                         for _note in conn.notifies(timeout=0.5, stop_after=1):

@@ -5,6 +5,10 @@ statements that give jobs their terminal state (``seojobs.store.jobs``), in thei
 a job is never completed without its deliveries, nor are deliveries written for a job whose
 completion rolled back. It is one INSERT ... SELECT per batch, which writes nothing (and
 costs one indexed lookup) when the jobs' users have no endpoint.
+
+Whatever makes a delivery due wakes the dispatchers once it commits (``WEBHOOK_CHANNEL``:
+NOTIFY on PostgreSQL, in the statement that writes the rows; this process's wake hooks on
+SQLite), so a delivery does not wait for their poll.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from seojobs.records import CollectionRecord
 from seojobs.store.coltypes import UTCDateTime
-from seojobs.store.db import Database
+from seojobs.store.db import WEBHOOK_CHANNEL, Database, notify
 from seojobs.store.tables import (
     collections,
     jobs,
@@ -120,14 +124,17 @@ def enqueue_for_jobs(
     parameters, in the same write transaction (writers are serialised there: an endpoint
     committed before it is seen); the INSERT ... SELECT, which binds every job id, runs only
     when one does. PostgreSQL runs the INSERT ... SELECT alone (one round trip, which writes
-    nothing when no endpoint matches), with the ids as one array parameter."""
+    nothing when no endpoint matches), with the ids as one array parameter, and the NOTIFY
+    that wakes dispatchers in it when it wrote rows."""
     if not job_ids:
         return
     dialect = conn.dialect.name
     if dialect == "sqlite" and conn.execute(_ANY_ENDPOINT).first() is None:
         return
     statement = _enqueue_statement(dialect, event_type, follow_up)
-    conn.execute(statement, {"ids": sorted(job_ids), "now": now})
+    made = conn.execute(statement, {"ids": sorted(job_ids), "now": now})
+    if dialect == "sqlite" and made.rowcount:
+        notify(conn, WEBHOOK_CHANNEL)
 
 
 _ANY_ENDPOINT = select(literal(1)).select_from(E).where(E.c.enabled.is_(True)).limit(1)
@@ -146,7 +153,18 @@ def _enqueue_statement(dialect: str, event_type: str, follow_up: str | None) -> 
     finished = (
         select(jobs.c.id, jobs.c.project_id, jobs.c.parent_id).where(wanted).subquery("finished")
     )
-    return outbox_insert(finished, event_type, follow_up)
+    outbox = outbox_insert(finished, event_type, follow_up)
+    if dialect != "postgresql":
+        return outbox
+    return select(woken(outbox.returning(D.c.id).cte("outbox")))
+
+
+def woken(outbox: Any) -> Any:
+    """A scalar subquery that NOTIFYs the dispatchers once if the CTE ``outbox`` (an INSERT
+    into the outbox ``RETURNING`` its ids) wrote any row (PostgreSQL: the data-modifying CTE
+    runs whether read or not; the NOTIFY is sent at commit)."""
+    wrote = select(outbox.c.id).exists()
+    return select(func.pg_notify(WEBHOOK_CHANNEL, "")).where(wrote).scalar_subquery()
 
 
 def outbox_insert(finished: Any, event_type: str, follow_up: str | None = None) -> Any:
@@ -326,6 +344,7 @@ def add_messages(conn: Connection, messages: Sequence[dict[str, Any]], now: date
         "updated_at": now,
     }
     conn.execute(insert(D), [{**m, **common} for m in messages])
+    notify(conn, WEBHOOK_CHANNEL)
 
 
 def claim_due(
@@ -347,11 +366,7 @@ def claim_due(
     out of the scan, so a backlog of one endpoint cannot hide the others' deliveries."""
     busy = busy or {}
     unlocked = or_(D.c.locked_until.is_(None), D.c.locked_until < now)
-    candidates = (
-        select(D, E)
-        .join(E, E.c.id == D.c.endpoint_id)
-        .where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
-    )
+    candidates = select(D).where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
     scan = limit
     if per_endpoint is not None:
         full = sorted(e for e, n in busy.items() if n >= per_endpoint)
@@ -360,21 +375,24 @@ def claim_due(
         scan = limit * 2  # room for other endpoints behind one that reaches its limit here
     candidates = candidates.order_by(D.c.next_attempt_at, D.c.id).limit(scan)
     if db.dialect == "postgresql":
-        candidates = candidates.with_for_update(skip_locked=True, of=D)
-    found: list[DueDelivery] = []
+        candidates = candidates.with_for_update(skip_locked=True)
+    claimed: list[DeliveryRecord] = []
     taken: dict[int, int] = {}
-    width = len(D.c)
     for row in conn.execute(candidates):
-        values = list(row)
-        delivery = DeliveryRecord(*values[:width])
+        delivery = DeliveryRecord(*row)
         held = busy.get(delivery.endpoint_id, 0) + taken.get(delivery.endpoint_id, 0)
         if per_endpoint is not None and held >= per_endpoint:
             continue
-        found.append(DueDelivery(delivery, EndpointRecord(*values[width:])))
+        claimed.append(delivery)
         taken[delivery.endpoint_id] = taken.get(delivery.endpoint_id, 0) + 1
-        if len(found) == limit:
+        if len(claimed) == limit:
             break
-    return found
+    if not claimed:
+        return []
+    # Each endpoint read once, not once per delivery (a burst is mostly one endpoint's).
+    query = select(E).where(E.c.id.in_(sorted(taken)))
+    endpoints = {e.id: e for e in (_endpoint(r) for r in conn.execute(query))}
+    return [DueDelivery(d, endpoints[d.endpoint_id]) for d in claimed if d.endpoint_id in endpoints]
 
 
 _HOLD = (
@@ -523,7 +541,10 @@ def replay(conn: Connection, endpoint_id: int, delivery_id: int, now: datetime) 
         )
         .values(state="pending", next_attempt_at=now, locked_until=None, updated_at=now)
     )
-    return conn.execute(stmt).rowcount == 1
+    if conn.execute(stmt).rowcount != 1:
+        return False
+    notify(conn, WEBHOOK_CHANNEL)
+    return True
 
 
 def has_due(conn: Connection, now: datetime) -> bool:
