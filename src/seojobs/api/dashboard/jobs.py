@@ -18,6 +18,7 @@ from seojobs.api.dashboard.auth import (
     DashboardError,
     Viewer,
     check_csrf,
+    one_read,
     read_form,
     services_of,
 )
@@ -148,7 +149,7 @@ async def job_list(
             "newer": filters.link(after=found[0].id) if found and more_newer else None,
         }
 
-    context = await run_in_threadpool(read)
+    context = await one_read(services, read)
     return page(request, "jobs.html", context, viewer=who)
 
 
@@ -197,7 +198,7 @@ async def job_page(
             + (f"?{urlencode({'outcome': wanted})}" if wanted else ""),
         }
 
-    context = await run_in_threadpool(read)
+    context = await one_read(services, read)
     return page(request, "job.html", context, viewer=who)
 
 

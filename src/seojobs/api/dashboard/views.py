@@ -27,7 +27,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from seojobs.api.dashboard import tables
-from seojobs.api.dashboard.auth import DashboardError, services_of
+from seojobs.api.dashboard.auth import DashboardError, one_read, services_of
 from seojobs.api.dashboard.charts import line_chart
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed
@@ -360,7 +360,7 @@ async def job_view(
             "sorted": (sort, order),
         }
 
-    return page(request, "job_view.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view.html", await one_read(services, read), viewer=who)
 
 
 # -- one issue's pages ------------------------------------------------------------------------
@@ -427,7 +427,7 @@ async def issue_pages(
             f"?{urlencode({'code': code})}",
         }
 
-    return page(request, "job_view_issue.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_issue.html", await one_read(services, read), viewer=who)
 
 
 @router.get("/dashboard/jobs/{job_id}/view/issues.csv", name="dashboard_job_view_issues_csv")
@@ -499,7 +499,7 @@ async def pages(
             else None,
         }
 
-    return page(request, "job_view_pages.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_pages.html", await one_read(services, read), viewer=who)
 
 
 @router.get("/dashboard/jobs/{job_id}/view/pages/{seq}", name="dashboard_job_view_page")
@@ -527,7 +527,7 @@ async def one_page(request: Request, who: Signed, job_id: JobId, seq: Seq) -> Re
             ],
         }
 
-    return page(request, "job_view_page.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_page.html", await one_read(services, read), viewer=who)
 
 
 # -- against the previous job -----------------------------------------------------------------
@@ -582,7 +582,7 @@ async def changes(
             "first": base if start else None,
         }
 
-    return page(request, "job_view_changes.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_changes.html", await one_read(services, read), viewer=who)
 
 
 # -- a table of the view as CSV -----------------------------------------------------------------
