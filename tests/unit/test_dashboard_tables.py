@@ -36,6 +36,9 @@ from seojobs.records import CollectionRecord
         ("days", 0, "today"),
         ("money", 1234.5, "1,234.50"),
         ("number", 12100, "12,100"),
+        ("number", 4.6, "4.6"),  # a rating out of 5, as the map shows it: not "4.60"
+        ("number", 1234.25, "1,234.25"),
+        ("number", 0.5, "0.5"),
         ("list", ["a", "b"], "a, b"),
         ("text", {"preference": 10, "exchange": "mx.test"}, "preference: 10; exchange: mx.test"),
     ],

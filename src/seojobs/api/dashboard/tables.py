@@ -32,7 +32,8 @@ class Cell:
 def _number(value: float | int) -> str:
     if isinstance(value, int) or float(value).is_integer():
         return f"{int(value):,}"
-    return f"{value:,.2f}"
+    # At most two decimals, without trailing zeros: a rating of 4.6 reads "4.6", not "4.60".
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def _change(value: Any) -> Cell:
