@@ -22,6 +22,7 @@ from seojobs.api.dashboard.auth import (
     read_form,
     services_of,
 )
+from seojobs.api.dashboard import tables
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, see_other
 from seojobs.api.dashboard.views import has_view
@@ -231,7 +232,8 @@ def _item_row(
         "status": item_status(item, job.is_final),
         "error": ": ".join(x for x in (item.error_code, item.error_message) if x),
         "finished_at": item.finished_at,
-        "extra": ["" if (v := c.value(item.result)) is None else v for c in columns],
+        # The report columns' values as text: yes/no, a list's entries, an object's values.
+        "extra": [tables.plain(c.value(item.result)) for c in columns],
     }
 
 
