@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from seojobs.api.dashboard import tables
 from seojobs.api.dashboard.auth import (
     DashboardError,
     Viewer,
@@ -22,7 +23,6 @@ from seojobs.api.dashboard.auth import (
     read_form,
     services_of,
 )
-from seojobs.api.dashboard import tables
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, see_other
 from seojobs.api.dashboard.views import has_view
