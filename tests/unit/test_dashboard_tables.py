@@ -95,6 +95,11 @@ def test_a_position_chart_has_1_at_the_top() -> None:
     assert ys[0] < ys[1]  # position 1 drawn above position 9
 
 
+def test_a_chart_writes_its_values_as_the_tables_do() -> None:
+    drawn = line_chart("Rating", [("a", 4.6), ("b", 4.75)], 5)
+    assert ">4.6<" in drawn and ">4.75<" in drawn and "4.60" not in drawn
+
+
 _AT = datetime(2026, 12, 5, tzinfo=UTC)
 JOB = JobRecord(
     1, 1, "index_check", {}, "completed", 0, None, _AT, _AT, _AT, _AT, _AT, 1, None, None, 0,

@@ -12,7 +12,7 @@ from typing import Any, Final
 from fastapi.responses import StreamingResponse
 
 from seojobs import csvfile
-from seojobs.api.dashboard.charts import line_chart
+from seojobs.api.dashboard.charts import line_chart, number
 from seojobs.engine.views import Chart, Collected, Column, Table, tally
 from seojobs.records import CollectionRecord
 
@@ -29,22 +29,15 @@ class Cell:
     css: str = ""
 
 
-def _number(value: float | int) -> str:
-    if isinstance(value, int) or float(value).is_integer():
-        return f"{int(value):,}"
-    # At most two decimals, without trailing zeros: a rating of 4.6 reads "4.6", not "4.60".
-    return f"{value:,.2f}".rstrip("0").rstrip(".")
-
-
 def _change(value: Any) -> Cell:
     if isinstance(value, str):
         return Cell(value, css="change")
     if not isinstance(value, int | float) or isinstance(value, bool):
         return Cell("—")
     if value > 0:
-        return Cell(f"▲ up {_number(value)}", css="change change-up")
+        return Cell(f"▲ up {number(value)}", css="change change-up")
     if value < 0:
-        return Cell(f"▼ down {_number(-value)}", css="change change-down")
+        return Cell(f"▼ down {number(-value)}", css="change change-down")
     return Cell("= no change", css="change")
 
 
@@ -65,7 +58,7 @@ def plain(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float):
-        return _number(value)
+        return number(value)
     if isinstance(value, list):
         return ", ".join(plain(v) for v in value[:50])
     if isinstance(value, dict):
@@ -166,7 +159,7 @@ def history_chart(
         {
             "job_id": c.job_id,
             "collected_at": c.collected_at,
-            "value": "—" if (value := chart.value(c.data)) is None else _number(value),
+            "value": "—" if (value := chart.value(c.data)) is None else number(value),
         }
         for c in history
     ]
