@@ -171,6 +171,17 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
         f"/v1/projects/{project}/audits/{second}/pages", params={"status": "404"}
     ).json()["data"]
     assert _row_headers(gone.text) == [p["url"] for p in api_gone]
+    # The explorer's CSV: every page the filters keep, the same file the API gives.
+    [gone_csv] = _links(gone.text, f"{view}/pages.csv")
+    as_csv = browser.get(gone_csv)
+    assert as_csv.status_code == 200 and "attachment" in as_csv.headers["content-disposition"]
+    api_csv = client.get(
+        f"/v1/projects/{project}/audits/{second}/pages",
+        params={"status": "404"},
+        headers={"Accept": "text/csv"},
+    )
+    assert as_csv.content == api_csv.content and as_csv.text.count("\n") == len(api_gone) + 1
+    assert browser.get(f"{view}/pages.csv", params={"depth": "x"}).status_code == 422
     refused = browser.get(f"{view}/pages", params={"status": "4x"})
     assert refused.status_code == 422 and "status:" in refused.text
     # Depth and in-links (a number, a range, or at least), as the API's filters.
@@ -229,6 +240,7 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
         f"{view}/issues/title_duplicate",
         f"{view}/issues.csv?code=title_duplicate",
         f"{view}/pages",
+        f"{view}/pages.csv?status=404",
         page_link,
         f"{view}/changes?change=fixed",
     ):

@@ -241,7 +241,7 @@ def test_a_local_rank_checks_view_shows_positions_their_moves_and_who_is_above(
     # Acme's shop: 2 -> 1 (up one); nothing listed above it any more.
     assert (row["Keyword"], row["Position"], row["Best"]) == ("hose repair austin", "1", "1")
     assert row["Change since the previous check"] == "▲ up 1"
-    assert (row["Rating"], row["Reviews"]) == ("4.60", "120")
+    assert (row["Rating"], row["Reviews"]) == ("4.6", "120")
     [before] = _table(_section(_view(owner, first), "Local positions"))
     assert (before["Position"], before["Change since the previous check"]) == ("2", "new")
     assert "Zeta Garden" in before["Listed above"]

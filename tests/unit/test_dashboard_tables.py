@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from seojobs.api.dashboard.charts import line_chart
+from seojobs.api.dashboard.jobs import _item_row
 from seojobs.api.dashboard.tables import cell, sort_rows
+from seojobs.engine.registry import ReportColumn
 from seojobs.engine.views import Collected, Column
 from seojobs.kinds.rank_check.view import move, rows
-from seojobs.records import CollectionRecord
+from seojobs.records import CollectionRecord, ItemRecord, JobRecord
 
 
 @pytest.mark.parametrize(
@@ -33,9 +35,13 @@ from seojobs.records import CollectionRecord
         ("days", 41, "in 41 days"),
         ("days", 1, "in 1 day"),
         ("days", -3, "3 days ago"),
+        ("days", -1, "1 day ago"),
         ("days", 0, "today"),
         ("money", 1234.5, "1,234.50"),
         ("number", 12100, "12,100"),
+        ("number", 4.6, "4.6"),  # a rating out of 5, as the map shows it: not "4.60"
+        ("number", 1234.25, "1,234.25"),
+        ("number", 0.5, "0.5"),
         ("list", ["a", "b"], "a, b"),
         ("text", {"preference": 10, "exchange": "mx.test"}, "preference: 10; exchange: mx.test"),
     ],
@@ -87,3 +93,34 @@ def test_a_position_chart_has_1_at_the_top() -> None:
     drawn = line_chart("Position", [("a", 1.0), ("b", 9.0)], 10, invert=True)
     ys = [float(y) for y in re.findall(r'<circle cx="[^"]+" cy="([^"]+)"', drawn)]
     assert ys[0] < ys[1]  # position 1 drawn above position 9
+
+
+def test_a_chart_writes_its_values_as_the_tables_do() -> None:
+    drawn = line_chart("Rating", [("a", 4.6), ("b", 4.75)], 5)
+    assert ">4.6<" in drawn and ">4.75<" in drawn and "4.60" not in drawn
+
+
+_AT = datetime(2026, 12, 5, tzinfo=UTC)
+JOB = JobRecord(
+    1, 1, "index_check", {}, "completed", 0, None, _AT, _AT, _AT, _AT, _AT, 1, None, None, 0,
+    None, None, 1, 1, 0, {}, None, None, None, None, None,
+)  # fmt: skip
+
+
+def test_the_generic_items_table_writes_results_as_text_not_python() -> None:
+    """A report column's value on a job's page: yes/no, a list's entries, an object's named
+    values; never ``True`` or ``{'lat': ...}``."""
+    item = ItemRecord(
+        1, 1, 0, "https://a.example/", None, None, "done", "ok",
+        {"noindex": True, "chain": ["https://a.example/", "https://b.example/"],
+         "point": {"lat": 52.5, "lng": 13.25}, "words": 1234},
+        None, None, None,
+    )  # fmt: skip
+    columns = tuple(ReportColumn(n, n) for n in ("noindex", "chain", "point", "words", "gone"))
+    assert _item_row(item, JOB, columns)["extra"] == [
+        "yes",
+        "https://a.example/, https://b.example/",
+        "lat: 52.5; lng: 13.25",
+        "1,234",
+        "—",
+    ]

@@ -5,6 +5,7 @@ base of those parts (:class:`Part`), which hold it rather than inherit it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +37,11 @@ class ServiceBase:
         # Status reads on the event loop (the API's hot path); opened on first use.
         self.reads = FastReads(db, registry.summary_keys())
 
+    def one_read(self) -> AbstractContextManager[None]:
+        """The reads of this thread in the block share one transaction (``Database.one_read``):
+        a page made of several service reads pays for one."""
+        return self.db.one_read()
+
     def user(self, user_id: int) -> UserRecord:
         with self.db.read() as conn:
             found = accounts.user_by_id(conn, user_id)
@@ -44,11 +50,14 @@ class ServiceBase:
         return found
 
     def project(self, user: UserRecord, project_id: int) -> ProjectRecord:
-        with self.db.read() as conn:
-            found = accounts.project(conn, project_id)
+        found = self.db.once(("project", project_id), lambda: self._project(project_id))
         if found is None or found.user_id != user.id:
             raise NotFound(f"project {project_id}")
         return found
+
+    def _project(self, project_id: int) -> ProjectRecord | None:
+        with self.db.read() as conn:
+            return accounts.project(conn, project_id)
 
     def defaults(self, spec: Kind[Any], project_id: int, *, named: bool) -> ProjectDefaults:
         """What a job of ``spec`` takes from its project (``Kind.project_params``): the

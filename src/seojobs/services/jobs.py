@@ -231,8 +231,12 @@ class Jobs(Part):
         """A job of the user's. ``summary`` leaves out large params (URL lists), keeping
         only the keys kinds declare in ``summary_params``: what status answers need."""
         keys = self.registry.summary_keys() if summary else None
-        with self.db.read() as conn:
-            job = job_sql.get(conn, job_id, param_keys=keys, user_id=user.id)
+
+        def read() -> JobRecord | None:
+            with self.db.read() as conn:
+                return job_sql.get(conn, job_id, param_keys=keys, user_id=user.id)
+
+        job = self.db.once(("job", job_id, user.id, summary), read)
         if job is None:
             raise NotFound(f"job {job_id}")
         return job

@@ -250,8 +250,12 @@ def completed(
         job = None
     if job is None or job.project_id != project_id or job.kind != kind or job.state != "completed":
         raise NotFound(f"{noun} {job_id} in project {project_id}")
-    with db.read() as conn:
-        return job, read_sql.job_collected_at(conn, job_id) or job.completed_at
+
+    def collected_at() -> datetime | None:
+        with db.read() as conn:
+            return read_sql.job_collected_at(conn, job_id)
+
+    return job, db.once(("collected_at", job_id), collected_at) or job.completed_at
 
 
 def job_rows(

@@ -38,7 +38,8 @@ def create_user(
     )
 
 
-def _user_query() -> Any:
+def user_query() -> Any:
+    """The columns of a :class:`UserRecord` (its default project joined)."""
     return select(
         users.c.id,
         users.c.name,
@@ -51,7 +52,7 @@ def _user_query() -> Any:
 
 
 # A disabled user's key finds nobody.
-_BY_KEY_HASH = _user_query().where(
+_BY_KEY_HASH = user_query().where(
     users.c.api_key_hash == bindparam("key_hash"), users.c.disabled_at.is_(None)
 )
 
@@ -62,17 +63,17 @@ def user_by_key_hash(conn: Connection, api_key_hash: str) -> UserRecord | None:
 
 
 def user_by_id(conn: Connection, user_id: int) -> UserRecord | None:
-    row = conn.execute(_user_query().where(users.c.id == user_id)).first()
+    row = conn.execute(user_query().where(users.c.id == user_id)).first()
     return UserRecord(**row._asdict()) if row else None
 
 
 def users_list(conn: Connection) -> list[UserRecord]:
-    rows = conn.execute(_user_query().order_by(users.c.id))
+    rows = conn.execute(user_query().order_by(users.c.id))
     return [UserRecord(**r._asdict()) for r in rows]
 
 
 def user_by_name(conn: Connection, name: str) -> UserRecord | None:
-    row = conn.execute(_user_query().where(users.c.name == name)).first()
+    row = conn.execute(user_query().where(users.c.name == name)).first()
     return UserRecord(**row._asdict()) if row else None
 
 
@@ -90,7 +91,7 @@ def disable(conn: Connection, user_id: int, now: datetime) -> None:
 
 def owner_of_project(conn: Connection, project_id: int) -> UserRecord | None:
     owner = select(projects.c.user_id).where(projects.c.id == project_id).scalar_subquery()
-    row = conn.execute(_user_query().where(users.c.id == owner)).first()
+    row = conn.execute(user_query().where(users.c.id == owner)).first()
     return UserRecord(**row._asdict()) if row else None
 
 

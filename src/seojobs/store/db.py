@@ -11,10 +11,10 @@ import asyncio
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import psycopg
 from sqlalchemy import Connection as Connection  # re-exported: the layers above type with it
@@ -26,6 +26,7 @@ from sqlalchemy.pool import QueuePool, StaticPool
 
 from seojobs.store.errors import Unavailable
 
+T = TypeVar("T")
 NOTIFY_CHANNEL = "seojobs_jobs"  # jobs are ready: workers claim
 WEBHOOK_CHANNEL = "seojobs_webhooks"  # deliveries are due: webhook dispatchers claim
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -64,6 +65,7 @@ class Database:
         self.engine = self._make_engine(pool_size)
         self._wake_hooks: dict[str, list[Callable[[], None]]] = {}  # channel: hooks
         self._hooks_lock = threading.Lock()
+        self._held = threading.local()  # the connection of this thread's one_read(), if any
 
     @property
     def is_sqlite(self) -> bool:
@@ -135,8 +137,40 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        """A read transaction; inside this thread's ``one_read()``, that one."""
+        held: Connection | None = getattr(self._held, "conn", None)
+        if held is not None:
+            yield held
+            return
         with _unavailable(), self.engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextmanager
+    def one_read(self) -> Iterator[None]:
+        """Every ``read()`` of this thread in the block shares one connection and transaction
+        (one snapshot; one checkout, BEGIN and end instead of one per read): for a page made
+        of several reads. Reads only: a ``write()`` in the block is a transaction of its own,
+        and the block's later reads do not see it."""
+        if getattr(self._held, "conn", None) is not None:
+            yield
+            return
+        with self.read() as conn:
+            self._held.conn, self._held.memo = conn, {}
+            try:
+                yield
+            finally:
+                self._held.conn = self._held.memo = None
+
+    def once(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, kept for the rest of this thread's ``one_read()`` under ``key`` (the
+        same read in one snapshot answers the same): a page's lookups of its job and project,
+        made by each service it calls, are read once. Outside a block, computed each time."""
+        memo: dict[Hashable, Any] | None = getattr(self._held, "memo", None)
+        if memo is None:
+            return compute()
+        if key not in memo:
+            memo[key] = compute()
+        return cast(T, memo[key])
 
     # -- wake-ups -----------------------------------------------------------------------
 

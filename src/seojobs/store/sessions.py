@@ -39,20 +39,23 @@ def create(
 def find(conn: Connection, token_hash: str, now: datetime) -> tuple[UserRecord, str] | None:
     """The session's user and CSRF token, while the session is unexpired, its user enabled
     and the user's key the one they signed in with."""
-    row = conn.execute(
-        select(dashboard_sessions.c.user_id, dashboard_sessions.c.csrf_token)
-        .join(users, users.c.id == dashboard_sessions.c.user_id)
+    query = (
+        accounts.user_query()
+        .add_columns(dashboard_sessions.c.csrf_token)
+        .join(dashboard_sessions, dashboard_sessions.c.user_id == users.c.id)
         .where(
             dashboard_sessions.c.token_hash == token_hash,
             dashboard_sessions.c.expires_at > now,
             dashboard_sessions.c.key_hash == users.c.api_key_hash,
             users.c.disabled_at.is_(None),
         )
-    ).first()
+    )
+    row = conn.execute(query).first()  # one statement: the session and its user
     if row is None:
         return None
-    user = accounts.user_by_id(conn, row.user_id)
-    return (user, row.csrf_token) if user is not None else None
+    fields = row._asdict()
+    csrf = fields.pop("csrf_token")
+    return UserRecord(**fields), csrf
 
 
 def end(conn: Connection, token_hash: str) -> None:

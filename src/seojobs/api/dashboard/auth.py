@@ -10,8 +10,9 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 from urllib.parse import parse_qs
 
 from fastapi.concurrency import run_in_threadpool
@@ -28,6 +29,7 @@ READ_METHODS: Final = frozenset({"GET", "HEAD"})
 # Signing out is never refused: a user over their budget can still end their session.
 UNCHARGED: Final = frozenset({"/dashboard/logout"})
 MAX_FORM_FIELDS: Final = 1_000
+T = TypeVar("T")
 
 
 class SignInRequired(Exception):
@@ -60,6 +62,17 @@ def services_of(request: Request) -> Services:
     """The app's services (the only way the pages reach data)."""
     found: Services = request.app.state.services
     return found
+
+
+async def one_read(services: Services, read: Callable[[], T]) -> T:
+    """``read()`` in a worker thread, its service reads sharing one transaction: a page is
+    made of several (a view's: the job, its project, its collection, the rows, their pages)."""
+
+    def run() -> T:
+        with services.one_read():
+            return read()
+
+    return await run_in_threadpool(run)
 
 
 def _mac(secret: bytes, token: str) -> str:

@@ -18,8 +18,12 @@ COLOURS: Final = {"error": "#b3261e", "warning": "#7a4f00", "notice": "#0b57d0"}
 DEFAULT_COLOUR: Final = "#0b57d0"
 
 
-def _number(value: float) -> str:
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
+def number(value: float) -> str:
+    """A number as charts and tables write it: grouped, at most two decimals, no trailing
+    zeros (a rating of 4.6 reads "4.6", not "4.60")."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def _opening(title: str, summary: str, width: int, height: int) -> list[str]:
@@ -37,7 +41,7 @@ def bar_chart(title: str, values: Sequence[tuple[str, float]]) -> Markup:
     width = LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH
     height = max(1, len(values)) * (BAR_HEIGHT + GAP) + GAP
     top = max((abs(v) for _, v in values), default=0) or 1
-    summary = ", ".join(f"{label}: {_number(v)}" for label, v in values)
+    summary = ", ".join(f"{label}: {number(v)}" for label, v in values)
     parts = _opening(title, summary, width, height)
     for n, (label, value) in enumerate(values):
         y = GAP + n * (BAR_HEIGHT + GAP)
@@ -51,7 +55,7 @@ def bar_chart(title: str, values: Sequence[tuple[str, float]]) -> Markup:
             f'<rect x="{LABEL_WIDTH}" y="{y}" width="{bar}" height="{BAR_HEIGHT}" '
             f'fill="{colour}"/>',
             f'<text x="{LABEL_WIDTH + bar + 6}" y="{middle}" font-size="13" '
-            f'fill="#1b1f24">{escape(_number(value))}</text>',
+            f'fill="#1b1f24">{escape(number(value))}</text>',
         ]
     parts.append("</svg>")
     # Every text and attribute value above went through escape(); the rest is our markup.
@@ -73,16 +77,16 @@ def line_chart(
     inner_w, inner_h = LINE_WIDTH - 2 * PAD, LINE_HEIGHT - 2 * PAD
     top = top or 1
     step = inner_w / max(1, len(points) - 1)
-    summary = ", ".join(f"{label}: {_number(v)}" for label, v in points)
+    summary = ", ".join(f"{label}: {number(v)}" for label, v in points)
     parts = [
         *_opening(title, summary, LINE_WIDTH, LINE_HEIGHT),
         f'<line x1="{PAD}" y1="{PAD + inner_h}" x2="{PAD + inner_w}" y2="{PAD + inner_h}" '
         f'stroke="#6b7280"/>',
         f'<line x1="{PAD}" y1="{PAD}" x2="{PAD + inner_w}" y2="{PAD}" stroke="#d5d9de"/>',
         f'<text x="{PAD - 4}" y="{PAD + 4}" text-anchor="end" font-size="11" '
-        f'fill="#4d5560">{escape(_number(0 if invert else top))}</text>',
+        f'fill="#4d5560">{escape(number(0 if invert else top))}</text>',
         f'<text x="{PAD - 4}" y="{PAD + inner_h + 4}" text-anchor="end" font-size="11" '
-        f'fill="#4d5560">{escape(_number(top if invert else 0))}</text>',
+        f'fill="#4d5560">{escape(number(top if invert else 0))}</text>',
     ]
     placed = []
     for n, (label, value) in enumerate(points):
@@ -100,7 +104,7 @@ def line_chart(
             f'<circle cx="{x}" cy="{y}" r="4" fill="{DEFAULT_COLOUR}"/>',
             # Above the point, or below it when the point is at the top.
             f'<text x="{x}" y="{y - 8 if y - 8 > PAD + 2 else y + 17}" text-anchor="middle" '
-            f'font-size="12" fill="#1b1f24">{escape(_number(value))}</text>',
+            f'font-size="12" fill="#1b1f24">{escape(number(value))}</text>',
         ]
         if n in (0, len(placed) - 1):
             anchor = "start" if n == 0 and len(placed) > 1 else "end" if n else "middle"

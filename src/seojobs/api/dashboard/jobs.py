@@ -14,10 +14,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from seojobs.api.dashboard import tables
 from seojobs.api.dashboard.auth import (
     DashboardError,
     Viewer,
     check_csrf,
+    one_read,
     read_form,
     services_of,
 )
@@ -148,7 +150,7 @@ async def job_list(
             "newer": filters.link(after=found[0].id) if found and more_newer else None,
         }
 
-    context = await run_in_threadpool(read)
+    context = await one_read(services, read)
     return page(request, "jobs.html", context, viewer=who)
 
 
@@ -197,7 +199,7 @@ async def job_page(
             + (f"?{urlencode({'outcome': wanted})}" if wanted else ""),
         }
 
-    context = await run_in_threadpool(read)
+    context = await one_read(services, read)
     return page(request, "job.html", context, viewer=who)
 
 
@@ -230,7 +232,8 @@ def _item_row(
         "status": item_status(item, job.is_final),
         "error": ": ".join(x for x in (item.error_code, item.error_message) if x),
         "finished_at": item.finished_at,
-        "extra": ["" if (v := c.value(item.result)) is None else v for c in columns],
+        # The report columns' values as text: yes/no, a list's entries, an object's values.
+        "extra": [tables.plain(c.value(item.result)) for c in columns],
     }
 
 

@@ -15,6 +15,7 @@ from seojobs.api.dashboard.auth import (
     DashboardError,
     Viewer,
     check_csrf,
+    one_read,
     read_form,
     services_of,
 )
@@ -99,7 +100,7 @@ async def _project_page(
             "collections": _collections(services, who, project_id),
         }
 
-    context = await run_in_threadpool(read)
+    context = await one_read(services, read)
     return page(request, "project.html", context, status_code=status_code, viewer=who)
 
 

@@ -81,6 +81,9 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # The templates are the package's own files: compiled once, never stat'ed again per
+        # request to see whether they changed (an edit takes a restart).
+        auto_reload=False,
     )
     env.globals["asset"] = asset_url
     env.filters["when"] = _when

@@ -16,6 +16,7 @@ from seojobs.api.dashboard.auth import (
     check_csrf,
     cookie_value,
     new_login_token,
+    one_read,
     read_form,
     secure_cookies,
     services_of,
@@ -145,7 +146,7 @@ async def overview(request: Request, who: Signed) -> Response:
             "usage": list(services.quotas.usage(who.user).values()),
         }
 
-    return page(request, "overview.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "overview.html", await one_read(services, read), viewer=who)
 
 
 def _totals(counts: list[tuple[str, str, int]], at: int) -> dict[str, int]:

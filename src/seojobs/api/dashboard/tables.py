@@ -12,7 +12,7 @@ from typing import Any, Final
 from fastapi.responses import StreamingResponse
 
 from seojobs import csvfile
-from seojobs.api.dashboard.charts import line_chart
+from seojobs.api.dashboard.charts import line_chart, number
 from seojobs.engine.views import Chart, Collected, Column, Table, tally
 from seojobs.records import CollectionRecord
 
@@ -29,21 +29,15 @@ class Cell:
     css: str = ""
 
 
-def _number(value: float | int) -> str:
-    if isinstance(value, int) or float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.2f}"
-
-
 def _change(value: Any) -> Cell:
     if isinstance(value, str):
         return Cell(value, css="change")
     if not isinstance(value, int | float) or isinstance(value, bool):
         return Cell("—")
     if value > 0:
-        return Cell(f"▲ up {_number(value)}", css="change change-up")
+        return Cell(f"▲ up {number(value)}", css="change change-up")
     if value < 0:
-        return Cell(f"▼ down {_number(-value)}", css="change change-down")
+        return Cell(f"▼ down {number(-value)}", css="change change-down")
     return Cell("= no change", css="change")
 
 
@@ -52,21 +46,23 @@ def _days(value: Any) -> Cell:
         return Cell("—")
     if value == 0:
         return Cell("today", css="soon")
-    text = f"in {value:,} day{'' if value == 1 else 's'}" if value > 0 else f"{-value:,} days ago"
+    days = f"{abs(value):,} day{'' if abs(value) == 1 else 's'}"
+    text = f"in {days}" if value > 0 else f"{days} ago"
     return Cell(text, css="soon" if value <= 30 else "")
 
 
-def _plain(value: Any) -> str:
+def plain(value: Any) -> str:
+    """A value as text: yes/no, numbers grouped, a list's entries, an object's named values."""
     if value is None or value == "" or value == []:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float):
-        return _number(value)
+        return number(value)
     if isinstance(value, list):
-        return ", ".join(_plain(v) for v in value[:50])
+        return ", ".join(plain(v) for v in value[:50])
     if isinstance(value, dict):
-        return "; ".join(f"{k}: {_plain(v)}" for k, v in list(value.items())[:20])
+        return "; ".join(f"{k}: {plain(v)}" for k, v in list(value.items())[:20])
     return str(value)
 
 
@@ -74,7 +70,7 @@ def cell(column: Column, value: Any) -> Cell:
     """How ``value`` reads in ``column``: as text, with a link for a web URL."""
     show = column.show
     if show == "position":
-        return Cell("not ranked" if value is None else _plain(value))
+        return Cell("not ranked" if value is None else plain(value))
     if show == "change":
         return _change(value)
     if show == "days":
@@ -87,7 +83,7 @@ def cell(column: Column, value: Any) -> Cell:
         return Cell(RATINGS.get(value, value), css=f"rating rating-{value}")
     if show == "url" and isinstance(value, str) and value.startswith(("http://", "https://")):
         return Cell(value, href=value)
-    return Cell(_plain(value))
+    return Cell(plain(value))
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
@@ -95,7 +91,7 @@ def _sort_key(value: Any) -> tuple[int, Any]:
         return (2, 0)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return (0, value)
-    return (1, _plain(value).lower())
+    return (1, plain(value).lower())
 
 
 def sort_rows(rows: list[dict[str, Any]], key: str, descending: bool) -> list[dict[str, Any]]:
@@ -138,7 +134,7 @@ def _csv_cell(value: Any) -> csvfile.Cell:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return value
-    return _plain(value)
+    return plain(value)
 
 
 def csv_response(table: Table, collected: Sequence[Collected], name: str) -> StreamingResponse:
@@ -163,7 +159,7 @@ def history_chart(
         {
             "job_id": c.job_id,
             "collected_at": c.collected_at,
-            "value": "—" if (value := chart.value(c.data)) is None else _number(value),
+            "value": "—" if (value := chart.value(c.data)) is None else number(value),
         }
         for c in history
     ]

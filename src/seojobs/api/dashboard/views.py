@@ -9,7 +9,8 @@ starts a job. Another user's job is the 404 page, as everywhere in the dashboard
 - ``.../view/issues/{code}``: the rows one code affects, with the evidence, in keyset pages,
   and the same CSV the API gives (``.../view/issues.csv?code=``);
 - ``.../view/pages``: the job's pages (filters as the declared read's), each opening
-  ``.../view/pages/{seq}``: that page and its issues;
+  ``.../view/pages/{seq}``: that page and its issues; ``.../view/pages.csv``: the same
+  filters' pages as the API's CSV;
 - ``.../view/changes``: the new or fixed issues against the previous job, paged.
 """
 
@@ -22,12 +23,12 @@ from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from seojobs.api.dashboard import tables
-from seojobs.api.dashboard.auth import DashboardError, services_of
+from seojobs.api.dashboard.auth import DashboardError, one_read, services_of
 from seojobs.api.dashboard.charts import line_chart
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed
@@ -360,7 +361,7 @@ async def job_view(
             "sorted": (sort, order),
         }
 
-    return page(request, "job_view.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view.html", await one_read(services, read), viewer=who)
 
 
 # -- one issue's pages ------------------------------------------------------------------------
@@ -427,7 +428,7 @@ async def issue_pages(
             f"?{urlencode({'code': code})}",
         }
 
-    return page(request, "job_view_issue.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_issue.html", await one_read(services, read), viewer=who)
 
 
 @router.get("/dashboard/jobs/{job_id}/view/issues.csv", name="dashboard_job_view_issues_csv")
@@ -445,44 +446,58 @@ async def issues_csv(request: Request, who: Signed, job_id: JobId, code: CodeQue
 # -- the pages --------------------------------------------------------------------------------
 
 
+def _page_filters(read: JobRead, shown: dict[str, str]) -> dict[str, Any]:
+    """The explorer's filters as the declared read's values: the 422 page naming a bad one."""
+    values: dict[str, Any] = {}
+    for spec in read.filters:
+        raw = shown.get(spec.name, "")
+        if not raw:
+            continue
+        if spec.type is bool:
+            if raw not in ("true", "false"):
+                raise DashboardError(422, "Invalid input", f"{spec.name}: must be true or false")
+            values[spec.name] = raw == "true"
+        elif spec.pattern is not None and not re.fullmatch(spec.pattern, raw):
+            raise DashboardError(422, "Invalid input", f"{spec.name}: {spec.description}")
+        else:
+            values[spec.name] = raw
+    return values
+
+
+@dataclass(frozen=True)
+class PageFilters:
+    """The page explorer's filters as the query gives them (the form shows them back)."""
+
+    status: Text = ""
+    indexable: Text = ""
+    depth: Text = ""
+    in_links: Text = ""
+
+    def shown(self) -> dict[str, str]:
+        return {
+            "status": self.status.strip(),
+            "indexable": self.indexable.strip(),
+            "depth": self.depth.strip(),
+            "in_links": self.in_links.strip(),
+        }
+
+
 @router.get("/dashboard/jobs/{job_id}/view/pages", name="dashboard_job_view_pages")
 async def pages(
     request: Request,
     who: Signed,
     job_id: JobId,
-    status: Text = "",
-    indexable: Text = "",
-    depth: Text = "",
-    in_links: Text = "",
+    filters: Annotated[PageFilters, Depends()],
     after: Text = "",
 ) -> Response:
     services = services_of(request)
     start = _after("after", after, 0)
-    shown = {
-        "status": status.strip(),
-        "indexable": indexable.strip(),
-        "depth": depth.strip(),
-        "in_links": in_links.strip(),
-    }
+    shown = filters.shown()
 
     def read() -> dict[str, Any]:
         opened = _open(services, who.user, job_id)
         read = opened.job_read(opened.view.pages)
-        values: dict[str, Any] = {}
-        for spec in read.filters:
-            raw = shown.get(spec.name, "")
-            if not raw:
-                continue
-            if spec.type is bool:
-                if raw not in ("true", "false"):
-                    raise DashboardError(
-                        422, "Invalid input", f"{spec.name}: must be true or false"
-                    )
-                values[spec.name] = raw == "true"
-            elif spec.pattern is not None and not re.fullmatch(spec.pattern, raw):
-                raise DashboardError(422, "Invalid input", f"{spec.name}: {spec.description}")
-            else:
-                values[spec.name] = raw
+        values = _page_filters(read, shown)
         found = opened.rows(services, who.user, read, values, after=-1 if start is None else start)
         rows = [read.to_row(r) for r in found.rows[:PAGE]]
         query = {k: v for k, v in shown.items() if v}
@@ -497,9 +512,27 @@ async def pages(
             "first": f"{opened.base}/pages" + (f"?{urlencode(query)}" if query else "")
             if start is not None
             else None,
+            "csv": f"{opened.base}/pages.csv" + (f"?{urlencode(query)}" if query else ""),
         }
 
-    return page(request, "job_view_pages.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_pages.html", await one_read(services, read), viewer=who)
+
+
+@router.get("/dashboard/jobs/{job_id}/view/pages.csv", name="dashboard_job_view_pages_csv")
+async def pages_csv(
+    request: Request, who: Signed, job_id: JobId, filters: Annotated[PageFilters, Depends()]
+) -> Response:
+    """The explorer's pages, filtered as shown, as the API's CSV of the same read."""
+    services = services_of(request)
+    shown = filters.shown()
+
+    def read() -> Response:
+        opened = _open(services, who.user, job_id)
+        read = opened.job_read(opened.view.pages)
+        values = _page_filters(read, shown)
+        return job_read_csv(services, who.user, opened.project.id, job_id, read, values)
+
+    return await run_in_threadpool(read)
 
 
 @router.get("/dashboard/jobs/{job_id}/view/pages/{seq}", name="dashboard_job_view_page")
@@ -527,7 +560,7 @@ async def one_page(request: Request, who: Signed, job_id: JobId, seq: Seq) -> Re
             ],
         }
 
-    return page(request, "job_view_page.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_page.html", await one_read(services, read), viewer=who)
 
 
 # -- against the previous job -----------------------------------------------------------------
@@ -582,7 +615,7 @@ async def changes(
             "first": base if start else None,
         }
 
-    return page(request, "job_view_changes.html", await run_in_threadpool(read), viewer=who)
+    return page(request, "job_view_changes.html", await one_read(services, read), viewer=who)
 
 
 # -- a table of the view as CSV -----------------------------------------------------------------

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from seojobs.api.dashboard.auth import Viewer, check_csrf, read_form, services_of
+from seojobs.api.dashboard.auth import Viewer, check_csrf, one_read, read_form, services_of
 from seojobs.api.dashboard.render import page
 from seojobs.api.dashboard.routes import Signed, enabled_field, see_other
 from seojobs.api.inputs import CheckedRoute
@@ -95,7 +95,7 @@ async def webhook_page(request: Request, who: Signed, webhook_id: WebhookId) -> 
         found = services.webhooks.deliveries(who.user, webhook_id, before=None, limit=DELIVERIES)
         return {"endpoint": endpoint, "deliveries": found}
 
-    context = await run_in_threadpool(read)
+    context = await one_read(services, read)
     return page(request, "webhook.html", context, viewer=who)
 
 
