@@ -15,24 +15,32 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from tests.api_helpers import TERMINAL, Api, api, assert_problem, error_fields, owned, shared_api
-from tests.conftest import make_settings
+from tests.conftest import database_of, make_settings
 from tests.fakes.webhook_receiver import receiver
 from tests.waiting import wait_until
 
 
-@pytest.fixture
-def hooked(store_url: str) -> Iterator[Api]:
+@pytest.fixture(scope="module")
+def shared_hooked(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
     """A server with its worker, allowed to deliver to loopback (the receivers), retrying
-    quickly."""
-    settings = make_settings(
-        store_url,
-        allow_private_networks=True,
-        webhook_retry_schedule="0.05,0.05,0.05",
-        webhook_poll_interval=0.05,
-        webhook_timeout=5,
-    )
-    with api(settings, run_worker=True) as running:
-        yield running
+    quickly: one per store for the module's delivery tests, each as its own users (an
+    endpoint hears only its user's jobs)."""
+    with database_of(module_store, request) as url:
+        settings = make_settings(
+            url,
+            allow_private_networks=True,
+            webhook_retry_schedule="0.05,0.05,0.05",
+            webhook_poll_interval=0.05,
+            webhook_timeout=5,
+        )
+        with api(settings, run_worker=True) as running:
+            running.shared = True
+            yield running
+
+
+@pytest.fixture
+def hooked(shared_hooked: Api) -> Iterator[Api]:
+    yield from owned(shared_hooked)
 
 
 @pytest.fixture(scope="module")
