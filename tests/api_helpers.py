@@ -44,6 +44,11 @@ from tests.fakes.server import serve
 from tests.fakes.site import FixtureSite, running_site
 from tests.waiting import wait_until
 
+# One TLS context for every test client (the same one httpx would build): without it, each
+# httpx.Client and HTTPTransport builds its own, loading the CA bundle again (10 to 25 ms of
+# CPU), and the suite makes thousands of clients of plain-HTTP loopback servers.
+TLS = httpx.create_ssl_context()
+
 PROBLEM_JSON = "application/problem+json"
 V1 = "/api/v1"
 TERMINAL = {"completed", "failed"}
@@ -265,8 +270,10 @@ class Api:
         if in_process:
             transport = InProcess(self.app, self.source or "127.0.0.1")
         elif self.source is not None:
-            transport = httpx.HTTPTransport(local_address=self.source)
-        made = httpx.Client(base_url=self.base, headers=headers, timeout=60.0, transport=transport)
+            transport = httpx.HTTPTransport(local_address=self.source, verify=TLS)
+        made = httpx.Client(
+            base_url=self.base, headers=headers, timeout=60.0, transport=transport, verify=TLS
+        )
         self.clients.append(made)
         return made
 

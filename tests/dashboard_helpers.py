@@ -15,7 +15,7 @@ from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
-from tests.api_helpers import Api
+from tests.api_helpers import TLS, Api
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -30,9 +30,11 @@ def csrf_of(html: str) -> str:
 def browser(app: Api) -> httpx.Client:
     """A cookie-keeping client without a key, that does not follow redirects; from the
     ``Api``'s own loopback address when it has one (``Api.own()``), as ``Api.client``."""
-    transport = None if app.source is None else httpx.HTTPTransport(local_address=app.source)
+    transport = (
+        None if app.source is None else httpx.HTTPTransport(local_address=app.source, verify=TLS)
+    )
     client = httpx.Client(
-        base_url=app.base, timeout=60.0, follow_redirects=False, transport=transport
+        base_url=app.base, timeout=60.0, follow_redirects=False, transport=transport, verify=TLS
     )
     app.clients.append(client)
     return client

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from seojobs.client import AsyncClient, Client
+from tests.api_helpers import TLS
 
 MODES = ["sync", "async"]
 
@@ -66,12 +67,21 @@ class Driver:
     def run(self, scenario: Callable[[Any], Any]) -> Any:
         """``scenario(client)``: a coroutine, or one client call."""
         if self.mode == "sync":
-            options = {"sleep": self.recording.sleep, **self.options}
+            # A transport on the suite's one TLS context, unless the test brings its own.
+            options = {
+                "sleep": self.recording.sleep,
+                "transport": httpx.HTTPTransport(verify=TLS),
+                **self.options,
+            }
             with Client(self.base, self.key, **options) as client:
                 return asyncio.run(aw(scenario(client)))
 
         async def main() -> Any:
-            options = {"sleep": self.recording.asleep, **self.options}
+            options = {
+                "sleep": self.recording.asleep,
+                "transport": httpx.AsyncHTTPTransport(verify=TLS),
+                **self.options,
+            }
             async with AsyncClient(self.base, self.key, **options) as client:
                 return await aw(scenario(client))
 
@@ -144,7 +154,7 @@ class Edge:
 class EdgeTransport(httpx.BaseTransport, Edge):
     def __init__(self, **options: Any) -> None:
         Edge.__init__(self, **options)
-        self.inner = httpx.HTTPTransport()
+        self.inner = httpx.HTTPTransport(verify=TLS)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         entry = self.record(request)
@@ -162,7 +172,7 @@ class EdgeTransport(httpx.BaseTransport, Edge):
 class AsyncEdgeTransport(httpx.AsyncBaseTransport, Edge):
     def __init__(self, **options: Any) -> None:
         Edge.__init__(self, **options)
-        self.inner = httpx.AsyncHTTPTransport()
+        self.inner = httpx.AsyncHTTPTransport(verify=TLS)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         entry = self.record(request)

@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 from tests.api_helpers import Api, assert_problem
+
+pytestmark = pytest.mark.stores("sqlite")  # static pages: nothing of the store's
 
 ASSET = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url:\s*['"]([^'"]+)['"]""")
 

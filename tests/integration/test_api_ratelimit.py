@@ -25,8 +25,12 @@ from tests.api_helpers import (
     retry_after,
     shared_api,
 )
-from tests.conftest import make_settings, subprocess_env
+from tests.conftest import STORES, make_settings, subprocess_env
 from tests.e2e.helpers import Proc, Spawner, free_port, open_services, run_cli, wait_http_ok
+
+# Store-agnostic (budgets live in the limiter's memory or Redis, never in the store): SQLite
+# only, but for a user's own limit, stored with the user and read back on each store.
+pytestmark = pytest.mark.stores("sqlite")
 
 
 @pytest.fixture
@@ -101,6 +105,7 @@ def test_every_authenticated_answer_carries_the_fields_and_is_charged(app: Api) 
     assert remaining == list(range(119, 119 - len(answers), -1))
 
 
+@pytest.mark.stores(*STORES)  # the user's limit, stored and read back
 def test_per_user_override_applies(app: Api) -> None:
     limited = app.account("limited", rate_limit="5/minute")
     client = app.client(limited)

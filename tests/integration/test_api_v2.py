@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import sqlite3
 import threading
@@ -24,7 +25,8 @@ from seojobs.records import UserRecord
 from seojobs.services import Services, indexing
 from seojobs.settings import Settings
 from seojobs.store import db as db_module
-from tests.conftest import make_settings
+from tests.api_helpers import TLS
+from tests.conftest import database_of, make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
@@ -95,10 +97,15 @@ def started(app: FastAPI) -> Iterator[str]:
 
 
 class Api:
-    def __init__(self, app: FastAPI, base: str) -> None:
+    def __init__(self, app: FastAPI, base: str, *, shared: bool = False) -> None:
         self.app = app
         self.base = base
+        self.shared = shared  # by the tests of a module, each as its own users
         self._clients: list[httpx.Client] = []
+
+    def name(self, name: str) -> str:
+        """``name``, made unique on a ``shared`` app (each test makes its own users)."""
+        return f"{name}-{next(_NAMES)}" if self.shared else name
 
     @property
     def services(self) -> Services:
@@ -107,11 +114,11 @@ class Api:
 
     def user(self, name: str, rate_limit: str | None = FAST) -> tuple[UserRecord, httpx.Client]:
         """A user and a client presenting its key the SpeedyIndex way: the raw key, no Bearer."""
-        made = self.services.accounts.create_user(name, rate_limit=rate_limit)
+        made = self.services.accounts.create_user(self.name(name), rate_limit=rate_limit)
         return made.user, self.client({"Authorization": made.api_key})
 
     def client(self, headers: dict[str, str]) -> httpx.Client:
-        client = httpx.Client(base_url=self.base, headers=headers, timeout=60)
+        client = httpx.Client(base_url=self.base, headers=headers, timeout=60, verify=TLS)
         self._clients.append(client)
         return client
 
@@ -129,6 +136,27 @@ def api(settings: Settings, *, run_worker: bool = False) -> Iterator[Api]:
             yield made
         finally:
             made.close()
+
+
+_NAMES = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def shared(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One app per store (default settings, no worker) for the module's tests that keep to
+    their own users: each takes it through :func:`own`."""
+    with database_of(module_store, request) as url, api(make_settings(url)) as made:
+        yield made
+
+
+@contextlib.contextmanager
+def own(shared: Api) -> Iterator[Api]:
+    """``shared`` for one test: its own clients, and users named apart from other tests'."""
+    mine = Api(shared.app, shared.base, shared=True)
+    try:
+        yield mine
+    finally:
+        mine.close()
 
 
 @pytest.fixture
@@ -273,8 +301,8 @@ def test_single_url_creates_a_one_url_indexer_task(store_url: str) -> None:
         assert [e["field"] for e in bad["errors"]] == ["url"]
 
 
-def test_invalid_creates_are_problems(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
+def test_invalid_creates_are_problems(shared: Api) -> None:
+    with own(shared) as app:
         alice, client = app.user("alice")
         # A checker task ignores `checker`, as every key it lacks: the body's schema is one for
         # both types, and the path cannot narrow it.
@@ -304,8 +332,8 @@ def test_invalid_creates_are_problems(store_url: str) -> None:
         assert ok(client.get("/v2/task/google/indexer/list/0"))["result"] == []
 
 
-def test_create_replays_with_the_same_idempotency_key(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
+def test_create_replays_with_the_same_idempotency_key(shared: Api) -> None:
+    with own(shared) as app:
         _alice, client = app.user("alice")
         headers = {"Idempotency-Key": "batch-7"}
         body = {"urls": urls(3), "title": "batch 7"}
@@ -352,9 +380,9 @@ def test_code_minus_2_when_the_database_cannot_take_the_write(
 # -- auth, status, ownership ----------------------------------------------------------------------
 
 
-def test_every_way_to_present_the_key(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
-        made = app.services.accounts.create_user("alice")
+def test_every_way_to_present_the_key(shared: Api) -> None:
+    with own(shared) as app:
+        made = app.services.accounts.create_user(app.name("alice"))
         key = made.api_key
         for headers in (
             {"Authorization": key},
@@ -367,8 +395,8 @@ def test_every_way_to_present_the_key(store_url: str) -> None:
         problem(app.client({}).post("/v2/google/url", json={"url": "https://a.example/"}), 401)
 
 
-def test_status_in_batches_and_in_the_single_id_form(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
+def test_status_in_batches_and_in_the_single_id_form(shared: Api) -> None:
+    with own(shared) as app:
         _alice, client = app.user("alice")
         first = create(client, "google/checker", urls(2), title="first")
         second = create(client, "google/checker", urls(3))
@@ -419,8 +447,8 @@ def test_status_in_batches_and_in_the_single_id_form(store_url: str) -> None:
         problem(client.post("/v2/task/google/checker/status", json={"task_id": 1.5}), 422)
 
 
-def test_other_users_tasks_are_never_shown(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
+def test_other_users_tasks_are_never_shown(shared: Api) -> None:
+    with own(shared) as app:
         _alice, alice = app.user("alice")
         _bob, bob = app.user("bob")
         mine = create(alice, "google/indexer", urls(1))
@@ -600,8 +628,8 @@ def test_checker_task_reports_indexed_and_unindexed_links(
         assert set(short["result"]) == REPORT_FIELDS
 
 
-def test_openapi_describes_the_v2_operations(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
+def test_openapi_describes_the_v2_operations(shared: Api) -> None:
+    with own(shared) as app:
         spec = httpx.get(app.base + "/openapi.json").json()
     operations = {
         op["operationId"]: (method, path)

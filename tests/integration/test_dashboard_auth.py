@@ -12,8 +12,12 @@ import httpx
 import pytest
 
 from tests.api_helpers import V1, Api, api, app_routes, owned, shared_api, stored
-from tests.conftest import make_settings
+from tests.conftest import STORES, make_settings
 from tests.dashboard_helpers import browser, csrf_of, post_form, post_login, sign_in
+
+# Store-agnostic (redirects, cookie flags, CSRF, the per-address limiter, the input gate): SQLite
+# only. The tests that write, read and end the sessions the database keeps run on both stores.
+pytestmark = pytest.mark.stores("sqlite")
 
 FAILURE_LIMIT = 3
 
@@ -40,6 +44,7 @@ def test_root_and_pages_send_a_visitor_to_sign_in(app: Api) -> None:
     assert live.status_code == 401
 
 
+@pytest.mark.stores(*STORES)  # sessions kept in the database
 def test_a_key_signs_in_with_a_signed_http_only_lax_cookie(app: Api) -> None:
     alice = app.account("alice")
     client = browser(app)
@@ -102,6 +107,7 @@ def test_every_form_needs_its_csrf_token(app: Api) -> None:
     assert signed.get("/dashboard").status_code == 200  # still signed in
 
 
+@pytest.mark.stores(*STORES)  # sessions kept in the database
 def test_sign_out_ends_the_session_for_good(app: Api) -> None:
     alice = app.account("alice")
     client = sign_in(app, alice.key)
@@ -117,6 +123,7 @@ def test_sign_out_ends_the_session_for_good(app: Api) -> None:
     assert replay.get("/dashboard/live?ids=1").status_code == 401
 
 
+@pytest.mark.stores(*STORES)  # sessions kept in the database
 def test_rotating_the_key_or_disabling_the_user_ends_their_sessions(app: Api) -> None:
     alice, bob = app.account("alice"), app.account("bob")
     alice_client, bob_client = sign_in(app, alice.key), sign_in(app, bob.key)
@@ -126,6 +133,7 @@ def test_rotating_the_key_or_disabling_the_user_ends_their_sessions(app: Api) ->
     assert bob_client.get("/dashboard").status_code == 303
 
 
+@pytest.mark.stores(*STORES)  # sessions kept in the database
 def test_sessions_are_the_users_own(app: Api) -> None:
     alice, bob = app.account("alice"), app.account("bob")
     made = app.client(alice).post(

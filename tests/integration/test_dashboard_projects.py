@@ -4,20 +4,18 @@ forms without their CSRF token are refused."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
-from tests.api_helpers import Api, api
-from tests.conftest import make_settings
+from tests.api_helpers import Api
 from tests.dashboard_helpers import collected_job, csrf_of, post_form, sign_in
 
 
 @pytest.fixture
-def app(store_url: str) -> Iterator[Api]:
-    with api(make_settings(store_url)) as running:
-        yield running
+def app(own_idle: Api) -> Api:
+    """One app per store for the module (``shared_idle``): each test as its own users, from
+    its own loopback address."""
+    return own_idle
 
 
 def _create(client: httpx.Client, name: str) -> int:
