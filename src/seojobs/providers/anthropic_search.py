@@ -42,7 +42,7 @@ MAX_SEARCHES = 5  # the tool's max_uses: each search is billed
 
 
 def error_of(response: Response, key: str) -> ProviderError | None:
-    error = status_error(response, NAME, key)
+    error = status_error(response, NAME)
     if error is not None and response.status == 400 and "credit balance" in response.text:
         return ProviderError(
             QUOTA_EXHAUSTED,
