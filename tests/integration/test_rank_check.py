@@ -352,6 +352,23 @@ def test_a_provider_failure_fails_that_keyword_and_the_others_are_collected(
         assert positions(rankings(client, project)) == [("hose reel", 3), ("pruning shears", None)]
 
 
+def test_a_providers_errors_never_show_its_credentials(sqlite_url: str, fakes: Fakes) -> None:
+    """Each provider's 5xx echoing the request, credentials included (Serper's key, DataForSEO's
+    password, and a key of another account spelled like one): the stored error is cleared."""
+    settings = fakes.settings(sqlite_url, rank_check_concurrency=1)  # the first keyword fails
+    with started(settings) as (_app, client, project):
+        for provider, secret in (("serper", "serper-key"), ("dataforseo", "dfs-password")):
+            echo = Reply(500, text=f"failed: X-API-KEY {secret}, also sk-proj-abc123 tried")
+            getattr(fakes, provider).script(echo, echo)  # the try and its one retry
+            job = check(client, project, provider=provider)
+            assert job["status"] == "completed", job
+            items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+            [error] = [i["error"] for i in items if i.get("error")]
+            assert error["code"] == "upstream_error", error
+            assert secret not in error["message"] and "sk-proj" not in error["message"]
+            assert error["message"].count("[key]") == 2, error
+
+
 def test_a_check_where_every_keyword_failed_fails_with_the_first_error(
     sqlite_url: str, fakes: Fakes
 ) -> None:

@@ -11,8 +11,8 @@ from seojobs.engine.registry import InvalidParams
 from seojobs.kinds.geo_lookup import KIND
 from seojobs.kinds.geo_lookup.matching import analyse, cites, clean_url, host_of, mentions, summary
 from seojobs.providers import openai_responses, perplexity
-from seojobs.providers.ai_search import Answer, Citation, redacted
-from seojobs.providers.base import ProviderError
+from seojobs.providers.ai_search import Answer, Citation
+from seojobs.providers.base import ProviderError, redacted
 from tests.fakes.ai_search import Canned, FakeOpenAi, FakePerplexity
 
 SOURCES = [

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from seojobs.providers.ai_search import Answer, Citation, json_object, redacted, text_or_none
+from seojobs.providers.ai_search import Answer, Citation, json_object, text_or_none
 from seojobs.providers.base import (
     QUOTA_EXHAUSTED,
     UPSTREAM_ERROR,
@@ -150,12 +150,8 @@ class SerpApiOverview(KeyedClient):
                 raise ProviderError(UPSTREAM_ERROR, f"serpapi: {message}")
             return page
 
-        try:
-            return await retried(SERPAPI, attempt, self._settings, self._sleep)
-        except ProviderError as exc:  # the key travels in the query: never in a message
-            exc.message = redacted(exc.message, self._key)
-            exc.args = (exc.message,)
-            raise
+        # The key travels in the query: retried clears it from every error's message.
+        return await retried(SERPAPI, attempt, self._settings, self._sleep)
 
 
 # -- DataForSEO ---------------------------------------------------------------------------

@@ -14,7 +14,6 @@ provider's error text (OpenAI quotes a masked key) is cut out before it reaches 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,10 +25,6 @@ from seojobs.providers.base import (
     error_for_status,
     malformed,
 )
-
-# API keys as providers spell them (OpenAI and Anthropic sk-..., Perplexity pplx-..., Google
-# AIza...), masked or not.
-_KEYISH = re.compile(r"\b(?:(?:sk|pplx)-[A-Za-z0-9*_\-]{2,}|AIza[A-Za-z0-9_\-]{6,})")
 
 
 @dataclass(frozen=True)
@@ -58,20 +53,13 @@ class AiSearch(Protocol):
     async def aclose(self) -> None: ...
 
 
-def redacted(text: str, key: str) -> str:
-    """``text`` without the key or anything spelled like one."""
-    return _KEYISH.sub("[key]", text.replace(key, "[key]") if key else text)
-
-
-def status_error(response: Response, provider: str, key: str) -> ProviderError | None:
-    """The error of a non-2xx answer, with its text cleared of keys. Spent credit (OpenAI's
-    429 ``insufficient_quota``) is not worth a retry; a refused request (a model the account
-    cannot use) would be refused for every prompt: both end the job."""
+def status_error(response: Response, provider: str) -> ProviderError | None:
+    """The error of a non-2xx answer (``base.with_retries`` clears keys from it). Spent
+    credit (OpenAI's 429 ``insufficient_quota``) is not worth a retry; a refused request (a
+    model the account cannot use) would be refused for every prompt: both end the job."""
     error = error_for_status(response, provider)
     if error is None:
         return None
-    error.message = redacted(error.message, key)
-    error.args = (error.message,)
     if response.status == 429 and "insufficient_quota" in response.text:
         return ProviderError(
             QUOTA_EXHAUSTED,

@@ -52,7 +52,7 @@ PAUSED = "pause_turn"
 
 
 def error_of(response: Response, key: str) -> ProviderError | None:
-    error = status_error(response, NAME, key)
+    error = status_error(response, NAME)
     if error is not None and response.status == 400 and "credit balance" in response.text:
         return ProviderError(
             QUOTA_EXHAUSTED,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import random
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +30,13 @@ from seojobs.fetch.http import ACCEPT_ENCODING, Connector, HttpClient, Response
 from seojobs.settings import Settings
 
 T = TypeVar("T")
+
+# Settings that hold a credential: every provider error is cleared of each configured one
+# (:func:`scrubbed`), whichever adapter raised it and however the provider echoed it.
+_SECRET_SUFFIXES = ("_key", "_password", "_secret", "_token")
+# API keys as providers spell them (OpenAI and Anthropic sk-..., Perplexity pplx-..., Google
+# AIza...), masked or not: a provider echoing a key of another account is cleared too.
+_KEYISH = re.compile(r"\b(?:(?:sk|pplx)-[A-Za-z0-9*_\-]{2,}|AIza[A-Za-z0-9_\-]{6,})")
 
 # unknown: no provider gave a verdict (a deployment running diagnostics-only checks).
 CheckStatus = Literal["indexed", "not_indexed", "failed", "unknown"]
@@ -236,6 +244,36 @@ def error_for_status(response: Response, provider: str) -> ProviderError | None:
     )
 
 
+def secrets_of(settings: Settings) -> list[str]:
+    """The credentials ``settings`` holds (those of at least 6 characters: a shorter value
+    would clear ordinary words from messages)."""
+    found: list[str] = []
+    for name in type(settings).model_fields:
+        if name.endswith(_SECRET_SUFFIXES):
+            value = getattr(settings, name)
+            if value is not None and not isinstance(value, str):
+                value = value.get_secret_value()  # SecretStr
+            if isinstance(value, str) and len(value) >= 6:
+                found.append(value)
+    return found
+
+
+def redacted(text: str, *secrets: str) -> str:
+    """``text`` without any of ``secrets`` or anything spelled like an API key."""
+    for secret in sorted(secrets, key=len, reverse=True):  # a key inside another: the longer
+        if secret:
+            text = text.replace(secret, "[key]")
+    return _KEYISH.sub("[key]", text)
+
+
+def scrubbed(error: ProviderError, settings: Settings | None) -> ProviderError:
+    """``error`` with its message cleared of every credential in ``settings``."""
+    if settings is not None:
+        error.message = redacted(error.message, *secrets_of(settings))
+        error.args = (error.message,)
+    return error
+
+
 async def with_retries(
     call: Callable[[], Awaitable[T]],
     *,
@@ -244,14 +282,16 @@ async def with_retries(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     max_delay: float = 60.0,
     provider: str = "other",
+    settings: Settings | None = None,
 ) -> T:
     """Run ``call``; after a retryable ProviderError or a transport error, wait and retry.
 
     Waits ``backoff * 2**n`` (with jitter, at least the provider's Retry-After, at most
     ``max_delay``), ``retries`` times; then the last error propagates (a transport error as
-    the ProviderError of :func:`transport_error`). ``UnreadableBody`` is not retried: it
-    propagates for the adapter to report. Each attempt is counted and timed under
-    ``provider`` (``seojobs_provider_calls_total``).
+    the ProviderError of :func:`transport_error`), cleared of the credentials in ``settings``
+    (:func:`scrubbed`: providers echo requests, keys included, in their errors).
+    ``UnreadableBody`` is not retried: it propagates for the adapter to report. Each attempt
+    is counted and timed under ``provider`` (``seojobs_provider_calls_total``).
     """
     attempt = 0
     while True:
@@ -263,9 +303,10 @@ async def with_retries(
         except FetchError as exc:
             error = transport_error(exc)
             if attempt >= retries:
-                raise error from exc
+                raise scrubbed(error, settings) from exc
         except ProviderError as exc:
             if not exc.retryable or attempt >= retries:
+                scrubbed(exc, settings)
                 raise
             error = exc
         delay = backoff * (2**attempt) * (0.5 + random.random() / 2)

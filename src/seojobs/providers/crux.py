@@ -97,6 +97,7 @@ class CruxClient(KeyedClient):
                 lambda: self._attempt(url, form_factor),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
                 sleep=self._sleep,
             )

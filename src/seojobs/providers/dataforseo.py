@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from seojobs.fetch.errors import UnreadableBody
 from seojobs.fetch.http import HttpClient, Response
@@ -50,6 +50,8 @@ from seojobs.providers.base import (
 )
 from seojobs.providers.urlmatch import MatchOptions, match, site_query
 from seojobs.settings import Settings
+
+T = TypeVar("T")
 
 OK = 20000
 NO_RESULTS = 40102
@@ -110,6 +112,7 @@ class DataForSeoChecker:
                 lambda: self._attempt(endpoint, task, url, detail),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
                 sleep=self._sleep,
             )
@@ -278,28 +281,38 @@ class DataForSeoTasks(AdapterClient):
 
     async def task(self, path: str, task: dict[str, Any]) -> Any:
         """The ``result`` of one task (None for "No Search Results")."""
+        return await self.live(path, task, self._result)
+
+    def _result(self, answer: Any) -> Any:
+        body = json_object(answer, "the body")
+        envelope_code(body, "request", refusal_fatal=True)
+        tasks = body.get("tasks")
+        if not isinstance(tasks, list) or not tasks:
+            raise malformed(self.name, "tasks is not a non-empty list")
+        first = json_object(tasks[0], "tasks[0]")
+        if envelope_code(first, "task", refusal_fatal=True) == NO_RESULTS:
+            return None
+        return first.get("result")
+
+    async def live(self, path: str, task: dict[str, Any], parse: Callable[[Any], T]) -> T:
+        """One task posted to ``path``, its decoded answer read by ``parse`` (which decides
+        what a refusal means: the whole job's end, or one item's), under the bounded retries;
+        every error cleared of the password."""
         endpoint = self._base + path
 
-        async def attempt() -> Any:
+        async def attempt() -> T:
             response = await self._client.post(endpoint, json=[task], auth=self._auth)
             error = http_error(response)
             if error is not None:
                 raise error
-            body = json_object(answer_json(response), "the body")
-            envelope_code(body, "request", refusal_fatal=True)
-            tasks = body.get("tasks")
-            if not isinstance(tasks, list) or not tasks:
-                raise malformed(self.name, "tasks is not a non-empty list")
-            first = json_object(tasks[0], "tasks[0]")
-            if envelope_code(first, "task", refusal_fatal=True) == NO_RESULTS:
-                return None
-            return first.get("result")
+            return parse(answer_json(response))
 
         try:
             return await with_retries(
                 attempt,
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 sleep=self._sleep,
                 provider=self.name,
             )

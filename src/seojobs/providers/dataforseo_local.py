@@ -16,21 +16,11 @@ HTTP 402 / 402xx end the job; 40202 (rate limit), 40101, 5xxxx and HTTP 5xx are 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient
-from seojobs.providers.base import AdapterClient, ProviderError, malformed
-from seojobs.providers.dataforseo import (
-    NO_RESULTS,
-    answer_json,
-    credentials,
-    envelope_code,
-    http_error,
-    json_object,
-)
-from seojobs.providers.keywords import retried, whole
+from seojobs.providers.base import malformed
+from seojobs.providers.dataforseo import NO_RESULTS, DataForSeoTasks, envelope_code, json_object
+from seojobs.providers.keywords import whole
 from seojobs.providers.local_ranks import (
     MAX_PLACES,
     LocalQuery,
@@ -40,10 +30,8 @@ from seojobs.providers.local_ranks import (
     count,
     identifier,
     number,
-    scrubbed,
     text,
 )
-from seojobs.settings import Settings
 
 NAME = "dataforseo"
 PATH = "/v3/serp/google/maps/live/advanced"
@@ -108,30 +96,8 @@ def parse(body: Any) -> LocalSerp:
     return LocalSerp(tuple(places), detail)
 
 
-class DataForSeoLocal(AdapterClient):
+class DataForSeoLocal(DataForSeoTasks):
     name = NAME
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self._auth = credentials(settings)  # ProviderNotConfigured before a client is opened
-        super().__init__(settings, client=client, sleep=sleep)
-        self._endpoint = settings.dataforseo_base_url.rstrip("/") + PATH
-
     async def local(self, query: LocalQuery) -> LocalSerp:
-        task = task_of(query)
-        try:
-            return await retried(NAME, lambda: self._attempt(task), self._settings, self._sleep)
-        except ProviderError as exc:
-            raise scrubbed(exc, self._auth[1]) from None  # an echo of the password
-
-    async def _attempt(self, task: dict[str, Any]) -> LocalSerp:
-        response = await self._client.post(self._endpoint, json=[task], auth=self._auth)
-        error = http_error(response)
-        if error is not None:
-            raise error
-        return parse(answer_json(response))
+        return await self.live(PATH, task_of(query), parse)

@@ -18,21 +18,11 @@ any other code ``provider_rejected`` for this keyword with DataForSEO's message.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seojobs.fetch.http import HttpClient
-from seojobs.providers.base import AdapterClient, malformed
-from seojobs.providers.dataforseo import (
-    NO_RESULTS,
-    answer_json,
-    credentials,
-    envelope_code,
-    http_error,
-    json_object,
-)
-from seojobs.providers.keywords import retried, whole
+from seojobs.providers.base import malformed
+from seojobs.providers.dataforseo import NO_RESULTS, DataForSeoTasks, envelope_code, json_object
+from seojobs.providers.keywords import whole
 from seojobs.providers.ranks import (
     Organic,
     RankQuery,
@@ -41,7 +31,6 @@ from seojobs.providers.ranks import (
     result_features,
     text_or_none,
 )
-from seojobs.settings import Settings
 
 NAME = "dataforseo"
 PATH = "/v3/serp/google/organic/live/advanced"
@@ -135,27 +124,8 @@ def _organic(item: dict[str, Any], seen: int) -> Organic:
     )
 
 
-class DataForSeoRanks(AdapterClient):
+class DataForSeoRanks(DataForSeoTasks):
     name = NAME
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        client: HttpClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self._auth = credentials(settings)  # ProviderNotConfigured before a client is opened
-        super().__init__(settings, client=client, sleep=sleep)
-        self._endpoint = settings.dataforseo_base_url.rstrip("/") + PATH
-
     async def serp(self, query: RankQuery) -> Serp:
-        task = task_of(query)
-        return await retried(NAME, lambda: self._attempt(task), self._settings, self._sleep)
-
-    async def _attempt(self, task: dict[str, Any]) -> Serp:
-        response = await self._client.post(self._endpoint, json=[task], auth=self._auth)
-        error = http_error(response)
-        if error is not None:
-            raise error
-        return parse(answer_json(response))
+        return await self.live(PATH, task_of(query), parse)

@@ -67,7 +67,7 @@ def _typed(details: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 def error_of(response: Response, key: str) -> ProviderError | None:
     """Google's error body mapped onto the AI-search errors (``None`` for a 2xx)."""
-    error = status_error(response, NAME, key)
+    error = status_error(response, NAME)
     if error is None:
         return None
     details = _details(response)

@@ -124,6 +124,7 @@ class GoogleIndexingSubmitter:
                 attempt,
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
             )
         except ProviderError as exc:

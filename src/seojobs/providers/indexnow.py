@@ -115,6 +115,7 @@ class IndexNowSubmitter:
                 call,
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
             )
         except ProviderError as exc:

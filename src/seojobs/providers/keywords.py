@@ -122,6 +122,7 @@ async def retried(
             call,
             retries=settings.provider_retries,
             backoff=settings.provider_backoff,
+            settings=settings,
             sleep=sleep,
             provider=provider,
         )

@@ -10,8 +10,8 @@ business (``seojobs.kinds.local_rank_check.match``).
 Failures raise :class:`~seojobs.providers.base.ProviderError` as the rank adapters do:
 ``fatal`` for a refused key or spent credits, ``upstream_error`` once the bounded retries
 are spent (429, 5xx, transport), ``provider_rejected`` for a search refused as asked,
-``malformed_response``. SerpApi carries its key in the query string, so every error text is
-cleared of the key before it reaches a job (:func:`scrubbed`).
+``malformed_response``. SerpApi carries its key in the query string: every error text is
+cleared of the configured keys before it reaches a job (``base.with_retries``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
-
-from seojobs.providers.ai_search import redacted
-from seojobs.providers.base import ProviderError
 
 MAX_PLACES = 100  # the most places read from one answer (a Maps page holds 20)
 MAX_TEXT = 300  # a name, an address, a category: longer is cut
@@ -133,10 +130,3 @@ def identifier(value: object) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return text(value)
-
-
-def scrubbed(error: ProviderError, key: str) -> ProviderError:
-    """``error`` with its message cleared of ``key`` (and of anything spelled like a key)."""
-    error.message = redacted(error.message, key)
-    error.args = (error.message,)
-    return error

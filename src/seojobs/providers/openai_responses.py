@@ -99,7 +99,7 @@ class OpenAiSearch(KeyedClient):
 
         async def attempt() -> None:
             response = await self._client.get(endpoint, headers=self._headers())
-            error = status_error(response, NAME, self._key)
+            error = status_error(response, NAME)
             if error is not None:
                 raise error
 
@@ -111,7 +111,7 @@ class OpenAiSearch(KeyedClient):
 
     async def _attempt(self, request: dict[str, Any]) -> Answer:
         response = await self._client.post(self._endpoint, json=request, headers=self._headers())
-        error = status_error(response, NAME, self._key)
+        error = status_error(response, NAME)
         if error is not None:
             raise error
         return parse(json_object(response, NAME))

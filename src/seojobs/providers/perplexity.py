@@ -81,7 +81,7 @@ class PerplexitySearch(KeyedClient):
     async def _attempt(self, request: dict[str, Any]) -> Answer:
         headers = {"Authorization": f"Bearer {self._key}"}
         response = await self._client.post(self._endpoint, json=request, headers=headers)
-        error = status_error(response, NAME, self._key)
+        error = status_error(response, NAME)
         if error is not None:
             raise error
         return parse(json_object(response, NAME))

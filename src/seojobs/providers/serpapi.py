@@ -84,6 +84,7 @@ class SerpApiChecker:
                 lambda: self._attempt(params, url, query, engine),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
                 sleep=self._sleep,
             )

@@ -40,7 +40,6 @@ from seojobs.providers.local_ranks import (
     count,
     identifier,
     number,
-    scrubbed,
     text,
 )
 
@@ -118,12 +117,9 @@ class SerpApiLocal(KeyedClient):
 
     async def local(self, query: LocalQuery) -> LocalSerp:
         params = request_params(query) | {"api_key": self._key}
-        try:
-            return await retried(
-                NAME, lambda: self._attempt(params, query.surface), self._settings, self._sleep
-            )
-        except ProviderError as exc:
-            raise scrubbed(exc, self._key) from None
+        return await retried(
+            NAME, lambda: self._attempt(params, query.surface), self._settings, self._sleep
+        )
 
     async def _attempt(self, params: dict[str, str], surface: str) -> LocalSerp:
         response = await self._client.get(self._endpoint, params=params)

@@ -66,6 +66,7 @@ class SerperChecker(KeyedClient):
                 lambda: self._attempt(url, query),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
                 sleep=self._sleep,
             )

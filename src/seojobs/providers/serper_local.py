@@ -31,7 +31,6 @@ from seojobs.providers.local_ranks import (
     count,
     identifier,
     number,
-    scrubbed,
     text,
 )
 
@@ -85,10 +84,7 @@ class SerperLocal(KeyedClient):
 
     async def local(self, query: LocalQuery) -> LocalSerp:
         body = request_body(query)
-        try:
-            return await retried(NAME, lambda: self._attempt(body), self._settings, self._sleep)
-        except ProviderError as exc:
-            raise scrubbed(exc, self._key) from None
+        return await retried(NAME, lambda: self._attempt(body), self._settings, self._sleep)
 
     async def _attempt(self, body: dict[str, Any]) -> LocalSerp:
         response = await self._client.post(

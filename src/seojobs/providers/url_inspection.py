@@ -207,6 +207,7 @@ class UrlInspectionChecker:
                 functools.partial(self._call, tokens, url, site),
                 retries=self._settings.provider_retries,
                 backoff=self._settings.provider_backoff,
+                settings=self._settings,
                 provider=self.name,
                 sleep=self._sleep,
             )
