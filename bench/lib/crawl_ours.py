@@ -25,6 +25,8 @@ from seojobs.store.db import Database
 
 START_TIMEOUT = 60.0
 POLL = 0.05  # seconds between reads of the job's state
+# A 100,000-page audit is charged past the default daily page quota (50,000).
+QUOTAS = {"audit_pages_daily": 10_000_000, "audit_pages_monthly": 10_000_000}
 SAMPLE = 0.1  # seconds between samples of the worker's process tree (render: Chromium's)
 
 
@@ -47,6 +49,7 @@ def worker_env(url: str, concurrency: int) -> dict[str, str]:
         SEOJOBS_FETCH_HOST_CONCURRENCY=str(concurrency),
         SEOJOBS_FETCH_HOST_DELAY="0",
         SEOJOBS_LOG_FORMAT="plain",
+        **{f"SEOJOBS_QUOTA_{key.upper()}": str(limit) for key, limit in QUOTAS.items()},
     )
     return env
 
@@ -99,9 +102,7 @@ class WorkerProcess:
 
 def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:
     """A job created through ``services.jobs.create``, as the API creates it; its id."""
-    # A 100,000-page audit is charged past the default daily page quota (50,000).
-    limits = {"audit_pages": 10_000_000, "audit_pages_month": 10_000_000}
-    settings = Settings(database_url=url, allow_private_networks=True, quota_limits=limits)
+    settings = Settings(database_url=url, allow_private_networks=True, quota_limits=QUOTAS)
     db = Database(url)
     try:
         services = Services(db, settings, load_registry(settings))
