@@ -64,9 +64,7 @@ def test_every_record_reads_back_as_it_was_and_by_its_url() -> None:
     crawled = {f"{BASE}/p/{n}" for n in range(count)}
     for n, page in enumerate(pages):
         record = _record(n, count)
-        expected = {
-            k: v for k, v in record.items() if k not in SKIPPED and v not in (None, {}, [])
-        }
+        expected = {k: v for k, v in record.items() if k not in SKIPPED and v not in (None, {}, [])}
         expected["issues"] = record["issues"]
         expected["links"] = [u for u in record["links"] if u in crawled]  # others never crawled
         assert dict(page) == expected
