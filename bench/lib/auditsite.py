@@ -20,7 +20,7 @@ OTHERS = 10  # links to pages elsewhere in the site, besides the children
 PRIVATE_EVERY = 250  # every 250th page (from 7) also links to /private/N
 DISALLOWED = "/private/"
 MAX_PAGES = 100_000  # site_audit's max_pages at most: a site this large links no /private/
-SITEMAP_URLS = 50_000  # per sitemap file (sitemaps.org); a larger site has a sitemap index
+SITEMAP_URLS = 25_000  # per sitemap file (~1.3 MB: under fetch_max_bytes, 2 MB); then an index
 STATS_PATH = "/_stats"
 WORDS = [
     "crawl",
