@@ -18,12 +18,12 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
 from bench.lib import REPO, cli, procstat, spy
 from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
-from bench.lib.auditsite import private_links
+from bench.lib.auditsite import MAX_PAGES, SITEMAP_URLS, private_links
 from bench.lib.crawl_ours import audit
 from bench.lib.ours import Databases
 from bench.lib.site import AuditSiteProcess as Site
@@ -43,7 +43,12 @@ def parse_args(argv: list[str] | None) -> Options:
         description="Crawl a generated local site with a seojobs site_audit job, "
         "advertools.crawl and a bare aiohttp + selectolax loop, side by side.",
     )
-    parser.add_argument("--pages", type=int, default=5000, help="site size (default 5000)")
+    parser.add_argument(
+        "--pages",
+        type=cli.positive_ints,
+        default=(5000,),
+        help="site size(s), e.g. 5000,20000,100000: the rounds run at each (default 5000)",
+    )
     parser.add_argument("--concurrency", type=int, default=16, help="for all three (default 16)")
     parser.add_argument(
         "--store",
@@ -73,13 +78,23 @@ def parse_args(argv: list[str] | None) -> Options:
         help="do not pin the crawlers to CPU 0 and the site server to CPU 1",
     )
     parser.add_argument(
+        "--render",
+        type=int,
+        default=0,
+        metavar="PAGES",
+        help='also a render: "js" audit of ours (Chromium) on a site of PAGES pages, once per '
+        "round: its pages/s and the peak of the worker and its browsers (default: none)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="after the rounds, one more audit of ours under py-spy: where its CPU goes",
     )
     args = parser.parse_args(argv)
-    if args.pages < 1 or args.concurrency < 1 or args.rounds < 1:
-        parser.error("--pages, --concurrency and --rounds must be at least 1")
+    if args.concurrency < 1 or args.rounds < 1 or args.render < 0:
+        parser.error("--concurrency and --rounds must be at least 1, --render at least 0")
+    if max(args.pages) > MAX_PAGES:
+        parser.error(f"--pages: {MAX_PAGES:,} at most (site_audit's max_pages)")
     if "advertools" in args.only and not args.peer_python.exists():
         parser.error(
             f"{args.peer_python} not found: python3 -m venv .venv-peer && "
@@ -112,16 +127,17 @@ def _child(args: list[str], cpu: int | None) -> tuple[dict[str, object], int]:
 
 
 class Bench:
-    def __init__(self, opts: Options, site: Site, dbs: Databases, tmp: Path) -> None:
+    def __init__(self, opts: Options, dbs: Databases, tmp: Path, results: Results) -> None:
         self.opts = opts
-        self.site = site
+        self.site: Site | None = None  # the site of the size being run (``at``)
+        self.pages = 0
         self.dbs = dbs
         self.tmp = tmp
-        self.results = Results()
+        self.results = results
         self.cpu = 0 if opts.pin else None
-        self.blocked = len(private_links(opts.pages))
+        self.blocked = 0
         self.version = ""  # advertools' and Scrapy's, once it ran
-        self.stats: dict[str, int] = {}  # the site server's counts
+        self.stats: dict[int, dict[str, int]] = {}  # the site servers' counts, by size
 
     def _add(self, run: Run) -> None:
         self.results.runs.append(run)
@@ -130,33 +146,56 @@ class Bench:
             f"{run.cpu_ms_per_page:.2f} CPU ms/page, peak RSS {run.peak_rss / 1e6:,.0f} MB"
         )
 
-    def _expect(self, label: str, pages: int) -> None:
-        if pages != self.opts.pages:
-            raise RuntimeError(f"{label} crawled {pages} pages, expected {self.opts.pages}")
+    @contextmanager
+    def at(self, pages: int) -> Iterator[None]:
+        """A site of ``pages`` pages served for the block."""
+        with Site(pages, 1 if self.opts.pin else None) as site:
+            self.site, self.pages, self.blocked = site, pages, len(private_links(pages))
+            try:
+                yield
+            finally:
+                self.stats[pages] = site.stats()
 
-    def ours(self, store: str, n: int, on_start: Callable[[int], None] | None = None) -> Run:
+    @property
+    def url(self) -> str:
+        assert self.site is not None
+        return self.site.url
+
+    def _expect(self, label: str, pages: int) -> None:
+        if pages != self.pages:
+            raise RuntimeError(f"{label} crawled {pages} pages, expected {self.pages}")
+
+    def ours(
+        self,
+        store: str,
+        n: int,
+        on_start: Callable[[int], None] | None = None,
+        render: str = "raw",
+    ) -> Run:
         with self.dbs.fresh(store) as (url, user_id):
             got = audit(
                 url,
                 user_id,
-                self.site.url,
+                self.url,
                 self.opts.concurrency,
-                max_pages=2 * self.opts.pages,
+                max_pages=min(2 * self.pages, MAX_PAGES),
                 log=self.tmp / "worker.log",
                 cpu=self.cpu,
                 on_start=on_start,
+                render=render,
             )
-        self._expect(f"seojobs ({store})", got.pages)
+        label = store if render == "raw" else f"{store}, render {render}"
+        self._expect(f"seojobs ({label})", got.pages)
         if got.blocked != self.blocked:
             raise RuntimeError(f"seojobs stored {got.blocked} blocked links, not {self.blocked}")
-        return Run(OURS, store, n, got.pages, got.seconds, got.cpu, got.peak_rss, _load())
+        return Run(OURS, label, n, got.pages, got.seconds, got.cpu, got.peak_rss, _load())
 
     def _crawler(self, system: str, n: int, args: list[str]) -> tuple[Run, dict[str, object]]:
         """One run of a crawler process (bare loop, advertools): its Run and what it printed."""
-        got, peak = _child([*args, self.site.url, str(self.opts.concurrency)], self.cpu)
+        got, peak = _child([*args, self.url, str(self.opts.concurrency)], self.cpu)
         self._expect(system, int(str(got["pages"])))
         seconds, cpu = float(str(got["seconds"])), float(str(got["cpu"]))
-        return Run(system, "-", n, self.opts.pages, seconds, cpu, peak, _load()), got
+        return Run(system, "-", n, self.pages, seconds, cpu, peak, _load()), got
 
     def advertools(self, n: int) -> Run:
         output = self.tmp / f"advertools_{n}.jl"
@@ -173,6 +212,17 @@ class Bench:
         return self._crawler(BARE, n, [sys.executable, "-m", "bench.lib.crawl_bare"])[0]
 
     def run_all(self) -> None:
+        for pages in self.opts.pages:
+            with self.at(pages):
+                self._rounds()
+        if self.opts.render:
+            with self.at(self.opts.render):
+                for n in range(1, self.opts.rounds + 1):
+                    for store in self.opts.stores:
+                        self._add(self.ours(store, n))  # raw beside it, on the same site
+                        self._add(self.ours(store, n, render="js"))
+
+    def _rounds(self) -> None:
         for n in range(1, self.opts.rounds + 1):
             # One after the other within a round, so a burst of other load meets them alike.
             if "ours" in self.opts.only:
@@ -197,7 +247,8 @@ class Bench:
         store = self.opts.stores[0]
         cli.progress(f"profile: one more audit ({store}) under py-spy")
         try:
-            run = self.ours(store, 0, on_start=attach)
+            with self.at(self.opts.pages[0]):
+                run = self.ours(store, 0, on_start=attach)
         finally:
             for proc in recorder:
                 spy.stop(proc)
@@ -222,9 +273,15 @@ def _environment(opts: Options, bench: Bench) -> list[str]:
         cli.machine(pg) + f"; load average at start {procstat.loadavg()}",
         cli.versions("aiohttp", "selectolax", "sqlalchemy", "psycopg"),
         pin,
-        f"site: {opts.pages:,} pages of ~8 KB, ~20 internal links each, robots.txt "
-        f"(Disallow: /private/, linked from {bench.blocked} pages) and sitemap.xml, served "
+        f"site: {', '.join(f'{n:,}' for n in opts.pages)} pages of ~8 KB, ~20 internal links "
+        "each, robots.txt (Disallow: /private/, linked from every 250th page below "
+        f"{MAX_PAGES:,} pages) and sitemap.xml (an index past {SITEMAP_URLS:,} URLs), served "
         "from memory by a raw asyncio server (bench/lib/auditsite.py)",
+        *(
+            [f'ours with render: "js" on a {opts.render:,}-page site beside ours raw on it']
+            if opts.render
+            else []
+        ),
         f"concurrency {opts.concurrency} for all three, no delay; ours: "
         f"SEOJOBS_SITE_AUDIT_CONCURRENCY={opts.concurrency}, SEOJOBS_FETCH_HOST_CONCURRENCY="
         f"{opts.concurrency}, SEOJOBS_FETCH_HOST_DELAY=0, every check on (external links, "
@@ -235,7 +292,9 @@ def _environment(opts: Options, bench: Bench) -> list[str]:
 def _notes(bench: Bench) -> list[str]:
     notes = [
         "seojobs: clock = the job's started_at (claim) to completed_at (site-wide checks and "
-        "summary written); CPU = the worker process's over the job; peak RSS = its VmHWM.",
+        "summary written); CPU = the worker process's over the job; peak RSS = its VmHWM "
+        '(render "js": the largest sum of PSS sampled every 0.1 s over the worker, Node and '
+        "Chromium, if larger).",
         "advertools: clock = the advertools.crawl() call (it starts `scrapy runspider`, whose "
         "start-up is part of it); CPU = its process and children; peak RSS = sampled sum over "
         "its process tree (pandas-importing parent + Scrapy child) every 50 ms.",
@@ -260,7 +319,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     with partial, ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_audit_")))
-        site = stack.enter_context(Site(opts.pages, 1 if opts.pin else None))
         if opts.pin:
             os.sched_setaffinity(0, {0})
         dbs = Databases(
@@ -269,13 +327,11 @@ def main(argv: list[str] | None = None) -> int:
             postgres="pg" in opts.stores,
             prefix="seojobs_audit",
         )
-        bench = Bench(opts, site, dbs, tmp)
-        results = bench.results
+        bench = Bench(opts, dbs, tmp, results)
         results.environment = _environment(opts, bench)
         bench.run_all()
         if opts.profile:
             profile = bench.profile()
-        bench.stats = site.stats()
     results.notes = _notes(bench)
     if opts.profile:
         results.extra = profile

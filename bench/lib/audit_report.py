@@ -13,10 +13,12 @@ from bench.lib.cli import columns, failed, judged
 OURS = "seojobs"
 PEER = "advertools"
 BARE = "bare aiohttp+selectolax"
-PEER_FACTOR = 6.0  # ours >= 6 x advertools' pages/s (issue 26; issue 13 asked 4)
-BARE_FACTOR = 0.2  # ours >= 0.2 x the bare loop's pages/s
+PEER_FACTOR = 8.0  # ours >= 8 x advertools' pages/s (issue 30.6; 26 asked 6, 13 asked 4)
+BARE_FACTOR = 0.25  # ours >= 0.25 x the bare loop's pages/s (issue 30.6; 13 asked 0.2)
+RSS_LIMIT = 300e6  # our worker's peak RSS at any size, up to 100,000 pages (issue 30.6)
 PG_FACTOR = 0.9  # ours on PostgreSQL >= 0.9 x ours on SQLite (issue 26)
 SQLITE, PG = f"{OURS} (sqlite)", f"{OURS} (pg)"
+RENDER = "render"  # in the label of a rendered audit's runs: reported beside the raw, not judged
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,10 @@ class Results:
         return found
 
     def pairs(self, ours: str, other: str) -> list[tuple[Run, Run]]:
-        """(ours, other) for every round that ran both."""
-        rounds: dict[int, dict[str, Run]] = defaultdict(dict)
+        """(ours, other) for every round that ran both, on a site of the same size."""
+        rounds: dict[tuple[int, int], dict[str, Run]] = defaultdict(dict)
         for run in self.runs:
-            rounds[run.round][run.label] = run
+            rounds[run.pages, run.round][run.label] = run
         return [(r[ours], r[other]) for r in rounds.values() if ours in r and other in r]
 
     def ratios(self, ours: str, other: str) -> list[float]:
@@ -97,8 +99,12 @@ def targets(results: Results) -> list[tuple[str, str, bool]]:
     labels = results.by_label()
     peer_rss = max((r.peak_rss for r in labels.get(PEER, [])), default=0)
     for label, runs in labels.items():
-        if not label.startswith(OURS):
+        if not label.startswith(OURS) or RENDER in label:
             continue
+        for pages in sorted({r.pages for r in runs}):
+            peak = max(r.peak_rss for r in runs if r.pages == pages)
+            target = f"{label} peak RSS <= {_mb(RSS_LIMIT)} at {pages:,} pages"
+            found.append((target, _mb(peak), peak <= RSS_LIMIT))
         for other, factor, name in (
             (PEER, PEER_FACTOR, "advertools'"),
             (BARE, BARE_FACTOR, "the bare loop's"),

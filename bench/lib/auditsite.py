@@ -19,6 +19,8 @@ CHILDREN = 10  # the tree's fan-out: 5,000 pages are 4 clicks deep at most
 OTHERS = 10  # links to pages elsewhere in the site, besides the children
 PRIVATE_EVERY = 250  # every 250th page (from 7) also links to /private/N
 DISALLOWED = "/private/"
+MAX_PAGES = 100_000  # site_audit's max_pages at most: a site this large links no /private/
+SITEMAP_URLS = 25_000  # per sitemap file (~1.3 MB: under fetch_max_bytes, 2 MB); then an index
 STATS_PATH = "/_stats"
 WORDS = [
     "crawl",
@@ -66,7 +68,10 @@ def links_of(n: int, pages: int) -> list[int]:
 
 
 def private_links(pages: int) -> list[str]:
-    return [f"{DISALLOWED}{n}" for n in range(7, pages, PRIVATE_EVERY)]
+    """The disallowed URLs the site links (none when they and the pages would pass
+    ``MAX_PAGES``: the audit would stop short of some pages)."""
+    found = [f"{DISALLOWED}{n}" for n in range(7, pages, PRIVATE_EVERY)]
+    return found if pages + len(found) <= MAX_PAGES else []
 
 
 def _paragraph(n: int, i: int) -> str:
@@ -77,7 +82,7 @@ def _paragraph(n: int, i: int) -> str:
 def page_html(n: int, pages: int) -> bytes:
     links = links_of(n, pages)
     anchors = [f'<li><a href="{page_path(m)}">Page {m} of the bench site</a></li>' for m in links]
-    if n % PRIVATE_EVERY == 7:
+    if n % PRIVATE_EVERY == 7 and private_links(pages):
         anchors.append(f'<li><a href="{DISALLOWED}{n}">Members only {n}</a></li>')
     body: list[str] = []
     for i in range(12):
@@ -119,12 +124,23 @@ def build(pages: int, port: int) -> dict[bytes, tuple[bytes, bytes]]:
     }
     robots = f"User-agent: *\nDisallow: {DISALLOWED}\n\nSitemap: {origin}/sitemap.xml\n"
     site[b"/robots.txt"] = _response("200 OK", "text/plain", robots.encode())
-    urls = "".join(f"<url><loc>{origin}{page_path(n)}</loc></url>" for n in range(pages))
-    sitemap = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>\n'
-    )
-    site[b"/sitemap.xml"] = _response("200 OK", "application/xml", sitemap.encode())
+    head = '<?xml version="1.0" encoding="UTF-8"?>\n'
+    xmlns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+    files = []
+    for first in range(0, pages, SITEMAP_URLS):
+        last = min(pages, first + SITEMAP_URLS)
+        urls = "".join(f"<url><loc>{origin}{page_path(n)}</loc></url>" for n in range(first, last))
+        files.append(f"{head}<urlset {xmlns}>{urls}</urlset>\n")
+    if len(files) > 1:  # a sitemap index and its files
+        for i, text in enumerate(files):
+            site[f"/sitemap-{i}.xml".encode()] = _response(
+                "200 OK", "application/xml", text.encode()
+            )
+        locs = "".join(
+            f"<sitemap><loc>{origin}/sitemap-{i}.xml</loc></sitemap>" for i in range(len(files))
+        )
+        files = [f"{head}<sitemapindex {xmlns}>{locs}</sitemapindex>\n"]
+    site[b"/sitemap.xml"] = _response("200 OK", "application/xml", files[0].encode())
     return site
 
 

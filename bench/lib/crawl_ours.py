@@ -25,6 +25,9 @@ from seojobs.store.db import Database
 
 START_TIMEOUT = 60.0
 POLL = 0.05  # seconds between reads of the job's state
+# A 100,000-page audit is charged past the default daily page quota (50,000).
+QUOTAS = {"audit_pages_daily": 10_000_000, "audit_pages_monthly": 10_000_000}
+SAMPLE = 0.1  # seconds between samples of the worker's process tree (render: Chromium's)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ def worker_env(url: str, concurrency: int) -> dict[str, str]:
         SEOJOBS_FETCH_HOST_CONCURRENCY=str(concurrency),
         SEOJOBS_FETCH_HOST_DELAY="0",
         SEOJOBS_LOG_FORMAT="plain",
+        **{f"SEOJOBS_QUOTA_{key.upper()}": str(limit) for key, limit in QUOTAS.items()},
     )
     return env
 
@@ -98,7 +102,7 @@ class WorkerProcess:
 
 def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:
     """A job created through ``services.jobs.create``, as the API creates it; its id."""
-    settings = Settings(database_url=url, allow_private_networks=True)
+    settings = Settings(database_url=url, allow_private_networks=True, quota_limits=QUOTAS)
     db = Database(url)
     try:
         services = Services(db, settings, load_registry(settings))
@@ -164,9 +168,12 @@ def audit(
     log: Path,
     cpu: int | None,
     on_start: Callable[[int], None] | None = None,
+    render: str = "raw",
 ) -> OursRun:
     """One audit by a fresh worker process; ``on_start`` gets its pid once it is idle (to
-    attach a profiler)."""
+    attach a profiler). Peak RSS: the worker's high-water mark (VmHWM), or with ``render``
+    "js" the largest sum sampled over it and its renderers (Node and Chromium, each by its
+    PSS: Chromium's processes share their libraries), whichever is larger."""
     worker = WorkerProcess(worker_env(url, concurrency), log, cpu)
     probe = Database(url, pool_size=1)
     try:
@@ -174,14 +181,19 @@ def audit(
         if on_start is not None:
             on_start(worker.proc.pid)
         cpu_before = procstat.proc_cpu(worker.proc.pid)
-        job_id = create_job(
-            url, user_id, "site_audit", {"start_url": start_url, "max_pages": max_pages}
-        )
-        _wait_done(probe, job_id, worker, timeout=60 + max_pages / 5)
+        tree = procstat.TreeSampler(worker.proc.pid, interval=SAMPLE, pss=render != "raw")
+        params = {"start_url": start_url, "max_pages": max_pages, "render": render}
+        job_id = create_job(url, user_id, "site_audit", params)
+        try:
+            _wait_done(
+                probe, job_id, worker, timeout=60 + max_pages / (5 if render == "raw" else 1)
+            )
+        finally:
+            sampled = tree.stop()
         used = procstat.proc_cpu(worker.proc.pid) - cpu_before
         peak = sum(procstat.peak_rss_bytes(p) for p in procstat.descendants(worker.proc.pid))
         seconds, pages, blocked, issues = _check(probe, job_id)
-        return OursRun(seconds, pages, blocked, used, peak, issues)
+        return OursRun(seconds, pages, blocked, used, max(peak, sampled), issues)
     finally:
         worker.stop()
         probe.dispose()

@@ -24,8 +24,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 
+from seojobs.browsers.reaper import MARKER_ENV
 from seojobs.kinds.web_vitals import WebVitalsSettings
-from seojobs.kinds.web_vitals.reaper import MARKER_ENV
 from seojobs.providers.base import ProviderError
 from seojobs.providers.crux import CruxClient
 from tests.api_helpers import TERMINAL, api, assert_problem

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -33,6 +34,7 @@ from seojobs.records import (
 )
 
 ITEM_PAGE = 200
+ROWS_CHUNK = 2000  # kind rows written per transaction (replace_rows)
 # How long a group of results waits for more (see JobContext._gather): a write costs about
 # half a millisecond of CPU whatever its size (SQLite, bench/check.py), and items that finish
 # one at a time (a host's politeness gate lets two pages through at once) would each pay it.
@@ -285,12 +287,19 @@ class JobContext(Generic[P]):
         return await self._host.project(self.job)
 
     async def replace_rows(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
-        """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), in
-        one transaction: a phase that runs again after a rescue leaves one set of rows."""
+        """Replace this job's rows in ``table``, a table its kind owns (``audit_pages``), a
+        chunk of ``ROWS_CHUNK`` rows per transaction, ``rows`` read as they are written (a
+        generator holds no more than a chunk: 100,000 audit pages): the first replaces
+        the job's rows, the later ones add to them. A phase that runs again after a rescue
+        starts with a replace, so it leaves one set of rows; the reads show a completed
+        job's rows only."""
         self.check()
-        replaced = list(rows)
-        async with self._writing:
-            await self._host.write(self.job, ReplaceRows(table, replaced))
+        found = iter(rows)
+        append = False
+        while (chunk := list(islice(found, ROWS_CHUNK))) or not append:
+            async with self._writing:
+                await self._host.write(self.job, ReplaceRows(table, chunk, append))
+            append = True
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes,

@@ -67,10 +67,12 @@ class Collect:
 
 @dataclass(frozen=True)
 class ReplaceRows:
-    """This job's rows in ``table``, a table its kind owns, replaced. Result: None."""
+    """This job's rows in ``table``, a table its kind owns, replaced (``append``: added to
+    those an earlier change of the same phase wrote). Result: None."""
 
     table: str
     rows: list[dict[str, Any]]
+    append: bool = False
 
 
 Change = RecordItems | AddItems | AddFinishedItem | SetFindings | Collect | ReplaceRows

@@ -610,8 +610,8 @@ class Worker:
                     data=data,
                     now=now,
                 )
-            case ReplaceRows(table, rows):
-                return kindrows.replace(conn, job.id, job.attempt, table, rows, now)
+            case ReplaceRows(table, rows, append):
+                return kindrows.replace(conn, job.id, job.attempt, table, rows, now, append=append)
             case _:
                 assert_never(change)
 

@@ -90,11 +90,15 @@ def replace(
     name: str,
     rows: Sequence[Mapping[str, Any]],
     now: datetime,
+    *,
+    append: bool = False,
 ) -> None:
-    """Replace the job's rows of table ``name`` with ``rows``, fenced by the job's claim."""
+    """Replace the job's rows of table ``name`` with ``rows`` (``append``: add them), fenced
+    by the job's claim."""
     found = table(name)
     fence(conn, job_id, attempt, now)
-    conn.execute(delete(found).where(found.c.job_id == job_id))
+    if not append:
+        conn.execute(delete(found).where(found.c.job_id == job_id))
     if rows and conn.dialect.name == "postgresql" and _copyable(found, rows[0]):
         _copy(conn, found, job_id, rows)
         return

@@ -29,6 +29,7 @@ from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
+from seojobs.kinds.site_audit.sitepages import SitePages
 from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
 from seojobs.records import ItemRecord
 
@@ -446,9 +447,13 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
     files = SiteFiles(page_key(params.start_url), robots.robots_url, robots.status, sitemaps_read)
     # Every page's record, read back once (an earlier claim's too) for the site-wide checks
-    # and the page table: each read of 5,000 records parses megabytes of JSON.
-    numbered = [(item.seq, item.result) async for item in ctx.items() if item.result]
-    pages = [page for _seq, page in numbered]
+    # and the page table (each read of 5,000 records parses megabytes of JSON), held in
+    # columns (sitepages: 100,000 pages within the worker's 300 MB).
+    pages = SitePages(known)
+    known.clear()  # the frontier's URLs are the pages' own now
+    async for item in ctx.items():
+        if item.result:
+            pages.add(item.seq, item.result)
     reporting = Reporting.of(params)
     found = site_findings(pages, listed, files, previous, params.thresholds)
     site = reporting.apply(found)
@@ -458,4 +463,4 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         data["crawl_budget_hit"] = frontier.out_of_time
     ctx.result = data
     await ctx.collect(parse_url(params.start_url).host, {"start_url": params.start_url, **data})
-    await write_pages(ctx, numbered)  # audit_pages, with in-link counts (reads: issue 13)
+    await write_pages(ctx, pages)  # audit_pages, with in-link counts (reads: issue 13)

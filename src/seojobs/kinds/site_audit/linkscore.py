@@ -27,8 +27,9 @@ def ranks(edges: Sequence[Sequence[int]], damping: float = DAMPING) -> list[floa
         return []
     rank = [1.0 / n] * n
     links = sum(map(len, edges))
+    nowhere = [i for i, targets in enumerate(edges) if not targets]
     for _round in range(max(MIN_ROUNDS, min(ROUNDS, EDGE_VISITS // max(links, 1)))):
-        dangling = sum(rank[i] for i in range(n) if not edges[i])
+        dangling = sum(rank[i] for i in nowhere)
         base = (1.0 - damping) / n + damping * dangling / n
         new = [base] * n
         for i, targets in enumerate(edges):
@@ -51,13 +52,15 @@ def link_scores(pages: Iterable[tuple[str, Iterable[str]]]) -> dict[str, int]:
         sorted({index[t] for t in links if t in index and index[t] != i})
         for i, (_url, links) in enumerate(listed)
     ]
-    found = ranks(edges)
+    found = scores(ranks(edges))
+    return {url: found[i] for url, i in index.items()}
+
+
+def scores(found: Sequence[float]) -> list[int]:
+    """Ranks on the 0-100 scale."""
     if not found:
-        return {}
+        return []
     n, top = len(found), max(found)
     # log(1 + rank * n): the average page (rank 1/n) sits at log 2, the best at the top.
     scale = math.log1p(top * n)
-    return {
-        url: round(100 * math.log1p(found[i] * n) / scale) if scale else 0
-        for url, i in index.items()
-    }
+    return [round(100 * math.log1p(r * n) / scale) if scale else 0 for r in found]

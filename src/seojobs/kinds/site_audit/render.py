@@ -1,15 +1,15 @@
 """JavaScript rendering for ``render: "js"`` audits: each fetched HTML page rendered again in
 Debian's Chromium, so the audit reads the DOM its scripts built and can say what they changed.
 
-The browsers are warm slots (``web_vitals/runner.py``'s, running ``render_worker.mjs``:
-puppeteer-core from the pinned Lighthouse's ``node_modules``), ``SEOJOBS_SITE_AUDIT_RENDER_
-CONCURRENCY`` of them per audit, each page in a browser context of its own and within
-``..._RENDER_TIMEOUT`` seconds. Chromium is held to the address policy as web vitals' is: the
-page's host must pass the fetcher's :class:`~seojobs.fetch.guard.AddressGuard`, and Chromium's
-``--host-resolver-rules`` map that host to the checked address and every other name to
-``~NOTFOUND`` (a subresource on another host is then a blocked resource, reported). A page
-that cannot be rendered is audited from its raw HTML, with a ``render_failed`` finding: one
-page's failure never fails the audit.
+The browsers are warm slots (``seojobs.browsers.slots``, web vitals' too) running
+``render_worker.mjs`` (puppeteer-core from the pinned Lighthouse's ``node_modules``),
+``SEOJOBS_SITE_AUDIT_RENDER_CONCURRENCY`` of them per audit, each page in a browser context of
+its own and within ``..._RENDER_TIMEOUT`` seconds. Chromium is held to the address policy as
+web vitals' is: the page's host must pass the fetcher's
+:class:`~seojobs.fetch.guard.AddressGuard`, and Chromium's ``--host-resolver-rules`` map that
+host to the checked address and every other name to ``~NOTFOUND`` (a subresource on another
+host is then a blocked resource, reported). A page that cannot be rendered is audited from its
+raw HTML, with a ``render_failed`` finding: one page's failure never fails the audit.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seojobs.browsers import slots
+from seojobs.browsers.slots import BrowserFailed, resolver_rules
 from seojobs.engine.context import JobFailed
 from seojobs.fetch import FetchError
 from seojobs.fetch.guard import AddressGuard, GuardPolicy
 from seojobs.fetch.urls import parse_url
-from seojobs.kinds.web_vitals import runner
-from seojobs.kinds.web_vitals.measure import resolver_rules
-from seojobs.kinds.web_vitals.report import LighthouseFailed
 from seojobs.settings import Settings
 
 RENDER_JS = str(Path(__file__).resolve().with_name("render_worker.mjs"))
@@ -52,7 +51,7 @@ class Renderer:
     """A job's warm browsers; :meth:`render` takes a free one."""
 
     def __init__(self, settings: Settings, kind_settings: Any) -> None:
-        self.browser = runner.Browser(
+        self.browser = slots.Browser(
             lighthouse=kind_settings.render_lighthouse_path,
             chrome=kind_settings.render_chrome_path,
             # The page's own limit is the worker's; the slot's is a margin over it.
@@ -68,10 +67,10 @@ class Renderer:
         )
         recycle = kind_settings.render_recycle_after
         self.slots = [
-            runner.Slot(self.browser, recycle, script=RENDER_JS, label="Chromium")
+            slots.Slot(self.browser, recycle, script=RENDER_JS, label="Chromium")
             for _ in range(kind_settings.render_concurrency)
         ]
-        self.free: asyncio.Queue[runner.Slot] = asyncio.Queue()
+        self.free: asyncio.Queue[slots.Slot] = asyncio.Queue()
         for slot in self.slots:
             self.free.put_nowait(slot)
 
@@ -84,7 +83,7 @@ class Renderer:
             if not Path(path).is_file():
                 code = CHROMIUM_MISSING if name == "Chromium" else RENDERER_MISSING
                 raise JobFailed(code, f'render "js" needs {name}: none at {path} ({hint})')
-        modules = Path(runner.node_modules(self.browser.lighthouse)) / "puppeteer-core"
+        modules = Path(slots.node_modules(self.browser.lighthouse)) / "puppeteer-core"
         if not modules.is_dir():
             raise JobFailed(
                 RENDERER_MISSING,
@@ -101,14 +100,14 @@ class Renderer:
             return Rendered(None, error=f"{exc.kind}: {exc.message}")
         ask = {
             "url": url,
-            "chrome_flags": [*runner.CHROME_FLAGS, f"--host-resolver-rules={rules}"],
+            "chrome_flags": [*slots.CHROME_FLAGS, f"--host-resolver-rules={rules}"],
             "timeout_ms": int(self.page_timeout * 1000),
             "max_bytes": self.max_bytes,
         }
         slot = await self.free.get()
         try:
             answer, out = await slot.call(ask, url)
-        except LighthouseFailed as exc:
+        except BrowserFailed as exc:
             return Rendered(None, error=exc.message)
         finally:
             self.free.put_nowait(slot)

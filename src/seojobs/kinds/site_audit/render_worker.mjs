@@ -2,7 +2,7 @@
 // Chromium it launched (puppeteer-core, from the pinned Lighthouse's node_modules) and keeps
 // between pages (relaunched after RECYCLE pages, or when a page needs other Chromium flags:
 // the host rules that hold it to the address the audit's policy checked). Started by
-// web_vitals/runner.py's Slot under its reaper, so it and its Chromium die with the worker.
+// seojobs/browsers/slots.py's Slot under its reaper, so it and its Chromium die with the worker.
 //
 //   node render_worker.mjs NODE_MODULES CHROME_PATH RECYCLE
 //

@@ -15,7 +15,7 @@ from seojobs.fetch import Fetcher
 from seojobs.fetch.urls import origin_of, parse_url
 
 MAX_SITEMAPS = 50  # files fetched per audit, indexes included
-MAX_URLS = 50_000  # the sitemaps.org limit of one file, also ours over all of them
+MAX_URLS = 100_000  # over all of them: max_pages at its most (two files of sitemaps.org's 50,000)
 _LOC = re.compile(r"<loc>\s*(.*?)\s*</loc>", re.IGNORECASE | re.DOTALL)
 _INDEX = re.compile(r"<sitemapindex[\s>]", re.IGNORECASE)
 _GZIP_MAGIC = b"\x1f\x8b"

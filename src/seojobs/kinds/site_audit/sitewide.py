@@ -7,7 +7,7 @@ sees the pages an earlier worker recorded as well as its own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +15,16 @@ from seojobs.engine.context import Finding
 from seojobs.kinds.site_audit.check import SAMPLE as _SAMPLE
 from seojobs.kinds.site_audit.checks import SEVERITIES, SEVERITY, Severity, finding
 from seojobs.kinds.site_audit.params import Thresholds
+from seojobs.kinds.site_audit.sitepages import SitePages
 
-Record = dict[str, Any]
+Record = Mapping[str, Any]
+# Every page's record, as the crawl holds them (sitepages.SitePages), or a list in tests.
+Pages = Sequence[Record]
+ByRecord = Mapping[str, Record]
 IMAGE_MAX_KB = 100  # an image the crawl fetched over this is img_too_large (as Ahrefs has it)
 
 
-def _duplicates(pages: list[Record], field: str, code: str) -> Iterator[Finding]:
+def _duplicates(pages: Pages, field: str, code: str) -> Iterator[Finding]:
     groups: dict[str, list[str]] = defaultdict(list)
     for page in pages:
         value = page.get(field)
@@ -33,7 +37,7 @@ def _duplicates(pages: list[Record], field: str, code: str) -> Iterator[Finding]
                 yield finding(code, url, {field: value, "also_on": others})
 
 
-def _variants(pages: list[Record], code: str, key: Callable[[str], str]) -> Iterator[Finding]:
+def _variants(pages: Pages, code: str, key: Callable[[str], str]) -> Iterator[Finding]:
     """URLs that differ only in a way ``key`` takes out, each answering 200 itself."""
     groups: dict[str, list[str]] = defaultdict(list)
     for page in pages:
@@ -51,7 +55,7 @@ def _without_slash(url: str) -> str:
     return head + mark + query
 
 
-def _links(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+def _links(pages: Pages, by_url: ByRecord) -> Iterator[Finding]:
     for page in pages:
         found: dict[str, list[Any]] = defaultdict(list)
         for target in page.get("links", ()):
@@ -79,7 +83,7 @@ def _chain(page: Record) -> bool:
 _BACK = {"next": "prev", "prev": "next"}
 
 
-def _pagination(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+def _pagination(pages: Pages, by_url: ByRecord) -> Iterator[Finding]:
     """rel=next/prev: each target answers 200 itself and names the page back the other way."""
     for page in pages:
         problems = []
@@ -96,7 +100,7 @@ def _pagination(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Find
             yield finding("pagination_inconsistent", page["url"], {"links": problems[:_SAMPLE]})
 
 
-def _canonicals(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+def _canonicals(pages: Pages, by_url: ByRecord) -> Iterator[Finding]:
     for page in pages:
         target = page.get("canonical")
         linked = by_url.get(target) if target and target != page["url"] else None
@@ -123,7 +127,7 @@ def _alternate(page: Record, other: Record) -> str | None:
     return None
 
 
-def _hreflang(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+def _hreflang(pages: Pages, by_url: ByRecord) -> Iterator[Finding]:
     for page in pages:
         found: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for language, target in (page.get("hreflang") or {}).items():
@@ -137,7 +141,7 @@ def _hreflang(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Findin
             yield finding(code, page["url"], {"alternates": alternates[:_SAMPLE]})
 
 
-def _clusters(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+def _clusters(pages: Pages, by_url: ByRecord) -> Iterator[Finding]:
     """An hreflang cluster is one set of alternates every member names alike: an alternate
     that names the page back (else that is its own finding) with other alternates than the
     page's is an incomplete or inconsistent cluster."""
@@ -181,9 +185,7 @@ def _listed(url: str, crawled: Record) -> Iterator[Finding]:
                 yield finding(code, url, {"reason": reason, "canonical": crawled.get("canonical")})
 
 
-def _sitemaps(
-    pages: list[Record], by_url: dict[str, Record], listed: list[str]
-) -> Iterator[Finding]:
+def _sitemaps(pages: Pages, by_url: ByRecord, listed: list[str]) -> Iterator[Finding]:
     in_sitemaps = set(listed)
     for page in pages:
         # A page reached by no link is a sitemap's, or else the previous audit's (_orphans).
@@ -200,7 +202,7 @@ def _sitemaps(
                 yield finding("indexable_not_in_sitemap", page["url"], {"in_sitemaps": False})
 
 
-def _orphans(pages: list[Record], listed: list[str], previous: list[str]) -> Iterator[Finding]:
+def _orphans(pages: Pages, listed: list[str], previous: list[str]) -> Iterator[Finding]:
     """Pages the previous audit crawled that still answer 200, reached now by no link and
     listed in no sitemap (issue 30.3; a sitemap's are ``sitemap_url_not_linked``)."""
     before, in_sitemaps = set(previous), set(listed)
@@ -211,7 +213,7 @@ def _orphans(pages: list[Record], listed: list[str], previous: list[str]) -> Ite
             yield finding("orphan_page", url, {"in_previous_audit": True, "linked": False})
 
 
-def _weight(pages: list[Record], by_url: dict[str, Record], limit_kb: int) -> Iterator[Finding]:
+def _weight(pages: Pages, by_url: ByRecord, limit_kb: int) -> Iterator[Finding]:
     """Pages heavier than ``limit_kb``: their HTML and the subresources of the site the crawl
     fetched (those it did not fetch are counted, their bytes unknown)."""
     for page in pages:
@@ -231,7 +233,7 @@ def _weight(pages: list[Record], by_url: dict[str, Record], limit_kb: int) -> It
             yield finding("page_weight_high", page["url"], evidence)
 
 
-def _single_inlink(pages: list[Record]) -> Iterator[Finding]:
+def _single_inlink(pages: Pages) -> Iterator[Finding]:
     """Indexable pages (the start page aside) that one other crawled page links to."""
     linking: Counter[str] = Counter(
         target for page in pages for target in page.get("links", ()) if target != page["url"]
@@ -243,7 +245,7 @@ def _single_inlink(pages: list[Record]) -> Iterator[Finding]:
             yield finding("single_inlink", page["url"], {"in_links": 1})
 
 
-def _resources(pages: list[Record], by_url: dict[str, Record]) -> Iterator[Finding]:
+def _resources(pages: Pages, by_url: ByRecord) -> Iterator[Finding]:
     """What a page loads from the site (images, scripts, styles) that the crawl fetched and
     that answered an error or redirected, or is an image heavier than ``IMAGE_MAX_KB``."""
     for page in pages:
@@ -289,7 +291,7 @@ def _files(files: SiteFiles, listed: list[str]) -> Iterator[Finding]:
 
 
 def site_findings(
-    pages: list[Record],
+    pages: Pages,
     listed: list[str],
     files: SiteFiles | None = None,
     previous: Sequence[str] = (),
@@ -298,7 +300,7 @@ def site_findings(
     """``listed``: the (normalised, in-scope) URLs the site's sitemaps list; ``previous``:
     those the project's previous audit of the site crawled with a 200."""
     limits = thresholds or Thresholds()
-    by_url = {page["url"]: page for page in pages}
+    by_url = pages.by_url if isinstance(pages, SitePages) else {p["url"]: p for p in pages}
     return [
         *_duplicates(pages, "title", "title_duplicate"),
         *_duplicates(pages, "description", "meta_description_duplicate"),
@@ -321,7 +323,7 @@ def site_findings(
 
 
 def summary(
-    pages: list[Record],
+    pages: Pages,
     site: list[Finding],
     max_pages: int,
     severity: dict[str, Severity] = SEVERITY,

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seojobs.browsers.slots import resolver_rules
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import FetchError
-from seojobs.fetch.guard import AddressGuard, GuardPolicy, parse_ip_host
+from seojobs.fetch.guard import AddressGuard, GuardPolicy
 from seojobs.fetch.urls import parse_url
 from seojobs.kinds.web_vitals import report, runner
 from seojobs.kinds.web_vitals.params import WebVitalsParams
@@ -34,15 +35,6 @@ MEASURED = "measured"
 def subject(form_factor: str, url: str) -> str:
     """A collection's subject: one per URL and form factor (a space never occurs in a URL)."""
     return f"{form_factor} {url}"
-
-
-def resolver_rules(host: str, addresses: tuple[Any, ...]) -> str:
-    """Chromium's host rules keeping it on what the guard checked."""
-    if parse_ip_host(host) is not None:
-        return f"MAP * ~NOTFOUND, EXCLUDE {host}"
-    address = addresses[0]
-    target = f"[{address}]" if address.version == 6 else str(address)
-    return f"MAP {host} {target}, MAP * ~NOTFOUND"
 
 
 @dataclass

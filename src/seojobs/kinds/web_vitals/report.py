@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seojobs.browsers.slots import BrowserFailed
+
 # Our name -> (the audit, the simulated key and the observed key in ``metrics``). Lighthouse
 # has no observed TBT; TTFB's audit (server-response-time) is itself the observed value.
 METRICS: dict[str, tuple[str, str, str | None]] = {
@@ -34,13 +36,9 @@ THRESHOLDS: dict[str, tuple[float, float]] = {
 GOOD, NEEDS_IMPROVEMENT, POOR = "good", "needs_improvement", "poor"
 
 
-class LighthouseFailed(Exception):
-    """The report says the run failed (``runtimeError``) or is not a report at all."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+# The report says the run failed (``runtimeError``) or is not a report at all; or the slot
+# failed (timeout, dead worker): one error for both.
+LighthouseFailed = BrowserFailed
 
 
 def rating(metric: str, value: float | None) -> str | None:

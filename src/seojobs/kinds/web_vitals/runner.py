@@ -15,46 +15,23 @@ import contextlib
 import json
 import os
 import shlex
-import signal
 import sys
 import tempfile
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seojobs.kinds.web_vitals import reaper
+from seojobs.browsers import reaper, slots
+from seojobs.browsers.slots import (
+    CHROME_FLAGS,
+    REAPER,
+    TIMEOUT,
+    Browser,
+    kill_run,
+    run_marker,
+)
 from seojobs.kinds.web_vitals.report import LighthouseFailed
 
-REAPER = str(Path(reaper.__file__).resolve())
-TIMEOUT = "lighthouse_timeout"
-# Chromium's flags: headless, no first-run or background traffic of its own.
-CHROME_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
-
-
-@dataclass(frozen=True)
-class Browser:
-    lighthouse: str
-    chrome: str
-    timeout: float
-    max_wait: float = 45.0
-    throttling: str | None = None
-    node: str = "node"
-
-
-def run_marker() -> str:
-    """The marker of one run: the worker's pid first, so a test can find a worker's runs."""
-    return f"{os.getpid()}-{uuid.uuid4().hex}"
+__all__ = ["CHROME_FLAGS", "TIMEOUT", "Browser", "Pool", "Slot", "command", "lighthouse"]
 
 
 def command(
@@ -76,22 +53,6 @@ def command(
     if browser.throttling:
         cmd.append(f"--throttling-method={browser.throttling}")
     return cmd
-
-
-async def _kill(process: asyncio.subprocess.Process, marker: str) -> None:
-    """The reaper sweeps the run on SIGTERM; then the group and the sweep from here, in case
-    the reaper itself could not (it may have been killed first)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signal.SIGTERM)
-    try:
-        async with asyncio.timeout(5):
-            await process.wait()
-    except TimeoutError:
-        pass
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    await asyncio.to_thread(reaper.sweep, marker)
-    await process.wait()
 
 
 async def lighthouse(browser: Browser, url: str, form_factor: str, resolver_rules: str) -> Any:
@@ -125,11 +86,11 @@ async def lighthouse(browser: Browser, url: str, form_factor: str, resolver_rule
             async with asyncio.timeout(browser.timeout):
                 _, stderr = await process.communicate()
         except TimeoutError:
-            await _kill(process, marker)
+            await kill_run(process, marker)
             message = f"Lighthouse ran past {browser.timeout:g}s on {url} ({form_factor}): killed"
             raise LighthouseFailed(TIMEOUT, message) from None
         except BaseException:  # cancelled (job cancelled, worker stopping): no browser left
-            await asyncio.shield(_kill(process, marker))
+            await asyncio.shield(kill_run(process, marker))
             raise
         try:
             return json.loads(await asyncio.to_thread(Path(out).read_bytes))
@@ -142,12 +103,6 @@ async def lighthouse(browser: Browser, url: str, form_factor: str, resolver_rule
 
 
 WORKER_JS = str(Path(__file__).resolve().with_name("lighthouse_worker.mjs"))
-
-
-def node_modules(lighthouse_cli: str) -> str:
-    """The ``node_modules`` folder holding the Lighthouse whose CLI is ``lighthouse_cli``
-    (``node_modules/.bin/lighthouse`` links to ``node_modules/lighthouse/cli/index.js``)."""
-    return str(Path(lighthouse_cli).resolve().parents[2])
 
 
 def request(
@@ -170,61 +125,11 @@ def request(
     }
 
 
-class Slot:
-    """One warm Node process (Lighthouse's Node API) and the Chromium it keeps, under the
-    reaper in a session of its own, with a scratch directory (its ``TMPDIR``) and a marker."""
+class Slot(slots.Slot):
+    """A warm slot running Lighthouse's Node API (``lighthouse_worker.mjs``)."""
 
-    def __init__(
-        self, browser: Browser, recycle: int, script: str = "", label: str = "Lighthouse"
-    ) -> None:
-        """``script``: the Node worker (Lighthouse's by default; the site audit's renderer
-        uses the same slots with its own); ``label`` names it in errors."""
-        self.browser, self.recycle = browser, recycle
-        self.script, self.label = script or WORKER_JS, label
-        self.process: asyncio.subprocess.Process | None = None
-        self.marker = ""
-        self.scratch: tempfile.TemporaryDirectory[str] | None = None
-        self.sent = 0
-
-    async def _start(self) -> asyncio.subprocess.Process:
-        self.marker = run_marker()
-        self.scratch = tempfile.TemporaryDirectory(prefix="seojobs-lh-")
-        env = {
-            **os.environ,
-            "CHROME_PATH": self.browser.chrome,
-            "TMPDIR": self.scratch.name,
-            reaper.MARKER_ENV: self.marker,
-        }
-        path = os.path.join(self.scratch.name, "stderr.txt")
-        with await asyncio.to_thread(open, path, "wb") as stderr:
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                REAPER,
-                str(os.getpid()),
-                "--",
-                self.browser.node,
-                self.script,
-                node_modules(self.browser.lighthouse),
-                self.browser.chrome,
-                str(self.recycle),
-                env=env,
-                cwd=self.scratch.name,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=stderr,
-                start_new_session=True,
-                limit=1 << 20,
-            )
-        return self.process
-
-    def _stderr(self) -> str:
-        if self.scratch is None:
-            return ""
-        path = Path(self.scratch.name) / "stderr.txt"
-        with contextlib.suppress(OSError):
-            return path.read_text("utf-8", "replace").strip()[-500:]
-        return ""
+    def __init__(self, browser: Browser, recycle: int) -> None:
+        super().__init__(browser, recycle, WORKER_JS, "Lighthouse")
 
     async def run(self, url: str, form_factor: str, resolver_rules: str) -> Any:
         """One Lighthouse run in this slot; the same contract as :func:`lighthouse`."""
@@ -240,63 +145,6 @@ class Slot:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(out)
-
-    async def call(self, ask: dict[str, Any], what: str) -> tuple[dict[str, Any], str]:
-        """Send one request (its ``id`` and ``out`` set here) and wait for its answer, within
-        the browser's timeout: the answer and the file the worker may have written (the
-        caller removes it). A timeout, a cancel or a dead worker ends the slot (the next call
-        starts it afresh) and raises :class:`LighthouseFailed` (or the cancel)."""
-        process = self.process or await self._start()
-        assert process.stdin is not None and process.stdout is not None and self.scratch
-        self.sent += 1
-        out = os.path.join(self.scratch.name, f"report-{self.sent}.json")
-        ask = {**ask, "id": self.sent, "out": out}
-        try:
-            async with asyncio.timeout(self.browser.timeout):
-                process.stdin.write(json.dumps(ask).encode() + b"\n")
-                await process.stdin.drain()
-                answer = await self._answer(process, self.sent)
-        except TimeoutError:
-            await self.close(kill=True)
-            message = f"{self.label} ran past {self.browser.timeout:g}s on {what}: killed"
-            raise LighthouseFailed(TIMEOUT, message) from None
-        except BaseException:  # cancelled (job cancelled, worker stopping): no browser left
-            await asyncio.shield(self.close(kill=True))
-            raise
-        if answer is None:  # the slot died: it is started afresh for the next run
-            why = self._stderr() or f"exit {process.returncode}"
-            await self.close(kill=True)
-            raise LighthouseFailed("lighthouse_error", f"{self.label}'s worker ended ({why})")
-        return answer, out
-
-    @staticmethod
-    async def _answer(process: asyncio.subprocess.Process, wanted: int) -> dict[str, Any] | None:
-        assert process.stdout is not None
-        while line := await process.stdout.readline():
-            with contextlib.suppress(ValueError):
-                answer = json.loads(line)
-                if isinstance(answer, dict) and answer.get("id") == wanted:
-                    return answer
-        return None
-
-    async def close(self, *, kill: bool = False) -> None:
-        """End the slot: politely (end of input: Node kills its Chromium) unless ``kill``,
-        then the reaper's sweep and the worker's own, as for a cold run."""
-        process, self.process = self.process, None
-        if process is not None:
-            if not kill and process.stdin is not None:
-                with contextlib.suppress(OSError):
-                    process.stdin.close()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(10):
-                        await process.wait()
-            if process.returncode is None:
-                await _kill(process, self.marker)
-            else:  # ended by itself: its reaper swept already; once more, to be sure
-                await asyncio.to_thread(reaper.sweep, self.marker)
-        if self.scratch is not None:
-            await asyncio.to_thread(self.scratch.cleanup)
-            self.scratch = None
 
 
 class Pool:
