@@ -140,6 +140,29 @@ def test_concurrent_lookups_each_get_their_own_answer(svc: Services) -> None:
     assert [job.id if job else None for job in found] == [j for j, _ in asks[:-2]] + [None, None]
 
 
+@pytest.mark.stores("postgresql")
+def test_a_cancelled_lookup_leaves_the_others_of_its_batch_answered(svc: Services) -> None:
+    # Lookups of one job share a query; a request that goes away (its lookup cancelled)
+    # must not cancel the answer of the others waiting for the same job.
+    alice = svc.accounts.create_user("alice").user
+    job_id = svc.jobs.create(alice, indexing.CHECK, {"urls": URLS})[0].id
+
+    async def read() -> list[JobRecord | None]:
+        try:
+            await svc.reads.job(job_id, alice.id)  # the pool open, so lookups batch
+            lookups = [asyncio.create_task(svc.reads.job(job_id, alice.id)) for _ in range(6)]
+            await asyncio.sleep(0)  # each lookup is waiting for its batch
+            lookups[1].cancel()
+            lookups[4].cancel()
+            kept = [task for i, task in enumerate(lookups) if i not in (1, 4)]
+            return list(await asyncio.gather(*kept))
+        finally:
+            await svc.reads.close()
+
+    found = asyncio.run(read())
+    assert [job.id if job else None for job in found] == [job_id] * 4
+
+
 def test_follow_up_check_is_read_as_on_the_slow_path(svc: Services) -> None:
     user = svc.accounts.create_user("alice").user
     submit, _ = svc.jobs.create(

@@ -87,3 +87,29 @@ async def test_a_slow_request_on_a_database_that_answers_is_left_alone() -> None
 async def test_an_exempt_path_is_never_refused() -> None:
     sent, handler_ran = await _run(answers=False, path="/healthz")
     assert handler_ran and sent[0]["status"] == 200
+
+
+async def test_every_request_gets_its_deadline_from_the_one_timer() -> None:
+    """One timer serves every open request: requests that start after an earlier one was
+    answered, and while another is open, are still refused once slow on a dead database."""
+    release = asyncio.Event()
+    deadline = DatabaseDeadline(DatabaseGate(_dead, retry_every=60), slow_after=SLOW)
+    layer = Observe(_app(asyncio.Event(), release), deadline)
+    release.set()  # the first request is answered at once, before its deadline
+    fast: list[dict[str, Any]] = []
+    await _request(layer, "/v1/projects", fast)
+    release.clear()
+    hung: list[list[dict[str, Any]]] = [[], []]
+    tasks = []
+    for sent in hung:  # then two that wait on the driver, started SLOW / 2 apart
+        tasks.append(asyncio.create_task(_request(layer, "/v1/projects", sent)))
+        await asyncio.sleep(SLOW / 2)
+    while any(len(sent) < 2 for sent in hung):
+        await asyncio.sleep(SLOW / 4)
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 5)
+    assert [fast[0]["status"], *(sent[0]["status"] for sent in hung)] == [200, 503, 503]
+
+
+async def _dead(_timeout: float) -> bool:
+    return False

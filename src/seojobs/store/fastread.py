@@ -93,7 +93,7 @@ class FastReads:
             f"WHERE parent_id = {mark} AND kind = {mark} ORDER BY id"
         )
         # PostgreSQL: concurrent lookups wait for one query of all their ids (see _batch).
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._waiting: dict[int, list[asyncio.Future[Any]]] = {}
         self._flushers: set[asyncio.Task[None]] = set()
         database = db.url.database
         self._on_loop = not sqlite or database not in (None, "", ":memory:")
@@ -259,17 +259,16 @@ class FastReads:
         Every read starts after its request arrived, so an answer is never older than the
         request.
         """
-        waiting = self._waiting.get(job_id)
-        if waiting is None:
-            waiting = self._waiting[job_id] = asyncio.get_running_loop().create_future()
-            # Retrieve a failure even if every waiter has gone (no "never retrieved" noise).
-            waiting.add_done_callback(lambda f: f.cancelled() or f.exception())
-            if len(self._flushers) < BATCHES_IN_FLIGHT:
-                task = asyncio.create_task(self._flush(), name="seojobs-status-reads")
-                self._flushers.add(task)
-                task.add_done_callback(self._flushers.discard)
-        # shield: one cancelled request (client gone) must not cancel the others' lookup.
-        return await asyncio.shield(waiting)
+        # A future of its own per request: one cancelled (its client gone) is skipped by the
+        # batch and cancels nothing else. (One shared per id, behind asyncio.shield, cost a
+        # second future and three callbacks per request.)
+        waiting = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(job_id, []).append(waiting)
+        if len(self._flushers) < BATCHES_IN_FLIGHT:
+            task = asyncio.create_task(self._flush(), name="seojobs-status-reads")
+            self._flushers.add(task)
+            task.add_done_callback(self._flushers.discard)
+        return await waiting
 
     async def _flush(self) -> None:
         while self._waiting:
@@ -277,14 +276,17 @@ class FastReads:
             try:
                 rows = await self._pg_rows(self._job_sql, (list(batch),))
             except Exception as exc:
-                for future in batch.values():
-                    if not future.done():
-                        future.set_exception(exc)
+                for futures in batch.values():
+                    for future in futures:
+                        if not future.done():
+                            future.set_exception(exc)
                 continue
             found = {row[0]: row for row in rows}
-            for job_id, future in batch.items():
-                if not future.done():
-                    future.set_result(found.get(job_id))
+            for job_id, futures in batch.items():
+                row = found.get(job_id)
+                for future in futures:
+                    if not future.done():
+                        future.set_result(row)
 
     def _job_slow(self, job_id: int, user_id: int) -> JobRecord | None:
         with self.db.read() as conn:
