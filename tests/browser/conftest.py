@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,10 @@ class Site:
     def url(self, path: str) -> str:
         return self.base + path
 
-    def user(self, name: str = "browser") -> tuple[UserRecord, str]:
-        """A new user and their API key."""
-        made = self.services.accounts.create_user(name)
+    def user(self, name: str | None = None) -> tuple[UserRecord, str]:
+        """A new user and their API key (user names are unique: by default a new one, as a
+        module's tests share its server)."""
+        made = self.services.accounts.create_user(name or f"browser-{uuid.uuid4().hex[:8]}")
         return made.user, made.api_key
 
 
