@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync
 
 from seojobs.records import UserRecord
 from seojobs.services import Services
-from tests.conftest import ROOT, subprocess_env
+from tests.conftest import ROOT, migrated_sqlite, subprocess_env
 from tests.e2e.conftest import spawn  # noqa: F401  (the fixture, for this folder's tests)
 from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok
 
@@ -70,29 +71,38 @@ class Site:
     def url(self, path: str) -> str:
         return self.base + path
 
-    def user(self, name: str = "browser") -> tuple[UserRecord, str]:
-        """A new user and their API key."""
-        made = self.services.accounts.create_user(name)
+    def user(self, name: str | None = None) -> tuple[UserRecord, str]:
+        """A new user and their API key (user names are unique: by default a new one, as a
+        module's tests share its server)."""
+        made = self.services.accounts.create_user(name or f"browser-{uuid.uuid4().hex[:8]}")
         return made.user, made.api_key
 
 
-@pytest.fixture
-def site(spawn: Spawner, sqlite_url: str) -> Iterator[Site]:  # noqa: F811
-    """`seojobs serve` with its in-process worker and the test kinds, on a SQLite file."""
-    port = free_port()
-    proc = spawn(
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        env=subprocess_env(sqlite_url),
-        name="serve",
-    )
-    base = f"http://127.0.0.1:{port}"
-    wait_http_ok(proc, f"{base}/readyz")
-    with open_services(sqlite_url) as services:
-        yield Site(base, services)
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """`seojobs serve` with its in-process worker and the test kinds, on a SQLite file: one per
+    module, its tests each signed in as a user of their own (the dashboard shows a user only
+    their own projects and jobs), as the API is multi-tenant."""
+    workdir = tmp_path_factory.mktemp("site")
+    sqlite_url = migrated_sqlite(workdir)
+    spawner = Spawner(workdir)
+    try:
+        port = free_port()
+        proc = spawner(
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            env=subprocess_env(sqlite_url),
+            name="serve",
+        )
+        base = f"http://127.0.0.1:{port}"
+        wait_http_ok(proc, f"{base}/readyz")
+        with open_services(sqlite_url) as services:
+            yield Site(base, services)
+    finally:
+        spawner.stop_all()
 
 
 @pytest.fixture

@@ -29,6 +29,10 @@ from tests.waiting import wait_until
 SEOJOBS = Path(sys.executable).parent / "seojobs"
 # Generous bounds for a process to do something; never used as a sleep.
 PROCESS_TIMEOUT = 60.0
+# A server's start (its imports, the app, the worker) on a loaded machine: a minute was not
+# always enough there (a 2-core machine running several suites). The wait fails at once if the
+# process dies, so the bound costs nothing when it starts.
+STARTUP_TIMEOUT = 180.0
 SCHEMA_TABLES = {"users", "projects", "schedules", "jobs", "job_items", "leaders"}
 
 
@@ -155,7 +159,7 @@ def wait_http_ok(proc: Proc, url: str) -> None:
             )
         return _get_status(url) == 200
 
-    wait_until(check, timeout=PROCESS_TIMEOUT)
+    wait_until(check, timeout=STARTUP_TIMEOUT)
 
 
 @contextlib.contextmanager

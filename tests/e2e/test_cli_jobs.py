@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from seojobs.client import Client, ProjectJob
@@ -22,16 +21,15 @@ from seojobs.store.db import Database
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import (
     SEOJOBS,
-    Proc,
     Spawner,
     env_without_seojobs,
     free_port,
     open_services,
+    wait_http_ok,
 )
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.server import serve
 from tests.kinds import log_metadata
-from tests.waiting import wait_until
 
 INDEXNOW_KEY = "0123456789abcdef"
 FAST = ("--interval", "0.1")
@@ -69,25 +67,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         spawner = Spawner(workdir)
         try:
             proc = spawner("serve", "--port", str(port), env=env, name="serve")
-            ready(proc, f"http://127.0.0.1:{port}/readyz")
+            wait_http_ok(proc, f"http://127.0.0.1:{port}/readyz")
             yield Server(f"http://127.0.0.1:{port}", db_url, indexnow)
         finally:
             spawner.stop_all()
-
-
-def ready(proc: Proc, url: str) -> None:
-    """Wait until ``url`` answers 200; fail at once, with the log, if the process died. The
-    bound is generous: on a loaded machine a server's imports alone can take a while."""
-
-    def check() -> bool:
-        if not proc.alive():
-            raise AssertionError(f"serve exited before {url} answered:\n{proc.output()}")
-        try:
-            return httpx.get(url, timeout=2.0).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    wait_until(check, timeout=120)
 
 
 @dataclass

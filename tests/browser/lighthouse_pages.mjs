@@ -1,0 +1,56 @@
+// Lighthouse on many pages in one Node process and one Chromium (tests/browser/test_lighthouse.py:
+// audit_pages). Each page goes through the CLI's own steps (cli/bin.js, cli/run.js: its flags
+// parsed from the same arguments, the preset's config, lighthouse(), saveResults) in a fresh
+// browser context (its own cookies, cache and storage, as the CLI's fresh profile): one CLI run
+// per page cost a Node start and a Chromium launch each, about half of its CPU.
+//
+// node lighthouse_pages.mjs < SPEC.json; SPEC: {modules: lighthouse/node_modules, chromeFlags:
+// [...], pages: [{url, args: [the CLI's arguments after the URL]}]}. Prints a JSON line per page:
+// {url, error} (error null when the report was written to the page's --output-path).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import {pathToFileURL} from 'node:url';
+
+let input = '';
+for await (const chunk of process.stdin) input += chunk;
+const spec = JSON.parse(input);
+const load = (file) => import(pathToFileURL(path.join(spec.modules, file)).href);
+const {default: lighthouse} = await load('lighthouse/core/index.js');
+const {getFlags} = await load('lighthouse/cli/cli-flags.js');
+const {saveResults} = await load('lighthouse/cli/run.js');
+const ChromeLauncher = await load('chrome-launcher/dist/index.js');
+const {default: puppeteer} = await load('puppeteer-core/lib/cjs/puppeteer/puppeteer-core.js');
+
+const chrome = await ChromeLauncher.launch({chromeFlags: spec.chromeFlags, logLevel: 'silent'});
+try {
+  const browser = await puppeteer.connect({
+    browserURL: `http://127.0.0.1:${chrome.port}`,
+    defaultViewport: null,
+  });
+  for (const {url, args} of spec.pages) {
+    const context = await browser.createBrowserContext();
+    let error = null;
+    try {
+      // As cli/bin.js does with these arguments.
+      const flags = getFlags([url, ...args]);
+      const config = flags.preset ?
+        (await load(`lighthouse/core/config/${flags.preset}-config.js`)).default :
+        undefined;
+      flags.logLevel = flags.quiet ? 'silent' : 'info';
+      flags.channel = 'cli';
+      flags.port = chrome.port;
+      const page = await context.newPage();
+      const result = await lighthouse(url, flags, config, page);
+      if (!result) throw new Error('Lighthouse returned no result');
+      await saveResults(result, flags);
+    } catch (err) {
+      error = String(err?.stack ?? err);
+    } finally {
+      await context.close();
+    }
+    process.stdout.write(JSON.stringify({url, error}) + '\n');
+  }
+  await browser.disconnect();
+} finally {
+  chrome.kill();
+}
