@@ -21,7 +21,7 @@ from seojobs.kinds.site_audit.guide import CATEGORIES, GUIDE
 from seojobs.kinds.site_audit.languages import valid_language
 from seojobs.kinds.site_audit.page import count_words, parse_page
 from seojobs.kinds.site_audit.params import Thresholds
-from seojobs.kinds.site_audit.sitemaps import read_sitemap
+from seojobs.kinds.site_audit.sitemaps import PROTOCOL_BYTES, read_sitemap
 from tests.fakes.audit_site import PLANTED, html, words
 from tests.fakes.render_site import PLANTED as RENDER_PLANTED
 
@@ -155,16 +155,36 @@ def test_the_catalogue_has_one_entry_per_code_and_real_thresholds() -> None:
 
 def test_a_sitemap_lists_its_locs_and_says_whether_it_is_an_index() -> None:
     urlset = b"<urlset><url><loc> https://a.example/?x=1&amp;y=2 </loc></url></urlset>"
-    assert read_sitemap(urlset, 10_000) == (False, ["https://a.example/?x=1&y=2"])
+    read = read_sitemap(urlset, 10_000)
+    assert (read.index, read.urls, read.cut) == (False, ["https://a.example/?x=1&y=2"], False)
     index = b"<sitemapindex><sitemap><loc>https://a.example/s.xml</loc></sitemap></sitemapindex>"
-    assert read_sitemap(gzip.compress(index), 10_000) == (True, ["https://a.example/s.xml"])
+    read = read_sitemap(gzip.compress(index), 10_000)
+    assert (read.index, read.urls, read.size) == (True, ["https://a.example/s.xml"], len(index))
 
 
 def test_a_gzipped_sitemap_is_opened_only_up_to_the_cap() -> None:
     locs = b"".join(b"<url><loc>https://a.example/%d</loc></url>" % n for n in range(1000))
-    _index, urls = read_sitemap(gzip.compress(b"<urlset>" + locs + b"</urlset>"), 4096)
-    assert 0 < len(urls) < 1000
-    assert read_sitemap(b"\x1f\x8b not gzip at all", 4096) == (False, [])
+    read = read_sitemap(gzip.compress(b"<urlset>" + locs + b"</urlset>"), 4096)
+    assert 0 < len(read.urls) < 1000 and read.cut and read.size == 4096
+    assert read.over_limits(4096) == {"urls": len(read.urls), "bytes": 4096, "cut_at_bytes": 4096}
+    damaged = read_sitemap(b"\x1f\x8b not gzip at all", 4096)
+    assert (damaged.index, damaged.urls) == (False, [])
+
+
+def test_a_sitemap_of_50001_urls_is_read_across_chunks_and_over_the_protocols_limit() -> None:
+    """Some 2.7 MB: every <loc> kept, those cut by the 1 MB chunks too, and reported."""
+    locs = b"".join(b"<url><loc>https://a.example/p/%08d</loc></url>" % n for n in range(50_001))
+    body = b"<urlset>" + locs + b"</urlset>"
+    for sent in (body, gzip.compress(body, 1)):
+        read = read_sitemap(sent, PROTOCOL_BYTES)
+        assert read.urls == [f"https://a.example/p/{n:08d}" for n in range(50_001)]
+        assert not read.cut and read.size == len(body)
+        assert read.over_limits(PROTOCOL_BYTES) == {
+            "urls": 50_001,
+            "bytes": len(body),
+            "cut_at_bytes": None,
+        }
+    assert read_sitemap(body[:-2000] + b"</urlset>", PROTOCOL_BYTES).over_limits(1) is None
 
 
 def test_the_catalogue_is_ahead_of_seonaut() -> None:
@@ -417,6 +437,9 @@ UNPLANTED = {
 # Planted by a site of their own (tests/integration/test_site_audit.py): the fixture site
 # has a robots.txt and sitemaps.
 SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
+# Planted by a site of its own (tests/integration/test_site_audit_sitemaps.py): a sitemap file
+# over the protocol's limits.
+SITEMAP_FILES = {"sitemap_too_large"}
 # Planted by the rendering fixture site (tests/fakes/render_site.py, render "js" only).
 RENDERED = {code for code, _path in RENDER_PLANTED}
 # Planted by a site of their own over several audits (tests/integration/
@@ -426,7 +449,8 @@ STRUCTURE = {"orphan_page", "page_weight_high"}
 
 def test_every_other_check_is_planted_in_the_fixture_site() -> None:
     planted = {code for code, _path in PLANTED}
-    assert {c.code for c in CATALOGUE} - UNPLANTED - SITE_FILES - STRUCTURE - RENDERED == planted
+    unplanted = UNPLANTED | SITE_FILES | SITEMAP_FILES | STRUCTURE | RENDERED
+    assert {c.code for c in CATALOGUE} - unplanted == planted
     assert not RENDERED & planted  # the rendering checks are found only on a rendered audit
 
 

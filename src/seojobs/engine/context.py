@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from seojobs.engine.host import (
     AddFinishedItem,
     AddItems,
+    Change,
     Collect,
     JobHost,
     RecordItems,
@@ -252,11 +253,11 @@ class JobContext(Generic[P]):
         """Findings about the whole job, as one set, like collected data: each call replaces
         the job-level findings an earlier call wrote, this claim's or a rescued one's, so a
         job resumed after a crash that reruns its final checks does not report them twice.
-        Compute them all, then write them once. A finding about one item goes in its
-        ``ItemResult`` so that it is written once, with the item."""
-        found = list(findings)
-        async with self._writing:
-            await self._host.write(self.job, SetFindings(found))
+        Written a chunk of ``ROWS_CHUNK`` per transaction, ``findings`` read as they are
+        written (a generator holds no more than a chunk: an audit's site-wide checks over
+        100,000 pages): the first chunk replaces, the later ones add. A finding about one
+        item goes in its ``ItemResult`` so that it is written once, with the item."""
+        await self._in_chunks(findings, SetFindings)
 
     async def collect(self, subject: str, data: Any) -> None:
         """Store what the job collected about ``subject`` (a domain, a keyword); reads serve
@@ -294,11 +295,18 @@ class JobContext(Generic[P]):
         starts with a replace, so it leaves one set of rows; the reads show a completed
         job's rows only."""
         self.check()
-        found = iter(rows)
+        await self._in_chunks(rows, lambda chunk, append: ReplaceRows(table, chunk, append))
+
+    async def _in_chunks(
+        self, values: Iterable[Any], change: Callable[[list[Any], bool], Change]
+    ) -> None:
+        """Write ``values`` a chunk of ``ROWS_CHUNK`` per transaction, as ``change(chunk,
+        append)``: the first (even empty) replaces, the later ones add."""
+        found = iter(values)
         append = False
         while (chunk := list(islice(found, ROWS_CHUNK))) or not append:
             async with self._writing:
-                await self._host.write(self.job, ReplaceRows(table, chunk, append))
+                await self._host.write(self.job, change(chunk, append))
             append = True
 
     async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:

@@ -52,9 +52,11 @@ class AddFinishedItem:
 
 @dataclass(frozen=True)
 class SetFindings:
-    """The job-level findings, replacing any written before. Result: None."""
+    """The job-level findings, replacing any written before (``append``: added to those an
+    earlier change of the same write made). Result: None."""
 
     findings: list[NewFinding]
+    append: bool = False
 
 
 @dataclass(frozen=True)

@@ -596,8 +596,10 @@ class Worker:
                 return result_sql.add_finished_item(
                     self.db, conn, job.id, job.attempt, item, outcome, counters, now
                 )
-            case SetFindings(findings):
-                return result_sql.set_job_findings(conn, job.id, job.attempt, findings, now)
+            case SetFindings(findings, append):
+                return result_sql.set_job_findings(
+                    conn, job.id, job.attempt, findings, now, append=append
+                )
             case Collect(subject, data):
                 return result_sql.collect(
                     self.db,

@@ -143,22 +143,27 @@ class Fetcher(Closing):
         :func:`~seojobs.fetch.diagnostics.diagnose` needs (see ``fetch_checked`` there)."""
         return await fetch_checked(url, self, self.robots)
 
-    async def fetch(self, url: str, *, method: str = "GET") -> FetchResult:
+    async def fetch(
+        self, url: str, *, method: str = "GET", max_bytes: int | None = None
+    ) -> FetchResult:
         """GET ``url`` following redirects; never raises for a network or policy failure.
-        ``method="HEAD"`` asks for the status alone (a link check)."""
+        ``method="HEAD"`` asks for the status alone (a link check). ``max_bytes``: this
+        fetch's body cap instead of ``fetch_max_bytes`` (a sitemap's 50 MB)."""
         started = time.monotonic()
         progress = _Progress(requested=url, current=url)
         try:
-            await self._follow(parse_url(url), progress, method)
+            await self._follow(parse_url(url), progress, method, max_bytes)
         except FetchError as exc:
             progress.error = exc
         return progress.result(time.monotonic() - started)
 
-    async def _follow(self, target: URL, progress: _Progress, method: str) -> None:
+    async def _follow(
+        self, target: URL, progress: _Progress, method: str, max_bytes: int | None
+    ) -> None:
         seen = {normalize_url(target)}
         while True:
             progress.current, progress.response = str(target), None
-            response = await self._hop(target, method)
+            response = await self._hop(target, method, max_bytes)
             progress.response = response
             location = redirect_location(response.status, response.headers)
             if location is None:
@@ -174,7 +179,7 @@ class Fetcher(Closing):
                 raise TooManyRedirects(f"more than {self.max_redirects} redirects")
             seen.add(key)
 
-    async def _hop(self, target: URL, method: str) -> Response:
+    async def _hop(self, target: URL, method: str, max_bytes: int | None) -> Response:
         host = target.host
         addresses = await self.guard.resolve(host)  # refused here: nothing was sent
         async with self.gate.slot(host):
@@ -184,5 +189,6 @@ class Fetcher(Closing):
                     # As parse_url spelled it, not re-encoded by yarl.
                     YarlURL(target.text, encoded=True),
                     truncate=True,
-                    read_body=_final,  # a redirect's body is never used
+                    read_body=_final,
+                    max_bytes=max_bytes,  # a redirect's body is never used
                 )

@@ -242,12 +242,14 @@ class HttpClient(Closing):
         auth: tuple[str, str] | None = None,
         truncate: bool = False,
         read_body: BodyWanted | None = None,
+        max_bytes: int | None = None,
     ) -> Response:
         """Send one request (redirects are never followed) and read the answer.
 
         ``json`` / ``form`` / ``content``: the body. ``auth``: HTTP Basic. ``truncate``: a
         body over the cap is cut and marked instead of refused. ``read_body(status,
-        headers)``: whether to read the body at all (a redirect's is never used). Raises
+        headers)``: whether to read the body at all (a redirect's is never used).
+        ``max_bytes``: this answer's cap instead of the client's. Raises
         :class:`FetchError` for every failure to get a usable answer.
         """
         try:
@@ -262,9 +264,10 @@ class HttpClient(Closing):
             sent.setdefault("Content-Type", content_type)
         if auth is not None:
             sent["Authorization"] = _basic_auth(*auth)
+        cap = max_bytes or self.max_bytes
         try:
             async with asyncio.timeout(self.deadline):
-                return await self._exchange(method, target, body, sent, truncate, read_body)
+                return await self._exchange(method, target, body, sent, truncate, read_body, cap)
         except TimeoutError as exc:  # the deadline: aiohttp's own timeouts are mapped inside
             message = f"no complete response within {self.deadline:g}s"
             raise FetchError(message, kind=errors.TIMEOUT) from exc
@@ -277,6 +280,7 @@ class HttpClient(Closing):
         headers: dict[str, str],
         truncate: bool,
         read_body: BodyWanted | None,
+        max_bytes: int,
     ) -> Response:
         proxy, credentials = self._proxy_for(url)
         proxy_headers = None
@@ -300,9 +304,7 @@ class HttpClient(Closing):
                 response = Response(answer.status, decoded_headers(answer))
                 if read_body is not None and not read_body(response.status, response.headers):
                     return response  # closing drops the unread body (and the connection)
-                response.body, response.truncated = await _read_capped(
-                    answer.content, self.max_bytes
-                )
+                response.body, response.truncated = await _read_capped(answer.content, max_bytes)
         except Exception as exc:
             error = errors.from_transport(exc, https=url.scheme == "https")
             if error is None or error is exc:
@@ -310,6 +312,6 @@ class HttpClient(Closing):
             raise error from exc
         if response.truncated and not truncate:
             raise UnreadableBody(
-                f"the answer is larger than {self.max_bytes} bytes", kind=errors.TOO_LARGE
+                f"the answer is larger than {max_bytes} bytes", kind=errors.TOO_LARGE
             )
         return response

@@ -241,13 +241,22 @@ def add_finished_item(
 
 
 def set_job_findings(
-    conn: Connection, job_id: int, attempt: int, found: Sequence[NewFinding], now: datetime
+    conn: Connection,
+    job_id: int,
+    attempt: int,
+    found: Sequence[NewFinding],
+    now: datetime,
+    *,
+    append: bool = False,
 ) -> None:
-    """Replace the job's findings about the whole job (those of no item) with ``found``,
-    in one transaction: a job resumed after a crash that writes them again (an audit's
-    site-wide checks) replaces what the dead worker wrote instead of adding to it."""
+    """Replace the job's findings about the whole job (those of no item) with ``found``: a
+    job resumed after a crash that writes them again (an audit's site-wide checks) replaces
+    what the dead worker wrote instead of adding to it. ``append``: add ``found`` to them (a
+    later chunk of the same write, whose first chunk replaced them)."""
     fence(conn, job_id, attempt, now)
-    conn.execute(delete(findings).where(findings.c.job_id == job_id, findings.c.item_id.is_(None)))
+    if not append:
+        job_level = findings.c.item_id.is_(None)
+        conn.execute(delete(findings).where(findings.c.job_id == job_id, job_level))
     if found:  # about the job: an item_id a caller set is not kept (nor would be replaced)
         rows = [{**finding_row(job_id, f, now), "item_id": None} for f in found]
         conn.execute(insert(findings), rows)

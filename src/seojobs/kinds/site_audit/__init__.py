@@ -71,6 +71,12 @@ class SiteAuditSettings(BaseSettings):
         description="An audit running longer (since it first started) fails with code timeout; "
         "0: no limit.",
     )
+    sitemap_max_bytes: int = Field(
+        default=52_428_800,
+        ge=1,
+        description="A sitemap file is read up to this many bytes uncompressed (a gzip one "
+        "opened no further): the sitemaps protocol's 50 MB; past it, sitemap_too_large.",
+    )
     # render: "js" (issue 30.1): warm Chromium renderers, as web vitals keeps them.
     render_concurrency: int = Field(
         default=2, ge=1, le=8, description='Chromiums one `render: "js"` audit renders with.'

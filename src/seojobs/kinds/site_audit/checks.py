@@ -8,7 +8,7 @@ complete, over every stored page. A rule answers ``None`` or the evidence of wha
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,12 @@ SITE_CHECKS = (
     _site("hreflang_to_non_canonical", W, "An hreflang alternate names another canonical URL."),
     _site("sitemap_missing", N, "No sitemap lists a page of the site (robots.txt, /sitemap.xml)."),
     _site(
+        "sitemap_too_large",
+        W,
+        "A sitemap file is over the protocol's limits (50,000 URLs, 50 MB uncompressed): "
+        "what is past them may be ignored.",
+    ),
+    _site(
         "sitemap_url_not_linked", N, "A sitemap lists the page, but no link of the site reaches it."
     ),
     _site(
@@ -186,15 +192,16 @@ class Reporting:
         severity: dict[str, Severity] = {**SEVERITY, **rules.severities}
         return cls(severity, frozenset(rules.disabled_checks))
 
-    def apply(self, found: Iterable[Finding]) -> list[Finding]:
-        """``found`` without the disabled checks' findings, each with its code's severity."""
-        return [
+    def apply(self, found: Iterable[Finding]) -> Iterator[Finding]:
+        """``found`` without the disabled checks' findings, each with its code's severity
+        (as they come: site findings are written a chunk at a time)."""
+        return (
             f
             if f.severity == self.severity[f.code]
             else Finding(f.code, self.severity[f.code], f.data)
             for f in found
             if f.code not in self.disabled
-        ]
+        )
 
 
 DEFAULT_REPORTING = Reporting()

@@ -30,7 +30,7 @@ from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
 from seojobs.kinds.site_audit.sitepages import SitePages
-from seojobs.kinds.site_audit.sitewide import SiteFiles, site_findings, summary
+from seojobs.kinds.site_audit.sitewide import SiteFiles, SiteTally, site_findings, summary
 from seojobs.records import ItemRecord
 
 TARGET_UNREACHABLE = "target_unreachable"
@@ -413,6 +413,7 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     concurrency = ctx.kind_settings.concurrency
     listed: list[str] = []
     sitemaps_read = False
+    too_large: list[tuple[str, dict[str, Any]]] = []
     async with Fetcher(settings) as fetcher:
         await _check_start(fetcher, params.start_url)
         frontier = Frontier(ctx, known)
@@ -432,7 +433,9 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
             if params.include_sitemaps and not frontier.expired():
                 sitemaps_read = True
                 # After the links: a page reached by no click is then known as such.
-                listed = _in_scope(await discover(fetcher, params.start_url), frontier)
+                cap = ctx.kind_settings.sitemap_max_bytes
+                sitemaps = await discover(fetcher, params.start_url, cap)
+                listed, too_large = _in_scope(sitemaps.pages, frontier), sitemaps.too_large
                 await frontier.add(listed, None)
                 await ctx.run_items(crawl.page, concurrency=concurrency)
             previous = await _previous(ctx, frontier)
@@ -445,7 +448,9 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
             if renderer is not None:
                 await asyncio.shield(renderer.close())
         robots = await fetcher.robots_verdict(params.start_url)  # cached since the start
-    files = SiteFiles(page_key(params.start_url), robots.robots_url, robots.status, sitemaps_read)
+    files = SiteFiles(
+        page_key(params.start_url), robots.robots_url, robots.status, sitemaps_read, too_large
+    )
     # Every page's record, read back once (an earlier claim's too) for the site-wide checks
     # and the page table (each read of 5,000 records parses megabytes of JSON), held in
     # columns (sitepages: 100,000 pages within the worker's 300 MB).
@@ -456,8 +461,8 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
             pages.add(item.seq, item.result)
     reporting = Reporting.of(params)
     found = site_findings(pages, listed, files, previous, params.thresholds)
-    site = reporting.apply(found)
-    await ctx.add_findings(site)
+    site = SiteTally()  # counted as they are written, a chunk at a time
+    await ctx.add_findings(site.count(reporting.apply(found)))
     data = summary(pages, site, params.max_pages, reporting.severity)
     if params.crawl_seconds is not None:
         data["crawl_budget_hit"] = frontier.out_of_time

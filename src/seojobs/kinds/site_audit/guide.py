@@ -162,6 +162,10 @@ GUIDE: dict[str, tuple[str, str]] = {
     "hreflang_to_non_200": ("hreflang", "Name alternates that answer 200 without redirects."),
     "hreflang_to_non_canonical": ("hreflang", "Name the alternates' canonical URLs."),
     "sitemap_missing": ("sitemaps", "Publish a sitemap and name it in robots.txt."),
+    "sitemap_too_large": (
+        "sitemaps",
+        "Split it into files of at most 50,000 URLs and 50 MB, listed in a sitemap index.",
+    ),
     "sitemap_url_not_linked": ("sitemaps", "Link the page from the site, or drop it."),
     "sitemap_url_non_200": ("sitemaps", "List only URLs that answer 200."),
     "sitemap_url_redirect_chain": ("sitemaps", "List the final URL instead of the chain."),

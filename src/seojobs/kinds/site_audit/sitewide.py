@@ -7,7 +7,7 @@ sees the pages an earlier worker recorded as well as its own.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,6 +281,8 @@ class SiteFiles:
     robots_url: str
     robots_status: int | None
     sitemaps_read: bool  # include_sitemaps: the sitemaps were looked for
+    # The sitemap files over the protocol's limits (50,000 URLs, 50 MB): URL, evidence.
+    sitemaps_too_large: Sequence[tuple[str, dict[str, Any]]] = ()
 
 
 def _files(files: SiteFiles, listed: list[str]) -> Iterator[Finding]:
@@ -288,6 +290,8 @@ def _files(files: SiteFiles, listed: list[str]) -> Iterator[Finding]:
         yield finding("robots_txt_missing", files.robots_url, {"status": files.robots_status})
     if files.sitemaps_read and not listed:
         yield finding("sitemap_missing", files.start_url, {"listed": 0})
+    for sitemap, evidence in files.sitemaps_too_large:
+        yield finding("sitemap_too_large", sitemap, evidence)
 
 
 def site_findings(
@@ -296,35 +300,52 @@ def site_findings(
     files: SiteFiles | None = None,
     previous: Sequence[str] = (),
     thresholds: Thresholds | None = None,
-) -> list[Finding]:
+) -> Iterator[Finding]:
     """``listed``: the (normalised, in-scope) URLs the site's sitemaps list; ``previous``:
-    those the project's previous audit of the site crawled with a 200."""
+    those the project's previous audit of the site crawled with a 200. Yielded one check
+    after another, for the caller to write a chunk at a time (100,000 pages can have as
+    many findings)."""
     limits = thresholds or Thresholds()
     by_url = pages.by_url if isinstance(pages, SitePages) else {p["url"]: p for p in pages}
-    return [
-        *_duplicates(pages, "title", "title_duplicate"),
-        *_duplicates(pages, "description", "meta_description_duplicate"),
-        *_duplicates(pages, "h1", "h1_duplicate"),
-        *_duplicates(pages, "content_hash", "duplicate_content"),
-        *_variants(pages, "url_trailing_slash_duplicate", _without_slash),
-        *_variants(pages, "url_case_duplicate", str.lower),
-        *_links(pages, by_url),
-        *_canonicals(pages, by_url),
-        *_sitemaps(pages, by_url, listed),
-        *_hreflang(pages, by_url),
-        *_clusters(pages, by_url),
-        *_pagination(pages, by_url),
-        *(_files(files, listed) if files else ()),
-        *_orphans(pages, listed, list(previous)),
-        *_weight(pages, by_url, limits.page_max_kb),
-        *_single_inlink(pages),
-        *_resources(pages, by_url),
-    ]
+    yield from _duplicates(pages, "title", "title_duplicate")
+    yield from _duplicates(pages, "description", "meta_description_duplicate")
+    yield from _duplicates(pages, "h1", "h1_duplicate")
+    yield from _duplicates(pages, "content_hash", "duplicate_content")
+    yield from _variants(pages, "url_trailing_slash_duplicate", _without_slash)
+    yield from _variants(pages, "url_case_duplicate", str.lower)
+    yield from _links(pages, by_url)
+    yield from _canonicals(pages, by_url)
+    yield from _sitemaps(pages, by_url, listed)
+    yield from _hreflang(pages, by_url)
+    yield from _clusters(pages, by_url)
+    yield from _pagination(pages, by_url)
+    if files:
+        yield from _files(files, listed)
+    yield from _orphans(pages, listed, list(previous))
+    yield from _weight(pages, by_url, limits.page_max_kb)
+    yield from _single_inlink(pages)
+    yield from _resources(pages, by_url)
+
+
+class SiteTally:
+    """What the summary needs of the site findings, counted as they pass on to be written
+    (never held): how many of each code, and the URLs of those of error severity."""
+
+    def __init__(self) -> None:
+        self.by_code: Counter[str] = Counter()
+        self.error_urls: set[str] = set()
+
+    def count(self, found: Iterable[Finding]) -> Iterator[Finding]:
+        for each in found:
+            self.by_code[each.code] += 1
+            if each.severity == "error":
+                self.error_urls.add(str((each.data or {})["url"]))
+            yield each
 
 
 def summary(
     pages: Pages,
-    site: list[Finding],
+    site: SiteTally,
     max_pages: int,
     severity: dict[str, Severity] = SEVERITY,
 ) -> dict[str, Any]:
@@ -332,9 +353,9 @@ def summary(
     pages with no error-severity issue, 0-100 (``severity``: each code's, as the audit's
     settings have it)."""
     by_code: Counter[str] = Counter(code for page in pages for code in page.get("issues", ()))
-    by_code.update(f.code for f in site)
+    by_code.update(site.by_code)
     with_errors = {p["url"] for p in pages if any(severity[c] == "error" for c in p["issues"])}
-    with_errors |= {str((f.data or {})["url"]) for f in site if f.severity == "error"}
+    with_errors |= site.error_urls
     fetched = [p["url"] for p in pages if not p.get("blocked_by_robots")]
     healthy = sum(1 for url in fetched if url not in with_errors)
     by_severity = {s: 0 for s in SEVERITIES}
