@@ -29,7 +29,11 @@ from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.cputime import pytest_runtest_protocol  # noqa: F401  (SEOJOBS_TEST_CPU)
 from tests.kinds import log_metadata
 from tests.kinds import register as register_test_kinds
-from tests.scheduling import pytest_collection_modifyitems  # noqa: F401  (the hook)
+from tests.scheduling import (  # noqa: F401  (the hooks)
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_runtest_setup,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get(

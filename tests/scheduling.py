@@ -109,3 +109,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if folder in _SLOW_FOLDERS or left_to_ci or _on_postgres(item):
             item.add_marker(pytest.mark.slow)
+
+
+_GROUPS_LOST = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(trylast=True)  # after xdist has (or has not) renamed the grouped items
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """``--dist loadgroup`` silently ignoring the groups fails every test, saying why: xdist
+    marks a grouped test by appending ``@group`` to its node id, which a pytest that keeps node
+    ids elsewhere (9.2) drops; each worker then sets up every module's shared server again."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return  # not an xdist worker of a loadgroup run
+    grouped = [item for item in session.items if item.get_closest_marker("xdist_group")]
+    lost = [item.nodeid for item in grouped if "@" not in item.nodeid]
+    if lost:
+        session.config.stash[_GROUPS_LOST] = (
+            f"--dist loadgroup ignores the xdist_group marks here ({len(lost)} of "
+            f"{len(grouped)} grouped tests kept their node ids, e.g. {lost[0]}): "
+            "this pytest and pytest-xdist do not work together (see pyproject.toml)"
+        )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    lost = item.config.stash.get(_GROUPS_LOST, None)
+    if lost is not None:
+        pytest.fail(lost, pytrace=False)
