@@ -117,9 +117,14 @@ class Watcher:
         return list(self.scheduler.open)
 
     def last(self) -> list[AnyJob]:
-        """The last state seen of every job, finished or not."""
-        seen = [t.last for t in self.scheduler.open.values() if t.last is not None]
-        return [*self.scheduler.done.values(), *seen]
+        """The last state seen of every job, finished or not, in the order they were given
+        (not the order they ended: two jobs delivered by webhooks end in either order)."""
+        found: dict[Key, AnyJob] = {
+            key: t.last for key, t in self.scheduler.open.items() if t.last is not None
+        }
+        found.update(self.scheduler.done)
+        given = [found[key] for key in self.types if key in found]
+        return [*given, *(job for key, job in found.items() if key not in self.types)]
 
     # -- polling -------------------------------------------------------------------------
 
