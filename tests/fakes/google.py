@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
@@ -32,6 +32,9 @@ from fastapi import FastAPI, Request, Response
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 INDEXING_SCOPE = "https://www.googleapis.com/auth/indexing"
 TOKEN_PATH = "/token"
+# In a scripted token answer, stands for the assertion the request sent (an endpoint or proxy
+# that echoes the request in its error).
+ECHO_ASSERTION = "{assertion}"
 PUBLISH_PATH = "/v3/urlNotifications:publish"
 BATCH_PATH = "/batch"
 MAX_BATCH = 100
@@ -173,7 +176,10 @@ class FakeTokenEndpoint:
             with self._lock:
                 scripted = self._replies.popleft() if self._replies else None
             if scripted is not None:
-                reply = scripted
+                echoed = json.dumps(scripted.json).replace(
+                    ECHO_ASSERTION, form.get("assertion", "")
+                )
+                reply = replace(scripted, json=json.loads(echoed))
             elif error is not None:
                 code = "unsupported_grant_type" if error == "grant_type" else "invalid_grant"
                 reply = Reply(400, {"error": code, "error_description": error})

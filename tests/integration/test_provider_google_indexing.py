@@ -24,6 +24,7 @@ from seojobs.providers.google_auth import ServiceAccountTokens, load_service_acc
 from seojobs.providers.google_indexing import GoogleIndexingSubmitter
 from seojobs.settings import Settings
 from tests.fakes.google import (
+    ECHO_ASSERTION,
     INDEXING_SCOPE,
     TOKEN_PATH,
     FakeIndexingApi,
@@ -238,6 +239,21 @@ async def test_a_token_endpoint_refusing_the_client_is_fatal(
     assert caught.value.code == AUTH_FAILED and caught.value.fatal
     assert "invalid_client disabled" in caught.value.message
     assert api.publishes == []
+
+
+async def test_a_token_endpoint_echoing_the_assertion_or_a_token_never_shows_it(
+    settings: Settings, api: FakeIndexingApi, tokens: FakeTokenEndpoint
+) -> None:
+    # The signed assertion is a bearer credential for its lifetime; an answer quoting it (or
+    # an access token) must not carry it into the job's stored error.
+    echo = f"bad assertion {ECHO_ASSERTION}, try ya29.a0AfB_byC-previous-token"
+    tokens.answer(Reply(400, {"error": "invalid_grant", "error_description": echo}))
+    with pytest.raises(ProviderError) as caught:
+        await submit(settings, [U1])
+    sent = tokens.requests[0].form["assertion"]
+    assert sent.startswith("eyJ") and sent not in caught.value.message
+    assert "ya29." not in caught.value.message and "ya29." not in str(caught.value)
+    assert caught.value.message.endswith("invalid_grant bad assertion [key], try [key]")
 
 
 async def test_token_endpoint_outage_is_retried(

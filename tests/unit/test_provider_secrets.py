@@ -57,3 +57,15 @@ async def test_a_transport_error_naming_a_key_is_cleared_after_the_retries() -> 
         await with_retries(call, retries=2, backoff=0, sleep=no_wait, settings=settings())
     assert len(calls) == 3 and raised.value.code == "upstream_error"
     assert "serpapi-secret-1" not in raised.value.message and "[key]" in raised.value.message
+
+
+async def test_bearer_tokens_are_cleared_even_where_no_settings_are_given() -> None:
+    # google_auth's token exchange sends no setting, only a signed JWT assertion.
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJhQGIuYyJ9.c2lnbmF0dXJl"
+
+    async def call() -> None:
+        raise ProviderError("provider_auth_failed", f"refused {jwt}; token ya29.a0Af-xyz.1 bad")
+
+    with pytest.raises(ProviderError) as raised:
+        await with_retries(call, retries=0, backoff=0)
+    assert raised.value.message == "refused [key]; token [key] bad" == str(raised.value)

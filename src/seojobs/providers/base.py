@@ -35,8 +35,13 @@ T = TypeVar("T")
 # (:func:`scrubbed`), whichever adapter raised it and however the provider echoed it.
 _SECRET_SUFFIXES = ("_key", "_password", "_secret", "_token")
 # API keys as providers spell them (OpenAI and Anthropic sk-..., Perplexity pplx-..., Google
-# AIza...), masked or not: a provider echoing a key of another account is cleared too.
-_KEYISH = re.compile(r"\b(?:(?:sk|pplx)-[A-Za-z0-9*_\-]{2,}|AIza[A-Za-z0-9_\-]{6,})")
+# AIza...), masked or not: a provider echoing a key of another account is cleared too. Bearer
+# credentials too: Google's OAuth access tokens (ya29.) and any JWT (a service account's signed
+# assertion is one: three base64url parts, the first a JSON header, so it starts "eyJ").
+_KEYISH = re.compile(
+    r"\b(?:(?:sk|pplx)-[A-Za-z0-9*_\-]{2,}|AIza[A-Za-z0-9_\-]{6,}|ya29\.[A-Za-z0-9_\-.]+"
+    r"|eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)"
+)
 
 # unknown: no provider gave a verdict (a deployment running diagnostics-only checks).
 CheckStatus = Literal["indexed", "not_indexed", "failed", "unknown"]
@@ -267,10 +272,11 @@ def redacted(text: str, *secrets: str) -> str:
 
 
 def scrubbed(error: ProviderError, settings: Settings | None) -> ProviderError:
-    """``error`` with its message cleared of every credential in ``settings``."""
-    if settings is not None:
-        error.message = redacted(error.message, *secrets_of(settings))
-        error.args = (error.message,)
+    """``error`` with its message cleared of every credential in ``settings`` and of anything
+    spelled like a key or a bearer token (also without ``settings``: an OAuth exchange sends
+    no setting, but its answer may echo the assertion or a token)."""
+    error.message = redacted(error.message, *(secrets_of(settings) if settings else ()))
+    error.args = (error.message,)
     return error
 
 
