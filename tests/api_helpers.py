@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import faulthandler
 import itertools
 import json
 import os
 import re
 import socket
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -149,9 +151,20 @@ def running(app: FastAPI) -> Iterator[str]:
         thread.join(timeout=30)
         sock.close()
         if thread.is_alive():
-            raise AssertionError("the API server did not shut down within 30 s")
+            _dump_hang(_LOOPS.get(app))
+            raise AssertionError("the API server did not shut down within 30 s (stacks: stderr)")
         if failure:
             raise failure[0]
+
+
+def _dump_hang(loop: asyncio.AbstractEventLoop | None) -> None:
+    """Every thread's stack and the loop's pending tasks, for a shutdown that hangs (seen once
+    in CI, not reproduced: the next one should say where it waits)."""
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    if loop is not None:
+        for task in asyncio.all_tasks(loop):
+            print(f"pending: {task!r}", file=sys.stderr)
+            task.print_stack(limit=8, file=sys.stderr)
 
 
 _LOOPS: dict[FastAPI, asyncio.AbstractEventLoop] = {}  # of the apps ``running`` serves
