@@ -177,7 +177,7 @@ async def test_a_keyword_moving_8_to_3_sends_rank_changed_once(store_url: str) -
         assert (verified["data"]["position_before"], verified["data"]["position_after"]) == (3, 4)
 
 
-# -- backlink.lost / changed ----------------------------------------------------------------
+# -- backlink.lost / new / changed -------------------------------------------------------------
 
 
 async def test_a_donor_removing_its_link_sends_backlink_lost_with_the_reason(
@@ -223,6 +223,22 @@ async def test_a_donor_removing_its_link_sends_backlink_lost_with_the_reason(
             e["data"] for e in events(services, user, every) if e["type"] == "backlink.changed"
         ]
         assert changed["donor"] == f"{base}/kept" and changed["reasons"] == ["now_nofollow"]
+
+        # Both come back: backlink.new, with why (the link added again; the page back).
+        added = hook(services, user, "backlink.new")
+        site.pages["/post"] = f'<html><body><a href="{TARGET}">back</a></body></html>'
+        site.pages["/landing-page"] = f'<html><body><a href="{TARGET}">here</a></body></html>'
+        await ticks.run()
+        back = {
+            e["data"]["donor"].removeprefix(base): e["data"] for e in events(services, user, added)
+        }
+        assert {donor: b["reason"] for donor, b in back.items()} == {
+            "/post": "link_added",
+            "/landing-page": "page_back",
+        }
+        assert back["/post"]["before"]["link_status"] == "missing"
+        assert back["/post"]["after"]["link_status"] == "found"
+        assert len(events(services, user, lost)) == 2  # nothing more lost
 
 
 # -- backlink_analysis.lost / new (the index's view) -------------------------------------------
