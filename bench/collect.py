@@ -439,24 +439,17 @@ def _median(runs: list[Run], attr: str) -> float:
 
 
 def targets(results: Results) -> list[cli.Target]:
+    """Issue 29's target, per store: the whole job's keywords/s >= 0.8 x the adapter's
+    (medians over the rounds). The CPU ratio is printed in the table, not judged: the job
+    matches, stores and collects every keyword, which the adapter alone does not."""
     adapter = [r for r in results.runs if r.system == ADAPTER]
     found: list[cli.Target] = []
     for store in STORES:
         jobs = [r for r in results.runs if r.system == JOB and r.store == store]
-        if not jobs or not adapter:
-            continue
-        rate = _median(jobs, "rate") / _median(adapter, "rate")
-        cpu = _median(adapter, "cpu_ms") / _median(jobs, "cpu_ms")
-        found.append(
-            (
-                f"{store}: whole job >= {TARGET} x adapter (keywords/s)",
-                f"{rate:.2f}",
-                rate >= TARGET,
-            )
-        )
-        found.append(
-            (f"{store}: whole job >= {TARGET} x adapter (CPU)", f"{cpu:.2f}", cpu >= TARGET)
-        )
+        if jobs and adapter:
+            rate = _median(jobs, "rate") / _median(adapter, "rate")
+            what = f"{store}: whole job >= {TARGET} x adapter alone (keywords/s)"
+            found.append((what, f"{rate:.2f}", rate >= TARGET))
     return found
 
 
