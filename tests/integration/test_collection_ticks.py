@@ -4,7 +4,8 @@
 gives three completed jobs and three history points per subject, made with what the project
 tracks and no params of the collection's own; reading them starts no job. ``rank_check`` is
 tests/integration/test_project_tracking.py's, ``local_rank_check``
-tests/integration/test_local_rank_schedule.py's. On both stores."""
+tests/integration/test_local_rank_schedule.py's. Audits and web vitals (opt-in) fire only once
+enabled, charged like any job. On both stores."""
 
 from __future__ import annotations
 
@@ -102,3 +103,48 @@ async def test_a_daily_collection_fired_three_times_gives_three_history_points(
     assert {h.job_id for h in history} == set(seen)
     services.collections.latest_each(user, project, kind)
     assert len(services.jobs.page(user)) == jobs_before  # reads never start a job
+
+
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [
+        ("site_audit", {"start_url": "https://shop.example/", "max_pages": 20}),
+        ("web_vitals", {"urls": ["https://shop.example/"]}),
+    ],
+)
+def test_audits_and_vitals_are_collected_only_when_enabled_and_charged_like_any_job(
+    store_url: str, kind: str, params: dict[str, Any]
+) -> None:
+    # Seed 001 runs them when started; a collection naming them stays off (opt-in, issue
+    # 29.8) until enabled, then fires an ordinary job of the project, charged as a POST is.
+    # The job is not run here (a browser's work): its creation is what the point is about.
+    settings = make_settings(store_url, day_seconds=DAY, schedule_min_interval_seconds=1)
+    earlier = lambda: utcnow() - timedelta(hours=1)  # noqa: E731
+    services = Services(Database(store_url), settings, load_registry(settings), earlier)
+    try:
+        user = services.accounts.create_user("alice").user
+        project = services.accounts.create_project(user, "shop").id
+        quotas = [q.name for q in services.registry.get(kind).quotas]
+
+        def charged() -> int:
+            usage = services.quotas.usage(user)
+            return sum(usage[name].used for name in quotas)
+
+        def fire(at: Any) -> int:
+            return maintenance.run_once(
+                services.db, services.settings, "a", at, services.schedules.fire
+            ).fired
+
+        named = services.collection.put(user, project, {kind: CollectionEntry(params=params)})
+        [off] = [c for c in named if c.kind.name == kind]
+        assert off.schedule is not None and not off.schedule.enabled
+        t0 = off.schedule.next_tick_at
+        assert fire(t0) == 0 and services.jobs.page(user, project_id=project) == []
+        assert charged() == 0
+        services.collection.put(user, project, {kind: CollectionEntry(enabled=True)})
+        assert fire(t0 + timedelta(seconds=DAY)) == 1
+        [job] = services.jobs.page(user, project_id=project)
+        assert (job.kind, job.state, job.schedule_id) == (kind, "pending", off.schedule.id)
+        assert charged() > 0
+    finally:
+        services.db.dispose()
