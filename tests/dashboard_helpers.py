@@ -95,8 +95,7 @@ def collected_job(
             attempt=job.attempt,
             project_id=project_id,
             kind=job.kind,
-            subject="shop.test",
-            data=data,
+            rows=[("shop.test", data)],
             now=utcnow(),
         )
     found = [NewFinding(code, severity) for code, severity in findings]

@@ -304,6 +304,24 @@ def test_reads_are_the_owners_alone(app: Api, fake: FakeDataForSeoBacklinks) -> 
         assert_problem(read(other, project, path), 404)
 
 
+def test_analyses_over_the_daily_quota_fail_with_quota_exceeded_and_call_no_one(
+    app: Api, fake: FakeDataForSeoBacklinks
+) -> None:
+    fake.links.append(Link("https://o.test/q", "https://shop-q.test/"))
+    owner = app.account()
+    app.services.quotas.set_limits(owner.user, {"backlink_analyses_daily": 1})
+    client = app.client(owner)
+    project = project_of(client)
+    assert analyse(client, project, domain="shop-q.test")["status"] == "completed"
+    calls = len(asked(fake, "shop-q.test"))
+    second = analyse(client, project, domain="shop-q.test")
+    assert (second["status"], second["error"]["code"]) == ("failed", "quota_exceeded")
+    assert len(asked(fake, "shop-q.test")) == calls  # the refused one asked nothing
+    usage = {q["quota"]: q for q in client.get("/v1/usage").json()["data"]}
+    day = usage["backlink_analyses"]
+    assert (day["limit"], day["used"], day["remaining"]) == (1, 1, 0)
+
+
 @pytest.mark.stores("sqlite")
 def test_without_dataforseo_an_analysis_is_refused_at_creation(sqlite_url: str) -> None:
     with api(make_settings(sqlite_url, dataforseo_login=None)) as running:

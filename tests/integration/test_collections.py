@@ -33,8 +33,7 @@ def _collect(db: Database, job: JobRecord, data: object, subject: str = "example
             attempt=job.attempt,
             project_id=job.project_id,
             kind=job.kind,
-            subject=subject,
-            data=data,
+            rows=[(subject, data)],
             now=utcnow(),
         )
 
@@ -115,6 +114,36 @@ def test_a_subject_longer_than_its_column_is_kept_whole_and_apart(
     assert collections.c.subject.type.length == results.SUBJECT_MAX  # type: ignore[attr-defined]
     assert first.subject != second.subject
     assert services.collections.latest(user, job.project_id, "test_noop", long_one).data == {"n": 1}
+
+
+def test_many_subjects_collected_in_one_write_are_each_kept_once_the_last_winning(
+    services: Services, db: Database
+) -> None:
+    # A rank check collects its 2,000 keywords a chunk per write (one statement): a subject
+    # given twice in one chunk, or again in a later write, keeps the last data.
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_noop", {})
+    claimed = _claim(db, "w1")
+    with db.write() as conn:
+        results.collect(
+            db,
+            conn,
+            job_id=claimed.id,
+            attempt=claimed.attempt,
+            project_id=claimed.project_id,
+            kind=claimed.kind,
+            rows=[("a", {"n": 1}), ("b", {"n": 2}), ("a", {"n": 3})],
+            now=utcnow(),
+        )
+    _collect(db, claimed, {"n": 4}, subject="b")
+    with db.write() as conn:
+        assert job_sql.complete_many(db, conn, [(claimed.id, claimed.attempt, None)], utcnow())
+    assert [data for _job, _committed, data in _rows(db)] == [{"n": 3}, {"n": 4}]
+    with db.read() as conn:
+        a = results.latest(conn, job.project_id, "test_noop", "a")
+        b = results.latest(conn, job.project_id, "test_noop", "b")
+    assert a is not None and a.data == {"n": 3}
+    assert b is not None and b.data == {"n": 4}
 
 
 def test_a_jobs_collections_come_with_the_previous_of_each_subject_and_its_lowest_values(

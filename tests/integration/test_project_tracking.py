@@ -15,7 +15,13 @@ import pytest
 from sqlalchemy import func, select
 
 from seojobs.settings import Settings
-from seojobs.store.tables import jobs, schedules, tracked_keywords, tracked_prompts
+from seojobs.store.tables import (
+    collections,
+    jobs,
+    schedules,
+    tracked_keywords,
+    tracked_prompts,
+)
 from tests.api_helpers import (
     Api,
     api,
@@ -121,9 +127,9 @@ def test_the_collection_lists_every_schedulable_kind_audits_and_vitals_opt_in(id
     client = idle.client(idle.account())
     project = _project(client)
     found = _collection(client, project)
-    assert {"rank_check", "geo_lookup", "backlink_refresh", "site_audit", "web_vitals"} <= set(
-        found
-    )
+    collected = {"rank_check", "local_rank_check", "geo_lookup", "backlink_refresh",
+                 "backlink_analysis", "site_audit", "web_vitals"}  # fmt: skip
+    assert collected <= set(found)
     assert "domain_lookup" not in found  # only when started
     assert not any(entry["enabled"] for entry in found.values())  # nothing until set
     assert found["site_audit"]["opt_in"] and found["web_vitals"]["opt_in"]
@@ -141,10 +147,15 @@ def test_the_collection_lists_every_schedulable_kind_audits_and_vitals_opt_in(id
     entries = {e["type"]: e for e in on.json()["data"]}
     assert entries["site_audit"]["enabled"] and entries["site_audit"]["frequency"] == "weekly"
     assert entries["web_vitals"]["frequency"] == "cron" and entries["web_vitals"]["next_run_at"]
+    # Every N days (of SEOJOBS_DAY_SECONDS); off, it needs nothing tracked.
+    every = client.put(path, json={"geo_lookup": {"enabled": False, "every_days": 3}})
+    assert every.status_code == 200, every.text
+    geo = {e["type"]: e for e in every.json()["data"]}["geo_lookup"]
+    assert (geo["enabled"], geo["every_days"]) == (False, 3)
     # Behind each, a schedule of the project's, marked as its collection.
     listed = client.get(f"/v1/projects/{project}/schedules").json()["data"]
     assert {(s["type"], s["collection"]) for s in listed} == {
-        ("site_audit", True), ("web_vitals", True)}  # fmt: skip
+        ("site_audit", True), ("web_vitals", True), ("geo_lookup", True)}  # fmt: skip
     # Stated again as it is, nothing moves (no extra run).
     before = entries["site_audit"]["next_run_at"]
     again = client.put(path, json={"site_audit": {"enabled": True, "frequency": "weekly"}})
@@ -276,19 +287,38 @@ def tracked_share(clicks: float) -> float:
 
 
 def test_deleting_a_project_deletes_what_it_tracks(store_url: str) -> None:
-    with api(make_settings(store_url)) as app:
+    # Its competitors are fields of its row (tests/integration/test_api_projects.py); its
+    # tracked keywords and prompts, its collection's schedules, its jobs and what they
+    # collected are rows of their own, gone with it.
+    with _running(store_url) as (app, _serper):
         client = app.client(app.account("alice"))
         project = _project(client, domain="example.com", competitors=[{"domain": "rival.com"}])
         _add(client, project, "keywords", [{"keyword": "garden hose"}])
         _add(client, project, "prompts", ["best hose?"])
-        put = client.put(f"/v1/projects/{project}/collection",
-                         json={"rank_check": {}, "geo_lookup": {"enabled": False}})  # fmt: skip
+        off = {"enabled": False}  # collections that never fire: their schedules are rows
+        put = client.put(
+            f"/v1/projects/{project}/collection", json={"rank_check": off, "geo_lookup": off}
+        )
         assert put.status_code == 200, put.text
         made = client.post(f"/v1/projects/{project}/jobs", json={"type": "rank_check"})
         assert made.status_code == 202, made.text
+        job_id = made.json()["data"]["id"]
+        wait_until(
+            lambda: client.get(f"/v1/jobs/{job_id}").json()["data"]["status"] == "completed",
+            timeout=60,
+        )
+        tables = (tracked_keywords, tracked_prompts, schedules, jobs, collections)
+
+        def counts() -> dict[str, int]:
+            with app.services.db.read() as conn:
+                return {
+                    t.name: conn.execute(
+                        select(func.count()).select_from(t).where(t.c.project_id == project)
+                    ).scalar_one()
+                    for t in tables
+                }
+
+        assert all(counts().values()), counts()  # a row of each before
         assert client.delete(f"/v1/projects/{project}").status_code == 204
-        with app.services.db.read() as conn:
-            for table in (tracked_keywords, tracked_prompts, schedules, jobs):
-                query = select(func.count()).select_from(table).where(table.c.project_id == project)
-                assert conn.execute(query).scalar_one() == 0, table.name
+        assert counts() == dict.fromkeys(counts(), 0)
         assert_problem(client.get(f"/v1/projects/{project}/collection"), 404)

@@ -11,6 +11,7 @@ from seojobs.kinds.fallback import Chain, Unanswered
 from seojobs.providers.base import (
     AUTH_FAILED,
     MALFORMED_RESPONSE,
+    QUOTA_EXHAUSTED,
     REJECTED,
     UPSTREAM_ERROR,
     ProviderError,
@@ -50,12 +51,15 @@ def test_the_items_own_failure_is_not_handed_over(code: str) -> None:
     assert (none.value.error.code, none.value.fatal, second.asked) == (code, False, 0)
 
 
-def test_a_refused_key_is_asked_once_and_every_provider_down_is_fatal() -> None:
-    first = Source("a", ProviderError(AUTH_FAILED, "401", fatal=True))
+@pytest.mark.parametrize("code", [AUTH_FAILED, QUOTA_EXHAUSTED])
+def test_a_refused_key_or_spent_quota_is_asked_once_and_every_provider_down_is_fatal(
+    code: str,
+) -> None:
+    first = Source("a", ProviderError(code, "401", fatal=True))
     chain = Chain([first, Source("b")])
     assert ask(chain) == ask(chain) == "from b"
     assert first.asked == 1
-    alone = Chain([Source("a", ProviderError(AUTH_FAILED, "401", fatal=True))])
+    alone = Chain([Source("a", ProviderError(code, "401", fatal=True))])
     with pytest.raises(Unanswered) as none:
         ask(alone)
     assert none.value.fatal

@@ -263,8 +263,16 @@ class JobContext(Generic[P]):
         """Store what the job collected about ``subject`` (a domain, a keyword); reads serve
         it as the project's latest once the job completes. Collecting a subject again in the
         same job replaces it."""
-        async with self._writing:
-            await self._host.write(self.job, Collect(subject, data))
+        await self.collect_many([(subject, data)])
+
+    async def collect_many(self, rows: Iterable[tuple[str, Any]]) -> None:
+        """``collect`` for each (subject, data) of ``rows``, a chunk of ``ROWS_CHUNK`` per
+        transaction (one statement each): a rank check's 2,000 keywords in one write, not
+        2,000. Within ``rows`` the last of a subject wins."""
+        found = iter(rows)
+        while chunk := list(islice(found, ROWS_CHUNK)):
+            async with self._writing:
+                await self._host.write(self.job, Collect(chunk))
 
     async def published(self, subject: str) -> Any:
         """What the project's latest completed collection of this kind holds about

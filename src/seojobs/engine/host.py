@@ -61,10 +61,10 @@ class SetFindings:
 
 @dataclass(frozen=True)
 class Collect:
-    """What the job collected about ``subject``, replacing this job's earlier. Result: None."""
+    """What the job collected about each subject of ``rows`` (subject, data), replacing this
+    job's earlier. Result: None."""
 
-    subject: str
-    data: Any
+    rows: list[tuple[str, Any]]
 
 
 @dataclass(frozen=True)

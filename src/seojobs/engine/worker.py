@@ -600,7 +600,7 @@ class Worker:
                 return result_sql.set_job_findings(
                     conn, job.id, job.attempt, findings, now, append=append
                 )
-            case Collect(subject, data):
+            case Collect(rows):
                 return result_sql.collect(
                     self.db,
                     conn,
@@ -608,8 +608,7 @@ class Worker:
                     attempt=job.attempt,
                     project_id=job.project_id,
                     kind=job.kind,
-                    subject=subject,
-                    data=data,
+                    rows=rows,
                     now=now,
                 )
             case ReplaceRows(table, rows, append):

@@ -5,7 +5,8 @@ surface (API, dashboard, CLI): ``Invalid`` naming the field (``competitors.1.dom
 Jobs of a kind that looks for a site or a brand take the project's as their defaults: params
 given on the job win (``project_params`` on the kind; ``rank_check``: ``target`` and
 ``competitors``; ``geo_lookup``: ``domain`` and ``brand``; ``local_rank_check``: ``domain``
-and ``names``, when the job names no business)."""
+and ``names``, when the job names no business; ``backlink_analysis``: ``domain``, when the job
+names no page)."""
 
 from __future__ import annotations
 

@@ -283,28 +283,35 @@ def collect(
     attempt: int,
     project_id: int,
     kind: str,
-    subject: str,
-    data: Any,
+    rows: Sequence[tuple[str, Any]],
     now: datetime,
 ) -> None:
-    """Store what a job collected about ``subject``; published when the job completes. A job
-    that collects the same subject again (or is resumed and does) replaces its own row."""
+    """Store what a job collected about each subject of ``rows`` (subject, data), fenced once
+    and written in one statement; published when the job completes. A job that collects the
+    same subject again (or is resumed and does) replaces its own row; within ``rows`` the last
+    of a subject wins."""
     fence(conn, job_id, attempt, now)
-    values = {
-        "project_id": project_id,
-        "kind": kind,
-        "subject": subject_key(subject),
-        "job_id": job_id,
-        "data": data,
-        "committed": False,
-        "collected_at": now,
-    }
-    stmt = _insert(db)(collections).values(**values)
+    once = {subject_key(subject): data for subject, data in rows}
+    if not once:
+        return
+    values = [
+        {
+            "project_id": project_id,
+            "kind": kind,
+            "subject": subject,
+            "job_id": job_id,
+            "data": data,
+            "committed": False,
+            "collected_at": now,
+        }
+        for subject, data in once.items()
+    ]
+    stmt = _insert(db)(collections)
     stmt = stmt.on_conflict_do_update(
         index_elements=[collections.c.job_id, collections.c.subject],
         set_={"data": stmt.excluded.data, "collected_at": stmt.excluded.collected_at},
     )
-    conn.execute(stmt)
+    conn.execute(stmt, values)
 
 
 # -- reads ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota
 from seojobs.kinds.backlink_analysis.changes import CHANGES
-from seojobs.kinds.backlink_analysis.params import BacklinkAnalysisParams
+from seojobs.kinds.backlink_analysis.params import BacklinkAnalysisParams, from_project
 from seojobs.kinds.backlink_analysis.reads import READS
 from seojobs.kinds.backlink_analysis.run import refusal, run, subject
 from seojobs.kinds.backlink_analysis.view import VIEW
@@ -47,6 +47,7 @@ KIND: Kind[BacklinkAnalysisParams] = Kind(
     cost=_cost,
     quotas=(DAILY, MONTHLY),
     refusal=refusal,
+    project_params=from_project,
     reads=READS,
     changes=CHANGES,
     view=VIEW,

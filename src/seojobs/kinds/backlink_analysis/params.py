@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.urls import Url
+from seojobs.records import ProjectDefaults
 
 MAX_LINKS = 1_000  # DataForSEO's most per call
 MAX_SUMMARIES = 1_000
@@ -76,3 +78,14 @@ class BacklinkAnalysisParams(BaseModel):
         if self.domain is not None:
             return self.domain.removeprefix("www.")
         return str(self.url)
+
+
+def from_project(params: Mapping[str, Any], defaults: ProjectDefaults) -> dict[str, Any]:
+    """``Kind.project_params``: the project's domain as ``domain`` where the request names
+    neither a domain nor a page (and names a project), so a project's collection of its
+    backlinks needs no params (issue 29.1)."""
+    found = dict(params)
+    project = defaults.record
+    if project is not None and project.domain and "domain" not in found and "url" not in found:
+        found["domain"] = project.domain
+    return found

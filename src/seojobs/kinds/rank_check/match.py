@@ -13,6 +13,8 @@ ignored (a rank tracker asks "is my page there", whichever spelling Google chose
 
 from __future__ import annotations
 
+import functools
+
 from seojobs.providers import domains
 from seojobs.providers.ranks import Organic
 from seojobs.providers.urlmatch import MatchOptions, differences, parse
@@ -26,13 +28,21 @@ def target_host(target: str) -> str:
     return domains.site(host)
 
 
+@functools.lru_cache(maxsize=4096)
+def url_host(url: str) -> str | None:
+    """``url``'s normalised host, None when it is no URL. Kept for the URLs seen last: a check
+    matches each result against the target and every competitor, then again for the share of
+    voice (a full parse each time was most of a keyword's CPU besides the provider call)."""
+    try:
+        return parse(url).host
+    except ValueError:
+        return None
+
+
 def on_domain(url: str, host: str) -> bool:
     """Is ``url`` on ``host`` (``www.``-less) or one of its subdomains?"""
-    try:
-        found = parse(url).host
-    except ValueError:
-        return False
-    return domains.on_site(found, host)
+    found = url_host(url)
+    return found is not None and domains.on_site(found, host)
 
 
 def same_page(url: str, target: str) -> bool:

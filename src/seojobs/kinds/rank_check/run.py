@@ -248,12 +248,13 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
     first_error: tuple[str, str] | None = None
     answered: dict[Market, list[dict[str, Any]]] = {}
     by: dict[str, dict[str, int]] = {"answered_by": {}, "failed_over": {}}
+    rows: list[tuple[str, dict[str, Any]]] = []
     async for item in ctx.items():
         row = item.result or {}
         if item.outcome in (RANKED, NOT_RANKED):
             counts[item.outcome] += 1
             key = subject(row["device"], row["location"], row["language"], row["keyword"])
-            await ctx.collect(key, row)
+            rows.append((key, row))
             market = (row["device"], row["location"], row["language"])
             answered.setdefault(market, []).append(row)
             _count_providers(row, by)
@@ -263,6 +264,7 @@ async def _collect(ctx: JobContext[RankCheckParams]) -> dict[str, Any]:
                 first_error = (item.error_code, item.error_message or item.error_code)
     if not counts[RANKED] + counts[NOT_RANKED] and first_error is not None:
         raise JobFailed(*first_error)
+    await ctx.collect_many(rows)  # a chunk per transaction, not one each
     shares = await _voices(ctx, answered)
     fallback = by if by["failed_over"] else {}  # named only when a provider handed over
     return {"keywords": sum(counts.values()), **counts, **shares, **fallback}

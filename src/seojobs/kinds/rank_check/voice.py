@@ -17,10 +17,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from seojobs.kinds.rank_check.match import first_match, on_domain
+from seojobs.kinds.rank_check.match import first_match, on_domain, url_host
 from seojobs.providers import domains
 from seojobs.providers.ranks import Organic, Serp
-from seojobs.providers.urlmatch import parse
 
 # Average organic click-through rate by position, 1 to 10: a rounded curve of the public
 # studies of desktop CTR (position 1 about 30 %, halving by position 3, 1.5 % at 10).
@@ -36,16 +35,9 @@ def weight(position: int | None) -> float:
     return CTR[position - 1]
 
 
-def _host(url: str) -> str | None:
-    try:
-        return parse(url).host
-    except ValueError:
-        return None
-
-
 def site_of(url: str) -> str | None:
     """A result's registrable domain (its host when it has none, e.g. a bare suffix)."""
-    host = _host(url)
+    host = url_host(url)
     if host is None:
         return None
     return domains.registrable(host) or host

@@ -1,0 +1,543 @@
+"""Rank-check collection benchmark: ``python bench/collect.py [--keywords N] [--store ...]``.
+
+What it measures, its target and how to read its report: docs/bench/collect.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import TracebackType
+
+from bench.lib import REPO, cli, ours, procstat
+from seojobs.engine.maintenance import fire_due_schedules
+from seojobs.engine.worker import Worker, freeze_startup
+from seojobs.kinds import load_registry
+from seojobs.kinds.rank_check.params import KeywordAt
+from seojobs.kinds.rank_check.run import RankCheckSettings
+from seojobs.providers.ranks import RankQuery
+from seojobs.providers.serper_ranks import SerperRanks
+from seojobs.services import Services
+from seojobs.services.collection_config import CollectionEntry
+from seojobs.settings import Settings
+from seojobs.store import jobs as job_sql
+from seojobs.store.coltypes import utcnow
+from seojobs.store.db import Database
+
+STORES = ("sqlite", "postgresql")
+API_KEY = "bench-serper-key"
+DOMAIN = "example.com"
+COMPETITORS = ("rival-one.example", "rival-two.example", "rival-three.example")
+LOCATION, LANGUAGE, DEVICE, DEPTH = 2840, "en", "desktop", 100  # the tracked defaults
+RESULTS = 10  # organic results the fake answers per keyword
+BULK = 1_000  # tracked keywords per add (the API's most per request)
+TARGET = 0.8  # the whole job >= 0.8 x the adapter alone
+WARM_KEYWORDS = 100
+ADAPTER, JOB = "adapter alone", "whole job"
+
+
+Options = argparse.Namespace  # what parse_args returns
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="bench/collect.py",
+        description=(
+            "A project's rank_check collection of N tracked keywords run by one seojobs Worker "
+            "against a local fake Serper (tests/fakes/ranks.py, its own process), beside the "
+            "Serper rank adapter called directly for the same keywords against the same fake."
+        ),
+    )
+    parser.add_argument("--keywords", type=int, default=2000, help="tracked keywords (2000)")
+    parser.add_argument(
+        "--store",
+        type=cli.choice(STORES),
+        default=("sqlite",),
+        help="comma-separated subset of sqlite,postgresql (default: sqlite)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="SEOJOBS_RANK_CHECK_CONCURRENCY for the job, and the adapter's lanes "
+        "(default: the setting's default)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="interleaved rounds; the medians are judged (1)"
+    )
+    parser.add_argument(
+        "--no-pin",
+        dest="pin",
+        action="store_false",
+        help="do not pin the benchmark to CPU 0 and the fake's process to CPU 1",
+    )
+    parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.keywords < 1 or args.rounds < 1:
+        parser.error("--keywords and --rounds must be at least 1")
+    if args.concurrency is None:
+        args.concurrency = RankCheckSettings.model_fields["concurrency"].default
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    return args
+
+
+# -- the fake Serper, in a child process -------------------------------------------------------
+
+
+def keyword(n: int) -> str:
+    return f"garden tool {n}"
+
+
+def results_of(n: int) -> list[str]:
+    """Keyword n's organic results: the project at position n % 10 + 1 except every fifth
+    keyword, the competitors around it, other sites for the rest."""
+    links = [f"https://site{(n + i) % 97}.example/page/{n}" for i in range(RESULTS)]
+    for j, rival in enumerate(COMPETITORS):
+        links[(n + 3 * j + 1) % RESULTS] = f"https://www.{rival}/p/{n}"
+    if n % 5:
+        links[n % RESULTS] = f"https://www.{DOMAIN}/products/{n}"
+    return links
+
+
+def ranked(n: int) -> bool:
+    return n % 5 != 0
+
+
+def serve_fake(keywords: int, cpu: int | None) -> None:
+    """``FakeSerperRanks`` (tests/fakes/ranks.py) filled for ``keywords`` keywords, on a
+    loopback socket; prints its port as one JSON line and serves until stdin closes."""
+    import uvicorn
+    from tests.fakes.ranks import FakeSerperRanks
+
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    fake = FakeSerperRanks(API_KEY)
+    for n in range(keywords):
+        fake.results(keyword(n), *results_of(n))
+        if n % 3 == 0:
+            fake.features(keyword(n), "people_also_ask", "related_searches")
+    fake.requests = _Discarding()  # the fake records every request; not for thousands
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only then (no ~40 ms
+    # delayed-ACK wait per answer); as tests/fakes/server.py binds.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
+    config = uvicorn.Config(
+        fake.app,
+        http="h11",
+        loop="asyncio",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=60,
+    )
+    server = uvicorn.Server(config)
+
+    def watch_stdin() -> None:  # the parent closes our stdin when it is done (or dies)
+        sys.stdin.buffer.read()
+        server.should_exit = True
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    asyncio.run(server.serve(sockets=[sock]))
+
+
+class _Discarding(list):  # type: ignore[type-arg]
+    """A request log that keeps a count, not the requests."""
+
+    count = 0
+
+    def append(self, _item: object) -> None:
+        self.count += 1
+
+
+class FakeProcess:
+    """``bench/collect.py --serve-fake`` as a child: ``with FakeProcess(...) as fake:``."""
+
+    def __init__(self, keywords: int, cpu: int | None) -> None:
+        self.args = [sys.executable, str(Path(__file__).resolve()), "--serve-fake"]
+        self.args += ["--keywords", str(keywords)]
+        if cpu is not None:
+            self.args += ["--cpu", str(cpu)]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def __enter__(self) -> FakeProcess:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.proc = subprocess.Popen(
+            self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.__exit__(None, None, None)
+            raise RuntimeError("the fake Serper process failed to start")
+        port = json.loads(line)["port"]
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            procstat.stop(proc, timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def cpu(self) -> float:
+        assert self.proc is not None
+        return procstat.sched_seconds(self.proc.pid)[0]
+
+
+# -- the two systems ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    system: str
+    store: str
+    keywords: int
+    seconds: float
+    cpu: float  # this process, every thread, over the timed span
+    fake_cpu: float  # the fake's process over the same span
+    loop_wait: float  # seconds the event-loop thread was runnable but not on a CPU
+
+    @property
+    def rate(self) -> float:
+        return self.keywords / self.seconds
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.cpu * 1000 / self.keywords
+
+    @property
+    def fake_cpu_ms(self) -> float:
+        return self.fake_cpu * 1000 / self.keywords
+
+
+@dataclass
+class Results:
+    keywords: int
+    runs: list[Run] = field(default_factory=list)
+    environment: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def settings_for(url: str, fake_url: str, concurrency: int) -> Settings:
+    return Settings(
+        database_url=url,
+        lease_seconds=ours.LEASE_SECONDS,
+        poll_interval=ours.POLL_INTERVAL,
+        serper_key=API_KEY,
+        serper_base_url=fake_url,
+        rank_check_providers={"google": ["serper"]},
+        rank_check_concurrency=concurrency,
+    )
+
+
+def queries(keywords: int) -> list[RankQuery]:
+    return [RankQuery(keyword(n), LOCATION, LANGUAGE, DEVICE, DEPTH) for n in range(keywords)]
+
+
+async def adapter_alone(settings: Settings, keywords: int, lanes: int) -> tuple[float, float]:
+    """(seconds, CPU seconds) of ``SerperRanks.serp`` for every keyword in ``lanes`` lanes
+    (the job's concurrency); each answer checked."""
+    todo: Iterator[tuple[int, RankQuery]] = iter(enumerate(queries(keywords)))
+    adapter = SerperRanks(settings)
+
+    async def lane() -> None:
+        for _n, query in todo:
+            serp = await adapter.serp(query)
+            if len(serp.organic) != RESULTS:
+                raise RuntimeError(f"adapter: {query.keyword!r} got {len(serp.organic)} results")
+
+    try:
+        started, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(lane() for _ in range(lanes)))
+        return time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        await adapter.aclose()
+
+
+def prepare(settings: Settings, user_id: int, keywords: int) -> int:
+    """The product's path to a collection job, untimed: a project with a domain and
+    competitors tracks ``keywords`` keywords, its collection turns rank_check on (``PUT
+    /v1/projects/{id}/collection``), and the maintenance pass fires the due schedule (what
+    the worker's leader does), which creates the job. Returns the job's id."""
+    db = Database(settings.database_url)
+    try:
+        services = Services(db, settings, load_registry(settings))
+        user = services.user(user_id)
+        tracked = {"domain": DOMAIN, "competitors": [{"domain": d} for d in COMPETITORS]}
+        project = services.accounts.create_project(user, "collect", tracked)
+        for start in range(0, keywords, BULK):
+            chunk = range(start, min(start + BULK, keywords))
+            services.tracked.add_keywords(
+                user, project.id, [KeywordAt(keyword=keyword(n)) for n in chunk]
+            )
+        services.collection.put(user, project.id, {"rank_check": CollectionEntry()})
+        fired = fire_due_schedules(db, utcnow() + timedelta(seconds=1), services.schedules.fire)
+        with db.read() as conn:
+            found = job_sql.list_for_projects(conn, [project.id], limit=10)
+        if fired != 1 or len(found) != 1 or found[0].kind != "rank_check":
+            raise RuntimeError(f"the collection fired {fired} job(s): {found}")
+        return found[0].id
+    finally:
+        db.dispose()
+
+
+def _state(db: Database, job_id: int) -> str:
+    with db.read() as conn:
+        job = job_sql.get(conn, job_id)
+    assert job is not None
+    return job.state
+
+
+async def _completed(
+    worker: Worker, task: asyncio.Task[None], probe: Database, job_id: int
+) -> float:
+    """``perf_counter()`` when ``probe`` reads the job completed; it waits in memory until the
+    job's task has ended, then reads every 2 ms."""
+    deadline = time.perf_counter() + 120
+    while (worker.claimed_total == 0 or worker.running) and not task.done():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the collection job did not finish in time")
+        await asyncio.sleep(0.01)
+    while True:
+        state = await asyncio.to_thread(_state, probe, job_id)
+        if state == "completed":
+            return time.perf_counter()
+        if state in ("failed", "cancelled") or task.done() or time.perf_counter() > deadline:
+            raise RuntimeError(f"the collection job ended {state!r}, not completed")
+        await asyncio.sleep(0.002)
+
+
+def verify(db: Database, job_id: int, keywords: int) -> None:
+    """Every keyword checked, the right ones ranked, and the share of voice collected."""
+    with db.read() as conn:
+        job = job_sql.get(conn, job_id)
+    assert job is not None
+    expected = sum(ranked(n) for n in range(keywords))
+    result = job.result or {}
+    got = (job.items_done, job.items_failed, result.get("ranked"), result.get("not_ranked"))
+    want = (keywords, 0, expected, keywords - expected)
+    if got != want or "share_of_voice" not in result:
+        raise RuntimeError(f"job {job_id}: (done, failed, ranked, not ranked) {got} != {want}")
+
+
+async def whole_job(
+    settings: Settings, job_id: int, keywords: int, fake: FakeProcess
+) -> tuple[float, float, float, float]:
+    """(seconds, CPU seconds, the fake's CPU seconds, loop wait) of one Worker from ``run()``
+    until a second ``Database`` reads the collection job completed."""
+    db = Database(settings.database_url)
+    probe = Database(settings.database_url, pool_size=1)
+    try:
+        ours.warm(db, ours.EXECUTOR_THREADS)
+        ours.warm(probe, 1)
+        worker = Worker(db, settings, load_registry(settings), maintenance=False)
+        freeze_startup()
+        fake_cpu, loop = fake.cpu(), procstat.thread_sched()[1]
+        started, cpu = time.perf_counter(), time.process_time()
+        async with ours.running(worker) as task:
+            ended = await _completed(worker, task, probe, job_id)
+            cpu = time.process_time() - cpu
+            fake_cpu, loop = fake.cpu() - fake_cpu, procstat.thread_sched()[1] - loop
+        await asyncio.to_thread(verify, probe, job_id, keywords)
+        return ended - started, cpu, fake_cpu, loop
+    finally:
+        db.dispose()
+        probe.dispose()
+
+
+class Bench:
+    def __init__(self, opts: Options, fake: FakeProcess, dbs: ours.Databases) -> None:
+        self.opts = opts
+        self.fake = fake
+        self.dbs = dbs
+        self.results = Results(opts.keywords)
+
+    def adapter(self, keywords: int, record: bool = True) -> None:
+        settings = settings_for("sqlite://", self.fake.url, self.opts.concurrency)
+        fake_cpu, loop = self.fake.cpu(), procstat.thread_sched()[1]
+        seconds, cpu = asyncio.run(adapter_alone(settings, keywords, self.opts.concurrency))
+        fake_cpu, loop = self.fake.cpu() - fake_cpu, procstat.thread_sched()[1] - loop
+        if record:
+            self._add(Run(ADAPTER, "-", keywords, seconds, cpu, fake_cpu, loop))
+
+    def job(self, store: str, keywords: int, record: bool = True) -> None:
+        with self.dbs.fresh(store) as (url, user_id):
+            settings = settings_for(url, self.fake.url, self.opts.concurrency)
+            job_id = prepare(settings, user_id, keywords)
+            measured = asyncio.run(whole_job(settings, job_id, keywords, self.fake))
+        if record:
+            self._add(Run(JOB, store, keywords, *measured))
+
+    def _add(self, run: Run) -> None:
+        self.results.runs.append(run)
+        where = "" if run.store == "-" else f" ({run.store})"
+        cli.progress(
+            f"{run.system}{where}: {run.rate:,.0f} keywords/s, {run.cpu_ms:.3f} CPU ms/keyword "
+            f"(fake {run.fake_cpu_ms:.3f}), loop waited {run.loop_wait / run.seconds:.0%}"
+        )
+
+    def warm_up(self) -> None:
+        self.adapter(WARM_KEYWORDS, record=False)
+        for store in self.opts.store:
+            self.job(store, WARM_KEYWORDS, record=False)
+
+    def run_all(self) -> None:
+        for _round in range(self.opts.rounds):
+            self.adapter(self.opts.keywords)  # interleaved: load bursts hit both alike
+            for store in self.opts.store:
+                self.job(store, self.opts.keywords)
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+def _median(runs: list[Run], attr: str) -> float:
+    return cli.median([getattr(r, attr) for r in runs])
+
+
+def targets(results: Results) -> list[cli.Target]:
+    """Issue 29's target, per store: the whole job's keywords/s >= 0.8 x the adapter's
+    (medians over the rounds). The CPU ratio is printed in the table, not judged: the job
+    matches, stores and collects every keyword, which the adapter alone does not."""
+    adapter = [r for r in results.runs if r.system == ADAPTER]
+    found: list[cli.Target] = []
+    for store in STORES:
+        jobs = [r for r in results.runs if r.system == JOB and r.store == store]
+        if jobs and adapter:
+            rate = _median(jobs, "rate") / _median(adapter, "rate")
+            what = f"{store}: whole job >= {TARGET} x adapter alone (keywords/s)"
+            found.append((what, f"{rate:.2f}", rate >= TARGET))
+    return found
+
+
+def render(results: Results) -> str:
+    lines = [
+        "",
+        f"bench/collect.py: a rank_check collection of {results.keywords:,} tracked keywords",
+    ]
+    lines += [f"  {line}" for line in results.environment]
+    adapter = [r for r in results.runs if r.system == ADAPTER]
+    base_rate = _median(adapter, "rate") if adapter else float("nan")
+    base_cpu = _median(adapter, "cpu_ms") if adapter else float("nan")
+    rows = [
+        [
+            r.system,
+            r.store,
+            f"{r.seconds:.2f}",
+            f"{r.rate:,.0f}",
+            f"{r.rate / base_rate:.2f}",
+            f"{r.cpu_ms:.3f}",
+            f"{base_cpu / r.cpu_ms:.2f}",
+            f"{r.fake_cpu_ms:.3f}",
+            f"{r.loop_wait / r.seconds:.0%}",
+        ]
+        for r in results.runs
+    ]
+    headers = ["system", "store", "seconds", "keywords/s", "x adapter", "CPU ms/kw",
+               "adapter CPU / CPU", "fake CPU ms/kw", "loop waits"]  # fmt: skip
+    lines += ["", *cli.table(headers, rows)]
+    found = targets(results)
+    if found:
+        lines += ["", *cli.judged(found)]
+    if results.notes:
+        lines += ["", *(f"  - {n}" for n in results.notes)]
+    return "\n".join(lines) + "\n"
+
+
+NOTES = [
+    "CPU ms/kw: this process (every thread) over the timed span / keywords; the fake's own "
+    "process (FastAPI + uvicorn, pinned apart) is the fake CPU column. loop waits: share of "
+    "the wall time the event-loop thread was runnable but waiting for a CPU (other load).",
+    "whole job: the clock runs from Worker.run() until a second Database reads the job "
+    "completed; setting up the project, tracking the keywords, the collection and firing its "
+    "schedule (the job's creation, 2,000 items) come before it.",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    if opts.serve_fake:
+        serve_fake(opts.keywords, opts.cpu)
+        return 0
+    cli.unwind_on_sigterm()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    results = Results(opts.keywords)
+    started = time.monotonic()
+    partial = cli.partial_report(lambda: render(results), "fake stopped, scratch databases removed")
+    with partial, ExitStack() as stack:
+        fake = stack.enter_context(FakeProcess(opts.keywords, 1 if opts.pin else None))
+        if opts.pin:
+            os.sched_setaffinity(0, {0})
+        dbs = ours.Databases(
+            stack,
+            sqlite="sqlite" in opts.store,
+            postgres="postgresql" in opts.store,
+            prefix="seojobs_collect",
+        )
+        bench = Bench(opts, fake, dbs)
+        bench.results = results
+        results.environment = [
+            cli.machine(dbs.pg) + f"; load average at start {procstat.loadavg()}",
+            cli.versions("aiohttp", "uvicorn", "fastapi", "sqlalchemy"),
+            f"rank_check concurrency {opts.concurrency} (the job's items at once; the adapter's "
+            f"lanes); one Worker, maintenance off; Serper adapter, depth {DEPTH}, "
+            f"{RESULTS} organic results per answer; "
+            + ("benchmark on CPU 0, fake on CPU 1" if opts.pin else "no CPU pinning"),
+        ]
+        cli.progress("warming up")
+        bench.warm_up()
+        bench.run_all()
+    results.notes = NOTES
+    results.environment.append(
+        f"total wall time {time.monotonic() - started:.0f} s; load average at end "
+        f"{procstat.loadavg()}"
+    )
+    print(render(results), end="", flush=True)
+    return cli.exit_code(cli.failed(targets(results)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
