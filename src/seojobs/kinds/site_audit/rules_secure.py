@@ -62,10 +62,26 @@ def _links_to_http(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     return {"links": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
+def _max_age(header: str) -> int | None:
+    """The max-age of a Strict-Transport-Security value (RFC 6797 6.1), None if it has none
+    or an invalid one (browsers then ignore the header)."""
+    for directive in header.split(";"):
+        name, _eq, value = directive.partition("=")
+        if name.strip().lower() == "max-age":
+            value = value.strip().strip('"')
+            return int(value) if value.isascii() and value.isdigit() else None
+    return None
+
+
 def _no_hsts(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
-    if not _https(r) or "strict-transport-security" in r.headers:
+    """No header, or one browsers do not keep: a browser reads the first only, requires its
+    max-age, and forgets the host's HSTS on max-age=0."""
+    if not _https(r):
         return None
-    return {"strict_transport_security": None}
+    sent = r.header_list("strict-transport-security")
+    if sent and (_max_age(sent[0]) or 0) > 0:
+        return None
+    return {"strict_transport_security": sent[0] if sent else None}
 
 
 RULES: Rules = [
@@ -78,7 +94,12 @@ RULES: Rules = [
         read(_links_to_http),
     ),
     (
-        Check("hsts_missing", W, "An https page without a Strict-Transport-Security header."),
+        Check(
+            "hsts_missing",
+            W,
+            "An https page without a Strict-Transport-Security header, or with one browsers "
+            "ignore (no max-age, max-age=0).",
+        ),
         read(_no_hsts),
     ),
 ]
