@@ -62,7 +62,15 @@ _PLANTED_MARKUP: dict[str, tuple[str, str]] = {
     ),
     # An http link to a page of the site: it redirects to https (a link to a redirect too).
     "/links-http": (f'<a href="http://{ORIGIN}/clean-form">The form</a>', ""),
+    # Relative URLs under an http <base href> are http: its image, logo and link (its other
+    # links are written https).
+    "/base-http": (
+        '<img src="photo.png" alt="A photo" width="20" height="20">'
+        '<a href="clean-form">The form</a>',
+        f'<base href="http://{ORIGIN}/">',
+    ),
 }
+BASED = {"/base-http"}
 # Every page, each linking every other.
 PATHS = ("/", *_PLANTED_MARKUP, "/no-hsts", "/hsts-max-age-zero", "/hsts-no-max-age")
 HEADERS = {
@@ -76,7 +84,7 @@ UNDRESSED = {"/no-hsts"}  # sent without Strict-Transport-Security
 def _page(path: str) -> str:
     slug = path.strip("/") or "home"
     body, head = _PLANTED_MARKUP.get(path, ("", ""))
-    others = tuple(p for p in PATHS if p != path)
+    others = tuple(f"https://{ORIGIN}{p}" if path in BASED else p for p in PATHS if p != path)
     return html(slug, body=words(slug) + body, head=head, links=others)
 
 
@@ -86,6 +94,9 @@ PLANTED = {
     ("mixed_content", "/mixed-assets"),
     ("https_links_to_http", "/links-http"),
     ("internal_link_to_redirect", "/links-http"),  # http://.../clean-form redirects
+    ("mixed_content", "/base-http"),
+    ("https_links_to_http", "/base-http"),
+    ("internal_link_to_redirect", "/base-http"),
     ("hsts_missing", "/no-hsts"),
     ("hsts_missing", "/hsts-max-age-zero"),
     ("hsts_missing", "/hsts-no-max-age"),

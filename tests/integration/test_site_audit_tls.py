@@ -74,6 +74,12 @@ async def test_an_https_audit_reports_what_only_https_pages_have_on_the_planted_
     assert evidence["https_links_to_http", "/links-http"] == {
         "links": [f"http://{origin}/clean-form"]
     }
+    assert evidence["mixed_content", "/base-http"] == {
+        "resources": [f"http://{origin}/photo.png", f"http://{origin}/logo.png"]
+    }
+    assert evidence["https_links_to_http", "/base-http"] == {
+        "links": [f"http://{origin}/clean-form"]
+    }
     assert evidence["hsts_missing", "/hsts-max-age-zero"] == {
         "strict_transport_security": "max-age=0"
     }

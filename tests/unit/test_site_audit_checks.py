@@ -353,6 +353,20 @@ def test_https_pages_loading_or_linking_over_http(
     assert "hsts_missing" not in _codes(replace(page, url=plain, response=served))
 
 
+def test_relative_urls_under_a_base_href_resolve_against_it() -> None:
+    body = words("p") + '<img src="a.png" alt="A" width="1" height="1"><a href="old">Old</a>'
+    based = _page(
+        html("p", head='<base href="http://example.com/">', body=body), response=_response(*DRESSED)
+    )
+    evidence = {f.code: f.data["evidence"] for f in page_findings(based, Thresholds())}
+    assert evidence == {  # the page's own /logo.png and link to / too
+        "mixed_content": {"resources": ["http://example.com/a.png", "http://example.com/logo.png"]},
+        "https_links_to_http": {"links": ["http://example.com/old", "http://example.com/"]},
+    }
+    secure = '<base href="https://example.com/x/">'
+    assert _codes(_page(html("p", head=secure, body=body), response=_response(*DRESSED))) == set()
+
+
 def test_a_small_page_need_not_be_compressed_and_a_temporary_redirect_is_named() -> None:
     small = _response(*DRESSED[:1], *DRESSED[2:], body=b"x" * 1024)
     assert _codes(_page(html("clean"), response=small)) == set()
