@@ -67,24 +67,24 @@ def _links_to_http(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     return {"links": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
-def _max_age(header: str) -> int | None:
-    """The max-age of a Strict-Transport-Security value (RFC 6797 6.1), None if it has none
-    or an invalid one (browsers then ignore the header)."""
+def _kept(header: str) -> bool:
+    """Whether browsers keep a Strict-Transport-Security value (RFC 6797 6.1): it must have a
+    max-age of digits, and max-age=0 forgets the host's HSTS. (Not ``int()``: a value of
+    thousands of digits would raise.)"""
     for directive in header.split(";"):
         name, _eq, value = directive.partition("=")
         if name.strip().lower() == "max-age":
             value = value.strip().strip('"')
-            return int(value) if value.isascii() and value.isdigit() else None
-    return None
+            return value.isascii() and value.isdigit() and bool(value.strip("0"))
+    return False
 
 
 def _no_hsts(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
-    """No header, or one browsers do not keep: a browser reads the first only, requires its
-    max-age, and forgets the host's HSTS on max-age=0."""
+    """No header, or one browsers do not keep (a browser reads the first one only)."""
     if not _https(r):
         return None
     sent = r.header_list("strict-transport-security")
-    if sent and (_max_age(sent[0]) or 0) > 0:
+    if sent and _kept(sent[0]):
         return None
     return {"strict_transport_security": sent[0] if sent else None}
 
