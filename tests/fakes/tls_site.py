@@ -38,7 +38,8 @@ HSTS = "max-age=31536000; includeSubDomains"
 HTTPS_ONLY = frozenset({"mixed_content", "https_links_to_http", "hsts_missing"})
 
 
-# path -> (what its body adds after its text, what its head adds): "" for a clean page.
+# path -> (what its body adds after its text, what its head adds); the other pages add
+# nothing (but for their headers).
 _PLANTED_MARKUP: dict[str, tuple[str, str]] = {
     # Precision: a form is fine on an https page, and so are links and resources written
     # https:, relative or absolute.

@@ -24,7 +24,7 @@ from seojobs.kinds.site_audit.params import Thresholds
 from seojobs.kinds.site_audit.sitemaps import PROTOCOL_BYTES, read_sitemap
 from tests.fakes.audit_site import PLANTED, html, words
 from tests.fakes.render_site import PLANTED as RENDER_PLANTED
-from tests.fakes.tls_site import HTTPS_ONLY as TLS_HTTPS_ONLY
+from tests.fakes.tls_site import HTTPS_ONLY
 from tests.fakes.tls_site import PLANTED as TLS_PLANTED
 
 URL = "https://example.com/garden/care"
@@ -487,8 +487,8 @@ SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
 SITEMAP_FILES = {"sitemap_too_large"}
 # Planted by the rendering fixture site (tests/fakes/render_site.py, render "js" only).
 RENDERED = {code for code, _path in RENDER_PLANTED}
-# Planted by the https fixture site (tests/fakes/tls_site.py): the fixture site is http.
-HTTPS_ONLY = TLS_HTTPS_ONLY
+# HTTPS_ONLY: planted by the https fixture site (tests/fakes/tls_site.py), the fixture site
+# being http.
 # Planted by a site of their own over several audits (tests/integration/
 # test_site_audit_structure.py): an orphan needs a previous audit, a heavy page a low threshold.
 STRUCTURE = {"orphan_page", "page_weight_high"}
