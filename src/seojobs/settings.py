@@ -182,6 +182,13 @@ class Settings(BaseSettings):
     fetch_dns_ttl: float = Field(
         default=60.0, ge=0, description="Seconds a fetcher keeps a name's addresses (0: none)."
     )
+    fetch_ca_file: str | None = Field(
+        default=None,
+        description=(
+            "A PEM file of CA certificates the fetcher trusts besides the system's (a private "
+            "CA's sites; the tests' own CA)."
+        ),
+    )
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Hostnames exempt from the private-network guard (comma separated).",

@@ -793,7 +793,19 @@ SITEMAPPED = [
 ]
 
 
-def _urlset(base: str, tag: str, paths: list[str]) -> str:
+def dressed(body: bytes) -> dict[str, str]:
+    """The headers a well-configured server sends an HTML page with (but compression)."""
+    return {
+        "etag": f'"{hashlib.sha256(body).hexdigest()[:16]}"',
+        "x-content-type-options": "nosniff",
+        "content-security-policy": "default-src 'self'",
+        "content-type": "text/html; charset=utf-8",
+        "x-frame-options": "SAMEORIGIN",
+        "referrer-policy": "strict-origin-when-cross-origin",
+    }
+
+
+def urlset(base: str, tag: str, paths: list[str]) -> str:
     entries = "".join(f"<{tag}><loc>{escape(base + path)}</loc></{tag}>" for path in paths)
     root = "sitemapindex" if tag == "sitemap" else "urlset"
     return (
@@ -883,13 +895,13 @@ class AuditSite:
     def _sitemap_index(self, request: Request) -> Response:
         if not self.sitemaps:
             return Response(status_code=404)
-        body = _urlset(str(request.base_url).rstrip("/"), "sitemap", ["/sitemaps/pages.xml.gz"])
+        body = urlset(str(request.base_url).rstrip("/"), "sitemap", ["/sitemaps/pages.xml.gz"])
         return Response(body, media_type="application/xml")
 
     def _sitemap_pages(self, request: Request) -> Response:
         if not self.sitemaps:
             return Response(status_code=404)
-        body = _urlset(str(request.base_url).rstrip("/"), "url", SITEMAPPED)
+        body = urlset(str(request.base_url).rstrip("/"), "url", SITEMAPPED)
         return Response(gzip.compress(body.encode()), media_type="application/gzip")
 
     def _page(self, request: Request) -> Response:
@@ -917,14 +929,7 @@ class AuditSite:
         elsewhere = f"http://127.0.0.1:{self._elsewhere_port}"
         body = page.replace(BASE, base).replace(ELSEWHERE, elsewhere).encode()
         left_out = UNDRESSED.get(path)
-        headers = {
-            "etag": f'"{hashlib.sha256(body).hexdigest()[:16]}"',
-            "x-content-type-options": "nosniff",
-            "content-security-policy": "default-src 'self'",
-            "content-type": "text/html; charset=utf-8",
-            "x-frame-options": "SAMEORIGIN",
-            "referrer-policy": "strict-origin-when-cross-origin",
-        }
+        headers = dressed(body)
         if left_out == "charset":
             headers["content-type"] = "text/html"
         else:

@@ -26,8 +26,9 @@ class _Server(uvicorn.Server):
 
 
 @contextlib.contextmanager
-def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    """Serve ``app`` on ``host`` (a loopback address) and yield its base URL."""
+def serve(app: Any, host: str = "127.0.0.1", tls: tuple[str, str] | None = None) -> Iterator[str]:
+    """Serve ``app`` on ``host`` (a loopback address) and yield its base URL; ``tls``:
+    (certificate chain file, key file), over https."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
     # listening socket says TCP, and without it every answer waits for a delayed ACK (~40 ms).
@@ -35,7 +36,8 @@ def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    files = {"ssl_certfile": tls[0], "ssl_keyfile": tls[1]} if tls else {}
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, **files)
     server = _Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
@@ -45,7 +47,7 @@ def serve(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
         threading.Event().wait(0.01)
     try:
         shown = f"[{host}]" if ":" in host else host
-        yield f"http://{shown}:{port}"
+        yield f"{'https' if tls else 'http'}://{shown}:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

@@ -94,15 +94,19 @@ class Endpoint:
 
     def _forward(self, conn: socket.socket) -> None:
         assert self.target is not None
-        upstream = socket.create_connection(self.target, timeout=5)
+        self._pipe(conn, self.target)
+
+    def _pipe(self, conn: socket.socket, target: tuple[str, int]) -> None:
+        """Pipe ``conn`` to a new connection to ``target``, both ways."""
+        upstream = socket.create_connection(target, timeout=5)
         upstream.settimeout(None)
         with self._lock:
             self._held.append(upstream)
         for source, sink in ((conn, upstream), (upstream, conn)):
-            threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+            threading.Thread(target=pump, args=(source, sink), daemon=True).start()
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def pump(source: socket.socket, sink: socket.socket) -> None:
     try:
         while chunk := source.recv(65536):
             sink.sendall(chunk)

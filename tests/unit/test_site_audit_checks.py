@@ -24,6 +24,8 @@ from seojobs.kinds.site_audit.params import Thresholds
 from seojobs.kinds.site_audit.sitemaps import PROTOCOL_BYTES, read_sitemap
 from tests.fakes.audit_site import PLANTED, html, words
 from tests.fakes.render_site import PLANTED as RENDER_PLANTED
+from tests.fakes.tls_site import HTTPS_ONLY
+from tests.fakes.tls_site import PLANTED as TLS_PLANTED
 
 URL = "https://example.com/garden/care"
 
@@ -255,8 +257,37 @@ DRESSED = (
 )
 
 
+# Strict-Transport-Security values browsers ignore (RFC 6797 6.1: max-age is required, 0
+# forgets the host) or keep.
+_HSTS_IGNORED = [
+    (sent, "hsts_missing")
+    for sent in (
+        "max-age=0",
+        "includeSubDomains; preload",
+        "max-age=",
+        "max-age=-1",
+        "max-age=1e6",
+        "max-age=00",
+    )
+]
+_HSTS_KEPT = (
+    'max-age="31536000"',
+    " Max-Age = 600 ; includeSubDomains",
+    "preload; max-age=1",
+    "max-age=" + "9" * 5000,
+)
+
+
 def test_a_well_served_page_has_nothing_to_report() -> None:
     assert _codes(_page(html("clean"), response=_response(*DRESSED))) == set()
+    for sent in _HSTS_KEPT:
+        served = _response(*DRESSED[:5], ("strict-transport-security", sent), *DRESSED[6:])
+        assert _codes(_page(html("clean"), response=served)) == set(), sent
+    # Only the first header counts (what browsers do).
+    twice = _response(*DRESSED, ("strict-transport-security", "max-age=0"))
+    assert _codes(_page(html("clean"), response=twice)) == set()
+    zero_first = _response(*DRESSED[:5], ("strict-transport-security", "max-age=0"), *DRESSED[5:])
+    assert _codes(_page(html("clean"), response=zero_first)) == {"hsts_missing"}
 
 
 @pytest.mark.parametrize(
@@ -267,6 +298,10 @@ def test_a_well_served_page_has_nothing_to_report() -> None:
         (_response(*DRESSED[:3], *DRESSED[4:]), "x_content_type_options_missing"),
         (_response(*DRESSED[:4], *DRESSED[5:]), "csp_missing"),
         (_response(*DRESSED[:5], *DRESSED[6:]), "hsts_missing"),
+        *(
+            (_response(*DRESSED[:5], ("strict-transport-security", sent), *DRESSED[6:]), code)
+            for sent, code in _HSTS_IGNORED
+        ),
         (_response(*DRESSED[:6], *DRESSED[7:]), "x_frame_options_missing"),
         (_response(*DRESSED[:7]), "referrer_policy_missing"),
         (_response(*DRESSED[:7], ("referrer-policy", "unsafe-url")), "referrer_policy_missing"),
@@ -328,6 +363,20 @@ def test_https_pages_loading_or_linking_over_http(
     served = FetchResult(plain, plain, 200, headers=make_headers(DRESSED[:4]), body=b"x" * 2000)
     assert code not in _codes(replace(page, url=plain, response=served))
     assert "hsts_missing" not in _codes(replace(page, url=plain, response=served))
+
+
+def test_relative_urls_under_a_base_href_resolve_against_it() -> None:
+    body = words("p") + '<img src="a.png" alt="A" width="1" height="1"><a href="old">Old</a>'
+    based = _page(
+        html("p", head='<base href="http://example.com/">', body=body), response=_response(*DRESSED)
+    )
+    evidence = {f.code: f.data["evidence"] for f in page_findings(based, Thresholds())}
+    assert evidence == {  # the page's own /logo.png and link to / too
+        "mixed_content": {"resources": ["http://example.com/a.png", "http://example.com/logo.png"]},
+        "https_links_to_http": {"links": ["http://example.com/old", "http://example.com/"]},
+    }
+    secure = '<base href="https://example.com/x/">'
+    assert _codes(_page(html("p", head=secure, body=body), response=_response(*DRESSED))) == set()
 
 
 def test_a_small_page_need_not_be_compressed_and_a_temporary_redirect_is_named() -> None:
@@ -429,10 +478,6 @@ UNPLANTED = {
     "dead_end",
     "url_too_long",
     "url_underscore",
-    # Served over https only (the fixture site is http): tested on given pages above.
-    "mixed_content",
-    "https_links_to_http",
-    "hsts_missing",
 }
 # Planted by a site of their own (tests/integration/test_site_audit.py): the fixture site
 # has a robots.txt and sitemaps.
@@ -442,6 +487,8 @@ SITE_FILES = {"robots_txt_missing", "sitemap_missing"}
 SITEMAP_FILES = {"sitemap_too_large"}
 # Planted by the rendering fixture site (tests/fakes/render_site.py, render "js" only).
 RENDERED = {code for code, _path in RENDER_PLANTED}
+# HTTPS_ONLY: planted by the https fixture site (tests/fakes/tls_site.py), the fixture site
+# being http.
 # Planted by a site of their own over several audits (tests/integration/
 # test_site_audit_structure.py): an orphan needs a previous audit, a heavy page a low threshold.
 STRUCTURE = {"orphan_page", "page_weight_high"}
@@ -449,9 +496,11 @@ STRUCTURE = {"orphan_page", "page_weight_high"}
 
 def test_every_other_check_is_planted_in_the_fixture_site() -> None:
     planted = {code for code, _path in PLANTED}
-    unplanted = UNPLANTED | SITE_FILES | SITEMAP_FILES | STRUCTURE | RENDERED
+    unplanted = UNPLANTED | SITE_FILES | SITEMAP_FILES | STRUCTURE | RENDERED | HTTPS_ONLY
     assert {c.code for c in CATALOGUE} - unplanted == planted
     assert not RENDERED & planted  # the rendering checks are found only on a rendered audit
+    assert not HTTPS_ONLY & planted  # and these only on https pages
+    assert {code for code, _path in TLS_PLANTED} >= HTTPS_ONLY
 
 
 def test_every_check_has_a_category_and_a_fix() -> None:

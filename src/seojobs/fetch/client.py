@@ -7,6 +7,8 @@ validated addresses pinned, read at most ``fetch_max_bytes``.
 
 from __future__ import annotations
 
+import functools
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -28,6 +30,15 @@ if TYPE_CHECKING:
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+@functools.cache
+def _trusting(ca_file: str) -> ssl.SSLContext:
+    """A verifying TLS context that trusts ``ca_file``'s CAs besides the system's; made once
+    per file and process (loading the system's CAs is slow blocking work)."""
+    context = ssl.create_default_context()
+    context.load_verify_locations(cafile=ca_file)
+    return context
 
 
 @dataclass
@@ -111,6 +122,7 @@ class Fetcher(Closing):
         )
         self.gate = HostGate(settings.fetch_host_concurrency, settings.fetch_host_delay)
         guard = self.guard
+        tls = _trusting(settings.fetch_ca_file) if settings.fetch_ca_file else None
         self.http = HttpClient(
             headers={
                 "User-Agent": settings.user_agent,
@@ -121,7 +133,7 @@ class Fetcher(Closing):
             read_timeout=settings.fetch_timeout,
             deadline=self.hop_timeout,
             max_bytes=self.max_bytes,
-            connector=connector or (lambda: PinnedConnector(guard, limit=100)),
+            connector=connector or (lambda: PinnedConnector(guard, limit=100, tls=tls)),
             cookies=True,
             env_proxies=False,  # never: see seojobs.fetch.http
         )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import socket
+import ssl
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -109,12 +110,17 @@ class GuardResolver(AbstractResolver):
 class PinnedConnector(aiohttp.TCPConnector):
     """``TCPConnector`` with the guard's resolver, no DNS cache, and a peer check."""
 
-    def __init__(self, guard: AddressGuard, limit: int) -> None:
+    def __init__(self, guard: AddressGuard, limit: int, tls: ssl.SSLContext | None = None) -> None:
         # aiohttp has no public hook after connect; fail loudly if the one used here moves
         # rather than silently connect without the peer check.
         if not hasattr(aiohttp.TCPConnector, "_wrap_create_connection"):
             raise RuntimeError("unsupported aiohttp version: cannot install the peer check")
-        super().__init__(resolver=GuardResolver(guard), use_dns_cache=False, limit=limit)
+        super().__init__(
+            resolver=GuardResolver(guard),
+            use_dns_cache=False,
+            limit=limit,
+            ssl=True if tls is None else tls,  # None: aiohttp's verifying default
+        )
         self._guard = guard
 
     async def _wrap_create_connection(self, *args: Any, **kwargs: Any) -> Any:

@@ -6,6 +6,8 @@ the rules read the page's URL after redirects, its markup and its headers.
 
 from __future__ import annotations
 
+import contextlib
+
 from seojobs.fetch import FetchResult
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import join_url, parse_url
@@ -25,11 +27,16 @@ def _plain(f: PageFacts, hrefs: list[str]) -> list[str]:
     return [h for h in hrefs if h.lstrip()[:5].lower() == "http:"]
 
 
-def _resolved(base: str, hrefs: list[str]) -> list[str]:
+def _resolved(f: PageFacts, r: FetchResult, hrefs: list[str]) -> list[str]:
+    """``hrefs`` made absolute as a browser does: against the ``<base href>`` if any."""
+    base = parse_url(r.final_url)
+    if f.base_href:
+        with contextlib.suppress(FetchError, ValueError):
+            base = parse_url(join_url(base, f.base_href))
     found = []
     for href in hrefs:
         try:
-            found.append(join_url(parse_url(base), href))
+            found.append(join_url(base, href))
         except (FetchError, ValueError):
             continue
     return found
@@ -39,7 +46,7 @@ def _mixed(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     if not _https(r):
         return None
     loads = [image.src for image in f.images if image.src] + f.iframes + f.subresources
-    plain = [u for u in _resolved(r.final_url, _plain(f, loads)) if u.lower().startswith("http:")]
+    plain = [u for u in _resolved(f, r, _plain(f, loads)) if u.lower().startswith("http:")]
     return {"resources": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
@@ -55,17 +62,31 @@ def _links_to_http(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     if not hrefs:
         return None
     plain = [
-        u
-        for u in _resolved(r.final_url, hrefs)
-        if u.lower().startswith("http:") and _site_host(u) == own
+        u for u in _resolved(f, r, hrefs) if u.lower().startswith("http:") and _site_host(u) == own
     ]
     return {"links": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
+def _kept(header: str) -> bool:
+    """Whether browsers keep a Strict-Transport-Security value (RFC 6797 6.1): it must have a
+    max-age of digits, and max-age=0 forgets the host's HSTS. (Not ``int()``: a value of
+    thousands of digits would raise.)"""
+    for directive in header.split(";"):
+        name, _eq, value = directive.partition("=")
+        if name.strip().lower() == "max-age":
+            value = value.strip().strip('"')
+            return value.isascii() and value.isdigit() and bool(value.strip("0"))
+    return False
+
+
 def _no_hsts(_page: Page, _f: PageFacts, r: FetchResult) -> Evidence:
-    if not _https(r) or "strict-transport-security" in r.headers:
+    """No header, or one browsers do not keep (a browser reads the first one only)."""
+    if not _https(r):
         return None
-    return {"strict_transport_security": None}
+    sent = r.header_list("strict-transport-security")
+    if sent and _kept(sent[0]):
+        return None
+    return {"strict_transport_security": sent[0] if sent else None}
 
 
 RULES: Rules = [
@@ -78,7 +99,12 @@ RULES: Rules = [
         read(_links_to_http),
     ),
     (
-        Check("hsts_missing", W, "An https page without a Strict-Transport-Security header."),
+        Check(
+            "hsts_missing",
+            W,
+            "An https page without a Strict-Transport-Security header, or with one browsers "
+            "ignore (no max-age, max-age=0).",
+        ),
         read(_no_hsts),
     ),
 ]
