@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -41,6 +42,19 @@ def test_a_clean_value_is_returned_as_it_is() -> None:
     assert storable(value) is value
     outcome = ItemOutcome(item_id=1, failed=False, result={"title": "fine"})
     assert storable(outcome) is outcome
+
+
+def test_what_json_cannot_say_plainly_is_still_walked() -> None:
+    # storable first looks at the value encoded as JSON; these must reach the walk and come
+    # out as the walk alone made them.
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    nested = {(1, 2): "t\x00", "at": when, "raw": b"\x00", "set": {"s\x00"}}
+    assert storable(nested) == {(1, 2): "t\ufffd", "at": when, "raw": b"\x00", "set": {"s\x00"}}
+    spelled = {"text": "a \\u0000 spelled out", "é": "ü"}  # JSON's own escape, as text
+    assert storable(spelled) is spelled
+    outcome = ItemOutcome(item_id=1, failed=False, result={"t": when, "k": ["\ud83d"]})
+    assert storable(outcome).result == {"t": when, "k": ["\ufffd"]}
+    assert storable(["x\x00", {"n": 1}]) == ["x\ufffd", {"n": 1}]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from seojobs.api.audits import router as audits_router
 from seojobs.api.dbgate import DatabaseDeadline, DatabaseGate
 from seojobs.api.deps import AuthCache
 from seojobs.api.inputs import CheckedRoute, require_checked
-from seojobs.api.middleware import BodyLimit, RateLimitHeaders
+from seojobs.api.middleware import BodyLimit
 from seojobs.api.observe import Observe
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
@@ -117,15 +117,14 @@ def create_app(
     docs.install(app)
     metrics.install(app, services)
     dashboard.install(app)
-    app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     deadline = None
     if not services.db.is_sqlite:  # a local file cannot hang the way a server can
         gate = DatabaseGate(services.database_answers)
         app.state.database_gate = gate
         deadline = DatabaseDeadline(gate)
-    # The request id, its count and the database deadline, one layer: the gate's 503s are
-    # counted and carry the id.
+    # The request id, its count, its rate-limit fields and the database deadline, one layer:
+    # the gate's 503s are counted and carry the id.
     app.add_middleware(Observe, deadline=deadline)
     if settings.trusted_proxies:  # outermost: every layer sees the forwarded client
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))

@@ -8,32 +8,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from seojobs.api.problems import problem
 
 
-class RateLimitHeaders:
-    """Copy the rate-limit fields computed during the request onto the response."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                extra: dict[str, str] | None = scope.get("state", {}).get("rate_limit_headers")
-                if extra:
-                    headers = list(message.get("headers", []))
-                    present = {k.lower() for k, _v in headers}
-                    for name, value in extra.items():
-                        if name.lower().encode() not in present:
-                            headers.append((name.lower().encode(), value.encode()))
-                    message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
-
-
 class BodyLimit:
     """Refuse request bodies over ``limit`` bytes with 413, declared or streamed."""
 

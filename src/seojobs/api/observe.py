@@ -9,7 +9,10 @@ Every answered request is counted by method, route template (``/v1/jobs/{job_id}
 raw path; ``unmatched`` when no route took it) and status, and timed to its last byte
 (``seojobs.telemetry``).
 
-On PostgreSQL the same layer keeps each request's database deadline (``seojobs.api.dbgate``).
+The same layer puts the request's rate-limit fields on the app's answer (``RateLimit-Policy``,
+``RateLimit``, set by ``seojobs.api.deps.current_user``; a layer of their own cost every status
+GET one more wrapper of ``send``), and on PostgreSQL keeps each request's database deadline
+(``seojobs.api.dbgate``).
 """
 
 from __future__ import annotations
@@ -87,9 +90,21 @@ class Answer:
         self.rescuer: asyncio.Task[None] | None = None
 
     async def send(self, message: Message) -> None:
-        """The app's ``send``."""
-        if not self.abandoned:
-            await self.deliver(message)
+        """The app's ``send``: its answer gets the rate-limit fields that
+        ``deps.current_user`` left in the request's state (those the answer lacks)."""
+        if self.abandoned:
+            return
+        if message["type"] == "http.response.start":
+            extra: dict[str, str] | None = self.scope.get("state", {}).get("rate_limit_headers")
+            if extra:
+                headers = list(message.get("headers", ()))
+                present = {name.lower() for name, _value in headers}
+                for name, value in extra.items():
+                    key = name.lower().encode()
+                    if key not in present:
+                        headers.append((key, value.encode()))
+                message = {**message, "headers": headers}
+        await self.deliver(message)
 
     async def deliver(self, message: Message) -> None:
         """Send, even once abandoned (the deadline's own 503)."""

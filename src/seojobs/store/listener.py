@@ -11,11 +11,17 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from seojobs.store.db import NOTIFY_CHANNEL, Database
 
 log = logging.getLogger("seojobs.listener")
 SQLITE_WATCH_INTERVAL = 0.05
+# On SQLite, what a change must leave for its wake-up to be worth it, per channel: data_version
+# also changes with the worker's own commits (every group of results it records), and each
+# wake-up is a claim, a write transaction on SQLite's one writer (bench/check.py: about 60
+# empty claims during one index check). A claim takes pending jobs only.
+SQLITE_READY = {NOTIFY_CHANNEL: "SELECT 1 FROM jobs WHERE state = 'pending' LIMIT 1"}
 
 
 class Listener:
@@ -69,11 +75,22 @@ class Listener:
                     last = conn.execute("PRAGMA data_version").fetchone()[0]
                     # Commits before that first read were not seen as changes: claim once.
                     self.wake()
+                    ready = SQLITE_READY.get(self.channel)
                     while not self._stop.wait(SQLITE_WATCH_INTERVAL):
                         version = conn.execute("PRAGMA data_version").fetchone()[0]
-                        if version != last:
+                        if version != last and _worth_waking(conn, ready):
                             self.wake()
                         last = version
             except sqlite3.Error:
                 log.warning("watching the SQLite file failed; polling only", exc_info=True)
                 self._stop.wait(1.0)
+
+
+def _worth_waking(conn: Any, ready: str | None) -> bool:
+    """Whether ``ready`` (a query of SQLITE_READY) finds something; True when unsure."""
+    if ready is None:
+        return True
+    try:
+        return conn.execute(ready).fetchone() is not None
+    except Exception:  # e.g. no jobs table yet: wake, as without the look
+        return True
