@@ -37,7 +37,9 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def _scrape(app: Api) -> Samples:
-    with httpx.Client(base_url=app.base) as client:
+    # httpx's default 5 s timeout: a scrape counts every job, and on a loaded CI machine it
+    # once took longer (a timed-out test, not a slow product).
+    with httpx.Client(base_url=app.base, timeout=60) as client:
         answer = client.get("/metrics")
     assert answer.status_code == 200, answer.text
     found: Samples = {}
