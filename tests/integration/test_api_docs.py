@@ -20,7 +20,7 @@ def _references(page: str) -> list[str]:
 
 
 def test_docs_pages_load_only_assets_served_by_seojobs(idle: Api) -> None:
-    with httpx.Client(base_url=idle.base) as client:  # public pages: no key
+    with httpx.Client(base_url=idle.base, timeout=60) as client:  # public pages: no key
         for path, wanted in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
             page = client.get(path)
             assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

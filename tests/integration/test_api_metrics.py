@@ -24,7 +24,7 @@ def app(store_url: str) -> Iterator[Api]:
 
 
 def _scrape(app: Api, headers: dict[str, str] | None = None) -> dict[tuple[str, tuple], float]:
-    with httpx.Client(base_url=app.base) as client:  # no API key: an operator's scraper
+    with httpx.Client(base_url=app.base, timeout=60) as client:  # no API key: an operator's scraper
         answer = client.get("/metrics", headers=headers)
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain; version=")
@@ -81,7 +81,7 @@ def test_the_queue_as_the_database_holds_it(app: Api) -> None:
 
 def test_a_token_guards_the_metrics(store_url: str) -> None:
     with api(make_settings(store_url, metrics_token="s3cret-token")) as app:
-        with httpx.Client(base_url=app.base) as client:
+        with httpx.Client(base_url=app.base, timeout=60) as client:
             for headers in (
                 {},
                 {"Authorization": "Bearer wrong"},

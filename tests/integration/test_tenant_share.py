@@ -198,7 +198,7 @@ def test_every_dashboard_form_spends_the_users_request_budget(store_url: str) ->
 def test_metrics_answer_loopback_clients_only_without_a_token(store_url: str) -> None:
     # The proxy in front is trusted: the client is the address it forwards (never dialled).
     settings = make_settings(store_url, trusted_proxies=["127.0.0.1"])
-    with api(settings) as app, httpx.Client(base_url=app.base) as client:
+    with api(settings) as app, httpx.Client(base_url=app.base, timeout=60) as client:
         assert client.get("/metrics").status_code == 200  # this host, directly
         for forwarded in (
             {"X-Forwarded-For": "203.0.113.7"},
@@ -214,7 +214,10 @@ def test_metrics_answer_loopback_clients_only_without_a_token(store_url: str) ->
 def test_metrics_relayed_by_an_untrusted_local_proxy_are_refused(store_url: str) -> None:
     # A reverse proxy on this host that seojobs was not told about: the peer is loopback, but
     # the request came from elsewhere.
-    with api(make_settings(store_url)) as app, httpx.Client(base_url=app.base) as client:
+    with (
+        api(make_settings(store_url)) as app,
+        httpx.Client(base_url=app.base, timeout=60) as client,
+    ):
         refused = client.get("/metrics", headers={"X-Forwarded-For": "203.0.113.7"})
         assert_problem(refused, 403)
         assert client.get("/metrics").status_code == 200
