@@ -1,7 +1,8 @@
 """Shared fixtures: real SQLite files and a real PostgreSQL server.
 
 PostgreSQL comes from ``SEOJOBS_TEST_PG_URL`` (default: the local server with trust auth). Each
-test gets its own database cloned from a migrated template. When the server is missing, the
+test gets a database as a fresh clone of a migrated template (each process reuses the clones
+it made, emptied: see ``pg_database``). When the server is missing, the
 PostgreSQL tests skip on a developer machine and FAIL in CI (``CI=true``).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -54,7 +56,8 @@ def _with_db(url: str, name: str) -> str:
 
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:
-    """A migrated template database; per-test databases are cloned from it."""
+    """A migrated template database; the tests' databases are cloned from it (and reused,
+    see ``pg_database``)."""
     try:
         admin = _pg_admin()
     except psycopg.OperationalError as exc:
@@ -70,28 +73,183 @@ def pg_template() -> Iterator[str]:
     migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
     log_metadata.create_all(db.engine)
     db.dispose()
-    yield name
-    with _pg_admin() as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    try:
+        yield name
+    finally:
+        pool = _PG_POOLS.pop(name, None)
+        with _pg_admin() as admin:
+            for database in [*(pool.free if pool else []), name]:
+                admin.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        sql.Identifier(database)
+                    )
+                )
+
+
+# What a test may change in a database besides its rows: schemas, relations, columns, defaults,
+# constraints, indexes, functions, triggers, types, extensions, and alembic's version rows. A
+# database whose fingerprint is still the template's is as the template was once its rows are
+# deleted and its sequences restarted; any other is dropped.
+_PG_FINGERPRINT = """
+SELECT md5(string_agg(x, E'\n' ORDER BY x)) FROM (
+  SELECT 'n:' || nspname || ':' || nspowner::regrole::text || ':' || coalesce(nspacl::text, '')
+    AS x FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%temp\\_%'
+  UNION ALL SELECT 'c:' || n.nspname || '.' || c.relname || ':' || c.relkind::text || ':'
+    || coalesce(c.reloptions::text, '') || ':' || coalesce(c.relacl::text, '')
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  UNION ALL SELECT 'a:' || c.oid::regclass::text || '.' || a.attname || ':'
+    || format_type(a.atttypid, a.atttypmod) || ':' || a.attnotnull::text || ':'
+    || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND a.attnum > 0
+    AND NOT a.attisdropped
+  UNION ALL SELECT 'k:' || conrelid::regclass::text || ':' || conname || ':'
+    || pg_get_constraintdef(oid) FROM pg_constraint
+    WHERE connamespace <> 'pg_catalog'::regnamespace
+  UNION ALL SELECT 'i:' || pg_get_indexdef(indexrelid) FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname <> 'pg_catalog'
+  UNION ALL SELECT 'p:' || p.oid::regprocedure::text || ':' || md5(pg_get_functiondef(p.oid))
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.prokind <> 'a'
+  UNION ALL SELECT 't:' || tgrelid::regclass::text || ':' || tgname || ':' || tgenabled::text
+    || ':' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+  UNION ALL SELECT 'r:' || ev_class::regclass::text || ':' || rulename FROM pg_rewrite
+    WHERE ev_class >= 16384
+  UNION ALL SELECT 'e:' || extname || ':' || extversion FROM pg_extension
+  UNION ALL SELECT 'y:' || t.oid::regtype::text || ':' || t.typtype::text FROM pg_type t
+    JOIN pg_namespace n ON n.oid = t.typnamespace
+    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND t.typrelid = 0
+    AND t.typelem = 0
+  UNION ALL SELECT 'v:' || coalesce(string_agg(version_num, ',' ORDER BY version_num), '')
+    FROM public.alembic_version
+) AS catalog
+"""
+_PG_TABLES = """
+SELECT schemaname, tablename FROM pg_tables
+WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND tablename <> 'alembic_version'
+ORDER BY 1, 2
+"""
+# What the planner knows of each relation (pages, rows, statistics): a fresh clone's is the
+# template's, whose tables were never vacuumed nor analyzed.
+_PG_PLANNER_STATE = """
+SELECT md5(coalesce(string_agg(c.oid::text || ':' || c.relpages || ':' || c.reltuples || ':'
+  || c.relallvisible, ',' ORDER BY c.oid), ''))
+  || ':' || (SELECT count(*) FROM pg_statistic WHERE starelid >= 16384)
+FROM pg_class c WHERE c.oid >= 16384
+"""
+# Every sequence back to its start, as never read (what a clone of the template has).
+_PG_RESTART_SEQUENCES = """
+SELECT count(setval(format('%I.%I', schemaname, sequencename)::regclass, start_value, false))
+FROM pg_sequences WHERE last_value IS NOT NULL
+"""
+
+
+@dataclasses.dataclass
+class _PgPool:
+    """This process's databases cloned from one template, free for the next test."""
+
+    template: str
+    fingerprint: str = ""
+    planner_state: str = ""
+    tables: list[sql.Identifier] = dataclasses.field(default_factory=list)
+    free: list[str] = dataclasses.field(default_factory=list)
+
+
+_PG_POOLS: dict[str, _PgPool] = {}
+
+
+def _pg_reset(pool: _PgPool, name: str) -> bool:
+    """Make ``name`` as a fresh clone of the template again: every connection to it closed,
+    every row deleted (but alembic's), every sequence restarted, the planner's view of every
+    table as the template's (no statistics, never vacuumed) and the activity counters that
+    wake autovacuum at zero. False (and nothing changed) when that cannot be: its schema or its
+    statistics are no longer the template's."""
+    with psycopg.connect(_with_db(PG_ADMIN_URL, name), connect_timeout=3) as conn:
+        # A connection left open (a stopped process's) holds locks, or writes on.
+        conn.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+        try:
+            row = conn.execute(_PG_FINGERPRINT).fetchone()
+        except psycopg.errors.UndefinedTable:  # no public.alembic_version any more
+            return False
+        if row is None or row[0] != pool.fingerprint:
+            return False
+        found = sql.SQL(" UNION ALL ").join(
+            sql.SQL(
+                "SELECT {}, EXISTS (SELECT 1 FROM {}), pg_relation_size({}) >= 10 * 8192"
+            ).format(i, table, sql.Literal(table.as_string(conn)))
+            for i, table in enumerate(pool.tables)
+        )
+        rows = conn.execute(found).fetchall()
+        # A table never vacuumed under 10 pages is planned as one of 10 pages: one holding a
+        # page of deleted rows is planned as the template's empty one, a larger one is not (and
+        # a TRUNCATE leaves its indexes unlike the template's: "never built").
+        if any(large for _, _, large in rows):
+            return False
+        # Every table emptied: foreign keys need not be checked (nor the order kept for them).
+        conn.execute("SET LOCAL session_replication_role = replica")
+        for i, used, _ in rows:
+            if used:  # a DELETE of a few rows costs a fraction of a millisecond
+                conn.execute(sql.SQL("DELETE FROM {}").format(pool.tables[i]))
+        conn.execute(_PG_RESTART_SEQUENCES)
+        row = conn.execute(_PG_PLANNER_STATE).fetchone()
+        if row is None or row[0] != pool.planner_state:  # analyzed or vacuumed meanwhile
+            conn.rollback()
+            return False
+        conn.commit()
+        # The rows written and deleted would wake autovacuum in the next test.
+        conn.execute("SELECT pg_stat_reset()")
+    return True
 
 
 @contextlib.contextmanager
 def pg_database(template: str) -> Iterator[str]:
-    """A fresh PostgreSQL database cloned from ``template``; its URL; dropped after."""
-    name = f"seojobs_t_{uuid.uuid4().hex[:10]}"
-    with _pg_admin() as admin:
-        admin.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name), sql.Identifier(template)
+    """A PostgreSQL database as a fresh clone of ``template`` (migrated, empty); its URL.
+
+    Cloning costs the server about 0.2 CPU-s (hundreds of tests want one), so each process
+    keeps the databases it cloned: one whose schema a test left as the template's is emptied
+    (rows deleted, sequences restarted: a few milliseconds) and handed to the next test; any
+    other is dropped."""
+    pool = _PG_POOLS.get(template)
+    if pool is None:
+        pool = _PG_POOLS[template] = _PgPool(template)
+        with psycopg.connect(_with_db(PG_ADMIN_URL, template), connect_timeout=3) as conn:
+            row = conn.execute(_PG_FINGERPRINT).fetchone()
+            assert row is not None
+            pool.fingerprint = row[0]
+            row = conn.execute(_PG_PLANNER_STATE).fetchone()
+            assert row is not None
+            pool.planner_state = row[0]
+            pool.tables = [sql.Identifier(*r) for r in conn.execute(_PG_TABLES)]
+    if pool.free:
+        name = pool.free.pop()
+    else:
+        name = f"seojobs_t_{uuid.uuid4().hex[:10]}"
+        with _pg_admin() as admin:
+            admin.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
             )
-        )
-    yield _with_db(PG_ADMIN_URL, name)
-    with _pg_admin() as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+    try:
+        yield _with_db(PG_ADMIN_URL, name)
+    finally:
+        try:
+            reusable = _pg_reset(pool, name)
+        except psycopg.errors.InsufficientPrivilege:  # not a superuser: clone each time
+            reusable = False
+        if reusable:
+            pool.free.append(name)
+        else:
+            with _pg_admin() as admin:
+                admin.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
@@ -37,11 +38,14 @@ SERVER_PACKAGES = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "pydantic_sett
 
 def _settings() -> Settings:
     """Check the server extras are installed, then read the settings. Call it first."""
-    import importlib
+    import importlib.util
 
     try:
+        # Found, not imported: importing FastAPI and uvicorn costs `seojobs users list` and
+        # the other commands that never serve HTTP half a CPU-second.
         for name in SERVER_PACKAGES:
-            importlib.import_module(name)
+            if importlib.util.find_spec(name) is None:
+                raise ImportError(f"No module named {name!r}", name=name)
         from seojobs.settings import Settings
     except ImportError as exc:
         typer.echo(
@@ -451,6 +455,10 @@ def main() -> None:
     """The ``seojobs`` command. A failure no command handled (a database that cannot be
     reached, a bad setting, an argument that is not UTF-8) ends with one line on stderr and
     status 1, never a traceback (issue 25.7)."""
+    # httpx imports its own command line when its optional packages are installed (click,
+    # pygments, Rich's tables and progress bars: a third of a client command's start); this
+    # process never runs it, and httpx does without it when it cannot be imported.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     try:
         app()
     except Exception as exc:

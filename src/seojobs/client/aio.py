@@ -16,6 +16,7 @@ from seojobs.client._base import (
     Outcome,
     Request,
     Step,
+    async_http_client,
     chunks,
     kind_of,
     polled,
@@ -53,8 +54,8 @@ class AsyncClient(Base):
             pace=pace,
         )
         self.sleep = sleep
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers()
+        self._http = async_http_client(
+            self.base_url, transport, timeout=timeout, headers=self._headers()
         )
         self.projects = AsyncProjects(self)
         self.jobs = AsyncJobs(self)

@@ -2,7 +2,9 @@
 
 ``register(app)`` adds them (and the global --url / --api-key / --state options) to the
 ``seojobs`` Typer app; the logic lives in the ``cli_*`` modules next to this one. Only the
-client is imported, so these commands work with ``pip install seojobs`` alone.
+client is imported, so these commands work with ``pip install seojobs`` alone, and only when a
+client command runs: ``seojobs serve`` and the other server commands never import it (nor
+httpx, Rich's console or the client's models).
 """
 
 from __future__ import annotations
@@ -14,14 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from seojobs.client import cli_help as text
-from seojobs.client.cli_common import (
-    Conn,
-    Guard,
-    Output,
-    UsageProblem,
-    parse_kind,
-    read_urls,
-)
 from seojobs.client.cli_options import (
     ENGINES,
     ApiKey,
@@ -48,11 +42,25 @@ from seojobs.client.cli_options import (
 )
 
 if TYPE_CHECKING:
+    from seojobs.client.cli_common import Conn
     from seojobs.client.cli_submit import SubmitArgs
 
 
+@dataclass(frozen=True)
+class RootOptions:
+    """The global --url / --api-key / --state, as given (resolved by the command that uses
+    them: server commands ignore them)."""
+
+    url: str | None
+    api_key: str | None
+    state: Path | None
+
+
 def _conn(ctx: typer.Context, url: str | None, api_key: str | None, state: Path | None) -> Conn:
-    root = ctx.obj if isinstance(ctx.obj, Conn) else None
+    from seojobs.client.cli_common import Conn
+
+    given = ctx.obj if isinstance(ctx.obj, RootOptions) else None
+    root = Conn.resolve(None, given.url, given.api_key, given.state) if given else None
     return Conn.resolve(root, url, api_key, state)
 
 
@@ -60,7 +68,7 @@ def root_options(
     ctx: typer.Context, url: RootUrl = None, api_key: RootKey = None, state: RootState = None
 ) -> None:
     """Global client options (server commands ignore them)."""
-    ctx.obj = Conn.resolve(None, url, api_key, state)
+    ctx.obj = RootOptions(url, api_key, state)
 
 
 @dataclass
@@ -81,6 +89,7 @@ def _submit_args(
     typed: Typed,
 ) -> SubmitArgs:
     from seojobs.client import cli_params
+    from seojobs.client.cli_common import UsageProblem, read_urls
     from seojobs.client.cli_submit import SubmitArgs
 
     if typed.job_type is None:
@@ -112,6 +121,7 @@ def _submit(
     conn_opts: tuple[str | None, str | None, Path | None],
     typed: Typed | None = None,
 ) -> None:
+    from seojobs.client.cli_common import Guard, Output, UsageProblem
     from seojobs.client.cli_submit import run_submit
 
     conn = _conn(ctx, *conn_opts)
@@ -220,6 +230,7 @@ def wait(
     state: State = None,
 ) -> None:
     """Wait for jobs to finish, polling them all on one timer, and save their results."""
+    from seojobs.client.cli_common import Guard, Output, UsageProblem, parse_kind
     from seojobs.client.cli_submit import run_wait
 
     conn = _conn(ctx, url, api_key, state)
@@ -255,6 +266,7 @@ def poll(
     state: State = None,
 ) -> None:
     """Resume every open job in the state file; save each final result, then mark it done."""
+    from seojobs.client.cli_common import Guard, Output
     from seojobs.client.cli_poll import run_poll
 
     conn = _conn(ctx, url, api_key, state)
@@ -275,6 +287,7 @@ def report(
     state: State = None,
 ) -> None:
     """Print a job's report: one row per URL, as CSV or as one JSON document."""
+    from seojobs.client.cli_common import Guard, Output, parse_kind
     from seojobs.client.cli_report import run_report
 
     conn = _conn(ctx, url, api_key, state)
@@ -296,6 +309,7 @@ def jobs(
     state: State = None,
 ) -> None:
     """List the jobs in the state file for this server: state, last status, when made."""
+    from seojobs.client.cli_common import Guard, Output
     from seojobs.client.cli_report import run_jobs
 
     conn = _conn(ctx, url, api_key, state)

@@ -41,13 +41,6 @@ class Exit(IntEnum):
     INTERRUPTED = 130  # Ctrl-C; the jobs keep running on the server
 
 
-EXIT_CODES_HELP = (
-    "Exit codes: 0 completed (or submitted, without --wait); 1 a job failed; 2 usage error, "
-    "malformed input, request refused or bad API key; 3 --timeout passed; 4 rate-limited or "
-    "server unavailable; 130 interrupted (Ctrl-C never cancels a job on the server)."
-)
-
-
 class UsageProblem(Exception):
     """Bad input found before anything was sent: exit 2 with this message."""
 
@@ -323,3 +316,8 @@ def job_line(job: Any) -> str:
     if job.status == "failed" and job.error is not None:
         text += f" ({job.error.code}: {job.error.message or ''})"
     return text
+
+
+def exit_status(jobs: list[Any]) -> int:
+    """0 if every job completed, 1 if any failed."""
+    return 1 if any(job.status == "failed" for job in jobs) else 0

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from seojobs.client.cli_common import EXIT_CODES_HELP
+EXIT_CODES_HELP = (
+    "Exit codes: 0 completed (or submitted, without --wait); 1 a job failed; 2 usage error, "
+    "malformed input, request refused or bad API key; 3 --timeout passed; 4 rate-limited or "
+    "server unavailable; 130 interrupted (Ctrl-C never cancels a job on the server)."
+)
 
 SUBMIT_EPILOG = (
     f"{EXIT_CODES_HELP}\n\n"

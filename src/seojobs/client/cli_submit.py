@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seojobs.client import errors
 from seojobs.client._base import KIND_PATH
-from seojobs.client.cli_common import Conn, Guard, Output, UsageProblem, job_line, never_sent
-from seojobs.client.cli_hook import webhook_receiver
+from seojobs.client.cli_common import (
+    Conn,
+    Guard,
+    Output,
+    UsageProblem,
+    exit_status,
+    job_line,
+    never_sent,
+)
 from seojobs.client.cli_params import TypedJob, fit_to_schema, resolve_project
-from seojobs.client.cli_watch import Watcher, exit_status
 from seojobs.client.models import AnyJob, ProjectJob
 from seojobs.client.state import Entry, StateFile
 from seojobs.client.sync import Client
+
+if TYPE_CHECKING:  # only --wait and `seojobs wait` watch (Rich's live progress)
+    from seojobs.client.cli_watch import Watcher
 
 RESUME = "`seojobs wait {ids}` or `seojobs poll` picks them up again"
 
@@ -120,6 +129,8 @@ def run_submit(conn: Conn, out: Output, args: SubmitArgs, guard: Guard) -> int:
             return exit_status([job])
         if not out.as_json:
             out.data(str(job.job_id))  # the id first, so a script has it even if interrupted
+        from seojobs.client.cli_watch import Watcher
+
         watcher = Watcher(client, state, out, server=conn.url, interval=args.interval)
         watcher.add(args.kind, job.job_id)
         return _watch(watcher, out, [job], args.timeout, single=True)
@@ -137,6 +148,9 @@ def run_wait(
     job_type: str | None = None,
     webhook_port: int | None = None,
 ) -> int:
+    from seojobs.client.cli_hook import webhook_receiver
+    from seojobs.client.cli_watch import Watcher
+
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(conn.client())
         state = stack.enter_context(conn.state())

@@ -243,8 +243,3 @@ class Watcher:
             return [row.model_dump(mode="json") for row in self.client.report(job.kind, job.job_id)]
         except errors.NotFoundError:
             return None
-
-
-def exit_status(jobs: list[AnyJob]) -> int:
-    """0 if every job completed, 1 if any failed."""
-    return 1 if any(job.status == "failed" for job in jobs) else 0

@@ -16,6 +16,7 @@ from seojobs.client._base import (
     Request,
     Step,
     chunks,
+    http_client,
     kind_of,
     polled,
     wait_steps,
@@ -62,9 +63,7 @@ class Client(Base):
             pace=pace,
         )
         self.sleep = sleep
-        self._http = httpx.Client(
-            base_url=self.base_url, timeout=timeout, transport=transport, headers=self._headers()
-        )
+        self._http = http_client(self.base_url, transport, timeout=timeout, headers=self._headers())
         self.projects = Projects(self)
         self.jobs = Jobs(self)
 
