@@ -7,12 +7,13 @@ Lexbor (``selectolax.lexbor``), which implements the WHATWG HTML parsing algorit
 browsers do, with scripting on as in Googlebot's Chromium (a ``<noscript>`` holds text, so a
 tracking pixel in one does not end the head). One walk over the elements in document order
 then reads the facts, with a dictionary lookup per element and the attributes read only on
-the elements that matter; texts are read by Lexbor (``text()``). The rules in ``checks``
-decide what the facts mean.
+the elements that matter; texts are read by Lexbor (``text_lexbor()``, the DOM's
+textContent). The rules in ``checks`` decide what the facts mean.
 
 The facts are the DOM's, as a browser builds it, not the markup's as written: an element that
 does not belong in ``<head>`` ends it, and the metadata after it is the body's; an ``<h1>``
-left open is closed by the next heading; a ``<title>`` holds text, never elements; what a
+left open is closed by the next heading, and an ``<a>`` left open is opened again in the next
+paragraph (a second link); a ``<title>`` holds text, never elements; what a
 ``<template>`` or a ``<noscript>`` holds is not on the page; a doctype counts only where it
 sets the mode (before the document's first element); implied ``<html>``, ``<head>`` and
 ``<body>`` are elements. Three facts are about the markup itself and are read from it
@@ -212,8 +213,9 @@ class _Reader:
             link.text = self.pictured_text(node, label)
 
     def within(self, node: LexborNode, ancestor: int | None, stop: str) -> bool:
-        """Whether ``node`` lies inside the element whose ``mem_id`` is ``ancestor`` (None:
-        inside an element named ``stop``); never past <body> or <head>, nor the budget."""
+        """Whether ``node`` lies inside the element whose ``mem_id`` is ``ancestor`` (with
+        None: inside any element named ``stop``). The search ends at the first ``stop``
+        element, at <body> or <head>, or when the budget is spent."""
         parent = node.parent
         while parent is not None and self.steps > 0:
             self.steps -= 1
