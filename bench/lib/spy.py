@@ -96,7 +96,7 @@ asyncio event loop | asyncio/
 """)  # noqa: E501
 # bench/audit.py --profile, over the worker process:
 AUDIT_CATEGORIES = _table(r"""
-page parsing (page.parse_page: scanner or html.parser, words, hash) | parse_page \(
+page parsing (page.parse_page: Lexbor, the walk, words, hash) | parse_page \(
 links: join + normalise (crawler._links, page_key) | _links \(|_canonical \(|page_key \(
 per-page checks (checks.page_findings) | page_findings \(
 frontier: add_items (loop + DB thread) | Frontier\.add \(|add_items \(seojobs/store/
