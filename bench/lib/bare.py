@@ -5,20 +5,15 @@ How each works: docs/bench/queue.md and docs/bench/check.md.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import aiohttp
-import httpx
 import psycopg
 
-from bench.lib.jobs import Burn
-from bench.lib.scratch import pg_conninfo
-from bench.lib.site import API_KEY
+from bench.lib.core import pg_conninfo
+from bench.lib.ours import Burn
 
 WORKER_ID = "bench-bare"
 LEASE = timedelta(seconds=30)
@@ -136,80 +131,13 @@ def burn_sqlite(path: Path, jobs: int, batch: int) -> Burn:
     return Burn(f"bare loop (batch {batch})", "sqlite", 1, jobs, ended - started)
 
 
+def burn(url: str, jobs: int, batch: int) -> Burn:
+    """The bare loop on the database at ``url`` (SQLite or PostgreSQL)."""
+    if url.startswith("sqlite:///"):
+        return burn_sqlite(Path(url.removeprefix("sqlite:///")), jobs, batch)
+    return burn_postgres(url.rsplit("/", 1)[1], jobs, batch)
+
+
 def _check(done: int, jobs: int) -> None:
     if done != jobs:
         raise RuntimeError(f"bare loop completed {done} jobs, expected {jobs}")
-
-
-# -- bench/check.py: each URL's two requests, with httpx and with aiohttp ------------------
-
-
-async def _check_httpx(
-    site: httpx.AsyncClient, api: httpx.AsyncClient, search: str, url: str
-) -> bool:
-    page = asyncio.create_task(site.get(url))
-    answer = await api.post(
-        search,
-        json={"q": "site:" + url.split("://", 1)[1], "num": 10},
-        headers={"X-API-KEY": API_KEY},
-    )
-    listed = url in {item.get("link") for item in answer.json().get("organic", [])}
-    response = await page
-    if response.status_code != 200 or answer.status_code != 200 or not response.content:
-        raise RuntimeError(f"bare loop: {url} answered {response.status_code}/{answer.status_code}")
-    return listed
-
-
-async def check_httpx(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
-    """Check every URL with httpx; return (seconds, URLs listed by the fake Serper)."""
-    search = serper_url.rstrip("/") + "/search"
-    todo: Iterator[str] = iter(urls)
-    listed = 0
-
-    async def lane(site: httpx.AsyncClient, api: httpx.AsyncClient) -> None:
-        nonlocal listed
-        for url in todo:
-            hit = await _check_httpx(site, api, search, url)
-            listed += hit
-
-    started = time.perf_counter()
-    async with httpx.AsyncClient() as site, httpx.AsyncClient() as api:
-        await asyncio.gather(*(lane(site, api) for _ in range(concurrency)))
-    return time.perf_counter() - started, listed
-
-
-async def _check_aiohttp(
-    site: aiohttp.ClientSession, api: aiohttp.ClientSession, search: str, url: str
-) -> bool:
-    async def page() -> tuple[int, bytes]:
-        async with site.get(url) as response:
-            return response.status, await response.read()
-
-    fetch = asyncio.create_task(page())
-    query = {"q": "site:" + url.split("://", 1)[1], "num": 10}
-    async with api.post(search, json=query, headers={"X-API-KEY": API_KEY}) as answer:
-        found = await answer.json()
-        answer_status = answer.status
-    listed = url in {item.get("link") for item in found.get("organic", [])}
-    status, body = await fetch
-    if status != 200 or answer_status != 200 or not body:
-        raise RuntimeError(f"bare aiohttp loop: {url} answered {status}/{answer_status}")
-    return listed
-
-
-async def check_aiohttp(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
-    """Check every URL with aiohttp; return (seconds, URLs listed by the fake Serper)."""
-    search = serper_url.rstrip("/") + "/search"
-    todo: Iterator[str] = iter(urls)
-    listed = 0
-
-    async def lane(site: aiohttp.ClientSession, api: aiohttp.ClientSession) -> None:
-        nonlocal listed
-        for url in todo:
-            hit = await _check_aiohttp(site, api, search, url)  # not `listed += await`: it
-            listed += hit  # would read ``listed`` before the await and lose other lanes' hits
-
-    started = time.perf_counter()
-    async with aiohttp.ClientSession() as site, aiohttp.ClientSession() as api:
-        await asyncio.gather(*(lane(site, api) for _ in range(concurrency)))
-    return time.perf_counter() - started, listed

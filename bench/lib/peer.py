@@ -12,8 +12,8 @@ import time
 import procrastinate
 import psycopg
 
-from bench.lib.jobs import Burn, Counter, Stamps, Wake, burn_timeout, wait_until_done
-from bench.lib.scratch import pg_conninfo, vacuum_postgres
+from bench.lib.core import pg_conninfo, vacuum_postgres
+from bench.lib.ours import Burn, Counter, Stamps, Wake, burn_timeout, wait_until_done
 
 DEFER_CHUNK = 1000
 POLL_INTERVAL = 1.0  # same fallback poll as our worker

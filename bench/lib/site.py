@@ -18,12 +18,11 @@ import sys
 import threading
 import time
 import urllib.request
-from types import TracebackType
 from typing import Any
 
-from bench.lib import REPO, procstat
+from bench.lib import REPO, core
 from bench.lib.auditsite import STATS_PATH
-from bench.lib.procstat import sched_seconds
+from bench.lib.core import sched_seconds
 
 API_KEY = "bench-serper-key"
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: /sitemap.xml\n"
@@ -205,7 +204,7 @@ class SiteProcess:
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         if not line:
-            self.__exit__(None, None, None)
+            self.__exit__()
             raise RuntimeError("the site process failed to start")
         self._listening(json.loads(line))
         return self
@@ -215,12 +214,7 @@ class SiteProcess:
         self.site_urls = [f"http://127.0.0.1:{p}" for p in ports["site"]]
         self.serper_url = f"http://127.0.0.1:{ports['serper']}"
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         proc = self._proc
         if proc is None:
             return
@@ -230,7 +224,7 @@ class SiteProcess:
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            procstat.stop(proc, timeout=5)
+            core.stop(proc, timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
 
