@@ -428,10 +428,7 @@ def run_main(driver: Driver, systems: list[System], results: Results) -> None:
             for system in order:
                 sample = driver.measure(system, c, opts.duration, rnd)
                 results.samples.append(sample)
-                core.progress(
-                    f"round {rnd + 1} c={c} {system.label}: {sample.load.rate:,.0f} req/s, "
-                    f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
-                )
+                core.progress(f"round {rnd + 1} c={c} {system.label}: {sample.load}")
 
 
 def paced_rate(results: Results, opts: Options) -> float:
@@ -450,10 +447,7 @@ def run_paced(driver: Driver, systems: list[System], results: Results) -> None:
         for system in order:
             sample = driver.measure(system, c, opts.duration, rnd, offered=rate)
             results.samples.append(sample)
-            core.progress(
-                f"round {rnd + 1} fixed load {system.label}: {sample.load.rate:,.0f} req/s, "
-                f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
-            )
+            core.progress(f"round {rnd + 1} fixed load {system.label}: {sample.load}")
 
 
 def run_profiles(driver: Driver, systems: list[System], results: Results) -> None:

@@ -543,19 +543,15 @@ async def _check_httpx(
 async def check_httpx(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
     """Check every URL with httpx; return (seconds, URLs listed by the fake Serper)."""
     search = serper_url.rstrip("/") + "/search"
-    todo: Iterator[str] = iter(urls)
-    listed = 0
-
-    async def lane(site: httpx.AsyncClient, api: httpx.AsyncClient) -> None:
-        nonlocal listed
-        for url in todo:
-            hit = await _check_httpx(site, api, search, url)
-            listed += hit
-
+    listed: list[bool] = []
     started = time.perf_counter()
     async with httpx.AsyncClient() as site, httpx.AsyncClient() as api:
-        await asyncio.gather(*(lane(site, api) for _ in range(concurrency)))
-    return time.perf_counter() - started, listed
+
+        async def one(url: str) -> None:
+            listed.append(await _check_httpx(site, api, search, url))
+
+        await _lanes(urls, concurrency, one)
+    return time.perf_counter() - started, sum(listed)
 
 
 async def _check_aiohttp(
@@ -580,19 +576,15 @@ async def _check_aiohttp(
 async def check_aiohttp(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
     """Check every URL with aiohttp; return (seconds, URLs listed by the fake Serper)."""
     search = serper_url.rstrip("/") + "/search"
-    todo: Iterator[str] = iter(urls)
-    listed = 0
-
-    async def lane(site: aiohttp.ClientSession, api: aiohttp.ClientSession) -> None:
-        nonlocal listed
-        for url in todo:
-            hit = await _check_aiohttp(site, api, search, url)  # not `listed += await`: it
-            listed += hit  # would read ``listed`` before the await and lose other lanes' hits
-
+    listed: list[bool] = []
     started = time.perf_counter()
     async with aiohttp.ClientSession() as site, aiohttp.ClientSession() as api:
-        await asyncio.gather(*(lane(site, api) for _ in range(concurrency)))
-    return time.perf_counter() - started, listed
+
+        async def one(url: str) -> None:
+            listed.append(await _check_aiohttp(site, api, search, url))
+
+        await _lanes(urls, concurrency, one)
+    return time.perf_counter() - started, sum(listed)
 
 
 BareLoop = Callable[[list[str], str, int], Coroutine[None, None, tuple[float, int]]]

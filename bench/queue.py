@@ -13,20 +13,32 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio
+import contextlib
+import importlib.metadata
 import logging
+import random
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from bench.lib import bare, core, ours, peer
+import procrastinate
+import psycopg
+
+from bench.lib import core, ours
 from bench.lib.core import (
     ScratchPostgres,
     columns,
     failed,
     judged,
+    pg_conninfo,
     table,
+    vacuum_postgres,
 )
-from bench.lib.ours import Burn, Wake
+from bench.lib.ours import Burn, Counter, Stamps, Wake, burn_timeout, wait_until_done
 
 TARGET_RATE = 10_000.0
 TARGET_RATIO = {"sqlite": 0.30, "postgresql": 0.55}  # x its bare loop (issue 23)
@@ -207,6 +219,248 @@ def _targets(results: Results) -> list[str]:
     return out
 
 
+DEFER_CHUNK = 1000
+
+PEER_VERSION = importlib.metadata.version("procrastinate")
+
+# Procrastinate logs every job at INFO.
+logging.getLogger("procrastinate").setLevel(logging.WARNING)
+
+
+def _app(dbname: str, pool_size: int | None) -> procrastinate.App:
+    """``pool_size`` None keeps Procrastinate's default pool (psycopg_pool's: 4 connections)."""
+    conninfo = pg_conninfo(dbname)
+    if pool_size is None:
+        connector = procrastinate.PsycopgConnector(conninfo=conninfo)
+    else:
+        connector = procrastinate.PsycopgConnector(
+            conninfo=conninfo, min_size=pool_size, max_size=pool_size
+        )
+    return procrastinate.App(connector=connector)
+
+
+async def peer_schema(dbname: str) -> None:
+    """Apply Procrastinate's schema to an empty database."""
+    app = _app(dbname, pool_size=1)
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+
+
+def _succeeded(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
+    ).fetchone()
+    return int(str(row[0])) if row else 0
+
+
+async def peer_burn(dbname: str, jobs: int, concurrency: int, pool_size: int | None) -> Burn:
+    """Defer ``jobs`` no-ops in batches (not timed), then time a worker until all succeeded."""
+    counter = Counter(jobs)
+    app = _app(dbname, pool_size)
+
+    @app.task(name="bench_noop")
+    async def noop() -> None:
+        counter.hit()
+
+    async with app.open_async():
+        for start in range(0, jobs, DEFER_CHUNK):
+            await noop.batch_defer_async(*({} for _ in range(min(DEFER_CHUNK, jobs - start))))
+        await asyncio.to_thread(vacuum_postgres, dbname, "procrastinate_jobs")
+        with psycopg.connect(pg_conninfo(dbname), autocommit=True) as probe:
+            started = time.perf_counter()
+            task = asyncio.create_task(
+                app.run_worker_async(
+                    concurrency=concurrency, wait=False, install_signal_handlers=False
+                ),
+                name="procrastinate-worker",
+            )
+            try:
+                ended = await wait_until_done(
+                    counter, lambda: _succeeded(probe), jobs, task, burn_timeout(jobs)
+                )
+            finally:
+                await _stop(task)
+    return Burn(
+        f"procrastinate {PEER_VERSION}",
+        "postgresql",
+        concurrency,
+        jobs,
+        ended - started,
+        counter.count,
+    )
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    """Cancelling ``run_worker_async`` is Procrastinate's graceful stop (wait=False ends alone)."""
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def peer_wake(dbname: str, samples: int, pool_size: int | None) -> Wake:
+    stamps = Stamps()
+    app = _app(dbname, pool_size)
+
+    @app.task(name="bench_stamp", pass_context=True)
+    async def stamp(context: procrastinate.JobContext) -> None:
+        assert context.job.id is not None
+        stamps.stamp(context.job.id)
+
+    result = Wake(f"procrastinate {PEER_VERSION}", "postgresql", "LISTEN/NOTIFY")
+    rng = random.Random(samples)
+    async with app.open_async():
+        task = asyncio.create_task(
+            app.run_worker_async(
+                concurrency=ours.WAKE_CONCURRENCY,
+                wait=True,
+                install_signal_handlers=False,
+                fetch_job_polling_interval=ours.POLL_INTERVAL,
+            ),
+            name="procrastinate-worker",
+        )
+        try:
+            await asyncio.sleep(0.5)
+            for _ in range(samples):
+                await asyncio.sleep(rng.uniform(0.02, 0.06))
+                before = time.perf_counter()
+                job_id = await stamp.defer_async()
+                returned = time.perf_counter()
+                started = await stamps.wait_for(job_id, timeout=ours.POLL_INTERVAL * 5)
+                result.add(before, returned, started)
+        finally:
+            await _stop(task)
+    return result
+
+
+WORKER_ID = "bench-bare"
+LEASE = timedelta(seconds=30)
+
+# ``id = ANY(ARRAY(subquery))`` rather than ``UPDATE ... FROM (subquery)``: the same rows, but
+# PostgreSQL looks them up by primary key instead of hash-joining the subquery against a scan of
+# the whole table (about 11 ms instead of 14 ms per 500 rows here).
+PG_CLAIM = """
+UPDATE jobs SET state = 'processing', attempt = attempt + 1, worker_id = %(worker)s,
+    lease_expires_at = %(lease)s, started_at = coalesce(started_at, %(now)s), updated_at = %(now)s
+WHERE id = ANY(ARRAY(
+    SELECT id FROM jobs WHERE state = 'pending' AND run_at <= %(now)s
+    ORDER BY priority, run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+))
+RETURNING id, attempt, kind, params
+"""
+
+PG_COMPLETE = """
+UPDATE jobs SET state = 'completed', completed_at = %(now)s, updated_at = %(now)s,
+    worker_id = NULL, lease_expires_at = NULL
+WHERE (id, attempt) IN (SELECT * FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]))
+    AND state = 'processing'
+"""
+
+SQLITE_CLAIM = """
+UPDATE jobs SET state = 'processing', attempt = attempt + 1, worker_id = :worker,
+    lease_expires_at = :lease, started_at = coalesce(started_at, :now), updated_at = :now
+WHERE id IN (
+    SELECT id FROM jobs WHERE state = 'pending' AND run_at <= :now
+    ORDER BY priority, run_at, id LIMIT :limit
+)
+RETURNING id, attempt, kind, params
+"""
+
+SQLITE_COMPLETE = """
+UPDATE jobs SET state = 'completed', completed_at = ?, updated_at = ?,
+    worker_id = NULL, lease_expires_at = NULL
+WHERE state = 'processing' AND (id, attempt) IN (VALUES {pairs})
+"""
+
+
+def burn_postgres(dbname: str, jobs: int, batch: int) -> Burn:
+    # No server-side prepared statements: after psycopg's fifth execution PostgreSQL may pick a
+    # generic plan for the unnest() completion that is twice as slow as the custom one.
+    with psycopg.connect(pg_conninfo(dbname), prepare_threshold=None) as conn:
+        conn.execute("SELECT 1")
+        conn.commit()
+        started = time.perf_counter()
+        done = 0
+        while True:
+            now = datetime.now(UTC)
+            claimed = conn.execute(
+                PG_CLAIM, {"worker": WORKER_ID, "lease": now + LEASE, "now": now, "limit": batch}
+            ).fetchall()
+            conn.commit()
+            if not claimed:
+                break
+            finished = datetime.now(UTC)
+            cur = conn.execute(
+                PG_COMPLETE,
+                {
+                    "now": finished,
+                    "ids": [row[0] for row in claimed],
+                    "attempts": [row[1] for row in claimed],
+                },
+            )
+            done += cur.rowcount
+            conn.commit()
+        ended = time.perf_counter()
+    _check_done(done, jobs)
+    return Burn(f"bare loop (batch {batch})", "postgresql", 1, jobs, ended - started)
+
+
+def _sqlite_ts(value: datetime) -> str:
+    """The text SQLAlchemy stores for our UTCDateTime on SQLite (naive UTC)."""
+    return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def burn_sqlite(path: Path, jobs: int, batch: int) -> Burn:
+    # The same connection set-up as seojobs.store.db: WAL, synchronous=NORMAL, BEGIN IMMEDIATE.
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        started = time.perf_counter()
+        done = 0
+        while True:
+            now = datetime.now(UTC)
+            conn.execute("BEGIN IMMEDIATE")
+            claimed = conn.execute(
+                SQLITE_CLAIM,
+                {
+                    "worker": WORKER_ID,
+                    "lease": _sqlite_ts(now + LEASE),
+                    "now": _sqlite_ts(now),
+                    "limit": batch,
+                },
+            ).fetchall()
+            conn.execute("COMMIT")
+            if not claimed:
+                break
+            finished = _sqlite_ts(datetime.now(UTC))
+            pairs = ", ".join("(?, ?)" for _ in claimed)
+            args: list[object] = [finished, finished]
+            for row in claimed:
+                args.extend((row[0], row[1]))
+            conn.execute("BEGIN IMMEDIATE")
+            done += conn.execute(SQLITE_COMPLETE.format(pairs=pairs), args).rowcount
+            conn.execute("COMMIT")
+        ended = time.perf_counter()
+    finally:
+        conn.close()
+    _check_done(done, jobs)
+    return Burn(f"bare loop (batch {batch})", "sqlite", 1, jobs, ended - started)
+
+
+def bare_burn(url: str, jobs: int, batch: int) -> Burn:
+    """The bare loop on the database at ``url`` (SQLite or PostgreSQL)."""
+    if url.startswith("sqlite:///"):
+        return burn_sqlite(Path(url.removeprefix("sqlite:///")), jobs, batch)
+    return burn_postgres(url.rsplit("/", 1)[1], jobs, batch)
+
+
+def _check_done(done: int, jobs: int) -> None:
+    if done != jobs:
+        raise RuntimeError(f"bare loop completed {done} jobs, expected {jobs}")
+
+
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
 WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this many rounds
 
@@ -263,7 +517,7 @@ def run_ours(opts: Options, dbs: ours.Databases, dialect: str, results: Results)
             core.progress(f"seojobs {dialect} c={concurrency}: {burn.rate:,.0f} jobs/s")
     if dialect in opts.bare:
         with fresh(dbs, dialect, opts.jobs) as url:
-            burn = bare.burn(url, opts.jobs, opts.batch)
+            burn = bare_burn(url, opts.jobs, opts.batch)
         results.burns.append(burn)
         core.progress(f"bare loop {dialect}: {burn.rate:,.0f} jobs/s")
     if dialect != "sqlite" or dialect not in opts.only or not opts.samples:
@@ -284,11 +538,11 @@ def run_ours(opts: Options, dbs: ours.Databases, dialect: str, results: Results)
 def run_peer(opts: Options, scratch: ScratchPostgres, results: Results) -> str:
     """Procrastinate's burn-downs; returns its template database for the wake-ups."""
     template = scratch.create("procrastinate_bench_tpl")
-    asyncio.run(peer.prepare_template(template))
+    asyncio.run(peer_schema(template))
     for concurrency in opts.peer_concurrency:
         name = scratch.create("procrastinate_bench", template=template)
         try:
-            burn = asyncio.run(peer.burn(name, opts.jobs, concurrency, opts.peer_pool))
+            burn = asyncio.run(peer_burn(name, opts.jobs, concurrency, opts.peer_pool))
         except TimeoutError as exc:
             # The peer too slow at one concurrency on a busy machine: say so, and still
             # measure the others and its wake-up, which our target is compared with.
@@ -319,7 +573,7 @@ def run_pg_wakes(
     burn-down, so that both meet the same load from the rest of the machine."""
     how = "LISTEN/NOTIFY (enqueued via a separate Database object)"
     mine = Wake("seojobs", "postgresql", how)
-    theirs = Wake(f"procrastinate {peer.VERSION}", "postgresql", "LISTEN/NOTIFY")
+    theirs = Wake(f"procrastinate {PEER_VERSION}", "postgresql", "LISTEN/NOTIFY")
     for n in _rounds(opts.samples):
         if dbs is not None:
             project_id = dbs.project_ids["postgresql"]
@@ -328,7 +582,7 @@ def run_pg_wakes(
                 mine.extend(asyncio.run(run))
         if peer_template is not None:
             name = scratch.create("procrastinate_bench", template=peer_template)
-            theirs.extend(asyncio.run(peer.wake_latency(name, n, opts.peer_pool)))
+            theirs.extend(asyncio.run(peer_wake(name, n, opts.peer_pool)))
             scratch.drop(name)
     for wake in (mine, theirs):
         if wake.samples:
@@ -340,7 +594,7 @@ def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
     lines = [core.machine(pg)]
     if pg is not None and "procrastinate" in opts.only:
         pool = opts.peer_pool or "its default 4"
-        lines.append(f"Procrastinate {peer.VERSION}, pool of {pool} connections")
+        lines.append(f"Procrastinate {PEER_VERSION}, pool of {pool} connections")
     lines.append(
         "seojobs: one Worker (poll_interval 1 s, lease 30 s, maintenance off); "
         f"bare loop: one connection, batches of {opts.batch}"

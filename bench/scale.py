@@ -235,10 +235,7 @@ def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Op
                 for what, pool, target in targets[rnd % 2 :] + targets[: rnd % 2]:
                     sample = measure(pool, n, target, what, opts)
                     results.samples.append(sample)
-                    core.progress(
-                        f"{n} process(es), {what}: {sample.load.rate:,.0f} req/s, "
-                        f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
-                    )
+                    core.progress(f"{n} process(es), {what}: {sample.load}")
 
 
 def prune(table: Table, results: Results) -> None:

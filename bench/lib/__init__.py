@@ -5,8 +5,8 @@ report and targets; docs/bench/ has a page each); here:
   from /proc, scratch databases, child processes (uvicorn apps, ``seojobs worker``), wrk;
 - ``ours``: seojobs as the benchmarks drive it (users, jobs, an in-process Worker, a
   ``seojobs worker`` process running an audit); ``spy``: py-spy profiles;
-- the peers and ceilings: ``peer`` (Procrastinate), ``bare`` (plain SQL and HTTP loops),
-  ``crawl_bare`` and ``crawl_advertools`` (crawler processes, the latter in a venv of its own);
+- the crawler processes ``bench/audit.py`` starts: ``crawl_bare`` (the ceiling) and
+  ``crawl_advertools`` (the peer, in a venv of its own);
 - the sites: ``site`` (pages and a fake Serper API), ``auditsite`` (a generated site to
   audit), ``vitalsite`` (pages with CSS, a script and images).
 """

@@ -757,6 +757,9 @@ class Load:
     def rate(self) -> float:
         return self.requests / self.seconds if self.seconds > 0 else 0.0
 
+    def __str__(self) -> str:
+        return f"{self.rate:,.0f} req/s, p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms"
+
 
 @dataclass(frozen=True)
 class LoadTarget:
