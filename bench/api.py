@@ -12,45 +12,285 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
-import functools
+import json
 import os
 import time
+from argparse import Namespace
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.lib import cli, load, procstat, spy
-from bench.lib.api_report import (
-    LABELS,
-    SYSTEMS,
-    TARGET_RATIO,
-    Results,
-    Sample,
-    failures,
-    render,
-    summarise,
-)
-from bench.lib.load import Load, Target
-from bench.lib.ours import Seeded, seed
-from bench.lib.scratch import (
-    ScratchPostgres,
-    ScratchSqlite,
-    analyze_sqlite,
-    pg_url,
-    sqlite_url,
-    vacuum_postgres,
-)
-from bench.lib.servers import (
+from bench.lib import core, spy
+from bench.lib.core import (
     BARE_PATH,
-    STATUS_PATH,
+    CONSTANT,
     UVICORN_OPTIONS,
+    Load,
+    LoadTarget,
+    ScratchPostgres,
     Server,
-    check_bare,
-    check_ours,
-    limiter_count,
+    columns,
+    median,
+    run_wrk,
+    table,
+    verdict,
+    wrk_version,
 )
+from bench.lib.ours import Seeded, seed
 
+TARGET_RATIO = 0.5
+TARGET_P99_MS = 25.0
+# The closed-loop p99 is judged up to this many connections (and always at the fixed load):
+# beyond, a saturated server's p99 is the length of the queue wrk keeps full (docs/bench/api.md).
+P99_JUDGED_UP_TO = 16
+SYSTEMS = ("bare", "sqlite", "postgresql")
+LABELS = {
+    "bare": "bare FastAPI constant",
+    "sqlite": "seojobs, SQLite",
+    "postgresql": "seojobs, PostgreSQL",
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    key: str
+    connections: int
+    round: int
+    load: Load
+    server_cpu: float  # CPU seconds of the server process
+    others: float  # share of the machine's CPUs used by anything but server and load generator
+    offered: float = 0.0  # req/s offered by a paced run; 0: closed loop
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return self.server_cpu / self.load.requests * 1000 if self.load.requests else 0.0
+
+
+@dataclass
+class Results:
+    environment: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    profiles: list[spy.Profile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    connections: int
+    rate: float
+    p50: float
+    p99: float
+    p99_max: float
+    cpu_ms: float
+    others: float
+    ratio: float = 0.0  # median over rounds of ours/bare in the same round (closed loop)
+    cpu_ratio: float = 0.0  # bare's CPU ms/req over ours: the req/s ratio if both CPU-bound
+    offered: float = 0.0  # the fixed load of a paced row; 0: closed loop
+
+    @property
+    def ratio_ok(self) -> bool:
+        return self.ratio >= TARGET_RATIO
+
+    @property
+    def p99_ok(self) -> bool:
+        return self.p99 <= TARGET_P99_MS
+
+
+def _row(key: str, mine: list[Sample], **extra: float) -> Row:
+    """Medians over the rounds of one system's samples (one concurrency, one load shape)."""
+    return Row(
+        key=key,
+        connections=mine[0].connections,
+        rate=median([s.load.rate for s in mine]),
+        p50=median([s.load.p50_ms for s in mine]),
+        p99=median([s.load.p99_ms for s in mine]),
+        p99_max=max(s.load.p99_ms for s in mine),
+        cpu_ms=median([s.cpu_ms_per_request for s in mine]),
+        others=median([s.others for s in mine]),
+        offered=mine[0].offered,
+        **extra,
+    )
+
+
+def summarise(samples: list[Sample], connections: tuple[int, ...]) -> list[Row]:
+    """The closed-loop rows, with each system's ratios to the bare endpoint in the same round."""
+    rows = []
+    for c in connections:
+        closed = [s for s in samples if s.connections == c and not s.offered]
+        bare = {s.round: s.load.rate for s in closed if s.key == "bare"}
+        bare_cpu = median([s.cpu_ms_per_request for s in closed if s.key == "bare"])
+        for key in SYSTEMS:
+            mine = [s for s in closed if s.key == key]
+            if mine:
+                ratios = [s.load.rate / bare[s.round] for s in mine if bare.get(s.round)]
+                cpu = median([s.cpu_ms_per_request for s in mine])
+                rows.append(_row(key, mine, ratio=median(ratios), cpu_ratio=bare_cpu / cpu))
+    return rows
+
+
+def summarise_paced(samples: list[Sample]) -> list[Row]:
+    """The fixed-load rows."""
+    found = ([s for s in samples if s.key == key and s.offered] for key in SYSTEMS)
+    return [_row(mine[0].key, mine) for mine in found if mine]
+
+
+def _rates(samples: list[Sample], key: str, c: int) -> str:
+    return " / ".join(
+        f"{s.load.rate:,.0f}"
+        for s in samples
+        if s.key == key and s.connections == c and not s.offered
+    )
+
+
+COMMON: list[tuple[str, Callable[[Row], str]]] = [
+    ("system", lambda r: LABELS[r.key]),
+    ("conns", lambda r: str(r.connections)),
+    ("req/s", lambda r: f"{r.rate:,.0f}"),
+    ("p50 ms", lambda r: f"{r.p50:.1f}"),
+    ("p99 ms", lambda r: f"{r.p99:.1f}"),
+    ("worst p99", lambda r: f"{r.p99_max:.1f}"),
+    ("CPU ms/req", lambda r: f"{r.cpu_ms:.2f}"),
+]
+
+
+def render(results: Results, opts: Namespace) -> str:
+    out = ["", "API status GET benchmark (bench/api.py)", ""]
+    out += [f"  {line}" for line in results.environment]
+    out += [""] + [f"  {line}" for line in results.setup] + [""]
+    rows = summarise(results.samples, opts.connections)
+    out.append(
+        f"Throughput and latency: medians of {opts.rounds} interleaved round(s) of "
+        f"{opts.duration:.0f} s (closed loop, keep-alive)"
+    )
+    out.append("")
+    samples = results.samples
+    spec: list[tuple[str, Callable[[Row], str]]] = [
+        *COMMON[:3],
+        ("per round", lambda r: _rates(samples, r.key, r.connections)),
+        *COMMON[3:],
+        ("x bare", lambda r: f"{r.ratio:.2f}"),
+        ("x bare CPU", lambda r: f"{r.cpu_ratio:.2f}"),
+        ("other load", lambda r: f"{r.others:.0%}"),
+    ]
+    out += columns(spec, rows)
+    out += ["", "  (what each column counts: docs/bench/api.md)", ""]
+    paced = summarise_paced(results.samples)
+    if paced:
+        first = paced[0]
+        pause = first.connections / first.offered * 1000
+        out += [
+            f"Latency at a fixed load: {first.offered:,.0f} req/s offered to every system "
+            f"({opts.paced_share:.0%} of the bare endpoint's best req/s above) over "
+            f"{first.connections} connections,",
+            f"each pausing a random time (exponential, mean {pause:.0f} ms) after every answer; "
+            "medians of the rounds",
+            "",
+        ]
+        offered = ("offered", lambda r: f"{r.offered:,.0f}")
+        out += columns([*COMMON[:2], offered, *COMMON[2:]], paced)
+        out.append("")
+    out += [
+        f"Targets: >= {TARGET_RATIO:.0%} of the bare endpoint's throughput, p99 <= "
+        f"{TARGET_P99_MS:.0f} ms",
+        "",
+    ]
+    out += table(
+        ["system", "conns", "throughput vs bare", "p99, closed loop"],
+        [
+            [
+                LABELS[r.key],
+                str(r.connections),
+                f"{verdict(r.ratio_ok)} ({r.ratio:.2f} x)",
+                f"{verdict(r.p99_ok)} ({r.p99:.1f} ms)",
+            ]
+            for r in rows
+            if r.key != "bare"
+        ]
+        + [
+            [
+                LABELS[r.key],
+                f"{r.connections}, fixed load",
+                "-",
+                f"{verdict(r.p99_ok)} ({r.p99:.1f} ms)",
+            ]
+            for r in paced
+            if r.key != "bare"
+        ],
+    )
+    if results.profiles:
+        out += ["", "Profiles (py-spy record --gil, during a separate run):", ""]
+        for prof in results.profiles:
+            brief = prof.label.startswith(LABELS["bare"])
+            out += [f"  {line}" if line else "" for line in spy.render(prof, brief)]
+            out.append("")
+    if results.notes:
+        out += ["", *(f"  note: {n}" for n in results.notes)]
+    return "\n".join(out) + "\n"
+
+
+def failures(results: Results, connections: tuple[int, ...]) -> list[str]:
+    """The targets that failed, one line each: throughput at every concurrency, p99 where it is
+    judged (see ``P99_JUDGED_UP_TO``) and at the fixed load."""
+    failed = []
+    for row in summarise(results.samples, connections):
+        if row.key == "bare":
+            continue
+        where = f"{LABELS[row.key]}, {row.connections} connections"
+        if not row.ratio_ok:
+            failed.append(f"{where}: {row.ratio:.2f} x bare < {TARGET_RATIO}")
+        if row.connections <= P99_JUDGED_UP_TO and not row.p99_ok:
+            failed.append(f"{where}: p99 {row.p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
+    for row in summarise_paced(results.samples):
+        if row.key != "bare" and not row.p99_ok:
+            failed.append(f"{LABELS[row.key]}, fixed load: p99 {row.p99:.1f} ms")
+    return failed
+
+
+STATUS_PATH = "/api/v1/index-check/jobs/"
+
+# -- sanity checks before the load ----------------------------------------------------------
+
+
+def check_bare(server: Server) -> None:
+    """The bare endpoint answers its constant."""
+    status, _headers, body = server.get(BARE_PATH, {})
+    if status != 200 or json.loads(body) != CONSTANT:
+        raise RuntimeError(f"bare endpoint answered {status}: {body[:200]!r}")
+
+
+def check_ours(server: Server, label: str, seeded: Seeded) -> str:
+    """One open job, one completed job and one bad key; returns the rate-limit headers seen."""
+    auth = {"Authorization": seeded.api_key}
+    for job_id, state in ((seeded.first_id, "pending"), (seeded.first_id + 1, "completed")):
+        status, headers, body = server.get(f"{STATUS_PATH}{job_id}", auth)
+        doc = json.loads(body)
+        if status != 200 or doc.get("job_id") != job_id or doc.get("status") != state:
+            raise RuntimeError(f"{label}: job {job_id} answered {status}: {body[:200]!r}")
+        lower = {k.lower(): v for k, v in headers.items()}
+        if state == "pending" and "retry-after" not in lower:
+            raise RuntimeError(f"{label}: no Retry-After on an open job")
+        if "ratelimit-policy" not in lower:
+            raise RuntimeError(f"{label}: no RateLimit-Policy header: the limiter did not run")
+    status, _h, _b = server.get(f"{STATUS_PATH}{seeded.first_id}", {"Authorization": "x"})
+    if status != 401:
+        raise RuntimeError(f"{label}: a wrong key answered {status}, not 401")
+    return f"RateLimit-Policy: {lower['ratelimit-policy']}, RateLimit: {lower['ratelimit']}"
+
+
+def limiter_count(server: Server, seeded: Seeded, limit: int) -> int:
+    """Requests the limiter counted in its current window (from the RateLimit header)."""
+    _s, headers, _b = server.get(
+        f"{STATUS_PATH}{seeded.first_id}", {"Authorization": seeded.api_key}
+    )
+    lower = {k.lower(): v for k, v in headers.items()}
+    remaining = int(lower["ratelimit"].split("r=")[1].split(";")[0])
+    return limit - remaining
+
+
+BARE_APP = "bench.lib.core:bare_app"
 PACKAGES = (
     "fastapi",
     "starlette",
@@ -67,38 +307,23 @@ PACKAGES = (
 Options = argparse.Namespace  # what parse_args returns
 
 
-def _only(text: str) -> frozenset[str]:
-    chosen = frozenset(p.strip() for p in text.split(",") if p.strip())
-    if not chosen or chosen - set(SYSTEMS):
-        raise argparse.ArgumentTypeError(f"choose from {', '.join(SYSTEMS)}")
-    return chosen | {"bare"}
-
-
 def parse_args(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(
-        prog="bench/api.py",
-        description=(
-            "Status GETs per second and p50/p99 latency from one API process with N jobs in "
-            "the table, on SQLite and PostgreSQL, beside a bare FastAPI endpoint."
-        ),
+    p = core.parser(
+        "bench/api.py",
+        "Status GETs per second and p50/p99 latency from one API process with N jobs in the "
+        "table, on SQLite and PostgreSQL, beside a bare FastAPI endpoint.",
     )
-    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table (default 100000)")
+    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table")
     p.add_argument(
-        "--connections",
-        type=cli.positive_ints,
-        default=(16, 64),
-        help="load concurrency list (16,64)",
+        "--connections", type=core.positive_ints, default="16,64", help="load connections"
     )
-    p.add_argument("--duration", type=float, default=6.0, help="seconds per measured run (6)")
-    p.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per server (2)")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians (3)")
+    p.add_argument("--duration", type=float, default=6.0, help="seconds per measured run")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per server")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians")
     p.add_argument(
-        "--only",
-        type=_only,
-        default=frozenset(SYSTEMS),
-        help="sqlite and/or postgresql (bare always runs)",
+        "--only", type=core.choice(SYSTEMS), default="sqlite,postgresql", help="and bare"
     )
-    p.add_argument("--rate-limit", default="100000000/minute", help="SEOJOBS_RATE_LIMIT")
+    p.add_argument("--rate-limit", default=core.UNLIMITED, help="SEOJOBS_RATE_LIMIT")
     p.add_argument(
         "--profile",
         choices=("auto", "always", "never"),
@@ -106,24 +331,18 @@ def parse_args(argv: list[str] | None) -> Options:
         help="py-spy the servers: when a target fails (auto), always or never",
     )
     p.add_argument("--profile-seconds", type=float, default=8.0)
-    p.add_argument(
-        "--profile-raw",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="also keep py-spy's raw folded stacks in DIR (one file per server)",
-    )
+    p.add_argument("--profile-raw", type=Path, metavar="DIR", help="keep py-spy's raw stacks there")
     p.add_argument(
         "--paced-connections",
         type=int,
         default=64,
-        help="connections of the fixed-load latency runs; 0 skips them (64)",
+        help="connections of the fixed-load latency runs; 0 skips them",
     )
     p.add_argument(
         "--paced-share",
         type=float,
         default=TARGET_RATIO,
-        help="their offered load, as a share of the bare endpoint's peak req/s (0.5)",
+        help="their offered load, as a share of the bare endpoint's peak req/s",
     )
     a = p.parse_args(argv)
     if a.jobs < 1 or a.rounds < 1 or a.duration <= 0:
@@ -139,24 +358,17 @@ class System:
     key: str
     label: str
     server: Server
-    target: Target
+    target: LoadTarget
 
 
 class Driver:
     def __init__(self, opts: Options) -> None:
         self.opts = opts
-        self.wrk = load.wrk_path()  # else the Python load generator
 
-    @property
-    def loadgen_name(self) -> str:
-        if self.wrk:
-            return f"{load.wrk_version(self.wrk)}, 1 thread, Lua script"
-        return "Python asyncio load generator (separate process; wrk not installed)"
-
-    def load(self, target: Target, connections: int, seconds: float, pause_ms: float = 0.0) -> Load:
-        if self.wrk:
-            return load.run_wrk(self.wrk, target, connections, seconds, pause_ms)
-        return load.run_python(target, connections, seconds, pause_ms)
+    def load(
+        self, target: LoadTarget, connections: int, seconds: float, pause_ms: float = 0.0
+    ) -> Load:
+        return run_wrk(target, connections, seconds, pause_ms)
 
     def measure(
         self, system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
@@ -164,16 +376,16 @@ class Driver:
         pid = system.server.pid
         pause_ms = connections / offered * 1000 if offered else 0.0
         cpu0, busy0, kids0 = (
-            procstat.proc_cpu(pid),
-            procstat.machine_busy(),
-            procstat.children_cpu(),
+            core.proc_cpu(pid),
+            core.machine_busy(),
+            core.children_cpu(),
         )
         t0 = time.monotonic()
         load = self.load(system.target, connections, seconds, pause_ms)
         wall = time.monotonic() - t0
-        server_cpu = procstat.proc_cpu(pid) - cpu0
-        loadgen_cpu = procstat.children_cpu() - kids0
-        others = (procstat.machine_busy() - busy0 - server_cpu - loadgen_cpu) / (
+        server_cpu = core.proc_cpu(pid) - cpu0
+        loadgen_cpu = core.children_cpu() - kids0
+        others = (core.machine_busy() - busy0 - server_cpu - loadgen_cpu) / (
             (os.cpu_count() or 1) * wall
         )
         if load.errors or load.bad_status:
@@ -187,32 +399,16 @@ class Driver:
 # -- set-up -----------------------------------------------------------------------------------
 
 
-def _seed_sqlite(opts: Options, scratch: ScratchSqlite, results: Results) -> tuple[str, Seeded]:
-    path = scratch.new_path("api")
-    url = sqlite_url(path)
+def _seed(opts: Options, scratch: core.Scratch, store: str) -> tuple[str, Seeded, str]:
+    """A new database of ``store`` with --jobs jobs; (its URL, the seeded jobs, a setup line)."""
+    url = scratch.new(store, "seojobs_apibench")
     seeded = seed(url, opts.jobs)
-    analyze_sqlite(path)
-    results.setup.append(
-        f"SQLite: {seeded.count:,} jobs (ids {seeded.first_id}..{seeded.last_id}) seeded in "
-        f"{seeded.seconds:.1f} s, {path.stat().st_size / 1e6:.0f} MB file, WAL"
+    core.analyze(url)
+    line = (
+        f"{LABELS[store]}: {seeded.count:,} jobs (ids {seeded.first_id}..{seeded.last_id}) "
+        f"seeded in {seeded.seconds:.1f} s, then ANALYZE"
     )
-    return url, seeded
-
-
-def _seed_postgres(opts: Options, scratch: ScratchPostgres, results: Results) -> tuple[str, Seeded]:
-    name = scratch.create("seojobs_apibench")
-    url = pg_url(name)
-    seeded = seed(url, opts.jobs)
-    vacuum_postgres(name)
-    results.setup.append(
-        f"PostgreSQL: {seeded.count:,} jobs (ids {seeded.first_id}..{seeded.last_id}) seeded in "
-        f"{seeded.seconds:.1f} s, then VACUUM ANALYZE"
-    )
-    return url, seeded
-
-
-def _ours_env(url: str, opts: Options) -> dict[str, str]:
-    return {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": opts.rate_limit}
+    return url, seeded, line
 
 
 # -- phases -----------------------------------------------------------------------------------
@@ -223,7 +419,7 @@ def run_main(driver: Driver, systems: list[System], results: Results) -> None:
     for system in systems:
         for c in opts.connections:
             driver.load(system.target, c, opts.warmup)
-    cli.progress(
+    core.progress(
         f"warmed up; {opts.rounds} rounds of {opts.duration:.0f} s per system and concurrency"
     )
     for rnd in range(opts.rounds):
@@ -232,32 +428,26 @@ def run_main(driver: Driver, systems: list[System], results: Results) -> None:
             for system in order:
                 sample = driver.measure(system, c, opts.duration, rnd)
                 results.samples.append(sample)
-                cli.progress(
-                    f"round {rnd + 1} c={c} {system.label}: {sample.load.rate:,.0f} req/s, "
-                    f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
-                )
+                core.progress(f"round {rnd + 1} c={c} {system.label}: {sample.load}")
 
 
 def paced_rate(results: Results, opts: Options) -> float:
     """The fixed load: a share of the bare endpoint's best median req/s in the closed loop."""
     rows = summarise(results.samples, opts.connections)
-    return opts.paced_share * max(r.rate for r in rows if r.key == "bare")
+    return float(opts.paced_share) * max(r.rate for r in rows if r.key == "bare")
 
 
 def run_paced(driver: Driver, systems: list[System], results: Results) -> None:
     """Latency at one fixed offered load, the same for every system (see docs/bench/api.md)."""
     opts = driver.opts
     c, rate = opts.paced_connections, paced_rate(results, opts)
-    cli.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
+    core.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
     for rnd in range(opts.rounds):
         order = systems[rnd % len(systems) :] + systems[: rnd % len(systems)]
         for system in order:
             sample = driver.measure(system, c, opts.duration, rnd, offered=rate)
             results.samples.append(sample)
-            cli.progress(
-                f"round {rnd + 1} fixed load {system.label}: {sample.load.rate:,.0f} req/s, "
-                f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
-            )
+            core.progress(f"round {rnd + 1} fixed load {system.label}: {sample.load}")
 
 
 def run_profiles(driver: Driver, systems: list[System], results: Results) -> None:
@@ -276,96 +466,64 @@ def run_profiles(driver: Driver, systems: list[System], results: Results) -> Non
         keep = opts.profile_raw / f"{system.key}.txt" if opts.profile_raw else None
         prof = spy.finish(proc, out, tmp, label, opts.profile_seconds, requests, keep)
         results.profiles.append(prof)
-        cli.progress(f"profiled {label}")
+        core.progress(f"profiled {label}")
 
 
 def _environment(driver: Driver, pg: ScratchPostgres | None) -> list[str]:
     opts = driver.opts
     lines = [
-        cli.machine(pg),
-        cli.versions(*PACKAGES),
+        core.machine(pg),
+        core.versions(*PACKAGES),
         f"servers: one process each, uvicorn {' '.join(UVICORN_OPTIONS[2:])}; "
         "ours = create_app(Settings(), run_worker=False)",
         f"ours: SEOJOBS_RATE_LIMIT={opts.rate_limit} (in-process MemoryWindows, moving "
         "window); status reads on the event loop (store/fastread.py: SQLite connection on the "
         "loop, or psycopg async pool of 10 with batched lookups)",
-        f"load: {driver.loadgen_name}; random job ids over the whole table; "
+        f"load: {wrk_version()}, 1 thread, Lua script; random job ids over the whole table; "
         f"Authorization header on every request (bare too)",
-        f"load average at start: {procstat.loadavg()}",
+        f"load average at start: {core.loadavg()}",
     ]
     return lines
 
 
-def _status_target(seeded: Seeded, port: int) -> Target:
-    return Target(port, STATUS_PATH, seeded.first_id, seeded.count, seeded.api_key)
-
-
-def _start(
-    stack: ExitStack,
-    key: str,
-    factory: str,
-    ready: str,
-    env: dict[str, str],
-    log_dir: Path,
-    target: Callable[[int], Target],
-) -> System:
-    server = stack.enter_context(Server(factory, ready, env, log_dir / f"{key}.log"))
-    return System(key, LABELS[key], server, target(server.port))
-
-
 def main(argv: list[str] | None = None) -> int:
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     opts = parse_args(argv)
     driver = Driver(opts)
     results = Results()
-    partial = cli.partial_report(
+    partial = core.partial_report(
         lambda: render(results, opts) if results.samples else "",
         "servers stopped, scratch databases dropped",
     )
     with partial, ExitStack() as stack:
-        pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
-        sqlite_scratch = stack.enter_context(ScratchSqlite())
-        log_dir = sqlite_scratch.root
-        results.environment = _environment(driver, pg)
-        seeded: dict[str, tuple[str, Seeded]] = {}
-        if "sqlite" in opts.only:
-            seeded["sqlite"] = _seed_sqlite(opts, sqlite_scratch, results)
-            cli.progress(results.setup[-1])
-        if pg is not None:
-            seeded["postgresql"] = _seed_postgres(opts, pg, results)
-            cli.progress(results.setup[-1])
-        any_key = next(iter(seeded.values()))[1].api_key
-        systems = [
-            _start(
-                stack,
-                "bare",
-                "bench.lib.servers:bare",
-                BARE_PATH,
-                {},
-                log_dir,
-                lambda port: Target(port, BARE_PATH, 0, 0, any_key),
-            )
-        ]
-        check_bare(systems[0].server)
-        for key, (url, s) in seeded.items():
-            system = _start(
-                stack,
-                key,
-                "bench.lib.servers:ours",
-                "/healthz",
-                _ours_env(url, opts),
-                log_dir,
-                functools.partial(_status_target, s),
-            )
-            headers = check_ours(system.server, system.label, s)
-            results.setup.append(f"{LABELS[key]}: sanity GETs 200/200/401; {headers}")
-            systems.append(system)
+        scratch = core.Scratch(stack, postgres="postgresql" in opts.only)
+        log_dir = scratch.root
+        results.environment = _environment(driver, scratch.pg)
+        seeded: dict[str, Seeded] = {}
+        systems: list[System] = []
+        for store in ("sqlite", "postgresql"):
+            if store not in opts.only:
+                continue
+            url, s, line = _seed(opts, scratch, store)
+            core.progress(line)
+            server = core.ours_server(url, log_dir / f"{store}.log", opts.rate_limit)
+            stack.enter_context(server)
+            headers = check_ours(server, LABELS[store], s)
+            results.setup += [line, f"{LABELS[store]}: sanity GETs 200/200/401; {headers}"]
+            target = LoadTarget(server.port, STATUS_PATH, s.first_id, s.count, s.api_key)
+            systems.append(System(store, LABELS[store], server, target))
+            seeded[store] = s
+        # The bare endpoint gets the same Authorization header, so requests are the same size.
+        bare = stack.enter_context(Server(BARE_APP, BARE_PATH, {}, log_dir / "bare.log"))
+        check_bare(bare)
+        target = LoadTarget(bare.port, BARE_PATH, auth=next(iter(seeded.values())).api_key)
+        systems.insert(0, System("bare", LABELS["bare"], bare, target))
         run_main(driver, systems, results)
         if opts.paced_connections > 0:
             run_paced(driver, systems, results)
         limit = int(opts.rate_limit.split("/")[0])
         for system in systems[1:]:
-            counted = limiter_count(system.server, seeded[system.key][1], limit)
+            counted = limiter_count(system.server, seeded[system.key], limit)
             results.setup.append(
                 f"{system.label}: the rate limiter counted {counted:,} requests in its "
                 "last 60 s window (its code path ran on every request)"
@@ -373,9 +531,9 @@ def main(argv: list[str] | None = None) -> int:
         failing = failures(results, opts.connections)
         if opts.profile == "always" or (opts.profile == "auto" and failing):
             run_profiles(driver, systems, results)
-        results.environment.append(f"load average at end: {procstat.loadavg()}")
+        results.environment.append(f"load average at end: {core.loadavg()}")
     print(render(results, opts), end="", flush=True)
-    return cli.exit_code(failures(results, opts.connections))
+    return core.exit_code(failures(results, opts.connections))
 
 
 if __name__ == "__main__":

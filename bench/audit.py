@@ -15,18 +15,176 @@ import argparse
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 
-from bench.lib import REPO, cli, procstat, spy
-from bench.lib.audit_report import BARE, OURS, PEER, Results, Run, failures, render
+from bench.lib import REPO, core, spy
 from bench.lib.auditsite import MAX_PAGES, SITEMAP_URLS, private_links
-from bench.lib.crawl_ours import audit
-from bench.lib.ours import Databases
+from bench.lib.core import columns, failed, judged
+from bench.lib.ours import Databases, audit
 from bench.lib.site import AuditSiteProcess as Site
+
+OURS = "seojobs"
+PEER = "advertools"
+BARE = "bare aiohttp+selectolax"
+PEER_FACTOR = 8.0  # ours >= 8 x advertools' pages/s (issue 30.6; 26 asked 6, 13 asked 4)
+BARE_FACTOR = 0.25  # ours >= 0.25 x the bare loop's pages/s (issue 30.6; 13 asked 0.2)
+RSS_LIMIT = 300e6  # our worker's peak RSS at any size, up to 100,000 pages (issue 30.6)
+PG_FACTOR = 0.9  # ours on PostgreSQL >= 0.9 x ours on SQLite (issue 26)
+SQLITE, PG = f"{OURS} (sqlite)", f"{OURS} (pg)"
+RENDER = "render"  # in the label of a rendered audit's runs: reported beside the raw, not judged
+
+
+@dataclass(frozen=True)
+class Run:
+    system: str
+    store: str  # sqlite / pg for ours, "-" for the others
+    round: int
+    pages: int
+    seconds: float
+    cpu: float
+    peak_rss: int  # bytes
+    load: str  # the 1-minute load average when the run ended
+
+    @property
+    def label(self) -> str:
+        return self.system if self.store == "-" else f"{self.system} ({self.store})"
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.seconds
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu / self.pages
+
+
+@dataclass
+class Results:
+    runs: list[Run] = field(default_factory=list)
+    environment: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)  # printed last, as they are (a profile)
+
+    def by_label(self) -> dict[str, list[Run]]:
+        found: dict[str, list[Run]] = defaultdict(list)
+        for run in self.runs:
+            found[run.label].append(run)
+        return found
+
+    def pairs(self, ours: str, other: str) -> list[tuple[Run, Run]]:
+        """(ours, other) for every round that ran both, on a site of the same size."""
+        rounds: dict[tuple[int, int], dict[str, Run]] = defaultdict(dict)
+        for run in self.runs:
+            rounds[run.pages, run.round][run.label] = run
+        return [(r[ours], r[other]) for r in rounds.values() if ours in r and other in r]
+
+    def ratios(self, ours: str, other: str) -> list[float]:
+        """ours' pages/s over ``other``'s, one per round that ran both."""
+        return [a.rate / b.rate for a, b in self.pairs(ours, other)]
+
+
+def _mb(value: float) -> str:
+    return f"{value / 1e6:,.0f} MB"
+
+
+RUNS: list[tuple[str, Callable[[Run], str]]] = [
+    ("system", lambda r: r.label),
+    ("round", lambda r: str(r.round)),
+    ("pages", lambda r: f"{r.pages:,}"),
+    ("seconds", lambda r: f"{r.seconds:.1f}"),
+    ("pages/s", lambda r: f"{r.rate:,.0f}"),
+    ("CPU ms/page", lambda r: f"{r.cpu_ms_per_page:.2f}"),
+    ("peak RSS", lambda r: _mb(r.peak_rss)),
+    ("load (1 min)", lambda r: r.load),
+]
+MEDIANS: list[tuple[str, Callable[[tuple[str, list[Run]]], str]]] = [
+    ("system", lambda lr: lr[0]),
+    ("runs", lambda lr: str(len(lr[1]))),
+    ("median pages/s", lambda lr: f"{statistics.median(r.rate for r in lr[1]):,.0f}"),
+    ("median CPU ms/page", lambda lr: f"{statistics.median(r.cpu_ms_per_page for r in lr[1]):.2f}"),
+    ("max peak RSS", lambda lr: _mb(max(r.peak_rss for r in lr[1]))),
+]
+
+
+def targets(results: Results) -> list[tuple[str, str, bool]]:
+    """(target, the measured value, passed) for every store of ours that ran."""
+    found = []
+    labels = results.by_label()
+    peer_rss = max((r.peak_rss for r in labels.get(PEER, [])), default=0)
+    for label, runs in labels.items():
+        if not label.startswith(OURS) or RENDER in label:
+            continue
+        for pages in sorted({r.pages for r in runs}):
+            peak = max(r.peak_rss for r in runs if r.pages == pages)
+            target = f"{label} peak RSS <= {_mb(RSS_LIMIT)} at {pages:,} pages"
+            found.append((target, _mb(peak), peak <= RSS_LIMIT))
+        for other, factor, name in (
+            (PEER, PEER_FACTOR, "advertools'"),
+            (BARE, BARE_FACTOR, "the bare loop's"),
+        ):
+            ratios = results.ratios(label, other)
+            if ratios:
+                ratio = statistics.median(ratios)
+                target = f"{label} >= {factor:g} x {name} pages/s"
+                found.append((target, f"{ratio:.3g}x", ratio >= factor))
+        if peer_rss:
+            ours = max(r.peak_rss for r in runs)
+            found.append(
+                (
+                    f"{label} peak RSS <= advertools'",
+                    f"{_mb(ours)} vs {_mb(peer_rss)}",
+                    ours <= peer_rss,
+                )
+            )
+    ratios = results.ratios(PG, SQLITE)
+    if ratios:
+        ratio = statistics.median(ratios)
+        target = f"{PG} >= {PG_FACTOR:g} x {SQLITE}'s pages/s"
+        found.append((target, f"{ratio:.3g}x", ratio >= PG_FACTOR))
+    return found
+
+
+def failures(results: Results) -> list[str]:
+    return failed(targets(results))
+
+
+def render(results: Results) -> str:
+    lines = ["", "site audit crawl", *(f"  {line}" for line in results.environment), ""]
+    lines += columns(RUNS, results.runs)
+    if results.runs:
+        lines.append("")
+        lines += columns(MEDIANS, results.by_label().items())
+        labels = results.by_label()
+        for label in labels:
+            for other in (PEER, BARE, SQLITE):
+                pairs = results.pairs(label, other) if label.startswith(OURS) else []
+                pairs = pairs if label != other else []
+                if pairs:
+                    rate = ", ".join(f"{a.rate / b.rate:.2f}" for a, b in pairs)
+                    cpu = ", ".join(
+                        f"{b.cpu_ms_per_page / a.cpu_ms_per_page:.2f}" for a, b in pairs
+                    )
+                    lines.append(
+                        f"  {label} / {other}, per round: pages/s {rate}; "
+                        f"pages per CPU-second {cpu}"
+                    )
+    found = targets(results)
+    if found:
+        lines.append("")
+        lines += judged(found)
+    if results.notes:
+        lines += ["", *(f"  - {note}" for note in results.notes)]
+    if results.extra:
+        lines += ["", *(f"  {line}" for line in results.extra)]
+    return "\n".join(lines) + "\n"
+
 
 SYSTEMS = ("ours", "advertools", "bare")
 STORES = ("sqlite", "pg")
@@ -38,58 +196,22 @@ Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
-    parser = argparse.ArgumentParser(
-        prog="bench/audit.py",
-        description="Crawl a generated local site with a seojobs site_audit job, "
-        "advertools.crawl and a bare aiohttp + selectolax loop, side by side.",
+    parser = core.parser(
+        "bench/audit.py",
+        "Crawl a generated local site with a seojobs site_audit job, advertools.crawl and a "
+        "bare aiohttp + selectolax loop, side by side.",
     )
-    parser.add_argument(
-        "--pages",
-        type=cli.positive_ints,
-        default=(5000,),
-        help="site size(s), e.g. 5000,20000,100000: the rounds run at each (default 5000)",
-    )
-    parser.add_argument("--concurrency", type=int, default=16, help="for all three (default 16)")
-    parser.add_argument(
-        "--store",
-        dest="stores",
-        type=cli.choice(STORES),
-        default=("sqlite",),
-        help="our store(s): sqlite (default), pg, or sqlite,pg",
-    )
-    parser.add_argument(
-        "--only",
-        type=cli.choice(SYSTEMS),
-        default=SYSTEMS,
-        help="comma-separated subset of ours,advertools,bare (default: all)",
-    )
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of every run (default 3)")
-    parser.add_argument(
-        "--peer-python",
-        type=Path,
-        default=Path(os.environ.get("SEOJOBS_BENCH_PEER_PYTHON", PEER_PYTHON)),
-        help="a Python with advertools installed (default: $SEOJOBS_BENCH_PEER_PYTHON, "
-        "else .venv-peer/bin/python)",
-    )
-    parser.add_argument(
-        "--no-pin",
-        dest="pin",
-        action="store_false",
-        help="do not pin the crawlers to CPU 0 and the site server to CPU 1",
-    )
-    parser.add_argument(
-        "--render",
-        type=int,
-        default=0,
-        metavar="PAGES",
-        help='also a render: "js" audit of ours (Chromium) on a site of PAGES pages, once per '
-        "round: its pages/s and the peak of the worker and its browsers (default: none)",
-    )
-    parser.add_argument(
-        "--profile",
-        action="store_true",
-        help="after the rounds, one more audit of ours under py-spy: where its CPU goes",
-    )
+    add = parser.add_argument
+    add("--pages", type=core.positive_ints, default="5000", help="site size(s), e.g. 5000,20000")
+    add("--concurrency", type=int, default=16, help="for all three")
+    add("--store", dest="stores", type=core.choice(STORES), default="sqlite", help="sqlite,pg")
+    add("--only", type=core.choice(SYSTEMS), default=",".join(SYSTEMS), help="systems")
+    add("--rounds", type=int, default=3, help="rounds of every run")
+    peer = os.environ.get("SEOJOBS_BENCH_PEER_PYTHON", PEER_PYTHON)
+    add("--peer-python", type=Path, default=peer, help="a Python with advertools installed")
+    add("--no-pin", dest="pin", action="store_false", help="do not pin the processes to CPUs")
+    add("--render", type=int, default=0, metavar="PAGES", help='also ours, render "js", once')
+    add("--profile", action="store_true", help="one more audit of ours under py-spy")
     args = parser.parse_args(argv)
     if args.concurrency < 1 or args.rounds < 1 or args.render < 0:
         parser.error("--concurrency and --rounds must be at least 1, --render at least 0")
@@ -118,7 +240,7 @@ def _child(args: list[str], cpu: int | None) -> tuple[dict[str, object], int]:
         stdout=subprocess.PIPE,
         preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None,
     )
-    sampler = procstat.TreeSampler(proc.pid, interval=SAMPLE)
+    sampler = core.TreeSampler(proc.pid, interval=SAMPLE)
     out, _ = proc.communicate()
     peak = sampler.stop()
     if proc.returncode != 0:
@@ -141,7 +263,7 @@ class Bench:
 
     def _add(self, run: Run) -> None:
         self.results.runs.append(run)
-        cli.progress(
+        core.progress(
             f"round {run.round} {run.label}: {run.rate:,.0f} pages/s, "
             f"{run.cpu_ms_per_page:.2f} CPU ms/page, peak RSS {run.peak_rss / 1e6:,.0f} MB"
         )
@@ -245,7 +367,7 @@ class Bench:
             time.sleep(1.0)  # let py-spy attach before the job is created
 
         store = self.opts.stores[0]
-        cli.progress(f"profile: one more audit ({store}) under py-spy")
+        core.progress(f"profile: one more audit ({store}) under py-spy")
         try:
             with self.at(self.opts.pages[0]):
                 run = self.ours(store, 0, on_start=attach)
@@ -258,7 +380,7 @@ class Bench:
 
 
 def _load() -> str:
-    return procstat.loadavg().split(",")[0]
+    return core.loadavg().split(",")[0]
 
 
 def _environment(opts: Options, bench: Bench) -> list[str]:
@@ -270,8 +392,8 @@ def _environment(opts: Options, bench: Bench) -> list[str]:
         else "no CPU pinning"
     )
     return [
-        cli.machine(pg) + f"; load average at start {procstat.loadavg()}",
-        cli.versions("aiohttp", "selectolax", "sqlalchemy", "psycopg"),
+        core.machine(pg) + f"; load average at start {core.loadavg()}",
+        core.versions("aiohttp", "selectolax", "sqlalchemy", "psycopg"),
         pin,
         f"site: {', '.join(f'{n:,}' for n in opts.pages)} pages of ~8 KB, ~20 internal links "
         "each, robots.txt (Disallow: /private/, linked from every 250th page below "
@@ -291,16 +413,8 @@ def _environment(opts: Options, bench: Bench) -> list[str]:
 
 def _notes(bench: Bench) -> list[str]:
     notes = [
-        "seojobs: clock = the job's started_at (claim) to completed_at (site-wide checks and "
-        "summary written); CPU = the worker process's over the job; peak RSS = its VmHWM "
-        '(render "js": the largest sum of PSS sampled every 0.1 s over the worker, Node and '
-        "Chromium, if larger).",
-        "advertools: clock = the advertools.crawl() call (it starts `scrapy runspider`, whose "
-        "start-up is part of it); CPU = its process and children; peak RSS = sampled sum over "
-        "its process tree (pandas-importing parent + Scrapy child) every 50 ms.",
-        "bare loop: clock and CPU of the crawl inside its process; peak RSS sampled likewise.",
-        "ratios are taken within each round (the three ran minutes apart at most) and the "
-        "targets judged on their median.",
+        "clocks, CPU and peak RSS of each system: docs/bench/audit.md; ratios are taken within "
+        "each round and the targets judged on their median"
     ]
     if bench.version:
         notes.insert(1, f"peer: {bench.version}")
@@ -310,11 +424,11 @@ def _notes(bench: Bench) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     opts = parse_args(argv)
     results = Results()
     started = time.monotonic()
-    partial = cli.partial_report(
+    partial = core.partial_report(
         lambda: render(results), "processes stopped, scratch databases removed"
     )
     with partial, ExitStack() as stack:
@@ -336,11 +450,10 @@ def main(argv: list[str] | None = None) -> int:
     if opts.profile:
         results.extra = profile
     results.environment.append(
-        f"total wall time {time.monotonic() - started:.0f} s; "
-        f"load average at end {procstat.loadavg()}"
+        f"total wall time {time.monotonic() - started:.0f} s; load average at end {core.loadavg()}"
     )
     print(render(results), end="", flush=True)
-    return cli.exit_code(failures(results))
+    return core.exit_code(failures(results))
 
 
 if __name__ == "__main__":

@@ -13,20 +13,17 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio
-import json
 import logging
 import os
-import socket
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
-from types import TracebackType
+from typing import Any
 
-from bench.lib import REPO, cli, ours, procstat
+from bench.lib import core, ours
+from bench.lib.site import SiteProcess, bind, serve_app
 from seojobs.engine.maintenance import fire_due_schedules
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
@@ -68,7 +65,7 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument("--keywords", type=int, default=2000, help="tracked keywords (2000)")
     parser.add_argument(
         "--store",
-        type=cli.choice(STORES),
+        type=core.choice(STORES),
         default=("sqlite",),
         help="comma-separated subset of sqlite,postgresql (default: sqlite)",
     )
@@ -125,7 +122,6 @@ def ranked(n: int) -> bool:
 def serve_fake(keywords: int, cpu: int | None) -> None:
     """``FakeSerperRanks`` (tests/fakes/ranks.py) filled for ``keywords`` keywords, on a
     loopback socket; prints its port as one JSON line and serves until stdin closes."""
-    import uvicorn
     from tests.fakes.ranks import FakeSerperRanks
 
     if cpu is not None:
@@ -136,30 +132,8 @@ def serve_fake(keywords: int, cpu: int | None) -> None:
         if n % 3 == 0:
             fake.features(keyword(n), "people_also_ask", "related_searches")
     fake.requests = _Discarding()  # the fake records every request; not for thousands
-    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only then (no ~40 ms
-    # delayed-ACK wait per answer); as tests/fakes/server.py binds.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1024)
-    print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
-    config = uvicorn.Config(
-        fake.app,
-        http="h11",
-        loop="asyncio",
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        timeout_keep_alive=60,
-    )
-    server = uvicorn.Server(config)
-
-    def watch_stdin() -> None:  # the parent closes our stdin when it is done (or dies)
-        sys.stdin.buffer.read()
-        server.should_exit = True
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    asyncio.run(server.serve(sockets=[sock]))
+    sock = bind()
+    serve_app(fake.app, [sock], {"port": sock.getsockname()[1]})
 
 
 class _Discarding(list):  # type: ignore[type-arg]
@@ -171,60 +145,26 @@ class _Discarding(list):  # type: ignore[type-arg]
         self.count += 1
 
 
-class FakeProcess:
+class FakeProcess(SiteProcess):
     """``bench/collect.py --serve-fake`` as a child: ``with FakeProcess(...) as fake:``."""
 
     def __init__(self, keywords: int, cpu: int | None) -> None:
+        super().__init__(0, 0, None)
         self.args = [sys.executable, str(Path(__file__).resolve()), "--serve-fake"]
         self.args += ["--keywords", str(keywords)]
         if cpu is not None:
             self.args += ["--cpu", str(cpu)]
-        self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
 
     def __enter__(self) -> FakeProcess:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        self.proc = subprocess.Popen(
-            self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            self.__exit__(None, None, None)
-            raise RuntimeError("the fake Serper process failed to start")
-        port = json.loads(line)["port"]
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return self
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
+        super().__enter__()
+        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            procstat.stop(proc, timeout=5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    def _listening(self, ports: dict[str, Any]) -> None:
+        self.url = f"http://127.0.0.1:{ports['port']}"
 
     def cpu(self) -> float:
-        assert self.proc is not None
-        return procstat.sched_seconds(self.proc.pid)[0]
+        return self.sched_seconds()[0]
 
 
 # -- the two systems ---------------------------------------------------------------------------
@@ -375,12 +315,12 @@ async def whole_job(
         ours.warm(probe, 1)
         worker = Worker(db, settings, load_registry(settings), maintenance=False)
         freeze_startup()
-        fake_cpu, loop = fake.cpu(), procstat.thread_sched()[1]
+        fake_cpu, loop = fake.cpu(), core.thread_sched()[1]
         started, cpu = time.perf_counter(), time.process_time()
         async with ours.running(worker) as task:
             ended = await _completed(worker, task, probe, job_id)
             cpu = time.process_time() - cpu
-            fake_cpu, loop = fake.cpu() - fake_cpu, procstat.thread_sched()[1] - loop
+            fake_cpu, loop = fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
         await asyncio.to_thread(verify, probe, job_id, keywords)
         return ended - started, cpu, fake_cpu, loop
     finally:
@@ -397,9 +337,9 @@ class Bench:
 
     def adapter(self, keywords: int, record: bool = True) -> None:
         settings = settings_for("sqlite://", self.fake.url, self.opts.concurrency)
-        fake_cpu, loop = self.fake.cpu(), procstat.thread_sched()[1]
+        fake_cpu, loop = self.fake.cpu(), core.thread_sched()[1]
         seconds, cpu = asyncio.run(adapter_alone(settings, keywords, self.opts.concurrency))
-        fake_cpu, loop = self.fake.cpu() - fake_cpu, procstat.thread_sched()[1] - loop
+        fake_cpu, loop = self.fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
         if record:
             self._add(Run(ADAPTER, "-", keywords, seconds, cpu, fake_cpu, loop))
 
@@ -414,7 +354,7 @@ class Bench:
     def _add(self, run: Run) -> None:
         self.results.runs.append(run)
         where = "" if run.store == "-" else f" ({run.store})"
-        cli.progress(
+        core.progress(
             f"{run.system}{where}: {run.rate:,.0f} keywords/s, {run.cpu_ms:.3f} CPU ms/keyword "
             f"(fake {run.fake_cpu_ms:.3f}), loop waited {run.loop_wait / run.seconds:.0%}"
         )
@@ -435,15 +375,15 @@ class Bench:
 
 
 def _median(runs: list[Run], attr: str) -> float:
-    return cli.median([getattr(r, attr) for r in runs])
+    return core.median([getattr(r, attr) for r in runs])
 
 
-def targets(results: Results) -> list[cli.Target]:
+def targets(results: Results) -> list[core.Target]:
     """Issue 29's target, per store: the whole job's keywords/s >= 0.8 x the adapter's
     (medians over the rounds). The CPU ratio is printed in the table, not judged: the job
     matches, stores and collects every keyword, which the adapter alone does not."""
     adapter = [r for r in results.runs if r.system == ADAPTER]
-    found: list[cli.Target] = []
+    found: list[core.Target] = []
     for store in STORES:
         jobs = [r for r in results.runs if r.system == JOB and r.store == store]
         if jobs and adapter:
@@ -478,10 +418,10 @@ def render(results: Results) -> str:
     ]
     headers = ["system", "store", "seconds", "keywords/s", "x adapter", "CPU ms/kw",
                "adapter CPU / CPU", "fake CPU ms/kw", "loop waits"]  # fmt: skip
-    lines += ["", *cli.table(headers, rows)]
+    lines += ["", *core.table(headers, rows)]
     found = targets(results)
     if found:
-        lines += ["", *cli.judged(found)]
+        lines += ["", *core.judged(found)]
     if results.notes:
         lines += ["", *(f"  - {n}" for n in results.notes)]
     return "\n".join(lines) + "\n"
@@ -502,11 +442,13 @@ def main(argv: list[str] | None = None) -> int:
     if opts.serve_fake:
         serve_fake(opts.keywords, opts.cpu)
         return 0
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     results = Results(opts.keywords)
     started = time.monotonic()
-    partial = cli.partial_report(lambda: render(results), "fake stopped, scratch databases removed")
+    partial = core.partial_report(
+        lambda: render(results), "fake stopped, scratch databases removed"
+    )
     with partial, ExitStack() as stack:
         fake = stack.enter_context(FakeProcess(opts.keywords, 1 if opts.pin else None))
         if opts.pin:
@@ -520,23 +462,22 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(opts, fake, dbs)
         bench.results = results
         results.environment = [
-            cli.machine(dbs.pg) + f"; load average at start {procstat.loadavg()}",
-            cli.versions("aiohttp", "uvicorn", "fastapi", "sqlalchemy"),
+            core.machine(dbs.pg) + f"; load average at start {core.loadavg()}",
+            core.versions("aiohttp", "uvicorn", "fastapi", "sqlalchemy"),
             f"rank_check concurrency {opts.concurrency} (the job's items at once; the adapter's "
             f"lanes); one Worker, maintenance off; Serper adapter, depth {DEPTH}, "
             f"{RESULTS} organic results per answer; "
             + ("benchmark on CPU 0, fake on CPU 1" if opts.pin else "no CPU pinning"),
         ]
-        cli.progress("warming up")
+        core.progress("warming up")
         bench.warm_up()
         bench.run_all()
     results.notes = NOTES
     results.environment.append(
-        f"total wall time {time.monotonic() - started:.0f} s; load average at end "
-        f"{procstat.loadavg()}"
+        f"total wall time {time.monotonic() - started:.0f} s; load average at end {core.loadavg()}"
     )
     print(render(results), end="", flush=True)
-    return cli.exit_code(cli.failed(targets(results)))
+    return core.exit_code(core.failed(targets(results)))
 
 
 if __name__ == "__main__":

@@ -22,18 +22,12 @@ from urllib.parse import urlencode
 
 from sqlalchemy import update
 
-from bench.lib import cli
-from bench.lib.crawl_ours import audit
-from bench.lib.ours import BenchUser, Seeded, create_user, seed
-from bench.lib.scratch import (
-    ScratchPostgres,
-    ScratchSqlite,
-    analyze_sqlite,
-    pg_url,
-    sqlite_url,
-    vacuum_postgres,
+from bench.lib import core
+from bench.lib.core import (
+    Server,
+    ours_server,
 )
-from bench.lib.servers import Server
+from bench.lib.ours import BenchUser, Seeded, audit, create_user, seed
 from bench.lib.site import AuditSiteProcess
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
@@ -166,7 +160,7 @@ def audited(url: str, opts: argparse.Namespace, site: AuditSiteProcess, log: Pat
     user = create_user(url)
     for n in range(2):
         run = audit(url, user.user_id, site.url, 8, opts.audit_pages, log, cpu=None)
-        cli.progress(f"audit {n + 1} of 2: {run.pages:,} pages in {run.seconds:.1f} s")
+        core.progress(f"audit {n + 1} of 2: {run.pages:,} pages in {run.seconds:.1f} s")
     db = Database(url)
     try:
         with db.read() as conn:
@@ -196,15 +190,14 @@ def time_pairs(
             for _ in range(opts.requests // opts.rounds):
                 timings.add(store, pair.name, "page", session.timed(pair.page, api=False))
                 timings.add(store, pair.name, "json", session.timed(pair.peer, api=True))
-        cli.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
+        core.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
 
 
 def run_views(
     store: str, url: str, audited: Audited, opts: argparse.Namespace, timings: Timings, log: Path
 ) -> None:
-    env = {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
     wanted = [pair for pair in _view_pairs(audited) if pair.name in opts.pages]
-    with Server("bench.lib.servers:ours", "/healthz", env, log) as server:
+    with ours_server(url, log) as server:
         time_pairs(store, server, audited.user.api_key, wanted, opts, timings)
 
 
@@ -249,9 +242,8 @@ def _project_id(url: str) -> int:
 def run_store(
     store: str, url: str, seeded: Seeded, opts: argparse.Namespace, timings: Timings, log: Path
 ) -> None:
-    env = {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
     pairs = [pair for pair in _pairs(_project_id(url)) if pair.name in opts.pages]
-    with Server("bench.lib.servers:ours", "/healthz", env, log) as server:
+    with ours_server(url, log) as server:
         time_pairs(store, server, seeded.api_key, pairs, opts, timings)
 
 
@@ -273,14 +265,20 @@ def report(timings: Timings, stores: list[str]) -> list[str]:
                 failed.append(f"{store} {name}: p99 {p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
             if held[name] and not ok_ratio:
                 failed.append(f"{store} {name}: p99 {ratio:.2f}x the JSON list's")
-            ratio_verdict = cli.verdict(ok_ratio) if held[name] else "(no twin)"
+            ratio_verdict = core.verdict(ok_ratio) if held[name] else "(no twin)"
             figures = [f"{v:.1f}" for v in (p50, p99, j50, j99)]
             rows.append(
-                [store, name, *figures, f"{ratio:.2f}x", f"{cli.verdict(ok_abs)} / {ratio_verdict}"]
+                [
+                    store,
+                    name,
+                    *figures,
+                    f"{ratio:.2f}x",
+                    f"{core.verdict(ok_abs)} / {ratio_verdict}",
+                ]
             )
     headers = ["store", "page", "p50 ms", "p99 ms", "JSON p50", "JSON p99", "p99 ratio"]
     headers.append(f"<= {TARGET_P99_MS:.0f} ms / <= {TARGET_RATIO:.0f}x")
-    lines = cli.table(
+    lines = core.table(
         headers,
         rows,
         right=range(2, 7),
@@ -289,33 +287,14 @@ def report(timings: Timings, stores: list[str]) -> list[str]:
     return failed
 
 
-def _seeded(
-    store: str, opts: argparse.Namespace, scratch: ScratchSqlite, pg: ScratchPostgres | None
-) -> tuple[str, Seeded]:
+def _seeded(store: str, opts: argparse.Namespace, scratch: core.Scratch) -> tuple[str, Seeded]:
     """A new database with --jobs jobs, one pending job in 500 running; its URL."""
-    if store == "sqlite":
-        path = scratch.new_path("dashboard")
-        url = sqlite_url(path)
-        seeded = seed(url, opts.jobs)
-        _mark_running(url)
-        analyze_sqlite(path)
-    else:
-        assert pg is not None
-        name = pg.create("seojobs_dashbench")
-        url = pg_url(name)
-        seeded = seed(url, opts.jobs)
-        _mark_running(url)
-        vacuum_postgres(name)
-    cli.progress(f"{store}: {seeded.count:,} jobs seeded in {seeded.seconds:.1f} s")
+    url = scratch.new(store, "seojobs_dashbench")
+    seeded = seed(url, opts.jobs)
+    _mark_running(url)
+    core.analyze(url)
+    core.progress(f"{store}: {seeded.count:,} jobs seeded in {seeded.seconds:.1f} s")
     return url, seeded
-
-
-def _views_database(store: str, scratch: ScratchSqlite, pg: ScratchPostgres | None) -> str:
-    """A new, empty database for the audits (the seeded jobs would keep a worker busy)."""
-    if store == "sqlite":
-        return sqlite_url(scratch.new_path("dashboard-views"))
-    assert pg is not None
-    return pg_url(pg.create("seojobs_dashviews"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,43 +304,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
     p.add_argument("--warmup", type=int, default=20, help="untimed GETs per page first (20)")
     p.add_argument(
-        "--only", type=cli.choice(("sqlite", "postgresql")), default=("sqlite", "postgresql")
+        "--only", type=core.choice(("sqlite", "postgresql")), default=("sqlite", "postgresql")
     )
     every = PAGES + VIEWS
-    p.add_argument("--pages", type=cli.choice(every), default=every, help=", ".join(every))
+    p.add_argument("--pages", type=core.choice(every), default=every, help=", ".join(every))
     p.add_argument(
         "--audit-pages", type=int, default=5_000, help="pages of the audits the views show (5000)"
     )
     opts = p.parse_args(argv)
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     timings = Timings()
     with ExitStack() as stack:
-        scratch_sqlite = stack.enter_context(ScratchSqlite())
-        pg = stack.enter_context(ScratchPostgres()) if "postgresql" in opts.only else None
-        print(cli.machine(pg))
+        scratch = core.Scratch(stack, postgres="postgresql" in opts.only)
+        print(core.machine(scratch.pg))
         print(f"  {opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time")
         site = None
         if set(opts.pages) & set(VIEWS):
             print(f"  the audit views: two audits of {opts.audit_pages:,} generated pages")
             site = stack.enter_context(AuditSiteProcess(opts.audit_pages, None))
         for store in opts.only:
-            log = scratch_sqlite.new_path(f"{store}-server").with_suffix(".log")
+            log = scratch.root / f"{store}-server.log"
             if set(opts.pages) & set(PAGES):
-                url, seeded = _seeded(store, opts, scratch_sqlite, pg)
+                url, seeded = _seeded(store, opts, scratch)
                 run_store(store, url, seeded, opts, timings, log)
-            if set(opts.pages) & set(VIEWS):
-                views_url = _views_database(store, scratch_sqlite, pg)
-                assert site is not None
+            if site is not None:
+                # A new, empty database for the audits (the seeded jobs would keep a worker busy).
+                views_url = scratch.new(store, "seojobs_dashviews")
                 done = audited(views_url, opts, site, log.with_suffix(".worker.log"))
-                if store == "postgresql":
-                    vacuum_postgres(views_url.rsplit("/", 1)[1])
-                else:
-                    analyze_sqlite(Path(views_url.removeprefix("sqlite:///")))
+                core.analyze(views_url)
                 run_views(store, views_url, done, opts, timings, log)
         failed = report(timings, list(opts.only))
-    for line in failed:
-        print(f"  FAIL {line}")
-    return cli.exit_code(failed)
+    return core.exit_code(failed)
 
 
 if __name__ == "__main__":

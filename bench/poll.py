@@ -12,15 +12,264 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
+import bisect
+import heapq
+import json
+import math
+import random
+import statistics
 import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 
-from bench.lib.cli import verdict
-from bench.lib.pollsim import Figures, SimClock, World, figures, seed000
+from bench.lib.core import verdict
 from seojobs.client import Client
-from seojobs.client.models import Job
+from seojobs.client.models import Job, ProjectJob
 from seojobs.client.scheduler import Scheduler
+
+TERMINAL = frozenset({"completed", "failed"})
+
+
+class SimClock:
+    """The simulated clock; ``sleep`` advances it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int  # 200 or 429
+    headers: dict[str, str]
+    body: Any
+
+
+class Limiter:
+    """A moving window of accepted requests (what ``limits``' MovingWindowRateLimiter does)."""
+
+    def __init__(self, limit: int, window: float) -> None:
+        self.limit = limit
+        self.window = window
+        self.accepted: deque[float] = deque()
+
+    def hit(self, now: float) -> tuple[bool, dict[str, str]]:
+        while self.accepted and self.accepted[0] <= now - self.window:
+            self.accepted.popleft()
+        allowed = len(self.accepted) < self.limit
+        if allowed:
+            self.accepted.append(now)
+        oldest = self.accepted[0] if self.accepted else now
+        reset = max(0, math.ceil(oldest + self.window - now))
+        remaining = self.limit - len(self.accepted)
+        headers = {
+            "RateLimit-Policy": f'"user";q={self.limit};w={int(self.window)}',
+            "RateLimit": f'"user";r={remaining};t={reset}',
+        }
+        if not allowed:
+            headers["Retry-After"] = str(max(1, reset))
+        return allowed, headers
+
+
+@dataclass
+class World:
+    """Jobs created at t=0, each finishing at its own time; the API over them."""
+
+    finish: dict[int, float]
+    limiter: Limiter | None
+    requests: list[float] = field(default_factory=list)  # every request's time, 429s included
+    refused: int = 0
+
+    @classmethod
+    def make(cls, jobs: int, span: float, seed: int, limit: int | None, window: float) -> World:
+        rng = random.Random(seed)
+        finish = {job_id: rng.uniform(0.0, span) for job_id in range(1, jobs + 1)}
+        return cls(finish, Limiter(limit, window) if limit else None)
+
+    # -- the API ------------------------------------------------------------------------
+
+    def job_body(self, job_id: int, now: float) -> dict[str, Any]:
+        done = now >= self.finish[job_id]
+        progress = 100 if done else int(100 * now / self.finish[job_id])
+        return {
+            "job_id": job_id,
+            "status": "completed" if done else "processing",
+            "title": None,
+            "total_urls": 1,
+            "checked_urls": 1 if done else 0,
+            "indexed_count": 1 if done else 0,
+            "not_indexed_count": 0,
+            "failed_count": 0,
+            "progress_percent": progress,
+            "created_at": "2026-01-01T00:00:00+00:00",
+            "completed_at": None,
+            "error": None,
+        }
+
+    def _admit(self, now: float) -> tuple[bool, dict[str, str]]:
+        self.requests.append(now)
+        if self.limiter is None:
+            return True, {}
+        allowed, headers = self.limiter.hit(now)
+        if not allowed:
+            self.refused += 1
+        return allowed, headers
+
+    def status(self, job_id: int, now: float) -> Answer:
+        allowed, headers = self._admit(now)
+        if not allowed:
+            return Answer(429, headers, _problem(headers))
+        if not self.is_done(job_id, now):
+            headers = {**headers, "Retry-After": "10"}  # what the server sends while processing
+        return Answer(200, headers, self.job_body(job_id, now))
+
+    def listing(self, ids: list[int], now: float) -> Answer:
+        allowed, headers = self._admit(now)
+        if not allowed:
+            return Answer(429, headers, _problem(headers))
+        jobs = [self.job_body(i, now) for i in sorted(ids, reverse=True) if i in self.finish]
+        return Answer(200, headers, {"jobs": jobs, "next_cursor": None})
+
+    def is_done(self, job_id: int, now: float) -> bool:
+        return now >= self.finish[job_id]
+
+    def handler(self, clock: SimClock) -> Callable[[httpx.Request], httpx.Response]:
+        """The same API over HTTP, for the real client (httpx.MockTransport)."""
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            parts = request.url.path.rstrip("/").split("/")
+            if parts[-1] == "jobs":
+                query = parse_qs(request.url.query.decode())
+                ids = [int(i) for i in query["ids"][0].split(",")] if "ids" in query else []
+                answer = self.listing(ids, clock.now)
+            else:
+                answer = self.status(int(parts[-1]), clock.now)
+            media = "application/problem+json" if answer.status >= 400 else "application/json"
+            return httpx.Response(
+                answer.status,
+                content=json.dumps(answer.body).encode(),
+                headers={**answer.headers, "Content-Type": media},
+            )
+
+        return handle
+
+
+def _problem(headers: dict[str, str]) -> dict[str, Any]:
+    return {
+        "type": "https://seojobs.dev/problems/rate_limited",
+        "title": "Too many requests",
+        "status": 429,
+        "detail": f"retry in {headers.get('Retry-After')} s",
+        "violated_policies": ["user"],
+    }
+
+
+# -- seed 000's poller, one loop per job ------------------------------------------------------
+
+
+def seed000(
+    world: World,
+    *,
+    start: int = 15,
+    ceiling: int = 300,
+    deadline: int = 86_400,
+    grow_first: bool = True,
+) -> tuple[dict[int, float], int]:
+    """Seed 000's ``wait_for`` for every job at once, as simulated coroutines.
+
+    Each loop, started at t=0: read the status; on 429 ``delay = min(delay * 2, ceiling)``
+    (Retry-After is not read); on an unfinished job ``delay = min(int(delay * 1.5), ceiling)``;
+    then ``sleep(delay)``, ``waited += delay``, and stop with TimeoutError once ``waited`` reaches
+    ``deadline``. ``grow_first=False`` is a variant, not seed 000: it sleeps the delay before
+    growing it (so the first sleep is 15 s instead of 22 s).
+
+    Returns when each job became known as finished, and how many loops timed out.
+    """
+    known: dict[int, float] = {}
+    timed_out = 0
+    # (time, job id, delay, waited); the job id breaks ties deterministically.
+    events: list[tuple[float, int, int, int]] = [(0.0, j, start, 0) for j in world.finish]
+    heapq.heapify(events)
+    while events:
+        now, job_id, delay, waited = heapq.heappop(events)
+        answer = world.status(job_id, now)
+        if answer.status == 429:
+            delay = min(delay * 2, ceiling)
+            sleep = delay
+        elif answer.body["status"] in TERMINAL:
+            known[job_id] = now
+            continue
+        elif grow_first:
+            delay = min(int(delay * 1.5), ceiling)
+            sleep = delay
+        else:
+            sleep, delay = delay, min(int(delay * 1.5), ceiling)
+        waited += sleep
+        if waited >= deadline:
+            timed_out += 1
+            continue
+        heapq.heappush(events, (now + sleep, job_id, delay, waited))
+    return known, timed_out
+
+
+# -- figures ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figures:
+    name: str
+    jobs: int
+    requests: int
+    refused: int
+    median_delay: float
+    p90_delay: float
+    busiest_minute: int
+    last_known: float
+    unknown: int  # jobs never seen finished (timed out)
+
+    @property
+    def per_job(self) -> float:
+        return self.requests / self.jobs
+
+
+def figures(name: str, world: World, known: dict[int, float]) -> Figures:
+    delays = sorted(known[j] - world.finish[j] for j in known)
+    return Figures(
+        name=name,
+        jobs=len(world.finish),
+        requests=len(world.requests),
+        refused=world.refused,
+        median_delay=statistics.median(delays) if delays else math.inf,
+        p90_delay=_quantile(delays, 0.9),
+        busiest_minute=busiest(world.requests, 60.0),
+        last_known=max(known.values(), default=math.inf),
+        unknown=len(world.finish) - len(known),
+    )
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return math.inf
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
+
+
+def busiest(times: list[float], window: float) -> int:
+    """The most requests in any ``window`` seconds [t, t + window)."""
+    ordered = sorted(times)
+    return max(
+        (bisect.bisect_left(ordered, t + window) - i for i, t in enumerate(ordered)), default=0
+    )
+
 
 LIMIT, WINDOW = 120, 60.0
 TARGET_SHARE = 0.05  # at most 5 % of seed 000's requests
@@ -39,7 +288,7 @@ def run_ours(world: World) -> tuple[dict[int, float], Scheduler]:
     )
     known: dict[int, float] = {}
 
-    def done(job: Job) -> None:
+    def done(job: Job | ProjectJob) -> None:
         known.setdefault(job.job_id, sim.now)
 
     with client:

@@ -13,21 +13,453 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio
+import contextlib
+import importlib.metadata
 import logging
-from contextlib import ExitStack
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from bench.lib import bare, cli, ours, peer
-from bench.lib.jobs import Wake
-from bench.lib.queue_report import Results, failures, render
-from bench.lib.scratch import (
+import procrastinate
+import psycopg
+
+from bench.lib import core, ours
+from bench.lib.core import (
     ScratchPostgres,
-    ScratchSqlite,
-    analyze_sqlite,
-    pg_url,
-    sqlite_checkpoint,
-    sqlite_url,
+    columns,
+    failed,
+    judged,
+    pg_conninfo,
+    table,
     vacuum_postgres,
 )
+from bench.lib.ours import Burn, Counter, Stamps, Wake, burn_timeout, wait_until_done
+
+TARGET_RATE = 10_000.0
+TARGET_RATIO = {"sqlite": 0.30, "postgresql": 0.55}  # x its bare loop (issue 23)
+TARGET_PEER = 15.0  # PostgreSQL jobs/s x Procrastinate's
+TARGET_WAKE = 0.050
+
+
+@dataclass
+class Results:
+    jobs: int
+    environment: list[str] = field(default_factory=list)
+    burns: list[Burn] = field(default_factory=list)
+    wakes: list[Wake] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)  # peer burn-downs that timed out
+
+    def runs(self, system_prefix: str, dialect: str) -> list[Burn]:
+        return [
+            b for b in self.burns if b.system.startswith(system_prefix) and b.dialect == dialect
+        ]
+
+    def best(self, system_prefix: str, dialect: str) -> Burn | None:
+        runs = self.runs(system_prefix, dialect)
+        return max(runs, key=lambda b: b.rate) if runs else None
+
+    def wake(self, dialect: str) -> Wake | None:
+        """The headline wake-up for a dialect: the first seojobs measurement made on it."""
+        return next((w for w in self.wakes if w.system == "seojobs" and w.dialect == dialect), None)
+
+    def peer_wake(self) -> Wake | None:
+        return next((w for w in self.wakes if w.system.startswith("procrastinate")), None)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _concurrency_note(results: Results, best: Burn) -> str:
+    tried = sorted({b.concurrency for b in results.runs(best.system, best.dialect)})
+    if len(tried) == 1:
+        return str(best.concurrency)
+    return f"{best.concurrency} (best of {', '.join(map(str, tried))})"
+
+
+ORDER = (
+    ("seojobs", "sqlite"),
+    ("bare loop", "sqlite"),
+    ("seojobs", "postgresql"),
+    ("procrastinate", "postgresql"),
+    ("bare loop", "postgresql"),
+)
+
+
+EVERY_RUN: list[tuple[str, Callable[[Burn], str]]] = [
+    ("system", lambda b: b.system),
+    ("dialect", lambda b: b.dialect),
+    ("concurrency", lambda b: str(b.concurrency)),
+    ("seconds", lambda b: f"{b.seconds:.2f}"),
+    ("jobs/s", lambda b: f"{b.rate:,.0f}"),
+    ("handler runs", lambda b: "-" if b.handler_runs is None else f"{b.handler_runs:,}"),
+]
+WAKES: list[tuple[str, Callable[[Wake], str]]] = [
+    ("system", lambda w: w.system),
+    ("dialect", lambda w: w.dialect),
+    ("wake-up path", lambda w: w.how),
+    ("samples", lambda w: str(len(w.samples))),
+    ("median", lambda w: _ms(w.median)),
+    ("p90", lambda w: _ms(w.p90)),
+    ("enqueue call", lambda w: _ms(w.enqueue_median)),
+]
+
+
+def render(results: Results) -> str:
+    out: list[str] = ["", "seojobs queue benchmark (bench/queue.py)", ""]
+    out += [f"  {line}" for line in results.environment]
+    out += [
+        f"  {results.jobs:,} no-op jobs per burn-down, pre-inserted before the clock starts; the",
+        "  clock runs from worker start until the database shows every job done.",
+        "",
+        "Throughput (best run per system)",
+    ]
+    rows = []
+    for system, dialect in ORDER:
+        best = results.best(system, dialect)
+        if best is None:
+            continue
+        conc = "1 connection" if system == "bare loop" else _concurrency_note(results, best)
+        rows.append([best.system, dialect, conc, f"{best.seconds:.2f}", f"{best.rate:,.0f}"])
+    if rows:
+        out += table(["system", "dialect", "concurrency", "seconds", "jobs/s"], rows, {3, 4})
+    out += ["", "Every run"]
+    if results.burns:
+        out += columns(EVERY_RUN, results.burns, {2, 3, 4, 5})
+    if results.unfinished:
+        out += ["", "Did not finish (given up below 100 jobs/s)"]
+        out += [f"  {line}" for line in results.unfinished]
+    out += _ratios(results)
+    out += _wakes(results)
+    out += _targets(results)
+    return "\n".join(out) + "\n"
+
+
+def _ratios(results: Results) -> list[str]:
+    rows = []
+    for dialect in ("sqlite", "postgresql"):
+        ours = results.best("seojobs", dialect)
+        if ours is None:
+            continue
+        bare = results.best("bare loop", dialect)
+        if bare is not None:
+            rows.append([dialect, "seojobs / bare loop", f"{ours.rate / bare.rate:.3f}"])
+        peer = results.best("procrastinate", dialect)
+        if peer is not None:
+            rows.append([dialect, "seojobs / procrastinate", f"{ours.rate / peer.rate:.2f}"])
+    if not rows:
+        return []
+    return ["", "Ratios (best runs)", *table(["dialect", "ratio", "value"], rows, {2})]
+
+
+def _wakes(results: Results) -> list[str]:
+    if not results.wakes:
+        return []
+    return [
+        "",
+        "Wake-up latency: enqueue (before the insert) to handler start, on an idle worker",
+        *columns(WAKES, results.wakes, {3, 4, 5, 6}),
+        "  enqueue call: median time from before the enqueue to its return (ours: one insert",
+        "  transaction in a thread; Procrastinate: defer_async); the rest is the worker's side.",
+    ]
+
+
+def checks(results: Results) -> list[tuple[str, str, bool]]:
+    """(target, measured, passed) for every target the run measured."""
+    out = []
+    for dialect, label in (("postgresql", "PostgreSQL"), ("sqlite", "SQLite")):
+        ours = results.best("seojobs", dialect)
+        if ours is None:
+            continue
+        target = f"{label} >= {TARGET_RATE:,.0f} jobs/s"
+        out.append((target, f"{ours.rate:,.0f}", ours.rate >= TARGET_RATE))
+        bare = results.best("bare loop", dialect)
+        if bare is not None:
+            ratio = ours.rate / bare.rate
+            target = f"{label} >= {TARGET_RATIO[dialect]:.2f} x its bare loop"
+            out.append((target, f"{ratio:.3f}", ratio >= TARGET_RATIO[dialect]))
+        peer = results.best("procrastinate", dialect) if dialect == "postgresql" else None
+        if ours is not None and peer is not None:
+            times = ours.rate / peer.rate
+            target = f"{label} >= {TARGET_PEER:.0f} x Procrastinate"
+            out.append((target, f"{times:.1f}", times >= TARGET_PEER))
+    for dialect, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        wake = results.wake(dialect)
+        if wake is not None:
+            target = f"{label} median wake-up < {TARGET_WAKE * 1000:.0f} ms"
+            out.append((target, _ms(wake.median), wake.median < TARGET_WAKE))
+    mine, theirs = results.wake("postgresql"), results.peer_wake()
+    if mine is not None and theirs is not None:
+        measured = f"{_ms(mine.median)} vs {_ms(theirs.median)}"
+        ok = mine.median < theirs.median
+        out.append(("PostgreSQL median wake-up < Procrastinate's", measured, ok))
+    return out
+
+
+def failures(results: Results) -> list[str]:
+    return failed(checks(results))
+
+
+def _targets(results: Results) -> list[str]:
+    found = checks(results)
+    if not found:
+        return []
+    out = ["", "Targets", *judged(found, ("target", "measured", "verdict"))]
+    if results.wake("sqlite") is not None:
+        out += [
+            "  SQLite wake-ups: the in-process hook serves jobs enqueued through the worker's own",
+            "  Database object; jobs from another connection or process are seen by the worker's",
+            "  50 ms PRAGMA data_version watch (both rows of the wake-up table).",
+        ]
+    return out
+
+
+DEFER_CHUNK = 1000
+
+PEER_VERSION = importlib.metadata.version("procrastinate")
+
+# Procrastinate logs every job at INFO.
+logging.getLogger("procrastinate").setLevel(logging.WARNING)
+
+
+def _app(dbname: str, pool_size: int | None) -> procrastinate.App:
+    """``pool_size`` None keeps Procrastinate's default pool (psycopg_pool's: 4 connections)."""
+    conninfo = pg_conninfo(dbname)
+    if pool_size is None:
+        connector = procrastinate.PsycopgConnector(conninfo=conninfo)
+    else:
+        connector = procrastinate.PsycopgConnector(
+            conninfo=conninfo, min_size=pool_size, max_size=pool_size
+        )
+    return procrastinate.App(connector=connector)
+
+
+async def peer_schema(dbname: str) -> None:
+    """Apply Procrastinate's schema to an empty database."""
+    app = _app(dbname, pool_size=1)
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+
+
+def _succeeded(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
+    ).fetchone()
+    return int(str(row[0])) if row else 0
+
+
+async def peer_burn(dbname: str, jobs: int, concurrency: int, pool_size: int | None) -> Burn:
+    """Defer ``jobs`` no-ops in batches (not timed), then time a worker until all succeeded."""
+    counter = Counter(jobs)
+    app = _app(dbname, pool_size)
+
+    @app.task(name="bench_noop")
+    async def noop() -> None:
+        counter.hit()
+
+    async with app.open_async():
+        for start in range(0, jobs, DEFER_CHUNK):
+            await noop.batch_defer_async(*({} for _ in range(min(DEFER_CHUNK, jobs - start))))
+        await asyncio.to_thread(vacuum_postgres, dbname, "procrastinate_jobs")
+        with psycopg.connect(pg_conninfo(dbname), autocommit=True) as probe:
+            started = time.perf_counter()
+            task = asyncio.create_task(
+                app.run_worker_async(
+                    concurrency=concurrency, wait=False, install_signal_handlers=False
+                ),
+                name="procrastinate-worker",
+            )
+            try:
+                ended = await wait_until_done(
+                    counter, lambda: _succeeded(probe), jobs, task, burn_timeout(jobs)
+                )
+            finally:
+                await _stop(task)
+    return Burn(
+        f"procrastinate {PEER_VERSION}",
+        "postgresql",
+        concurrency,
+        jobs,
+        ended - started,
+        counter.count,
+    )
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    """Cancelling ``run_worker_async`` is Procrastinate's graceful stop (wait=False ends alone)."""
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def peer_wake(dbname: str, samples: int, pool_size: int | None) -> Wake:
+    stamps = Stamps()
+    app = _app(dbname, pool_size)
+
+    @app.task(name="bench_stamp", pass_context=True)
+    async def stamp(context: procrastinate.JobContext) -> None:
+        assert context.job.id is not None
+        stamps.stamp(context.job.id)
+
+    result = Wake(f"procrastinate {PEER_VERSION}", "postgresql", "LISTEN/NOTIFY")
+    rng = random.Random(samples)
+    async with app.open_async():
+        task = asyncio.create_task(
+            app.run_worker_async(
+                concurrency=ours.WAKE_CONCURRENCY,
+                wait=True,
+                install_signal_handlers=False,
+                fetch_job_polling_interval=ours.POLL_INTERVAL,
+            ),
+            name="procrastinate-worker",
+        )
+        try:
+            await asyncio.sleep(0.5)
+            for _ in range(samples):
+                await asyncio.sleep(rng.uniform(0.02, 0.06))
+                before = time.perf_counter()
+                job_id = await stamp.defer_async()
+                returned = time.perf_counter()
+                started = await stamps.wait_for(job_id, timeout=ours.POLL_INTERVAL * 5)
+                result.add(before, returned, started)
+        finally:
+            await _stop(task)
+    return result
+
+
+WORKER_ID = "bench-bare"
+LEASE = timedelta(seconds=30)
+
+# ``id = ANY(ARRAY(subquery))`` rather than ``UPDATE ... FROM (subquery)``: the same rows, but
+# PostgreSQL looks them up by primary key instead of hash-joining the subquery against a scan of
+# the whole table (about 11 ms instead of 14 ms per 500 rows here).
+PG_CLAIM = """
+UPDATE jobs SET state = 'processing', attempt = attempt + 1, worker_id = %(worker)s,
+    lease_expires_at = %(lease)s, started_at = coalesce(started_at, %(now)s), updated_at = %(now)s
+WHERE id = ANY(ARRAY(
+    SELECT id FROM jobs WHERE state = 'pending' AND run_at <= %(now)s
+    ORDER BY priority, run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+))
+RETURNING id, attempt, kind, params
+"""
+
+PG_COMPLETE = """
+UPDATE jobs SET state = 'completed', completed_at = %(now)s, updated_at = %(now)s,
+    worker_id = NULL, lease_expires_at = NULL
+WHERE (id, attempt) IN (SELECT * FROM unnest(%(ids)s::bigint[], %(attempts)s::int[]))
+    AND state = 'processing'
+"""
+
+SQLITE_CLAIM = """
+UPDATE jobs SET state = 'processing', attempt = attempt + 1, worker_id = :worker,
+    lease_expires_at = :lease, started_at = coalesce(started_at, :now), updated_at = :now
+WHERE id IN (
+    SELECT id FROM jobs WHERE state = 'pending' AND run_at <= :now
+    ORDER BY priority, run_at, id LIMIT :limit
+)
+RETURNING id, attempt, kind, params
+"""
+
+SQLITE_COMPLETE = """
+UPDATE jobs SET state = 'completed', completed_at = ?, updated_at = ?,
+    worker_id = NULL, lease_expires_at = NULL
+WHERE state = 'processing' AND (id, attempt) IN (VALUES {pairs})
+"""
+
+
+def burn_postgres(dbname: str, jobs: int, batch: int) -> Burn:
+    # No server-side prepared statements: after psycopg's fifth execution PostgreSQL may pick a
+    # generic plan for the unnest() completion that is twice as slow as the custom one.
+    with psycopg.connect(pg_conninfo(dbname), prepare_threshold=None) as conn:
+        conn.execute("SELECT 1")
+        conn.commit()
+        started = time.perf_counter()
+        done = 0
+        while True:
+            now = datetime.now(UTC)
+            claimed = conn.execute(
+                PG_CLAIM, {"worker": WORKER_ID, "lease": now + LEASE, "now": now, "limit": batch}
+            ).fetchall()
+            conn.commit()
+            if not claimed:
+                break
+            finished = datetime.now(UTC)
+            cur = conn.execute(
+                PG_COMPLETE,
+                {
+                    "now": finished,
+                    "ids": [row[0] for row in claimed],
+                    "attempts": [row[1] for row in claimed],
+                },
+            )
+            done += cur.rowcount
+            conn.commit()
+        ended = time.perf_counter()
+    _check_done(done, jobs)
+    return Burn(f"bare loop (batch {batch})", "postgresql", 1, jobs, ended - started)
+
+
+def _sqlite_ts(value: datetime) -> str:
+    """The text SQLAlchemy stores for our UTCDateTime on SQLite (naive UTC)."""
+    return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def burn_sqlite(path: Path, jobs: int, batch: int) -> Burn:
+    # The same connection set-up as seojobs.store.db: WAL, synchronous=NORMAL, BEGIN IMMEDIATE.
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        started = time.perf_counter()
+        done = 0
+        while True:
+            now = datetime.now(UTC)
+            conn.execute("BEGIN IMMEDIATE")
+            claimed = conn.execute(
+                SQLITE_CLAIM,
+                {
+                    "worker": WORKER_ID,
+                    "lease": _sqlite_ts(now + LEASE),
+                    "now": _sqlite_ts(now),
+                    "limit": batch,
+                },
+            ).fetchall()
+            conn.execute("COMMIT")
+            if not claimed:
+                break
+            finished = _sqlite_ts(datetime.now(UTC))
+            pairs = ", ".join("(?, ?)" for _ in claimed)
+            args: list[object] = [finished, finished]
+            for row in claimed:
+                args.extend((row[0], row[1]))
+            conn.execute("BEGIN IMMEDIATE")
+            done += conn.execute(SQLITE_COMPLETE.format(pairs=pairs), args).rowcount
+            conn.execute("COMMIT")
+        ended = time.perf_counter()
+    finally:
+        conn.close()
+    _check_done(done, jobs)
+    return Burn(f"bare loop (batch {batch})", "sqlite", 1, jobs, ended - started)
+
+
+def bare_burn(url: str, jobs: int, batch: int) -> Burn:
+    """The bare loop on the database at ``url`` (SQLite or PostgreSQL)."""
+    if url.startswith("sqlite:///"):
+        return burn_sqlite(Path(url.removeprefix("sqlite:///")), jobs, batch)
+    return burn_postgres(url.rsplit("/", 1)[1], jobs, batch)
+
+
+def _check_done(done: int, jobs: int) -> None:
+    if done != jobs:
+        raise RuntimeError(f"bare loop completed {done} jobs, expected {jobs}")
+
 
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
 WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this many rounds
@@ -36,57 +468,25 @@ WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this ma
 Options = argparse.Namespace  # what parse_args returns
 
 
-def _only(text: str) -> frozenset[str]:
-    chosen = frozenset(part.strip() for part in text.split(",") if part.strip())
-    unknown = chosen - set(SELECTABLE)
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(
-            f"choose from {', '.join(SELECTABLE)} (got {', '.join(sorted(unknown)) or 'none'})"
-        )
-    return chosen
-
-
 def parse_args(argv: list[str] | None) -> Options:
-    parser = argparse.ArgumentParser(
-        prog="bench/queue.py",
-        description=(
-            "Burn down no-op jobs with seojobs on SQLite and PostgreSQL, with Procrastinate on "
-            "the same PostgreSQL server, and with a bare SQL loop (the ceiling); measure the "
-            "wake-up latency of an idle worker."
-        ),
+    parser = core.parser(
+        "bench/queue.py",
+        "Burn down no-op jobs with seojobs on SQLite and PostgreSQL, with Procrastinate on the "
+        "same PostgreSQL server, and with a bare SQL loop (the ceiling); measure the wake-up "
+        "latency of an idle worker.",
     )
-    parser.add_argument("--jobs", type=int, default=20_000, help="jobs per burn-down")
-    parser.add_argument(
-        "--only",
-        type=_only,
-        default=frozenset(SELECTABLE),
-        help="comma-separated subset of: sqlite,postgresql,procrastinate,bare (default: all)",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=cli.positive_ints,
-        default=(200, 500, 1000),
-        help="seojobs worker concurrencies to try; the best is reported (default: 200,500,1000)",
-    )
-    parser.add_argument(
-        "--peer-concurrency",
-        type=cli.positive_ints,
-        default=(10, 50, 200),
-        help="Procrastinate worker concurrencies to try (default: 10,50,200)",
-    )
-    parser.add_argument(
-        "--peer-pool",
-        type=int,
-        default=None,
-        help="Procrastinate connection pool size (default: Procrastinate's own, 4 connections)",
-    )
-    parser.add_argument("--batch", type=int, default=500, help="bare loop batch (default: 500)")
-    parser.add_argument(
-        "--samples", type=int, default=50, help="wake-up samples per dialect; 0 skips (default: 50)"
-    )
+    add = parser.add_argument
+    add("--jobs", type=int, default=20_000, help="jobs per burn-down")
+    add("--only", type=core.choice(SELECTABLE), default=",".join(SELECTABLE), help="systems")
+    add("--concurrency", type=core.positive_ints, default="200,500,1000", help="ours; best kept")
+    add("--peer-concurrency", type=core.positive_ints, default="10,50,200", help="Procrastinate's")
+    add("--peer-pool", type=int, help="Procrastinate's pool size (None: its own, 4)")
+    add("--batch", type=int, default=500, help="bare loop batch")
+    add("--samples", type=int, default=50, help="wake-up samples per dialect; 0 skips")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
+    args.only = frozenset(args.only)
     chosen = args.only & {"sqlite", "postgresql"}  # bare runs on them, or on both if none
     args.bare = frozenset(
         d for d in ("sqlite", "postgresql") if "bare" in args.only and (d in chosen or not chosen)
@@ -94,109 +494,65 @@ def parse_args(argv: list[str] | None) -> Options:
     return args
 
 
-# -- per-dialect fresh databases ------------------------------------------------------------
-
-
-class SqliteSide:
-    def __init__(self, scratch: ScratchSqlite) -> None:
-        self.scratch = scratch
-        self.template = scratch.new_path("template")
-        self.project_id = ours.create_user(sqlite_url(self.template)).project_id
-        sqlite_checkpoint(self.template)
-
-    def fresh(self, jobs: int) -> Path:
-        path = self.scratch.copy(self.template, "run")
-        if jobs:
-            ours.insert_jobs(sqlite_url(path), self.project_id, jobs)
-            analyze_sqlite(path)
-        return path
-
-
-class PostgresSide:
-    def __init__(self, scratch: ScratchPostgres) -> None:
-        self.scratch = scratch
-        self.template = scratch.create("seojobs_bench_tpl")
-        self.project_id = ours.create_user(pg_url(self.template)).project_id
-
-    def fresh(self, jobs: int) -> str:
-        name = self.scratch.create("seojobs_bench", template=self.template)
-        if jobs:
-            ours.insert_jobs(pg_url(name), self.project_id, jobs)
-            vacuum_postgres(name, "jobs")
-        return name
-
-
 # -- the runs -------------------------------------------------------------------------------
 
 
-def run_sqlite(opts: Options, side: SqliteSide, results: Results) -> None:
-    if "sqlite" in opts.only:
+@contextmanager
+def fresh(dbs: ours.Databases, dialect: str, jobs: int) -> Iterator[str]:
+    """A new copy of the dialect's template with ``jobs`` pending jobs, for the block; its URL."""
+    with dbs.fresh(dialect) as (url, _user_id):
+        if jobs:
+            ours.insert_jobs(url, dbs.project_ids[dialect], jobs)
+            core.analyze(url)
+        yield url
+
+
+def run_ours(opts: Options, dbs: ours.Databases, dialect: str, results: Results) -> None:
+    """Our burn-downs at each concurrency, the bare loop's, and on SQLite the wake-ups."""
+    if dialect in opts.only:
         for concurrency in opts.concurrency:
-            path = side.fresh(opts.jobs)
-            burn = asyncio.run(ours.burn(sqlite_url(path), "sqlite", opts.jobs, concurrency))
-            side.scratch.remove(path)
+            with fresh(dbs, dialect, opts.jobs) as url:
+                burn = asyncio.run(ours.burn(url, dialect, opts.jobs, concurrency))
             results.burns.append(burn)
-            cli.progress(f"seojobs sqlite c={concurrency}: {burn.rate:,.0f} jobs/s")
-    if "sqlite" in opts.bare:
-        path = side.fresh(opts.jobs)
-        burn = bare.burn_sqlite(path, opts.jobs, opts.batch)
-        side.scratch.remove(path)
+            core.progress(f"seojobs {dialect} c={concurrency}: {burn.rate:,.0f} jobs/s")
+    if dialect in opts.bare:
+        with fresh(dbs, dialect, opts.jobs) as url:
+            burn = bare_burn(url, opts.jobs, opts.batch)
         results.burns.append(burn)
-        cli.progress(f"bare loop sqlite: {burn.rate:,.0f} jobs/s")
-    if "sqlite" in opts.only and opts.samples:
-        for same_db, samples, how in (
-            (True, opts.samples, "in-process hook (enqueued via the worker's Database object)"),
-            (
-                False,
-                opts.samples,
-                "data_version watch (separate Database object, as another process)",
-            ),
-        ):
-            path = side.fresh(0)
+        core.progress(f"bare loop {dialect}: {burn.rate:,.0f} jobs/s")
+    if dialect != "sqlite" or dialect not in opts.only or not opts.samples:
+        return
+    for same_db, how in (
+        (True, "in-process hook (enqueued via the worker's Database object)"),
+        (False, "data_version watch (separate Database object, as another process)"),
+    ):
+        project_id = dbs.project_ids[dialect]
+        with fresh(dbs, dialect, 0) as url:
             wake = asyncio.run(
-                ours.wake_latency(
-                    sqlite_url(path), "sqlite", side.project_id, samples, same_db=same_db, how=how
-                )
+                ours.wake_latency(url, dialect, project_id, opts.samples, same_db=same_db, how=how)
             )
-            side.scratch.remove(path)
-            results.wakes.append(wake)
-            cli.progress(f"seojobs sqlite wake-up, {how}: median {wake.median * 1000:.1f} ms")
-
-
-def run_postgres(opts: Options, side: PostgresSide, results: Results) -> None:
-    if "postgresql" in opts.only:
-        for concurrency in opts.concurrency:
-            name = side.fresh(opts.jobs)
-            burn = asyncio.run(ours.burn(pg_url(name), "postgresql", opts.jobs, concurrency))
-            side.scratch.drop(name)
-            results.burns.append(burn)
-            cli.progress(f"seojobs postgresql c={concurrency}: {burn.rate:,.0f} jobs/s")
-    if "postgresql" in opts.bare:
-        name = side.fresh(opts.jobs)
-        burn = bare.burn_postgres(name, opts.jobs, opts.batch)
-        side.scratch.drop(name)
-        results.burns.append(burn)
-        cli.progress(f"bare loop postgresql: {burn.rate:,.0f} jobs/s")
+        results.wakes.append(wake)
+        core.progress(f"seojobs sqlite wake-up, {how}: median {wake.median * 1000:.1f} ms")
 
 
 def run_peer(opts: Options, scratch: ScratchPostgres, results: Results) -> str:
     """Procrastinate's burn-downs; returns its template database for the wake-ups."""
     template = scratch.create("procrastinate_bench_tpl")
-    asyncio.run(peer.prepare_template(template))
+    asyncio.run(peer_schema(template))
     for concurrency in opts.peer_concurrency:
         name = scratch.create("procrastinate_bench", template=template)
         try:
-            burn = asyncio.run(peer.burn(name, opts.jobs, concurrency, opts.peer_pool))
+            burn = asyncio.run(peer_burn(name, opts.jobs, concurrency, opts.peer_pool))
         except TimeoutError as exc:
             # The peer too slow at one concurrency on a busy machine: say so, and still
             # measure the others and its wake-up, which our target is compared with.
             results.unfinished.append(f"procrastinate c={concurrency}: {exc}")
-            cli.progress(results.unfinished[-1])
+            core.progress(results.unfinished[-1])
             continue
         finally:
             scratch.drop(name)
         results.burns.append(burn)
-        cli.progress(f"procrastinate c={concurrency}: {burn.rate:,.0f} jobs/s")
+        core.progress(f"procrastinate c={concurrency}: {burn.rate:,.0f} jobs/s")
     return template
 
 
@@ -208,7 +564,7 @@ def _rounds(samples: int) -> list[int]:
 
 def run_pg_wakes(
     opts: Options,
-    side: PostgresSide | None,
+    dbs: ours.Databases | None,
     scratch: ScratchPostgres,
     peer_template: str | None,
     results: Results,
@@ -216,33 +572,29 @@ def run_pg_wakes(
     """Our PostgreSQL wake-up and Procrastinate's, in alternating rounds after every
     burn-down, so that both meet the same load from the rest of the machine."""
     how = "LISTEN/NOTIFY (enqueued via a separate Database object)"
-    mine = Wake("seojobs", "postgresql", how) if side is not None else None
-    theirs = Wake(f"procrastinate {peer.VERSION}", "postgresql", "LISTEN/NOTIFY")
+    mine = Wake("seojobs", "postgresql", how)
+    theirs = Wake(f"procrastinate {PEER_VERSION}", "postgresql", "LISTEN/NOTIFY")
     for n in _rounds(opts.samples):
-        if side is not None and mine is not None:
-            name = side.fresh(0)
-            url = pg_url(name)
-            mine.extend(
-                asyncio.run(
-                    ours.wake_latency(url, "postgresql", side.project_id, n, same_db=False, how=how)
-                )
-            )
-            side.scratch.drop(name)
+        if dbs is not None:
+            project_id = dbs.project_ids["postgresql"]
+            with fresh(dbs, "postgresql", 0) as url:
+                run = ours.wake_latency(url, "postgresql", project_id, n, same_db=False, how=how)
+                mine.extend(asyncio.run(run))
         if peer_template is not None:
             name = scratch.create("procrastinate_bench", template=peer_template)
-            theirs.extend(asyncio.run(peer.wake_latency(name, n, opts.peer_pool)))
+            theirs.extend(asyncio.run(peer_wake(name, n, opts.peer_pool)))
             scratch.drop(name)
-    for wake in (mine, theirs if peer_template is not None else None):
-        if wake is not None and wake.samples:
+    for wake in (mine, theirs):
+        if wake.samples:
             results.wakes.append(wake)
-            cli.progress(f"{wake.system} postgresql wake-up: median {wake.median * 1000:.1f} ms")
+            core.progress(f"{wake.system} postgresql wake-up: median {wake.median * 1000:.1f} ms")
 
 
 def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
-    lines = [cli.machine(pg)]
+    lines = [core.machine(pg)]
     if pg is not None and "procrastinate" in opts.only:
         pool = opts.peer_pool or "its default 4"
-        lines.append(f"Procrastinate {peer.VERSION}, pool of {pool} connections")
+        lines.append(f"Procrastinate {PEER_VERSION}, pool of {pool} connections")
     lines.append(
         "seojobs: one Worker (poll_interval 1 s, lease 30 s, maintenance off); "
         f"bare loop: one connection, batches of {opts.batch}"
@@ -251,7 +603,7 @@ def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = parse_args(argv)
     results = Results(jobs=opts.jobs)
@@ -259,27 +611,24 @@ def main(argv: list[str] | None = None) -> int:
         "postgresql" in opts.only or "procrastinate" in opts.only or "postgresql" in opts.bare
     )
     needs_sqlite = "sqlite" in opts.only or "sqlite" in opts.bare
-    partial = cli.partial_report(
+    partial = core.partial_report(
         lambda: render(results) if results.burns or results.wakes else "",
         "scratch databases dropped",
     )
     with partial, ExitStack() as stack:
-        pg = stack.enter_context(ScratchPostgres()) if needs_pg else None
+        ours_pg = "postgresql" in opts.only or "postgresql" in opts.bare
+        dbs = ours.Databases(stack, sqlite=needs_sqlite, postgres=ours_pg, prefix="seojobs_bench")
+        pg = dbs.pg or (stack.enter_context(ScratchPostgres()) if needs_pg else None)
         results.environment = _environment(opts, pg)
-        if needs_sqlite:
-            scratch_sqlite = stack.enter_context(ScratchSqlite())
-            run_sqlite(opts, SqliteSide(scratch_sqlite), results)
+        for dialect in ("sqlite", "postgresql"):
+            run_ours(opts, dbs, dialect, results)
         if pg is not None:
-            side = None
-            if "postgresql" in opts.only or "postgresql" in opts.bare:
-                side = PostgresSide(pg)
-                run_postgres(opts, side, results)
             peer_template = run_peer(opts, pg, results) if "procrastinate" in opts.only else None
             if opts.samples:
-                ours_side = side if "postgresql" in opts.only else None
-                run_pg_wakes(opts, ours_side, pg, peer_template, results)
+                mine = dbs if "postgresql" in opts.only else None
+                run_pg_wakes(opts, mine, pg, peer_template, results)
     print(render(results), end="", flush=True)
-    return cli.exit_code(failures(results))
+    return core.exit_code(failures(results))
 
 
 if __name__ == "__main__":

@@ -25,11 +25,21 @@ from datetime import timedelta
 import psycopg
 from sqlalchemy import text
 
-from bench.lib import cli, load, procstat
-from bench.lib.load import Load, Target
+from bench.lib import core
+from bench.lib.core import (
+    Load,
+    LoadTarget,
+    ScratchPostgres,
+    Server,
+    ours_server,
+    pg_conninfo,
+    pg_url,
+    run_wrk,
+    tree_cpu,
+    vacuum_postgres,
+    wrk_version,
+)
 from bench.lib.ours import SEED_PARAMS, create_user
-from bench.lib.scratch import ScratchPostgres, pg_conninfo, pg_url, vacuum_postgres
-from bench.lib.servers import STATUS_PATH, Server
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
@@ -43,7 +53,7 @@ PAGES = 10_000
 CHUNK = 20_000  # rows per COPY write
 RETENTION_DAYS = Settings().retention_days
 ROWS = text("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM job_items)")
-WRK = load.wrk_path() or "wrk"
+STATUS_PATH = "/api/v1/index-check/jobs/"
 Options = argparse.Namespace  # what parse_args returns
 
 
@@ -51,7 +61,7 @@ def parse_args(argv: list[str] | None) -> Options:
     p = argparse.ArgumentParser(prog="bench/scale.py", description=__doc__.splitlines()[2])
     p.add_argument("--jobs", type=int, default=1_000_000, help="the large table (1000000)")
     p.add_argument("--items-per-job", type=int, default=10, help="items of each job (10)")
-    p.add_argument("--processes", type=cli.positive_ints, default=(1, 2, 4), help="1,2,4")
+    p.add_argument("--processes", type=core.positive_ints, default=(1, 2, 4), help="1,2,4")
     p.add_argument("--connections", type=int, default=64, help="load connections (64)")
     p.add_argument("--page-size", type=int, default=50, help="report rows per page (50)")
     p.add_argument("--prune-share", type=float, default=0.1, help="jobs past retention (0.1)")
@@ -149,23 +159,6 @@ def seed(pg: ScratchPostgres, label: str, jobs: int, opts: Options) -> Table:
 # -- the API processes and their samples ----------------------------------------------------
 
 
-class Pool(Server):
-    """``uvicorn --workers N`` of our app: N API processes on one port (the kernel spreads
-    the connections), as N ``seojobs serve --no-worker`` behind a proxy would be."""
-
-    def __init__(self, processes: int, table: Table, log: Path) -> None:
-        env = {"SEOJOBS_DATABASE_URL": table.url, "SEOJOBS_RATE_LIMIT": "100000000/minute"}
-        super().__init__("bench.lib.servers:ours", "/healthz", env, log)
-        self.processes = processes
-
-    @property
-    def command(self) -> list[str]:
-        return [*super().command, "--workers", str(self.processes)]
-
-    def cpu(self) -> float:
-        return sum(procstat.proc_cpu(pid) for pid in procstat.descendants(self.pid))
-
-
 @dataclass(frozen=True)
 class Sample:
     what: str  # the table's label, or a report page
@@ -184,16 +177,16 @@ class Results:
     def median(self, what: str, processes: int, pick: str) -> float:
         found = [s for s in self.samples if s.what == what and s.processes == processes]
         if pick == "cpu_ms":
-            return cli.median([s.cpu_ms for s in found])
-        return cli.median([getattr(s.load, pick) for s in found])
+            return core.median([s.cpu_ms for s in found])
+        return core.median([getattr(s.load, pick) for s in found])
 
 
-def measure(pool: Pool, target: Target, what: str, opts: Options) -> Sample:
-    cpu = pool.cpu()
-    got = load.run_wrk(WRK, target, opts.connections, opts.duration)
+def measure(pool: Server, processes: int, target: LoadTarget, what: str, opts: Options) -> Sample:
+    cpu = tree_cpu(pool.pid)
+    got = run_wrk(target, opts.connections, opts.duration)
     if got.errors or got.bad_status or not got.requests:
         raise RuntimeError(f"{what}: {got.errors} errors, {got.bad_status} non-2xx answers")
-    return Sample(what, pool.processes, got, (pool.cpu() - cpu) / got.requests * 1000)
+    return Sample(what, processes, got, (tree_cpu(pool.pid) - cpu) / got.requests * 1000)
 
 
 def page_path(table: Table, page: int, size: int) -> str:
@@ -201,7 +194,7 @@ def page_path(table: Table, page: int, size: int) -> str:
     return path if page == 1 else f"{path}&cursor={size * (page - 1) - 1}"
 
 
-def check_page(pool: Pool, table: Table, page: int, size: int) -> None:
+def check_page(pool: Server, table: Table, page: int, size: int) -> None:
     """The page answers 200 with ``size`` rows, the first of them the page's first item."""
     status, _h, body = pool.get(page_path(table, page, size), {"Authorization": table.api_key})
     rows = json.loads(body).get("rows", []) if status == 200 else []
@@ -215,11 +208,17 @@ def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Op
     the first count, the report pages of the large table too."""
     for n in opts.processes:
         with ExitStack() as stack:
-            pools = [(t, Pool(n, t, log_dir / f"{t.label}-{n}.log")) for t in tables]
+            pools = [
+                (t, ours_server(t.url, log_dir / f"{t.label}-{n}.log", processes=n)) for t in tables
+            ]
             for _t, pool in pools:
                 stack.enter_context(pool)
             targets = [
-                (t.label, p, Target(p.port, STATUS_PATH, t.report_id - t.jobs, t.jobs, t.api_key))
+                (
+                    t.label,
+                    p,
+                    LoadTarget(p.port, STATUS_PATH, t.report_id - t.jobs, t.jobs, t.api_key),
+                )
                 for t, p in pools
             ]
             if n == opts.processes[0]:
@@ -228,18 +227,15 @@ def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Op
                     check_page(pool, big, page, opts.page_size)
                     path = page_path(big, page, opts.page_size)
                     targets.append(
-                        (f"page {page:,}", pool, Target(pool.port, path, 0, 0, big.api_key))
+                        (f"page {page:,}", pool, LoadTarget(pool.port, path, 0, 0, big.api_key))
                     )
             for _what, _pool, target in targets:
-                load.run_wrk(WRK, target, opts.connections, opts.warmup)
+                run_wrk(target, opts.connections, opts.warmup)
             for rnd in range(opts.rounds):
                 for what, pool, target in targets[rnd % 2 :] + targets[: rnd % 2]:
-                    sample = measure(pool, target, what, opts)
+                    sample = measure(pool, n, target, what, opts)
                     results.samples.append(sample)
-                    cli.progress(
-                        f"{n} process(es), {what}: {sample.load.rate:,.0f} req/s, "
-                        f"p50 {sample.load.p50_ms:.1f} ms, p99 {sample.load.p99_ms:.1f} ms"
-                    )
+                    core.progress(f"{n} process(es), {what}: {sample.load}")
 
 
 def prune(table: Table, results: Results) -> None:
@@ -267,7 +263,7 @@ def _rows(db: Database) -> int:
 # -- the report -------------------------------------------------------------------------------
 
 
-def checks(results: Results, tables: list[Table], opts: Options) -> list[cli.Target]:
+def checks(results: Results, tables: list[Table], opts: Options) -> list[core.Target]:
     small, big = tables[0].label, tables[-1].label
     found = []
     for n in opts.processes:
@@ -325,7 +321,7 @@ def render(results: Results, tables: list[Table], opts: Options) -> str:
             return "-"
         return f"{results.median(what, n, 'rate') / (n * one[what]):.0%}"
 
-    out += cli.columns(
+    out += core.columns(
         [
             ("what", lambda r: r[0]),
             ("processes", lambda r: str(r[1])),
@@ -351,16 +347,16 @@ def render(results: Results, tables: list[Table], opts: Options) -> str:
             f"{rows_gone / seconds:,.0f} rows/s"
         )
         out.append("")
-    out += ["Targets", "", *cli.judged(checks(results, tables, opts))]
+    out += ["Targets", "", *core.judged(checks(results, tables, opts))]
     return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     opts = parse_args(argv)
     results = Results()
     tables: list[Table] = []
-    partial = cli.partial_report(
+    partial = core.partial_report(
         lambda: render(results, tables, opts) if len(tables) == 2 and results.samples else "",
         "servers stopped, scratch databases dropped",
     )
@@ -368,10 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         pg = stack.enter_context(ScratchPostgres())
         log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_scale_")))
         results.environment = [
-            cli.machine(pg),
+            core.machine(pg),
             f"API: uvicorn --workers N of create_app(Settings(), run_worker=False); "
-            f"load: {load.wrk_version(WRK)}, 1 thread",
-            f"load average at start: {procstat.loadavg()}",
+            f"load: {wrk_version()}, 1 thread",
+            f"load average at start: {core.loadavg()}",
         ]
         for jobs in (opts.jobs // 10, opts.jobs):
             table = seed(pg, f"{jobs:,} jobs", jobs, opts)
@@ -381,12 +377,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"COPY in {table.seconds:.0f} s, then VACUUM ANALYZE; report job "
                 f"{table.report_id} of {opts.page_size * PAGES:,} items"
             )
-            cli.progress(results.setup[-1])
+            core.progress(results.setup[-1])
         run_processes(tables, log_dir, results, opts)
         prune(tables[-1], results)
-        results.environment.append(f"load average at end: {procstat.loadavg()}")
+        results.environment.append(f"load average at end: {core.loadavg()}")
     print(render(results, tables, opts), end="", flush=True)
-    return cli.exit_code(cli.failed(checks(results, tables, opts)))
+    return core.exit_code(core.failed(checks(results, tables, opts)))
 
 
 if __name__ == "__main__":

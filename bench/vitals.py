@@ -12,17 +12,173 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
+import ctypes
+import json
+import os
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from bench.lib import cli, procstat
-from bench.lib.ours import Databases
-from bench.lib.vitals_runs import VitalsRun, become_subreaper, cli_loop, ours
+from bench.lib import core
+from bench.lib.ours import Databases, create_job, wait_finished
 from bench.lib.vitalsite import serving
-from seojobs.kinds.web_vitals import WebVitalsSettings
+from seojobs.kinds.web_vitals import WebVitalsSettings, runner
+from seojobs.store import jobs as job_sql
+from seojobs.store.db import Database
+
+LOOPBACK_ONLY = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+PR_SET_CHILD_SUBREAPER = 36
+POLL = 0.2
+
+
+@dataclass
+class VitalsRun:
+    label: str
+    seconds: float
+    cpu: float
+    peak_rss: int
+    scores: dict[str, int]  # URL -> performance score (0-100)
+    lighthouse_seconds: list[float] = field(default_factory=list)  # timing.total per report
+    run_seconds: list[float] = field(default_factory=list)  # wall per run (CLI loop only)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def pages_per_minute(self) -> float:
+        return 60 * len(self.scores) / self.seconds
+
+
+def score(raw: Any) -> int:
+    return round(float(raw["categories"]["performance"]["score"]) * 100)
+
+
+def _report_timings(folder: Path) -> list[float]:
+    return [
+        json.loads(path.read_text())["timing"]["total"] / 1000
+        for path in sorted(folder.glob("*.json"))
+    ]
+
+
+def _item_scores(probe: Database, job_id: int) -> tuple[dict[str, int], list[str]]:
+    scores: dict[str, int] = {}
+    errors: list[str] = []
+    with probe.read() as conn:
+        for item in job_sql.items_page(conn, job_id, limit=1000):
+            run = ((item.result or {}).get("form_factors") or {}).get("mobile") or {}
+            if "lab" in run:
+                scores[item.input] = int(run["lab"]["performance_score"])
+            else:
+                errors.append(f"{item.input}: {item.error_code}: {item.error_message}")
+    return scores, errors
+
+
+def ours(db_url: str, user_id: int, urls: list[str], concurrency: int, tmp: Path) -> VitalsRun:
+    """One ``web_vitals`` job over ``urls`` by a fresh worker process."""
+    reports = tmp / f"ours-{concurrency}"
+    reports.mkdir()
+    env = core.seojobs_env(
+        database_url=db_url,
+        allow_private_networks="true",  # the pages are on loopback
+        web_vitals_concurrency=concurrency,
+        web_vitals_resolver_rules=LOOPBACK_ONLY,
+        web_vitals_report_dir=reports,
+        log_format="plain",
+    )
+    worker = core.WorkerProcess(env, tmp / "worker.log")
+    probe = Database(db_url, pool_size=1)
+    try:
+        worker.wait_idle()
+        sampler = core.TreeSampler(worker.proc.pid, interval=POLL, pss=True)
+        cpu_before = core.proc_cpu(worker.proc.pid, reaped=True)
+        job_id = create_job(
+            db_url, user_id, "web_vitals", {"urls": urls, "form_factors": ["mobile"]}
+        )
+        timeout = 60 + len(urls) * WebVitalsSettings().run_timeout
+        job = wait_finished(probe, job_id, worker, timeout)
+        used = core.proc_cpu(worker.proc.pid, reaped=True) - cpu_before
+        peak = sampler.stop()
+        if job.state != "completed":
+            raise RuntimeError(f"the job failed: {job.error_code}: {job.error_message}")
+        scores, errors = _item_scores(probe, job_id)
+        assert job.completed_at is not None and job.started_at is not None
+        seconds = (job.completed_at - job.started_at).total_seconds()
+        label = f"seojobs worker, {concurrency} at once"
+        timings = _report_timings(reports)
+        return VitalsRun(label, seconds, used, peak, scores, timings, errors=errors)
+    finally:
+        worker.stop()
+        probe.dispose()
+
+
+def become_subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def reap_orphans() -> None:
+    """Collect every ended child (orphaned Chromium helpers land here as subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
+    """The Lighthouse CLI once per URL, one after another (call ``become_subreaper`` first)."""
+    settings = WebVitalsSettings()
+    browser = runner.Browser(
+        lighthouse=settings.lighthouse_path,
+        chrome=settings.chrome_path,
+        timeout=settings.run_timeout,
+        max_wait=settings.max_wait_for_load,
+    )
+    env = {**os.environ, "CHROME_PATH": browser.chrome}
+    scores: dict[str, int] = {}
+    timings: list[float] = []
+    walls: list[float] = []
+    errors: list[str] = []
+    sampler = core.TreeSampler(os.getpid(), interval=POLL, skip_root=True, pss=True)
+    cpu_before = core.children_cpu()
+    started = time.monotonic()
+    for url in urls:
+        with tempfile.TemporaryDirectory(prefix="vitals-cli-", dir=tmp) as scratch:
+            out = os.path.join(scratch, "report.json")
+            cmd = runner.command(browser, url, "mobile", LOOPBACK_ONLY, out)
+            began = time.monotonic()
+            done = subprocess.run(
+                cmd,
+                env={**env, "TMPDIR": scratch},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                timeout=browser.timeout,
+                check=False,
+            )
+            walls.append(time.monotonic() - began)
+            reap_orphans()
+            try:
+                raw = json.loads(Path(out).read_text())
+            except (OSError, ValueError):
+                errors.append(f"{url}: exit {done.returncode}: {done.stderr[-300:]!r}")
+                continue
+            scores[url] = score(raw)
+            timings.append(raw["timing"]["total"] / 1000)
+    seconds = time.monotonic() - started
+    used = core.children_cpu() - cpu_before
+    peak = sampler.stop()
+    return VitalsRun(
+        "Lighthouse CLI, one after another", seconds, used, peak, scores, timings, walls, errors
+    )
+
 
 SPEED_FACTOR = 2.0  # ours >= 2 x the CLI loop's pages per minute
 SCORE_POINTS = 5  # every page's score within 5 points of the CLI's
@@ -49,7 +205,7 @@ def parse_args(argv: list[str] | None) -> Options:
     parser.add_argument("--store", choices=("sqlite", "pg"), default="sqlite", help="our store")
     parser.add_argument(
         "--only",
-        type=cli.choice(SYSTEMS),
+        type=core.choice(SYSTEMS),
         default=SYSTEMS,
         help="comma-separated subset of ours,cli (default: both, ours first)",
     )
@@ -79,18 +235,18 @@ COLUMNS: list[tuple[str, Callable[[VitalsRun], str]]] = [
 
 def render(runs: list[VitalsRun], urls: list[str], environment: list[str]) -> list[str]:
     lines = ["", *environment, ""]
-    lines += cli.columns(COLUMNS, runs)
+    lines += core.columns(COLUMNS, runs)
     for run in runs:
         lines += [f"  {run.label}: error {e}" for e in run.errors]
     if len(runs) == 2:
         ours_run, peer = runs
-        lines += ["", *cli.table(["page", "ours", "CLI", "diff"], _score_rows(urls, runs))]
+        lines += ["", *core.table(["page", "ours", "CLI", "diff"], _score_rows(urls, runs))]
         ratio = ours_run.pages_per_minute / peer.pages_per_minute
         lines += [
             "",
             f"  pages/min ratio (ours / CLI): {ratio:.2f}",
             "",
-            *cli.judged(targets(runs, urls)),
+            *core.judged(targets(runs, urls)),
         ]
     return lines
 
@@ -113,7 +269,7 @@ def _score_rows(urls: list[str], runs: list[VitalsRun]) -> list[list[str]]:
     return rows
 
 
-def targets(runs: list[VitalsRun], urls: list[str]) -> list[cli.Target]:
+def targets(runs: list[VitalsRun], urls: list[str]) -> list[core.Target]:
     """Judged when both systems ran."""
     if len(runs) != 2:
         return []
@@ -137,18 +293,18 @@ def targets(runs: list[VitalsRun], urls: list[str]) -> list[cli.Target]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     opts = parse_args(argv)
     become_subreaper()  # the CLI loop's orphaned Chromium processes are reaped (and counted) here
     runs: list[VitalsRun] = []
-    started, busy_before = time.monotonic(), procstat.machine_busy()
+    started, busy_before = time.monotonic(), core.machine_busy()
     environment = [
-        cli.machine() + f"; load average at start {procstat.loadavg()}",
+        core.machine() + f"; load average at start {core.loadavg()}",
         f"pages: {opts.pages} (bench/lib/vitalsite.py), Lighthouse mobile form factor, "
         f"simulated throttling; ours: {opts.store}, SEOJOBS_WEB_VITALS_CONCURRENCY="
         f"{opts.concurrency}",
     ]
-    partial = cli.partial_report(
+    partial = core.partial_report(
         lambda: "\n".join(render(runs, [], environment)) + "\n",
         "processes stopped, scratch databases removed",
     )
@@ -164,19 +320,19 @@ def main(argv: list[str] | None = None) -> int:
         if "ours" in opts.only:
             with dbs.fresh(opts.store) as (db_url, user_id):
                 runs.append(ours(db_url, user_id, urls, opts.concurrency, tmp))
-            cli.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
+            core.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
         if "cli" in opts.only:
             runs.append(cli_loop(urls, tmp))
-            cli.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
+            core.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
     wall = time.monotonic() - started
-    machine = (procstat.machine_busy() - busy_before) / wall
+    machine = (core.machine_busy() - busy_before) / wall
     environment.append(
         f"total wall time {wall:.0f} s; the whole machine's CPUs busy {machine:.2f} on average; "
-        f"load average at end {procstat.loadavg()}; site requests {sum(hits.values())}"
+        f"load average at end {core.loadavg()}; site requests {sum(hits.values())}"
     )
     lines = render(runs, urls, environment)
     print("\n".join(lines), flush=True)
-    return cli.exit_code(cli.failed(targets(runs, urls)))
+    return core.exit_code(core.failed(targets(runs, urls)))
 
 
 if __name__ == "__main__":

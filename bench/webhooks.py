@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import tempfile
 import threading
 import time
 from contextlib import ExitStack
@@ -37,11 +36,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from bench.lib import cli
-from bench.lib.jobs import BURN_KIND, Counter, burn_registry
-from bench.lib.ours import EXECUTOR_THREADS, create_user, insert_jobs, running, warm
-from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_url
-from bench.lib.servers import Server
+from bench.lib import core
+from bench.lib.core import ScratchPostgres, Server
+from bench.lib.ours import (
+    BURN_KIND,
+    EXECUTOR_THREADS,
+    Counter,
+    burn_registry,
+    create_user,
+    insert_jobs,
+    running,
+    warm,
+)
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
 from seojobs.records import NewJob
@@ -226,10 +232,10 @@ def measure(
             feeder = None
             if rate is None:
                 insert_jobs(url, user.project_id, jobs, BURN_KIND)
-                cli.progress(f"{store} burst: {jobs:,} jobs, worker concurrency {concurrency}")
+                core.progress(f"{store} burst: {jobs:,} jobs, worker concurrency {concurrency}")
             else:
                 feeder = Feeder(url, user.project_id, jobs, rate)
-                cli.progress(f"{store} steady: {jobs:,} jobs at {rate:,.0f}/s")
+                core.progress(f"{store} steady: {jobs:,} jobs at {rate:,.0f}/s")
             cpu = asyncio.run(deliver(url, base, jobs, concurrency, feeder))
             seen: list[list[Any]] = httpx.get(base + "/seen", timeout=60).json()
         with db.read() as conn:
@@ -263,8 +269,8 @@ def measure(
 # -- the report -------------------------------------------------------------------------------
 
 
-def targets(runs: list[Run]) -> list[cli.Target]:
-    found: list[cli.Target] = []
+def targets(runs: list[Run]) -> list[core.Target]:
+    found: list[core.Target] = []
     for run in runs:
         p99 = run.quantile(0.99)
         if run.mode == "steady":  # the burst's p99 is reported, not judged (docs/bench)
@@ -289,7 +295,7 @@ def targets(runs: list[Run]) -> list[cli.Target]:
 def report(runs: list[Run], pg: ScratchPostgres | None) -> str:
     settings = Settings(database_url="sqlite://")
     lines = [
-        cli.machine(pg),
+        core.machine(pg),
         "dispatcher: "
         + ", ".join(
             f"{name} {getattr(settings, name, '(none)')}"
@@ -297,7 +303,7 @@ def report(runs: list[Run], pg: ScratchPostgres | None) -> str:
         ),
         "",
     ]
-    lines += cli.columns(
+    lines += core.columns(
         [
             ("store", lambda r: r.store),
             ("mode", lambda r: r.mode),
@@ -314,14 +320,14 @@ def report(runs: list[Run], pg: ScratchPostgres | None) -> str:
         ],
         runs,
     )
-    return "\n".join([*lines, "", *cli.judged(targets(runs)), ""])
+    return "\n".join([*lines, "", *core.judged(targets(runs)), ""])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=10_000, help="job completions (10,000)")
     parser.add_argument(
-        "--stores", type=cli.choice(STORES), default=("sqlite",), help="sqlite,postgresql"
+        "--stores", type=core.choice(STORES), default=("sqlite",), help="sqlite,postgresql"
     )
     parser.add_argument("--concurrency", type=int, default=200, help="worker concurrency (200)")
     parser.add_argument(
@@ -333,26 +339,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.concurrency < 1 or args.rate < 0:
         parser.error("--jobs and --concurrency must be at least 1, --rate at least 0")
-    cli.unwind_on_sigterm()
+    core.unwind_on_sigterm()
     runs: list[Run] = []
-    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        pg = stack.enter_context(ScratchPostgres()) if "postgresql" in args.stores else None
-        scratch = stack.enter_context(ScratchSqlite())
-        with cli.partial_report(lambda: report(runs, pg), "scratch databases removed"):
+    with ExitStack() as stack:
+        scratch = core.Scratch(stack, postgres="postgresql" in args.stores)
+        pg = scratch.pg
+        with core.partial_report(lambda: report(runs, pg), "scratch databases removed"):
             for store in args.stores:
                 for mode in ("burst", "steady"):
-                    log = Path(tmp) / f"receiver-{store}-{mode}.log"
-                    if store == "sqlite":
-                        url = sqlite_url(scratch.new_path(f"webhooks_{mode}"))
-                    else:
-                        assert pg is not None
-                        url = pg_url(pg.create(f"bench_webhooks_{mode}"))
+                    log = scratch.root / f"receiver-{store}-{mode}.log"
+                    url = scratch.new(store, f"bench_webhooks_{mode}")
                     rate = None
                     if mode == "steady":
                         rate = args.rate or max(1.0, runs[-1].per_second * STEADY_SHARE)
                     runs.append(measure(store, url, args.jobs, args.concurrency, log, rate))
         print(report(runs, pg), end="", flush=True)  # while PostgreSQL's version can be read
-    return cli.exit_code(cli.failed(targets(runs)))
+    return core.exit_code(core.failed(targets(runs)))
 
 
 if __name__ == "__main__":

@@ -11,18 +11,24 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import resource
 import sys
 import time
 from urllib.parse import urlsplit
 
-from bench.lib.procstat import children_cpu
+
+def children_cpu() -> float:
+    """CPU seconds of the children that ended (Scrapy's); not bench.lib.core's: this venv has
+    neither psycopg nor seojobs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
     output, start, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3])
     # advertools runs `scrapy runspider` from PATH: this venv's one.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
-    import advertools
+    import advertools  # type: ignore[import-not-found]  # the peer venv's
 
     settings = {
         "CONCURRENT_REQUESTS": concurrency,

@@ -7,32 +7,31 @@ from __future__ import annotations
 
 import asyncio
 import random
+import statistics
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy import func, select, update
 
-from bench.lib.jobs import (
-    BURN_KIND,
-    WAKE_KIND,
-    Burn,
-    Counter,
-    Stamps,
-    Wake,
-    burn_registry,
-    burn_timeout,
-    wait_until_done,
-    wake_registry,
+from bench.lib import core
+from bench.lib.core import (
+    ScratchPostgres,
+    ScratchSqlite,
+    WorkerProcess,
+    pg_url,
+    seojobs_env,
+    sqlite_checkpoint,
+    sqlite_url,
 )
-from bench.lib.scratch import ScratchPostgres, ScratchSqlite, pg_url, sqlite_checkpoint, sqlite_url
-from bench.lib.site import API_KEY
+from seojobs.engine import JobContext, Kind, Registry
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
-from seojobs.records import NewJob
+from seojobs.records import JobRecord, NewJob
 from seojobs.services import Services
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
@@ -47,7 +46,167 @@ POLL_INTERVAL = 1.0  # the default; the wake-up numbers show whether a wake-up b
 WAKE_CONCURRENCY = 10  # the default worker concurrency
 INSERT_CHUNK = 5000
 EXECUTOR_THREADS = 4  # Worker's ThreadPoolExecutor size: connections opened before the clock
-CHECK_POLL = 0.002  # seconds between reads of the index-check job once its task has ended
+
+
+# -- bench/queue.py's job kinds and records -------------------------------------------------
+
+BURN_KIND = "bench_noop"
+WAKE_KIND = "bench_stamp"
+
+
+class NoParams(BaseModel):
+    pass
+
+
+class Counter:
+    """Counts handler runs; ``reached`` is set once ``target`` runs have happened."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.count = 0
+        self.reached = asyncio.Event()
+
+    def hit(self) -> None:
+        self.count += 1
+        if self.count >= self.target:
+            self.reached.set()
+
+
+class Stamps:
+    """``perf_counter()`` at handler start, by job id; ``arrived`` is set on every stamp."""
+
+    def __init__(self) -> None:
+        self.started: dict[int, float] = {}
+        self.arrived = asyncio.Event()
+
+    def stamp(self, job_id: int) -> None:
+        self.started[job_id] = time.perf_counter()
+        self.arrived.set()
+
+    async def wait_for(self, job_id: int, timeout: float) -> float:
+        deadline = time.perf_counter() + timeout
+        while job_id not in self.started:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"job {job_id} did not start within {timeout:.0f} s")
+            self.arrived.clear()
+            if job_id in self.started:
+                break
+            try:
+                await asyncio.wait_for(self.arrived.wait(), remaining)
+            except TimeoutError:
+                continue
+        return self.started[job_id]
+
+
+def burn_registry(counter: Counter) -> Registry:
+    async def noop(ctx: JobContext[NoParams]) -> None:
+        counter.hit()
+
+    registry = Registry()
+    registry.add(Kind(BURN_KIND, NoParams, noop, description="benchmark no-op"))
+    return registry
+
+
+def wake_registry(stamps: Stamps) -> Registry:
+    async def stamp(ctx: JobContext[NoParams]) -> None:
+        stamps.stamp(ctx.job_id)
+
+    registry = Registry()
+    registry.add(Kind(WAKE_KIND, NoParams, stamp, description="benchmark start stamp"))
+    return registry
+
+
+FINE_POLL = 0.005  # seconds between database counts once every handler has run
+COARSE_POLL = 1.0  # seconds between database counts before that (a safety net only)
+
+
+@dataclass(frozen=True)
+class Burn:
+    """One timed burn-down."""
+
+    system: str
+    dialect: str
+    concurrency: int
+    jobs: int
+    seconds: float
+    handler_runs: int | None = None  # None where the system has no handler (bare loop)
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds if self.seconds > 0 else float("inf")
+
+
+@dataclass
+class Wake:
+    """Enqueue-to-start latencies on an idle worker, in seconds, and how long each enqueue call
+    took (from before it to its return; the rest is the worker's side)."""
+
+    system: str
+    dialect: str
+    how: str
+    samples: list[float] = field(default_factory=list)
+    enqueue_calls: list[float] = field(default_factory=list)
+
+    def add(self, before: float, returned: float, started: float) -> None:
+        self.samples.append(started - before)
+        self.enqueue_calls.append(returned - before)
+
+    def extend(self, other: Wake) -> None:
+        self.samples += other.samples
+        self.enqueue_calls += other.enqueue_calls
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        if len(self.samples) < 2:
+            return self.samples[0]
+        return statistics.quantiles(self.samples, n=10, method="inclusive")[-1]
+
+    @property
+    def enqueue_median(self) -> float:
+        return statistics.median(self.enqueue_calls)
+
+
+def burn_timeout(jobs: int) -> float:
+    """Give up on a burn-down that runs slower than 100 jobs/s (plus a minute of slack)."""
+    return 60.0 + jobs / 100
+
+
+async def wait_until_done(
+    counter: Counter,
+    count_done: Callable[[], int],
+    target: int,
+    guard: asyncio.Task[None],
+    timeout: float,
+) -> float:
+    """Return ``perf_counter()`` at the first database count that shows ``target`` jobs done.
+
+    Counts cheaply: every second until the handlers have run ``target`` times, then every
+    5 ms until the last completions have landed. ``guard`` is the worker's task: if it ends
+    first, one last count decides. Raises ``TimeoutError`` past ``timeout`` seconds.
+    """
+    deadline = time.perf_counter() + timeout
+    while True:
+        worker_ended = guard.done()
+        if worker_ended and not guard.cancelled() and guard.exception() is not None:
+            raise RuntimeError("the worker stopped with an error") from guard.exception()
+        done = await asyncio.to_thread(count_done)
+        if done >= target:
+            return time.perf_counter()
+        if worker_ended:
+            raise RuntimeError(f"the worker stopped with {done} of {target} jobs done")
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"only {done} of {target} jobs done after {timeout:.0f} s")
+        if counter.reached.is_set():
+            await asyncio.sleep(FINE_POLL)
+        else:
+            waiters = [asyncio.ensure_future(counter.reached.wait()), guard]
+            await asyncio.wait(waiters, timeout=COARSE_POLL, return_when=asyncio.FIRST_COMPLETED)
+            waiters[0].cancel()
 
 
 @dataclass(frozen=True)
@@ -80,16 +239,20 @@ class Databases:
         self.sqlite: tuple[ScratchSqlite, Path, int] | None = None
         self.postgres: tuple[ScratchPostgres, str, int] | None = None
         self.pg: ScratchPostgres | None = None
+        self.project_ids: dict[str, int] = {}  # the user's default project, by store
         if sqlite:
             scratch = stack.enter_context(ScratchSqlite())
             template = scratch.new_path("template")
-            user_id = create_user(sqlite_url(template)).user_id
+            user = create_user(sqlite_url(template))
             sqlite_checkpoint(template)
-            self.sqlite = (scratch, template, user_id)
+            self.sqlite = (scratch, template, user.user_id)
+            self.project_ids["sqlite"] = user.project_id
         if postgres:
             self.pg = stack.enter_context(ScratchPostgres())
             name = self.pg.create(f"{prefix}_tpl")
-            self.postgres = (self.pg, name, create_user(pg_url(name)).user_id)
+            user = create_user(pg_url(name))
+            self.postgres = (self.pg, name, user.user_id)
+            self.project_ids["postgresql"] = user.project_id
 
     @contextmanager
     def fresh(self, dialect: str) -> Iterator[tuple[str, int]]:
@@ -243,130 +406,6 @@ async def wake_latency(
             enqueue_db.dispose()
 
 
-# -- bench/check.py ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One of our index-check runs: dialect, job concurrency, the per-host politeness limit."""
-
-    dialect: str
-    concurrency: int
-    host_concurrency: int
-
-
-@dataclass(frozen=True)
-class CheckRun:
-    seconds: float
-    cpu: float  # this process's CPU seconds over the same span (job creation, checks excluded)
-    indexed: int
-    not_indexed: int
-    fetched_ok: int
-    robots_fetches: int  # robots.txt verdicts that came from a fetch of their own (one per origin)
-
-
-def check_settings(url: str, serper_url: str, scenario: Scenario) -> Settings:
-    return Settings(
-        database_url=url,
-        lease_seconds=LEASE_SECONDS,
-        poll_interval=POLL_INTERVAL,
-        allow_private_networks=True,  # the site is on loopback
-        serper_key=API_KEY,
-        serper_base_url=serper_url,
-        check_providers={"google": ["serper"]},
-        index_check_concurrency=scenario.concurrency,
-        fetch_host_concurrency=scenario.host_concurrency,
-        quota_check_daily=10_000_000,
-    )
-
-
-def _create_check(settings: Settings, user_id: int, urls: list[str]) -> int:
-    db = Database(settings.database_url)
-    try:
-        services = Services(db, settings, load_registry(settings))
-        user = services.user(user_id)
-        job, created = services.jobs.create(user, CHECK, {"urls": urls, "engine": "google"})
-        assert created and job.state == "pending", job
-        return job.id
-    finally:
-        db.dispose()
-
-
-def _job_state(db: Database, job_id: int) -> str:
-    with db.read() as conn:
-        job = job_sql.get(conn, job_id)
-    assert job is not None
-    return job.state
-
-
-async def _wait_completed(
-    worker: Worker, task: asyncio.Task[None], probe: Database, job_id: int, timeout: float
-) -> float:
-    """``perf_counter()`` when ``probe`` reads the job completed. To keep the probe off the hot
-    path it waits in memory until the job's task has ended, then reads every 2 ms."""
-    deadline = time.perf_counter() + timeout
-    while (worker.claimed_total == 0 or worker.running) and not task.done():
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"the index check did not finish within {timeout:.0f} s")
-        await asyncio.sleep(0.01)
-    while True:
-        state = await asyncio.to_thread(_job_state, probe, job_id)
-        if state == "completed":
-            return time.perf_counter()
-        if state in ("failed", "cancelled") or task.done():
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise RuntimeError("the worker stopped with an error") from task.exception()
-            raise RuntimeError(f"the index check ended {state!r}, not completed")
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"the index check did not finish within {timeout:.0f} s")
-        await asyncio.sleep(CHECK_POLL)
-
-
-def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
-    """(indexed, not_indexed, pages fetched with 200, robots.txt fetches) of a finished job."""
-    with db.read() as conn:
-        job = job_sql.get(conn, job_id)
-        assert job is not None
-        if job.items_done != total or job.items_failed:
-            raise RuntimeError(
-                f"job {job_id}: {job.items_done} of {total} items done, {job.items_failed} failed"
-            )
-        fetched, robots_urls, after = 0, set(), -1
-        while page := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
-            for item in page:
-                diagnostics = (item.result or {}).get("diagnostics", {})
-                fetched += diagnostics.get("http_status") == 200
-                robots_urls.add((diagnostics.get("robots_txt") or {}).get("robots_url"))
-            after = page[-1].seq
-    counters = job.counters
-    return counters.get("indexed", 0), counters.get("not_indexed", 0), fetched, len(robots_urls)
-
-
-async def check(
-    url: str, serper_url: str, user_id: int, urls: list[str], scenario: Scenario
-) -> CheckRun:
-    """Create the index_check job through ``services.jobs.create`` (untimed), then time one Worker
-    from ``run()`` until a second ``Database`` reads the job completed; check the result."""
-    settings = check_settings(url, serper_url, scenario)
-    job_id = await asyncio.to_thread(_create_check, settings, user_id, urls)
-    db = Database(settings.database_url)
-    probe = Database(settings.database_url, pool_size=1)
-    try:
-        warm(db, EXECUTOR_THREADS)
-        warm(probe, 1)
-        worker = Worker(db, settings, load_registry(settings), maintenance=False)
-        freeze_startup()
-        started, cpu = time.perf_counter(), time.process_time()
-        async with running(worker) as task:
-            ended = await _wait_completed(worker, task, probe, job_id, 60 + len(urls) / 20)
-            cpu = time.process_time() - cpu
-        counts = await asyncio.to_thread(_verify, probe, job_id, len(urls))
-        return CheckRun(ended - started, cpu, *counts)
-    finally:
-        db.dispose()
-        probe.dispose()
-
-
 # -- bench/api.py -----------------------------------------------------------------------------
 
 SEED_URL = "https://example.com/"
@@ -421,3 +460,129 @@ def seed(url: str, count: int) -> Seeded:
             f"expected {count} jobs with consecutive ids, got {n} in {first}..{last}"
         )
     return Seeded(user.api_key, int(first), int(last), time.perf_counter() - started)
+
+
+# -- bench/audit.py, bench/dashboard.py and bench/vitals.py: a ``seojobs worker`` process ---
+
+AUDIT_POLL = 0.05  # seconds between reads of the job's state
+# A 100,000-page audit is charged past the default daily page quota (50,000).
+QUOTAS = {"audit_pages_daily": 10_000_000, "audit_pages_monthly": 10_000_000}
+SAMPLE = 0.1  # seconds between samples of the worker's process tree (render: Chromium's)
+
+
+@dataclass(frozen=True)
+class OursRun:
+    seconds: float
+    pages: int  # pages fetched and stored with status 200
+    blocked: int  # links robots.txt disallows: stored as blocked, never fetched
+    cpu: float
+    peak_rss: int
+    issues: int  # findings in the summary (per page and site-wide)
+
+
+def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:
+    """A job created through ``services.jobs.create``, as the API creates it; its id."""
+    settings = Settings(database_url=url, allow_private_networks=True, quota_limits=QUOTAS)
+    db = Database(url)
+    try:
+        services = Services(db, settings, load_registry(settings))
+        job, created = services.jobs.create(services.user(user_id), kind, params)
+        assert created, job
+        return job.id
+    finally:
+        db.dispose()
+
+
+def wait_finished(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> JobRecord:
+    """The job once it is ``completed`` or ``failed`` (raises if the worker exits first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with probe.read() as conn:
+            job = job_sql.get(conn, job_id)
+        assert job is not None
+        if job.state in ("completed", "failed"):
+            return job
+        if worker.proc.poll() is not None:
+            raise RuntimeError(f"the worker exited ({worker.proc.returncode}); see {worker.log}")
+        time.sleep(AUDIT_POLL)
+    raise TimeoutError(f"job {job_id} did not finish within {timeout:.0f} s")
+
+
+def _wait_done(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> None:
+    job = wait_finished(probe, job_id, worker, timeout)
+    if job.state == "failed":
+        raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
+
+
+def _check(probe: Database, job_id: int) -> tuple[float, int, int, int]:
+    """(seconds from claim to completion, pages stored with 200, blocked, issues), after
+    checking that every page is stored once and the summary counts them."""
+    urls: list[str] = []
+    pages = blocked = 0
+    with probe.read() as conn:
+        job = job_sql.get(conn, job_id)
+        assert job is not None and job.started_at and job.completed_at and job.result
+        after = -1
+        while batch := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
+            for item in batch:
+                record = item.result or {}
+                urls.append(record.get("url", ""))
+                pages += record.get("status") == 200
+                blocked += bool(record.get("blocked_by_robots"))
+            after = batch[-1].seq
+    if len(set(urls)) != len(urls) or job.items_done != len(urls):
+        raise RuntimeError(f"{len(urls)} items, {len(set(urls))} distinct, {job.items_done} done")
+    summary = job.result
+    if summary["pages_crawled"] != pages or summary["pages_blocked_by_robots"] != blocked:
+        raise RuntimeError(f"the summary says {summary['pages_crawled']} pages, stored {pages}")
+    seconds = (job.completed_at - job.started_at).total_seconds()
+    return seconds, pages, blocked, int(summary["issues"])
+
+
+def audit(
+    url: str,
+    user_id: int,
+    start_url: str,
+    concurrency: int,
+    max_pages: int,
+    log: Path,
+    cpu: int | None,
+    on_start: Callable[[int], None] | None = None,
+    render: str = "raw",
+) -> OursRun:
+    """One audit by a fresh worker process; ``on_start`` gets its pid once it is idle (to
+    attach a profiler). Peak RSS: the worker's high-water mark (VmHWM), or with ``render``
+    "js" the largest sum sampled over it and its renderers (Node and Chromium, each by its
+    PSS: Chromium's processes share their libraries), whichever is larger."""
+    env = seojobs_env(
+        database_url=url,
+        allow_private_networks="true",  # the site is on loopback
+        site_audit_concurrency=concurrency,
+        fetch_host_concurrency=concurrency,
+        fetch_host_delay=0,
+        log_format="plain",
+        **{f"quota_{key}": limit for key, limit in QUOTAS.items()},
+    )
+    worker = WorkerProcess(env, log, cpu)
+    probe = Database(url, pool_size=1)
+    try:
+        worker.wait_idle()
+        if on_start is not None:
+            on_start(worker.proc.pid)
+        cpu_before = core.proc_cpu(worker.proc.pid)
+        tree = core.TreeSampler(worker.proc.pid, interval=SAMPLE, pss=render != "raw")
+        params = {"start_url": start_url, "max_pages": max_pages, "render": render}
+        job_id = create_job(url, user_id, "site_audit", params)
+        try:
+            _wait_done(
+                probe, job_id, worker, timeout=60 + max_pages / (5 if render == "raw" else 1)
+            )
+        finally:
+            sampled = tree.stop()
+        used = core.proc_cpu(worker.proc.pid) - cpu_before
+        peak = sum(core.peak_rss_bytes(p) for p in core.descendants(worker.proc.pid))
+        seconds, pages, blocked, issues = _check(probe, job_id)
+        return OursRun(seconds, pages, blocked, used, max(peak, sampled), issues)
+    finally:
+        worker.stop()
+        probe.dispose()

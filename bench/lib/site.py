@@ -18,12 +18,11 @@ import sys
 import threading
 import time
 import urllib.request
-from types import TracebackType
 from typing import Any
 
-from bench.lib import REPO, procstat
+from bench.lib import REPO, core
 from bench.lib.auditsite import STATS_PATH
-from bench.lib.procstat import sched_seconds
+from bench.lib.core import sched_seconds
 
 API_KEY = "bench-serper-key"
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: /sitemap.xml\n"
@@ -136,7 +135,8 @@ class App:
         return found[:num]
 
 
-def _bind() -> socket.socket:
+def bind() -> socket.socket:
+    """A listening loopback socket on a free port."""
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
     # listening socket says TCP. With proto 0 every response (head and body written apart) waits
     # ~40 ms for the client's delayed ACK (Nagle).
@@ -147,17 +147,14 @@ def _bind() -> socket.socket:
     return sock
 
 
-def serve(site_ports: int, pages: int, cpu: int | None) -> None:
+def serve_app(app: Any, sockets: list[socket.socket], ports: dict[str, Any]) -> None:
+    """Serve the ASGI ``app`` on ``sockets`` (uvicorn, h11) once ``ports`` are printed as one
+    JSON line, until the parent closes this process's stdin (or dies)."""
     import uvicorn
 
-    if cpu is not None:
-        os.sched_setaffinity(0, {cpu})
-    site = [_bind() for _ in range(site_ports)]
-    api = _bind()
-    ports = {"site": [s.getsockname()[1] for s in site], "serper": api.getsockname()[1]}
     print(json.dumps(ports), flush=True)
     config = uvicorn.Config(
-        App(pages),
+        app,
         http="h11",
         loop="asyncio",
         lifespan="off",
@@ -168,12 +165,21 @@ def serve(site_ports: int, pages: int, cpu: int | None) -> None:
     )
     server = uvicorn.Server(config)
 
-    def watch_stdin() -> None:  # the parent closes our stdin when it is done (or dies)
+    def watch_stdin() -> None:
         sys.stdin.buffer.read()
         server.should_exit = True
 
     threading.Thread(target=watch_stdin, daemon=True).start()
-    asyncio.run(server.serve(sockets=[*site, api]))
+    asyncio.run(server.serve(sockets=sockets))
+
+
+def serve(site_ports: int, pages: int, cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    site = [bind() for _ in range(site_ports)]
+    api = bind()
+    ports = {"site": [s.getsockname()[1] for s in site], "serper": api.getsockname()[1]}
+    serve_app(App(pages), [*site, api], ports)
 
 
 class SiteProcess:
@@ -182,7 +188,7 @@ class SiteProcess:
     def __init__(
         self, site_ports: int, pages: int, cpu: int | None, module: str = "bench.lib.site"
     ) -> None:
-        self._args = [
+        self.args = [
             sys.executable,
             "-m",
             module,
@@ -192,7 +198,7 @@ class SiteProcess:
             str(pages),
         ]
         if cpu is not None:
-            self._args += ["--cpu", str(cpu)]
+            self.args += ["--cpu", str(cpu)]
         self._proc: subprocess.Popen[bytes] | None = None
         self.site_urls: list[str] = []
         self.serper_url = ""
@@ -200,12 +206,12 @@ class SiteProcess:
     def __enter__(self) -> SiteProcess:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self._proc = subprocess.Popen(
-            self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
+            self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
         )
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         if not line:
-            self.__exit__(None, None, None)
+            self.__exit__()
             raise RuntimeError("the site process failed to start")
         self._listening(json.loads(line))
         return self
@@ -215,12 +221,7 @@ class SiteProcess:
         self.site_urls = [f"http://127.0.0.1:{p}" for p in ports["site"]]
         self.serper_url = f"http://127.0.0.1:{ports['serper']}"
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         proc = self._proc
         if proc is None:
             return
@@ -230,7 +231,7 @@ class SiteProcess:
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            procstat.stop(proc, timeout=5)
+            core.stop(proc, timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
 

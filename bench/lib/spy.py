@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from bench.lib.cli import table
+from bench.lib.core import table
 
 T = TypeVar("T")
 

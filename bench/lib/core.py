@@ -1,0 +1,823 @@
+"""What the benchmarks share: the report (progress lines, tables, PASS/FAIL and the exit
+code, argument types, the machine line), CPU and memory accounting from /proc, scratch
+databases, and child processes (a uvicorn app, a ``seojobs worker``) started and stopped."""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import importlib.metadata
+import os
+import platform
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from bench.lib import REPO
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+from seojobs.api.protocol import UVICORN_HTTP, UVICORN_LOOP, UVICORN_PROXY_HEADERS
+
+# -- the report -----------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] | None = None
+) -> list[str]:
+    """A header, a rule and the rows; columns in ``right`` are right-aligned (by default every
+    column but the first)."""
+    if right is None:
+        right = range(1, len(headers))
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  " + "  ".join(out).rstrip()
+
+    return [line(headers), "  " + "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def columns(
+    spec: Sequence[tuple[str, Callable[[T], str]]],
+    items: Iterable[T],
+    right: Collection[int] | None = None,
+) -> list[str]:
+    """:func:`table` from (header, cell of an item) pairs, one row per item."""
+    return table([h for h, _ in spec], [[cell(i) for _, cell in spec] for i in items], right)
+
+
+Target = tuple[str, str, bool]  # (target, the measured value, passed)
+
+
+def judged(
+    found: Sequence[Target], headers: Sequence[str] = ("target", "measured", "")
+) -> list[str]:
+    """The targets table, each marked PASS or FAIL."""
+    return table(headers, [[t, m, verdict(ok)] for t, m, ok in found], {1})
+
+
+def failed(found: Iterable[Target]) -> list[str]:
+    """The failed targets, one line each."""
+    return [f"{t}: {m}" for t, m, ok in found if not ok]
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """An argument parser whose help shows each option's default."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+
+
+def positive_ints(text: str) -> tuple[int, ...]:
+    """An argparse type: "8,32,64" -> (8, 32, 64)."""
+    values = tuple(int(part) for part in text.split(",") if part.strip())
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("expected positive integers separated by commas")
+    return values
+
+
+def choice(allowed: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type: a comma-separated subset of ``allowed``, in the order given."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        chosen = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+        unknown = set(chosen) - set(allowed)
+        if unknown or not chosen:
+            raise argparse.ArgumentTypeError(f"choose from {', '.join(allowed)}")
+        return chosen
+
+    return parse
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def versions(*names: str) -> str:
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
+
+
+class _HasVersion(Protocol):
+    def server_version(self) -> str: ...
+
+
+def machine(pg: _HasVersion | None = None) -> str:
+    """The machine line every report starts with (PostgreSQL's version when it is used)."""
+    line = (
+        f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}; SQLite {sqlite3.sqlite_version}"
+    )
+    if pg is not None:
+        line += f"; PostgreSQL {pg.server_version()} on 127.0.0.1 (same machine)"
+    return line
+
+
+def _unwind(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def unwind_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so servers are stopped and scratch databases dropped."""
+    signal.signal(signal.SIGTERM, _unwind)
+
+
+def exit_code(failed: Sequence[str]) -> int:
+    """1 when a target failed (each printed once more at the end), else 0."""
+    if failed:
+        print("\nFAIL: " + "\nFAIL: ".join(failed), flush=True)
+    return 1 if failed else 0
+
+
+@contextmanager
+def partial_report(render: Callable[[], str], cleaned: str) -> Iterator[None]:
+    """Print what was measured so far when a run is interrupted (then exit 130) or fails (then
+    the error goes on); ``cleaned`` says what was stopped or removed on the way out."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        print(render(), end="", flush=True)
+        print(f"\n(incomplete: interrupted; {cleaned})", flush=True)
+        raise SystemExit(130) from None
+    except BaseException:
+        print(render(), end="", flush=True)
+        print(f"\n(incomplete: the run stopped with an error; {cleaned})", flush=True)
+        raise
+
+
+# -- CPU and memory (Linux /proc) ------------------------------------------------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``reaped``: with those of the
+    children it has waited for)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11 : 15 if reaped else 13]) / TICK
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (every CPU, less idle and iowait)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / TICK
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (e.g. a load generator)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def sched_seconds(pid: int | str = "self") -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one) of every thread of ``pid``.
+
+    From /proc/<pid>/task/*/schedstat; threads that already ended are not counted. The wait is
+    the direct measure of other load on the machine taking our CPU.
+    """
+    running = waiting = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            on_cpu, queued, _slices = (task / "schedstat").read_text().split()
+        except (OSError, ValueError):
+            continue
+        running += int(on_cpu)
+        waiting += int(queued)
+    return running / 1e9, waiting / 1e9
+
+
+def thread_sched() -> tuple[float, float]:
+    """(on CPU, waiting for a CPU) seconds of the calling thread (e.g. the event loop's)."""
+    on_cpu, queued, _slices = Path("/proc/thread-self/schedstat").read_text().split()
+    return int(on_cpu) / 1e9, int(queued) / 1e9
+
+
+def loadavg() -> str:
+    return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (children, grandchildren), from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += parents.get(current, [])
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of ``pid`` now (0 once it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _kib(path: str, key: str) -> int:
+    """The ``key:`` line of a /proc file in kB, as bytes (0 once the process is gone)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The kernel's high-water mark of ``pid``'s resident memory (VmHWM; 0 once it is gone)."""
+    return _kib(f"/proc/{pid}/status", "VmHWM:")
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid`` now: shared pages divided among their sharers, so a
+    sum over Chromium's processes does not count its shared libraries once per process."""
+    return _kib(f"/proc/{pid}/smaps_rollup", "Pss:")
+
+
+class TreeSampler:
+    """Samples the resident memory (RSS, or PSS with ``pss``) of a process and its
+    descendants (without the process itself with ``skip_root``: a benchmark sampling its own
+    children); ``peak`` is the largest sum seen."""
+
+    def __init__(
+        self, pid: int, *, interval: float, skip_root: bool = False, pss: bool = False
+    ) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._size = pss_bytes if pss else rss_bytes
+        self._interval = interval
+        self._skip = pid if skip_root else None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self._interval):
+            tree = [p for p in descendants(self.pid) if p != self._skip]
+            self.peak = max(self.peak, sum(self._size(p) for p in tree))
+
+    def stop(self) -> int:
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM if ``proc`` still runs, then SIGKILL if it has not exited after ``timeout`` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# -- scratch databases -----------------------------------------------------------------------
+
+PG_HOST = "127.0.0.1"
+PG_PORT = 5432
+PG_USER = "postgres"
+
+
+def pg_conninfo(dbname: str) -> str:
+    return f"host={PG_HOST} port={PG_PORT} user={PG_USER} dbname={dbname}"
+
+
+def pg_url(dbname: str) -> str:
+    return f"postgresql://{PG_USER}@{PG_HOST}:{PG_PORT}/{dbname}"
+
+
+class ScratchPostgres:
+    """Creates databases named ``<prefix>_<run>_<n>`` and drops every one of them on exit."""
+
+    def __init__(self) -> None:
+        self.run_id = secrets.token_hex(4)
+        self.created: list[str] = []
+        self._admin: psycopg.Connection[tuple[object, ...]] | None = None
+        self._counter = 0
+
+    def __enter__(self) -> ScratchPostgres:
+        self._admin = psycopg.connect(pg_conninfo("postgres"), autocommit=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in reversed(self.created):
+            self.drop(name)
+        if self._admin is not None:
+            self._admin.close()
+
+    @property
+    def admin(self) -> psycopg.Connection[tuple[object, ...]]:
+        assert self._admin is not None, "use ScratchPostgres as a context manager"
+        return self._admin
+
+    def server_version(self) -> str:
+        row = self.admin.execute("SHOW server_version").fetchone()
+        return str(row[0]) if row else "?"
+
+    def create(self, prefix: str, template: str | None = None) -> str:
+        self._counter += 1
+        name = f"{prefix}_{self.run_id}_{self._counter}"
+        stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        if template is not None:
+            stmt = sql.SQL("{} TEMPLATE {}").format(stmt, sql.Identifier(template))
+        self.admin.execute(stmt)
+        self.created.append(name)
+        return name
+
+    def drop(self, name: str) -> None:
+        self.admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        if name in self.created:
+            self.created.remove(name)
+
+
+class ScratchSqlite:
+    """A temp dir of SQLite files, removed on exit."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="seojobs_bench_")
+        self.root = Path(self._tmp.name)
+        self._counter = 0
+
+    def __enter__(self) -> ScratchSqlite:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._tmp.cleanup()
+
+    def new_path(self, prefix: str) -> Path:
+        self._counter += 1
+        return self.root / f"{prefix}_{self._counter}.db"
+
+    def copy(self, template: Path, prefix: str) -> Path:
+        """Copy a checkpointed template file (no -wal or -shm beside it)."""
+        target = self.new_path(prefix)
+        shutil.copyfile(template, target)
+        return target
+
+    def remove(self, path: Path) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def sqlite_checkpoint(path: Path) -> None:
+    """Fold the WAL into the main file so the file alone is a complete copy."""
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        con.close()
+
+
+def analyze_sqlite(path: Path) -> None:
+    """Fresh planner statistics, and the WAL folded into the file."""
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("ANALYZE")
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        con.close()
+
+
+def vacuum_postgres(dbname: str, table: str | None = None) -> None:
+    """``VACUUM ANALYZE`` of ``table``, or of the whole database."""
+    statement: sql.SQL | sql.Composed = sql.SQL("VACUUM ANALYZE")
+    if table is not None:
+        statement = sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table))
+    with psycopg.connect(pg_conninfo(dbname), autocommit=True) as conn:
+        conn.execute(statement)
+
+
+class Scratch:
+    """The scratch databases of one run, of either store: SQLite files in a temp dir (``root``,
+    also for logs) and, with ``postgres``, PostgreSQL databases; all removed at the end."""
+
+    def __init__(self, stack: ExitStack, postgres: bool) -> None:
+        self.sqlite = stack.enter_context(ScratchSqlite())
+        self.pg = stack.enter_context(ScratchPostgres()) if postgres else None
+        self.root = self.sqlite.root
+
+    def new(self, store: str, prefix: str) -> str:
+        """The URL of a new, empty database: a SQLite file ("sqlite"), else PostgreSQL's."""
+        if store == "sqlite":
+            return sqlite_url(self.sqlite.new_path(prefix))
+        assert self.pg is not None
+        return pg_url(self.pg.create(prefix))
+
+
+def analyze(url: str) -> None:
+    """Fresh planner statistics for the database at ``url`` (SQLite: and its WAL folded in)."""
+    if url.startswith("sqlite:///"):
+        analyze_sqlite(Path(url.removeprefix("sqlite:///")))
+    else:
+        vacuum_postgres(url.rsplit("/", 1)[1])
+
+
+# -- child processes -------------------------------------------------------------------------
+
+UVICORN_OPTIONS = (
+    "--host",
+    "127.0.0.1",
+    # The protocol and loop seojobs serve uses (seojobs.api.protocol), for both.
+    "--loop",
+    UVICORN_LOOP,
+    "--http",
+    UVICORN_HTTP,
+    "--proxy-headers" if UVICORN_PROXY_HEADERS else "--no-proxy-headers",
+    "--no-access-log",
+    "--log-level",
+    "warning",
+)
+START_TIMEOUT = 60.0
+STATUS_PATH = "/api/v1/index-check/jobs/"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def seojobs_env(**settings: object) -> dict[str, str]:
+    """The caller's environment without its SEOJOBS_* settings, plus ``settings`` as
+    SEOJOBS_<NAME> (``database_url=...`` is SEOJOBS_DATABASE_URL)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
+    env.update({f"SEOJOBS_{name.upper()}": str(value) for name, value in settings.items()})
+    return env
+
+
+class Server:
+    """``uvicorn --factory <factory>`` on a free loopback port, until ``stop()``."""
+
+    def __init__(
+        self,
+        factory: str,
+        ready_path: str,
+        env: dict[str, str],
+        log: Path,
+        extra: Sequence[str] = (),
+    ) -> None:
+        self.factory = factory
+        self.extra = list(extra)
+        self.ready_path = ready_path
+        self.env = {**seojobs_env(), **env}
+        self.log = log
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            self.factory,
+            "--port",
+            str(self.port),
+            *UVICORN_OPTIONS,
+            *self.extra,
+        ]
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def __enter__(self) -> Server:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.factory} exited at start-up:\n{self.log_tail()}")
+            if self._answers():
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{self.factory} did not answer in {START_TIMEOUT:.0f} s")
+
+    def _answers(self) -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            conn.request("GET", self.ready_path)
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """One request, for the sanity check before the load."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request("GET", path, headers=headers)
+            response = conn.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            stop(proc)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+class WorkerProcess:
+    """``seojobs worker`` as a child process (pinned to ``cpu``), its log lines kept in
+    ``log``."""
+
+    def __init__(self, env: dict[str, str], log: Path, cpu: int | None = None) -> None:
+        seojobs = Path(sys.executable).with_name("seojobs")
+        self.log = log
+        self.started = threading.Event()
+        self.proc = subprocess.Popen(
+            [str(seojobs), "worker", "--concurrency", "1"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None,
+        )
+        threading.Thread(target=self._read_log, daemon=True).start()
+
+    def _read_log(self) -> None:
+        assert self.proc.stderr is not None
+        with self.log.open("ab") as out:
+            for line in self.proc.stderr:
+                out.write(line)
+                if b"starting" in line:
+                    self.started.set()
+
+    def wait_idle(self) -> None:
+        """Until it logged its start and then used no CPU for 0.2 s (imports and connections
+        done): CPU read after that is the job's."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.started.wait(0.1):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the worker did not start; see {self.log}")
+        before = proc_cpu(self.proc.pid)
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = proc_cpu(self.proc.pid)
+            if now - before < 0.01:
+                return
+            before = now
+        raise RuntimeError("the worker kept busy before any job was created")
+
+    def stop(self) -> None:
+        stop(self.proc, timeout=30)
+
+
+# -- the API apps (``uvicorn --factory bench.lib.core:ours_app`` / ``:bare_app``) ----------------
+
+UNLIMITED = "100000000/minute"  # SEOJOBS_RATE_LIMIT: the limiter runs but never refuses
+
+
+def ours_server(url: str, log: Path, rate_limit: str = UNLIMITED, processes: int = 1) -> Server:
+    """Our API (no worker) on the database at ``url``, in ``processes`` uvicorn workers."""
+    env = {"SEOJOBS_DATABASE_URL": url, "SEOJOBS_RATE_LIMIT": rate_limit}
+    extra = ["--workers", str(processes)] if processes > 1 else []
+    return Server("bench.lib.core:ours_app", "/healthz", env, log, extra)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and its descendants so far."""
+    return sum(proc_cpu(p) for p in descendants(pid))
+
+
+BARE_PATH = "/const"
+
+CONSTANT: dict[str, Any] = {
+    "job_id": 1,
+    "status": "pending",
+    "title": None,
+    "total_urls": 1,
+    "failed_count": 0,
+    "progress_percent": 0,
+    "created_at": "2025-01-01T00:00:00+00:00",
+    "completed_at": None,
+    "error": None,
+    "checked_urls": 0,
+    "indexed_count": 0,
+    "not_indexed_count": 0,
+}
+
+
+def ours_app() -> FastAPI:
+    from seojobs.api import create_app
+    from seojobs.settings import Settings
+
+    return create_app(Settings(), run_worker=False)
+
+
+def bare_app() -> FastAPI:
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.get(BARE_PATH)
+    async def const() -> dict[str, Any]:
+        return CONSTANT
+
+    return app
+
+
+# -- the load generator: wrk with a Lua script ------------------------------------------------
+
+# Writes one line the parent parses. Latencies are in microseconds (wrk's unit).
+WRK_SCRIPT = """
+local first, span, path, auth, pause
+function init(args)
+  first = tonumber(args[1])
+  span = tonumber(args[2])
+  path = args[3]
+  auth = args[4]
+  pause = tonumber(args[5])
+  math.randomseed(os.time() + math.floor(os.clock() * 1000000))
+end
+function request()
+  local target = path
+  if span > 0 then
+    target = path .. (first + math.random(0, span - 1))
+  end
+  return wrk.format("GET", target, {["Authorization"] = auth})
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "WRK_RESULT %d %d %d %d %d %d %d %d %d %d %d\\n",
+    summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), latency.max, latency.mean,
+    e.connect, e.read, e.write, e.status, e.timeout))
+end
+"""
+# wrk paces a connection only if the script defines delay() (whole milliseconds).
+WRK_PACING = """
+function delay()
+  return math.floor(-pause * math.log(1 - math.random()) + 0.5)
+end
+"""
+
+
+@dataclass(frozen=True)
+class Load:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    mean_ms: float
+    errors: int  # socket errors and timeouts
+    bad_status: int  # answers other than 2xx/3xx
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds > 0 else 0.0
+
+    def __str__(self) -> str:
+        return f"{self.rate:,.0f} req/s, p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms"
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    port: int
+    path: str  # "/api/v1/index-check/jobs/" (a random id is appended), or a fixed path
+    first_id: int = 0
+    span: int = 0  # 0: the fixed path
+    auth: str = ""  # the Authorization header sent
+
+
+def wrk() -> str:
+    """wrk's path; it is required (``apt-get install wrk``)."""
+    found = shutil.which("wrk")
+    if found is None:
+        raise SystemExit("wrk not found: apt-get install wrk")
+    return found
+
+
+def wrk_version() -> str:
+    out = subprocess.run([wrk(), "-v"], capture_output=True, text=True, check=False)
+    return (out.stdout + out.stderr).strip().splitlines()[0] if out.stdout or out.stderr else "?"
+
+
+def run_wrk(target: LoadTarget, connections: int, seconds: float, pause_ms: float = 0.0) -> Load:
+    """``connections`` keep-alive connections GET ``target`` for ``seconds`` (one wrk thread),
+    each pausing a random time of mean ``pause_ms`` after every answer when it is set."""
+    with tempfile.TemporaryDirectory(prefix="seojobs_api_wrk_") as tmp:
+        script = Path(tmp) / "status.lua"
+        script.write_text(WRK_SCRIPT + (WRK_PACING if pause_ms > 0 else ""))
+        cmd = [
+            wrk(),
+            "-t1",
+            f"-c{connections}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{target.port}",
+            "--",
+            str(target.first_id),
+            str(target.span),
+            target.path,
+            target.auth,
+            str(pause_ms),
+        ]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False)
+    for line in out.stdout.splitlines():
+        if line.startswith("WRK_RESULT "):
+            f = [int(v) for v in line.split()[1:]]
+            return Load(
+                requests=f[0],
+                seconds=f[1] / 1e6,
+                p50_ms=f[2] / 1000,
+                p99_ms=f[3] / 1000,
+                max_ms=f[4] / 1000,
+                mean_ms=f[5] / 1000,
+                errors=f[6] + f[7] + f[8] + f[10],
+                bad_status=f[9],
+            )
+    raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
