@@ -156,10 +156,21 @@ class Load:
         with self._client() as client:
             for n in range(JOBS):
                 body = self.body(n)
-                while True:  # a 503 (the database away) is retried, as a client does
-                    answer = client.post(
-                        f"{next(bases)}/v1/projects/{self.project}/jobs", json=body
-                    )
+                # A 503 (the database away) is retried, as a client does; so is a connection
+                # closed under the request (a keep-alive connection the server closed as idle
+                # just as the request went out: RFC 9112 9.3.1), with the same Idempotency-Key,
+                # as the SDK does, so a job the server did make is not made twice.
+                headers = {"Idempotency-Key": f"scale-out-{n}"}
+                while True:
+                    try:
+                        answer = client.post(
+                            f"{next(bases)}/v1/projects/{self.project}/jobs",
+                            json=body,
+                            headers=headers,
+                        )
+                    except httpx.TransportError:
+                        self._count(0)  # 0: no answer
+                        continue
                     self._count(answer.status_code)
                     if answer.status_code == 202:
                         self.job_ids.append(int(answer.json()["data"]["id"]))
@@ -273,6 +284,7 @@ def test_apis_and_workers_check_every_url_once_no_5xx(
             SEOJOBS_SERPER_BASE_URL=serper_base,
             SEOJOBS_CHECK_PROVIDERS=json.dumps({"google": ["serper"]}),
             SEOJOBS_ALLOW_PRIVATE_NETWORKS="true",
+            SEOJOBS_QUOTA_CHECK_DAILY=str(JOBS * URLS),  # the full size is over the default
         )
         key, project = _key(url)
 
@@ -304,8 +316,9 @@ def test_apis_and_workers_check_every_url_once_no_5xx(
     assert set(asked.values()) == {1}  # ...once: no check ran twice
     assert not [s for s in load.statuses if s >= 500], load.statuses
     assert load.statuses[200] > 0
-    for proc in deployment.workers:
+    for proc in [*deployment.workers, *(proc for _base, proc in deployment.apis)]:
         assert proc.alive(), proc.output()[-2000:]
+    print(f"{APIS} APIs, {WORKERS} workers, {JOBS} x {URLS} checks, answers {load.statuses}")
 
 
 def test_postgres_restarted_mid_load(
