@@ -156,16 +156,31 @@ class Load:
         with self._client() as client:
             for n in range(JOBS):
                 body = self.body(n)
-                while True:  # a 503 (the database away) is retried, as a client does
-                    answer = client.post(
-                        f"{next(bases)}/v1/projects/{self.project}/jobs", json=body
-                    )
+                # Retried as the SDK retries: a 503 (the database away); a connection that
+                # failed under the request (closed, or no answer within the client's timeout
+                # on a loaded machine), with the same Idempotency-Key, so a job the server did
+                # make is not made twice; and the 409 that key gets while the first try is
+                # still being handled, after its Retry-After.
+                headers = {"Idempotency-Key": f"scale-out-{n}"}
+                while True:
+                    try:
+                        answer = client.post(
+                            f"{next(bases)}/v1/projects/{self.project}/jobs",
+                            json=body,
+                            headers=headers,
+                        )
+                    except httpx.TransportError:
+                        self._count(0)  # 0: no answer
+                        continue
                     self._count(answer.status_code)
                     if answer.status_code == 202:
                         self.job_ids.append(int(answer.json()["data"]["id"]))
                         break
-                    assert answer.status_code == 503, answer.text
-                    assert "retry-after" in answer.headers
+                    assert answer.status_code in (409, 503), answer.text
+                    wait = float(answer.headers["retry-after"])
+                    if answer.status_code == 409:
+                        assert answer.json()["type"].endswith("/idempotency_in_flight")
+                        threading.Event().wait(wait)
 
     @contextmanager
     def polling(self) -> Iterator[threading.Event]:
@@ -273,6 +288,7 @@ def test_apis_and_workers_check_every_url_once_no_5xx(
             SEOJOBS_SERPER_BASE_URL=serper_base,
             SEOJOBS_CHECK_PROVIDERS=json.dumps({"google": ["serper"]}),
             SEOJOBS_ALLOW_PRIVATE_NETWORKS="true",
+            SEOJOBS_QUOTA_CHECK_DAILY=str(JOBS * URLS),  # the full size is over the default
         )
         key, project = _key(url)
 
@@ -304,8 +320,9 @@ def test_apis_and_workers_check_every_url_once_no_5xx(
     assert set(asked.values()) == {1}  # ...once: no check ran twice
     assert not [s for s in load.statuses if s >= 500], load.statuses
     assert load.statuses[200] > 0
-    for proc in deployment.workers:
+    for proc in [*deployment.workers, *(proc for _base, proc in deployment.apis)]:
         assert proc.alive(), proc.output()[-2000:]
+    print(f"{APIS} APIs, {WORKERS} workers, {JOBS} x {URLS} checks, answers {load.statuses}")
 
 
 def test_postgres_restarted_mid_load(
