@@ -227,16 +227,22 @@ class Jobs(Part):
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get(self, user: UserRecord, job_id: int, *, summary: bool = False) -> JobRecord:
+    def get(
+        self, user: UserRecord, job_id: int, *, summary: bool = False, params: bool = True
+    ) -> JobRecord:
         """A job of the user's. ``summary`` leaves out large params (URL lists), keeping
-        only the keys kinds declare in ``summary_params``: what status answers need."""
+        only the keys kinds declare in ``summary_params``: what status answers need.
+        ``params=False`` reads none (``params`` is ``{}``): each key read is a column of
+        the row, and a page that shows none of them need not pay for 25."""
         keys = self.registry.summary_keys() if summary else None
+        if not params:
+            keys = ()
 
         def read() -> JobRecord | None:
             with self.db.read() as conn:
                 return job_sql.get(conn, job_id, param_keys=keys, user_id=user.id)
 
-        job = self.db.once(("job", job_id, user.id, summary), read)
+        job = self.db.once(("job", job_id, user.id, keys), read)
         if job is None:
             raise NotFound(f"job {job_id}")
         return job

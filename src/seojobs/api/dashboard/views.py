@@ -115,7 +115,8 @@ def has_view(services: Services, job: JobRecord) -> bool:
 
 
 def _open(services: Services, user: UserRecord, job_id: int) -> Opened:
-    job = services.jobs.get(user, job_id, summary=True)  # NotFound: not theirs
+    # NotFound: not theirs. No params: no view shows them (the job's page does).
+    job = services.jobs.get(user, job_id, params=False)
     if job.kind not in services.registry or services.registry.get(job.kind).view.job is None:
         raise NotFound(f"a view of job {job_id}")
     if job.state != "completed":
