@@ -446,36 +446,6 @@ def _create_check(settings: Settings, user_id: int, urls: list[str]) -> int:
         db.dispose()
 
 
-def _job_state(db: Database, job_id: int) -> str:
-    with db.read() as conn:
-        job = job_sql.get(conn, job_id)
-    assert job is not None
-    return job.state
-
-
-async def _wait_completed(
-    worker: Worker, task: asyncio.Task[None], probe: Database, job_id: int, timeout: float
-) -> float:
-    """``perf_counter()`` when ``probe`` reads the job completed. To keep the probe off the hot
-    path it waits in memory until the job's task has ended, then reads every 2 ms."""
-    deadline = time.perf_counter() + timeout
-    while (worker.claimed_total == 0 or worker.running) and not task.done():
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"the index check did not finish within {timeout:.0f} s")
-        await asyncio.sleep(0.01)
-    while True:
-        state = await asyncio.to_thread(_job_state, probe, job_id)
-        if state == "completed":
-            return time.perf_counter()
-        if state in ("failed", "cancelled") or task.done():
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise RuntimeError("the worker stopped with an error") from task.exception()
-            raise RuntimeError(f"the index check ended {state!r}, not completed")
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"the index check did not finish within {timeout:.0f} s")
-        await asyncio.sleep(CHECK_POLL)
-
-
 def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
     """(indexed, not_indexed, pages fetched with 200, robots.txt fetches) of a finished job."""
     with db.read() as conn:
@@ -512,7 +482,15 @@ async def check(
         freeze_startup()
         started, cpu = time.perf_counter(), time.process_time()
         async with ours.running(worker) as task:
-            ended = await _wait_completed(worker, task, probe, job_id, 60 + len(urls) / 20)
+            ended = await ours.wait_completed(
+                worker,
+                task,
+                probe,
+                job_id,
+                what="index check",
+                timeout=60 + len(urls) / 20,
+                poll=CHECK_POLL,
+            )
             cpu = time.process_time() - cpu
         counts = await asyncio.to_thread(_verify, probe, job_id, len(urls))
         return CheckRun(ended - started, cpu, *counts)

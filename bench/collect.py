@@ -264,32 +264,6 @@ def prepare(settings: Settings, user_id: int, keywords: int) -> int:
         db.dispose()
 
 
-def _state(db: Database, job_id: int) -> str:
-    with db.read() as conn:
-        job = job_sql.get(conn, job_id)
-    assert job is not None
-    return job.state
-
-
-async def _completed(
-    worker: Worker, task: asyncio.Task[None], probe: Database, job_id: int
-) -> float:
-    """``perf_counter()`` when ``probe`` reads the job completed; it waits in memory until the
-    job's task has ended, then reads every 2 ms."""
-    deadline = time.perf_counter() + 120
-    while (worker.claimed_total == 0 or worker.running) and not task.done():
-        if time.perf_counter() > deadline:
-            raise TimeoutError("the collection job did not finish in time")
-        await asyncio.sleep(0.01)
-    while True:
-        state = await asyncio.to_thread(_state, probe, job_id)
-        if state == "completed":
-            return time.perf_counter()
-        if state in ("failed", "cancelled") or task.done() or time.perf_counter() > deadline:
-            raise RuntimeError(f"the collection job ended {state!r}, not completed")
-        await asyncio.sleep(0.002)
-
-
 def verify(db: Database, job_id: int, keywords: int) -> None:
     """Every keyword checked, the right ones ranked, and the share of voice collected."""
     with db.read() as conn:
@@ -318,7 +292,9 @@ async def whole_job(
         fake_cpu, loop = fake.cpu(), core.thread_sched()[1]
         started, cpu = time.perf_counter(), time.process_time()
         async with ours.running(worker) as task:
-            ended = await _completed(worker, task, probe, job_id)
+            ended = await ours.wait_completed(
+                worker, task, probe, job_id, what="collection job", timeout=120
+            )
             cpu = time.process_time() - cpu
             fake_cpu, loop = fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
         await asyncio.to_thread(verify, probe, job_id, keywords)

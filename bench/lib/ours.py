@@ -586,3 +586,40 @@ def audit(
     finally:
         worker.stop()
         probe.dispose()
+
+
+def job_state(db: Database, job_id: int) -> str:
+    with db.read() as conn:
+        job = job_sql.get(conn, job_id)
+    assert job is not None
+    return job.state
+
+
+async def wait_completed(
+    worker: Worker,
+    task: asyncio.Task[None],
+    probe: Database,
+    job_id: int,
+    *,
+    what: str,
+    timeout: float,
+    poll: float = 0.002,
+) -> float:
+    """``perf_counter()`` when ``probe`` reads the job completed. To keep the probe off the hot
+    path it waits in memory until the job's task has ended, then reads every ``poll`` s."""
+    deadline = time.perf_counter() + timeout
+    while (worker.claimed_total == 0 or worker.running) and not task.done():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"the {what} did not finish within {timeout:.0f} s")
+        await asyncio.sleep(0.01)
+    while True:
+        state = await asyncio.to_thread(job_state, probe, job_id)
+        if state == "completed":
+            return time.perf_counter()
+        if state in ("failed", "cancelled") or task.done():
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise RuntimeError("the worker stopped with an error") from task.exception()
+            raise RuntimeError(f"the {what} ended {state!r}, not completed")
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"the {what} did not finish within {timeout:.0f} s")
+        await asyncio.sleep(poll)
