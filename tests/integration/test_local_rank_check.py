@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import event
 
 from tests.api_helpers import Api, api, assert_problem, error_fields, stored
 from tests.conftest import NO_PROVIDERS, database_of, make_settings
@@ -133,8 +134,20 @@ def test_a_check_at_a_place_is_matched_collected_and_read_without_starting_jobs(
     assert_problem(local(client, project, "/history"), 404)
     assert stored(app) == before  # reads never start a job
     keywords = ["plumber a1", "Boiler repair A1", "drain a1"]
-    job = check(client, project, keywords=keywords, location="Austin,Texas,United States")
+    writes: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO COLLECTIONS"):
+            writes.append(statement)
+
+    engine = app.services.db.engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        job = check(client, project, keywords=keywords, location="Austin,Texas,United States")
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
     assert job["status"] == "completed", job
+    assert len(writes) == 1  # the three keywords collected in one statement, not one each
     assert job["result"] == {"keywords": 3, "found": 2, "not_found": 1, "failed": 0,
                              "searches": 3, "provider": "serpapi"}  # fmt: skip
     jobs = stored(app)["jobs"]

@@ -306,6 +306,7 @@ async def _collect(ctx: JobContext[LocalRankCheckParams]) -> dict[str, Any]:
             if first_error is None and item.error_code:
                 first_error = (item.error_code, item.error_message or item.error_code)
     counts = {FOUND: 0, NOT_FOUND: 0, "failed": 0}
+    rows: list[tuple[str, dict[str, Any]]] = []
     for keyword in params.keywords:
         made = keyword_row(
             params, by_keyword.get(keyword.casefold(), []), failed.get(keyword.casefold(), 0)
@@ -314,7 +315,8 @@ async def _collect(ctx: JobContext[LocalRankCheckParams]) -> dict[str, Any]:
             counts["failed"] += 1
             continue
         counts[FOUND if made["position"] else NOT_FOUND] += 1
-        await ctx.collect(subject(params, keyword), made)
+        rows.append((subject(params, keyword), made))
+    await ctx.collect_many(rows)  # a chunk per transaction, not one each
     if not counts[FOUND] + counts[NOT_FOUND]:
         raise JobFailed(*(first_error or ("upstream_error", "no search got an answer")))
     fallback = {"answered_by": answered_by, "failed_over": failed_over} if failed_over else {}
