@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import IN_CI
 from tests.e2e.helpers import free_port
+from tests.orphans import for_popen
 from tests.waiting import wait_until
 
 BOUND = 60.0  # seconds any start or stop may take before the test fails
@@ -157,6 +158,7 @@ class OwnRedis:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            **for_popen(),
         )
 
         def accepts() -> bool:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import subprocess_env
+from tests.orphans import for_popen
 
 SEOJOBS = str(Path(sys.executable).parent / "seojobs")
 
@@ -25,6 +26,7 @@ class Procs:
                 env=subprocess_env(self.url, **env),
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                **for_popen(),
             )
         self.procs.append(proc)
         return proc

@@ -23,6 +23,7 @@ from seojobs.store.db import Database
 from seojobs.store.tables import job_items
 from tests import kinds
 from tests.conftest import make_settings
+from tests.orphans import for_popen
 from tests.waiting import wait_until
 
 # The installed console script, next to the interpreter running the tests.
@@ -122,6 +123,7 @@ class Spawner:
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
+                **for_popen(),
             )
         except BaseException:
             log_file.close()
