@@ -1,11 +1,13 @@
 """A project's collection fired three times (issue 29's tests): with a short
 ``SEOJOBS_DAY_SECONDS``, a daily collection of each provider kind not covered elsewhere
-(``geo_lookup``, ``backlink_analysis``, ``backlink_refresh``), fired by the maintenance pass,
+(``geo_lookup``, ``backlink_analysis``, ``backlink_refresh``), and of ``site_audit`` once enabled
+(a crawl of a local fixture site), fired by the maintenance pass,
 gives three completed jobs and three history points per subject, made with what the project
 tracks and no params of the collection's own; reading them starts no job. ``rank_check`` is
 tests/integration/test_project_tracking.py's, ``local_rank_check``
 tests/integration/test_local_rank_schedule.py's. Audits and web vitals (opt-in) fire only once
-enabled, charged like any job. On both stores."""
+enabled, charged like any job (web vitals' three runs would be three Lighthouse runs in the
+browser; its collection is the same schedule). On both stores."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from tests.conftest import make_settings
 from tests.fakes.ai_search import OPENAI_KEY, Canned, FakeOpenAi
+from tests.fakes.audit_site import AuditSite
 from tests.fakes.backlinks import FakeDataForSeoBacklinks, Link
 from tests.fakes.donor_site import TARGET, DonorSite
 from tests.fakes.server import serve
@@ -36,7 +39,7 @@ SITE = "acme.example"
 
 
 @pytest.fixture
-def world(store_url: str) -> Iterator[tuple[Services, str]]:
+def world(store_url: str) -> Iterator[tuple[Services, dict[str, str]]]:
     openai, index, donors = FakeOpenAi(), FakeDataForSeoBacklinks(), DonorSite()
     openai.answers[PROMPT] = Canned("Acme makes the best hose.", [(f"https://{SITE}/h", "Acme")])
     index.links += [Link("https://blog.one.test/post", f"https://{SITE}/", "acme")]
@@ -44,6 +47,7 @@ def world(store_url: str) -> Iterator[tuple[Services, str]]:
         openai_base = stack.enter_context(serve(openai.app))
         index.base_url = stack.enter_context(serve(index.app))
         donor_base = stack.enter_context(donors.running())
+        audit_base = stack.enter_context(AuditSite(generated=5, sitemaps=False).running())
         settings = make_settings(
             store_url,
             openai_api_key=OPENAI_KEY,
@@ -51,7 +55,7 @@ def world(store_url: str) -> Iterator[tuple[Services, str]]:
             dataforseo_login="dfs-login",
             dataforseo_password="dfs-password",
             dataforseo_base_url=index.base_url,
-            allow_private_networks=True,  # the donor pages are on loopback
+            allow_private_networks=True,  # the donor pages and the audited site are on loopback
             provider_retries=0,
             day_seconds=DAY,
             schedule_min_interval_seconds=1,
@@ -61,27 +65,33 @@ def world(store_url: str) -> Iterator[tuple[Services, str]]:
         earlier = lambda: utcnow() - timedelta(hours=1)  # noqa: E731
         services = Services(Database(store_url), settings, load_registry(settings), earlier)
         stack.callback(services.db.dispose)
-        yield services, donor_base
+        yield services, {"donor": donor_base, "audit": audit_base}
 
 
-def _collection(kind: str, donor_base: str) -> dict[str, Any] | None:
+def _collection(kind: str, bases: dict[str, str]) -> dict[str, Any] | None:
     """What the collection sets itself: nothing, but the refresh's pairs (what the
-    analysis's monitor adds to it, as tests/integration/test_backlink_analysis.py does)."""
+    analysis's monitor adds to it, as tests/integration/test_backlink_analysis.py does) and
+    the audit's start (its site: the project's domain is not on loopback)."""
     if kind == "backlink_refresh":
-        return {"links": [{"donor": f"{donor_base}/post", "target": TARGET}]}
+        return {"links": [{"donor": f"{bases['donor']}/post", "target": TARGET}]}
+    if kind == "site_audit":
+        return {"start_url": f"{bases['audit']}/g/0", "max_pages": 5}
     return None
 
 
-@pytest.mark.parametrize("kind", ["geo_lookup", "backlink_analysis", "backlink_refresh"])
+@pytest.mark.parametrize(
+    "kind", ["geo_lookup", "backlink_analysis", "backlink_refresh", "site_audit"]
+)
 async def test_a_daily_collection_fired_three_times_gives_three_history_points(
-    world: tuple[Services, str], kind: str
+    world: tuple[Services, dict[str, str]], kind: str
 ) -> None:
-    services, donor_base = world
+    services, bases = world
     user = services.accounts.create_user("alice").user
     tracked = {"domain": SITE, "brand_names": ["Acme"], "competitors": [{"domain": "z.example"}]}
     project = services.accounts.create_project(user, "acme", tracked).id
     services.tracked.add_prompts(user, project, [PROMPT])
-    entry = CollectionEntry(frequency="daily", params=_collection(kind, donor_base))
+    opt_in = True if kind == "site_audit" else None  # seed 001 runs audits when started
+    entry = CollectionEntry(frequency="daily", enabled=opt_in, params=_collection(kind, bases))
     [collected] = [c for c in services.collection.put(user, project, {kind: entry})
                    if c.kind.name == kind]  # fmt: skip
     assert collected.schedule is not None and collected.schedule.interval_seconds == DAY
