@@ -414,3 +414,30 @@ async def test_a_group_of_results_with_its_found_items_is_one_round_trip_on_post
         ("c", "pending"),
     ]
     db.dispose()
+
+
+async def test_numbers_json_cannot_hold_are_stored_as_null_on_both_stores(
+    services, db, settings, registry
+) -> None:  # type: ignore[no-untyped-def]
+    """A provider's answer may hold NaN or an infinity (Python's json.loads reads them): its
+    result is stored with null there, on PostgreSQL (whose jsonb refuses NaN) as on SQLite."""
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim_now(db, settings)
+    a, b = services.jobs.items(user, job.id)
+    worker = Worker(db, settings, registry)
+    nan, inf = float("nan"), float("inf")
+    outcomes = [
+        ItemOutcome(a.id, False, "ok", {"score": nan, "range": [1.5, -inf]}),
+        ItemOutcome(
+            b.id, False, "ok", {"n": 1}, findings=(NewFinding("odd", "notice", {"x": inf}),)
+        ),
+    ]
+    try:
+        await worker.write(claimed, RecordItems(outcomes, {"ok": 2}))
+    finally:
+        worker.executor.shutdown()
+    results = {i.input: i.result for i in services.jobs.items(user, job.id)}
+    assert results == {"a": {"score": None, "range": [1.5, None]}, "b": {"n": 1}}
+    [finding] = services.jobs.findings(user, job.id)
+    assert finding.data == {"x": None}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import namedtuple
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
 
+from seojobs import jsontext
 from seojobs.engine.host import RecordItems
 from seojobs.outside import MAX_DEPTH, loads, storable
 from seojobs.records import ItemOutcome, NewFinding
@@ -55,6 +58,34 @@ def test_what_json_cannot_say_plainly_is_still_walked() -> None:
     outcome = ItemOutcome(item_id=1, failed=False, result={"t": when, "k": ["\ud83d"]})
     assert storable(outcome).result == {"t": when, "k": ["\ufffd"]}
     assert storable(["x\x00", {"n": 1}]) == ["x\ufffd", {"n": 1}]
+
+
+def test_a_named_tuple_and_a_slotted_dataclass_are_walked_too() -> None:
+    # The encoder hands a tuple's subclass to its fallback and encodes dataclasses itself:
+    # a NUL inside either must still be found.
+    pair = namedtuple("pair", "a b")
+    assert storable({"p": pair("x\x00", 1)}) == {"p": ("x\ufffd", 1)}
+
+    @dataclass(frozen=True, slots=True)
+    class Slotted:
+        text: str
+        more: tuple[str, ...]
+
+    cleaned = storable([Slotted("a", ("b\ud800",))])
+    assert cleaned == [Slotted("a", ("b\ufffd",))]
+    big = {"n": 2**70, "t": "x\x00"}  # an integer past 64 bits: walked, not refused
+    assert storable(big) == {"n": 2**70, "t": "x\ufffd"}
+
+
+def test_stored_json_text_is_compact_and_says_what_json_cannot_as_null_or_text() -> None:
+    assert jsontext.dumps({"a": [1, "é"], "b": None}) == '{"a":[1,"é"],"b":null}'
+    # NaN and infinities (Python's json.loads reads them from a provider) are null: JSON,
+    # and PostgreSQL's jsonb, have no such numbers.
+    assert jsontext.dumps({"x": float("nan"), "y": [float("inf")]}) == '{"x":null,"y":[null]}'
+    # What the C encoder refuses, the standard library writes: keys that are not strings,
+    # integers past 64 bits (and a NaN beside them is still null).
+    assert json.loads(jsontext.dumps({1: 2**70, "z": float("-inf")})) == {"1": 2**70, "z": None}
+    assert json.loads(jsontext.dumps({"d": {"k": (1, 2)}})) == {"d": {"k": [1, 2]}}
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import QueuePool, StaticPool
 
+from seojobs import jsontext
 from seojobs.store.errors import Unavailable
 
 T = TypeVar("T")
@@ -84,6 +85,7 @@ class Database:
                 # claim and ack were slower than planning each time (bench/queue.py), and
                 # they break behind PgBouncer in transaction mode.
                 connect_args={"prepare_threshold": None, "connect_timeout": CONNECT_TIMEOUT},
+                json_serializer=jsontext.dumps,
             )
             event.listen(engine, "connect", _pg_mark_idle)
             event.listen(engine, "checkin", _pg_mark_idle)
@@ -99,6 +101,7 @@ class Database:
         engine = create_engine(
             self.url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            json_serializer=jsontext.dumps,
             **pool,
         )
         event.listen(engine, "connect", _sqlite_on_connect)

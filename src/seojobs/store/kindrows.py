@@ -9,7 +9,6 @@ audit's site-wide phase) then leaves one set of rows, not two.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -30,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeEngine
 
+from seojobs import jsontext
 from seojobs.rowshape import ColumnShape, KindTable
 from seojobs.store.jobs import fence
 from seojobs.store.tables import BigId, metadata
@@ -118,7 +118,7 @@ def _copy(conn: Connection, found: Table, job_id: int, rows: Sequence[Mapping[st
     where ``executemany`` sent each row as an INSERT of its own that the server parsed and
     planned (a 5,000-page audit's page table took 2 s of the worker's DB thread,
     bench/audit.py; COPY about a tenth). Values are adapted as SQLAlchemy binds them: a JSON
-    column's value through ``json.dumps`` (None is JSON null), a key a row leaves out NULL."""
+    column's value through ``jsontext.dumps`` (None is JSON null), a key a row leaves out NULL."""
     names = [c.name for c in found.c if c.name == "job_id" or c.name in rows[0]]
     as_json = {c.name for c in found.c if isinstance(c.type, JSON)}
     columns = ", ".join(conn.dialect.identifier_preparer.quote(n) for n in names)
@@ -131,7 +131,7 @@ def _copy(conn: Connection, found: Table, job_id: int, rows: Sequence[Mapping[st
                 [
                     job_id
                     if n == "job_id"
-                    else json.dumps(row[n])
+                    else jsontext.dumps(row[n])
                     if n in as_json and n in row
                     else row.get(n)
                     for n in names

@@ -8,7 +8,6 @@ item results in ``jobs.record_items``: a worker that lost its job adds nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,6 +16,7 @@ from sqlalchemy import Connection, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import TextClause
 
+from seojobs import jsontext
 from seojobs.records import (
     CollectionRecord,
     FindingRecord,
@@ -190,8 +190,8 @@ def _record_pg_statement(
 
 
 def _json(value: Any) -> str:
-    """A JSON column's value as SQLAlchemy binds it (``json.dumps``; None is JSON null)."""
-    return json.dumps(value)
+    """A JSON column's value as SQLAlchemy binds it (``jsontext.dumps``; None is JSON null)."""
+    return jsontext.dumps(value)
 
 
 def add_finished_item(
