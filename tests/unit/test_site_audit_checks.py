@@ -420,6 +420,19 @@ def test_every_relative_url_of_the_markup_resolves_against_the_base(
         assert code not in _codes(_page(empty, response=served))
 
 
+def test_a_link_header_resolves_against_the_pages_url_not_its_base() -> None:
+    """The Link header is no part of the document: its canonical is read against the
+    response's URL, the HTML's against the base."""
+    header = ("link", '<care>; rel="canonical"')  # /garden/care: the page itself
+
+    def codes(head: str) -> set[str]:
+        document = html("p", head='<base href="/other/">' + head, body=words("p"))
+        return _codes(_page(document, response=_response(*DRESSED, header)))
+
+    assert "canonical_header_mismatch" in codes('<link rel="canonical" href="care">')
+    assert "canonical_header_mismatch" not in codes(f'<link rel="canonical" href="{URL}">')
+
+
 def test_a_small_page_need_not_be_compressed_and_a_temporary_redirect_is_named() -> None:
     small = _response(*DRESSED[:1], *DRESSED[2:], body=b"x" * 1024)
     assert _codes(_page(html("clean"), response=small)) == set()
