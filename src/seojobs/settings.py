@@ -186,7 +186,8 @@ class Settings(BaseSettings):
         default=None,
         description=(
             "A PEM file of CA certificates the fetcher trusts besides the system's (a private "
-            "CA's sites; the tests' own CA)."
+            "CA's sites; the tests' own CA); the site audit's Chromium (`render: \"js\"`) "
+            "trusts them too."
         ),
     )
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(

@@ -63,13 +63,16 @@ _PLANTED_MARKUP: dict[str, tuple[str, str]] = {
     ),
     # An http link to a page of the site: it redirects to https (a link to a redirect too).
     "/links-http": (f'<a href="http://{ORIGIN}/clean-form">The form</a>', ""),
-    # Relative URLs under an http <base href> are http: its image, logo and link (its other
-    # links are written https).
+    # Relative URLs under an http <base href> are http: its image, logo, link and form
+    # action (its other links are written https).
     "/base-http": (
         '<img src="photo.png" alt="A photo" width="20" height="20">'
-        '<a href="clean-form">The form</a>',
+        '<a href="clean-form">The form</a><form action="search"><input name="q"></form>',
         f'<base href="http://{ORIGIN}/">',
     ),
+    # Precision: an http link to the host on another port is another site (the crawl's
+    # scope), not an http URL of this one.
+    "/links-http-other-port": ('<a href="http://127.0.0.1:9/other">Another site</a>', ""),
 }
 BASED = {"/base-http"}
 # Every page, each linking every other.
@@ -97,6 +100,7 @@ PLANTED = {
     ("internal_link_to_redirect", "/links-http"),  # http://.../clean-form redirects
     ("mixed_content", "/base-http"),
     ("https_links_to_http", "/base-http"),
+    ("form_insecure_action", "/base-http"),
     ("internal_link_to_redirect", "/base-http"),
     ("hsts_missing", "/no-hsts"),
     ("hsts_missing", "/hsts-max-age-zero"),

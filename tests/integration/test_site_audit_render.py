@@ -1,7 +1,8 @@
 """``render: "js"`` audits (issue 30.1) in Debian's Chromium: a real worker crawls a fixture
 site whose scripts change pages; each rendering check is found on exactly the page planted
 for it, a link only the rendered DOM has is crawled, a page that cannot render is audited
-from its raw HTML (the audit completes), and nothing of a renderer outlives its audit."""
+from its raw HTML (the audit completes), an https site of the fetcher's own CA renders too,
+and nothing of a renderer outlives its audit."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from seojobs.services import Services
 from seojobs.store.db import Database
 from tests.conftest import make_settings
 from tests.fakes.render_site import PLANTED, RenderSite
+from tests.fakes.tls_site import TlsSite
 from tests.integration.test_web_vitals import LOOPBACK_ONLY, marked
 from tests.waiting import run_until_final
 
@@ -79,3 +81,34 @@ async def test_a_raw_audit_renders_nothing(sqlite_url: str, render_env: None) ->
     assert "/only-js" not in site.hits  # only a script links it
     assert ("h1_missing", "/spa") in {(f.code, urlsplit(f.data["url"]).path) for f in found}
     assert "/hang" not in site.hits  # no browser loaded the page's image
+
+
+@pytest.mark.timeout(300)
+async def test_a_rendered_audit_of_an_https_site_trusts_the_fetchers_ca(
+    store_url: str, render_env: None
+) -> None:
+    """Chromium trusts ``SEOJOBS_FETCH_CA_FILE`` as the fetcher does: every https page of
+    the site (a certificate of the test CA) is rendered, none fails, and nothing is left."""
+    fake = TlsSite()
+    with fake.running() as served:
+        settings = make_settings(
+            store_url, allow_private_networks=True, fetch_ca_file=served.ca_file
+        )
+        services = Services(Database(store_url), settings, load_registry(settings))
+        try:
+            user = services.accounts.create_user("alice").user
+            params = {"start_url": f"{served.base}/", "render": "js", **RELAXED}
+            job, _ = services.jobs.create(user, "site_audit", {**params, "max_pages": 4})
+            done = await run_until_final(services, user, job, timeout=180)
+            assert done.state == "completed", done.error
+            found = services.jobs.findings(user, job.id, limit=1000)
+            items = services.jobs.items(user, job.id, limit=1000)
+        finally:
+            services.db.dispose()
+    failed = [f.data["evidence"] for f in found if f.code == "render_failed"]
+    assert failed == []
+    pages = [urlsplit(i.data["url"]).path for i in items if i.data["url"].startswith("https:")]
+    assert len(pages) == 4
+    # Each page fetched, then loaded again by Chromium (over https, trusting the test CA).
+    assert all(fake.hits[("https", path)] >= 2 for path in pages), fake.hits
+    assert marked(str(os.getpid())) == {}  # no renderer or Chromium left behind

@@ -80,6 +80,10 @@ async def test_an_https_audit_reports_what_only_https_pages_have_on_the_planted_
     assert evidence["https_links_to_http", "/base-http"] == {
         "links": [f"http://{origin}/clean-form"]
     }
+    assert evidence["form_insecure_action", "/base-http"] == {"actions": ["search"]}
+    # An http link to the host on another port is another site's: neither reported (scope
+    # and rule agree) nor crawled.
+    assert ("https_links_to_http", "/links-http-other-port") not in evidence
     assert evidence["hsts_missing", "/hsts-max-age-zero"] == {
         "strict_transport_security": "max-age=0"
     }

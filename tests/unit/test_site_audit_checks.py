@@ -379,6 +379,60 @@ def test_relative_urls_under_a_base_href_resolve_against_it() -> None:
     assert _codes(_page(html("p", head=secure, body=body), response=_response(*DRESSED))) == set()
 
 
+@pytest.mark.parametrize(
+    ("head", "body", "code"),
+    [
+        # The page's own alternate is another URL under the base.
+        ('<link rel="alternate" hreflang="en" href="care">', "", "hreflang_missing_self"),
+        ('<link rel="canonical" href="care">', "", "canonical_other_host"),
+        ('<link rel="canonical" href="./">', "", "canonical_to_root"),
+        ("", '<a href="admin">Admin</a>', "link_to_local_address"),
+        ("", '<form action="search"><input name="q"></form>', "form_insecure_action"),
+    ],
+)
+def test_every_relative_url_of_the_markup_resolves_against_the_base(
+    head: str, body: str, code: str
+) -> None:
+    """Each rule that resolves a URL of the markup reads it against the page's base: the
+    page without it has no such finding; with a base it has, and an ignored base (a
+    javascript: one, an invalid one) changes nothing."""
+    bases = {
+        "hreflang_missing_self": "/other/",
+        "canonical_other_host": "https://elsewhere.example/",
+        "canonical_to_root": "/",
+        "link_to_local_address": "http://192.168.1.1/",
+        "form_insecure_action": "http://example.com/",
+    }
+    served = _response(*DRESSED)
+
+    def codes(base: str) -> set[str]:
+        written = f'<base href="{base}">' if base else ""
+        page = _page(html("p", head=written + head, body=words("p") + body), response=served)
+        return _codes(page)
+
+    assert code not in codes("")
+    assert code in codes(bases[code])
+    for ignored in ("javascript:void(0)", "https://example.com:99999/"):
+        assert code not in codes(ignored)
+    # An empty action posts to the page's own (https) URL, whatever the base.
+    if code == "form_insecure_action":
+        empty = html("p", head=f'<base href="{bases[code]}">', body='<form action=""></form>')
+        assert code not in _codes(_page(empty, response=served))
+
+
+def test_a_link_header_resolves_against_the_pages_url_not_its_base() -> None:
+    """The Link header is no part of the document: its canonical is read against the
+    response's URL, the HTML's against the base."""
+    header = ("link", '<care>; rel="canonical"')  # /garden/care: the page itself
+
+    def codes(head: str) -> set[str]:
+        document = html("p", head='<base href="/other/">' + head, body=words("p"))
+        return _codes(_page(document, response=_response(*DRESSED, header)))
+
+    assert "canonical_header_mismatch" in codes('<link rel="canonical" href="care">')
+    assert "canonical_header_mismatch" not in codes(f'<link rel="canonical" href="{URL}">')
+
+
 def test_a_small_page_need_not_be_compressed_and_a_temporary_redirect_is_named() -> None:
     small = _response(*DRESSED[:1], *DRESSED[2:], body=b"x" * 1024)
     assert _codes(_page(html("clean"), response=small)) == set()

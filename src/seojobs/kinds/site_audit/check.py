@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from seojobs.fetch import FetchResult
+from seojobs.fetch.errors import FetchError
+from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.guide import GUIDE
 from seojobs.kinds.site_audit.page import PageFacts
 from seojobs.kinds.site_audit.params import Thresholds
@@ -35,6 +38,41 @@ class Rendering:
     blocked: tuple[dict[str, str], ...] = ()
 
 
+def document_base(url: str, facts: PageFacts | None) -> URL:
+    """The base URL of the page at ``url`` (HTML's document base URL), which every relative
+    URL of its markup resolves against: links, ``rel=canonical``, hreflang alternates,
+    ``rel=next/prev``, what it loads (images, scripts, styles, frames) and form actions. It
+    is the first ``<base href>`` resolved against ``url``; ``url`` itself when the page has
+    none, or when that href does not resolve to an http(s) URL (a browser ignores an invalid
+    one, a ``javascript:`` or ``data:`` one too). HTTP ``Link:`` headers are no part of the
+    document: they resolve against the response's URL, never this."""
+    document = parse_url(url)
+    href = facts.base_href if facts is not None else None
+    if not href:
+        return document
+    try:
+        return parse_url(join_url(document, href))
+    except (FetchError, ValueError):
+        return document
+
+
+def site_of(url: str) -> tuple[str, int | None]:
+    """The site ``url`` is on, as the crawl's scope sees it: its host (a ``www.`` twin is the
+    same site) and port (None: the scheme's default, so ``http://a`` and ``https://a`` are
+    one site, and ``https://a:8443`` is another)."""
+    parsed = parse_url(url)
+    return parsed.host.removeprefix("www."), parsed.port
+
+
+def resolve(base: URL, href: str) -> str | None:
+    """``href`` resolved against ``base``, normalised (the crawl's page key); None when it
+    does not resolve to an http(s) URL."""
+    try:
+        return parse_url(join_url(base, href)).key
+    except (FetchError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Page:
     """One crawled page as the page rules see it."""
@@ -51,6 +89,15 @@ class Page:
     broken_external: list[dict[str, Any]] = field(default_factory=list)  # checked, broken
     response: FetchResult | None = None  # headers, body and hops, for the rules that read them
     rendering: Rendering | None = None  # render: "js" only
+
+    @cached_property
+    def base(self) -> URL:
+        """What the URLs of the page's markup resolve against (:func:`document_base`)."""
+        return document_base(self.url, self.facts)
+
+    def resolve(self, href: str) -> str | None:
+        """A URL of the page's markup made absolute (:func:`resolve`), against its base."""
+        return resolve(self.base, href)
 
 
 @dataclass(frozen=True)

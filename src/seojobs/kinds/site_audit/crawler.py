@@ -19,7 +19,7 @@ from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
-from seojobs.kinds.site_audit.check import Rendering
+from seojobs.kinds.site_audit.check import Rendering, document_base, resolve, site_of
 from seojobs.kinds.site_audit.checks import Page, Reporting, codes, page_findings
 from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
@@ -44,16 +44,12 @@ def page_key(url: str) -> str:
     return parse_url(url).key
 
 
-def _site(url: URL) -> tuple[str, int | None]:
-    return url.host.removeprefix("www."), url.port
-
-
 class Frontier:
     """Adds a page's in-scope links as items, each once, up to ``max_pages`` in all."""
 
     def __init__(self, ctx: JobContext[SiteAuditParams], known: set[str]) -> None:
         self._ctx = ctx
-        self.site = _site(parse_url(ctx.params.start_url))
+        self.site = site_of(ctx.params.start_url)
         # Every URL stored or about to be (taken: stored with the page that found it). The
         # checks and updates of it never await, so two pages cannot both take a place.
         self._known = known
@@ -63,7 +59,7 @@ class Frontier:
         self.out_of_time = False
 
     def in_scope(self, url: str) -> bool:
-        return _site(parse_url(url)) == self.site
+        return site_of(url) == self.site
 
     def expired(self) -> bool:
         """Whether the crawl's time budget is spent (from then on it stays spent)."""
@@ -108,38 +104,27 @@ class Frontier:
         return await self._ctx.add_finished_item({"url": url, "depth": depth}, verdict)
 
 
-def _links(base: str, facts: PageFacts) -> list[tuple[str, bool]]:
+def _links(base: URL, facts: PageFacts) -> list[tuple[str, bool]]:
     """Every link as (normalised absolute URL, nofollow); unparseable ones are dropped."""
     found = []
-    try:
-        root = parse_url(join_url(parse_url(base), facts.base_href) if facts.base_href else base)
-    except (FetchError, ValueError):
-        root = parse_url(base)
     for link in facts.links:
         try:
-            found.append((page_key(join_url(root, link.href)), link.nofollow))
+            found.append((page_key(join_url(base, link.href)), link.nofollow))
         except (FetchError, ValueError):
             continue
     return found
 
 
-def _absolute(base: str, href: str) -> str | None:
-    try:
-        return page_key(join_url(parse_url(base), href))
-    except (FetchError, ValueError):
-        return None
+def _canonical(base: URL, facts: PageFacts) -> str | None:
+    return resolve(base, facts.canonicals[0]) if facts.canonicals else None
 
 
-def _canonical(base: str, facts: PageFacts) -> str | None:
-    return _absolute(base, facts.canonicals[0]) if facts.canonicals else None
-
-
-def _first_of_each(base: str, pairs: list[tuple[str, str]]) -> dict[str, str]:
+def _first_of_each(base: URL, pairs: list[tuple[str, str]]) -> dict[str, str]:
     """name -> the first URL (normalised) under that name: hreflang's language -> alternate,
     rel=next/prev -> its target."""
     found: dict[str, str] = {}
     for name, href in pairs:
-        url = _absolute(base, href)
+        url = resolve(base, href)
         if url is not None:
             found.setdefault(name, url)
     return found
@@ -232,10 +217,12 @@ class Crawl:
         if read and self.renderer is not None:
             rendering, facts = await self._render(fetched.final_url, facts)
         final = page_key(fetched.final_url)
-        links = _links(fetched.final_url, facts) if facts else []
+        # What the page's URLs resolve against: its <base href>, if any (one base for all).
+        base = document_base(fetched.final_url, facts) if facts else None
+        links = _links(base, facts) if base and facts else []
         clean = self.frontier.rules.clean
         internal = [(clean(u), nf) for u, nf in links if self.frontier.in_scope(u)]
-        canonical = _canonical(fetched.final_url, facts) if facts else None
+        canonical = _canonical(base, facts) if base and facts else None
         follow = [u for u, _nofollow in internal]
         follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
         # Its links are stored with its result (one write); a page only a sitemap lists is
@@ -264,12 +251,12 @@ class Crawl:
             rendering=rendering,
         )
         found = page_findings(page, self.ctx.params.thresholds, self.reporting)
-        record = _record(page, fetched, canonical, links, internal)
+        record = _record(page, fetched, canonical, links, internal, base)
         record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
-        if facts is not None and (facts.subresources or facts.images):  # for its weight
-            record["loads"] = _loads(fetched.final_url, facts, self.frontier)
+        if base and facts and (facts.subresources or facts.images):  # for its weight
+            record["loads"] = _loads(base, facts, self.frontier)
         record["external"] = checked  # each external link's outcome, kept for a resume
         return ItemResult(
             outcome="crawled", result=record, findings=tuple(found), added=tuple(added)
@@ -286,11 +273,11 @@ class Crawl:
         return Rendering(raw, None, done.errors, done.blocked), rendered
 
 
-def _loads(base: str, facts: PageFacts, frontier: Frontier) -> list[str]:
+def _loads(base: URL, facts: PageFacts, frontier: Frontier) -> list[str]:
     """The site's own URLs the page loads (scripts, styles, images, media), a bounded
     sample."""
     sources = [*facts.subresources[:MAX_LOADS], *(i.src for i in facts.images[:MAX_LOADS])]
-    found = (_absolute(base, src) for src in sources if src)
+    found = (resolve(base, src) for src in sources if src)
     return sorted({u for u in found if u and frontier.in_scope(u)})
 
 
@@ -309,6 +296,7 @@ def _record(
     canonical: str | None,
     links: list[tuple[str, bool]],
     internal: list[tuple[str, bool]],
+    base: URL | None,
 ) -> dict[str, Any]:
     facts = page.facts
     return {
@@ -324,8 +312,8 @@ def _record(
         "description": facts.description if facts else None,
         "h1": facts.h1[0] if facts and facts.h1 else None,
         "canonical": canonical,
-        "hreflang": _first_of_each(fetched.final_url, facts.hreflang) if facts else {},
-        "pagination": _first_of_each(fetched.final_url, facts.pagination) if facts else {},
+        "hreflang": _first_of_each(base, facts.hreflang) if base and facts else {},
+        "pagination": _first_of_each(base, facts.pagination) if base and facts else {},
         "words": facts.words if facts else None,
         "content_hash": facts.text_hash if facts else None,
         "out_links": len(internal),

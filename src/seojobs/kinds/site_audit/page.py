@@ -119,7 +119,7 @@ class PageFacts:
     open_graph: dict[str, str] = field(default_factory=dict)  # og: property -> first content
     twitter_card: str | None = None  # its content
     head_in_body: list[str] = field(default_factory=list)  # head elements in <body>
-    base_href: str | None = None
+    base_href: str | None = None  # the first <base>'s href, as written; None: no such <base>
     links: list[Link] = field(default_factory=list)
     # Anchors a crawler cannot follow: no href, ``javascript:``, empty.
     non_crawlable: list[str] = field(default_factory=list)
@@ -252,9 +252,11 @@ class _Reader:
         self.facts.amp = "amp" in a or "\u26a1" in a
 
     def base(self, node: LexborNode) -> None:
-        href = (node.attributes.get("href") or "").strip()
-        if self.facts.base_href is None and href:
-            self.facts.base_href = href
+        """The first <base> with an href sets the page's base, an empty href too (the page's
+        own URL: a later <base> is then ignored, as browsers do)."""
+        a = node.attributes
+        if self.facts.base_href is None and "href" in a:
+            self.facts.base_href = (a["href"] or "").strip()
 
     def title(self, node: LexborNode) -> None:
         if self.within(node, None, "svg"):  # an SVG's <title> names the drawing, not the page

@@ -8,8 +8,11 @@ its own and within ``..._RENDER_TIMEOUT`` seconds. Chromium is held to the addre
 web vitals' is: the page's host must pass the fetcher's
 :class:`~seojobs.fetch.guard.AddressGuard`, and Chromium's ``--host-resolver-rules`` map that
 host to the checked address and every other name to ``~NOTFOUND`` (a subresource on another
-host is then a blocked resource, reported). A page that cannot be rendered is audited from its
-raw HTML, with a ``render_failed`` finding: one page's failure never fails the audit.
+host is then a blocked resource, reported). Chromium trusts the CAs of
+``SEOJOBS_FETCH_CA_FILE`` as the fetcher does, with full verification: they are the trust
+anchors of an NSS database in a home folder of its own (``seojobs.browsers.nssdb``). A page
+that cannot be rendered is audited from its raw HTML, with a ``render_failed`` finding: one
+page's failure never fails the audit.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seojobs.browsers import slots
+from seojobs.browsers import nssdb, slots
 from seojobs.browsers.slots import BrowserFailed, resolver_rules
 from seojobs.engine.context import JobFailed
 from seojobs.fetch import FetchError
@@ -73,6 +77,10 @@ class Renderer:
         self.free: asyncio.Queue[slots.Slot] = asyncio.Queue()
         for slot in self.slots:
             self.free.put_nowait(slot)
+        self.ca_file = settings.fetch_ca_file
+        self.home: tempfile.TemporaryDirectory[str] | None = None  # trusts ca_file's CAs
+        self.home_error: str | None = None
+        self.home_lock = asyncio.Lock()
 
     def installed(self) -> None:
         """Fail the job before its first page when the browser cannot run (a coded error)."""
@@ -104,6 +112,11 @@ class Renderer:
             "timeout_ms": int(self.page_timeout * 1000),
             "max_bytes": self.max_bytes,
         }
+        if self.ca_file:
+            home = await self._trusting_home()
+            if home is None:
+                return Rendered(None, error=self.home_error)
+            ask["home"] = home
         slot = await self.free.get()
         try:
             answer, out = await slot.call(ask, url)
@@ -123,8 +136,22 @@ class Renderer:
                 os.unlink(out)
         return _rendered(raw[: self.max_bytes].decode("utf-8", "replace"), answer)
 
+    async def _trusting_home(self) -> str | None:
+        """Chromium's home folder, made once, whose NSS database trusts the fetcher's CA
+        file; None when it could not be made (``home_error`` says why)."""
+        async with self.home_lock:
+            if self.home is None and self.home_error is None and self.ca_file:
+                try:
+                    self.home = await nssdb.trusting_home(self.ca_file)
+                except (OSError, RuntimeError) as exc:
+                    self.home_error = str(exc)[:300]
+        return self.home.name if self.home is not None else None
+
     async def close(self) -> None:
         await asyncio.gather(*(slot.close() for slot in self.slots))
+        if self.home is not None:
+            await asyncio.to_thread(self.home.cleanup)
+            self.home = None
 
 
 def _rendered(html: str, answer: dict[str, Any]) -> Rendered:

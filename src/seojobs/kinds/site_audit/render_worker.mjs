@@ -6,7 +6,8 @@
 //
 //   node render_worker.mjs NODE_MODULES CHROME_PATH RECYCLE
 //
-// stdin: one JSON request a line {"id", "url", "chrome_flags", "timeout_ms", "max_bytes", "out"};
+// stdin: one JSON request a line {"id", "url", "chrome_flags", "timeout_ms", "max_bytes", "out",
+// "home"} ("home", optional: Chromium's HOME, whose NSS database holds the CAs to trust);
 // stdout: one JSON answer a line {"id", "ok": true, "status", "final_url", "errors", "blocked",
 // "truncated"} (the rendered HTML written to "out") or {"id", "ok": false, "error": "..."}.
 // Each page gets a browser context of its own (no cookies or storage carried between pages).
@@ -36,8 +37,8 @@ async function closeBrowser() {
   }
 }
 
-async function browserFor(chromeFlags) {
-  const key = JSON.stringify(chromeFlags);
+async function browserFor(chromeFlags, home) {
+  const key = JSON.stringify([chromeFlags, home || null]);
   if (browser && (key !== browserKey || pages >= recycle || !browser.connected)) {
     await closeBrowser();
   }
@@ -46,6 +47,7 @@ async function browserFor(chromeFlags) {
       executablePath: chromePath,
       headless: true,
       args: chromeFlags,
+      ...(home ? {env: {...process.env, HOME: home}} : {}),
       handleSIGINT: false,
       handleSIGTERM: false,
       handleSIGHUP: false,
@@ -60,7 +62,7 @@ async function browserFor(chromeFlags) {
 const clip = (text) => String(text).slice(0, MAX_TEXT);
 
 async function render(request) {
-  const chrome = await browserFor(request.chrome_flags);
+  const chrome = await browserFor(request.chrome_flags, request.home);
   const context = await chrome.createBrowserContext();
   const errors = [];
   const blocked = [];

@@ -22,6 +22,7 @@ from seojobs.kinds.site_audit.check import (
     W,
     html,
     listed,
+    site_of,
 )
 from seojobs.kinds.site_audit.languages import valid_language
 from seojobs.kinds.site_audit.page import PageFacts
@@ -53,6 +54,8 @@ GENERIC_TEXT = frozenset(
 
 
 def _absolute(page: Page, href: str) -> str | None:
+    """``href`` resolved against the page's URL, not its ``<base href>``: for what is no part
+    of its markup (a ``Link:`` header) or no URL attribute of HTML (``og:url``)."""
     try:
         return parse_url(join_url(parse_url(page.url), href)).key
     except (FetchError, ValueError):
@@ -61,12 +64,6 @@ def _absolute(page: Page, href: str) -> str | None:
 
 def _is_absolute(href: str) -> bool:
     return href.lower().startswith(("http://", "https://"))
-
-
-def _site(url: str) -> tuple[str, int | None]:
-    """Host and port, as the crawl's scope sees them (a ``www.`` twin is the same site)."""
-    parsed = parse_url(url)
-    return parsed.host.removeprefix("www."), parsed.port
 
 
 def _directives(page: Page) -> frozenset[str]:
@@ -127,12 +124,12 @@ def _canonical_relative(f: PageFacts, _t: Thresholds) -> Evidence:
 
 def _canonical(page: Page) -> str | None:
     href = page.facts.canonicals[0] if page.facts and page.facts.canonicals else ""
-    return _absolute(page, href) if href else None
+    return page.resolve(href) if href else None
 
 
 def _canonical_other_host(page: Page, _t: Thresholds) -> Evidence:
     target = _canonical(page)
-    elsewhere = target is not None and _site(target) != _site(page.url)
+    elsewhere = target is not None and site_of(target) != site_of(page.url)
     return {"canonical": target} if elsewhere else None
 
 
@@ -169,14 +166,14 @@ def _no_x_default(f: PageFacts, _t: Thresholds) -> Evidence:
 def _no_self(page: Page, _t: Thresholds) -> Evidence:
     if page.facts is None or not page.facts.hreflang:
         return None
-    targets = {_absolute(page, href) for _code, href in page.facts.hreflang}
+    targets = {page.resolve(href) for _code, href in page.facts.hreflang}
     return None if page.url in targets else {"alternates": sorted(filter(None, targets))[:SAMPLE]}
 
 
 def _several_languages(page: Page, _t: Thresholds) -> Evidence:
     codes: dict[str, list[str]] = defaultdict(list)
     for code, href in page.facts.hreflang if page.facts else []:
-        target = _absolute(page, href)
+        target = page.resolve(href)
         if target is not None and code != "x-default" and code not in codes[target]:
             codes[target].append(code)
     several = [{"url": url, "languages": found} for url, found in codes.items() if len(found) > 1]
@@ -188,8 +185,18 @@ def _form_on_http(page: Page, _t: Thresholds) -> Evidence:
     return {"forms": len(forms)} if forms and page.url.startswith("http://") else None
 
 
-def _form_insecure(f: PageFacts, _t: Thresholds) -> Evidence:
-    insecure = [action for action in f.forms if action.lower().startswith("http://")]
+def _form_insecure(page: Page, _t: Thresholds) -> Evidence:
+    """Actions written http:, and on an https page those a ``<base href>`` makes http (on an
+    http page every relative action is http: ``form_on_http_page`` says so). An empty action
+    posts to the page's own URL, whatever the base."""
+    forms = page.facts.forms if page.facts else []
+    https = page.url.startswith("https:")
+    insecure = [
+        action
+        for action in forms
+        if action.lower().startswith("http://")
+        or (https and action and (page.resolve(action) or "").startswith("http:"))
+    ]
     return {"actions": insecure[:SAMPLE]} if insecure else None
 
 
@@ -211,11 +218,22 @@ def _local(host: str) -> bool:
 
 
 def _local_links(page: Page, _t: Thresholds) -> Evidence:
+    """Links (resolved against the page's base) to a local host other than the page's."""
+    if page.facts is None:
+        return None
     own = _host_of(page.url)
-    hrefs = (
-        [link.href for link in page.facts.links if _is_absolute(link.href)] if page.facts else []
-    )
-    local = [h for h in hrefs if (host := _host_of(h)) and host != own and _local(host)]
+    # A relative link stays on the page's host, unless its <base href> names another.
+    based = page.base.host != own
+    hrefs = [
+        link.href
+        for link in page.facts.links
+        if based or _is_absolute(link.href) or link.href.startswith("//")
+    ]
+    local = [
+        url
+        for href in hrefs
+        if (url := page.resolve(href)) and (host := _host_of(url)) != own and host and _local(host)
+    ]
     return {"links": local[:SAMPLE]} if local else None
 
 
@@ -288,7 +306,7 @@ def _hreflang_lang(page: Page, _t: Thresholds) -> Evidence:
     f = page.facts
     if f is None or not f.lang or not f.hreflang:
         return None
-    own = [c for c, href in f.hreflang if c != "x-default" and _absolute(page, href) == page.url]
+    own = [c for c, href in f.hreflang if c != "x-default" and page.resolve(href) == page.url]
     if not own or _primary(f.lang) in {_primary(c) for c in own}:
         return None
     return {"lang": f.lang, "hreflang": own[:SAMPLE]}
@@ -297,7 +315,7 @@ def _hreflang_lang(page: Page, _t: Thresholds) -> Evidence:
 def _hreflang_duplicate(page: Page, _t: Thresholds) -> Evidence:
     targets: dict[str, set[str]] = defaultdict(set)
     for code, href in page.facts.hreflang if page.facts else []:
-        targets[code].add(_absolute(page, href) or href)
+        targets[code].add(page.resolve(href) or href)
     several = [
         {"language": c, "urls": sorted(u)[:SAMPLE]} for c, u in targets.items() if len(u) > 1
     ]
@@ -311,7 +329,7 @@ def _hreflang_body(f: PageFacts, _t: Thresholds) -> Evidence:
 def _pagination_targets(page: Page) -> list[tuple[str, str]]:
     found = []
     for rel, href in page.facts.pagination if page.facts else []:
-        target = _absolute(page, href)
+        target = page.resolve(href)
         if target is not None:
             found.append((rel, target))
     return found
@@ -328,7 +346,7 @@ def _pagination_unlinked(page: Page, _t: Thresholds) -> Evidence:
     unlinked = [
         {"rel": rel, "target": target}
         for rel, target in _pagination_targets(page)
-        if target != page.url and _site(target) == _site(page.url) and target not in linked
+        if target != page.url and site_of(target) == site_of(page.url) and target not in linked
     ]
     return {"links": unlinked[:SAMPLE]} if unlinked else None
 
@@ -456,7 +474,7 @@ RULES: Rules = [
     ),
     (
         Check("form_insecure_action", W, "A form posts to an http: URL."),
-        html(_form_insecure),
+        _form_insecure,
     ),
     (
         Check(

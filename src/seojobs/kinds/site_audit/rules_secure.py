@@ -6,12 +6,10 @@ the rules read the page's URL after redirects, its markup and its headers.
 
 from __future__ import annotations
 
-import contextlib
-
 from seojobs.fetch import FetchResult
 from seojobs.fetch.errors import FetchError
-from seojobs.fetch.urls import join_url, parse_url
-from seojobs.kinds.site_audit.check import SAMPLE, Check, E, Evidence, Page, Rules, W, read
+from seojobs.fetch.urls import join_url
+from seojobs.kinds.site_audit.check import SAMPLE, Check, E, Evidence, Page, Rules, W, read, site_of
 from seojobs.kinds.site_audit.page import PageFacts
 
 
@@ -19,51 +17,50 @@ def _https(r: FetchResult) -> bool:
     return r.final_url.lower().startswith("https:")
 
 
-def _plain(f: PageFacts, hrefs: list[str]) -> list[str]:
+def _plain(page: Page, hrefs: list[str]) -> list[str]:
     """The hrefs that can resolve to http: on an https page: those written http:, or all
-    of them under a ``<base href>`` (else relative and scheme-relative ones stay https)."""
-    if f.base_href:
+    of them under an http base (else relative and scheme-relative ones stay https)."""
+    if page.base.scheme == "http":
         return hrefs
     return [h for h in hrefs if h.lstrip()[:5].lower() == "http:"]
 
 
-def _resolved(f: PageFacts, r: FetchResult, hrefs: list[str]) -> list[str]:
-    """``hrefs`` made absolute as a browser does: against the ``<base href>`` if any."""
-    base = parse_url(r.final_url)
-    if f.base_href:
-        with contextlib.suppress(FetchError, ValueError):
-            base = parse_url(join_url(base, f.base_href))
+def _resolved(page: Page, hrefs: list[str]) -> list[str]:
+    """``hrefs`` made absolute as a browser does: against the page's base."""
     found = []
     for href in hrefs:
         try:
-            found.append(join_url(base, href))
+            found.append(join_url(page.base, href))
         except (FetchError, ValueError):
             continue
     return found
 
 
-def _mixed(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
+def _mixed(page: Page, f: PageFacts, r: FetchResult) -> Evidence:
     if not _https(r):
         return None
     loads = [image.src for image in f.images if image.src] + f.iframes + f.subresources
-    plain = [u for u in _resolved(f, r, _plain(f, loads)) if u.lower().startswith("http:")]
+    plain = [u for u in _resolved(page, _plain(page, loads)) if u.lower().startswith("http:")]
     return {"resources": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
-def _site_host(url: str) -> str:
-    return parse_url(url).host.removeprefix("www.")
-
-
-def _links_to_http(_page: Page, f: PageFacts, r: FetchResult) -> Evidence:
+def _links_to_http(page: Page, f: PageFacts, r: FetchResult) -> Evidence:
+    """Links to http: URLs of the page's own site as the crawl's scope sees it (host, or its
+    www. twin, and port): what the audit crawls as the site's pages."""
     if not _https(r):
         return None
-    own = _site_host(r.final_url)
-    hrefs = _plain(f, [link.href for link in f.links])
+    hrefs = _plain(page, [link.href for link in f.links])
     if not hrefs:
         return None
-    plain = [
-        u for u in _resolved(f, r, hrefs) if u.lower().startswith("http:") and _site_host(u) == own
-    ]
+    own = site_of(page.url)
+    plain = []
+    for url in _resolved(page, hrefs):
+        if url.lower().startswith("http:"):
+            try:
+                if site_of(url) == own:
+                    plain.append(url)
+            except (FetchError, ValueError):
+                continue
     return {"links": list(dict.fromkeys(plain))[:SAMPLE]} if plain else None
 
 
@@ -95,7 +92,12 @@ RULES: Rules = [
         read(_mixed),
     ),
     (
-        Check("https_links_to_http", W, "An https page links to http: URLs of its own site."),
+        Check(
+            "https_links_to_http",
+            W,
+            "An https page links to http: URLs of its own site (host or www. twin, and port: "
+            "the crawl's scope).",
+        ),
         read(_links_to_http),
     ),
     (
