@@ -9,7 +9,8 @@ import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from sqlalchemy import event, func, select
+import pytest
+from sqlalchemy import event, func, select, text
 
 from seojobs.engine import context
 from seojobs.engine.host import RecordItems
@@ -21,7 +22,7 @@ from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.tables import jobs
+from seojobs.store.tables import job_items, jobs
 from tests.conftest import make_settings
 from tests.kinds import test_log
 from tests.waiting import await_until
@@ -99,6 +100,48 @@ async def test_results_that_finish_apart_are_written_in_groups(
     for item in services.jobs.items(user, job.id):
         groups.setdefault(item.finished_at, []).append(item.seq)  # one write, one time
     assert sorted(groups.values()) == [[0, 1], [2, 3], [4]]
+
+
+@pytest.mark.stores("postgresql")  # SQLite's write lock would stop the claim and the log too
+async def test_with_a_backlog_items_start_while_earlier_results_wait_for_their_write(
+    services, db, settings, registry
+) -> None:  # type: ignore[no-untyped-def]
+    # The job's items locked by another transaction: the worker's first write of results
+    # waits on them. Without a backlog the two items holding its places wait with it and no
+    # other starts; with a backlog of two, two more start (their results take the places in
+    # it) and then wait too: concurrency + backlog, no more, until the write goes through.
+    user = services.accounts.create_user("alice").user
+    urls = [f"https://example.test/{i}" for i in range(12)]
+    params = {"urls": urls, "concurrency": 2, "backlog": 2}
+    job, _ = services.jobs.create(user, "test_items", params)
+    with db.engine.connect() as blocker, blocker.begin():
+        blocker.execute(
+            select(job_items.c.id).where(job_items.c.job_id == job.id).with_for_update()
+        )
+        holder = blocker.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        async with running(db, settings, registry):
+            await await_until(lambda: asyncio.to_thread(_blocked_by, db, holder))
+            await await_until(lambda: asyncio.to_thread(_started, db, job.id, 4))
+            assert sum(starts_per_item(db, job.id).values()) == 4
+            assert (await asyncio.to_thread(services.jobs.get, user, job.id)).items_done == 0
+            blocker.rollback()
+            done = await until_state(services, user, job.id, "completed", "failed")
+    assert (done.state, done.items_done) == ("completed", 12)
+    assert starts_per_item(db, job.id) == dict.fromkeys(urls, 1)
+
+
+def _started(db: Database, job_id: int, count: int) -> bool:
+    return sum(starts_per_item(db, job_id).values()) >= count
+
+
+def _blocked_by(db: Database, holder: int) -> bool:
+    """Whether a statement waits for a lock the session ``holder`` (a backend's pid) holds."""
+    with db.read() as conn:
+        found = conn.execute(
+            text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"),
+            {"pid": holder},
+        ).scalar_one()
+    return bool(found)
 
 
 async def test_job_failures_carry_code_and_message_and_are_not_retried(
