@@ -421,6 +421,36 @@ async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registr
         d.dispose()
 
 
+async def test_a_page_of_a_jobs_items_is_one_round_trip_on_postgresql(
+    pg_url: str, registry: Registry
+) -> None:
+    """The pages of open items a running job reads (a crawl's frontier, a page at a time),
+    and whether it still holds its claim: one statement each, without the BEGIN and ROLLBACK
+    round trips of a transaction block."""
+    settings = make_settings(pg_url)
+    db = Database(pg_url)
+    services = Services(db, settings, registry)
+    user = services.accounts.create_user("alice").user
+    services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim_now(db, settings)
+    worker = Worker(db, settings, registry)
+    sent: list[bool] = []
+
+    def seen(conn, _cursor, _statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        sent.append(conn.connection.driver_connection.autocommit)
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        page = await worker.items(claimed, -1, 10, only_open=True)
+        held = await worker.still_held(claimed)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+        worker.executor.shutdown()
+    assert [i.input for i in page] == ["a", "b"] and held
+    assert sent == [True, True]  # autocommit: psycopg sends no BEGIN, nor ROLLBACK after
+    db.dispose()
+
+
 async def test_a_group_of_results_with_its_found_items_is_one_round_trip_on_postgresql(
     pg_url: str, registry: Registry
 ) -> None:
