@@ -64,6 +64,7 @@ class ItemsParams(BaseModel):
     item_delay: float = Field(default=0.0, ge=0)
     fail_items: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=1, ge=1)
+    backlog: int = Field(default=0, ge=0)  # run_items' results waiting for a write
     delay_step: float = Field(default=0.0, ge=0)  # item n sleeps n x this longer
 
 
@@ -92,7 +93,7 @@ async def items(ctx: JobContext[ItemsParams]) -> None:
             return ItemResult.error("item_failed", f"{item.input} was told to fail")
         return ItemResult(outcome="ok", result={"length": len(item.input)})
 
-    await ctx.run_items(one, concurrency=params.concurrency)
+    await ctx.run_items(one, concurrency=params.concurrency, backlog=params.backlog)
     ctx.result = {"seen": ctx.counters.get("ok", 0)}
 
 
@@ -117,6 +118,7 @@ class CrawlParams(BaseModel):
     start: str
     item_delay: float = Field(default=0.0, ge=0)
     concurrency: int = Field(default=2, ge=1)
+    backlog: int = Field(default=0, ge=0)
 
 
 LINK = re.compile(r'href="([^"#]+)"')
@@ -143,7 +145,7 @@ async def crawl(ctx: JobContext[CrawlParams]) -> None:
         return ItemResult(outcome="crawled", result={"links": len(links)}, findings=found)
 
     async with Fetcher(ctx.settings) as fetcher:
-        await ctx.run_items(one, concurrency=ctx.params.concurrency)
+        await ctx.run_items(one, concurrency=ctx.params.concurrency, backlog=ctx.params.backlog)
     await ctx.collect(site, {"pages": ctx.counters.get("crawled", 0)})
 
 

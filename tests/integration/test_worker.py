@@ -9,7 +9,8 @@ import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from sqlalchemy import event, func, select
+import pytest
+from sqlalchemy import event, func, select, text
 
 from seojobs.engine import context
 from seojobs.engine.host import RecordItems
@@ -21,7 +22,7 @@ from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.tables import jobs
+from seojobs.store.tables import job_items, jobs
 from tests.conftest import make_settings
 from tests.kinds import test_log
 from tests.waiting import await_until
@@ -99,6 +100,48 @@ async def test_results_that_finish_apart_are_written_in_groups(
     for item in services.jobs.items(user, job.id):
         groups.setdefault(item.finished_at, []).append(item.seq)  # one write, one time
     assert sorted(groups.values()) == [[0, 1], [2, 3], [4]]
+
+
+@pytest.mark.stores("postgresql")  # SQLite's write lock would stop the claim and the log too
+async def test_with_a_backlog_items_start_while_earlier_results_wait_for_their_write(
+    services, db, settings, registry
+) -> None:  # type: ignore[no-untyped-def]
+    # The job's items locked by another transaction: the worker's first write of results
+    # waits on them. Without a backlog the two items holding its places wait with it and no
+    # other starts; with a backlog of two, two more start (their results take the places in
+    # it) and then wait too: concurrency + backlog, no more, until the write goes through.
+    user = services.accounts.create_user("alice").user
+    urls = [f"https://example.test/{i}" for i in range(12)]
+    params = {"urls": urls, "concurrency": 2, "backlog": 2}
+    job, _ = services.jobs.create(user, "test_items", params)
+    with db.engine.connect() as blocker, blocker.begin():
+        blocker.execute(
+            select(job_items.c.id).where(job_items.c.job_id == job.id).with_for_update()
+        )
+        holder = blocker.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        async with running(db, settings, registry):
+            await await_until(lambda: asyncio.to_thread(_blocked_by, db, holder))
+            await await_until(lambda: asyncio.to_thread(_started, db, job.id, 4))
+            assert sum(starts_per_item(db, job.id).values()) == 4
+            assert (await asyncio.to_thread(services.jobs.get, user, job.id)).items_done == 0
+            blocker.rollback()
+            done = await until_state(services, user, job.id, "completed", "failed")
+    assert (done.state, done.items_done) == ("completed", 12)
+    assert starts_per_item(db, job.id) == dict.fromkeys(urls, 1)
+
+
+def _started(db: Database, job_id: int, count: int) -> bool:
+    return sum(starts_per_item(db, job_id).values()) >= count
+
+
+def _blocked_by(db: Database, holder: int) -> bool:
+    """Whether a statement waits for a lock the session ``holder`` (a backend's pid) holds."""
+    with db.read() as conn:
+        found = conn.execute(
+            text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))"),
+            {"pid": holder},
+        ).scalar_one()
+    return bool(found)
 
 
 async def test_job_failures_carry_code_and_message_and_are_not_retried(
@@ -376,6 +419,36 @@ async def test_schedule_ticks_exactly_once_with_three_workers(store_url, registr
         assert (tick - schedule.start_at) % step == timedelta(0)  # ticks are on the grid
     for d in dbs:
         d.dispose()
+
+
+async def test_a_page_of_a_jobs_items_is_one_round_trip_on_postgresql(
+    pg_url: str, registry: Registry
+) -> None:
+    """The pages of open items a running job reads (a crawl's frontier, a page at a time),
+    and whether it still holds its claim: one statement each, without the BEGIN and ROLLBACK
+    round trips of a transaction block."""
+    settings = make_settings(pg_url)
+    db = Database(pg_url)
+    services = Services(db, settings, registry)
+    user = services.accounts.create_user("alice").user
+    services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim_now(db, settings)
+    worker = Worker(db, settings, registry)
+    sent: list[bool] = []
+
+    def seen(conn, _cursor, _statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        sent.append(conn.connection.driver_connection.autocommit)
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    try:
+        page = await worker.items(claimed, -1, 10, only_open=True)
+        held = await worker.still_held(claimed)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+        worker.executor.shutdown()
+    assert [i.input for i in page] == ["a", "b"] and held
+    assert sent == [True, True]  # autocommit: psycopg sends no BEGIN, nor ROLLBACK after
+    db.dispose()
 
 
 async def test_a_group_of_results_with_its_found_items_is_one_round_trip_on_postgresql(

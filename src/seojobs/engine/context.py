@@ -185,8 +185,9 @@ class JobContext(Generic[P]):
         """Under run_items, let the next group grow a little: until it holds the results of
         half the concurrency, until every item still running is waiting in it (none will add
         to it soon), or for GROUP_WAIT seconds at most. An item keeps its concurrency slot until
-        its result is written, so at most ``concurrency`` items are ever run again after a
-        crash, as before; what the wait costs is a little latency per item, never a write."""
+        its result is written (or, with a ``backlog``, until it has a place in it), so at most
+        ``concurrency`` (plus ``backlog``) items are ever run again after a crash; what the
+        wait costs is a little latency per item, never a write."""
         deadline = asyncio.get_running_loop().time() + GROUP_WAIT
         while not self.stopping:
             waiting = sum(len(pairs) for pairs, _done in self._pending)
@@ -317,28 +318,38 @@ class JobContext(Generic[P]):
                 await self._host.write(self.job, change(chunk, append))
             append = True
 
-    async def run_items(self, handle: ItemHandler, *, concurrency: int = 1) -> None:
+    async def run_items(
+        self, handle: ItemHandler, *, concurrency: int = 1, backlog: int = 0
+    ) -> None:
         """Run ``handle`` over every unfinished item, recording each result as it finishes,
         including items added while it runs (``add_items``), until none is left.
+
+        ``concurrency`` items are handled at once. An item keeps its place until its result
+        is written, unless ``backlog`` gives its result one of that many places to wait for
+        its write in: the next item starts meanwhile, so a slow write (a commit's fsync on
+        PostgreSQL) does not idle the handlers. A crash then runs again at most
+        ``concurrency + backlog`` items: for items cheap to repeat (a crawl's pages), never
+        for work that cannot be undone.
 
         Stops before the next item when the worker shuts down or the job is cancelled.
         """
         semaphore = asyncio.Semaphore(concurrency)
+        waiting = _places(backlog)
         failures: list[BaseException] = []
         in_flight: set[asyncio.Task[None]] = set()
         finished = [0]  # items done so far (their results, and the items they added, written)
 
         async def one(item: ItemRecord) -> None:
+            place = _Place(semaphore)  # given up when recorded, or once waiting in the backlog
             try:
-                verdict = await handle(item)
-                await self.record(item, verdict)
+                await self._record_in(item, await handle(item), waiting, place)
             except BaseException as exc:  # collected; re-raised after in-flight items settle
                 failures.append(exc)
             finally:
                 finished[0] += 1
                 self._unrecorded -= 1
                 self._changed.set()
-                semaphore.release()
+                place.give_up()
 
         after = -1
         interrupted = False
@@ -378,6 +389,22 @@ class JobContext(Generic[P]):
         if interrupted:
             raise Interrupted("worker is shutting down")
 
+    async def _record_in(
+        self,
+        item: ItemRecord,
+        verdict: ItemResult,
+        backlog: asyncio.Semaphore | None,
+        place: _Place,
+    ) -> None:
+        """Record ``verdict``; with a ``backlog``, the item gives up its ``place`` among the
+        concurrency once its result has one of the backlog's, and waits there."""
+        if backlog is None:
+            await self.record(item, verdict)
+            return
+        async with backlog:
+            place.give_up()
+            await self.record(item, verdict)
+
     async def _open_items_after(self, after: int) -> AsyncIterator[ItemRecord]:
         while True:
             page = await self._host.items(self.job, after, ITEM_PAGE, only_open=True)
@@ -386,6 +413,23 @@ class JobContext(Generic[P]):
             for item in page:
                 yield item
             after = page[-1].seq
+
+
+class _Place:
+    """An item's place among ``run_items``' concurrency, given back once."""
+
+    def __init__(self, places: asyncio.Semaphore) -> None:
+        self._places: asyncio.Semaphore | None = places
+
+    def give_up(self) -> None:
+        if self._places is not None:
+            self._places.release()
+            self._places = None
+
+
+def _places(count: int) -> asyncio.Semaphore | None:
+    """``count`` places to wait in (a backlog), or None for none."""
+    return asyncio.Semaphore(count) if count > 0 else None
 
 
 def _outcome(item_id: int, verdict: ItemResult) -> ItemOutcome:

@@ -501,7 +501,7 @@ class Worker:
         self, job: JobRecord, after_seq: int, limit: int, *, only_open: bool
     ) -> list[ItemRecord]:
         def read() -> list[ItemRecord]:
-            with self.db.read() as conn:
+            with self.db.read_statement() as conn:
                 return job_sql.items_page(
                     conn, job.id, after_seq=after_seq, limit=limit, only_open=only_open
                 )
@@ -510,7 +510,7 @@ class Worker:
 
     async def still_held(self, job: JobRecord) -> bool:
         def read() -> bool:
-            with self.db.read() as conn:
+            with self.db.read_statement() as conn:
                 return job_sql.still_held(conn, job.id, job.attempt)
 
         return await self.run_db(read)

@@ -133,6 +133,19 @@ class Database:
             yield conn
 
     @contextmanager
+    def read_statement(self) -> Iterator[Connection]:
+        """For a read that is one statement (its own snapshot): on PostgreSQL outside a
+        transaction block, without the BEGIN and ROLLBACK round trips (a crawl reads its open
+        items a page at a time); on SQLite, and inside this thread's ``one_read()``,
+        ``read()``."""
+        if self.dialect != "postgresql" or getattr(self._held, "conn", None) is not None:
+            with self.read() as conn:
+                yield conn
+            return
+        with self.autocommit() as conn:
+            yield conn
+
+    @contextmanager
     def autocommit(self) -> Iterator[Connection]:
         """A connection whose every statement commits by itself (one-statement writes)."""
         with _unavailable(), self.engine.connect() as conn:

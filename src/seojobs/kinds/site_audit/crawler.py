@@ -399,6 +399,9 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         known.add(item.data["url"])
         outcomes += (item.result or {}).get("external", [])
     concurrency = ctx.kind_settings.concurrency
+    # A page whose result waits for its write gives its place to the next page (a page is
+    # cheap to fetch again: a crash may refetch twice as many), so the crawl never idles
+    # behind a commit (on PostgreSQL its fsync: ~4 ms on the bench machine, 100 round trips).
     listed: list[str] = []
     sitemaps_read = False
     too_large: list[tuple[str, dict[str, Any]]] = []
@@ -417,7 +420,7 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
             renderer.installed()
         crawl = Crawl(ctx, fetcher, frontier, external, renderer)
         try:
-            await ctx.run_items(crawl.page, concurrency=concurrency)
+            await ctx.run_items(crawl.page, concurrency=concurrency, backlog=concurrency)
             if params.include_sitemaps and not frontier.expired():
                 sitemaps_read = True
                 # After the links: a page reached by no click is then known as such.
@@ -425,13 +428,13 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
                 sitemaps = await discover(fetcher, params.start_url, cap)
                 listed, too_large = _in_scope(sitemaps.pages, frontier), sitemaps.too_large
                 await frontier.add(listed, None)
-                await ctx.run_items(crawl.page, concurrency=concurrency)
+                await ctx.run_items(crawl.page, concurrency=concurrency, backlog=concurrency)
             previous = await _previous(ctx, frontier)
             if previous and not frontier.expired():
                 # The pages the previous audit crawled that neither links nor sitemaps
                 # reached now: audited too, and those that still answer are orphans (30.3).
                 await frontier.add(previous, None)
-                await ctx.run_items(crawl.page, concurrency=concurrency)
+                await ctx.run_items(crawl.page, concurrency=concurrency, backlog=concurrency)
         finally:
             if renderer is not None:
                 await asyncio.shield(renderer.close())
