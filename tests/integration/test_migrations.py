@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, column, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -95,6 +97,31 @@ def test_migrate_is_idempotent_and_current(store_url: str) -> None:
     migrate.upgrade(db, extra=BUILTIN_MIGRATIONS)
     assert migrate.is_current(db, BUILTIN_MIGRATIONS)
     assert migrate.current_revision(db) == migrate.head_revision()
+    db.dispose()
+
+
+ACME_MIGRATIONS = str(Path(__file__).resolve().parents[1] / "acme" / "migrations")
+
+
+@pytest.mark.parametrize("extra", [(), BUILTIN_MIGRATIONS, (*BUILTIN_MIGRATIONS, ACME_MIGRATIONS)])
+def test_the_heads_read_from_the_version_files_are_alembics(extra: tuple[str, ...]) -> None:
+    """A process start recognises a database at its heads without Alembic (issue 24.1):
+    the heads it reads from the version files' source are the ones Alembic finds."""
+    alembic_heads = ScriptDirectory.from_config(migrate.alembic_config(extra)).get_heads()
+    assert migrate.script_heads(tuple(extra)) == set(alembic_heads)
+
+
+def test_a_database_missing_a_plugins_branch_is_upgraded(sqlite_url: str) -> None:
+    """At seojobs' heads but not at a plug-in's: the quick check does not skip the upgrade."""
+    db = Database(sqlite_url)
+    extra = (*BUILTIN_MIGRATIONS, ACME_MIGRATIONS)
+    assert migrate.is_current(db, BUILTIN_MIGRATIONS)
+    assert not migrate.is_current(db, extra)
+    migrate.upgrade(db, extra=extra)
+    assert "a001" in migrate.current_heads(db)
+    assert migrate.is_current(db, extra)
+    with db.read() as conn:
+        conn.execute(text("SELECT COUNT(*) FROM acme_notes"))
     db.dispose()
 
 

@@ -14,11 +14,6 @@ import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
-import dns.asyncresolver
-import dns.exception
-import dns.nameserver
-import dns.resolver
-
 NOT_FOUND = "domain_not_found"
 UNAVAILABLE = "dns_unavailable"
 RECORD_TYPES = ("A", "AAAA", "MX", "NS", "TXT", "CAA", "SOA")
@@ -88,6 +83,11 @@ class DnsResolver:
     """Asks ``nameservers`` (none: the system's), each question bounded by ``timeout``."""
 
     def __init__(self, nameservers: Sequence[str] = (), timeout: float = 5.0) -> None:
+        # dnspython is imported by the first resolver made, not by every process that loads
+        # the kinds (a worker's or a CLI command's start, issue 24).
+        import dns.asyncresolver
+        import dns.nameserver
+
         if nameservers:
             made = dns.asyncresolver.Resolver(configure=False)
             made.nameservers = [
@@ -104,6 +104,9 @@ class DnsResolver:
         that two lookups compare; [] when there are none. Raises :class:`DnsError`."""
         if rdtype not in RECORD_TYPES:
             raise ValueError(f"unsupported record type {rdtype!r}")
+        import dns.exception
+        import dns.resolver
+
         try:
             answer = await self._resolver.resolve(name, rdtype, search=False)
         except dns.resolver.NXDOMAIN as exc:

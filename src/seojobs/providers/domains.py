@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+from typing import TYPE_CHECKING
 
-import tldextract
+if TYPE_CHECKING:
+    import tldextract
 
 
 def fresh_extractor() -> tldextract.TLDExtract:
     """The bundled snapshot only: an empty URL list is never fetched, and no cache is written
     (``cache_dir=None`` wins over ``TLDEXTRACT_CACHE``)."""
+    import tldextract  # with requests and filelock: made when a host is first matched
+
     return tldextract.TLDExtract(
         cache_dir=None,
         suffix_list_urls=(),
@@ -33,7 +37,7 @@ def fresh_extractor() -> tldextract.TLDExtract:
     )
 
 
-_EXTRACT = fresh_extractor()
+_extractor = functools.cache(fresh_extractor)
 
 
 def _clean(host: str) -> str:
@@ -57,7 +61,7 @@ def registrable(host: str) -> str | None:
         return None
     if _is_ip(host):
         return host
-    parts = _EXTRACT.extract_str(host)
+    parts = _extractor().extract_str(host)
     if parts.suffix:
         return f"{parts.domain}.{parts.suffix}" if parts.domain else None
     labels = host.split(".")  # no listed suffix: the default rule "*"

@@ -15,10 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
-
-from google.auth import crypt, jwt
 
 from seojobs.fetch.errors import UnreadableBody
 from seojobs.fetch.http import HttpClient, Response
@@ -33,6 +31,9 @@ from seojobs.providers.base import (
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ASSERTION_LIFETIME = 3600  # Google's maximum for exp - iat
 REFRESH_MARGIN = 300.0  # renew this long before expiry so a token never dies mid-batch
+
+if TYPE_CHECKING:  # google-auth (and its cryptography) load when a key file is first read
+    from google.auth import crypt
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ def load_service_account(path: str) -> ServiceAccount:
             raise _credentials_error(path, f"has no {name!r}")
     if urlsplit(info["token_uri"]).scheme not in ("http", "https"):
         raise _credentials_error(path, f"has a token_uri that is not a URL: {info['token_uri']!r}")
+    from google.auth import crypt
+
     try:
         signer = crypt.RSASigner.from_service_account_info(info)  # type: ignore[no-untyped-call]
     except (ValueError, TypeError, IndexError) as exc:
@@ -153,6 +156,8 @@ class ServiceAccountTokens:
             "iat": now,
             "exp": now + ASSERTION_LIFETIME,
         }
+        from google.auth import jwt
+
         signed: bytes = jwt.encode(self.account.signer, claims)  # type: ignore[no-untyped-call]
         return signed.decode("ascii")
 

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import psycopg
 from sqlalchemy import Connection as Connection  # re-exported: the layers above type with it
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Dialect, make_url
@@ -233,6 +232,8 @@ class Database:
         blocked in the driver cannot be. SQLite is a local file: always True."""
         if self.dialect != "postgresql":
             return True
+        import psycopg  # loaded on PostgreSQL only: a SQLite process never needs it
+
         try:
             async with asyncio.timeout(within):
                 conn = await psycopg.AsyncConnection.connect(

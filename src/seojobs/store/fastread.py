@@ -29,7 +29,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
 from sqlalchemy import JSON
 
 from seojobs.records import JobRecord
@@ -235,6 +234,8 @@ class FastReads:
             raise
 
     async def _pg_rows(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        import psycopg  # PostgreSQL only (already loaded by its pool): SQLite never needs it
+
         try:
             return await self._pg_query(sql, args)
         except psycopg.OperationalError:

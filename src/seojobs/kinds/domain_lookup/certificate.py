@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import ipaddress
 from datetime import datetime
-from typing import Any
-
-from cryptography import x509
-from cryptography.x509.oid import ExtensionOID, NameOID
+from typing import TYPE_CHECKING, Any
 
 from seojobs.fetch.tls import PeerTLS
+
+if TYPE_CHECKING:  # cryptography loads when a lookup first reads a certificate
+    from cryptography import x509
 
 DAY = 86400
 
 
 def _name(name: x509.Name) -> dict[str, Any]:
+    from cryptography.x509.oid import NameOID
+
     common = name.get_attributes_for_oid(NameOID.COMMON_NAME)
     org = name.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     return {
@@ -25,6 +27,9 @@ def _name(name: x509.Name) -> dict[str, Any]:
 
 
 def _sans(cert: x509.Certificate) -> list[str]:
+    from cryptography import x509
+    from cryptography.x509.oid import ExtensionOID
+
     try:
         found = cert.extensions.get_extension_for_oid(ExtensionOID.SUBJECT_ALTERNATIVE_NAME)
     except x509.ExtensionNotFound:
@@ -61,6 +66,8 @@ def describe(peer: PeerTLS, host: str, now: datetime) -> dict[str, Any]:
     }
     if peer.certificate is None:
         return found
+    from cryptography import x509
+
     cert = x509.load_der_x509_certificate(peer.certificate)
     sans = _sans(cert)
     not_after = cert.not_valid_after_utc

@@ -1,0 +1,72 @@
+"""What a `seojobs` process imports to start (issue 24.1): the suite starts hundreds of them, so
+a heavy import one of them does not need costs the whole suite minutes of CPU.
+
+The real console script runs with ``PYTHONPROFILEIMPORTTIME=1``: Python itself lists every
+module the process imported, from its start to its exit, and nothing in seojobs is told.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import subprocess_env
+from tests.e2e.helpers import STARTUP_TIMEOUT, Spawner, run_cli
+from tests.waiting import wait_until
+
+_IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTILINE)
+
+# A job's or a request's, never a start's: the HTTP framework, Alembic on a database already at
+# its head, the parsers and clients that a kind's run or a provider's call loads when it needs
+# them (DNS, certificates, the public suffix list, Google's signing), and PostgreSQL's driver in
+# a SQLite process.
+SERVER_ONLY = ("fastapi", "starlette", "uvicorn", "alembic", "mako")
+FIRST_USE = ("dns", "cryptography", "tldextract", "requests", "filelock", "google.auth", "psycopg")
+# A client command talks HTTP: nothing of the server.
+SERVER = ("sqlalchemy", "pydantic_settings", "alembic", "fastapi", "seojobs.store", "seojobs.kinds")
+
+
+def imported(output: str) -> set[str]:
+    return set(_IMPORTED.findall(output))
+
+
+def loaded(output: str, packages: tuple[str, ...]) -> list[str]:
+    """The packages of ``packages`` that the process imported (any module of theirs)."""
+    modules = imported(output)
+    assert "seojobs.cli" in modules, f"no import list in the output:\n{output[-3000:]}"
+    return [p for p in packages if any(m == p or m.startswith(p + ".") for m in modules)]
+
+
+def test_a_worker_starts_and_stops_without_the_api_or_a_kinds_run_time(
+    spawn: Spawner, sqlite_url: str
+) -> None:
+    env = subprocess_env(sqlite_url, PYTHONPROFILEIMPORTTIME="1")
+    worker = spawn("worker", env=env, name="worker")
+    wait_until(lambda: "starting" in worker.output() or not worker.alive(), STARTUP_TIMEOUT)
+    worker.sigterm()
+    assert worker.wait() == 0, worker.output()[-3000:]
+    assert loaded(worker.output(), SERVER_ONLY + FIRST_USE) == []
+
+
+def test_users_commands_load_alembic_only_to_migrate(tmp_path: Path) -> None:
+    """A fresh database is still migrated (Alembic does that work); once at its heads, the
+    next command does not load Alembic to find out there is nothing to do."""
+    url = f"sqlite:///{tmp_path / 'new' / 'seojobs.db'}"
+    (tmp_path / "new").mkdir()
+    env = subprocess_env(url, PYTHONPROFILEIMPORTTIME="1")
+    created = run_cli("users", "create", "startup", env=env, cwd=tmp_path)
+    assert created.returncode == 0, created.stderr[-3000:]
+    assert loaded(created.stderr, ("alembic",)) == ["alembic"]
+    listed = run_cli("users", "list", env=env, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert "startup" in listed.stdout
+    assert loaded(listed.stderr, SERVER_ONLY + FIRST_USE) == []
+    assert loaded(created.stderr, FIRST_USE) == []
+
+
+def test_client_commands_load_no_server_code(tmp_path: Path) -> None:
+    env = subprocess_env("sqlite:///unused.db", PYTHONPROFILEIMPORTTIME="1")
+    for args in (["submit", "--help"], ["jobs", "--state", str(tmp_path / "s.db")]):
+        done = run_cli(*args, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert loaded(done.stderr, SERVER) == [], args
