@@ -186,8 +186,9 @@ class Settings(BaseSettings):
         default=None,
         description=(
             "A PEM file of CA certificates the fetcher trusts besides the system's (a private "
-            "CA's sites; the tests' own CA); the site audit's Chromium (`render: \"js\"`) "
-            "trusts them too."
+            "CA's sites; the tests' own CA); Chromium trusts them too, with full verification "
+            "(the site audit's `render: \"js\"` and web vitals' Lighthouse: an NSS database in "
+            "a home folder of its own, removed after the job)."
         ),
     )
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(

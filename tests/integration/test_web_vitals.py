@@ -2,9 +2,10 @@
 
 Each real run costs ~10 s of CPU on a 2-core machine shared with others, so there are few:
 one job (one URL, both form factors, CrUX from a local fake) on SQLite, one (mobile) on
-PostgreSQL, a run killed by the timeout, and a worker SIGKILLed mid-run. Chromium is held to
-loopback by ``--host-resolver-rules`` (SEOJOBS_WEB_VITALS_RESOLVER_RULES). Missing Chromium or
-Lighthouse fails these tests (``scripts/test`` installs both), never skips them.
+PostgreSQL, one (mobile, SQLite) of an https page signed by the fetcher's own CA, a run killed
+by the timeout, and a worker SIGKILLed mid-run. Chromium is held to loopback by
+``--host-resolver-rules`` (SEOJOBS_WEB_VITALS_RESOLVER_RULES). Missing Chromium or Lighthouse
+fails these tests (``scripts/test`` installs both), never skips them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +35,7 @@ from tests.api_helpers import TERMINAL, api, assert_problem
 from tests.conftest import make_settings
 from tests.fakes.crux import KEY, FakeCrux
 from tests.fakes.server import serve
+from tests.fakes.tls_site import TlsSite
 from tests.procs import Procs
 from tests.waiting import wait_until
 
@@ -284,6 +288,46 @@ def test_the_job_path_on_postgresql(pg_url: str, site: tuple[Site, str], vitals_
         header, row = csv.splitlines()[:2]
         assert header.endswith(",mobile_score,desktop_score")
         assert row.endswith(f",{entry['data']['lab']['performance_score']},")  # no desktop run
+
+
+@pytest.fixture
+def short_tempdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This process's temporary folders in one of the test's own, short enough for Chromium's
+    sockets in a profile under it (a pytest ``tmp_path`` is not)."""
+    folder = Path(tempfile.mkdtemp(prefix="sj-"))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_https_page_of_the_fetchers_ca_is_measured(
+    sqlite_url: str, vitals_env: Path, short_tempdir: Path
+) -> None:
+    """Chromium trusts ``SEOJOBS_FETCH_CA_FILE`` as the fetcher does: an https page whose
+    certificate the test CA issued is measured (without that trust, Lighthouse fails it with
+    ``ERR_CERT_AUTHORITY_INVALID``), and the job's trusting home is gone when it ends. One
+    real run (mobile, warm slot) on SQLite only: the trust is Chromium's, not the store's, and
+    each run costs ~10 CPU-s."""
+    fake = TlsSite()
+    with fake.running() as served:
+        url = f"{served.base}/"
+        settings = make_settings(
+            sqlite_url, allow_private_networks=True, fetch_ca_file=served.ca_file
+        )
+        with api(settings, run_worker=True) as running:
+            client = running.client(running.account())
+            _, job_id = _start(client, [url], form_factors=["mobile"])
+            done = _finished(client, job_id)
+            item = client.get(f"/v1/jobs/{job_id}/items").json()["data"][0]
+    assert done["status"] == "completed", done["error"]
+    assert item["status"] == "measured", item
+    lab = item["result"]["form_factors"]["mobile"]["lab"]
+    assert lab["performance_score"] is not None and lab["metrics"]["lcp"]["value"] > 0
+    assert fake.hits[("https", "/")] >= 1  # Chromium loaded it over https
+    assert list(short_tempdir.iterdir()) == []  # the trusting home and the slot's scratch removed
+    assert marked(str(os.getpid())) == {}  # no Lighthouse or Chromium left behind
 
 
 def test_a_run_past_its_timeout_is_killed_with_its_chromium(

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+from collections.abc import Callable, Iterator
+
 import pytest
 
-from seojobs.providers.urlmatch import MatchOptions, is_listed, match, normalise, site_query
+from seojobs.providers.urlmatch import (
+    MatchOptions,
+    host,
+    is_listed,
+    match,
+    normalise,
+    parse,
+    site_query,
+)
 
 
 @pytest.mark.parametrize(
@@ -156,3 +168,95 @@ def test_no_results() -> None:
 def test_an_invalid_wanted_url_raises() -> None:
     with pytest.raises(ValueError):
         match("mailto:someone@example.com", ["https://example.com/"])
+
+
+def _outcome(read: Callable[[str], str], url: str) -> str:
+    try:
+        return read(url)
+    except ValueError:
+        return "<ValueError>"
+
+
+def _parsed_host(url: str) -> str:
+    return parse(url).host
+
+
+_TRICKY_HOSTS = (
+    "example.com",
+    "EXAMPLE.Com",
+    "example.com.",
+    "example.com..",
+    "www.example.co.uk",
+    "xn--bcher-kva.de",
+    "bücher.de",
+    "BÜCHER.de",
+    "straße.de",
+    "xn--n3h.example",
+    "127.0.0.1",
+    "[::1]",
+    "[2001:DB8::1]",
+    "[::1",
+    "::1]",
+    "[v1.x]",
+    "[not-ipv6]",
+    ".",
+    "",
+    "-",
+    "a-.b",
+    "exa%6Dple.com",
+    "exa%2Fmple.com",
+    "exa mple.com",
+    "exa\tmple.com",
+    "example.com\\evil.com",
+    "user@example.com",
+    "user:pw@example.com",
+    "a@b@example.com",
+    "@example.com",
+    "example.com@",
+    "ex_ample.com",
+    "\uff45\uff58\uff41\uff4d\uff50\uff4c\uff45.com",
+    "exam\u2100ple.com",
+)
+_TRICKY_PORTS = ("", ":", ":80", ":443", ":0", ":65535", ":65536", ":99999999", ":-1")
+_TRICKY_PORTS += (":8a", ": 80", ":\uff18\uff10", ":80:81", ":0080")
+_TRICKY_TAILS = ("", "/", "/a/../b?q=%zz#f", "?q", "#f", "\\path", "/ä", "/%2e%2e/", "\n", " ")
+_TRICKY_SCHEMES = ("http://", "https://", "HttpS://", "ftp://", "http:/", "//", " http://")
+_TRICKY_SCHEMES += ("\thttp://", "http\n://", "https:\\\\")
+
+
+def _tricky_urls() -> Iterator[str]:
+    for scheme, name, port, tail in itertools.product(
+        _TRICKY_SCHEMES, _TRICKY_HOSTS, _TRICKY_PORTS, _TRICKY_TAILS
+    ):
+        yield f"{scheme}{name}{port}{tail}"
+    # And noise: random strings over the characters that change a URL's reading.
+    alphabet = "hHtTpPsS:/.?#@[]\\%:0123456789aAéß-_ \t\n"
+    rng = random.Random(29)
+    for _ in range(5_000):
+        body = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        yield rng.choice(("http://", "https://", "")) + body
+
+
+def test_host_is_exactly_the_parsed_host_over_tricky_urls() -> None:
+    """``host`` reads plain URLs without the full parse; over every tricky spelling (case,
+    IDN, ports, userinfo, trailing dots, escapes, IPv6, backslashes, whitespace) it gives what
+    ``parse(url).host`` gives, or raises as it raises."""
+    compared = fast = 0
+    for url in _tricky_urls():
+        parse.cache_clear()
+        got = _outcome(host, url)
+        if parse.cache_info().misses == 0:
+            fast += 1
+        assert got == _outcome(_parsed_host, url), url
+        compared += 1
+    assert compared > 40_000 and fast > 2_000  # both paths taken, many times
+
+
+def test_a_plain_urls_host_needs_no_parse() -> None:
+    parse.cache_clear()
+    assert host("https://WWW.Example.com.:8443/a/../b?q=1#f") == "www.example.com"
+    assert host("HTTP://127.0.0.1/") == "127.0.0.1"
+    assert parse.cache_info().misses == 0
+    assert host("https://bücher.de/") == "xn--bcher-kva.de"  # not plain: parsed
+    with pytest.raises(ValueError):
+        host("https://example.com:65536/")

@@ -13,9 +13,7 @@ ignored (a rank tracker asks "is my page there", whichever spelling Google chose
 
 from __future__ import annotations
 
-import functools
-
-from seojobs.providers import domains
+from seojobs.providers import domains, urlmatch
 from seojobs.providers.ranks import Organic
 from seojobs.providers.urlmatch import MatchOptions, differences, parse
 
@@ -28,13 +26,11 @@ def target_host(target: str) -> str:
     return domains.site(host)
 
 
-@functools.lru_cache(maxsize=4096)
 def url_host(url: str) -> str | None:
-    """``url``'s normalised host, None when it is no URL. Kept for the URLs seen last: a check
-    matches each result against the target and every competitor, then again for the share of
-    voice (a full parse each time was most of a keyword's CPU besides the provider call)."""
+    """``url``'s normalised host, None when it is no URL (``urlmatch.host``: no full parse for
+    a plain http(s) URL; a check sees more result URLs than any cache of parses would hold)."""
     try:
-        return parse(url).host
+        return urlmatch.host(url)
     except ValueError:
         return None
 

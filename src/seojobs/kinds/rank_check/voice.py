@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from seojobs.kinds.rank_check.match import first_match, on_domain, url_host
+from seojobs.kinds.rank_check.match import first_match, url_host
 from seojobs.providers import domains
 from seojobs.providers.ranks import Organic, Serp
 
@@ -100,8 +100,11 @@ def share_of_voice(
                 continue
             total += worth
             by_domain[result["domain"] or ""] += worth
+            host = url_host(result["url"])  # once per result, not once per site
+            if host is None:
+                continue
             for site in sites:
-                if on_domain(result["url"], site):
+                if domains.on_site(host, site):
                     clicks[site] += worth
                     seen.add(site)
         for site in seen:

@@ -5,7 +5,8 @@
 //
 //   node lighthouse_worker.mjs NODE_MODULES CHROME_PATH RECYCLE
 //
-// stdin: one JSON request a line {"id", "url", "form_factor", "chrome_flags", "flags", "out"};
+// stdin: one JSON request a line {"id", "url", "form_factor", "chrome_flags", "flags", "out",
+// "home"} ("home", optional: Chromium's HOME, whose NSS database holds the CAs to trust);
 // stdout: one JSON answer a line {"id", "ok": true} (the report written to "out") or
 // {"id", "ok": false, "error": "..."}. End of stdin: Chromium is killed and the process exits.
 import {writeFile} from 'node:fs/promises';
@@ -31,11 +32,16 @@ async function closeChrome() {
   }
 }
 
-async function browserFor(chromeFlags) {
-  const key = JSON.stringify(chromeFlags);
+async function browserFor(chromeFlags, home) {
+  const key = JSON.stringify([chromeFlags, home || null]);
   if (chrome && (key !== chromeKey || runs >= recycle)) await closeChrome();
   if (!chrome) {
-    chrome = await chromeLauncher.launch({chromePath, chromeFlags, logLevel: 'silent'});
+    chrome = await chromeLauncher.launch({
+      chromePath,
+      chromeFlags,
+      logLevel: 'silent',
+      ...(home ? {envVars: {...process.env, HOME: home}} : {}),
+    });
     chromeKey = key;
     runs = 0;
   }
@@ -44,7 +50,7 @@ async function browserFor(chromeFlags) {
 }
 
 async function measure(request) {
-  const browser = await browserFor(request.chrome_flags);
+  const browser = await browserFor(request.chrome_flags, request.home);
   const flags = {...request.flags, port: browser.port, output: 'json', logLevel: 'error'};
   const config = request.form_factor === 'desktop' ? desktopConfig : undefined;
   const result = await lighthouse(request.url, flags, config);

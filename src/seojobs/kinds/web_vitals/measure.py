@@ -5,7 +5,10 @@ Before Chromium is pointed at a URL, its host passes the fetcher's address polic
 ``--host-resolver-rules`` map the checked host to the checked address and every other name to
 ``~NOTFOUND`` (so a redirect or a subresource on another host cannot reach an address the
 policy never saw). An operator may set the rules outright (``SEOJOBS_WEB_VITALS_RESOLVER_RULES``;
-the tests' loopback rule).
+the tests' loopback rule). With ``SEOJOBS_FETCH_CA_FILE`` set, Chromium trusts its CAs as the
+fetcher does, with full verification: the job makes one home folder whose NSS database holds
+them as trust anchors (``seojobs.browsers.nssdb``), Chromium runs with that ``HOME``, and the
+folder is removed when the job's runs end.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seojobs.browsers import nssdb
 from seojobs.browsers.slots import resolver_rules
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import FetchError
@@ -48,6 +52,7 @@ class Measure:
     report_dir: str | None = None
     job_id: int = 0
     pool: runner.Pool | None = None  # warm slots; None: the CLI once per run
+    home: str | None = None  # Chromium's HOME, trusting SEOJOBS_FETCH_CA_FILE's CAs
 
     async def page(self, item: ItemRecord) -> ItemResult:
         url = item.input
@@ -63,9 +68,9 @@ class Measure:
         for factor in self.factors:
             try:
                 if self.pool is not None:
-                    raw = await self.pool.lighthouse(url, factor, rules)
+                    raw = await self.pool.lighthouse(url, factor, rules, self.home)
                 else:
-                    raw = await runner.lighthouse(self.browser, url, factor, rules)
+                    raw = await runner.lighthouse(self.browser, url, factor, rules, self.home)
                 await self.keep(raw, item.seq, factor)
                 lab = report.lab(raw)
             except report.LighthouseFailed as exc:
@@ -145,6 +150,12 @@ async def run(ctx: JobContext[WebVitalsParams]) -> None:
         GuardPolicy.from_settings(settings),
         lookup_timeout=settings.fetch_connect_timeout + 2 * settings.fetch_timeout,
     )
+    home = None
+    if settings.fetch_ca_file:  # one folder for the job's runs, removed when they end
+        try:
+            home = await nssdb.trusting_home(settings.fetch_ca_file)
+        except (OSError, RuntimeError) as exc:
+            raise JobFailed("lighthouse_error", str(exc)[:300]) from None
     crux = CruxClient(settings) if settings.crux_api_key else None
     pool = None
     if kind_settings.warm:
@@ -159,6 +170,7 @@ async def run(ctx: JobContext[WebVitalsParams]) -> None:
             kind_settings.report_dir,
             ctx.job_id,
             pool,
+            home.name if home is not None else None,
         )
         await ctx.run_items(measure.page, concurrency=kind_settings.concurrency)
     finally:
@@ -166,5 +178,7 @@ async def run(ctx: JobContext[WebVitalsParams]) -> None:
             await asyncio.shield(pool.close())
         if crux is not None:
             await crux.aclose()
+        if home is not None:
+            await asyncio.to_thread(home.cleanup)
     measured = await _collect(ctx)
     ctx.result = {"urls": len(ctx.params.urls), "runs_measured": measured}

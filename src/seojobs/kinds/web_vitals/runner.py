@@ -3,9 +3,11 @@
 Lighthouse (``lighthouse/`` in the repository, pinned; ``npm ci`` installs it) drives Debian's
 Chromium (``CHROME_PATH``). Each run gets a scratch directory (its ``TMPDIR``: Chromium's
 profile lands there and goes with it) and a marker in its environment; it runs under
-``reaper.py`` in a session of its own. A run that exceeds its timeout or whose task is
-cancelled is killed whole (the reaper's sweep, then the worker's own); a worker killed by
-SIGKILL takes it along (the reaper's death signal).
+``reaper.py`` in a session of its own. When ``SEOJOBS_FETCH_CA_FILE`` is set, Chromium's
+``HOME`` is the job's folder whose NSS database trusts those CAs (``seojobs.browsers.nssdb``),
+so an https page signed by them is verified in full, as the fetcher verifies it. A run that
+exceeds its timeout or whose task is cancelled is killed whole (the reaper's sweep, then the
+worker's own); a worker killed by SIGKILL takes it along (the reaper's death signal).
 """
 
 from __future__ import annotations
@@ -55,8 +57,11 @@ def command(
     return cmd
 
 
-async def lighthouse(browser: Browser, url: str, form_factor: str, resolver_rules: str) -> Any:
-    """Run Lighthouse once and return its JSON report. Raises :class:`LighthouseFailed`
+async def lighthouse(
+    browser: Browser, url: str, form_factor: str, resolver_rules: str, home: str | None = None
+) -> Any:
+    """Run Lighthouse once and return its JSON report (``home``: Chromium's ``HOME``, whose
+    NSS database holds the CAs to trust). Raises :class:`LighthouseFailed`
     (``lighthouse_timeout`` past the timeout, ``lighthouse_error`` without a report)."""
     marker = run_marker()
     with tempfile.TemporaryDirectory(prefix="seojobs-lh-") as scratch:
@@ -66,6 +71,7 @@ async def lighthouse(browser: Browser, url: str, form_factor: str, resolver_rule
             "CHROME_PATH": browser.chrome,
             "TMPDIR": scratch,
             reaper.MARKER_ENV: marker,
+            **({"HOME": home} if home else {}),
         }
         cmd = command(browser, url, form_factor, resolver_rules, out)
         process = await asyncio.create_subprocess_exec(
@@ -106,9 +112,15 @@ WORKER_JS = str(Path(__file__).resolve().with_name("lighthouse_worker.mjs"))
 
 
 def request(
-    browser: Browser, url: str, form_factor: str, resolver_rules: str, out: str
+    browser: Browser,
+    url: str,
+    form_factor: str,
+    resolver_rules: str,
+    out: str,
+    home: str | None = None,
 ) -> dict[str, Any]:
-    """What a warm slot is asked: the same settings as :func:`command`'s CLI flags."""
+    """What a warm slot is asked: the same settings as :func:`command`'s CLI flags (and
+    Chromium's ``HOME``, as :func:`lighthouse` sets it)."""
     flags: dict[str, Any] = {
         "onlyCategories": ["performance"],
         "maxWaitForLoad": int(browser.max_wait * 1000),
@@ -116,13 +128,16 @@ def request(
     if browser.throttling:
         flags["throttlingMethod"] = browser.throttling
     chrome_flags = [*CHROME_FLAGS, f"--host-resolver-rules={resolver_rules}"]
-    return {
+    ask = {
         "url": url,
         "form_factor": form_factor,
         "chrome_flags": chrome_flags,
         "flags": flags,
         "out": out,
     }
+    if home:
+        ask["home"] = home
+    return ask
 
 
 class Slot(slots.Slot):
@@ -131,9 +146,11 @@ class Slot(slots.Slot):
     def __init__(self, browser: Browser, recycle: int) -> None:
         super().__init__(browser, recycle, WORKER_JS, "Lighthouse")
 
-    async def run(self, url: str, form_factor: str, resolver_rules: str) -> Any:
+    async def run(
+        self, url: str, form_factor: str, resolver_rules: str, home: str | None = None
+    ) -> Any:
         """One Lighthouse run in this slot; the same contract as :func:`lighthouse`."""
-        ask = request(self.browser, url, form_factor, resolver_rules, "")
+        ask = request(self.browser, url, form_factor, resolver_rules, "", home)
         answer, out = await self.call(ask, f"{url} ({form_factor})")
         try:
             if not answer.get("ok"):
@@ -156,10 +173,12 @@ class Pool:
         for slot in self.slots:
             self.free.put_nowait(slot)
 
-    async def lighthouse(self, url: str, form_factor: str, resolver_rules: str) -> Any:
+    async def lighthouse(
+        self, url: str, form_factor: str, resolver_rules: str, home: str | None = None
+    ) -> Any:
         slot = await self.free.get()
         try:
-            return await slot.run(url, form_factor, resolver_rules)
+            return await slot.run(url, form_factor, resolver_rules, home)
         finally:
             self.free.put_nowait(slot)
 
