@@ -260,6 +260,34 @@ def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str
     ]
 
 
+def _moved(
+    now: list[tuple[str, str, int]], before: list[tuple[str, str, int]]
+) -> list[dict[str, Any]]:
+    """The codes whose count differs from the previous job's (both as each job counted its
+    findings when it ended, so no finding is read): by severity, the largest move first."""
+    was = {code: (severity, n) for code, severity, n in before}
+    found = {code: (severity, n) for code, severity, n in now}
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    moved = [
+        {
+            "code": code,
+            "severity": (found.get(code) or was[code])[0],
+            "before": was.get(code, ("", 0))[1],
+            "now": found.get(code, ("", 0))[1],
+        }
+        for code in found.keys() | was.keys()
+        if found.get(code, ("", 0))[1] != was.get(code, ("", 0))[1]
+    ]
+    return sorted(
+        moved,
+        key=lambda m: (
+            rank.get(m["severity"], len(rank)),
+            -abs(m["now"] - m["before"]),
+            m["code"],
+        ),
+    )
+
+
 def _collected(services: Services, user: UserRecord, opened: Opened) -> list[Collected]:
     found = services.collections.of_job(
         user, opened.project.id, opened.job.id, limit=MAX_COLLECTIONS, lowest=opened.view.lowest
@@ -332,10 +360,12 @@ async def job_view(
         if opened.view.compare and previous is not None and previous.job_id is not None:
             # The totals only: matching the two jobs' findings pair by pair costs a second
             # on a 5,000-page audit, so the exact new and fixed counts are on .../changes.
+            before = _counts(services, who.user, opened, previous)
             changes = {
                 "previous": previous,
                 "now": sum(n for _c, _s, n in counts),
-                "before": sum(n for _c, _s, n in _counts(services, who.user, opened, previous)),
+                "before": sum(n for _c, _s, n in before),
+                "moved": _moved(counts, before),
             }
         return {
             "o": opened,
