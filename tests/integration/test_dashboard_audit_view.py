@@ -136,7 +136,7 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
     }
     changes = {_text(c): t for c, _b, _n, t in moved}
     assert (changes["title_missing"], changes["h1_missing"]) == ("▼ 1 fewer", "▲ 1 more")
-    assert list(changes)[0] == "title_missing"  # errors first
+    assert next(iter(changes)) == "title_missing"  # errors first
     assert f'href="{view}/issues/h1_missing"' in shown.text  # found now: its pages
     assert f'href="{view}/issues/title_missing"' not in shown.text  # fixed: none to list
     both = browser.get(f"{view}/changes", params={"change": "new"})
