@@ -9,8 +9,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
+from seojobs.reads import Collected, Read
 from seojobs.records import JobRecord
 from seojobs.services import NotFound, Services
+from seojobs.services import reads as read_svc
 from seojobs.store import jobs as job_sql
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
@@ -184,3 +186,42 @@ def test_a_jobs_collections_come_with_the_previous_of_each_subject_and_its_lowes
     bob = services.accounts.create_user("bob").user
     with pytest.raises(NotFound):
         services.collections.of_job(bob, project, jobs[0].id)
+
+
+def test_a_jobs_history_is_its_collection_then_those_of_its_subject_before_it(
+    services: Services, db: Database
+) -> None:
+    # A job view's score trend (issue 28), one statement on both stores: the job's newest
+    # published collection the read selects, then the same subject's before it, newest
+    # first, at most ``limit``; never a later one, another subject's or an unpublished one.
+    user = services.accounts.create_user("alice").user
+    subjects = ["a.com", "b.com", "a.com", "a.com", "a.com"]
+    jobs = [services.jobs.create(user, "test_noop", {})[0] for _ in subjects]
+    for n, subject in enumerate(subjects):
+        claimed = _claim(db, "w1")
+        _collect(db, claimed, {"n": n}, subject=subject)
+        with db.write() as conn:
+            if n == 3:  # collected, but the job failed: never published
+                assert job_sql.fail(conn, claimed.id, claimed.attempt, "boom", "x", utcnow())
+            else:
+                done = [(claimed.id, claimed.attempt, None)]
+                assert job_sql.complete_many(db, conn, done, utcnow())
+    project = jobs[0].project_id
+    every = Read("h", "h", "test_noop", Collected, source="history")
+    only_b = Read("h", "h", "test_noop", Collected, source="history", subject_prefixes=("b.",))
+
+    def history(job: JobRecord, limit: int = 12, read: Read = every) -> list[object]:
+        found = read_svc.job_history(services, user, project, read, job.id, limit=limit)
+        return [c.data["n"] for c in found]
+
+    assert history(jobs[4]) == [4, 2, 0]
+    assert history(jobs[4], limit=2) == [4, 2]
+    assert history(jobs[2]) == [2, 0]
+    assert history(jobs[2], limit=1) == [2]
+    assert history(jobs[1]) == [1]
+    assert history(jobs[3]) == []  # nothing published
+    assert history(jobs[2], read=only_b) == []
+    assert history(jobs[1], read=only_b) == [1]
+    bob = services.accounts.create_user("bob").user
+    with pytest.raises(NotFound):
+        read_svc.job_history(services, bob, project, every, jobs[0].id, limit=12)

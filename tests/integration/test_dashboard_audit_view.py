@@ -122,6 +122,23 @@ def test_an_audits_view_goes_from_its_health_to_the_pages_of_each_issue(
     assert totals[second] == len(issues) == totals[first]  # one fixed, one new
     assert f"{len(issues)} issues against {totals[first]} in audit #{first}" in _text(shown.text)
     assert ": as many." in _text(shown.text)
+    # Each check whose count moved, from the counts both audits stored (no finding read).
+    by = {a["job_id"]: a["data"]["issues_by_code"] for a in audits}
+    moved = re.findall(
+        r'<th scope="row" data-label="Issue">(.*?)</th>\s*<td data-label="Before">(\d+)</td>'
+        r'\s*<td data-label="Now">(\d+)</td>\s*<td data-label="Change">([^<]+)</td>',
+        shown.text,
+    )
+    assert {_text(c): (int(b), int(n)) for c, b, n, _ in moved} == {
+        code: (by[first].get(code, 0), by[second].get(code, 0))
+        for code in by[first].keys() | by[second].keys()
+        if by[first].get(code, 0) != by[second].get(code, 0)
+    }
+    changes = {_text(c): t for c, _b, _n, t in moved}
+    assert (changes["title_missing"], changes["h1_missing"]) == ("▼ 1 fewer", "▲ 1 more")
+    assert next(iter(changes)) == "title_missing"  # errors first
+    assert f'href="{view}/issues/h1_missing"' in shown.text  # found now: its pages
+    assert f'href="{view}/issues/title_missing"' not in shown.text  # fixed: none to list
     both = browser.get(f"{view}/changes", params={"change": "new"})
     assert "1 new · 1 fixed" in _text(both.text)
 

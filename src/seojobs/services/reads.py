@@ -155,6 +155,16 @@ def one(
     return found
 
 
+def job_history(
+    svc: _Services, user: UserRecord, project_id: int, read: Read, job_id: int, *, limit: int
+) -> list[CollectionRecord]:
+    """Job ``job_id``'s newest collection of ``read`` (a history read) and up to
+    ``limit - 1`` of its subject before it, newest first; empty when it collected none."""
+    svc.project(user, project_id)
+    with svc.db.read() as conn:
+        return read_sql.job_history(conn, read, project_id, job_id, limit=limit)
+
+
 def read_tests(read: Read) -> set[str]:
     """The filters of a read that test rows rather than select collections."""
     return {spec.name for spec in read.filters if isinstance(spec.match, RowMatch)}

@@ -126,8 +126,11 @@ def create_project(
     return _project(row)
 
 
+_PROJECT = select(projects).where(projects.c.id == bindparam("project_id"))
+
+
 def project(conn: Connection, project_id: int) -> ProjectRecord | None:
-    row = conn.execute(select(projects).where(projects.c.id == project_id)).first()
+    row = conn.execute(_PROJECT, {"project_id": project_id}).first()
     return _project(row) if row else None
 
 

@@ -226,13 +226,21 @@ def get(
     user_id: int | None = None,
 ) -> JobRecord | None:
     """One job; with ``user_id``, only if one of that user's projects holds it (one query)."""
-    query = _select(param_keys).where(jobs.c.id == job_id)
-    if user_id is not None:
-        query = query.where(
-            jobs.c.project_id.in_(select(projects.c.id).where(projects.c.user_id == user_id))
-        )
-    row = conn.execute(query).first()
+    keys = None if param_keys is None else tuple(param_keys)
+    values = {"job_id": job_id} if user_id is None else {"job_id": job_id, "user_id": user_id}
+    row = conn.execute(_get_statement(keys, user_id is not None), values).first()
     return _record(row, param_keys) if row else None
+
+
+@functools.lru_cache(maxsize=64)
+def _get_statement(param_keys: tuple[str, ...] | None, of_user: bool) -> Any:
+    """``get``'s statement, built once per form, its values bound at execution: building it
+    (and its cache key) again for every page cost more than running it."""
+    query = _select(param_keys).where(jobs.c.id == bindparam("job_id"))
+    if of_user:
+        owned = select(projects.c.id).where(projects.c.user_id == bindparam("user_id"))
+        query = query.where(jobs.c.project_id.in_(owned))
+    return query
 
 
 def get_many(conn: Connection, job_ids: Sequence[int]) -> dict[int, JobRecord]:

@@ -11,6 +11,7 @@ cut, so a page is full unless it is the last.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Select,
     String,
     and_,
+    bindparam,
     case,
     cast,
     exists,
@@ -306,6 +308,54 @@ def collection(
     )
     row = conn.execute(query).first()
     return CollectionRecord(**row._asdict()) if row is not None else None
+
+
+@functools.lru_cache(maxsize=64)
+def _job_history_statement(kind: str, subject_prefixes: tuple[str, ...]) -> Select[Any]:
+    """Built once per kind (and subject prefixes), its values bound at execution: building
+    the join of a subquery again cost more than running it."""
+    published = [
+        collections.c.project_id == bindparam("project_id"),
+        collections.c.kind == kind,
+        collections.c.committed.is_(True),
+    ]
+    if subject_prefixes:
+        published.append(
+            or_(
+                *(
+                    collections.c.subject.startswith(prefix, autoescape=True)
+                    for prefix in subject_prefixes
+                )
+            )
+        )
+    this = (
+        select(collections.c.id, collections.c.subject)
+        .where(*published, collections.c.job_id == bindparam("job_id"))
+        .order_by(collections.c.id.desc())
+        .limit(1)
+        .subquery("this")
+    )
+    return (
+        select(collections)
+        .join(
+            this,
+            and_(collections.c.subject == this.c.subject, collections.c.id <= this.c.id),
+        )
+        .where(*published)
+        .order_by(collections.c.id.desc())
+        .limit(bindparam("depth"))
+    )
+
+
+def job_history(
+    conn: Connection, read: Read, project_id: int, job_id: int, *, limit: int
+) -> list[CollectionRecord]:
+    """The newest published collection of job ``job_id`` the read selects, then up to
+    ``limit - 1`` of the same subject before it, newest first, in one statement (a job
+    view's score trend); empty when the job collected nothing the read selects."""
+    query = _job_history_statement(read.kind, read.subject_prefixes)
+    rows = conn.execute(query, {"project_id": project_id, "job_id": job_id, "depth": limit})
+    return [CollectionRecord(**row._asdict()) for row in rows]
 
 
 # -- reads of one job (JobRead) ----------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from seojobs.records import UserRecord
@@ -36,21 +36,26 @@ def create(
     )
 
 
+# Built once, its values bound at execution: every dashboard page reads its session, and
+# building the statement again cost more than running it.
+_FIND = (
+    accounts.user_query()
+    .add_columns(dashboard_sessions.c.csrf_token)
+    .join(dashboard_sessions, dashboard_sessions.c.user_id == users.c.id)
+    .where(
+        dashboard_sessions.c.token_hash == bindparam("token_hash"),
+        dashboard_sessions.c.expires_at > bindparam("now"),
+        dashboard_sessions.c.key_hash == users.c.api_key_hash,
+        users.c.disabled_at.is_(None),
+    )
+)
+
+
 def find(conn: Connection, token_hash: str, now: datetime) -> tuple[UserRecord, str] | None:
     """The session's user and CSRF token, while the session is unexpired, its user enabled
     and the user's key the one they signed in with."""
-    query = (
-        accounts.user_query()
-        .add_columns(dashboard_sessions.c.csrf_token)
-        .join(dashboard_sessions, dashboard_sessions.c.user_id == users.c.id)
-        .where(
-            dashboard_sessions.c.token_hash == token_hash,
-            dashboard_sessions.c.expires_at > now,
-            dashboard_sessions.c.key_hash == users.c.api_key_hash,
-            users.c.disabled_at.is_(None),
-        )
-    )
-    row = conn.execute(query).first()  # one statement: the session and its user
+    # one statement: the session and its user
+    row = conn.execute(_FIND, {"token_hash": token_hash, "now": now}).first()
     if row is None:
         return None
     fields = row._asdict()

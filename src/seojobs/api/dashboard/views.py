@@ -47,8 +47,6 @@ from seojobs.services import reads as read_svc
 router = APIRouter(route_class=CheckedRoute, include_in_schema=False)
 PAGE: Final = 50
 TREND: Final = 12  # audits on the trend chart, this one and those before it
-HISTORY_PAGE: Final = 100
-HISTORY_PAGES: Final = 20  # how far back the history is searched for this job
 SEVERITIES: Final = ("error", "warning", "notice")
 EVIDENCE_CHARS: Final = 300
 Code = Annotated[str, Path(max_length=100, pattern=r"^[a-z0-9_]+$")]
@@ -174,30 +172,18 @@ class History:
         return next((c for c in self.older if c.job_id is not None), None)
 
 
-def _history(services: Services, user: UserRecord, opened: Opened) -> History:
-    """This job's collection and the ones of the same subject before it (the kind's history
-    read, newest first, searched a page at a time)."""
+def _history(services: Services, user: UserRecord, opened: Opened, depth: int = TREND) -> History:
+    """This job's collection and up to ``depth - 1`` of the same subject before it (of the
+    kind's history read), newest first: one statement."""
     if opened.view.history is None:
         return History(None, [])
     read = opened.read(opened.view.history)
-    this: CollectionRecord | None = None
-    older: list[CollectionRecord] = []
-    after = None
-    for _ in range(HISTORY_PAGES):
-        found = read_svc.rows(
-            services, user, opened.project.id, read, {}, after=after, limit=HISTORY_PAGE
-        )
-        for record in found.rows:
-            if this is None:
-                this = record if record.job_id == opened.job.id else None
-            elif record.subject == this.subject:
-                older.append(record)
-                if len(older) >= TREND - 1:
-                    return History(this, older)
-        if found.after is None:
-            break
-        after = found.after
-    return History(this, older)
+    found = read_svc.job_history(
+        services, user, opened.project.id, read, opened.job.id, limit=depth
+    )
+    if not found:
+        return History(None, [])
+    return History(found[0], found[1:])
 
 
 def _score(opened: Opened, record: CollectionRecord) -> float | None:
@@ -274,6 +260,34 @@ def _groups(opened: Opened, counts: list[tuple[str, str, int]]) -> list[dict[str
     ]
 
 
+def _moved(
+    now: list[tuple[str, str, int]], before: list[tuple[str, str, int]]
+) -> list[dict[str, Any]]:
+    """The codes whose count differs from the previous job's (both as each job counted its
+    findings when it ended, so no finding is read): by severity, the largest move first."""
+    was = {code: (severity, n) for code, severity, n in before}
+    found = {code: (severity, n) for code, severity, n in now}
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    moved = [
+        {
+            "code": code,
+            "severity": (found.get(code) or was[code])[0],
+            "before": was.get(code, ("", 0))[1],
+            "now": found.get(code, ("", 0))[1],
+        }
+        for code in found.keys() | was.keys()
+        if found.get(code, ("", 0))[1] != was.get(code, ("", 0))[1]
+    ]
+    return sorted(
+        moved,
+        key=lambda m: (
+            rank.get(m["severity"], len(rank)),
+            -abs(m["now"] - m["before"]),
+            m["code"],
+        ),
+    )
+
+
 def _collected(services: Services, user: UserRecord, opened: Opened) -> list[Collected]:
     found = services.collections.of_job(
         user, opened.project.id, opened.job.id, limit=MAX_COLLECTIONS, lowest=opened.view.lowest
@@ -346,10 +360,12 @@ async def job_view(
         if opened.view.compare and previous is not None and previous.job_id is not None:
             # The totals only: matching the two jobs' findings pair by pair costs a second
             # on a 5,000-page audit, so the exact new and fixed counts are on .../changes.
+            before = _counts(services, who.user, opened, previous)
             changes = {
                 "previous": previous,
                 "now": sum(n for _c, _s, n in counts),
-                "before": sum(n for _c, _s, n in _counts(services, who.user, opened, previous)),
+                "before": sum(n for _c, _s, n in before),
+                "moved": _moved(counts, before),
             }
         return {
             "o": opened,
@@ -390,7 +406,7 @@ async def issue_pages(
         opened = _open(services, who.user, job_id)
         read = opened.job_read(opened.view.issues)
         found_counts = _counts(
-            services, who.user, opened, _history(services, who.user, opened).this
+            services, who.user, opened, _history(services, who.user, opened, depth=1).this
         )
         counts = {c: (s, n) for c, s, n in found_counts}
         if code not in counts:
