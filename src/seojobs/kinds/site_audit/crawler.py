@@ -29,7 +29,7 @@ from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
-from seojobs.kinds.site_audit.sitepages import SitePages
+from seojobs.kinds.site_audit.sitepages import SitePages, release_freed_memory
 from seojobs.kinds.site_audit.sitewide import SiteFiles, SiteTally, site_findings, summary
 from seojobs.records import ItemRecord
 
@@ -454,11 +454,13 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     # Every page's record, read back once (an earlier claim's too) for the site-wide checks
     # and the page table (each read of 5,000 records parses megabytes of JSON), held in
     # columns (sitepages: 100,000 pages within the worker's 300 MB).
+    release_freed_memory()  # the crawl's, before the columns take their own
     pages = SitePages(known)
     known.clear()  # the frontier's URLs are the pages' own now
     async for item in ctx.items():
         if item.result:
             pages.add(item.seq, item.result)
+    listed, previous = pages.shared(listed), pages.shared(previous)
     reporting = Reporting.of(params)
     found = site_findings(pages, listed, files, previous, params.thresholds)
     site = SiteTally()  # counted as they are written, a chunk at a time
