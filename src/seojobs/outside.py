@@ -49,12 +49,20 @@ def storable(value: Any) -> Any:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass -> its fields' names
+
+
 def _fields(value: Any) -> Any:
     """``json.dumps``' fallback in :func:`_clean`: a dataclass instance's fields; anything
-    else it cannot encode is something :func:`_walk` keeps as it is (None)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [getattr(value, field.name) for field in dataclasses.fields(value)]
-    return None
+    else it cannot encode is something :func:`_walk` keeps as it is (None). The names are
+    looked up once per class (``dataclasses.fields`` per value was ~5 % of an audit's CPU
+    per page)."""
+    names = _FIELD_NAMES.get(type(value))
+    if names is None:
+        if not dataclasses.is_dataclass(value) or isinstance(value, type):
+            return None
+        names = _FIELD_NAMES[type(value)] = tuple(f.name for f in dataclasses.fields(value))
+    return [getattr(value, name) for name in names]
 
 
 def _clean(value: Any) -> bool:

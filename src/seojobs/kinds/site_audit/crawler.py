@@ -48,12 +48,30 @@ def _site(url: URL) -> tuple[str, int | None]:
     return url.host.removeprefix("www."), url.port
 
 
+def _origins(start: URL) -> tuple[str, ...]:
+    """How the normalised URLs of the start's origin and of its www. twin begin
+    ("http://host:port/"): a URL that begins so is in scope without being parsed again."""
+    origin = start.key[: start.key.index("/", start.key.index("://") + 3) + 1]
+    host = start.host
+    twin = host.removeprefix("www.") if host.startswith("www.") else f"www.{host}"
+    found = []
+    for prefix in (origin, origin.replace(f"://{host}", f"://{twin}", 1)):
+        try:
+            if parse_url(prefix).key == prefix and _site(parse_url(prefix)) == _site(start):
+                found.append(prefix)
+        except (FetchError, ValueError):
+            continue  # no twin (an IP address)
+    return tuple(found)
+
+
 class Frontier:
     """Adds a page's in-scope links as items, each once, up to ``max_pages`` in all."""
 
     def __init__(self, ctx: JobContext[SiteAuditParams], known: set[str]) -> None:
         self._ctx = ctx
-        self.site = _site(parse_url(ctx.params.start_url))
+        start = parse_url(ctx.params.start_url)
+        self.site = _site(start)
+        self._origins = _origins(start)
         # Every URL stored or about to be (taken: stored with the page that found it). The
         # checks and updates of it never await, so two pages cannot both take a place.
         self._known = known
@@ -63,7 +81,7 @@ class Frontier:
         self.out_of_time = False
 
     def in_scope(self, url: str) -> bool:
-        return _site(parse_url(url)) == self.site
+        return url.startswith(self._origins) or _site(parse_url(url)) == self.site
 
     def expired(self) -> bool:
         """Whether the crawl's time budget is spent (from then on it stays spent)."""
