@@ -128,12 +128,18 @@ FactsRule = Callable[[PageFacts, Thresholds], Evidence]
 Rules = list[tuple[Check, Rule]]
 
 
+# Each html() rule's test of the facts: ``checks.page_findings`` calls it itself (skipping
+# them all on a page without facts), one call per rule and page less.
+FACTS_TESTS: dict[Rule, FactsRule] = {}
+
+
 def html(test: FactsRule) -> Rule:
     """A rule about the markup: only 2xx HTML pages have any."""
 
     def rule(page: Page, t: Thresholds) -> Evidence:
         return test(page.facts, t) if page.facts is not None else None
 
+    FACTS_TESTS[rule] = test
     return rule
 
 

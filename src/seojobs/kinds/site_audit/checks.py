@@ -23,10 +23,12 @@ from seojobs.kinds.site_audit import (
     rules_structured,
 )
 from seojobs.kinds.site_audit.check import (
+    FACTS_TESTS,
     SEVERITIES,
     Check,
     E,
     Evidence,
+    FactsRule,
     N,
     Page,
     Rule,
@@ -186,6 +188,18 @@ class Reporting:
 
     severity: dict[str, Severity] = field(default_factory=lambda: dict(SEVERITY))
     disabled: frozenset[str] = frozenset()
+    # The page rules run, in order: (code, rule, its test of the facts if an html() rule).
+    rules: tuple[tuple[str, Rule, FactsRule | None], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        rules = tuple(
+            (code, rule, FACTS_TESTS.get(rule))
+            for code, (_check, rule) in PAGE_RULES.items()
+            if code not in self.disabled
+        )
+        object.__setattr__(self, "rules", rules)
 
     @classmethod
     def of(cls, rules: CrawlRules) -> Reporting:
@@ -211,10 +225,14 @@ def page_findings(
     page: Page, thresholds: Thresholds, reporting: Reporting = DEFAULT_REPORTING
 ) -> list[Finding]:
     found = []
-    for code, (_check, rule) in PAGE_RULES.items():
-        if code in reporting.disabled:
-            continue
-        evidence = rule(page, thresholds)
+    facts = page.facts
+    for code, rule, test in reporting.rules:
+        if test is None:
+            evidence = rule(page, thresholds)
+        elif facts is None:
+            continue  # an html() rule: only 2xx HTML pages have markup
+        else:
+            evidence = test(facts, thresholds)
         if evidence is None:
             continue
         for each in evidence if isinstance(evidence, list) else (evidence,):

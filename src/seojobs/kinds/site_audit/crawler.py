@@ -29,7 +29,7 @@ from seojobs.kinds.site_audit.params import SiteAuditParams
 from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
-from seojobs.kinds.site_audit.sitepages import SitePages
+from seojobs.kinds.site_audit.sitepages import SitePages, release_freed_memory
 from seojobs.kinds.site_audit.sitewide import SiteFiles, SiteTally, site_findings, summary
 from seojobs.records import ItemRecord
 
@@ -44,12 +44,30 @@ def page_key(url: str) -> str:
     return parse_url(url).key
 
 
+def _origins(start: URL) -> tuple[str, ...]:
+    """How the normalised URLs of the start's origin and of its www. twin begin
+    ("http://host:port/"): a URL that begins so is in scope without being parsed again."""
+    origin = start.key[: start.key.index("/", start.key.index("://") + 3) + 1]
+    host = start.host
+    twin = host.removeprefix("www.") if host.startswith("www.") else f"www.{host}"
+    found = []
+    for prefix in (origin, origin.replace(f"://{host}", f"://{twin}", 1)):
+        try:
+            if parse_url(prefix).key == prefix and site_of(prefix) == site_of(start.key):
+                found.append(prefix)
+        except (FetchError, ValueError):
+            continue  # no twin (an IP address)
+    return tuple(found)
+
+
 class Frontier:
     """Adds a page's in-scope links as items, each once, up to ``max_pages`` in all."""
 
     def __init__(self, ctx: JobContext[SiteAuditParams], known: set[str]) -> None:
         self._ctx = ctx
-        self.site = site_of(ctx.params.start_url)
+        start = parse_url(ctx.params.start_url)
+        self.site = site_of(start.key)
+        self._origins = _origins(start)
         # Every URL stored or about to be (taken: stored with the page that found it). The
         # checks and updates of it never await, so two pages cannot both take a place.
         self._known = known
@@ -59,7 +77,7 @@ class Frontier:
         self.out_of_time = False
 
     def in_scope(self, url: str) -> bool:
-        return site_of(url) == self.site
+        return url.startswith(self._origins) or site_of(url) == self.site
 
     def expired(self) -> bool:
         """Whether the crawl's time budget is spent (from then on it stays spent)."""
@@ -445,11 +463,13 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     # Every page's record, read back once (an earlier claim's too) for the site-wide checks
     # and the page table (each read of 5,000 records parses megabytes of JSON), held in
     # columns (sitepages: 100,000 pages within the worker's 300 MB).
+    release_freed_memory()  # the crawl's, before the columns take their own
     pages = SitePages(known)
     known.clear()  # the frontier's URLs are the pages' own now
     async for item in ctx.items():
         if item.result:
             pages.add(item.seq, item.result)
+    listed, previous = pages.shared(listed), pages.shared(previous)
     reporting = Reporting.of(params)
     found = site_findings(pages, listed, files, previous, params.thresholds)
     site = SiteTally()  # counted as they are written, a chunk at a time

@@ -11,6 +11,7 @@ site at 0). Pure Python over integer lists: one pass per round, bounded rounds.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 
 DAMPING = 0.85
@@ -20,18 +21,19 @@ EDGE_VISITS = 30_000_000  # the work allowed over every round (a few seconds of 
 TOLERANCE = 1e-10  # sum of rank changes under which the ranks count as settled
 
 
-def ranks(edges: Sequence[Sequence[int]], damping: float = DAMPING) -> list[float]:
+def ranks(edges: Sequence[Sequence[int]], damping: float = DAMPING) -> Sequence[float]:
     """PageRank of nodes ``0..len(edges)-1``, ``edges[i]`` the distinct nodes ``i`` links to."""
     n = len(edges)
     if n == 0:
-        return []
-    rank = [1.0 / n] * n
+        return array("d")
+    # In arrays: a list holds a float object per page (100,000 pages: 3 MB a list).
+    rank = array("d", [1.0 / n]) * n
     links = sum(map(len, edges))
     nowhere = [i for i, targets in enumerate(edges) if not targets]
     for _round in range(max(MIN_ROUNDS, min(ROUNDS, EDGE_VISITS // max(links, 1)))):
         dangling = sum(rank[i] for i in nowhere)
         base = (1.0 - damping) / n + damping * dangling / n
-        new = [base] * n
+        new = array("d", [base]) * n
         for i, targets in enumerate(edges):
             if targets:
                 share = damping * rank[i] / len(targets)

@@ -15,9 +15,11 @@ held.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import json
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -36,10 +38,14 @@ INTS = (
 )
 FLAGS = ("indexable", "blocked_by_robots")  # None, False or True
 CODES = ("content_type", "indexability_reason", "error_kind", "robots")  # few distinct values
-TEXTS = ("final_url", "title", "description", "h1", "canonical", "content_hash")
-JSONS = ("hreflang", "pagination", "loads")  # as JSON, None when empty
+TEXTS = ("title", "description", "h1", "content_hash")
+URL_TEXTS = ("final_url", "canonical")  # most often the page's own URL: then held as a mark
+JSONS = ("hreflang", "pagination")  # as JSON, None when empty
+LOADS = "loads"  # the site's URLs a page loads: JSON, each without the page's own origin
 SKIPPED = ("external",)  # external links' outcomes: kept in the record for a resume only
-COLUMNS = frozenset(("url", "links", "issues", *INTS, *FLAGS, *CODES, *TEXTS, *JSONS, *SKIPPED))
+COLUMNS = frozenset(
+    ("url", "links", "issues", LOADS, *INTS, *FLAGS, *CODES, *TEXTS, *URL_TEXTS, *JSONS, *SKIPPED)
+)
 _FLAG = {None: 2, False: 0, True: 1}
 _UNFLAG = (False, True, None)
 _MISSING = object()
@@ -63,27 +69,39 @@ def _none(_row: int) -> None:
     return None
 
 
-class _Texts:
-    """Optional strings, one per row, as UTF-8 in one buffer."""
+_TEXT, _NULL, _OWN_URL = 0, 1, 2  # what a _Texts row holds: its text, None, the page's URL
 
-    __slots__ = ("data", "ends", "nulls")
+
+class _Texts:
+    """Optional strings, one per row, as UTF-8 in one buffer (its offsets as 4-byte ints: a
+    buffer of 4 GB is far beyond the worker's memory)."""
+
+    __slots__ = ("data", "ends", "marks")
 
     def __init__(self) -> None:
         self.data = bytearray()
-        self.ends = array("q")
-        self.nulls = bytearray()
+        self.ends = array("I")
+        self.marks = bytearray()
 
-    def append(self, value: Any) -> None:
-        if value is not None:
+    def append(self, value: Any, mark: int = _TEXT) -> None:
+        if value is None:
+            mark = _NULL
+        elif mark == _TEXT:
             self.data += str(value).encode("utf-8", "surrogatepass")
         self.ends.append(len(self.data))
-        self.nulls.append(value is None)
+        self.marks.append(mark)
 
     def __getitem__(self, row: int) -> str | None:
-        if self.nulls[row]:
+        if self.marks[row]:
             return None
         start = self.ends[row - 1] if row else 0
         return self.data[start : self.ends[row]].decode("utf-8", "surrogatepass")
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of an absolute URL."""
+    end = url.find("/", url.find("://") + 3)
+    return url if end < 0 else url[:end]
 
 
 class _Codes:
@@ -127,10 +145,12 @@ class SitePages(Sequence["PageView"]):
         self.flags = {name: bytearray() for name in FLAGS}
         self.codes = {name: _Codes() for name in CODES}
         self.texts = {name: _Texts() for name in TEXTS}
+        self.url_texts = {name: _Texts() for name in URL_TEXTS}
         self.jsons = {name: _Texts() for name in JSONS}
-        self.link_ends = array("q")
+        self.loads = _Texts()
+        self.link_ends = array("I")
         self.links = array("i")  # URL positions, row after row
-        self.issue_ends = array("q")
+        self.issue_ends = array("I")
         self.issues = array("i")  # issue codes, as CODES' own _Codes
         self.issue_codes = _Codes()
         self.extras = _Texts()  # any other key, as JSON
@@ -142,6 +162,8 @@ class SitePages(Sequence["PageView"]):
             **{name: partial(_flag, flags) for name, flags in self.flags.items()},
             **{name: codes.__getitem__ for name, codes in self.codes.items()},
             **{name: texts.__getitem__ for name, texts in self.texts.items()},
+            **{name: partial(self._url_text, texts) for name, texts in self.url_texts.items()},
+            LOADS: self._loads,
             **{name: partial(_json, texts) for name, texts in self.jsons.items()},
             **{name: _none for name in SKIPPED},
         }
@@ -171,9 +193,20 @@ class SitePages(Sequence["PageView"]):
             codes.append(record.get(name))
         for name, texts in self.texts.items():
             texts.append(record.get(name))
+        url = self.urls[at]
+        for name, texts in self.url_texts.items():
+            value = record.get(name)
+            texts.append(value, _OWN_URL if value == url else _TEXT)
         for name, texts in self.jsons.items():
             value = record.get(name)
             texts.append(json.dumps(value, separators=(",", ":")) if value else None)
+        if loads := record.get(LOADS):
+            origin = _origin(url) + "/"
+            cut = len(origin) - 1  # a path starts "/", an absolute URL never does
+            short = [u[cut:] if u.startswith(origin) else u for u in loads]
+            self.loads.append(json.dumps(short, separators=(",", ":")))
+        else:
+            self.loads.append(None)
         position = self.position.get
         self.links.extend(
             p for p in (position(u) for u in record.get("links") or ()) if p is not None
@@ -195,6 +228,16 @@ class SitePages(Sequence["PageView"]):
             raise IndexError(row)
         return PageView(self, row)
 
+    def _url_text(self, texts: _Texts, row: int) -> str | None:
+        return self.urls[self.at[row]] if texts.marks[row] == _OWN_URL else texts[row]
+
+    def _loads(self, row: int) -> list[str] | None:
+        text = self.loads[row]
+        if text is None:
+            return None
+        origin = _origin(self.urls[self.at[row]])
+        return [origin + u if u.startswith("/") else u for u in json.loads(text)]
+
     def _issues(self, row: int) -> list[str]:
         start = self.issue_ends[row - 1] if row else 0
         values = self.issue_codes.values
@@ -211,6 +254,51 @@ class SitePages(Sequence["PageView"]):
     @property
     def by_url(self) -> ByUrl:
         return ByUrl(self)
+
+    def shared(self, urls: Iterable[str]) -> list[str]:
+        """``urls``, each the crawl's own string where it has one (a sitemap's 100,000 URLs
+        read as strings of their own are 9 MB more)."""
+        position, own = self.position.get, self.urls
+        return [url if (at := position(url)) is None else own[at] for url in urls]
+
+    def url_set(self, urls: Iterable[str]) -> UrlSet:
+        """``set(urls)``, held as a byte per URL the crawl knows."""
+        return UrlSet(self, urls)
+
+
+class UrlSet(Collection[str]):
+    """A set of URLs, those the crawl knows as a byte per URL position (a set of 100,000
+    URLs is 8 MB of hash table), any other in a set of its own."""
+
+    __slots__ = ("count", "marks", "others", "position")
+
+    def __init__(self, pages: SitePages, urls: Iterable[str]) -> None:
+        self.position = pages.position
+        self.marks = bytearray(len(pages.urls))
+        self.others: set[str] = set()
+        self.count = 0
+        for url in urls:
+            if url not in self:
+                self.count += 1
+                at = self.position.get(url)
+                if at is not None and at < len(self.marks):
+                    self.marks[at] = 1
+                else:
+                    self.others.add(url)
+
+    def __contains__(self, url: object) -> bool:
+        at = self.position.get(url) if isinstance(url, str) else None
+        if at is not None and at < len(self.marks) and self.marks[at]:
+            return True
+        return url in self.others
+
+    def __iter__(self) -> Iterator[str]:
+        urls = self.position  # a URL's position -> the URL: every URL the crawl knows
+        yield from (url for url, at in urls.items() if at < len(self.marks) and self.marks[at])
+        yield from self.others
+
+    def __len__(self) -> int:
+        return self.count
 
 
 class ByUrl(Mapping[str, "PageView"]):
@@ -278,3 +366,16 @@ class PageView(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return sum(1 for _name in self)
+
+
+def release_freed_memory() -> None:
+    """Hand back to the system what the C heap holds free (glibc; elsewhere nothing): the
+    crawl's page bodies and parse trees freed, held by malloc all the same, while the
+    site-wide phase's columns and Python objects take memory of their own (issue 30.6)."""
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)

@@ -6,8 +6,10 @@ sees the pages an earlier worker recorded as well as its own.
 
 from __future__ import annotations
 
+import itertools
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,27 +26,65 @@ ByRecord = Mapping[str, Record]
 IMAGE_MAX_KB = 100  # an image the crawl fetched over this is img_too_large (as Ahrefs has it)
 
 
+def _repeated(keys: Iterable[tuple[int, Any]]) -> Iterator[list[int]]:
+    """The groups of rows (in order of their first row, each in order) whose keys are
+    equal, among ``keys``' (row, key) in row order, for groups of two or more. Two passes
+    over ``keys`` (an iterable read twice): the first holds only every key's hash in an
+    array, the second the keys whose hash repeats (100,000 pages' titles or URLs held as
+    strings at once took tens of megabytes, issue 30.6)."""
+    hashes = array("q", (hash(key) for _row, key in keys))
+    hashes = array("q", sorted(hashes))
+    again = {a for a, b in itertools.pairwise(hashes) if a == b}
+    del hashes
+    if not again:
+        return
+    groups: dict[Any, list[int]] = defaultdict(list)
+    for row, key in keys:
+        if hash(key) in again:
+            groups[key].append(row)
+    for rows in groups.values():
+        if len(rows) > 1:
+            yield rows
+
+
+class _Keyed:
+    """(row, key) of the pages ``keep`` keeps, an iterable read afresh each time."""
+
+    def __init__(self, pages: Pages, key: Callable[[Record], Any]) -> None:
+        self.pages = pages
+        self.key = key
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        key = self.key
+        for row, page in enumerate(self.pages):
+            value = key(page)
+            if value is not None:
+                yield row, value
+
+
 def _duplicates(pages: Pages, field: str, code: str) -> Iterator[Finding]:
-    groups: dict[str, list[str]] = defaultdict(list)
-    for page in pages:
-        value = page.get(field)
-        if value and page.get("indexable"):
-            groups[value].append(page["url"])
-    for value, urls in groups.items():
-        if len(urls) > 1:
-            for url in urls:
-                others = [u for u in urls if u != url][:_SAMPLE]
-                yield finding(code, url, {field: value, "also_on": others})
+    def value(page: Record) -> Any:
+        found = page.get(field)
+        return found if found and page.get("indexable") else None
+
+    for rows in _repeated(_Keyed(pages, value)):
+        urls = [pages[row]["url"] for row in rows]
+        found = pages[rows[0]].get(field)
+        for url in urls:
+            others = [u for u in urls if u != url][:_SAMPLE]
+            yield finding(code, url, {field: found, "also_on": others})
 
 
 def _variants(pages: Pages, code: str, key: Callable[[str], str]) -> Iterator[Finding]:
     """URLs that differ only in a way ``key`` takes out, each answering 200 itself."""
-    groups: dict[str, list[str]] = defaultdict(list)
-    for page in pages:
-        if page.get("status") == 200 and not page.get("redirects"):
-            groups[key(page["url"])].append(page["url"])
-    for urls in groups.values():
-        for url in urls if len(urls) > 1 else ():
+
+    def value(page: Record) -> str | None:
+        answered = page.get("status") == 200 and not page.get("redirects")
+        return key(page["url"]) if answered else None
+
+    for rows in _repeated(_Keyed(pages, value)):
+        urls = [pages[row]["url"] for row in rows]
+        for url in urls:
             yield finding(code, url, {"also_answers": [u for u in urls if u != url][:_SAMPLE]})
 
 
@@ -185,14 +225,20 @@ def _listed(url: str, crawled: Record) -> Iterator[Finding]:
                 yield finding(code, url, {"reason": reason, "canonical": crawled.get("canonical")})
 
 
+def _url_set(pages: Pages, urls: Iterable[str]) -> Collection[str]:
+    """``set(urls)``, compact over the crawl's pages."""
+    return pages.url_set(urls) if isinstance(pages, SitePages) else set(urls)
+
+
 def _sitemaps(pages: Pages, by_url: ByRecord, listed: list[str]) -> Iterator[Finding]:
-    in_sitemaps = set(listed)
+    in_sitemaps = _url_set(pages, listed)
     for page in pages:
         # A page reached by no link is a sitemap's, or else the previous audit's (_orphans).
         linked = page.get("depth") is not None or page.get("blocked_by_robots")
         if not linked and page["url"] in in_sitemaps:
             yield finding("sitemap_url_not_linked", page["url"], {"linked": False})
-    for url in dict.fromkeys(listed):
+    # Each URL once (a set beside the one above only when some URL is listed twice).
+    for url in listed if len(in_sitemaps) == len(listed) else dict.fromkeys(listed):
         crawled = by_url.get(url)
         if crawled is not None:  # else beyond max_pages: never crawled
             yield from _listed(url, crawled)
@@ -205,7 +251,7 @@ def _sitemaps(pages: Pages, by_url: ByRecord, listed: list[str]) -> Iterator[Fin
 def _orphans(pages: Pages, listed: list[str], previous: list[str]) -> Iterator[Finding]:
     """Pages the previous audit crawled that still answer 200, reached now by no link and
     listed in no sitemap (issue 30.3; a sitemap's are ``sitemap_url_not_linked``)."""
-    before, in_sitemaps = set(previous), set(listed)
+    before, in_sitemaps = _url_set(pages, previous), _url_set(pages, listed)
     for page in pages:
         url = page["url"]
         unlinked = page.get("depth") is None and url in before and url not in in_sitemaps
