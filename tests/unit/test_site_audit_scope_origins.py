@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from seojobs.fetch.urls import parse_url
-from seojobs.kinds.site_audit.crawler import _origins, _site
+from seojobs.kinds.site_audit.check import site_of
+from seojobs.kinds.site_audit.crawler import _origins
 
 
 @pytest.mark.parametrize(
@@ -29,4 +30,4 @@ def test_the_origins_are_the_start_site_as_normalised_urls_begin(
     for prefix in found:
         url = parse_url(prefix + "p/1?q=2")
         assert url.key == prefix + "p/1?q=2"
-        assert _site(url) == _site(parse_url(start))
+        assert site_of(url.key) == site_of(start)
