@@ -16,6 +16,7 @@ import gc
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
@@ -54,6 +55,7 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.errors import Unavailable
 from seojobs.store.listener import Listener
+from seojobs.store.loopclaim import LoopClaims
 
 log = logging.getLogger("seojobs.worker")
 
@@ -146,7 +148,11 @@ class Worker:
         self._timings: list[tuple[tuple[str, str], float]] = []
         self._has_completions = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self._listener: Listener | None = None
+        # PostgreSQL: claims without completions to carry run on the event loop (see
+        # seojobs.store.loopclaim), where the LISTEN connection wakes the claim loop.
+        self._loop_claims = LoopClaims(db) if db.dialect == "postgresql" else None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -155,9 +161,14 @@ class Worker:
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
     def wake(self) -> None:
-        """Thread-safe: a new job may be ready."""
+        """Thread-safe: a new job may be ready. On the loop's own thread (PostgreSQL's
+        listener) the claim loop is woken directly, without a hand-off through the loop."""
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is None or loop.is_closed():
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._wake.set()
+        else:
             loop.call_soon_threadsafe(self._wake.set)
 
     def stop(self) -> None:
@@ -173,6 +184,7 @@ class Worker:
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._listener = Listener(self.db, self.wake)
         self._listener.start()
         with contextlib.suppress(Exception):  # else at the progress loop's next look
@@ -195,7 +207,9 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
             await self._flush_completions()
-            self._listener.stop()
+            await self._listener.aclose()
+            if self._loop_claims is not None:
+                await self._loop_claims.close()
             if self.run_maintenance:
                 with contextlib.suppress(Exception):
                     await self.run_db(maintenance.resign, self.db, self.worker_id)
@@ -215,7 +229,10 @@ class Worker:
             # two, which matters most on SQLite's single writer (Oban Pro's "ack with fetch").
             acks = self._take_completions()
             try:
-                claimed = await self.run_db(self._claim, limit, acks, full)
+                if acks or self._loop_claims is None:
+                    claimed = await self.run_db(self._claim, limit, acks, full)
+                else:
+                    claimed = await self._claim_on_loop(limit, full)
             except Exception:
                 log.exception("claim failed; retrying after the poll interval")
                 self._completions[:0] = acks
@@ -269,7 +286,8 @@ class Worker:
         if not acks and self.db.dialect == "postgresql":
             # Each claim statement is atomic on its own (and they claim distinct jobs): in
             # autocommit, without a BEGIN and a COMMIT round trip around it, a woken idle
-            # worker starts its job two round trips sooner.
+            # worker starts its job two round trips sooner. (The claim loop runs these on the
+            # event loop instead: _claim_on_loop.)
             with self.db.autocommit() as conn:
                 return self._claim_with(conn, plan, self.clock(), limit, full or [])
         with self.db.write() as conn:
@@ -279,6 +297,27 @@ class Worker:
                     acks, job_sql.complete_many(self.db, conn, acks, now, self.changes)
                 )
             return self._claim_with(conn, plan, now, limit, full or [])
+
+    async def _claim_on_loop(self, limit: int, full: list[int]) -> list[JobRecord]:
+        """PostgreSQL, nothing to acknowledge: the claim statements in autocommit on the
+        event loop (one round trip each; no thread to wake on the way in or out)."""
+        assert self._loop_claims is not None
+        plan = self._claim_plan(limit)
+
+        async def claim(conn: Any) -> list[JobRecord]:
+            now, lease = self.clock(), self.settings.lease_seconds
+            claimed: list[JobRecord] = []
+            owners: dict[int, int] | None = {} if self.user_share is not None else None
+            for kinds, exclude, most in plan:
+                most = min(most, limit - len(claimed))
+                claimed += await job_sql.claim_async(
+                    conn, self.worker_id, most, now, lease, **_filters(kinds, exclude, full, owners)
+                )
+            if owners:
+                self._owners.update(owners)
+            return claimed
+
+        return await self._loop_claims.run(claim)
 
     def _claim_with(
         self,
@@ -290,18 +329,17 @@ class Worker:
     ) -> list[JobRecord]:
         claimed: list[JobRecord] = []
         owners: dict[int, int] | None = {} if self.user_share is not None else None
+        lease = self.settings.lease_seconds
         for kinds, exclude, most in plan:
+            most = min(most, limit - len(claimed))
             claimed += job_sql.claim(
                 self.db,
                 conn,
                 self.worker_id,
-                min(most, limit - len(claimed)),
+                most,
                 now,
-                self.settings.lease_seconds,
-                kinds=kinds,
-                exclude=exclude,
-                exclude_users=full,
-                owners=owners,
+                lease,
+                **_filters(kinds, exclude, full, owners),
             )
         if owners:
             self._owners.update(owners)
@@ -689,6 +727,13 @@ class Worker:
             except Exception:
                 log.exception("maintenance pass failed")
             await asyncio.sleep(self.settings.maintenance_interval)
+
+
+def _filters(
+    kinds: list[str] | None, exclude: list[str], full: list[int], owners: dict[int, int] | None
+) -> job_sql.ClaimFilters:
+    """One claim statement's filters: its kinds, the users left out, the owners to read."""
+    return {"kinds": kinds, "exclude": exclude, "exclude_users": full, "owners": owners}
 
 
 # A metric's series per label values, looked up once: labels() locks and checks every call.
