@@ -6,6 +6,7 @@ rows locked and updated, the same records in the same order, the same owners."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +19,8 @@ from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
+from seojobs.store.loopclaim import LoopClaims
+from tests.waiting import await_until
 
 pytestmark = pytest.mark.stores("postgresql")
 
@@ -117,3 +120,36 @@ async def test_a_claim_on_the_loop_takes_each_job_once(services: Services, db: D
     assert len(first) == 5 and third == []
     assert {j.id for j in first}.isdisjoint(j.id for j in second)
     assert all(j.attempt == 1 and j.state == "processing" for j in first + second)
+
+
+async def test_the_loop_claim_connection_comes_back_after_its_backend_is_terminated(
+    services: Services, db: Database
+) -> None:
+    # A server restart or failover ends the backend under an idle worker: its next claim
+    # must run on a new connection, not fail until the poll after it.
+    now, _users = _seed(services, db)
+    claims = LoopClaims(db)
+
+    async def one(conn: Any) -> list[JobRecord]:
+        return await job_sql.claim_async(conn, "w1", 1, now, LEASE)
+
+    try:
+        assert len(await claims.run(one)) == 1
+        assert claims.conn is not None
+        first = claims.conn.info.backend_pid
+        with psycopg.connect(db.psycopg_conninfo(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+        await await_until(lambda: _gone(db, first))
+        assert len(await claims.run(one)) == 1
+        assert claims.conn is not None and claims.conn.info.backend_pid != first
+    finally:
+        await claims.close()
+
+
+async def _gone(db: Database, pid: int) -> bool:
+    def look() -> bool:
+        with psycopg.connect(db.psycopg_conninfo(), autocommit=True) as conn:
+            row = conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,))
+            return row.fetchone() is None
+
+    return await asyncio.to_thread(look)

@@ -1,10 +1,12 @@
 """The async worker: claims jobs in batches, runs their handlers, keeps their leases alive.
 
 Database calls run on a small thread pool (the store is synchronous SQLAlchemy Core); the event
-loop only schedules. Completions are buffered for a few milliseconds and written in one
-statement, the main throughput lever for short jobs (River's BatchCompleter, graphile-worker).
-A completion acknowledged only in memory is lost with the process, and the job runs again after
-rescue: delivery is at-least-once, as in every queue surveyed in reference/queues.md.
+loop only schedules, but for PostgreSQL's wake-ups: its LISTEN connection and a woken worker's
+claim run on the loop itself (``seojobs.store.loopclaim``), with no thread to wake on the way.
+Completions are buffered for a few milliseconds and written in one statement, the main
+throughput lever for short jobs (River's BatchCompleter, graphile-worker). A completion
+acknowledged only in memory is lost with the process, and the job runs again after rescue:
+delivery is at-least-once, as in every queue surveyed in reference/queues.md.
 """
 
 from __future__ import annotations
