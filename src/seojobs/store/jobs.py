@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
-import psycopg
 from sqlalchemy import (
     BigInteger,
     Connection,
@@ -478,6 +477,8 @@ def _pg_claim(
 def _pg_claim_sync(
     conn: Connection, statement: tuple[str, dict[str, Any]], owners: dict[int, int] | None
 ) -> list[JobRecord]:
+    import psycopg  # on PostgreSQL only: a SQLite process never loads the driver
+
     raw: Any = conn.connection.driver_connection  # the psycopg connection under SQLAlchemy
     try:
         with raw.cursor() as cursor:

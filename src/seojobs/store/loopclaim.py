@@ -18,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
-
-import psycopg
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from seojobs.store.db import CONNECT_TIMEOUT, Database, _has_input
 from seojobs.store.errors import Unavailable
+
+# psycopg is imported where it is used: a SQLite worker imports this module too, and never
+# loads the driver (tests/e2e/test_startup_imports.py).
+if TYPE_CHECKING:
+    import psycopg
 
 T = TypeVar("T")
 
@@ -41,6 +44,8 @@ class LoopClaims:
     async def run(self, claim: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
         """``claim(conn)``, on a live connection; a failure of the connection raises
         ``Unavailable`` (the store's "not now", as the thread path raises it)."""
+        import psycopg
+
         conn, reused = await self._connection()
         try:
             return await claim(conn)
@@ -62,6 +67,8 @@ class LoopClaims:
         if conn is not None and self._loop is loop and not _dead(conn):
             return conn, True
         await self.close()
+        import psycopg
+
         try:
             conn = await psycopg.AsyncConnection.connect(
                 self.db.psycopg_conninfo(),

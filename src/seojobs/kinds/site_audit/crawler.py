@@ -463,7 +463,7 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     # Every page's record, read back once (an earlier claim's too) for the site-wide checks
     # and the page table (each read of 5,000 records parses megabytes of JSON), held in
     # columns (sitepages: 100,000 pages within the worker's 300 MB).
-    release_freed_memory()  # the crawl's, before the columns take their own
+    await asyncio.to_thread(release_freed_memory)  # the crawl's, before the columns
     pages = SitePages(known)
     known.clear()  # the frontier's URLs are the pages' own now
     async for item in ctx.items():

@@ -16,7 +16,6 @@ held.
 from __future__ import annotations
 
 import ctypes
-import gc
 import json
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -371,8 +370,12 @@ class PageView(Mapping[str, Any]):
 def release_freed_memory() -> None:
     """Hand back to the system what the C heap holds free (glibc; elsewhere nothing): the
     crawl's page bodies and parse trees freed, held by malloc all the same, while the
-    site-wide phase's columns and Python objects take memory of their own (issue 30.6)."""
-    gc.collect()
+    site-wide phase's columns and Python objects take memory of their own (issue 30.6).
+    Called in a thread (ctypes lets the GIL go): the trim walks the whole heap. No
+    ``gc.collect()``: a full collection holds the GIL over every object of the process,
+    blocking the loop and its heartbeats meanwhile; in CI, audits run by the tests'
+    in-process workers (processes of millions of objects, at load 7) lost their lease four
+    times in a row with it, the likely cause."""
     try:
         libc = ctypes.CDLL(None)
         trim = libc.malloc_trim
