@@ -153,7 +153,7 @@ class Dispatcher:
                 task.cancel()
             await asyncio.gather(recorder, *attempts, return_exceptions=True)
             await sender.aclose()
-            await listener.aclose()
+            listener.stop()
 
     def _pause(self) -> float:
         """Until the next look: the poll interval, or less when a retry this dispatcher
