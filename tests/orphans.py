@@ -16,7 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
+from seojobs.browsers.reaper import PR_SET_PDEATHSIG
+
 # Looked up here, in the parent: the child, between fork and exec, must not load libraries
 # (another thread of the parent may have held the loader's lock at the fork).
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
