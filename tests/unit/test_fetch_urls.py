@@ -358,3 +358,38 @@ def test_a_port_is_ascii_digits_only(raw: str) -> None:
     # httpx read these with int(): "+80", " 80" and Arabic-Indic digits were port 80.
     with pytest.raises(InvalidURL):
         parse_url(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "http://[bad/",
+        "http://a[b]/",
+        "http://[::1]x]/",
+        "http://a b.com/",
+        "http://a<b.com/",
+        "http://a>b.com/",
+        "http://a^b.com/",
+        "http://a|b.com/",
+        "http://b\u00fc ber.de/",
+        "//a^b.com/x",
+    ],
+)
+def test_a_host_written_with_a_forbidden_character_is_no_host(raw: str) -> None:
+    # WHATWG's forbidden host code points: httpx (and we, before) percent-encoded them into a
+    # name that only failed at DNS; `[` outside an IPv6 literal's brackets is no host either.
+    with pytest.raises((InvalidURL, ValueError)):  # ValueError: a join that cannot parse
+        parse_url(raw if raw.startswith("http") else join_url(parse_url("http://a.com/"), raw))
+
+
+@pytest.mark.parametrize(
+    ("raw", "host"),
+    [
+        ("http://[::1]/", "::1"),
+        ("http://a%20b/", "a%20b"),
+        ("http://ex_ample.com/", "ex_ample.com"),
+    ],
+)
+def test_ipv6_literals_and_escaped_names_are_still_hosts(raw: str, host: str) -> None:
+    # Escapes are left to DNS, as the API's URL pattern (kinds.urls) takes them.
+    assert parse_url(raw).host == host

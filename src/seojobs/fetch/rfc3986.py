@@ -32,6 +32,9 @@ _REFERENCE = re.compile(
     re.DOTALL,
 )
 _IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")
+# WHATWG URL's forbidden host code points that can reach a host name here (the rest end or
+# split the authority, or are refused earlier as controls), outside an IPv6 literal's brackets.
+_FORBIDDEN_IN_HOST = re.compile(r"^(?!\[[^\]]*\]$).*[ <>\[\\\]^|]", re.DOTALL)
 
 
 def _printable_except(excluded: str) -> str:
@@ -117,6 +120,12 @@ def _authority(authority: str, scheme: str) -> tuple[str, int | None, bool]:
     else:
         cut = hostport.find(":") if ":" in hostport else len(hostport)
     host, port_text = _host(hostport[:cut]), hostport[cut:].removeprefix(":")
+    if scheme in ("", "http", "https") and _FORBIDDEN_IN_HOST.search(hostport[:cut]):
+        # WHATWG's host parser for http(s): a host written with one of these is no host at
+        # all (``http://[bad/``, ``http://a b/``, ``http://a^b/``), where percent-encoding it
+        # gave a name that only failed later, at DNS. Escapes (``a%20b``) are left to DNS, as
+        # the API's URL pattern takes them.
+        raise URLSyntaxError(f"Invalid host: {hostport[:cut]!r}")
     port: int | None = None
     if port_text:
         if not (port_text.isascii() and port_text.isdigit()):
