@@ -16,7 +16,6 @@ import asyncio
 import dataclasses
 import functools
 import importlib.util
-import logging
 import os
 import statistics
 import time
@@ -30,7 +29,6 @@ import httpx
 from bench.lib import core, ours, spy
 from bench.lib.core import ScratchPostgres, columns, failed, verdict
 from bench.lib.site import API_KEY, SiteProcess, indexed
-from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.fetch import Fetcher
 from seojobs.fetch.http import HttpClient
 from seojobs.kinds import load_registry
@@ -455,13 +453,11 @@ def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
             raise RuntimeError(
                 f"job {job_id}: {job.items_done} of {total} items done, {job.items_failed} failed"
             )
-        fetched, robots_urls, after = 0, set(), -1
-        while page := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
-            for item in page:
-                diagnostics = (item.result or {}).get("diagnostics", {})
-                fetched += diagnostics.get("http_status") == 200
-                robots_urls.add((diagnostics.get("robots_txt") or {}).get("robots_url"))
-            after = page[-1].seq
+        fetched, robots_urls = 0, set()
+        for item in ours.items(conn, job_id):
+            diagnostics = (item.result or {}).get("diagnostics", {})
+            fetched += diagnostics.get("http_status") == 200
+            robots_urls.add((diagnostics.get("robots_txt") or {}).get("robots_url"))
     counters = job.counters
     return counters.get("indexed", 0), counters.get("not_indexed", 0), fetched, len(robots_urls)
 
@@ -473,30 +469,20 @@ async def check(
     from ``run()`` until a second ``Database`` reads the job completed; check the result."""
     settings = check_settings(url, serper_url, scenario)
     job_id = await asyncio.to_thread(_create_check, settings, user_id, urls)
-    db = Database(settings.database_url)
-    probe = Database(settings.database_url, pool_size=1)
-    try:
-        ours.warm(db, ours.EXECUTOR_THREADS)
-        ours.warm(probe, 1)
-        worker = Worker(db, settings, load_registry(settings), maintenance=False)
-        freeze_startup()
+    async with ours.timed_worker(settings) as run:
         started, cpu = time.perf_counter(), time.process_time()
-        async with ours.running(worker) as task:
-            ended = await ours.wait_completed(
-                worker,
-                task,
-                probe,
-                job_id,
-                what="index check",
-                timeout=60 + len(urls) / 20,
-                poll=CHECK_POLL,
-            )
-            cpu = time.process_time() - cpu
-        counts = await asyncio.to_thread(_verify, probe, job_id, len(urls))
-        return CheckRun(ended - started, cpu, *counts)
-    finally:
-        db.dispose()
-        probe.dispose()
+        ended = await ours.wait_completed(
+            run.worker,
+            run.task,
+            run.probe,
+            job_id,
+            what="index check",
+            timeout=60 + len(urls) / 20,
+            poll=CHECK_POLL,
+        )
+        cpu = time.process_time() - cpu
+        counts = await asyncio.to_thread(_verify, run.probe, job_id, len(urls))
+    return CheckRun(ended - started, cpu, *counts)
 
 
 # -- bench/check.py: each URL's two requests, with httpx and with aiohttp ------------------
@@ -615,7 +601,7 @@ class Bench:
         n = opts.urls
         self.urls = [f"{site.site_urls[i % len(site.site_urls)]}/p/{i}" for i in range(n)]
         self.expected_indexed = sum(indexed(i) for i in range(n))
-        self.dbs: ours.Databases | None = None
+        self.dbs: ours.Scratch | None = None
 
     def bare(self, system: str, concurrency: int) -> None:
         meter = Meter(self.site)
@@ -781,26 +767,17 @@ def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = parse_args(argv)
     results = Results(urls=opts.urls)
     started = time.monotonic()
-    partial = core.partial_report(
-        lambda: render(results), "site process stopped, scratch files removed"
-    )
-    with partial, ExitStack() as stack:
+
+    def body(stack: ExitStack) -> None:
         site = stack.enter_context(SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None))
         if opts.pin:
             os.sched_setaffinity(0, {0})
         site.wait_ready()
         bench = Bench(opts, site, results)
-        bench.dbs = ours.Databases(
-            stack,
-            sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
-            postgres="postgresql" in opts.only,
-            prefix="seojobs_check",
-        )
+        bench.dbs = ours.Scratch(stack, postgres="postgresql" in opts.only, prefix="seojobs_check")
         results.environment = _environment(opts, bench.dbs.pg)
         core.progress("warming up")
         bench.warm_up()
@@ -809,12 +786,15 @@ def main(argv: list[str] | None = None) -> int:
             results.notes += _profile(bench, max(opts.concurrency))
         if opts.layers:
             results.notes += _layers(bench, max(opts.concurrency), opts.layers)
-    results.notes = _notes(results) + results.notes
-    results.environment.append(
-        f"total wall time {time.monotonic() - started:.0f} s; load average at end {core.loadavg()}"
+        results.notes = _notes(results) + results.notes
+        results.environment.append(core.wall(started))
+
+    return core.run(
+        body,
+        lambda: render(results),
+        lambda: failures(results),
+        "site process stopped, scratch files removed",
     )
-    print(render(results), end="", flush=True)
-    return core.exit_code(failures(results))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import importlib.metadata
+import logging
 import os
 import platform
 import resource
@@ -166,6 +167,30 @@ def exit_code(failed: Sequence[str]) -> int:
     if failed:
         print("\nFAIL: " + "\nFAIL: ".join(failed), flush=True)
     return 1 if failed else 0
+
+
+def run(
+    body: Callable[[ExitStack], None],
+    render: Callable[[], str],
+    failures: Callable[[], Sequence[str]],
+    cleaned: str,
+) -> int:
+    """What every benchmark's ``main`` does around its runs. SIGTERM unwinds like Ctrl-C and
+    the libraries' warnings are logged; ``body`` runs with an ExitStack for its servers,
+    processes and scratch databases; when it is interrupted (exit 130) or fails, the report
+    so far is printed with ``cleaned`` (what was stopped or removed on the way out). Then the
+    report, and the exit code: 1 when a target failed (each printed once more), else 0."""
+    unwind_on_sigterm()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    with partial_report(render, cleaned), ExitStack() as stack:
+        body(stack)
+    print(render(), end="", flush=True)
+    return exit_code(failures())
+
+
+def wall(started: float) -> str:
+    """The report's last environment line, for a run begun at ``time.monotonic()`` ``started``."""
+    return f"total wall time {time.monotonic() - started:.0f} s; load average at end {loadavg()}"
 
 
 @contextmanager
@@ -420,6 +445,10 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+def sqlite_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
 def sqlite_checkpoint(path: Path) -> None:
     """Fold the WAL into the main file so the file alone is a complete copy."""
     con = sqlite3.connect(path, isolation_level=None)
@@ -449,27 +478,10 @@ def vacuum_postgres(dbname: str, table: str | None = None) -> None:
         conn.execute(statement)
 
 
-class Scratch:
-    """The scratch databases of one run, of either store: SQLite files in a temp dir (``root``,
-    also for logs) and, with ``postgres``, PostgreSQL databases; all removed at the end."""
-
-    def __init__(self, stack: ExitStack, postgres: bool) -> None:
-        self.sqlite = stack.enter_context(ScratchSqlite())
-        self.pg = stack.enter_context(ScratchPostgres()) if postgres else None
-        self.root = self.sqlite.root
-
-    def new(self, store: str, prefix: str) -> str:
-        """The URL of a new, empty database: a SQLite file ("sqlite"), else PostgreSQL's."""
-        if store == "sqlite":
-            return sqlite_url(self.sqlite.new_path(prefix))
-        assert self.pg is not None
-        return pg_url(self.pg.create(prefix))
-
-
 def analyze(url: str) -> None:
     """Fresh planner statistics for the database at ``url`` (SQLite: and its WAL folded in)."""
     if url.startswith("sqlite:///"):
-        analyze_sqlite(Path(url.removeprefix("sqlite:///")))
+        analyze_sqlite(sqlite_path(url))
     else:
         vacuum_postgres(url.rsplit("/", 1)[1])
 
