@@ -14,7 +14,6 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 import argparse
 import asyncio
 import dataclasses
-import functools
 import importlib.util
 import os
 import statistics
@@ -22,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 
 import aiohttp
 import httpx
@@ -59,11 +59,7 @@ class Run:
     host_concurrency: int | None  # fetch_host_concurrency (None: the bare loop has no gate)
     urls: int
     seconds: float
-    cpu_seconds: float  # this process, every thread (event loop, DB threads, listener)
-    loop_wait_seconds: float  # the event-loop thread runnable but waiting for a CPU
-    server_cpu_seconds: float  # the site + fake Serper process
-    server_wait_seconds: float  # the site process runnable but waiting for a CPU
-    others_busy: float  # CPUs kept busy by every other process meanwhile (PostgreSQL too)
+    usage: core.Usage  # server: the site + fake Serper process; others: PostgreSQL too
 
     @property
     def rate(self) -> float:
@@ -71,7 +67,7 @@ class Run:
 
     @property
     def cpu_ms_per_url(self) -> float:
-        return self.cpu_seconds * 1000 / self.urls
+        return self.usage.cpu * 1000 / self.urls
 
     @property
     def key(self) -> tuple[str, str, int, int | None]:
@@ -197,11 +193,11 @@ EVERY_RUN: list[tuple[str, Callable[[Run], str]]] = [
     ("seconds", lambda r: f"{r.seconds:.2f}"),
     ("URLs/s", lambda r: f"{r.rate:,.0f}"),
     ("CPU ms/URL", lambda r: f"{r.cpu_ms_per_url:.2f}"),
-    ("bench CPU", _pct(lambda r: r.cpu_seconds)),
-    ("loop waits", _pct(lambda r: r.loop_wait_seconds)),
-    ("site CPU", _pct(lambda r: r.server_cpu_seconds)),
-    ("site waits", _pct(lambda r: r.server_wait_seconds)),
-    ("others", lambda r: f"{r.others_busy:.2f}"),
+    ("bench CPU", _pct(lambda r: r.usage.cpu)),
+    ("loop waits", _pct(lambda r: r.usage.loop_wait)),
+    ("site CPU", _pct(lambda r: r.usage.server_cpu)),
+    ("site waits", _pct(lambda r: r.usage.server_wait)),
+    ("others", lambda r: f"{r.usage.others_busy:.2f}"),
 ]
 
 
@@ -240,14 +236,21 @@ class Layers:
         return statistics.median(self.cpu_ms[step])
 
 
-async def _lanes(urls: list[str], concurrency: int, one: Callable[[str], Awaitable[None]]) -> None:
+async def _lanes(
+    urls: list[str], concurrency: int, one: Callable[[str], Awaitable[bool | None]]
+) -> int:
+    """``one(url)`` for every URL, in ``concurrency`` lanes; how many answered true."""
     todo: Iterator[str] = iter(urls)
+    found = 0
 
     async def lane() -> None:
+        nonlocal found
         for url in todo:
-            await one(url)
+            answer = await one(url)  # awaited before ``found`` is read: lanes interleave
+            found += bool(answer)
 
     await asyncio.gather(*(lane() for _ in range(concurrency)))
+    return found
 
 
 async def _our_client(urls: list[str], settings: Settings, concurrency: int) -> None:
@@ -507,15 +510,10 @@ async def _check_httpx(
 async def check_httpx(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
     """Check every URL with httpx; return (seconds, URLs listed by the fake Serper)."""
     search = serper_url.rstrip("/") + "/search"
-    listed: list[bool] = []
     started = time.perf_counter()
     async with httpx.AsyncClient() as site, httpx.AsyncClient() as api:
-
-        async def one(url: str) -> None:
-            listed.append(await _check_httpx(site, api, search, url))
-
-        await _lanes(urls, concurrency, one)
-    return time.perf_counter() - started, sum(listed)
+        listed = await _lanes(urls, concurrency, partial(_check_httpx, site, api, search))
+    return time.perf_counter() - started, listed
 
 
 async def _check_aiohttp(
@@ -540,15 +538,10 @@ async def _check_aiohttp(
 async def check_aiohttp(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
     """Check every URL with aiohttp; return (seconds, URLs listed by the fake Serper)."""
     search = serper_url.rstrip("/") + "/search"
-    listed: list[bool] = []
     started = time.perf_counter()
     async with aiohttp.ClientSession() as site, aiohttp.ClientSession() as api:
-
-        async def one(url: str) -> None:
-            listed.append(await _check_aiohttp(site, api, search, url))
-
-        await _lanes(urls, concurrency, one)
-    return time.perf_counter() - started, sum(listed)
+        listed = await _lanes(urls, concurrency, partial(_check_aiohttp, site, api, search))
+    return time.perf_counter() - started, listed
 
 
 BareLoop = Callable[[list[str], str, int], Coroutine[None, None, tuple[float, int]]]
@@ -559,35 +552,6 @@ BARE_LOOPS: dict[str, BareLoop] = {
 
 
 # -- measuring --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Usage:
-    cpu: float  # this process's CPU seconds, every thread
-    loop_wait: float  # seconds the event-loop thread was runnable but not running
-    server_cpu: float
-    server_wait: float
-    others_busy: float  # CPUs used by every other process, on average
-
-
-class Meter:
-    """CPU used during one run by this process, the site process and everything else."""
-
-    def __init__(self, site: SiteProcess) -> None:
-        self.site = site
-        self.ours = time.process_time()
-        self.loop = core.thread_sched()
-        self.server = site.sched_seconds()
-        self.busy = core.machine_busy()
-
-    def stop(self, seconds: float) -> Usage:
-        ours = time.process_time() - self.ours
-        loop_wait = core.thread_sched()[1] - self.loop[1]
-        server_cpu, server_wait = (
-            now - before for now, before in zip(self.site.sched_seconds(), self.server, strict=True)
-        )
-        others = max(0.0, core.machine_busy() - self.busy - ours - server_cpu) / seconds
-        return Usage(ours, loop_wait, server_cpu, server_wait, min(others, os.cpu_count() or 1))
 
 
 # -- the systems -----------------------------------------------------------------------------
@@ -604,7 +568,7 @@ class Bench:
         self.dbs: ours.Scratch | None = None
 
     def bare(self, system: str, concurrency: int) -> None:
-        meter = Meter(self.site)
+        meter = core.Meter(self.site.pid)
         loop = BARE_LOOPS[system]
         seconds, listed = asyncio.run(loop(self.urls, self.site.serper_url, concurrency))
         usage = meter.stop(seconds)
@@ -620,7 +584,7 @@ class Bench:
     def ours(self, dialect: str, concurrency: int, host_concurrency: int) -> None:
         scenario = Scenario(dialect, concurrency, host_concurrency)
         with self._database(dialect) as (url, user_id):
-            meter = Meter(self.site)
+            meter = core.Meter(self.site.pid)
             run = asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
             # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
             # reading every item back to check it come before and after.
@@ -638,28 +602,16 @@ class Bench:
         concurrency: int,
         host_concurrency: int | None,
         seconds: float,
-        usage: Usage,
+        usage: core.Usage,
     ) -> None:
-        run = Run(
-            system,
-            dialect,
-            concurrency,
-            host_concurrency,
-            len(self.urls),
-            seconds,
-            usage.cpu,
-            usage.loop_wait,
-            usage.server_cpu,
-            usage.server_wait,
-            usage.others_busy,
-        )
+        run = Run(system, dialect, concurrency, host_concurrency, len(self.urls), seconds, usage)
         self.results.runs.append(run)
         host = "" if run.host_concurrency is None else f", per-host {run.host_concurrency}"
         db = "" if run.dialect == "-" else f" {run.dialect}"
         core.progress(
             f"{run.system}{db} c={run.concurrency}{host}: {run.rate:,.0f} URLs/s, "
             f"{run.cpu_ms_per_url:.2f} CPU ms/URL, event loop waited for a CPU "
-            f"{run.loop_wait_seconds / run.seconds:.0%} of the time"
+            f"{usage.loop_wait / run.seconds:.0%} of the time"
         )
 
     def warm_up(self) -> None:
@@ -728,14 +680,14 @@ def _notes(results: Results) -> list[str]:
     notes = ["what each column counts, and per-host 2 against raised: docs/bench/check.md"]
     if importlib.util.find_spec("sniffio") is None:
         notes.append("sniffio is not installed: the bare httpx loop pays a failed import per lock")
-    if any(r.loop_wait_seconds > 0.1 * r.seconds for r in results.runs):
+    if any(r.usage.loop_wait > 0.1 * r.seconds for r in results.runs):
         notes.append("the event loop waited for a CPU > 10% of a run: read CPU ms/URL, not URLs/s")
     return notes
 
 
 def _profile(bench: Bench, concurrency: int) -> list[str]:
     """One more SQLite run of ours, raised per-host, under py-spy; report lines."""
-    run_once = functools.partial(bench.ours, "sqlite", concurrency, concurrency)
+    run_once = partial(bench.ours, "sqlite", concurrency, concurrency)
     _none, raw = spy.record_self(run_once)
     run = bench.results.runs.pop()  # reported here, not among the timed runs
     if raw is None:

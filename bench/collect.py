@@ -19,10 +19,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 from bench.lib import core, ours
-from bench.lib.site import SiteProcess, bind, serve_app
+from bench.lib.site import Child, bind, serve_app
 from seojobs.engine.maintenance import fire_due_schedules
 from seojobs.kinds import load_registry
 from seojobs.kinds.rank_check.params import KeywordAt
@@ -143,28 +142,6 @@ class _Discarding(list):  # type: ignore[type-arg]
         self.count += 1
 
 
-class FakeProcess(SiteProcess):
-    """``bench/collect.py --serve-fake`` as a child: ``with FakeProcess(...) as fake:``."""
-
-    def __init__(self, keywords: int, cpu: int | None) -> None:
-        super().__init__(0, 0, None)
-        self.args = [sys.executable, str(Path(__file__).resolve()), "--serve-fake"]
-        self.args += ["--keywords", str(keywords)]
-        if cpu is not None:
-            self.args += ["--cpu", str(cpu)]
-        self.url = ""
-
-    def __enter__(self) -> FakeProcess:
-        super().__enter__()
-        return self
-
-    def _listening(self, ports: dict[str, Any]) -> None:
-        self.url = f"http://127.0.0.1:{ports['port']}"
-
-    def cpu(self) -> float:
-        return self.sched_seconds()[0]
-
-
 # -- the two systems ---------------------------------------------------------------------------
 
 
@@ -276,24 +253,24 @@ def verify(db: Database, job_id: int, keywords: int) -> None:
 
 
 async def whole_job(
-    settings: Settings, job_id: int, keywords: int, fake: FakeProcess
+    settings: Settings, job_id: int, keywords: int, fake: Child
 ) -> tuple[float, float, float, float]:
     """(seconds, CPU seconds, the fake's CPU seconds, loop wait) of one Worker from ``run()``
     until a second ``Database`` reads the collection job completed."""
     async with ours.timed_worker(settings) as run:
-        fake_cpu, loop = fake.cpu(), core.thread_sched()[1]
+        meter = core.Meter(fake.pid)
         started, cpu = time.perf_counter(), time.process_time()
         ended = await ours.wait_completed(
             run.worker, run.task, run.probe, job_id, what="collection job", timeout=120
         )
         cpu = time.process_time() - cpu
-        fake_cpu, loop = fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
+        usage = meter.stop(ended - started)
         await asyncio.to_thread(verify, run.probe, job_id, keywords)
-    return ended - started, cpu, fake_cpu, loop
+    return ended - started, cpu, usage.server_cpu, usage.loop_wait
 
 
 class Bench:
-    def __init__(self, opts: Options, fake: FakeProcess, dbs: ours.Scratch) -> None:
+    def __init__(self, opts: Options, fake: Child, dbs: ours.Scratch) -> None:
         self.opts = opts
         self.fake = fake
         self.dbs = dbs
@@ -301,11 +278,11 @@ class Bench:
 
     def adapter(self, keywords: int, record: bool = True) -> None:
         settings = settings_for("sqlite://", self.fake.url, self.opts.concurrency)
-        fake_cpu, loop = self.fake.cpu(), core.thread_sched()[1]
+        meter = core.Meter(self.fake.pid)
         seconds, cpu = asyncio.run(adapter_alone(settings, keywords, self.opts.concurrency))
-        fake_cpu, loop = self.fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
+        usage = meter.stop(seconds)
         if record:
-            self._add(Run(ADAPTER, "-", keywords, seconds, cpu, fake_cpu, loop))
+            self._add(Run(ADAPTER, "-", keywords, seconds, cpu, usage.server_cpu, usage.loop_wait))
 
     def job(self, store: str, keywords: int, record: bool = True) -> None:
         with self.dbs.fresh(store) as (url, user_id):
@@ -410,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
 
     def body(stack: ExitStack) -> None:
-        fake = stack.enter_context(FakeProcess(opts.keywords, 1 if opts.pin else None))
+        command = [str(Path(__file__).resolve()), "--serve-fake", "--keywords", str(opts.keywords)]
+        fake = stack.enter_context(Child(command, 1 if opts.pin else None))
         if opts.pin:
             os.sched_setaffinity(0, {0})
         dbs = ours.Scratch(stack, postgres="postgresql" in opts.store, prefix="seojobs_collect")

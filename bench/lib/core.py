@@ -260,6 +260,36 @@ def loadavg() -> str:
     return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+@dataclass(frozen=True)
+class Usage:
+    cpu: float  # this process's CPU seconds, every thread
+    loop_wait: float  # seconds the calling (event-loop) thread was runnable but not running
+    server_cpu: float  # the server process's (a site, a fake API)
+    server_wait: float  # seconds the server process was runnable but not running
+    others_busy: float  # CPUs used by every other process, on average
+
+
+class Meter:
+    """CPU used from now until ``stop`` by this process, a server child process (``pid``)
+    and everything else on the machine."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.ours = time.process_time()
+        self.loop = thread_sched()
+        self.server = sched_seconds(pid)
+        self.busy = machine_busy()
+
+    def stop(self, seconds: float) -> Usage:
+        ours = time.process_time() - self.ours
+        loop_wait = thread_sched()[1] - self.loop[1]
+        server_cpu, server_wait = (
+            now - before for now, before in zip(sched_seconds(self.pid), self.server, strict=True)
+        )
+        others = max(0.0, machine_busy() - self.busy - ours - server_cpu) / seconds
+        return Usage(ours, loop_wait, server_cpu, server_wait, min(others, os.cpu_count() or 1))
+
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
