@@ -21,7 +21,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.lib import core, spy
+from bench.lib import core, ours, spy
 from bench.lib.core import (
     BARE_PATH,
     CONSTANT,
@@ -361,45 +361,34 @@ class System:
     target: LoadTarget
 
 
-class Driver:
-    def __init__(self, opts: Options) -> None:
-        self.opts = opts
-
-    def load(
-        self, target: LoadTarget, connections: int, seconds: float, pause_ms: float = 0.0
-    ) -> Load:
-        return run_wrk(target, connections, seconds, pause_ms)
-
-    def measure(
-        self, system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
-    ) -> Sample:
-        pid = system.server.pid
-        pause_ms = connections / offered * 1000 if offered else 0.0
-        cpu0, busy0, kids0 = (
-            core.proc_cpu(pid),
-            core.machine_busy(),
-            core.children_cpu(),
+def measure(
+    system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
+) -> Sample:
+    """One wrk run against ``system``, with the CPU its server, the load generator and the
+    rest of the machine used meanwhile."""
+    pid = system.server.pid
+    pause_ms = connections / offered * 1000 if offered else 0.0
+    cpu0, busy0, kids0 = core.proc_cpu(pid), core.machine_busy(), core.children_cpu()
+    t0 = time.monotonic()
+    load = run_wrk(system.target, connections, seconds, pause_ms)
+    wall = time.monotonic() - t0
+    server_cpu = core.proc_cpu(pid) - cpu0
+    loadgen_cpu = core.children_cpu() - kids0
+    others = (core.machine_busy() - busy0 - server_cpu - loadgen_cpu) / (
+        (os.cpu_count() or 1) * wall
+    )
+    if load.errors or load.bad_status:
+        raise RuntimeError(
+            f"{system.label}: {load.errors} socket errors, {load.bad_status} non-2xx answers "
+            f"at {connections} connections\n{system.server.log_tail()}"
         )
-        t0 = time.monotonic()
-        load = self.load(system.target, connections, seconds, pause_ms)
-        wall = time.monotonic() - t0
-        server_cpu = core.proc_cpu(pid) - cpu0
-        loadgen_cpu = core.children_cpu() - kids0
-        others = (core.machine_busy() - busy0 - server_cpu - loadgen_cpu) / (
-            (os.cpu_count() or 1) * wall
-        )
-        if load.errors or load.bad_status:
-            raise RuntimeError(
-                f"{system.label}: {load.errors} socket errors, {load.bad_status} non-2xx answers "
-                f"at {connections} connections\n{system.server.log_tail()}"
-            )
-        return Sample(system.key, connections, rnd, load, server_cpu, max(0.0, others), offered)
+    return Sample(system.key, connections, rnd, load, server_cpu, max(0.0, others), offered)
 
 
 # -- set-up -----------------------------------------------------------------------------------
 
 
-def _seed(opts: Options, scratch: core.Scratch, store: str) -> tuple[str, Seeded, str]:
+def _seed(opts: Options, scratch: ours.Scratch, store: str) -> tuple[str, Seeded, str]:
     """A new database of ``store`` with --jobs jobs; (its URL, the seeded jobs, a setup line)."""
     url = scratch.new(store, "seojobs_apibench")
     seeded = seed(url, opts.jobs)
@@ -414,11 +403,10 @@ def _seed(opts: Options, scratch: core.Scratch, store: str) -> tuple[str, Seeded
 # -- phases -----------------------------------------------------------------------------------
 
 
-def run_main(driver: Driver, systems: list[System], results: Results) -> None:
-    opts = driver.opts
+def run_main(opts: Options, systems: list[System], results: Results) -> None:
     for system in systems:
         for c in opts.connections:
-            driver.load(system.target, c, opts.warmup)
+            run_wrk(system.target, c, opts.warmup)
     core.progress(
         f"warmed up; {opts.rounds} rounds of {opts.duration:.0f} s per system and concurrency"
     )
@@ -426,7 +414,7 @@ def run_main(driver: Driver, systems: list[System], results: Results) -> None:
         order = systems[rnd % len(systems) :] + systems[: rnd % len(systems)]
         for c in opts.connections:
             for system in order:
-                sample = driver.measure(system, c, opts.duration, rnd)
+                sample = measure(system, c, opts.duration, rnd)
                 results.samples.append(sample)
                 core.progress(f"round {rnd + 1} c={c} {system.label}: {sample.load}")
 
@@ -437,21 +425,19 @@ def paced_rate(results: Results, opts: Options) -> float:
     return float(opts.paced_share) * max(r.rate for r in rows if r.key == "bare")
 
 
-def run_paced(driver: Driver, systems: list[System], results: Results) -> None:
+def run_paced(opts: Options, systems: list[System], results: Results) -> None:
     """Latency at one fixed offered load, the same for every system (see docs/bench/api.md)."""
-    opts = driver.opts
     c, rate = opts.paced_connections, paced_rate(results, opts)
     core.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
     for rnd in range(opts.rounds):
         order = systems[rnd % len(systems) :] + systems[: rnd % len(systems)]
         for system in order:
-            sample = driver.measure(system, c, opts.duration, rnd, offered=rate)
+            sample = measure(system, c, opts.duration, rnd, offered=rate)
             results.samples.append(sample)
             core.progress(f"round {rnd + 1} fixed load {system.label}: {sample.load}")
 
 
-def run_profiles(driver: Driver, systems: list[System], results: Results) -> None:
-    opts = driver.opts
+def run_profiles(opts: Options, systems: list[System], results: Results) -> None:
     binary = spy.available()
     if binary is None:
         results.notes.append("py-spy not found: no profile")
@@ -460,7 +446,7 @@ def run_profiles(driver: Driver, systems: list[System], results: Results) -> Non
     for system in systems:
         proc, out, tmp = spy.record(binary, system.server.pid, opts.profile_seconds)
         time.sleep(0.5)  # py-spy attaches
-        load = driver.load(system.target, c, opts.profile_seconds + 1)
+        load = run_wrk(system.target, c, opts.profile_seconds + 1)
         requests = round(load.rate * opts.profile_seconds)
         label = f"{system.label}, {c} connections"
         keep = opts.profile_raw / f"{system.key}.txt" if opts.profile_raw else None
@@ -469,9 +455,8 @@ def run_profiles(driver: Driver, systems: list[System], results: Results) -> Non
         core.progress(f"profiled {label}")
 
 
-def _environment(driver: Driver, pg: ScratchPostgres | None) -> list[str]:
-    opts = driver.opts
-    lines = [
+def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
+    return [
         core.machine(pg),
         core.versions(*PACKAGES),
         f"servers: one process each, uvicorn {' '.join(UVICORN_OPTIONS[2:])}; "
@@ -483,22 +468,15 @@ def _environment(driver: Driver, pg: ScratchPostgres | None) -> list[str]:
         f"Authorization header on every request (bare too)",
         f"load average at start: {core.loadavg()}",
     ]
-    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
     opts = parse_args(argv)
-    driver = Driver(opts)
     results = Results()
-    partial = core.partial_report(
-        lambda: render(results, opts) if results.samples else "",
-        "servers stopped, scratch databases dropped",
-    )
-    with partial, ExitStack() as stack:
-        scratch = core.Scratch(stack, postgres="postgresql" in opts.only)
-        log_dir = scratch.root
-        results.environment = _environment(driver, scratch.pg)
+
+    def body(stack: ExitStack) -> None:
+        scratch = ours.Scratch(stack, postgres="postgresql" in opts.only)
+        results.environment = _environment(opts, scratch.pg)
         seeded: dict[str, Seeded] = {}
         systems: list[System] = []
         for store in ("sqlite", "postgresql"):
@@ -506,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             url, s, line = _seed(opts, scratch, store)
             core.progress(line)
-            server = core.ours_server(url, log_dir / f"{store}.log", opts.rate_limit)
+            server = core.ours_server(url, scratch.root / f"{store}.log", opts.rate_limit)
             stack.enter_context(server)
             headers = check_ours(server, LABELS[store], s)
             results.setup += [line, f"{LABELS[store]}: sanity GETs 200/200/401; {headers}"]
@@ -514,13 +492,13 @@ def main(argv: list[str] | None = None) -> int:
             systems.append(System(store, LABELS[store], server, target))
             seeded[store] = s
         # The bare endpoint gets the same Authorization header, so requests are the same size.
-        bare = stack.enter_context(Server(BARE_APP, BARE_PATH, {}, log_dir / "bare.log"))
+        bare = stack.enter_context(Server(BARE_APP, BARE_PATH, {}, scratch.root / "bare.log"))
         check_bare(bare)
         target = LoadTarget(bare.port, BARE_PATH, auth=next(iter(seeded.values())).api_key)
         systems.insert(0, System("bare", LABELS["bare"], bare, target))
-        run_main(driver, systems, results)
+        run_main(opts, systems, results)
         if opts.paced_connections > 0:
-            run_paced(driver, systems, results)
+            run_paced(opts, systems, results)
         limit = int(opts.rate_limit.split("/")[0])
         for system in systems[1:]:
             counted = limiter_count(system.server, seeded[system.key], limit)
@@ -530,10 +508,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         failing = failures(results, opts.connections)
         if opts.profile == "always" or (opts.profile == "auto" and failing):
-            run_profiles(driver, systems, results)
+            run_profiles(opts, systems, results)
         results.environment.append(f"load average at end: {core.loadavg()}")
-    print(render(results, opts), end="", flush=True)
-    return core.exit_code(failures(results, opts.connections))
+
+    return core.run(
+        body,
+        lambda: render(results, opts) if results.samples else "",
+        lambda: failures(results, opts.connections),
+        "servers stopped, scratch databases dropped",
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import json
 import os
 import statistics
 import subprocess
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from bench.lib import REPO, core, spy
 from bench.lib.auditsite import MAX_PAGES, SITEMAP_URLS, private_links
 from bench.lib.core import columns, failed, judged
-from bench.lib.ours import Databases, audit
+from bench.lib.ours import Scratch, audit
 from bench.lib.site import AuditSiteProcess as Site
 
 OURS = "seojobs"
@@ -249,7 +248,7 @@ def _child(args: list[str], cpu: int | None) -> tuple[dict[str, object], int]:
 
 
 class Bench:
-    def __init__(self, opts: Options, dbs: Databases, tmp: Path, results: Results) -> None:
+    def __init__(self, opts: Options, dbs: Scratch, tmp: Path, results: Results) -> None:
         self.opts = opts
         self.site: Site | None = None  # the site of the size being run (``at``)
         self.pages = 0
@@ -424,36 +423,28 @@ def _notes(bench: Bench) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
     opts = parse_args(argv)
     results = Results()
     started = time.monotonic()
-    partial = core.partial_report(
-        lambda: render(results), "processes stopped, scratch databases removed"
-    )
-    with partial, ExitStack() as stack:
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_audit_")))
+
+    def body(stack: ExitStack) -> None:
         if opts.pin:
             os.sched_setaffinity(0, {0})
-        dbs = Databases(
-            stack,
-            sqlite="sqlite" in opts.stores,
-            postgres="pg" in opts.stores,
-            prefix="seojobs_audit",
-        )
-        bench = Bench(opts, dbs, tmp, results)
+        dbs = Scratch(stack, postgres="pg" in opts.stores, prefix="seojobs_audit")
+        bench = Bench(opts, dbs, dbs.root, results)
         results.environment = _environment(opts, bench)
         bench.run_all()
         if opts.profile:
-            profile = bench.profile()
-    results.notes = _notes(bench)
-    if opts.profile:
-        results.extra = profile
-    results.environment.append(
-        f"total wall time {time.monotonic() - started:.0f} s; load average at end {core.loadavg()}"
+            results.extra = bench.profile()
+        results.notes = _notes(bench)
+        results.environment.append(core.wall(started))
+
+    return core.run(
+        body,
+        lambda: render(results),
+        lambda: failures(results),
+        "processes stopped, scratch databases removed",
     )
-    print(render(results), end="", flush=True)
-    return core.exit_code(failures(results))
 
 
 if __name__ == "__main__":

@@ -14,15 +14,14 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 import argparse
 import asyncio
 import dataclasses
-import functools
 import importlib.util
-import logging
 import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 
 import aiohttp
 import httpx
@@ -30,7 +29,6 @@ import httpx
 from bench.lib import core, ours, spy
 from bench.lib.core import ScratchPostgres, columns, failed, verdict
 from bench.lib.site import API_KEY, SiteProcess, indexed
-from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.fetch import Fetcher
 from seojobs.fetch.http import HttpClient
 from seojobs.kinds import load_registry
@@ -61,11 +59,7 @@ class Run:
     host_concurrency: int | None  # fetch_host_concurrency (None: the bare loop has no gate)
     urls: int
     seconds: float
-    cpu_seconds: float  # this process, every thread (event loop, DB threads, listener)
-    loop_wait_seconds: float  # the event-loop thread runnable but waiting for a CPU
-    server_cpu_seconds: float  # the site + fake Serper process
-    server_wait_seconds: float  # the site process runnable but waiting for a CPU
-    others_busy: float  # CPUs kept busy by every other process meanwhile (PostgreSQL too)
+    usage: core.Usage  # server: the site + fake Serper process; others: PostgreSQL too
 
     @property
     def rate(self) -> float:
@@ -73,7 +67,7 @@ class Run:
 
     @property
     def cpu_ms_per_url(self) -> float:
-        return self.cpu_seconds * 1000 / self.urls
+        return self.usage.cpu * 1000 / self.urls
 
     @property
     def key(self) -> tuple[str, str, int, int | None]:
@@ -199,11 +193,11 @@ EVERY_RUN: list[tuple[str, Callable[[Run], str]]] = [
     ("seconds", lambda r: f"{r.seconds:.2f}"),
     ("URLs/s", lambda r: f"{r.rate:,.0f}"),
     ("CPU ms/URL", lambda r: f"{r.cpu_ms_per_url:.2f}"),
-    ("bench CPU", _pct(lambda r: r.cpu_seconds)),
-    ("loop waits", _pct(lambda r: r.loop_wait_seconds)),
-    ("site CPU", _pct(lambda r: r.server_cpu_seconds)),
-    ("site waits", _pct(lambda r: r.server_wait_seconds)),
-    ("others", lambda r: f"{r.others_busy:.2f}"),
+    ("bench CPU", _pct(lambda r: r.usage.cpu)),
+    ("loop waits", _pct(lambda r: r.usage.loop_wait)),
+    ("site CPU", _pct(lambda r: r.usage.server_cpu)),
+    ("site waits", _pct(lambda r: r.usage.server_wait)),
+    ("others", lambda r: f"{r.usage.others_busy:.2f}"),
 ]
 
 
@@ -242,14 +236,21 @@ class Layers:
         return statistics.median(self.cpu_ms[step])
 
 
-async def _lanes(urls: list[str], concurrency: int, one: Callable[[str], Awaitable[None]]) -> None:
+async def _lanes(
+    urls: list[str], concurrency: int, one: Callable[[str], Awaitable[bool | None]]
+) -> int:
+    """``one(url)`` for every URL, in ``concurrency`` lanes; how many answered true."""
     todo: Iterator[str] = iter(urls)
+    found = 0
 
     async def lane() -> None:
+        nonlocal found
         for url in todo:
-            await one(url)
+            answer = await one(url)  # awaited before ``found`` is read: lanes interleave
+            found += bool(answer)
 
     await asyncio.gather(*(lane() for _ in range(concurrency)))
+    return found
 
 
 async def _our_client(urls: list[str], settings: Settings, concurrency: int) -> None:
@@ -455,13 +456,11 @@ def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
             raise RuntimeError(
                 f"job {job_id}: {job.items_done} of {total} items done, {job.items_failed} failed"
             )
-        fetched, robots_urls, after = 0, set(), -1
-        while page := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
-            for item in page:
-                diagnostics = (item.result or {}).get("diagnostics", {})
-                fetched += diagnostics.get("http_status") == 200
-                robots_urls.add((diagnostics.get("robots_txt") or {}).get("robots_url"))
-            after = page[-1].seq
+        fetched, robots_urls = 0, set()
+        for item in ours.items(conn, job_id):
+            diagnostics = (item.result or {}).get("diagnostics", {})
+            fetched += diagnostics.get("http_status") == 200
+            robots_urls.add((diagnostics.get("robots_txt") or {}).get("robots_url"))
     counters = job.counters
     return counters.get("indexed", 0), counters.get("not_indexed", 0), fetched, len(robots_urls)
 
@@ -473,30 +472,20 @@ async def check(
     from ``run()`` until a second ``Database`` reads the job completed; check the result."""
     settings = check_settings(url, serper_url, scenario)
     job_id = await asyncio.to_thread(_create_check, settings, user_id, urls)
-    db = Database(settings.database_url)
-    probe = Database(settings.database_url, pool_size=1)
-    try:
-        ours.warm(db, ours.EXECUTOR_THREADS)
-        ours.warm(probe, 1)
-        worker = Worker(db, settings, load_registry(settings), maintenance=False)
-        freeze_startup()
+    async with ours.timed_worker(settings) as run:
         started, cpu = time.perf_counter(), time.process_time()
-        async with ours.running(worker) as task:
-            ended = await ours.wait_completed(
-                worker,
-                task,
-                probe,
-                job_id,
-                what="index check",
-                timeout=60 + len(urls) / 20,
-                poll=CHECK_POLL,
-            )
-            cpu = time.process_time() - cpu
-        counts = await asyncio.to_thread(_verify, probe, job_id, len(urls))
-        return CheckRun(ended - started, cpu, *counts)
-    finally:
-        db.dispose()
-        probe.dispose()
+        ended = await ours.wait_completed(
+            run.worker,
+            run.task,
+            run.probe,
+            job_id,
+            what="index check",
+            timeout=60 + len(urls) / 20,
+            poll=CHECK_POLL,
+        )
+        cpu = time.process_time() - cpu
+        counts = await asyncio.to_thread(_verify, run.probe, job_id, len(urls))
+    return CheckRun(ended - started, cpu, *counts)
 
 
 # -- bench/check.py: each URL's two requests, with httpx and with aiohttp ------------------
@@ -521,15 +510,10 @@ async def _check_httpx(
 async def check_httpx(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
     """Check every URL with httpx; return (seconds, URLs listed by the fake Serper)."""
     search = serper_url.rstrip("/") + "/search"
-    listed: list[bool] = []
     started = time.perf_counter()
     async with httpx.AsyncClient() as site, httpx.AsyncClient() as api:
-
-        async def one(url: str) -> None:
-            listed.append(await _check_httpx(site, api, search, url))
-
-        await _lanes(urls, concurrency, one)
-    return time.perf_counter() - started, sum(listed)
+        listed = await _lanes(urls, concurrency, partial(_check_httpx, site, api, search))
+    return time.perf_counter() - started, listed
 
 
 async def _check_aiohttp(
@@ -554,15 +538,10 @@ async def _check_aiohttp(
 async def check_aiohttp(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
     """Check every URL with aiohttp; return (seconds, URLs listed by the fake Serper)."""
     search = serper_url.rstrip("/") + "/search"
-    listed: list[bool] = []
     started = time.perf_counter()
     async with aiohttp.ClientSession() as site, aiohttp.ClientSession() as api:
-
-        async def one(url: str) -> None:
-            listed.append(await _check_aiohttp(site, api, search, url))
-
-        await _lanes(urls, concurrency, one)
-    return time.perf_counter() - started, sum(listed)
+        listed = await _lanes(urls, concurrency, partial(_check_aiohttp, site, api, search))
+    return time.perf_counter() - started, listed
 
 
 BareLoop = Callable[[list[str], str, int], Coroutine[None, None, tuple[float, int]]]
@@ -573,35 +552,6 @@ BARE_LOOPS: dict[str, BareLoop] = {
 
 
 # -- measuring --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Usage:
-    cpu: float  # this process's CPU seconds, every thread
-    loop_wait: float  # seconds the event-loop thread was runnable but not running
-    server_cpu: float
-    server_wait: float
-    others_busy: float  # CPUs used by every other process, on average
-
-
-class Meter:
-    """CPU used during one run by this process, the site process and everything else."""
-
-    def __init__(self, site: SiteProcess) -> None:
-        self.site = site
-        self.ours = time.process_time()
-        self.loop = core.thread_sched()
-        self.server = site.sched_seconds()
-        self.busy = core.machine_busy()
-
-    def stop(self, seconds: float) -> Usage:
-        ours = time.process_time() - self.ours
-        loop_wait = core.thread_sched()[1] - self.loop[1]
-        server_cpu, server_wait = (
-            now - before for now, before in zip(self.site.sched_seconds(), self.server, strict=True)
-        )
-        others = max(0.0, core.machine_busy() - self.busy - ours - server_cpu) / seconds
-        return Usage(ours, loop_wait, server_cpu, server_wait, min(others, os.cpu_count() or 1))
 
 
 # -- the systems -----------------------------------------------------------------------------
@@ -615,10 +565,10 @@ class Bench:
         n = opts.urls
         self.urls = [f"{site.site_urls[i % len(site.site_urls)]}/p/{i}" for i in range(n)]
         self.expected_indexed = sum(indexed(i) for i in range(n))
-        self.dbs: ours.Databases | None = None
+        self.dbs: ours.Scratch | None = None
 
     def bare(self, system: str, concurrency: int) -> None:
-        meter = Meter(self.site)
+        meter = core.Meter(self.site.pid)
         loop = BARE_LOOPS[system]
         seconds, listed = asyncio.run(loop(self.urls, self.site.serper_url, concurrency))
         usage = meter.stop(seconds)
@@ -634,7 +584,7 @@ class Bench:
     def ours(self, dialect: str, concurrency: int, host_concurrency: int) -> None:
         scenario = Scenario(dialect, concurrency, host_concurrency)
         with self._database(dialect) as (url, user_id):
-            meter = Meter(self.site)
+            meter = core.Meter(self.site.pid)
             run = asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
             # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
             # reading every item back to check it come before and after.
@@ -652,28 +602,16 @@ class Bench:
         concurrency: int,
         host_concurrency: int | None,
         seconds: float,
-        usage: Usage,
+        usage: core.Usage,
     ) -> None:
-        run = Run(
-            system,
-            dialect,
-            concurrency,
-            host_concurrency,
-            len(self.urls),
-            seconds,
-            usage.cpu,
-            usage.loop_wait,
-            usage.server_cpu,
-            usage.server_wait,
-            usage.others_busy,
-        )
+        run = Run(system, dialect, concurrency, host_concurrency, len(self.urls), seconds, usage)
         self.results.runs.append(run)
         host = "" if run.host_concurrency is None else f", per-host {run.host_concurrency}"
         db = "" if run.dialect == "-" else f" {run.dialect}"
         core.progress(
             f"{run.system}{db} c={run.concurrency}{host}: {run.rate:,.0f} URLs/s, "
             f"{run.cpu_ms_per_url:.2f} CPU ms/URL, event loop waited for a CPU "
-            f"{run.loop_wait_seconds / run.seconds:.0%} of the time"
+            f"{usage.loop_wait / run.seconds:.0%} of the time"
         )
 
     def warm_up(self) -> None:
@@ -742,14 +680,14 @@ def _notes(results: Results) -> list[str]:
     notes = ["what each column counts, and per-host 2 against raised: docs/bench/check.md"]
     if importlib.util.find_spec("sniffio") is None:
         notes.append("sniffio is not installed: the bare httpx loop pays a failed import per lock")
-    if any(r.loop_wait_seconds > 0.1 * r.seconds for r in results.runs):
+    if any(r.usage.loop_wait > 0.1 * r.seconds for r in results.runs):
         notes.append("the event loop waited for a CPU > 10% of a run: read CPU ms/URL, not URLs/s")
     return notes
 
 
 def _profile(bench: Bench, concurrency: int) -> list[str]:
     """One more SQLite run of ours, raised per-host, under py-spy; report lines."""
-    run_once = functools.partial(bench.ours, "sqlite", concurrency, concurrency)
+    run_once = partial(bench.ours, "sqlite", concurrency, concurrency)
     _none, raw = spy.record_self(run_once)
     run = bench.results.runs.pop()  # reported here, not among the timed runs
     if raw is None:
@@ -781,26 +719,17 @@ def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = parse_args(argv)
     results = Results(urls=opts.urls)
     started = time.monotonic()
-    partial = core.partial_report(
-        lambda: render(results), "site process stopped, scratch files removed"
-    )
-    with partial, ExitStack() as stack:
+
+    def body(stack: ExitStack) -> None:
         site = stack.enter_context(SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None))
         if opts.pin:
             os.sched_setaffinity(0, {0})
         site.wait_ready()
         bench = Bench(opts, site, results)
-        bench.dbs = ours.Databases(
-            stack,
-            sqlite="sqlite" in opts.only or opts.profile or opts.layers > 0,
-            postgres="postgresql" in opts.only,
-            prefix="seojobs_check",
-        )
+        bench.dbs = ours.Scratch(stack, postgres="postgresql" in opts.only, prefix="seojobs_check")
         results.environment = _environment(opts, bench.dbs.pg)
         core.progress("warming up")
         bench.warm_up()
@@ -809,12 +738,15 @@ def main(argv: list[str] | None = None) -> int:
             results.notes += _profile(bench, max(opts.concurrency))
         if opts.layers:
             results.notes += _layers(bench, max(opts.concurrency), opts.layers)
-    results.notes = _notes(results) + results.notes
-    results.environment.append(
-        f"total wall time {time.monotonic() - started:.0f} s; load average at end {core.loadavg()}"
+        results.notes = _notes(results) + results.notes
+        results.environment.append(core.wall(started))
+
+    return core.run(
+        body,
+        lambda: render(results),
+        lambda: failures(results),
+        "site process stopped, scratch files removed",
     )
-    print(render(results), end="", flush=True)
-    return core.exit_code(failures(results))
 
 
 if __name__ == "__main__":

@@ -13,19 +13,16 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import asyncio
-import logging
 import os
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 from bench.lib import core, ours
-from bench.lib.site import SiteProcess, bind, serve_app
+from bench.lib.site import Child, bind, serve_app
 from seojobs.engine.maintenance import fire_due_schedules
-from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
 from seojobs.kinds.rank_check.params import KeywordAt
 from seojobs.kinds.rank_check.run import RankCheckSettings
@@ -145,28 +142,6 @@ class _Discarding(list):  # type: ignore[type-arg]
         self.count += 1
 
 
-class FakeProcess(SiteProcess):
-    """``bench/collect.py --serve-fake`` as a child: ``with FakeProcess(...) as fake:``."""
-
-    def __init__(self, keywords: int, cpu: int | None) -> None:
-        super().__init__(0, 0, None)
-        self.args = [sys.executable, str(Path(__file__).resolve()), "--serve-fake"]
-        self.args += ["--keywords", str(keywords)]
-        if cpu is not None:
-            self.args += ["--cpu", str(cpu)]
-        self.url = ""
-
-    def __enter__(self) -> FakeProcess:
-        super().__enter__()
-        return self
-
-    def _listening(self, ports: dict[str, Any]) -> None:
-        self.url = f"http://127.0.0.1:{ports['port']}"
-
-    def cpu(self) -> float:
-        return self.sched_seconds()[0]
-
-
 # -- the two systems ---------------------------------------------------------------------------
 
 
@@ -278,34 +253,24 @@ def verify(db: Database, job_id: int, keywords: int) -> None:
 
 
 async def whole_job(
-    settings: Settings, job_id: int, keywords: int, fake: FakeProcess
+    settings: Settings, job_id: int, keywords: int, fake: Child
 ) -> tuple[float, float, float, float]:
     """(seconds, CPU seconds, the fake's CPU seconds, loop wait) of one Worker from ``run()``
     until a second ``Database`` reads the collection job completed."""
-    db = Database(settings.database_url)
-    probe = Database(settings.database_url, pool_size=1)
-    try:
-        ours.warm(db, ours.EXECUTOR_THREADS)
-        ours.warm(probe, 1)
-        worker = Worker(db, settings, load_registry(settings), maintenance=False)
-        freeze_startup()
-        fake_cpu, loop = fake.cpu(), core.thread_sched()[1]
+    async with ours.timed_worker(settings) as run:
+        meter = core.Meter(fake.pid)
         started, cpu = time.perf_counter(), time.process_time()
-        async with ours.running(worker) as task:
-            ended = await ours.wait_completed(
-                worker, task, probe, job_id, what="collection job", timeout=120
-            )
-            cpu = time.process_time() - cpu
-            fake_cpu, loop = fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
-        await asyncio.to_thread(verify, probe, job_id, keywords)
-        return ended - started, cpu, fake_cpu, loop
-    finally:
-        db.dispose()
-        probe.dispose()
+        ended = await ours.wait_completed(
+            run.worker, run.task, run.probe, job_id, what="collection job", timeout=120
+        )
+        cpu = time.process_time() - cpu
+        usage = meter.stop(ended - started)
+        await asyncio.to_thread(verify, run.probe, job_id, keywords)
+    return ended - started, cpu, usage.server_cpu, usage.loop_wait
 
 
 class Bench:
-    def __init__(self, opts: Options, fake: FakeProcess, dbs: ours.Databases) -> None:
+    def __init__(self, opts: Options, fake: Child, dbs: ours.Scratch) -> None:
         self.opts = opts
         self.fake = fake
         self.dbs = dbs
@@ -313,11 +278,11 @@ class Bench:
 
     def adapter(self, keywords: int, record: bool = True) -> None:
         settings = settings_for("sqlite://", self.fake.url, self.opts.concurrency)
-        fake_cpu, loop = self.fake.cpu(), core.thread_sched()[1]
+        meter = core.Meter(self.fake.pid)
         seconds, cpu = asyncio.run(adapter_alone(settings, keywords, self.opts.concurrency))
-        fake_cpu, loop = self.fake.cpu() - fake_cpu, core.thread_sched()[1] - loop
+        usage = meter.stop(seconds)
         if record:
-            self._add(Run(ADAPTER, "-", keywords, seconds, cpu, fake_cpu, loop))
+            self._add(Run(ADAPTER, "-", keywords, seconds, cpu, usage.server_cpu, usage.loop_wait))
 
     def job(self, store: str, keywords: int, record: bool = True) -> None:
         with self.dbs.fresh(store) as (url, user_id):
@@ -418,23 +383,15 @@ def main(argv: list[str] | None = None) -> int:
     if opts.serve_fake:
         serve_fake(opts.keywords, opts.cpu)
         return 0
-    core.unwind_on_sigterm()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     results = Results(opts.keywords)
     started = time.monotonic()
-    partial = core.partial_report(
-        lambda: render(results), "fake stopped, scratch databases removed"
-    )
-    with partial, ExitStack() as stack:
-        fake = stack.enter_context(FakeProcess(opts.keywords, 1 if opts.pin else None))
+
+    def body(stack: ExitStack) -> None:
+        command = [str(Path(__file__).resolve()), "--serve-fake", "--keywords", str(opts.keywords)]
+        fake = stack.enter_context(Child(command, 1 if opts.pin else None))
         if opts.pin:
             os.sched_setaffinity(0, {0})
-        dbs = ours.Databases(
-            stack,
-            sqlite="sqlite" in opts.store,
-            postgres="postgresql" in opts.store,
-            prefix="seojobs_collect",
-        )
+        dbs = ours.Scratch(stack, postgres="postgresql" in opts.store, prefix="seojobs_collect")
         bench = Bench(opts, fake, dbs)
         bench.results = results
         results.environment = [
@@ -448,12 +405,15 @@ def main(argv: list[str] | None = None) -> int:
         core.progress("warming up")
         bench.warm_up()
         bench.run_all()
-    results.notes = NOTES
-    results.environment.append(
-        f"total wall time {time.monotonic() - started:.0f} s; load average at end {core.loadavg()}"
+        results.notes = NOTES
+        results.environment.append(core.wall(started))
+
+    return core.run(
+        body,
+        lambda: render(results),
+        lambda: core.failed(targets(results)),
+        "fake stopped, scratch databases removed",
     )
-    print(render(results), end="", flush=True)
-    return core.exit_code(core.failed(targets(results)))
 
 
 if __name__ == "__main__":

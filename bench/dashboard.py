@@ -22,11 +22,8 @@ from urllib.parse import urlencode
 
 from sqlalchemy import update
 
-from bench.lib import core
-from bench.lib.core import (
-    Server,
-    ours_server,
-)
+from bench.lib import core, ours
+from bench.lib.core import ours_server
 from bench.lib.ours import BenchUser, Seeded, audit, create_user, seed
 from bench.lib.site import AuditSiteProcess
 from seojobs.store import results
@@ -173,14 +170,24 @@ def audited(url: str, opts: argparse.Namespace, site: AuditSiteProcess, log: Pat
 
 def time_pairs(
     store: str,
-    server: Server,
+    url: str,
     api_key: str,
     pairs: list[Pair],
     opts: argparse.Namespace,
     timings: Timings,
+    log: Path,
 ) -> None:
-    session = Session(server.port, api_key)
-    session.sign_in()
+    """Our API on the database at ``url``; each pair's page and JSON request in turn, on one
+    signed-in connection: the warm-up, then the timed rounds."""
+    with ours_server(url, log) as server:
+        session = Session(server.port, api_key)
+        session.sign_in()
+        _time(store, session, pairs, opts, timings)
+
+
+def _time(
+    store: str, session: Session, pairs: list[Pair], opts: argparse.Namespace, timings: Timings
+) -> None:
     for pair in pairs:  # warm-up: connections, templates, the planner
         for _ in range(opts.warmup):
             session.timed(pair.page, api=False)
@@ -197,8 +204,7 @@ def run_views(
     store: str, url: str, audited: Audited, opts: argparse.Namespace, timings: Timings, log: Path
 ) -> None:
     wanted = [pair for pair in _view_pairs(audited) if pair.name in opts.pages]
-    with ours_server(url, log) as server:
-        time_pairs(store, server, audited.user.api_key, wanted, opts, timings)
+    time_pairs(store, url, audited.user.api_key, wanted, opts, timings, log)
 
 
 def _pairs(project_id: int) -> list[Pair]:
@@ -243,11 +249,11 @@ def run_store(
     store: str, url: str, seeded: Seeded, opts: argparse.Namespace, timings: Timings, log: Path
 ) -> None:
     pairs = [pair for pair in _pairs(_project_id(url)) if pair.name in opts.pages]
-    with ours_server(url, log) as server:
-        time_pairs(store, server, seeded.api_key, pairs, opts, timings)
+    time_pairs(store, url, seeded.api_key, pairs, opts, timings, log)
 
 
-def report(timings: Timings, stores: list[str]) -> list[str]:
+def report(timings: Timings, stores: list[str]) -> tuple[list[str], list[str]]:
+    """(the table, the failed targets)."""
     rows, failed = [], []
     names = dict.fromkeys(pair for (_s, pair, _side) in timings.samples)
     held = {pair.name: pair.same_rows for pair in _pairs(0)} | dict.fromkeys(VIEWS, True)
@@ -278,16 +284,10 @@ def report(timings: Timings, stores: list[str]) -> list[str]:
             )
     headers = ["store", "page", "p50 ms", "p99 ms", "JSON p50", "JSON p99", "p99 ratio"]
     headers.append(f"<= {TARGET_P99_MS:.0f} ms / <= {TARGET_RATIO:.0f}x")
-    lines = core.table(
-        headers,
-        rows,
-        right=range(2, 7),
-    )
-    print("\n".join(lines))
-    return failed
+    return core.table(headers, rows, right=range(2, 7)), failed
 
 
-def _seeded(store: str, opts: argparse.Namespace, scratch: core.Scratch) -> tuple[str, Seeded]:
+def _seeded(store: str, opts: argparse.Namespace, scratch: ours.Scratch) -> tuple[str, Seeded]:
     """A new database with --jobs jobs, one pending job in 500 running; its URL."""
     url = scratch.new(store, "seojobs_dashbench")
     seeded = seed(url, opts.jobs)
@@ -298,29 +298,33 @@ def _seeded(store: str, opts: argparse.Namespace, scratch: core.Scratch) -> tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench/dashboard.py", description=__doc__.split("\n")[0])
-    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table (100000)")
-    p.add_argument("--requests", type=int, default=600, help="timed GETs per page (600)")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
-    p.add_argument("--warmup", type=int, default=20, help="untimed GETs per page first (20)")
-    p.add_argument(
-        "--only", type=core.choice(("sqlite", "postgresql")), default=("sqlite", "postgresql")
-    )
+    p = core.parser("bench/dashboard.py", __doc__.split("\n")[0])
+    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table")
+    p.add_argument("--requests", type=int, default=600, help="timed GETs per page")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    p.add_argument("--warmup", type=int, default=20, help="untimed GETs per page first")
+    stores = ("sqlite", "postgresql")
+    p.add_argument("--only", type=core.choice(stores), default=stores, help=",".join(stores))
     every = PAGES + VIEWS
     p.add_argument("--pages", type=core.choice(every), default=every, help=", ".join(every))
     p.add_argument(
-        "--audit-pages", type=int, default=5_000, help="pages of the audits the views show (5000)"
+        "--audit-pages", type=int, default=5_000, help="pages of the audits the views show"
     )
     opts = p.parse_args(argv)
-    core.unwind_on_sigterm()
     timings = Timings()
-    with ExitStack() as stack:
-        scratch = core.Scratch(stack, postgres="postgresql" in opts.only)
-        print(core.machine(scratch.pg))
-        print(f"  {opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time")
+    environment: list[str] = []
+
+    def body(stack: ExitStack) -> None:
+        scratch = ours.Scratch(stack, postgres="postgresql" in opts.only)
+        environment.append(core.machine(scratch.pg))
+        environment.append(
+            f"  {opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time"
+        )
         site = None
         if set(opts.pages) & set(VIEWS):
-            print(f"  the audit views: two audits of {opts.audit_pages:,} generated pages")
+            environment.append(
+                f"  the audit views: two audits of {opts.audit_pages:,} generated pages"
+            )
             site = stack.enter_context(AuditSiteProcess(opts.audit_pages, None))
         for store in opts.only:
             log = scratch.root / f"{store}-server.log"
@@ -333,8 +337,13 @@ def main(argv: list[str] | None = None) -> int:
                 done = audited(views_url, opts, site, log.with_suffix(".worker.log"))
                 core.analyze(views_url)
                 run_views(store, views_url, done, opts, timings, log)
-        failed = report(timings, list(opts.only))
-    return core.exit_code(failed)
+
+    return core.run(
+        body,
+        lambda: "\n".join([*environment, *report(timings, list(opts.only))[0]]) + "\n",
+        lambda: report(timings, list(opts.only))[1],
+        "servers and the site stopped, scratch databases removed",
+    )
 
 
 if __name__ == "__main__":

@@ -498,16 +498,16 @@ def parse_args(argv: list[str] | None) -> Options:
 
 
 @contextmanager
-def fresh(dbs: ours.Databases, dialect: str, jobs: int) -> Iterator[str]:
+def fresh(dbs: ours.Scratch, dialect: str, jobs: int) -> Iterator[str]:
     """A new copy of the dialect's template with ``jobs`` pending jobs, for the block; its URL."""
     with dbs.fresh(dialect) as (url, _user_id):
         if jobs:
-            ours.insert_jobs(url, dbs.project_ids[dialect], jobs)
+            ours.insert_jobs(url, dbs.user(dialect).project_id, jobs)
             core.analyze(url)
         yield url
 
 
-def run_ours(opts: Options, dbs: ours.Databases, dialect: str, results: Results) -> None:
+def run_ours(opts: Options, dbs: ours.Scratch, dialect: str, results: Results) -> None:
     """Our burn-downs at each concurrency, the bare loop's, and on SQLite the wake-ups."""
     if dialect in opts.only:
         for concurrency in opts.concurrency:
@@ -526,7 +526,7 @@ def run_ours(opts: Options, dbs: ours.Databases, dialect: str, results: Results)
         (True, "in-process hook (enqueued via the worker's Database object)"),
         (False, "data_version watch (separate Database object, as another process)"),
     ):
-        project_id = dbs.project_ids[dialect]
+        project_id = dbs.user(dialect).project_id
         with fresh(dbs, dialect, 0) as url:
             wake = asyncio.run(
                 ours.wake_latency(url, dialect, project_id, opts.samples, same_db=same_db, how=how)
@@ -564,7 +564,7 @@ def _rounds(samples: int) -> list[int]:
 
 def run_pg_wakes(
     opts: Options,
-    dbs: ours.Databases | None,
+    dbs: ours.Scratch | None,
     scratch: ScratchPostgres,
     peer_template: str | None,
     results: Results,
@@ -576,7 +576,7 @@ def run_pg_wakes(
     theirs = Wake(f"procrastinate {PEER_VERSION}", "postgresql", "LISTEN/NOTIFY")
     for n in _rounds(opts.samples):
         if dbs is not None:
-            project_id = dbs.project_ids["postgresql"]
+            project_id = dbs.user("postgresql").project_id
             with fresh(dbs, "postgresql", 0) as url:
                 run = ours.wake_latency(url, "postgresql", project_id, n, same_db=False, how=how)
                 mine.extend(asyncio.run(run))
@@ -603,32 +603,29 @@ def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     opts = parse_args(argv)
     results = Results(jobs=opts.jobs)
-    needs_pg = (
-        "postgresql" in opts.only or "procrastinate" in opts.only or "postgresql" in opts.bare
-    )
-    needs_sqlite = "sqlite" in opts.only or "sqlite" in opts.bare
-    partial = core.partial_report(
-        lambda: render(results) if results.burns or results.wakes else "",
-        "scratch databases dropped",
-    )
-    with partial, ExitStack() as stack:
-        ours_pg = "postgresql" in opts.only or "postgresql" in opts.bare
-        dbs = ours.Databases(stack, sqlite=needs_sqlite, postgres=ours_pg, prefix="seojobs_bench")
-        pg = dbs.pg or (stack.enter_context(ScratchPostgres()) if needs_pg else None)
-        results.environment = _environment(opts, pg)
+
+    def body(stack: ExitStack) -> None:
+        needs_pg = bool({"postgresql", "procrastinate"} & opts.only or "postgresql" in opts.bare)
+        dbs = ours.Scratch(stack, postgres=needs_pg)
+        results.environment = _environment(opts, dbs.pg)
         for dialect in ("sqlite", "postgresql"):
             run_ours(opts, dbs, dialect, results)
-        if pg is not None:
-            peer_template = run_peer(opts, pg, results) if "procrastinate" in opts.only else None
+        if dbs.pg is not None:
+            peer_template = (
+                run_peer(opts, dbs.pg, results) if "procrastinate" in opts.only else None
+            )
             if opts.samples:
                 mine = dbs if "postgresql" in opts.only else None
-                run_pg_wakes(opts, mine, pg, peer_template, results)
-    print(render(results), end="", flush=True)
-    return core.exit_code(failures(results))
+                run_pg_wakes(opts, mine, dbs.pg, peer_template, results)
+
+    return core.run(
+        body,
+        lambda: render(results) if results.burns or results.wakes else "",
+        lambda: failures(results),
+        "scratch databases dropped",
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import argparse
 import json
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -25,7 +24,7 @@ from datetime import timedelta
 import psycopg
 from sqlalchemy import text
 
-from bench.lib import core
+from bench.lib import core, ours
 from bench.lib.core import (
     Load,
     LoadTarget,
@@ -352,25 +351,21 @@ def render(results: Results, tables: list[Table], opts: Options) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
     opts = parse_args(argv)
     results = Results()
     tables: list[Table] = []
-    partial = core.partial_report(
-        lambda: render(results, tables, opts) if len(tables) == 2 and results.samples else "",
-        "servers stopped, scratch databases dropped",
-    )
-    with partial, ExitStack() as stack:
-        pg = stack.enter_context(ScratchPostgres())
-        log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_scale_")))
+
+    def body(stack: ExitStack) -> None:
+        scratch = ours.Scratch(stack, postgres=True)
+        assert scratch.pg is not None
         results.environment = [
-            core.machine(pg),
+            core.machine(scratch.pg),
             f"API: uvicorn --workers N of create_app(Settings(), run_worker=False); "
             f"load: {wrk_version()}, 1 thread",
             f"load average at start: {core.loadavg()}",
         ]
         for jobs in (opts.jobs // 10, opts.jobs):
-            table = seed(pg, f"{jobs:,} jobs", jobs, opts)
+            table = seed(scratch.pg, f"{jobs:,} jobs", jobs, opts)
             tables.append(table)
             results.setup.append(
                 f"{table.label}: {table.jobs + 1:,} jobs and {table.items:,} items written with "
@@ -378,11 +373,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{table.report_id} of {opts.page_size * PAGES:,} items"
             )
             core.progress(results.setup[-1])
-        run_processes(tables, log_dir, results, opts)
+        run_processes(tables, scratch.root, results, opts)
         prune(tables[-1], results)
         results.environment.append(f"load average at end: {core.loadavg()}")
-    print(render(results, tables, opts), end="", flush=True)
-    return core.exit_code(core.failed(checks(results, tables, opts)))
+
+    return core.run(
+        body,
+        lambda: render(results, tables, opts) if len(tables) == 2 and results.samples else "",
+        lambda: core.failed(checks(results, tables, opts)),
+        "servers stopped, scratch databases dropped",
+    )
 
 
 if __name__ == "__main__":

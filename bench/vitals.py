@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.lib import core
-from bench.lib.ours import Databases, create_job, wait_finished
+from bench.lib.ours import Scratch, create_job, items, wait_finished
 from bench.lib.vitalsite import serving
 from seojobs.kinds.web_vitals import WebVitalsSettings, runner
-from seojobs.store import jobs as job_sql
 from seojobs.store.db import Database
 
 LOOPBACK_ONLY = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
@@ -68,7 +67,7 @@ def _item_scores(probe: Database, job_id: int) -> tuple[dict[str, int], list[str
     scores: dict[str, int] = {}
     errors: list[str] = []
     with probe.read() as conn:
-        for item in job_sql.items_page(conn, job_id, limit=1000):
+        for item in items(conn, job_id):
             run = ((item.result or {}).get("form_factors") or {}).get("mobile") or {}
             if "lab" in run:
                 scores[item.input] = int(run["lab"]["performance_score"])
@@ -293,10 +292,10 @@ def targets(runs: list[VitalsRun], urls: list[str]) -> list[core.Target]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    core.unwind_on_sigterm()
     opts = parse_args(argv)
     become_subreaper()  # the CLI loop's orphaned Chromium processes are reaped (and counted) here
     runs: list[VitalsRun] = []
+    urls: list[str] = []
     started, busy_before = time.monotonic(), core.machine_busy()
     environment = [
         core.machine() + f"; load average at start {core.loadavg()}",
@@ -304,35 +303,31 @@ def main(argv: list[str] | None = None) -> int:
         f"simulated throttling; ours: {opts.store}, SEOJOBS_WEB_VITALS_CONCURRENCY="
         f"{opts.concurrency}",
     ]
-    partial = core.partial_report(
-        lambda: "\n".join(render(runs, [], environment)) + "\n",
-        "processes stopped, scratch databases removed",
-    )
-    with partial, ExitStack() as stack:
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_vitals_")))
-        urls, hits = stack.enter_context(serving(opts.pages))
-        dbs = Databases(
-            stack,
-            sqlite=opts.store == "sqlite",
-            postgres=opts.store == "pg",
-            prefix="seojobs_vitals",
-        )
+
+    def body(stack: ExitStack) -> None:
+        pages, hits = stack.enter_context(serving(opts.pages))
+        urls.extend(pages)
+        dbs = Scratch(stack, postgres=opts.store == "pg", prefix="seojobs_vitals")
         if "ours" in opts.only:
             with dbs.fresh(opts.store) as (db_url, user_id):
-                runs.append(ours(db_url, user_id, urls, opts.concurrency, tmp))
+                runs.append(ours(db_url, user_id, urls, opts.concurrency, dbs.root))
             core.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
         if "cli" in opts.only:
-            runs.append(cli_loop(urls, tmp))
+            runs.append(cli_loop(urls, dbs.root))
             core.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
-    wall = time.monotonic() - started
-    machine = (core.machine_busy() - busy_before) / wall
-    environment.append(
-        f"total wall time {wall:.0f} s; the whole machine's CPUs busy {machine:.2f} on average; "
-        f"load average at end {core.loadavg()}; site requests {sum(hits.values())}"
+        wall = time.monotonic() - started
+        machine = (core.machine_busy() - busy_before) / wall
+        environment.append(
+            f"total wall time {wall:.0f} s; the whole machine's CPUs busy {machine:.2f} on "
+            f"average; load average at end {core.loadavg()}; site requests {sum(hits.values())}"
+        )
+
+    return core.run(
+        body,
+        lambda: "\n".join(render(runs, urls, environment)) + "\n",
+        lambda: core.failed(targets(runs, urls)),
+        "processes stopped, scratch databases removed",
     )
-    lines = render(runs, urls, environment)
-    print("\n".join(lines), flush=True)
-    return core.exit_code(core.failed(targets(runs, urls)))
 
 
 if __name__ == "__main__":

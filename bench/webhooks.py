@@ -18,7 +18,6 @@ from pathlib import Path
 # The repository root, not bench/ (where queue.py would shadow the standard library's queue).
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -36,8 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from bench.lib import core
-from bench.lib.core import ScratchPostgres, Server
+from bench.lib import core, ours
+from bench.lib.core import Server
 from bench.lib.ours import (
     BURN_KIND,
     EXECUTOR_THREADS,
@@ -292,10 +291,10 @@ def targets(runs: list[Run]) -> list[core.Target]:
     return found  # fmt: skip
 
 
-def report(runs: list[Run], pg: ScratchPostgres | None) -> str:
+def report(runs: list[Run], machine: list[str]) -> str:
     settings = Settings(database_url="sqlite://")
     lines = [
-        core.machine(pg),
+        *machine,
         "dispatcher: "
         + ", ".join(
             f"{name} {getattr(settings, name, '(none)')}"
@@ -324,12 +323,12 @@ def report(runs: list[Run], pg: ScratchPostgres | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10_000, help="job completions (10,000)")
+    parser = core.parser("bench/webhooks.py", __doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10_000, help="job completions")
     parser.add_argument(
         "--stores", type=core.choice(STORES), default=("sqlite",), help="sqlite,postgresql"
     )
-    parser.add_argument("--concurrency", type=int, default=200, help="worker concurrency (200)")
+    parser.add_argument("--concurrency", type=int, default=200, help="worker concurrency")
     parser.add_argument(
         "--rate",
         type=float,
@@ -339,22 +338,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.concurrency < 1 or args.rate < 0:
         parser.error("--jobs and --concurrency must be at least 1, --rate at least 0")
-    core.unwind_on_sigterm()
     runs: list[Run] = []
-    with ExitStack() as stack:
-        scratch = core.Scratch(stack, postgres="postgresql" in args.stores)
-        pg = scratch.pg
-        with core.partial_report(lambda: report(runs, pg), "scratch databases removed"):
-            for store in args.stores:
-                for mode in ("burst", "steady"):
-                    log = scratch.root / f"receiver-{store}-{mode}.log"
-                    url = scratch.new(store, f"bench_webhooks_{mode}")
-                    rate = None
-                    if mode == "steady":
-                        rate = args.rate or max(1.0, runs[-1].per_second * STEADY_SHARE)
-                    runs.append(measure(store, url, args.jobs, args.concurrency, log, rate))
-        print(report(runs, pg), end="", flush=True)  # while PostgreSQL's version can be read
-    return core.exit_code(core.failed(targets(runs)))
+    machine: list[str] = []
+
+    def body(stack: ExitStack) -> None:
+        scratch = ours.Scratch(stack, postgres="postgresql" in args.stores)
+        machine.append(core.machine(scratch.pg))
+        for store in args.stores:
+            for mode in ("burst", "steady"):
+                log = scratch.root / f"receiver-{store}-{mode}.log"
+                url = scratch.new(store, f"bench_webhooks_{mode}")
+                rate = None
+                if mode == "steady":
+                    rate = args.rate or max(1.0, runs[-1].per_second * STEADY_SHARE)
+                runs.append(measure(store, url, args.jobs, args.concurrency, log, rate))
+
+    return core.run(
+        body,
+        lambda: report(runs, machine),
+        lambda: core.failed(targets(runs)),
+        "scratch databases removed",
+    )
 
 
 if __name__ == "__main__":

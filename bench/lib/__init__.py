@@ -1,13 +1,16 @@
 """What the benchmarks share. Each benchmark is one entry script in ``bench/`` (its systems,
 report and targets; docs/bench/ has a page each); here:
 
-- ``core``: the report (tables, PASS/FAIL, the exit code), argument types, CPU and memory
-  from /proc, scratch databases, child processes (uvicorn apps, ``seojobs worker``), wrk;
-- ``ours``: seojobs as the benchmarks drive it (users, jobs, an in-process Worker, a
+- ``core``: every main's frame (``run``: the report, PASS/FAIL, the exit code), argument
+  types, CPU and memory from /proc (``Meter``, ``TreeSampler``), scratch SQLite files and
+  PostgreSQL databases, child processes (uvicorn apps, ``seojobs worker``), wrk;
+- ``ours``: seojobs as the benchmarks drive it (``Scratch``: a run's databases and their
+  migrated templates; users, jobs, an in-process Worker timed by ``timed_worker``, a
   ``seojobs worker`` process running an audit); ``spy``: py-spy profiles;
 - the crawler processes ``bench/audit.py`` starts: ``crawl_bare`` (the ceiling) and
   ``crawl_advertools`` (the peer, in a venv of its own);
-- the sites: ``site`` (pages and a fake Serper API), ``auditsite`` (a generated site to
+- the sites: ``site`` (pages and a fake Serper API; ``Child``, a server child process),
+  ``auditsite`` (a generated site to
   audit), ``vitalsite`` (pages with CSS, a script and images).
 """
 

@@ -200,7 +200,6 @@ async def _serve(pages: int, sock: socket.socket) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--site-ports", type=int, choices=[1], default=1, help="one origin")
     parser.add_argument("--pages", type=int, default=5000)
     parser.add_argument("--cpu", type=int, default=None, help="pin the server to this CPU")
     args = parser.parse_args()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import importlib.metadata
+import logging
 import os
 import platform
 import resource
@@ -168,6 +169,30 @@ def exit_code(failed: Sequence[str]) -> int:
     return 1 if failed else 0
 
 
+def run(
+    body: Callable[[ExitStack], None],
+    render: Callable[[], str],
+    failures: Callable[[], Sequence[str]],
+    cleaned: str,
+) -> int:
+    """What every benchmark's ``main`` does around its runs. SIGTERM unwinds like Ctrl-C and
+    the libraries' warnings are logged; ``body`` runs with an ExitStack for its servers,
+    processes and scratch databases; when it is interrupted (exit 130) or fails, the report
+    so far is printed with ``cleaned`` (what was stopped or removed on the way out). Then the
+    report, and the exit code: 1 when a target failed (each printed once more), else 0."""
+    unwind_on_sigterm()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    with partial_report(render, cleaned), ExitStack() as stack:
+        body(stack)
+    print(render(), end="", flush=True)
+    return exit_code(failures())
+
+
+def wall(started: float) -> str:
+    """The report's last environment line, for a run begun at ``time.monotonic()`` ``started``."""
+    return f"total wall time {time.monotonic() - started:.0f} s; load average at end {loadavg()}"
+
+
 @contextmanager
 def partial_report(render: Callable[[], str], cleaned: str) -> Iterator[None]:
     """Print what was measured so far when a run is interrupted (then exit 130) or fails (then
@@ -233,6 +258,36 @@ def thread_sched() -> tuple[float, float]:
 
 def loadavg() -> str:
     return ", ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+@dataclass(frozen=True)
+class Usage:
+    cpu: float  # this process's CPU seconds, every thread
+    loop_wait: float  # seconds the calling (event-loop) thread was runnable but not running
+    server_cpu: float  # the server process's (a site, a fake API)
+    server_wait: float  # seconds the server process was runnable but not running
+    others_busy: float  # CPUs used by every other process, on average
+
+
+class Meter:
+    """CPU used from now until ``stop`` by this process, a server child process (``pid``)
+    and everything else on the machine."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.ours = time.process_time()
+        self.loop = thread_sched()
+        self.server = sched_seconds(pid)
+        self.busy = machine_busy()
+
+    def stop(self, seconds: float) -> Usage:
+        ours = time.process_time() - self.ours
+        loop_wait = thread_sched()[1] - self.loop[1]
+        server_cpu, server_wait = (
+            now - before for now, before in zip(sched_seconds(self.pid), self.server, strict=True)
+        )
+        others = max(0.0, machine_busy() - self.busy - ours - server_cpu) / seconds
+        return Usage(ours, loop_wait, server_cpu, server_wait, min(others, os.cpu_count() or 1))
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -420,6 +475,10 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+def sqlite_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
 def sqlite_checkpoint(path: Path) -> None:
     """Fold the WAL into the main file so the file alone is a complete copy."""
     con = sqlite3.connect(path, isolation_level=None)
@@ -449,27 +508,10 @@ def vacuum_postgres(dbname: str, table: str | None = None) -> None:
         conn.execute(statement)
 
 
-class Scratch:
-    """The scratch databases of one run, of either store: SQLite files in a temp dir (``root``,
-    also for logs) and, with ``postgres``, PostgreSQL databases; all removed at the end."""
-
-    def __init__(self, stack: ExitStack, postgres: bool) -> None:
-        self.sqlite = stack.enter_context(ScratchSqlite())
-        self.pg = stack.enter_context(ScratchPostgres()) if postgres else None
-        self.root = self.sqlite.root
-
-    def new(self, store: str, prefix: str) -> str:
-        """The URL of a new, empty database: a SQLite file ("sqlite"), else PostgreSQL's."""
-        if store == "sqlite":
-            return sqlite_url(self.sqlite.new_path(prefix))
-        assert self.pg is not None
-        return pg_url(self.pg.create(prefix))
-
-
 def analyze(url: str) -> None:
     """Fresh planner statistics for the database at ``url`` (SQLite: and its WAL folded in)."""
     if url.startswith("sqlite:///"):
-        analyze_sqlite(Path(url.removeprefix("sqlite:///")))
+        analyze_sqlite(sqlite_path(url))
     else:
         vacuum_postgres(url.rsplit("/", 1)[1])
 

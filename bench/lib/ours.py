@@ -12,11 +12,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
-from sqlalchemy import func, select, update
+from sqlalchemy import Connection, func, select, update
 
 from bench.lib import core
 from bench.lib.core import (
@@ -26,12 +27,13 @@ from bench.lib.core import (
     pg_url,
     seojobs_env,
     sqlite_checkpoint,
+    sqlite_path,
     sqlite_url,
 )
 from seojobs.engine import JobContext, Kind, Registry
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
-from seojobs.records import JobRecord, NewJob
+from seojobs.records import ItemRecord, JobRecord, NewJob
 from seojobs.services import Services
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
@@ -230,50 +232,55 @@ def create_user(url: str) -> BenchUser:
         db.dispose()
 
 
-class Databases:
-    """A migrated template per store with the user ``bench`` (SQLite file, PostgreSQL
-    database ``<prefix>_tpl``), and a fresh copy of it for each run."""
+class Scratch:
+    """The scratch databases of one run, all removed at its end: SQLite files in a temp dir
+    (``root``, also for logs) and, with ``postgres``, PostgreSQL databases. ``new`` gives an
+    empty database; ``fresh`` a copy of the store's migrated template with the user ``bench``
+    (a SQLite file, or the PostgreSQL database ``<prefix>_tpl``, made on first use)."""
 
-    def __init__(self, stack: ExitStack, *, sqlite: bool, postgres: bool, prefix: str) -> None:
+    def __init__(self, stack: ExitStack, *, postgres: bool, prefix: str = "seojobs_bench") -> None:
+        self.sqlite = stack.enter_context(ScratchSqlite())
+        self.pg = stack.enter_context(ScratchPostgres()) if postgres else None
+        self.root = self.sqlite.root
         self.prefix = prefix
-        self.sqlite: tuple[ScratchSqlite, Path, int] | None = None
-        self.postgres: tuple[ScratchPostgres, str, int] | None = None
-        self.pg: ScratchPostgres | None = None
-        self.project_ids: dict[str, int] = {}  # the user's default project, by store
-        if sqlite:
-            scratch = stack.enter_context(ScratchSqlite())
-            template = scratch.new_path("template")
-            user = create_user(sqlite_url(template))
-            sqlite_checkpoint(template)
-            self.sqlite = (scratch, template, user.user_id)
-            self.project_ids["sqlite"] = user.project_id
-        if postgres:
-            self.pg = stack.enter_context(ScratchPostgres())
-            name = self.pg.create(f"{prefix}_tpl")
-            user = create_user(pg_url(name))
-            self.postgres = (self.pg, name, user.user_id)
-            self.project_ids["postgresql"] = user.project_id
+        self._templates: dict[str, tuple[str, BenchUser]] = {}
+
+    def new(self, store: str, prefix: str | None = None) -> str:
+        """The URL of a new, empty database: a SQLite file ("sqlite"), else PostgreSQL's."""
+        if store == "sqlite":
+            return sqlite_url(self.sqlite.new_path(prefix or self.prefix))
+        assert self.pg is not None, "PostgreSQL was not asked for"
+        return pg_url(self.pg.create(prefix or self.prefix))
+
+    def user(self, store: str) -> BenchUser:
+        """The user ``bench`` of the store's template (made now if it is not yet)."""
+        if store not in self._templates:
+            url = self.new(store, "template" if store == "sqlite" else f"{self.prefix}_tpl")
+            user = create_user(url)
+            if store == "sqlite":
+                sqlite_checkpoint(sqlite_path(url))
+            self._templates[store] = url, user
+        return self._templates[store][1]
 
     @contextmanager
-    def fresh(self, dialect: str) -> Iterator[tuple[str, int]]:
-        """(database URL, user id) of a new copy of a template ("sqlite", else PostgreSQL's),
-        removed after the block."""
-        if dialect == "sqlite":
-            assert self.sqlite is not None
-            scratch, template, user_id = self.sqlite
-            path = scratch.copy(template, "run")
+    def fresh(self, store: str) -> Iterator[tuple[str, int]]:
+        """(database URL, user id) of a new copy of the store's template, removed after the
+        block."""
+        user = self.user(store)
+        template = self._templates[store][0]
+        if store == "sqlite":
+            path = self.sqlite.copy(sqlite_path(template), "run")
             try:
-                yield sqlite_url(path), user_id
+                yield sqlite_url(path), user.user_id
             finally:
-                scratch.remove(path)
+                self.sqlite.remove(path)
         else:
-            assert self.postgres is not None
-            pg, template_name, user_id = self.postgres
-            name = pg.create(self.prefix, template=template_name)
+            assert self.pg is not None
+            name = self.pg.create(self.prefix, template=template.rsplit("/", 1)[1])
             try:
-                yield pg_url(name), user_id
+                yield pg_url(name), user.user_id
             finally:
-                pg.drop(name)
+                self.pg.drop(name)
 
 
 def insert_jobs(
@@ -325,6 +332,45 @@ async def running(worker: Worker) -> AsyncIterator[asyncio.Task[None]]:
         await asyncio.wait_for(task, timeout=LEASE_SECONDS + 10)
 
 
+class Timed(NamedTuple):
+    worker: Worker
+    task: asyncio.Task[None]
+    db: Database
+    probe: Database
+
+
+@asynccontextmanager
+async def timed_worker(
+    settings: Settings, registry: Registry | None = None, **options: Any
+) -> AsyncIterator[Timed]:
+    """(worker, its task, its Database, a probe) for the length of the block: one in-process
+    Worker (maintenance off) on ``settings``' database, and a second Database of one
+    connection (the probe, which reads the work done off the worker's pool). Both pools are
+    opened and ``freeze_startup()`` called, as `seojobs worker` does, before the block: the
+    caller starts its clock first thing in it."""
+    db = Database(settings.database_url)
+    probe = Database(settings.database_url, pool_size=1)
+    try:
+        warm(db, EXECUTOR_THREADS)
+        warm(probe, 1)
+        kinds = registry or load_registry(settings)
+        worker = Worker(db, settings, kinds, maintenance=False, **options)
+        freeze_startup()
+        async with running(worker) as task:
+            yield Timed(worker, task, db, probe)
+    finally:
+        db.dispose()
+        probe.dispose()
+
+
+def items(conn: Connection, job_id: int) -> Iterator[ItemRecord]:
+    """Every item of a job, in order."""
+    after = -1
+    while batch := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
+        yield from batch
+        after = batch[-1].seq
+
+
 # -- bench/queue.py ---------------------------------------------------------------------------
 
 
@@ -341,24 +387,11 @@ async def burn(url: str, dialect: str, jobs: int, concurrency: int) -> Burn:
     """Time one worker from start until the database shows every pre-inserted job completed."""
     counter = Counter(jobs)
     settings = queue_settings(url)
-    db = Database(settings.database_url)
-    probe = Database(settings.database_url, pool_size=1)  # counts; not the worker's pool
-    try:
-        warm(db, EXECUTOR_THREADS)
-        warm(probe, 1)
-        worker = Worker(
-            db, settings, burn_registry(counter), concurrency=concurrency, maintenance=False
-        )
-        freeze_startup()
+    async with timed_worker(settings, burn_registry(counter), concurrency=concurrency) as run:
         started = time.perf_counter()
-        async with running(worker) as task:
-            ended = await wait_until_done(
-                counter, lambda: completed_count(probe), jobs, task, burn_timeout(jobs)
-            )
-        return Burn("seojobs", dialect, concurrency, jobs, ended - started, counter.count)
-    finally:
-        db.dispose()
-        probe.dispose()
+        count = partial(completed_count, run.probe)
+        ended = await wait_until_done(counter, count, jobs, run.task, burn_timeout(jobs))
+    return Burn("seojobs", dialect, concurrency, jobs, ended - started, counter.count)
 
 
 def _enqueue_one(db: Database, project_id: int) -> int:
@@ -374,36 +407,25 @@ async def wake_latency(
     """Enqueue one job at a time to an idle worker; time from before the insert to handler start.
 
     ``same_db``: enqueue through the worker's own Database object (the in-process wake hook
-    fires) or through a second one (only LISTEN/NOTIFY or the poll can wake the worker).
+    fires) or through a second one, the probe (only LISTEN/NOTIFY or the poll can wake the
+    worker).
     """
     stamps = Stamps()
-    settings = queue_settings(url)
-    db = Database(settings.database_url)
-    enqueue_db = db if same_db else Database(settings.database_url)
     result = Wake("seojobs", dialect, how)
     rng = random.Random(samples)
-    try:
-        warm(db, EXECUTOR_THREADS)
-        warm(enqueue_db, 1)
-        worker = Worker(
-            db, settings, wake_registry(stamps), concurrency=WAKE_CONCURRENCY, maintenance=False
-        )
-        freeze_startup()
-        async with running(worker):
-            await asyncio.to_thread(lambda: None)  # start the default executor's thread
-            await asyncio.sleep(0.5)  # the worker has claimed nothing and is waiting
-            for _ in range(samples):
-                await asyncio.sleep(rng.uniform(0.02, 0.06))
-                before = time.perf_counter()
-                job_id = await asyncio.to_thread(_enqueue_one, enqueue_db, project_id)
-                returned = time.perf_counter()
-                started = await stamps.wait_for(job_id, timeout=POLL_INTERVAL * 5)
-                result.add(before, returned, started)
-        return result
-    finally:
-        db.dispose()
-        if enqueue_db is not db:
-            enqueue_db.dispose()
+    registry = wake_registry(stamps)
+    async with timed_worker(queue_settings(url), registry, concurrency=WAKE_CONCURRENCY) as run:
+        enqueue_db = run.db if same_db else run.probe
+        await asyncio.to_thread(lambda: None)  # start the default executor's thread
+        await asyncio.sleep(0.5)  # the worker has claimed nothing and is waiting
+        for _ in range(samples):
+            await asyncio.sleep(rng.uniform(0.02, 0.06))
+            before = time.perf_counter()
+            job_id = await asyncio.to_thread(_enqueue_one, enqueue_db, project_id)
+            returned = time.perf_counter()
+            started = await stamps.wait_for(job_id, timeout=POLL_INTERVAL * 5)
+            result.add(before, returned, started)
+    return result
 
 
 # -- bench/api.py -----------------------------------------------------------------------------
@@ -522,14 +544,11 @@ def _check(probe: Database, job_id: int) -> tuple[float, int, int, int]:
     with probe.read() as conn:
         job = job_sql.get(conn, job_id)
         assert job is not None and job.started_at and job.completed_at and job.result
-        after = -1
-        while batch := job_sql.items_page(conn, job_id, after_seq=after, limit=1000):
-            for item in batch:
-                record = item.result or {}
-                urls.append(record.get("url", ""))
-                pages += record.get("status") == 200
-                blocked += bool(record.get("blocked_by_robots"))
-            after = batch[-1].seq
+        for item in items(conn, job_id):
+            record = item.result or {}
+            urls.append(record.get("url", ""))
+            pages += record.get("status") == 200
+            blocked += bool(record.get("blocked_by_robots"))
     if len(set(urls)) != len(urls) or job.items_done != len(urls):
         raise RuntimeError(f"{len(urls)} items, {len(set(urls))} distinct, {job.items_done} done")
     summary = job.result

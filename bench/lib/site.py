@@ -18,11 +18,10 @@ import sys
 import threading
 import time
 import urllib.request
-from typing import Any
+from typing import Any, Self
 
 from bench.lib import REPO, core
 from bench.lib.auditsite import STATS_PATH
-from bench.lib.core import sched_seconds
 
 API_KEY = "bench-serper-key"
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: /sitemap.xml\n"
@@ -182,28 +181,17 @@ def serve(site_ports: int, pages: int, cpu: int | None) -> None:
     serve_app(App(pages), [*site, api], ports)
 
 
-class SiteProcess:
-    """The server child: ``with SiteProcess(...) as site:`` gives its base URLs."""
+class Child:
+    """A server child process (``python ARGS [--cpu C]``: pinned to CPU C) that prints its
+    ports as one JSON line once it listens, then serves until its stdin closes: ``with`` it
+    for the block. ``ports``: what it printed; ``url``: its ``port``'s base URL."""
 
-    def __init__(
-        self, site_ports: int, pages: int, cpu: int | None, module: str = "bench.lib.site"
-    ) -> None:
-        self.args = [
-            sys.executable,
-            "-m",
-            module,
-            "--site-ports",
-            str(site_ports),
-            "--pages",
-            str(pages),
-        ]
-        if cpu is not None:
-            self.args += ["--cpu", str(cpu)]
+    def __init__(self, args: list[str], cpu: int | None) -> None:
+        self.args = [sys.executable, *args, *([] if cpu is None else ["--cpu", str(cpu)])]
         self._proc: subprocess.Popen[bytes] | None = None
-        self.site_urls: list[str] = []
-        self.serper_url = ""
+        self.ports: dict[str, Any] = {}
 
-    def __enter__(self) -> SiteProcess:
+    def __enter__(self) -> Self:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self._proc = subprocess.Popen(
             self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO, env=env
@@ -212,14 +200,9 @@ class SiteProcess:
         line = self._proc.stdout.readline()
         if not line:
             self.__exit__()
-            raise RuntimeError("the site process failed to start")
-        self._listening(json.loads(line))
+            raise RuntimeError(f"{' '.join(self.args[1:3])} failed to start")
+        self.ports = json.loads(line)
         return self
-
-    def _listening(self, ports: dict[str, Any]) -> None:
-        """What the child printed once it listens: its ports."""
-        self.site_urls = [f"http://127.0.0.1:{p}" for p in ports["site"]]
-        self.serper_url = f"http://127.0.0.1:{ports['serper']}"
 
     def __exit__(self, *exc: object) -> None:
         proc = self._proc
@@ -227,7 +210,7 @@ class SiteProcess:
             return
         self._proc = None
         if proc.stdin is not None:
-            proc.stdin.close()  # the child's stdin watcher stops uvicorn
+            proc.stdin.close()  # the child's stdin watcher stops its server
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -235,17 +218,37 @@ class SiteProcess:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    def sched_seconds(self) -> tuple[float, float]:
+    @property
+    def pid(self) -> int:
         assert self._proc is not None
-        return sched_seconds(self._proc.pid)
+        return self._proc.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['port']}"
+
+
+class SiteProcess(Child):
+    """This module's site and fake Serper as a child process (bench/check.py)."""
+
+    def __init__(self, site_ports: int, pages: int, cpu: int | None) -> None:
+        args = ["-m", "bench.lib.site", "--site-ports", str(site_ports), "--pages", str(pages)]
+        super().__init__(args, cpu)
+
+    @property
+    def site_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{p}" for p in self.ports["site"]]
+
+    @property
+    def serper_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['serper']}"
 
     def wait_ready(self, timeout: float = 10.0) -> None:
         """Block until the first site port accepts connections."""
-        port = int(self.site_urls[0].rsplit(":", 1)[1])
         deadline = time.monotonic() + timeout
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", self.ports["site"][0]), timeout=1).close()
                 return
             except OSError:
                 if time.monotonic() > deadline:
@@ -253,20 +256,16 @@ class SiteProcess:
                 time.sleep(0.02)
 
 
-class AuditSiteProcess(SiteProcess):
+class AuditSiteProcess(Child):
     """``python -m bench.lib.auditsite`` (N pages to audit) as a child process, until the
-    block ends (bench/audit.py, bench/dashboard.py)."""
+    block ends (bench/audit.py, bench/dashboard.py); ``url`` is its home page's."""
 
     def __init__(self, pages: int, cpu: int | None) -> None:
-        super().__init__(site_ports=1, pages=pages, cpu=cpu, module="bench.lib.auditsite")
-        self.url = ""
+        super().__init__(["-m", "bench.lib.auditsite", "--pages", str(pages)], cpu)
 
-    def __enter__(self) -> AuditSiteProcess:
-        super().__enter__()
-        return self
-
-    def _listening(self, ports: dict[str, Any]) -> None:
-        self.url = f"http://127.0.0.1:{ports['port']}/"
+    @property
+    def url(self) -> str:
+        return super().url + "/"
 
     def stats(self) -> dict[str, int]:
         """The server's request counts so far."""
