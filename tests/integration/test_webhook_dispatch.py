@@ -183,6 +183,27 @@ async def test_a_delivery_made_due_wakes_the_dispatcher_before_its_poll(store_ur
     assert [r.path for r in consumer.received] == ["/h"] * 5
 
 
+async def test_a_dispatcher_cancelled_as_a_wake_up_reaches_it_ends(store_url: str) -> None:
+    """A worker's stop cancels its dispatcher, often just after a commit woke it (SQLite's
+    watch wakes dispatchers at every commit to the file, the drain's release among them).
+    Cancelled one to four loop turns after a wake-up, it must end: on Python 3.11,
+    ``asyncio.wait_for`` returned the wake-up instead of the cancel, the dispatcher claimed
+    and waited on, and its worker process stayed alive after ``shutdown_done``."""
+    settings = make_settings(store_url, webhook_poll_interval=3600)
+    with services_of(settings) as services:
+        for turns in [0, 1, 2, 3, 4] * 2:
+            dispatcher = services.webhook_dispatcher()
+            task = asyncio.create_task(dispatcher.run())
+            await asyncio.sleep(0.2)  # its first claim found nothing: it waits for a wake-up
+            dispatcher.wake()  # as its listener does, from any thread
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            task.cancel()
+            # Ended, or still running long after (a bound on liveness, not a timing).
+            await asyncio.wait([task], timeout=30)
+            assert task.cancelled(), f"still running after a cancel {turns} turns after a wake"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

@@ -84,7 +84,8 @@ class DatabaseGate:
         probing = self._probing
         if probing is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(probing), wait)
+                async with asyncio.timeout(wait):
+                    await asyncio.shield(probing)
         return not self.down
 
     def retry_after(self) -> int:

@@ -146,8 +146,12 @@ class Dispatcher:
                     task = asyncio.create_task(self._attempt(sender, due))
                     attempts.add(task)
                     task.add_done_callback(attempts.discard)
+                # Not asyncio.wait_for: on Python 3.11, a cancel that comes while a wake-up
+                # is on its way to that wait is swallowed (it returns the wake-up), and the
+                # dispatcher ran on after its worker's stop, the process alive for good.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._freed.wait(), self._pause())
+                    async with asyncio.timeout(self._pause()):
+                        await self._freed.wait()
         finally:
             for task in (recorder, *attempts):
                 task.cancel()
