@@ -1,10 +1,12 @@
 """How a woken worker claims, on both stores: on PostgreSQL a claim with no acknowledgements
 to carry is one statement in autocommit (no BEGIN and COMMIT round trips before the job can
-start); on SQLite every claim stays inside BEGIN IMMEDIATE, the single writer's lock."""
+start), on the worker's event loop, which its LISTEN connection wakes (no thread hand-offs);
+on SQLite every claim stays inside BEGIN IMMEDIATE, the single writer's lock."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from sqlalchemy import event
@@ -51,23 +53,57 @@ async def test_woken_worker_claims_without_a_transaction_block_on_postgresql(
     services = Services(producer_db, settings, registry)
     user = services.accounts.create_user("alice").user
     worker = Worker(db, settings, registry, maintenance=False)
+    pg = db.dialect == "postgresql"
     task = asyncio.create_task(worker.run())
     try:
-        await await_until(lambda: _claimed_at_least(watch, 1))  # the first claim found nothing
+        if pg:  # the first claim found nothing, on the worker's claim connection
+            await await_until(lambda: _backend_ran(db, CLAIMS_APP, "WITH picked AS"))
+        else:
+            await await_until(lambda: _claimed_at_least(watch, 1))
         for n in range(3):  # one job at a time, each to an idle worker
             job, _ = services.jobs.create(user, "test_noop", {})
             await await_until(lambda job_id=job.id: _completed(services, user, job_id))
             assert worker.claimed_total == n + 1
+        if pg:
+            # The LISTEN connection and the claims run on the event loop: no thread of their
+            # own, the claim connection in autocommit, and no claim on the pool's connections.
+            assert "seojobs-listen" not in {t.name for t in threading.enumerate()}
+            assert await _backend_ran(db, "seojobs-listen", f"LISTEN {NOTIFY_CHANNEL}")
+            assert worker._loop_claims is not None and worker._loop_claims.conn is not None
+            assert worker._loop_claims.conn.autocommit
+            ran = await asyncio.to_thread(_last_queries, db)
+            claimed_by = {app for app, query in ran if query.startswith("WITH picked AS")}
+            assert claimed_by == {CLAIMS_APP}, ran
     finally:
         worker.stop()
         await asyncio.wait_for(task, 30)
         db.dispose()
         producer_db.dispose()
-    assert len(watch.claims) >= 4
-    if db.dialect == "postgresql":
-        assert not any(watch.claims), watch.claims
+    if pg:
+        assert watch.claims == []  # none through SQLAlchemy's engine
     else:
+        assert len(watch.claims) >= 4
         assert all(watch.claims), watch.claims
+
+
+CLAIMS_APP = "seojobs-worker-claims"
+
+
+def _last_queries(db: Database) -> list[tuple[str, str]]:
+    """(application name, last statement) of every other backend of the database."""
+    import psycopg
+
+    with psycopg.connect(db.psycopg_conninfo(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT application_name, query FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [(str(app), str(query).lstrip()) for app, query in rows]
+
+
+async def _backend_ran(db: Database, app: str, prefix: str) -> bool:
+    ran = await asyncio.to_thread(_last_queries, db)
+    return any(name == app and query.startswith(prefix) for name, query in ran)
 
 
 async def _claimed_at_least(watch: ClaimWatch, n: int) -> bool:

@@ -1,10 +1,12 @@
 """The async worker: claims jobs in batches, runs their handlers, keeps their leases alive.
 
 Database calls run on a small thread pool (the store is synchronous SQLAlchemy Core); the event
-loop only schedules. Completions are buffered for a few milliseconds and written in one
-statement, the main throughput lever for short jobs (River's BatchCompleter, graphile-worker).
-A completion acknowledged only in memory is lost with the process, and the job runs again after
-rescue: delivery is at-least-once, as in every queue surveyed in reference/queues.md.
+loop only schedules, but for PostgreSQL's wake-ups: its LISTEN connection and a woken worker's
+claim run on the loop itself (``seojobs.store.loopclaim``), with no thread to wake on the way.
+Completions are buffered for a few milliseconds and written in one statement, the main
+throughput lever for short jobs (River's BatchCompleter, graphile-worker). A completion
+acknowledged only in memory is lost with the process, and the job runs again after rescue:
+delivery is at-least-once, as in every queue surveyed in reference/queues.md.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import gc
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
@@ -54,6 +57,7 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.errors import Unavailable
 from seojobs.store.listener import Listener
+from seojobs.store.loopclaim import LoopClaims
 
 log = logging.getLogger("seojobs.worker")
 
@@ -146,7 +150,11 @@ class Worker:
         self._timings: list[tuple[tuple[str, str], float]] = []
         self._has_completions = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self._listener: Listener | None = None
+        # PostgreSQL: claims without completions to carry run on the event loop (see
+        # seojobs.store.loopclaim), where the LISTEN connection wakes the claim loop.
+        self._loop_claims = LoopClaims(db) if db.dialect == "postgresql" else None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -155,9 +163,14 @@ class Worker:
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
     def wake(self) -> None:
-        """Thread-safe: a new job may be ready."""
+        """Thread-safe: a new job may be ready. On the loop's own thread (PostgreSQL's
+        listener) the claim loop is woken directly, without a hand-off through the loop."""
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is None or loop.is_closed():
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._wake.set()
+        else:
             loop.call_soon_threadsafe(self._wake.set)
 
     def stop(self) -> None:
@@ -167,12 +180,19 @@ class Worker:
         if loop is None:
             self._stopping.set()
         elif not loop.is_closed():
-            loop.call_soon_threadsafe(self._stopping.set)
+            loop.call_soon_threadsafe(self._stop_now)
+
+    def _stop_now(self) -> None:
+        self._stopping.set()
+        # Whichever of the two the claim loop waits for (_wait_any): it then sees the stop.
+        self._wake.set()
+        self._slot_free.set()
 
     # -- main -----------------------------------------------------------------------------
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._listener = Listener(self.db, self.wake)
         self._listener.start()
         with contextlib.suppress(Exception):  # else at the progress loop's next look
@@ -195,7 +215,9 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
             await self._flush_completions()
-            self._listener.stop()
+            await self._listener.aclose()
+            if self._loop_claims is not None:
+                await self._loop_claims.close()
             if self.run_maintenance:
                 with contextlib.suppress(Exception):
                     await self.run_db(maintenance.resign, self.db, self.worker_id)
@@ -215,7 +237,10 @@ class Worker:
             # two, which matters most on SQLite's single writer (Oban Pro's "ack with fetch").
             acks = self._take_completions()
             try:
-                claimed = await self.run_db(self._claim, limit, acks, full)
+                if acks or self._loop_claims is None:
+                    claimed = await self.run_db(self._claim, limit, acks, full)
+                else:
+                    claimed = await self._claim_on_loop(limit, full)
             except Exception:
                 log.exception("claim failed; retrying after the poll interval")
                 self._completions[:0] = acks
@@ -238,15 +263,12 @@ class Worker:
         return taken
 
     async def _wait_any(self, event: asyncio.Event, wait_s: float | None) -> None:
-        waiters = [
-            asyncio.ensure_future(event.wait()),
-            asyncio.ensure_future(self._stopping.wait()),
-        ]
-        try:
-            await asyncio.wait(waiters, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waiters:
-                w.cancel()
+        """Until ``event`` is set or ``wait_s`` has passed; a stop sets ``event`` too
+        (``_stop_now``). One wait on the loop, where a task per event and ``asyncio.wait``
+        cost a woken worker four more tasks and loop turns before its claim."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait_s):
+                await event.wait()
 
     def _room(self, limit: int) -> tuple[int, list[int]]:
         """How many jobs the next claim may take, and the users it must leave out: those who
@@ -269,7 +291,8 @@ class Worker:
         if not acks and self.db.dialect == "postgresql":
             # Each claim statement is atomic on its own (and they claim distinct jobs): in
             # autocommit, without a BEGIN and a COMMIT round trip around it, a woken idle
-            # worker starts its job two round trips sooner.
+            # worker starts its job two round trips sooner. (The claim loop runs these on the
+            # event loop instead: _claim_on_loop.)
             with self.db.autocommit() as conn:
                 return self._claim_with(conn, plan, self.clock(), limit, full or [])
         with self.db.write() as conn:
@@ -279,6 +302,27 @@ class Worker:
                     acks, job_sql.complete_many(self.db, conn, acks, now, self.changes)
                 )
             return self._claim_with(conn, plan, now, limit, full or [])
+
+    async def _claim_on_loop(self, limit: int, full: list[int]) -> list[JobRecord]:
+        """PostgreSQL, nothing to acknowledge: the claim statements in autocommit on the
+        event loop (one round trip each; no thread to wake on the way in or out)."""
+        assert self._loop_claims is not None
+        plan = self._claim_plan(limit)
+
+        async def claim(conn: Any) -> list[JobRecord]:
+            now, lease = self.clock(), self.settings.lease_seconds
+            claimed: list[JobRecord] = []
+            owners: dict[int, int] | None = {} if self.user_share is not None else None
+            for kinds, exclude, most in plan:
+                most = min(most, limit - len(claimed))
+                claimed += await job_sql.claim_async(
+                    conn, self.worker_id, most, now, lease, **_filters(kinds, exclude, full, owners)
+                )
+            if owners:
+                self._owners.update(owners)
+            return claimed
+
+        return await self._loop_claims.run(claim)
 
     def _claim_with(
         self,
@@ -290,18 +334,17 @@ class Worker:
     ) -> list[JobRecord]:
         claimed: list[JobRecord] = []
         owners: dict[int, int] | None = {} if self.user_share is not None else None
+        lease = self.settings.lease_seconds
         for kinds, exclude, most in plan:
+            most = min(most, limit - len(claimed))
             claimed += job_sql.claim(
                 self.db,
                 conn,
                 self.worker_id,
-                min(most, limit - len(claimed)),
+                most,
                 now,
-                self.settings.lease_seconds,
-                kinds=kinds,
-                exclude=exclude,
-                exclude_users=full,
-                owners=owners,
+                lease,
+                **_filters(kinds, exclude, full, owners),
             )
         if owners:
             self._owners.update(owners)
@@ -689,6 +732,13 @@ class Worker:
             except Exception:
                 log.exception("maintenance pass failed")
             await asyncio.sleep(self.settings.maintenance_interval)
+
+
+def _filters(
+    kinds: list[str] | None, exclude: list[str], full: list[int], owners: dict[int, int] | None
+) -> job_sql.ClaimFilters:
+    """One claim statement's filters: its kinds, the users left out, the owners to read."""
+    return {"kinds": kinds, "exclude": exclude, "exclude_users": full, "owners": owners}
 
 
 # A metric's series per label values, looked up once: labels() locks and checks every call.

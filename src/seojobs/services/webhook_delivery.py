@@ -157,7 +157,7 @@ class Dispatcher:
                 task.cancel()
             await asyncio.gather(recorder, *attempts, return_exceptions=True)
             await sender.aclose()
-            listener.stop()
+            await listener.aclose()
 
     def _pause(self) -> float:
         """Until the next look: the poll interval, or less when a retry this dispatcher

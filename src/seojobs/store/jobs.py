@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import (
     BigInteger,
@@ -41,7 +41,9 @@ from seojobs.records import (
     NewJob,
 )
 from seojobs.store import webhooks
+from seojobs.store.coltypes import UTCDateTime
 from seojobs.store.db import NOTIFY_CHANNEL, Database
+from seojobs.store.errors import Unavailable
 from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
 # The event a follow-up job's completion makes besides job.completed (seed 000's checker).
@@ -335,6 +337,15 @@ def items_page(
 # -- claim ----------------------------------------------------------------------------------
 
 
+class ClaimFilters(TypedDict, total=False):
+    """What a claim leaves out, and whether it reads the owners (see :func:`claim`)."""
+
+    kinds: Sequence[str] | None
+    exclude: Sequence[str]
+    exclude_users: Sequence[int]
+    owners: dict[int, int] | None
+
+
 def claim(
     db: Database,
     conn: Connection,
@@ -342,22 +353,49 @@ def claim(
     limit: int,
     now: datetime,
     lease: float,
-    *,
-    kinds: Sequence[str] | None = None,
-    exclude: Sequence[str] = (),
-    exclude_users: Sequence[int] = (),
-    owners: dict[int, int] | None = None,
+    **filters: Unpack[ClaimFilters],
 ) -> list[JobRecord]:
     """Take up to ``limit`` due pending jobs in one statement; oldest first within priority.
     ``kinds`` limits the claim to those kinds (a worker's queues), ``exclude`` leaves some out
     (kinds claimed separately under their own concurrency cap), ``exclude_users`` leaves out
     the jobs of users who hold their share of the worker's slots. ``owners``, when given, is
-    filled with each claimed job's user (job id -> user id), read in the same statement."""
+    filled with each claimed job's user (job id -> user id), read in the same statement.
+
+    On PostgreSQL the statement runs on the driver's connection under ``conn`` (in its
+    transaction, or autocommit), as :func:`claim_async` runs it on the event loop: see
+    :func:`pg_claim_sql`. SQLite keeps SQLAlchemy's statement."""
+    kinds, exclude = filters.get("kinds"), filters.get("exclude", ())
+    exclude_users, owners = filters.get("exclude_users", ()), filters.get("owners")
     if limit <= 0 or (kinds is not None and not kinds):
         return []
+    if db.dialect == "postgresql":
+        return _pg_claim_sync(conn, _pg_claim(worker_id, limit, now, lease, filters), owners)
     shape = (db.dialect, kinds is not None, bool(exclude), bool(exclude_users), owners is not None)
     stmt = _claim_statement(*shape)
-    params = {
+    params = _claim_params(worker_id, limit, now, lease, kinds, exclude, exclude_users)
+    rows = conn.execute(stmt, params).all()
+    if owners is not None:
+        owners.update((row[0], row[-1]) for row in rows)
+        found = [JobRecord(*row[:-1]) for row in rows]  # the user came last
+    else:
+        found = [_job(r) for r in rows]
+    return sorted(found, key=_claim_order)
+
+
+def _claim_order(job: JobRecord) -> tuple[int, datetime, int]:
+    return (job.priority, job.run_at, job.id)
+
+
+def _claim_params(
+    worker_id: str,
+    limit: int,
+    now: datetime,
+    lease: float,
+    kinds: Sequence[str] | None,
+    exclude: Sequence[str],
+    exclude_users: Sequence[int],
+) -> dict[str, Any]:
+    return {
         "now": now,
         "lease_until": now + timedelta(seconds=lease),
         "worker_id": worker_id,
@@ -366,13 +404,112 @@ def claim(
         "exclude": list(exclude),
         "exclude_users": list(exclude_users),
     }
-    rows = conn.execute(stmt, params).all()
-    if owners is not None:
-        owners.update((row[0], row[-1]) for row in rows)
-        found = [JobRecord(*row[:-1]) for row in rows]  # the user came last
-    else:
-        found = [_job(r) for r in rows]
-    return sorted(found, key=lambda j: (j.priority, j.run_at, j.id))
+
+
+# -- the PostgreSQL claim on the driver -----------------------------------------------------
+
+_PG_CLAIM_RETURNING = ", ".join(f"jobs.{c.name}" for c in jobs.c)
+# Positions of the timestamps: psycopg gives them in the session's time zone, the store UTC.
+_PG_CLAIM_TIMES = tuple(i for i, c in enumerate(jobs.c) if isinstance(c.type, UTCDateTime))
+
+
+@functools.cache
+def pg_claim_sql(some_kinds: bool, exclude: bool, exclude_users: bool, owner: bool) -> str:
+    """The PostgreSQL claim of :func:`_claim_statement`, written once per shape as plain SQL
+    for psycopg: through SQLAlchemy, a woken worker's claim spent about a third of its client
+    CPU on execution context and result metadata for a statement that never changes
+    (bench/queue.py's wake-up). The same statement: candidates locked with ``FOR UPDATE SKIP
+    LOCKED`` in a CTE (which fences the planner, so LIMIT bounds the rows locked and updated:
+    Oban's lesson), in (priority, run_at, id) order, then updated and returned; lists are
+    arrays (``= ANY``, ``<> ALL``: what PostgreSQL makes of ``IN`` and ``NOT IN`` lists).
+    ``tests/integration/test_claim_paths.py`` compares it with SQLAlchemy's statement."""
+    where = ["jobs.state = 'pending'", "jobs.run_at <= %(now)s"]
+    if some_kinds:
+        where.append("jobs.kind = ANY(%(kinds)s::text[])")
+    if exclude:
+        where.append("jobs.kind <> ALL(%(exclude)s::text[])")
+    if exclude_users:
+        where.append(
+            "jobs.project_id NOT IN (SELECT projects.id FROM projects "
+            "WHERE projects.user_id = ANY(%(exclude_users)s::bigint[]))"
+        )
+    returning = _PG_CLAIM_RETURNING
+    if owner:  # the job's user, last: by primary key, one row per claimed job
+        returning += ", (SELECT projects.user_id FROM projects WHERE projects.id = jobs.project_id)"
+    conditions = " AND ".join(where)
+    return (
+        f"WITH picked AS (SELECT jobs.id FROM jobs WHERE {conditions} "  # noqa: S608 (constant)
+        "ORDER BY jobs.priority, jobs.run_at, jobs.id LIMIT %(limit)s FOR UPDATE SKIP LOCKED) "
+        "UPDATE jobs SET state = 'processing', attempt = jobs.attempt + 1, "
+        "worker_id = %(worker_id)s, lease_expires_at = %(lease_until)s, "
+        "started_at = coalesce(jobs.started_at, %(now)s), updated_at = %(now)s "
+        f"FROM picked WHERE jobs.id = picked.id RETURNING {returning}"
+    )
+
+
+def pg_claimed(rows: Sequence[Sequence[Any]], owners: dict[int, int] | None) -> list[JobRecord]:
+    """The records of a PostgreSQL claim's rows (:func:`pg_claim_sql`), in claim order;
+    ``owners`` filled when the statement read them."""
+    width = len(jobs.c)
+    found = []
+    for row in rows:
+        values = list(row[:width])
+        for i in _PG_CLAIM_TIMES:
+            value = values[i]
+            if value is not None:
+                values[i] = value.astimezone(UTC)
+        found.append(JobRecord(*values))
+        if owners is not None:
+            owners[values[0]] = row[width]
+    return sorted(found, key=_claim_order)
+
+
+def _pg_claim(
+    worker_id: str, limit: int, now: datetime, lease: float, filters: ClaimFilters
+) -> tuple[str, dict[str, Any]]:
+    """The statement and parameters of a PostgreSQL claim (``limit`` above 0)."""
+    kinds, exclude = filters.get("kinds"), filters.get("exclude", ())
+    exclude_users, owners = filters.get("exclude_users", ()), filters.get("owners")
+    sql = pg_claim_sql(kinds is not None, bool(exclude), bool(exclude_users), owners is not None)
+    return sql, _claim_params(worker_id, limit, now, lease, kinds, exclude, exclude_users)
+
+
+def _pg_claim_sync(
+    conn: Connection, statement: tuple[str, dict[str, Any]], owners: dict[int, int] | None
+) -> list[JobRecord]:
+    import psycopg  # on PostgreSQL only: a SQLite process never loads the driver
+
+    raw: Any = conn.connection.driver_connection  # the psycopg connection under SQLAlchemy
+    try:
+        with raw.cursor() as cursor:
+            cursor.execute(*statement)
+            rows = cursor.fetchall()
+    except psycopg.OperationalError as exc:
+        # What SQLAlchemy does for a statement of its own: a dead connection leaves the pool,
+        # and the caller sees the store unavailable.
+        if raw.broken or raw.closed:
+            conn.invalidate(exc)
+        raise Unavailable(str(exc).splitlines()[0]) from exc
+    return pg_claimed(rows, owners)
+
+
+async def claim_async(
+    conn: Any,
+    worker_id: str,
+    limit: int,
+    now: datetime,
+    lease: float,
+    **filters: Unpack[ClaimFilters],
+) -> list[JobRecord]:
+    """:func:`claim` on PostgreSQL, on a psycopg ``AsyncConnection`` (the worker's, on its
+    event loop: ``seojobs.store.loopclaim``)."""
+    kinds = filters.get("kinds")
+    if limit <= 0 or (kinds is not None and not kinds):
+        return []
+    async with conn.cursor() as cursor:
+        await cursor.execute(*_pg_claim(worker_id, limit, now, lease, filters))
+        rows = await cursor.fetchall()
+    return pg_claimed(rows, filters.get("owners"))
 
 
 @functools.cache
@@ -380,7 +517,8 @@ def _claim_statement(
     dialect: str, some_kinds: bool, exclude: bool, exclude_users: bool = False, owner: bool = False
 ) -> Any:
     """Built once per shape with bind parameters: built per call, the claim cost ~1 ms of CPU
-    more (bench/queue.py's wake-up, where the claim is all a woken worker does)."""
+    more (bench/queue.py's wake-up, where the claim is all a woken worker does). SQLite's
+    claim; PostgreSQL runs :func:`pg_claim_sql`, which the tests compare with this one."""
     now = bindparam("now", type_=jobs.c.run_at.type)
     candidates = select(jobs.c.id).where(jobs.c.state == "pending", jobs.c.run_at <= now)
     if some_kinds:

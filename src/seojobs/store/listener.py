@@ -1,4 +1,6 @@
-"""Wake-ups: LISTEN/NOTIFY on PostgreSQL; on SQLite an in-process hook, plus a cheap watch of
+"""Wake-ups: LISTEN/NOTIFY on PostgreSQL, on the event loop that started the listener (an
+async psycopg connection: a notification wakes the loop itself, with no thread to hand it
+over; bench/queue.py's wake-up); on SQLite an in-process hook, plus a cheap watch of
 ``PRAGMA data_version`` (it changes when another connection, e.g. another process, commits),
 so jobs enqueued by a separate API process start within ~50 ms instead of at the next poll.
 
@@ -7,13 +9,14 @@ One mechanism for each thing to wake for, by channel: ready jobs wake workers
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from seojobs.store.db import NOTIFY_CHANNEL, Database
+from seojobs.store.db import CONNECT_TIMEOUT, NOTIFY_CHANNEL, Database
 
 log = logging.getLogger("seojobs.listener")
 SQLITE_WATCH_INTERVAL = 0.05
@@ -33,35 +36,61 @@ class Listener:
         self.channel = channel
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        """On PostgreSQL, call it on the event loop that is to listen (``wake`` is then called
+        on that loop's thread); the SQLite watch is a thread of its own."""
         # In-process wake-ups work on both dialects (a job enqueued by this process's API).
         self.db.add_wake_hook(self.wake, self.channel)
-        target = self._listen if self.db.dialect == "postgresql" else self._watch_sqlite
-        self._thread = threading.Thread(target=target, name="seojobs-listen", daemon=True)
+        if self.db.dialect == "postgresql":
+            self._task = asyncio.get_running_loop().create_task(
+                self._listen(), name="seojobs-listen"
+            )
+            return
+        self._thread = threading.Thread(
+            target=self._watch_sqlite, name="seojobs-listen", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop listening (from the loop on PostgreSQL; :meth:`aclose` also waits until the
+        LISTEN connection is closed)."""
         self.db.remove_wake_hook(self.wake, self.channel)
         self._stop.set()
+        if self._task is not None:
+            self._task.cancel()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def _listen(self) -> None:
+    async def aclose(self) -> None:
+        self.stop()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _listen(self) -> None:
         import psycopg  # server extra; only needed here
 
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self.db.psycopg_conninfo(), autocommit=True) as conn:
-                    conn.execute(f"LISTEN {self.channel}")
+                conn = await psycopg.AsyncConnection.connect(
+                    self.db.psycopg_conninfo(),
+                    autocommit=True,
+                    connect_timeout=CONNECT_TIMEOUT,
+                    application_name="seojobs-listen",  # visible in pg_stat_activity
+                )
+                async with conn:
+                    await conn.execute(f"LISTEN {self.channel}")
                     # Work may have arrived while we were not listening.
                     self.wake()
-                    while not self._stop.is_set():
-                        for _note in conn.notifies(timeout=0.5, stop_after=1):
-                            self.wake()
+                    # A server gone (restart, failover, a terminated backend) ends this with
+                    # an error: the connection's socket turns readable and reads its end.
+                    async for _note in conn.notifies():
+                        self.wake()
             except Exception:
                 log.warning("LISTEN connection lost; polling until it is back", exc_info=True)
-                self._stop.wait(1.0)
+                await asyncio.sleep(1.0)
 
     def _watch_sqlite(self) -> None:
         import sqlite3
