@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from seojobs.kinds.site_audit.linkscore import DAMPING, link_scores, ranks
+from seojobs.kinds.site_audit.linkscore import DAMPING, _pulled, link_scores, ranks
 
 
 def test_a_cycle_ranks_every_page_alike() -> None:
@@ -44,3 +44,27 @@ def test_scores_order_pages_by_their_links_and_ignore_the_rest() -> None:
     assert min(scores["/"], scores["/b"]) > scores["/a"] == scores["/c"] > scores["/d"] > 0
     assert set(scores) == {"/", "/a", "/b", "/c", "/d"}
     assert link_scores([]) == {}
+
+
+def test_links_are_pulled_by_target_in_order() -> None:
+    sources, counts, weight = _pulled([[1, 2], [2], [], [0, 1, 2]], DAMPING)
+    assert list(counts) == [1, 2, 3, 0]
+    assert list(sources) == [3, 0, 3, 0, 1, 3]  # node 0's, then 1's, then 2's
+    assert list(weight) == pytest.approx([DAMPING / 2, DAMPING, 0.0, DAMPING / 3])
+
+
+def test_ranks_are_the_rounds_of_pagerank_on_a_larger_graph() -> None:
+    # Each page links to the next three and to page 0; every 7th links nowhere.
+    n = 50
+    edges = [
+        [] if i % 7 == 6 else sorted({(i + k) % n for k in (1, 2, 3)} | {0} - {i}) for i in range(n)
+    ]
+    rank = [1.0 / n] * n
+    for _round in range(200):  # PageRank as written in the textbook, rounds to convergence
+        dangling = sum(rank[i] for i in range(n) if not edges[i])
+        new = [(1 - DAMPING) / n + DAMPING * dangling / n] * n
+        for i, targets in enumerate(edges):
+            for j in targets:
+                new[j] += DAMPING * rank[i] / len(targets)
+        rank = new
+    assert list(ranks(edges)) == pytest.approx(rank, rel=1e-8)

@@ -858,9 +858,21 @@ def finding_row(
 def fence(conn: Connection, job_id: int, attempt: int, now: datetime) -> None:
     """Raise ``LeaseLost`` unless this claim still holds the job; on PostgreSQL the UPDATE
     also locks the job row until the transaction ends, so a cancel or rescue waits."""
-    stmt = update(jobs).where(_held(job_id, attempt)).values(updated_at=now)
-    if conn.execute(stmt).rowcount != 1:
+    if conn.execute(_FENCE, {"f_id": job_id, "f_attempt": attempt, "f_at": now}).rowcount != 1:
         raise LeaseLost(job_id)
+
+
+# Built once, like _RECORD_JOB (its where clause is _held's): every write of a running
+# job's side effects is fenced.
+_FENCE = (
+    update(jobs)
+    .where(
+        jobs.c.id == bindparam("f_id"),
+        jobs.c.attempt == bindparam("f_attempt"),
+        jobs.c.state == "processing",
+    )
+    .values(updated_at=bindparam("f_at", type_=jobs.c.updated_at.type))
+)
 
 
 def still_held(conn: Connection, job_id: int, attempt: int) -> bool:

@@ -99,6 +99,13 @@ class Page:
         """A URL of the page's markup made absolute (:func:`resolve`), against its base."""
         return resolve(self.base, href)
 
+    @cached_property
+    def canonical(self) -> str | None:
+        """The page's first ``rel=canonical``, resolved (None: none, or it does not resolve);
+        once for the rules that read it."""
+        href = self.facts.canonicals[0] if self.facts and self.facts.canonicals else ""
+        return self.resolve(href) if href else None
+
 
 @dataclass(frozen=True)
 class Check:

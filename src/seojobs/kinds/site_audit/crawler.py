@@ -18,7 +18,7 @@ from typing import Any
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
 from seojobs.fetch.errors import FetchError
-from seojobs.fetch.urls import URL, join_url, parse_url
+from seojobs.fetch.urls import URL, parse_url
 from seojobs.kinds.site_audit.check import Rendering, document_base, resolve, site_of
 from seojobs.kinds.site_audit.checks import Page, Reporting, codes, page_findings
 from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
@@ -122,19 +122,59 @@ class Frontier:
         return await self._ctx.add_finished_item({"url": url, "depth": depth}, verdict)
 
 
-def _links(base: URL, facts: PageFacts) -> list[tuple[str, bool]]:
+class Keys:
+    """The page keys (:func:`resolve`) of a crawl's references, remembered from page to page:
+    a site's pages link the same URLs (menus, neighbours), and resolving one (patterns, a
+    parse) cost more than the rest of a link's handling. Kept only where the key depends on
+    the base's origin alone: absolute ``http://`` and ``https://`` references and paths from
+    the root (``/p/2``, not ``//host/p``, ``p/2``, ``?q`` or ``#x``); ``LIMIT`` per origin,
+    then forgotten."""
+
+    LIMIT = 10_000
+    ORIGINS = 4
+
+    def __init__(self) -> None:
+        # origin -> reference -> its key, or "" when it does not resolve (no key is empty)
+        self._by_origin: dict[tuple[str, str, int | None], dict[str, str]] = {}
+
+    def _known(self, base: URL) -> dict[str, str]:
+        origin = (base.scheme, base.host, base.port)
+        known = self._by_origin.get(origin)
+        if known is None or len(known) >= self.LIMIT:
+            if known is None and len(self._by_origin) >= self.ORIGINS:
+                self._by_origin.clear()
+            known = self._by_origin[origin] = {}
+        return known
+
+    def resolve(self, base: URL, href: str) -> str | None:
+        """:func:`resolve` of ``href`` against ``base``: its normalised URL, or None."""
+        return self.resolve_all(base, [href])[0]
+
+    def resolve_all(self, base: URL, hrefs: list[str]) -> list[str | None]:
+        known = self._known(base)
+        found: list[str | None] = []
+        for href in hrefs:
+            key = known.get(href)
+            if key is None:
+                key = resolve(base, href) or ""
+                if href.startswith(_ABSOLUTE) or (href[:1] == "/" and href[1:2] != "/"):
+                    known[href] = key
+            found.append(key or None)
+        return found
+
+
+_ABSOLUTE = ("http://", "https://")
+
+
+def _links(base: URL, facts: PageFacts, keys: Keys) -> list[tuple[str, bool]]:
     """Every link as (normalised absolute URL, nofollow); unparseable ones are dropped."""
-    found = []
-    for link in facts.links:
-        try:
-            found.append((page_key(join_url(base, link.href)), link.nofollow))
-        except (FetchError, ValueError):
-            continue
-    return found
+    links = facts.links
+    found = keys.resolve_all(base, [link.href for link in links])
+    return [(key, link.nofollow) for key, link in zip(found, links, strict=True) if key]
 
 
-def _canonical(base: URL, facts: PageFacts) -> str | None:
-    return resolve(base, facts.canonicals[0]) if facts.canonicals else None
+def _canonical(base: URL, facts: PageFacts, keys: Keys) -> str | None:
+    return keys.resolve(base, facts.canonicals[0]) if facts.canonicals else None
 
 
 def _first_of_each(base: URL, pairs: list[tuple[str, str]]) -> dict[str, str]:
@@ -195,6 +235,7 @@ class Crawl:
         self.external = external  # None: external links are not checked
         self.renderer = renderer  # None: render "raw", the HTML as served is audited
         self.reporting = Reporting.of(ctx.params)
+        self.keys = Keys()  # the keys of references met on earlier pages
 
     async def page(self, item: ItemRecord) -> ItemResult:
         url, depth = item.data["url"], item.data["depth"]
@@ -237,10 +278,10 @@ class Crawl:
         final = page_key(fetched.final_url)
         # What the page's URLs resolve against: its <base href>, if any (one base for all).
         base = document_base(fetched.final_url, facts) if facts else None
-        links = _links(base, facts) if base and facts else []
+        links = _links(base, facts, self.keys) if base and facts else []
         clean = self.frontier.rules.clean
         internal = [(clean(u), nf) for u, nf in links if self.frontier.in_scope(u)]
-        canonical = _canonical(base, facts) if base and facts else None
+        canonical = _canonical(base, facts, self.keys) if base and facts else None
         follow = [u for u, _nofollow in internal]
         follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
         # Its links are stored with its result (one write); a page only a sitemap lists is
@@ -274,7 +315,7 @@ class Crawl:
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
         if base and facts and (facts.subresources or facts.images):  # for its weight
-            record["loads"] = _loads(base, facts, self.frontier)
+            record["loads"] = _loads(base, facts, self.frontier, self.keys)
         record["external"] = checked  # each external link's outcome, kept for a resume
         return ItemResult(
             outcome="crawled", result=record, findings=tuple(found), added=tuple(added)
@@ -291,11 +332,11 @@ class Crawl:
         return Rendering(raw, None, done.errors, done.blocked), rendered
 
 
-def _loads(base: URL, facts: PageFacts, frontier: Frontier) -> list[str]:
+def _loads(base: URL, facts: PageFacts, frontier: Frontier, keys: Keys) -> list[str]:
     """The site's own URLs the page loads (scripts, styles, images, media), a bounded
     sample."""
     sources = [*facts.subresources[:MAX_LOADS], *(i.src for i in facts.images[:MAX_LOADS])]
-    found = (resolve(base, src) for src in sources if src)
+    found = keys.resolve_all(base, [src for src in sources if src])
     return sorted({u for u in found if u and frontier.in_scope(u)})
 
 

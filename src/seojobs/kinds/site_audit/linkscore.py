@@ -5,7 +5,7 @@ page (links to pages beyond the crawl, and to itself, are left out). Pages linki
 (redirects, errors, dead ends) share their rank with every page, as PageRank's random
 surfer does. The score is the rank on 0-100, the best-linked page 100, on a logarithmic
 scale like Screaming Frog's Link Score (a linear one leaves nearly every page of a large
-site at 0). Pure Python over integer lists: one pass per round, bounded rounds.
+site at 0). Pure Python over integer arrays, each round's sums in C loops; bounded rounds.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import islice
+from operator import mul, sub
 
 DAMPING = 0.85
 ROUNDS = 150  # at most; a round shrinks the error by about DAMPING
@@ -26,24 +28,52 @@ def ranks(edges: Sequence[Sequence[int]], damping: float = DAMPING) -> Sequence[
     n = len(edges)
     if n == 0:
         return array("d")
+    sources, counts, weight = _pulled(edges, damping)
+    links = len(sources)
+    nowhere = [i for i, w in enumerate(weight) if not w]
     # In arrays: a list holds a float object per page (100,000 pages: 3 MB a list).
     rank = array("d", [1.0 / n]) * n
-    links = sum(map(len, edges))
-    nowhere = [i for i, targets in enumerate(edges) if not targets]
     for _round in range(max(MIN_ROUNDS, min(ROUNDS, EDGE_VISITS // max(links, 1)))):
-        dangling = sum(rank[i] for i in nowhere)
+        dangling = sum(map(rank.__getitem__, nowhere))
         base = (1.0 - damping) / n + damping * dangling / n
-        new = array("d", [base]) * n
-        for i, targets in enumerate(edges):
-            if targets:
-                share = damping * rank[i] / len(targets)
-                for j in targets:
-                    new[j] += share
-        change = sum(abs(a - b) for a, b in zip(new, rank, strict=True))
+        # What each page hands each of its links, then every page's share pulled from its
+        # in-links in order, in C loops (a Python loop over the links took 3x as long). A
+        # list: its items are read once per link, and an array makes a float object each.
+        share = list(map(mul, rank, weight))
+        given = map(share.__getitem__, sources)
+        new = array("d", [sum(islice(given, count), base) for count in counts])
+        change = sum(map(abs, map(sub, new, rank)))
         rank = new
         if change < TOLERANCE:
             break
     return rank
+
+
+def _pulled(
+    edges: Sequence[Sequence[int]], damping: float
+) -> tuple[array[int], array[int], array[float]]:
+    """The links by target: ``sources`` holds the pages linking to node 0, then those linking
+    to node 1, ... (``counts[j]`` of them for node ``j``), each in ascending order; and each
+    page's ``weight``, ``damping`` over its out-links (0.0: it links nowhere)."""
+    n = len(edges)
+    counts = array("i", [0]) * n
+    weight = array("d", [0.0]) * n
+    for i, targets in enumerate(edges):
+        if targets:
+            weight[i] = damping / len(targets)
+            for j in targets:
+                counts[j] += 1
+    start = array("q", [0]) * n
+    at = 0
+    for j, count in enumerate(counts):
+        start[j] = at
+        at += count
+    sources = array("i", [0]) * at
+    for i, targets in enumerate(edges):
+        for j in targets:
+            sources[start[j]] = i
+            start[j] += 1
+    return sources, counts, weight
 
 
 def link_scores(pages: Iterable[tuple[str, Iterable[str]]]) -> dict[str, int]:

@@ -123,8 +123,7 @@ def _canonical_relative(f: PageFacts, _t: Thresholds) -> Evidence:
 
 
 def _canonical(page: Page) -> str | None:
-    href = page.facts.canonicals[0] if page.facts and page.facts.canonicals else ""
-    return page.resolve(href) if href else None
+    return page.canonical
 
 
 def _canonical_other_host(page: Page, _t: Thresholds) -> Evidence:
@@ -245,10 +244,13 @@ def _whitespace(f: PageFacts, _t: Thresholds) -> Evidence:
 
 
 def _tracking(page: Page, _t: Thresholds) -> Evidence:
+    # Only a URL with "utm_" in its query (any case) can have such a parameter: the others,
+    # nearly all, are not split.
     tagged = [
         url
         for url, _nofollow in page.internal_links
-        if any(p.lower().startswith("utm_") for p in url.partition("?")[2].split("&"))
+        if "utm_" in (query := url.partition("?")[2]).lower()
+        and any(p.lower().startswith("utm_") for p in query.split("&"))
     ]
     return {"links": tagged[:SAMPLE]} if tagged else None
 
