@@ -18,7 +18,6 @@ import itertools
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -160,20 +159,25 @@ JOB_DURATION = BatchHistogram(
 REGISTRY.register(JOB_DURATION)
 
 
-@contextmanager
-def provider_call(provider: str) -> Iterator[None]:
+class provider_call:
     """Count and time one attempt of a provider call; its outcome is ``ok`` or the error's
-    ``code`` (``ProviderError``), else the exception's class name."""
-    started = time.perf_counter()
-    outcome = "ok"
-    try:
-        yield
-    except BaseException as exc:
-        outcome = str(getattr(exc, "code", None) or type(exc).__name__)
-        raise
-    finally:
-        duration, calls = _provider_series(provider, outcome)
-        duration.observe(time.perf_counter() - started)
+    ``code`` (``ProviderError``), else the exception's class name. Used as a function (``with
+    provider_call(name):``); a class, not a generator context manager: an index check makes
+    one provider call per URL."""
+
+    __slots__ = ("_provider", "_started")
+
+    def __init__(self, provider: str) -> None:
+        self._provider = provider
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        self._started = time.perf_counter()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
+        outcome = "ok" if exc is None else str(getattr(exc, "code", None) or type(exc).__name__)
+        duration, calls = _provider_series(self._provider, outcome)
+        duration.observe(time.perf_counter() - self._started)
         calls.inc()
 
 

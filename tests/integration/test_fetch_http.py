@@ -118,6 +118,21 @@ async def test_an_answer_over_the_cap_is_refused_or_cut() -> None:
     assert (cut.status, cut.truncated, len(cut.body)) == (200, True, 100_000)
 
 
+@pytest.mark.parametrize("size", [99, 100, 101, 150])
+async def test_an_answer_received_whole_is_capped_like_one_that_streams(size: int) -> None:
+    # A small answer arrives with its headers and is taken from aiohttp's buffer at once.
+    served = answer("200 OK", b"Content-Type: text/plain\r\n", bytes(range(size)))
+    async with raw_server(served) as server, client(max_bytes=100) as http:
+        cut = await http.get(server.base, truncate=True)
+        if size > 100:
+            with pytest.raises(UnreadableBody) as caught:
+                await http.get(server.base)
+            assert caught.value.kind == errors.TOO_LARGE
+        else:
+            assert (await http.get(server.base)).body == bytes(range(size))
+    assert (cut.body, cut.truncated) == (bytes(range(min(size, 100))), size > 100)
+
+
 async def test_the_deadline_ends_an_answer_that_trickles() -> None:
     # Each byte comes well within the read timeout; only the deadline can end this.
     async with raw_server(raw.trickle) as server, client(deadline=0.5) as http:

@@ -34,6 +34,15 @@ def test_meta_robots_for_another_agent() -> None:
     assert not parsed.noindex("googlebot")
 
 
+def test_each_agent_is_answered_for_itself_however_often_it_is_asked() -> None:
+    parsed = parse_meta_robots([("robots", "nofollow"), ("bingbot", "none")])
+    for _ in range(2):  # the second time from what the first found
+        assert (parsed.noindex(), parsed.nofollow()) == (False, True)
+        assert (parsed.noindex("BingBot"), parsed.nofollow("bingbot")) == (True, True)
+        assert parsed.names_for("other") == frozenset({"nofollow"})
+    assert parsed == parse_meta_robots([("robots", "nofollow"), ("bingbot", "none")])
+
+
 @pytest.mark.parametrize(
     ("values", "noindex", "nofollow"),
     [

@@ -109,3 +109,23 @@ def test_json_within_the_bound_is_parsed() -> None:
     assert loads(b'{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
     wide = json.dumps({"rows": [{"a": [1]} for _ in range(3 * MAX_DEPTH)], "s": "[{" * 100})
     assert loads(wide) == json.loads(wide)  # many openers, shallow: parsed
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b'{"id": 12345678901234567890, "small": -9223372036854775809}',  # past 64 bits
+        b"[18446744073709551615, -9223372036854775808, 1234567890123456789]",
+        b'{"a": NaN, "b": Infinity, "c": -Infinity, "d": 1e400}',
+        b'"\\ud800 alone"',
+        '\ufeff{"bom": 1}'.encode(),
+        '{"x": "\u00e9"}'.encode("utf-16"),
+        b'{"a": [1, 2.5, -0.0, 1E5, 5e-324, true, null], "a": "last"}',
+        b'{"organic": [{"link": "http://a.test/p/1", "position": 1}], "credits": 1}',
+        '{"text": "caf\u00e9 \\u0000"}',
+    ],
+)
+def test_json_is_read_as_the_standard_library_reads_it(document: str | bytes) -> None:
+    # orjson reads most documents; what it would read otherwise (an integer past 64 bits as a
+    # float) or refuses is read by the standard library: the value and its types never change.
+    assert repr(loads(document)) == repr(json.loads(document))

@@ -34,14 +34,24 @@ def _directive_name(directive: str) -> str:
 class RobotsDirectives:
     raw: tuple[str, ...] = ()  # as found: meta contents or header values
     by_agent: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # names_for's answers by agent: a diagnosis asks for the same agent's names six times
+    _names: dict[str, frozenset[str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def names_for(self, agent: str = GOOGLEBOT) -> frozenset[str]:
         """Directive names that apply to ``agent`` (generic ones included)."""
-        found = [*self.by_agent.get(GENERIC, ()), *self.by_agent.get(agent.lower(), ())]
-        names = {_directive_name(d) for d in found}
-        if "none" in names:
-            names |= {"noindex", "nofollow"}
-        return frozenset(names)
+        agent = agent.lower()
+        found = self._names.get(agent)
+        if found is None:
+            names = {
+                _directive_name(d)
+                for d in (*self.by_agent.get(GENERIC, ()), *self.by_agent.get(agent, ()))
+            }
+            if "none" in names:
+                names |= {"noindex", "nofollow"}
+            found = self._names[agent] = frozenset(names)
+        return found
 
     def noindex(self, agent: str = GOOGLEBOT) -> bool:
         return "noindex" in self.names_for(agent)

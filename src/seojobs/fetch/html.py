@@ -51,6 +51,10 @@ def _attributes(attrs: list[tuple[str, str | None]]) -> dict[str, str]:
 
 
 class _HeadParser(HTMLParser):
+    # Text between tags only counts as a whole (visible or not, with "&" or not): the scanner
+    # may hand it over without the spaces and line breaks that start it (see scan).
+    skips_leading_space = True
+
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.info = HeadInfo()
@@ -73,7 +77,8 @@ class _HeadParser(HTMLParser):
             return
         if opens and tag in _RAW_TEXT:
             self._raw_depth += 1
-        self._element(tag, _attributes(attrs))
+        if tag in _WITH_ATTRIBUTES:  # the only elements _element reads
+            self._element(tag, _attributes(attrs))
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "head":
@@ -125,6 +130,10 @@ _TOKEN = re.compile(
     r"|<![dD][oO][cC][tT][yY][pP][eE][^<>]*>)"
 )
 _TEXT, _START, _END, _COMMENT = 1, 4, 5, 6  # Match.lastindex of each kind (None: doctype)
+# The same token after any spaces and line breaks, for a sink that reads text only as a whole
+# (``skips_leading_space``): the blank text between two tags costs no token of its own.
+_SPACE = " \t\n\r\f"
+_TOKEN_AFTER_SPACE = re.compile(f"[{_SPACE}]*" + _TOKEN.pattern)
 # html.parser reads these up to their end tag.
 _CDATA_END = {tag: re.compile(f"</{tag}", re.IGNORECASE) for tag in ("script", "style")}
 _SPACED_END_TAG = re.compile(r"</\s")
@@ -133,7 +142,10 @@ _WITH_ATTRIBUTES = frozenset({"meta", "link", "base"})  # the head's handlers re
 
 class TokenSink(Protocol):
     """What the scanner feeds: html.parser's handlers, ``done`` (stop reading), and how text
-    between tags is handed over (``None``: it is not plain, the scanner gives up)."""
+    between tags is handed over (``None``: it is not plain, the scanner gives up). A sink
+    whose class sets ``skips_leading_space = True`` reads text only as a whole (whether it is
+    blank, whether it holds a "&"): it is handed text without the spaces and line breaks
+    (`` \t\n\r\f``) that start it, and blank text between two tags not at all."""
 
     done: bool
 
@@ -205,7 +217,9 @@ def scan(
     as soon as something is not plain markup (then nothing it read counts: parse again with
     html.parser)."""
     pos, size = 0, len(document)
-    token_at = _TOKEN.match
+    token_at = (
+        _TOKEN_AFTER_SPACE if getattr(parser, "skips_leading_space", False) else _TOKEN
+    ).match
     while pos < size and not parser.done:
         token = token_at(document, pos)
         if token is None:
@@ -234,7 +248,8 @@ def scan(
             if pos < 0:
                 return False
         else:
-            parser.handle_decl(token[0][2:-1])  # a doctype: "DOCTYPE html", as html.parser
+            # a doctype: "DOCTYPE html", as html.parser hands it over
+            parser.handle_decl(token[0].lstrip(_SPACE)[2:-1])
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ class RedirectHop:
         return {"url": self.url, "status": self.status, "location": self.location}
 
 
+@functools.lru_cache(maxsize=256)
 def _known_codec(name: str | None) -> str | None:
     if not name:
         return None
@@ -106,9 +108,10 @@ class FetchResult:
     def ok(self) -> bool:
         return self.error_kind is None and self.status is not None
 
-    @property
+    @functools.cached_property
     def content_type(self) -> str | None:
-        """The media type without parameters, lowercased (``text/html``)."""
+        """The media type without parameters, lowercased (``text/html``); read once (a
+        diagnosis asks four times)."""
         return media_type(self.headers.get("content-type"))
 
     @property

@@ -89,6 +89,7 @@ class _Rules:
     error_kind: str | None = None
     error: str | None = None
     error_url: str | None = None
+    crawl_delay: float | None = None  # for our user agent, read once per robots.txt
 
 
 def _classify(result: FetchResult) -> tuple[bool, protego.Protego | None]:
@@ -161,7 +162,7 @@ class RobotsCache:
             ours = "allowed" if rules.parser.can_fetch(url, self.user_agent) else "disallowed"
             allowed = rules.parser.can_fetch(url, GOOGLEBOT_TOKEN)
             google = "allowed" if allowed else "disallowed"
-            delay = rules.parser.crawl_delay(self.user_agent)
+            delay = rules.crawl_delay
         return RobotsVerdict(
             url,
             rules.robots_url,
@@ -217,4 +218,5 @@ class RobotsCache:
             error_kind=result.error_kind,
             error=result.error,
             error_url=result.final_url if result.error_kind else None,
+            crawl_delay=delay,
         )
