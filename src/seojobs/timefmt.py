@@ -15,6 +15,8 @@ from pydantic import BeforeValidator
 
 def rfc3339(moment: datetime) -> str:
     """``2026-12-01T19:40:51Z`` or ``2026-12-01T19:40:51.120000Z``; naive means UTC."""
+    if moment.tzinfo is UTC:  # what the store reads: "...+00:00" becomes "...Z" in one call
+        return moment.isoformat()[:-6] + "Z"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"

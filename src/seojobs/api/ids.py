@@ -26,7 +26,6 @@ def whole_number(value: object, lo: int, hi: int) -> int:
     """``value`` (an int, an integral float such as ``900.0``, or a string of ASCII digits)
     as an int in ``lo..hi``; else ``ValueError`` saying what is expected (pydantic reports it
     against the field)."""
-    expected = f"a whole number from {lo} to {hi} in ASCII digits"
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, float) and value.is_integer():
@@ -34,13 +33,17 @@ def whole_number(value: object, lo: int, hi: int) -> int:
     elif isinstance(value, str) and value.isascii() and value.isdigit():
         digits = value.lstrip("0") or "0"
         if len(digits) > len(str(hi)):  # before int(): it refuses over 4,300 digits
-            raise ValueError(expected)
+            raise _not_whole(lo, hi)
         number = int(digits)
     else:
-        raise ValueError(expected)
+        raise _not_whole(lo, hi)
     if not lo <= number <= hi:
-        raise ValueError(expected)
+        raise _not_whole(lo, hi)
     return number
+
+
+def _not_whole(lo: int, hi: int) -> ValueError:
+    return ValueError(f"a whole number from {lo} to {hi} in ASCII digits")
 
 
 def parse_id(value: object) -> int:

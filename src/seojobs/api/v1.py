@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -14,7 +15,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from seojobs.api import idempotency, problems, reports
-from seojobs.api.deps import Svc, User, current_user
+from seojobs.api.deps import Svc, User, current_user, header
 from seojobs.api.fastroute import PathIdRoute
 from seojobs.api.ids import (
     MAX_ID,
@@ -214,7 +215,7 @@ async def long_poll(
     """Hold a status read per ``Prefer: wait=N``: ``first`` (a fresh read), or a later read
     as soon as the job changes, or the last one when the wait is over; with the answer's
     headers (Retry-After while open, Preference-Applied when held)."""
-    wait = _wait_seconds(request.headers.get("prefer"))
+    wait = _wait_seconds(header(request, b"prefer"))
     # RFC 7240: Preference-Applied says the preference shaped this answer. It is sent only
     # when the request was held, i.e. the job was still open when it arrived; a final job
     # (or no usable wait) is answered at once, and claiming the wait then would be false.
@@ -235,6 +236,17 @@ async def long_poll(
     return got, headers
 
 
+# JSONResponse's own render: json.dumps with these options builds a JSONEncoder per call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+class StatusJSON(JSONResponse):
+    """A ``JSONResponse``, byte for byte, rendered by one encoder built once."""
+
+    def render(self, content: Any) -> bytes:
+        return _ENCODE(content).encode("utf-8")
+
+
 async def _status(request: Request, kind: str, job_id: int) -> Response:
     # The hot path of every poller: no Depends (see deps.current_user).
     user = await current_user(request)
@@ -244,7 +256,7 @@ async def _status(request: Request, kind: str, job_id: int) -> Response:
         return _read(svc, user, kind, job_id)
 
     (_job_read, body), headers = await long_poll(request, await read(), read, lambda r: r[0])
-    return JSONResponse(body, headers=headers)
+    return StatusJSON(body, headers=headers)
 
 
 def _list(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import json.scanner
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -55,8 +56,25 @@ def _pg_time(value: Any) -> datetime | None:
     return None if value is None else value.astimezone(UTC)
 
 
+# json's C scanner without json.loads's two Python layers and two whitespace regexes: the
+# texts come from our own columns (json.dumps) and SQLite's json functions, which write no
+# surrounding whitespace; anything else takes json.loads.
+# (typeshed types its argument as the scanner itself; it is the decoder, as in json.decoder.)
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder()  # type: ignore[arg-type]
+)
+
+
+def _loads(text: str) -> Any:
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)  # its own error, or the value after leading whitespace
+    return value if end == len(text) else json.loads(text)
+
+
 def _json_text(value: Any) -> Any:
-    return None if value is None else json.loads(value)
+    return None if value is None else _loads(value)
 
 
 class FastReads:
@@ -134,7 +152,7 @@ class FastReads:
             values[i] = convert(values[i])
         arrays = row[self._width : -1]  # the summary params, then the owner's id
         if self._json_text:
-            arrays = [None if a is None else json.loads(a) for a in arrays]
+            arrays = [None if a is None else _loads(a) for a in arrays]
         extracted = [value for array in arrays if array is not None for value in array]
         extracted = extracted[: len(self.param_keys)] if extracted else []  # SQLite's padding
         given = zip(self.param_keys, extracted, strict=False)  # params NULL: none extracted
