@@ -50,6 +50,11 @@ class _AiFake(ScriptedFake):
         # A prompt whose requests wait until its event is set (a test's call in flight).
         self.gates: dict[str, threading.Event] = {}
 
+    def forget(self) -> None:
+        super().forget()
+        self.failing.clear()
+        self.gates.clear()
+
     def canned(self, prompt: str) -> Canned:
         return self.answers.get(prompt, self.default)
 

@@ -89,6 +89,14 @@ class ScriptedFake:
         with self._lock:
             self._script.extend(replies)
 
+    def forget(self) -> None:
+        """No request recorded, no reply scripted and nothing indexed: as new, for the next test
+        of a module that shares this fake."""
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+            self.indexed.clear()
+
     def index(self, engine: str, *urls: str) -> None:
         self.indexed.setdefault(engine, []).extend(urls)
 

@@ -1,14 +1,15 @@
 """v1 reports over HTTP: JSON pages with a cursor, CSV with ``Accept: text/csv`` (diagnostics
 columns for checks), and a 10,000-URL CSV that streams without building the document.
 
-``idle`` is one app per store for the module (each test works as its own new users); the
-tests with a worker (``working``) or settings of their own keep an app each."""
+``idle``, ``working`` (with its worker and the module's fakes) and ``over_quota`` are one app
+each per store for the module; each test works as its own new users."""
 
 from __future__ import annotations
 
 import csv
 import io
 import tracemalloc
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,11 +20,11 @@ from tests.api_helpers import (
     V1,
     Api,
     Providers,
-    api,
     assert_problem,
+    owned,
+    shared_api,
     shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
 )
-from tests.conftest import make_settings
 from tests.waiting import wait_until
 
 KINDS = ["index-submit", "index-check"]
@@ -54,6 +55,32 @@ DIAGNOSTIC_COLUMNS = {
     "verdict_reason",
 }
 CSV = {"Accept": "text/csv"}
+
+
+@pytest.fixture
+def working(shared_working: Api) -> Iterator[Api]:
+    """The module's app with its worker (one per store), as this test's own users."""
+    yield from owned(shared_working)
+
+
+@pytest.fixture
+def fakes(shared_fakes: Providers) -> Providers:
+    """The module's fakes, with no request recorded, no reply scripted and nothing indexed."""
+    shared_fakes.serper.forget()
+    return shared_fakes
+
+
+@pytest.fixture(scope="module")
+def over_quota_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    with shared_api(module_store, request, quota_submit_daily=2, quota_check_daily=2) as made:
+        yield made
+
+
+@pytest.fixture
+def over_quota(over_quota_app: Api) -> Iterator[Api]:
+    """An app whose users may submit and check 2 URLs a day (no worker), as this test's own
+    users."""
+    yield from owned(over_quota_app)
 
 
 def create(client: httpx.Client, kind: str, urls: list[str], **extra: Any) -> int:
@@ -188,18 +215,17 @@ def statuses(client: httpx.Client, kind: str, job_id: int) -> tuple[list[str], l
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_urls_of_a_job_refused_over_quota_are_not_run(store_url: str, kind: str) -> None:
-    with api(make_settings(store_url, quota_submit_daily=2, quota_check_daily=2)) as app:
-        client = app.client(app.account())
-        urls = [f"https://a.example/{i}" for i in range(3)]
-        refused = client.post(f"{V1}/{kind}/jobs", json={"urls": urls}).json()
-        assert refused["status"] == "failed" and refused["error"]["code"] == "quota_exceeded"
-        assert statuses(client, kind, refused["job_id"]) == (["not_run"] * 3, ["not_run"] * 3)
-        rows = client.get(f"{V1}/{kind}/jobs/{refused['job_id']}/report").json()["rows"]
-        assert [row["url"] for row in rows] == urls  # every URL is still listed
-        # A job that fits is open: its URLs may still run.
-        fits = create(client, kind, ["https://b.example/1"])
-        assert statuses(client, kind, fits) == (["pending"], ["pending"])
+def test_urls_of_a_job_refused_over_quota_are_not_run(over_quota: Api, kind: str) -> None:
+    client = over_quota.client(over_quota.account())
+    urls = [f"https://a.example/{i}" for i in range(3)]
+    refused = client.post(f"{V1}/{kind}/jobs", json={"urls": urls}).json()
+    assert refused["status"] == "failed" and refused["error"]["code"] == "quota_exceeded"
+    assert statuses(client, kind, refused["job_id"]) == (["not_run"] * 3, ["not_run"] * 3)
+    rows = client.get(f"{V1}/{kind}/jobs/{refused['job_id']}/report").json()["rows"]
+    assert [row["url"] for row in rows] == urls  # every URL is still listed
+    # A job that fits is open: its URLs may still run.
+    fits = create(client, kind, ["https://b.example/1"])
+    assert statuses(client, kind, fits) == (["pending"], ["pending"])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -214,6 +240,7 @@ def test_urls_of_a_job_cancelled_before_it_ran_are_not_run(idle: Api, kind: str)
 
 def test_urls_a_cancelled_check_never_reached_are_not_run(working: Api, fakes: Providers) -> None:
     client = working.client(working.account())
+    fakes.site.release.clear()  # held until this test releases it (another test may have)
     done, held = fakes.site_base + "/ok", fakes.site_base + "/hold"
     job_id = create(client, "index-check", [done, held])
     status = f"{V1}/index-check/jobs/{job_id}"

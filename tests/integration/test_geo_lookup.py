@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from seojobs.cli import app as cli
-from tests.api_helpers import Api, api, assert_problem, error_fields, stored
-from tests.conftest import make_settings
+from tests.api_helpers import Api, api, assert_problem, error_fields, owned, stored
+from tests.conftest import make_settings, migrated_sqlite
 from tests.fakes.ai_search import (
     OPENAI_KEY,
     PERPLEXITY_KEY,
@@ -59,14 +59,43 @@ class Fakes:
         return make_settings(store_url, **(values | overrides))
 
 
-@pytest.fixture
-def fakes() -> Iterator[Fakes]:
+def _fakes() -> Iterator[Fakes]:
     openai, sonar = FakeOpenAi(), FakePerplexity()
     for fake in (openai, sonar):
         fake.answers[HOSE] = Canned("Acme makes the best garden hose; ACME hoses last.", SOURCES)
         fake.answers[REEL] = Canned("Try the Zeta reel.", SOURCES[:1])
     with serve(openai.app) as openai_base, serve(sonar.app) as sonar_base:
         yield Fakes(openai, sonar, openai_base, sonar_base)
+
+
+@pytest.fixture
+def fakes() -> Iterator[Fakes]:
+    yield from _fakes()
+
+
+@pytest.fixture(scope="module")
+def answering_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fakes, Api]]:
+    """Fakes of their own and an app (on SQLite, with its worker) with the fakes' settings, for
+    the whole module."""
+    for fakes in _fakes():
+        url = migrated_sqlite(tmp_path_factory.mktemp("answering"))
+        with api(fakes.settings(url), run_worker=True) as app:
+            app.shared = True
+            yield fakes, app
+
+
+@pytest.fixture
+def answering(answering_app: tuple[Fakes, Api]) -> Iterator[tuple[Fakes, httpx.Client, int]]:
+    """``answering_app`` for one test: the fakes with no request recorded, reply scripted or
+    prompt failing, and a project of the test's own user. The tests that script the fakes and
+    need no setting of their own share it; each of their jobs has ended when the test ends."""
+    fakes, shared = answering_app
+    for fake in (fakes.openai, fakes.perplexity):
+        fake.forget()
+    for app in owned(shared):
+        client = app.client(app.account("alice"))
+        project = client.post("/v1/projects", json={"name": "acme"}).json()["data"]["id"]
+        yield fakes, client, project
 
 
 @contextlib.contextmanager
@@ -240,13 +269,17 @@ FAILURES = [
 
 @pytest.mark.parametrize(("replies", "status", "code", "calls"), FAILURES)
 def test_provider_failures_end_the_job_or_its_prompt(
-    sqlite_url: str, fakes: Fakes, replies: list[Reply], status: str, code: str | None, calls: int
+    answering: tuple[Fakes, httpx.Client, int],
+    replies: list[Reply],
+    status: str,
+    code: str | None,
+    calls: int,
 ) -> None:
+    fakes, client, project = answering
     fakes.openai.script(*replies)
-    with started(fakes.settings(sqlite_url)) as (_app, client, project):
-        job = lookup(client, project, **LOOKUP, provider="openai")  # named: no fallback
-        job_text = client.get(f"/v1/jobs/{job['id']}").text
-        served = geo(client, project)
+    job = lookup(client, project, **LOOKUP, provider="openai")  # named: no fallback
+    job_text = client.get(f"/v1/jobs/{job['id']}").text
+    served = geo(client, project)
     assert job["status"] == status, job
     assert (job["error"] or {}).get("code") == code
     # A provider down (a refused key, no quota) is not asked again: a prompt started after the
@@ -257,15 +290,14 @@ def test_provider_failures_end_the_job_or_its_prompt(
 
 
 def test_a_prompt_that_keeps_failing_fails_its_item_and_the_others_are_served(
-    sqlite_url: str, fakes: Fakes
+    answering: tuple[Fakes, httpx.Client, int],
 ) -> None:
+    fakes, client, project = answering
     fakes.openai.failing[HOSE] = Reply(503, openai_error("Overloaded.", "server_error", None))
-    settings = fakes.settings(sqlite_url)
-    with started(settings) as (_app, client, project):
-        job = lookup(client, project, prompts=[HOSE, REEL], domain="acme.example",
-                     provider="openai")  # fmt: skip
-        items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
-        served = rows(geo(client, project))
+    job = lookup(client, project, prompts=[HOSE, REEL], domain="acme.example",
+                 provider="openai")  # fmt: skip
+    items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+    served = rows(geo(client, project))
     assert job["status"] == "completed" and job["items_failed"] == 1, job
     failed = [i for i in items if i["status"] == "failed"]
     assert [(i["input"], i["error"]["code"]) for i in failed] == [(HOSE, "upstream_error")]
@@ -283,14 +315,14 @@ def test_a_prompt_that_keeps_failing_fails_its_item_and_the_others_are_served(
     ],
 )  # fmt: skip
 def test_a_provider_failing_hands_every_prompt_to_the_next(
-    sqlite_url: str, fakes: Fakes, reply: Reply, code: str, calls: int
+    answering: tuple[Fakes, httpx.Client, int], reply: Reply, code: str, calls: int
 ) -> None:
     """OpenAI answers 503 (after its retry) or 401 to every call: Perplexity, next in order,
     answers every prompt, and each names both (issue 29.6)."""
+    fakes, client, project = answering
     fakes.openai.script(*[reply] * 4)
-    with started(fakes.settings(sqlite_url)) as (_app, client, project):
-        job = lookup(client, project, **LOOKUP, repeats=2)
-        served = rows(geo(client, project))
+    job = lookup(client, project, **LOOKUP, repeats=2)
+    served = rows(geo(client, project))
     assert job["status"] == "completed" and job["items_failed"] == 0, job
     assert set(served) == {HOSE, REEL}
     assert {r["provider"] for r in served.values()} == {"perplexity"}

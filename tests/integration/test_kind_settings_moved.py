@@ -1,17 +1,22 @@
 """Settings that moved from the central ``Settings`` into a kind's own model (issue 23.2) reach
 the kind by the kind's new prefixed environment name and by the name they had before, through
-the paths that use them: a job's creation (its refusal), and a worker running it."""
+the paths that use them: a job's creation (its refusal), and a worker running it.
+
+What a job meets without either name set is the same for every test of a kind of setting: one
+app each for the module (``shipped``, ``unconfigured``), started before any test sets a name,
+each test as its own users; an app started after a test sets a name is that test's own."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from seojobs.settings import Settings
-from tests.api_helpers import Api, api, assert_problem
-from tests.conftest import NO_PROVIDERS, make_settings
+from tests.api_helpers import Api, api, assert_problem, owned
+from tests.conftest import NO_PROVIDERS, make_settings, migrated_sqlite
 from tests.waiting import wait_until
 
 URLS = ["https://a.example/1"]
@@ -23,6 +28,41 @@ def _settings(url: str, *dropped: str, **overrides: Any) -> Settings:
     settings = make_settings(url, **overrides)
     kept = {k: v for k, v in settings.kind_overrides.items() if k not in dropped}
     return settings.model_copy(update={"kind_overrides": kept})
+
+
+# The test settings' own provider orders, dropped so that the shipped ones (or the environment's)
+# apply.
+DROPPED = ("submit_providers", "check_providers")
+
+
+def _module_app(settings: Settings) -> Iterator[Api]:
+    with api(settings) as app:
+        app.shared = True
+        yield app
+
+
+@pytest.fixture(scope="module")
+def shipped_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    url = migrated_sqlite(tmp_path_factory.mktemp("shipped"))
+    yield from _module_app(_settings(url, *DROPPED, openai_api_key="k"))
+
+
+@pytest.fixture
+def shipped(shipped_app: Api) -> Iterator[Api]:
+    """The shipped provider orders, no name set (every provider they list is configured)."""
+    yield from owned(shipped_app)
+
+
+@pytest.fixture(scope="module")
+def unconfigured_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    url = migrated_sqlite(tmp_path_factory.mktemp("unconfigured"))
+    yield from _module_app(make_settings(url, **NO_PROVIDERS))
+
+
+@pytest.fixture
+def unconfigured(unconfigured_app: Api) -> Iterator[Api]:
+    """No provider configured, no name set."""
+    yield from owned(unconfigured_app)
 
 
 def _project(app: Api, name: str = "alice") -> tuple[Any, int]:
@@ -77,6 +117,7 @@ ORDERS = [
     ("kind", "old", "new", "order", "params"), ORDERS, ids=[o[0] for o in ORDERS]
 )
 def test_a_provider_order_reaches_the_kind_by_either_name(
+    shipped: Api,
     sqlite_url: str,
     monkeypatch: pytest.MonkeyPatch,
     named: str,
@@ -88,14 +129,12 @@ def test_a_provider_order_reaches_the_kind_by_either_name(
 ) -> None:
     """Every provider the shipped order lists is configured, so a job is accepted; the order
     set by either name lists none, so the same job is refused, naming the kind's setting."""
-    dropped = ("submit_providers", "check_providers")  # the test settings' own orders
     job = {"type": kind, "params": params}
-    with api(_settings(sqlite_url, *dropped, openai_api_key="k")) as app:
-        client, project = _project(app)
-        made = client.post(f"/v1/projects/{project}/jobs", json=job)
-        assert made.status_code == 202, made.text
+    client, project = _project(shipped)
+    made = client.post(f"/v1/projects/{project}/jobs", json=job)
+    assert made.status_code == 202, made.text
     monkeypatch.setenv(old if named == "old" else new, order)
-    with api(_settings(sqlite_url, *dropped, openai_api_key="k")) as app:
+    with api(_settings(sqlite_url, *DROPPED, openai_api_key="k")) as app:
         client, project = _project(app, "bob")
         body = assert_problem(client.post(f"/v1/projects/{project}/jobs", json=job), 422)
         assert body["type"].endswith("/provider_not_configured"), body
@@ -104,13 +143,12 @@ def test_a_provider_order_reaches_the_kind_by_either_name(
 
 @pytest.mark.parametrize("named", NAMES)
 def test_diagnostics_only_reaches_index_checks_by_either_name(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, named: str
+    unconfigured: Api, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, named: str
 ) -> None:
     job = {"type": "index_check", "params": {"urls": URLS, "engine": "bing"}}
-    with api(make_settings(sqlite_url, **NO_PROVIDERS)) as app:
-        client, project = _project(app)
-        refused = client.post(f"/v1/projects/{project}/jobs", json=job)
-        assert_problem(refused, 422)
+    client, project = _project(unconfigured)
+    refused = client.post(f"/v1/projects/{project}/jobs", json=job)
+    assert_problem(refused, 422)
     env = (
         "SEOJOBS_CHECK_DIAGNOSTICS_ONLY"
         if named == "old"

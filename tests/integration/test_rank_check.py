@@ -21,8 +21,8 @@ from seojobs.settings import Settings
 from seojobs.store import usage
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from tests.api_helpers import Api, api, assert_problem, error_fields, stored
-from tests.conftest import NO_PROVIDERS, make_settings
+from tests.api_helpers import Api, api, assert_problem, error_fields, owned, stored
+from tests.conftest import NO_PROVIDERS, make_settings, migrated_sqlite
 from tests.fakes.ranks import FakeDataForSeoRanks, FakeSerperRanks
 from tests.fakes.serp import Reply, dfs_task, envelope
 from tests.fakes.server import serve
@@ -49,8 +49,7 @@ class Fakes:
         return make_settings(store_url, **(values | overrides))
 
 
-@pytest.fixture
-def fakes() -> Iterator[Fakes]:
+def _fakes() -> Iterator[Fakes]:
     serper, dataforseo = FakeSerperRanks(), FakeDataForSeoRanks()
     for fake in (serper, dataforseo):
         fake.results(
@@ -68,6 +67,38 @@ def fakes() -> Iterator[Fakes]:
         )
     with serve(serper.app) as serper.base_url, serve(dataforseo.app) as dataforseo.base_url:
         yield Fakes(serper, dataforseo)
+
+
+@pytest.fixture
+def fakes() -> Iterator[Fakes]:
+    yield from _fakes()
+
+
+@pytest.fixture(scope="module")
+def one_at_a_time_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fakes, Api]]:
+    """Fakes of their own and an app (on SQLite, with its worker) that searches one keyword at a
+    time, for the whole module."""
+    for fakes in _fakes():
+        url = migrated_sqlite(tmp_path_factory.mktemp("one_at_a_time"))
+        with api(fakes.settings(url, rank_check_concurrency=1), run_worker=True) as app:
+            app.shared = True
+            yield fakes, app
+
+
+@pytest.fixture
+def one_at_a_time(
+    one_at_a_time_app: tuple[Fakes, Api],
+) -> Iterator[tuple[Fakes, httpx.Client, int]]:
+    """``one_at_a_time_app`` for one test: the fakes with no request recorded or reply scripted,
+    and a project of the test's own user. The tests that script the fakes and need no setting of
+    their own share it; each of their checks has ended when the test ends."""
+    fakes, shared = one_at_a_time_app
+    for fake in (fakes.serper, fakes.dataforseo):
+        fake.forget()
+    for app in owned(shared):
+        client = app.client(app.account("alice"))
+        project = client.post("/v1/projects", json={"name": "shop"}).json()["data"]["id"]
+        yield fakes, client, project
 
 
 @contextlib.contextmanager
@@ -313,15 +344,14 @@ FATAL = [
 
 @pytest.mark.parametrize(("provider", "reply", "code"), FATAL)
 def test_a_refused_key_or_spent_credits_end_the_job(
-    sqlite_url: str, fakes: Fakes, provider: str, reply: Reply, code: str
+    one_at_a_time: tuple[Fakes, httpx.Client, int], provider: str, reply: Reply, code: str
 ) -> None:
+    fakes, client, project = one_at_a_time
     fake = getattr(fakes, provider)
     fake.script(reply)
-    settings = fakes.settings(sqlite_url, rank_check_concurrency=1)
-    with started(settings) as (_app, client, project):
-        job = check(client, project, provider=provider)
-        assert (job["status"], job["error"]["code"]) == ("failed", code), job
-        assert_problem(rankings(client, project), 404)  # a failed check collected nothing
+    job = check(client, project, provider=provider)
+    assert (job["status"], job["error"]["code"]) == ("failed", code), job
+    assert_problem(rankings(client, project), 404)  # a failed check collected nothing
     assert len(fake.requests) == 1  # never retried, and no other keyword was searched
 
 
@@ -338,35 +368,37 @@ KEYWORD_FAILURES = [
 
 @pytest.mark.parametrize(("provider", "replies", "code"), KEYWORD_FAILURES)
 def test_a_provider_failure_fails_that_keyword_and_the_others_are_collected(
-    sqlite_url: str, fakes: Fakes, provider: str, replies: list[Reply], code: str
+    one_at_a_time: tuple[Fakes, httpx.Client, int],
+    provider: str,
+    replies: list[Reply],
+    code: str,
 ) -> None:
-    fake = getattr(fakes, provider)
-    fake.script(*replies)
-    settings = fakes.settings(sqlite_url, rank_check_concurrency=1)  # the first keyword fails
-    with started(settings) as (_app, client, project):
-        job = check(client, project, provider=provider)
-        assert job["status"] == "completed", job
-        assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
-        items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
-        assert [i["error"]["code"] for i in items if i.get("error")] == [code]
-        assert positions(rankings(client, project)) == [("hose reel", 3), ("pruning shears", None)]
+    fakes, client, project = one_at_a_time  # one keyword at a time: the first one fails
+    getattr(fakes, provider).script(*replies)
+    job = check(client, project, provider=provider)
+    assert job["status"] == "completed", job
+    assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
+    items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+    assert [i["error"]["code"] for i in items if i.get("error")] == [code]
+    assert positions(rankings(client, project)) == [("hose reel", 3), ("pruning shears", None)]
 
 
-def test_a_providers_errors_never_show_its_credentials(sqlite_url: str, fakes: Fakes) -> None:
+def test_a_providers_errors_never_show_its_credentials(
+    one_at_a_time: tuple[Fakes, httpx.Client, int],
+) -> None:
     """Each provider's 5xx echoing the request, credentials included (Serper's key, DataForSEO's
     password, and a key of another account spelled like one): the stored error is cleared."""
-    settings = fakes.settings(sqlite_url, rank_check_concurrency=1)  # the first keyword fails
-    with started(settings) as (_app, client, project):
-        for provider, secret in (("serper", "serper-key"), ("dataforseo", "dfs-password")):
-            echo = Reply(500, text=f"failed: X-API-KEY {secret}, also sk-proj-abc123 tried")
-            getattr(fakes, provider).script(echo, echo)  # the try and its one retry
-            job = check(client, project, provider=provider)
-            assert job["status"] == "completed", job
-            items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
-            [error] = [i["error"] for i in items if i.get("error")]
-            assert error["code"] == "upstream_error", error
-            assert secret not in error["message"] and "sk-proj" not in error["message"]
-            assert error["message"].count("[key]") == 2, error
+    fakes, client, project = one_at_a_time  # one keyword at a time: the first one fails
+    for provider, secret in (("serper", "serper-key"), ("dataforseo", "dfs-password")):
+        echo = Reply(500, text=f"failed: X-API-KEY {secret}, also sk-proj-abc123 tried")
+        getattr(fakes, provider).script(echo, echo)  # the try and its one retry
+        job = check(client, project, provider=provider)
+        assert job["status"] == "completed", job
+        items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+        [error] = [i["error"] for i in items if i.get("error")]
+        assert error["code"] == "upstream_error", error
+        assert secret not in error["message"] and "sk-proj" not in error["message"]
+        assert error["message"].count("[key]") == 2, error
 
 
 def test_a_check_where_every_keyword_failed_fails_with_the_first_error(
