@@ -11,6 +11,8 @@ import functools
 import os
 import re
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -152,14 +154,37 @@ async def crawl(ctx: JobContext[CrawlParams]) -> None:
 class SummaryParams(BaseModel):
     findings: int = Field(default=3, ge=0)
     hold: float = Field(default=0.0, ge=0, le=600)  # the first claim waits, findings written
+    gated: bool = False  # computing the findings blocks on the test's GATES[job id]
+
+
+@dataclass
+class Gate:
+    """A test's hold on a ``gated`` summary job while its findings are computed: ``reached``
+    is set once they are being drawn, which then blocks its thread (as an audit's CPU-bound
+    site-wide checks hold theirs) until the test sets ``opened`` (GATE_SECONDS at most)."""
+
+    reached: threading.Event = field(default_factory=threading.Event)
+    opened: threading.Event = field(default_factory=threading.Event)
+
+
+GATES: dict[int, Gate] = {}
+GATE_SECONDS = 15.0
+
+
+def _site_findings(ctx: JobContext[SummaryParams]) -> Iterator[Finding]:
+    seen: dict[str, Any] = {}
+    if ctx.params.gated:
+        gate = GATES[ctx.job_id]
+        gate.reached.set()
+        seen["gate_opened"] = gate.opened.wait(GATE_SECONDS)
+    for n in range(ctx.params.findings):
+        yield Finding("site_wide", "notice", {"n": n, **seen})
 
 
 async def summary(ctx: JobContext[SummaryParams]) -> None:
     """Writes job-level findings, logs that it did, then (its first claim only) waits: the
     moment a crash test kills the worker, before the job completes."""
-    await ctx.add_findings(
-        Finding("site_wide", "notice", {"n": n}) for n in range(ctx.params.findings)
-    )
+    await ctx.add_findings(_site_findings(ctx))
     await asyncio.to_thread(write_log, ctx, "findings_written")
     if ctx.job.rescue_count == 0:
         await asyncio.sleep(ctx.params.hold)

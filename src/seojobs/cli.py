@@ -182,7 +182,9 @@ def worker(
     settings = _settings()
     import asyncio
 
-    from seojobs.engine.worker import Worker, freeze_startup
+    from seojobs.engine.worker import Worker, freeze_startup, tune_malloc
+
+    tune_malloc()  # before any thread starts
     from seojobs.kinds import load_registry
     from seojobs.services import Services
     from seojobs.store import migrate

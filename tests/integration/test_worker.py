@@ -24,7 +24,7 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items, jobs
 from tests.conftest import make_settings
-from tests.kinds import test_log
+from tests.kinds import GATES, Gate, test_log
 from tests.waiting import await_until
 
 
@@ -279,6 +279,46 @@ async def test_rescued_job_resumes_from_unfinished_items(services, store_url, re
     starts = starts_per_item(db, job.id)
     assert set(starts) == {f"u{i}" for i in range(10, 30)}  # the first 10 never ran again
     db.dispose()
+
+
+async def test_heartbeats_keep_the_claim_while_a_job_computes_its_findings(  # type: ignore[no-untyped-def]
+    store_url, registry
+) -> None:
+    """A job's findings about the whole job are drawn in a thread: computing them (an
+    audit's site-wide checks, seconds of CPU per chunk over 100,000 pages) leaves the event
+    loop free, and the heartbeats that keep the job's claim go on meanwhile. The kind's
+    findings block until this test has seen the claim renewed twice."""
+    settings = make_settings(store_url, lease_seconds=0.6)
+    db = Database(store_url)
+    services = Services(db, settings, registry)
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_summary", {"findings": 2, "gated": True})
+    gate = GATES[job.id] = Gate()
+
+    def lease() -> object:
+        with db.read() as conn:
+            return conn.execute(select(jobs.c.lease_expires_at).where(jobs.c.id == job.id)).one()[0]
+
+    try:
+        async with running(db, settings, registry):
+            await await_until(lambda: _async_true(gate.reached.is_set()))
+            seen = [await asyncio.to_thread(lease)]
+
+            async def renewed_twice() -> bool:  # while the findings are being computed
+                if (now := await asyncio.to_thread(lease)) != seen[-1]:
+                    seen.append(now)
+                return len(seen) >= 3
+
+            await await_until(renewed_twice)
+            gate.opened.set()
+            done = await until_state(services, user, job.id, "completed", "failed")
+    finally:
+        gate.opened.set()
+        GATES.pop(job.id, None)
+        db.dispose()
+    assert done.state == "completed" and done.rescue_count == 0
+    found = services.jobs.findings(user, job.id)
+    assert [f.data["gate_opened"] for f in found] == [True, True]
 
 
 def _claim_now(db: Database, settings: Settings):  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ the job's claim.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Generic, TypeVar
@@ -43,6 +43,10 @@ GROUP_WAIT = 0.02
 P = TypeVar("P", bound=BaseModel)
 # A finding: ``Finding("missing_title", "warning", {"url": ...})``.
 Finding = NewFinding
+
+
+def _take(values: Iterator[Any], count: int) -> list[Any]:
+    return list(islice(values, count))
 
 
 class JobFailed(Exception):
@@ -310,10 +314,13 @@ class JobContext(Generic[P]):
         self, values: Iterable[Any], change: Callable[[list[Any], bool], Change]
     ) -> None:
         """Write ``values`` a chunk of ``ROWS_CHUNK`` per transaction, as ``change(chunk,
-        append)``: the first (even empty) replaces, the later ones add."""
+        append)``: the first (even empty) replaces, the later ones add. Each chunk is drawn
+        in a thread: ``values`` may compute as it goes (an audit's site-wide checks and link
+        scores over 100,000 pages, seconds of CPU before a chunk is ready), and on the event
+        loop that would hold back the worker's heartbeats, which keep the job's claim."""
         found = iter(values)
         append = False
-        while (chunk := list(islice(found, ROWS_CHUNK))) or not append:
+        while (chunk := await asyncio.to_thread(_take, found, ROWS_CHUNK)) or not append:
             async with self._writing:
                 await self._host.write(self.job, change(chunk, append))
             append = True

@@ -515,7 +515,9 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
     found = site_findings(pages, listed, files, previous, params.thresholds)
     site = SiteTally()  # counted as they are written, a chunk at a time
     await ctx.add_findings(site.count(reporting.apply(found)))
-    data = summary(pages, site, params.max_pages, reporting.severity)
+    # In a thread, as the findings were drawn (JobContext._in_chunks): passes over every page
+    # that would hold the event loop, and the worker's heartbeats with it, for seconds.
+    data = await asyncio.to_thread(summary, pages, site, params.max_pages, reporting.severity)
     if params.crawl_seconds is not None:
         data["crawl_budget_hit"] = frontier.out_of_time
     ctx.result = data
