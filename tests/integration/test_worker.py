@@ -312,12 +312,12 @@ async def test_heartbeats_keep_the_claim_while_a_job_computes_its_findings(  # t
             await await_until(renewed_twice)
             gate.opened.set()
             done = await until_state(services, user, job.id, "completed", "failed")
+        found = services.jobs.findings(user, job.id)  # before dispose(), which it would undo
     finally:
         gate.opened.set()
         GATES.pop(job.id, None)
         db.dispose()
     assert done.state == "completed" and done.rescue_count == 0
-    found = services.jobs.findings(user, job.id)
     assert [f.data["gate_opened"] for f in found] == [True, True]
 
 
