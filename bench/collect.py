@@ -24,8 +24,8 @@ from bench.lib import core, ours
 from bench.lib.site import Child, bind, serve_app
 from seojobs.engine.maintenance import fire_due_schedules
 from seojobs.kinds import load_registry
+from seojobs.kinds.rank_check.declared import RankCheckSettings
 from seojobs.kinds.rank_check.params import KeywordAt
-from seojobs.kinds.rank_check.run import RankCheckSettings
 from seojobs.providers.ranks import RankQuery
 from seojobs.providers.serper_ranks import SerperRanks
 from seojobs.services import Services

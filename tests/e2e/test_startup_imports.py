@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import subprocess_env
-from tests.e2e.helpers import STARTUP_TIMEOUT, Spawner, run_cli
+from tests.e2e.helpers import STARTUP_TIMEOUT, Spawner, free_port, run_cli, wait_http_ok
 from tests.waiting import wait_until
 
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTILINE)
@@ -22,6 +22,24 @@ _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTIL
 # a SQLite process.
 SERVER_ONLY = ("fastapi", "starlette", "uvicorn", "alembic", "mako")
 FIRST_USE = ("dns", "cryptography", "tldextract", "requests", "filelock", "google.auth", "psycopg")
+# A kind's run-time code (its handler's modules, the parsers and adapters they use): loaded at a
+# worker's first job of the kind, never at a process's start. The registry loads each kind's
+# declaration alone (its params, settings, reads and view).
+RUN_TIME = (
+    "selectolax",
+    "regex",
+    "seojobs.kinds.site_audit.crawler",
+    "seojobs.kinds.site_audit.checks",
+    "seojobs.kinds.tech_stack.lookup",
+    "seojobs.kinds.web_vitals.measure",
+    "seojobs.kinds.domain_lookup.lookup",
+    "seojobs.kinds.rank_check.run",
+    "seojobs.kinds.local_rank_check.run",
+    "seojobs.kinds.geo_lookup.run",
+    "seojobs.kinds.keyword_research.run",
+    "seojobs.kinds.backlink_analysis.run",
+    "seojobs.kinds.backlink_refresh.run",
+)
 # A client command talks HTTP: nothing of the server.
 SERVER = ("sqlalchemy", "pydantic_settings", "alembic", "fastapi", "seojobs.store", "seojobs.kinds")
 
@@ -45,7 +63,19 @@ def test_a_worker_starts_and_stops_without_the_api_or_a_kinds_run_time(
     wait_until(lambda: "starting" in worker.output() or not worker.alive(), STARTUP_TIMEOUT)
     worker.sigterm()
     assert worker.wait() == 0, worker.output()[-3000:]
-    assert loaded(worker.output(), SERVER_ONLY + FIRST_USE) == []
+    assert loaded(worker.output(), SERVER_ONLY + FIRST_USE + RUN_TIME) == []
+
+
+def test_the_api_starts_without_a_kinds_run_time(spawn: Spawner, sqlite_url: str) -> None:
+    """The app mounts every kind's routes and its in-process worker starts: the kinds'
+    declarations, none of their run-time code."""
+    port = free_port()
+    env = subprocess_env(sqlite_url, PYTHONPROFILEIMPORTTIME="1")
+    api = spawn("serve", "--port", str(port), env=env, name="serve")
+    wait_http_ok(api, f"http://127.0.0.1:{port}/readyz")
+    api.sigterm()
+    assert api.wait() == 0, api.output()[-3000:]
+    assert loaded(api.output(), FIRST_USE + RUN_TIME) == []
 
 
 def test_users_commands_load_alembic_only_to_migrate(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from seojobs.engine import kindsettings
 from seojobs.kinds import load_registry, providers
 from seojobs.kinds.index_check import IndexCheckSettings
-from seojobs.kinds.rank_check.run import RankCheckSettings
+from seojobs.kinds.rank_check.declared import RankCheckSettings
 from seojobs.settings import Settings
 
 

@@ -13,10 +13,11 @@ import pytest
 from pydantic import ValidationError
 
 from seojobs.kinds.local_rank_check import grid
+from seojobs.kinds.local_rank_check.declared import centre_point, items, subject
 from seojobs.kinds.local_rank_check.match import Business, find, normalised
 from seojobs.kinds.local_rank_check.params import LocalRankCheckParams
 from seojobs.kinds.local_rank_check.reads import CHANGES, LocalRankFilters
-from seojobs.kinds.local_rank_check.run import centre_point, items, keyword_row, subject
+from seojobs.kinds.local_rank_check.run import keyword_row
 from seojobs.providers import dataforseo_local, serpapi_local, serper_local
 from seojobs.providers.base import ProviderError
 from seojobs.providers.local_ranks import LocalQuery, Place, count, number

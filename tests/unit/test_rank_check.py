@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from seojobs.kinds.rank_check.declared import items, subject
 from seojobs.kinds.rank_check.match import first_match, on_domain, same_page, target_host
 from seojobs.kinds.rank_check.params import RankCheckParams
-from seojobs.kinds.rank_check.run import items, subject
 from seojobs.providers import dataforseo_ranks, serper_ranks
 from seojobs.providers.base import ProviderError
 from seojobs.providers.ranks import Organic, RankQuery

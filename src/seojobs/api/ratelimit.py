@@ -26,14 +26,15 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from limits import RateLimitItem, parse
-from limits.aio.storage import RedisStorage
-from limits.aio.strategies import MovingWindowRateLimiter
-from redis.asyncio import ConnectionPool
 
 from seojobs.api.breaker import Breaker
+
+if TYPE_CHECKING:
+    from limits.aio.strategies import MovingWindowRateLimiter
+    from redis.asyncio import ConnectionPool
 
 T = TypeVar("T")
 USER = "user"  # the policies, as named in RateLimit-Policy and in storage keys
@@ -134,6 +135,12 @@ class RateLimiter:
         self._pool: ConnectionPool | None = None
         self._remote: MovingWindowRateLimiter | None = None
         if self.memory is None:
+            # Loaded here: a process on memory:// budgets never imports redis-py (or what
+            # it imports: cryptography).
+            from limits.aio.storage import RedisStorage
+            from limits.aio.strategies import MovingWindowRateLimiter
+            from redis.asyncio import ConnectionPool
+
             # Our own pool, so that its timeouts are set and it is closed with the app.
             self._pool = ConnectionPool.from_url(
                 _redis_py_url(storage_uri), socket_connect_timeout=timeout, socket_timeout=timeout

@@ -14,16 +14,27 @@ project's ``backlink_refresh`` collection checks with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota
 from seojobs.kinds.backlink_analysis.changes import CHANGES
+from seojobs.kinds.backlink_analysis.declared import refusal, subject
 from seojobs.kinds.backlink_analysis.params import BacklinkAnalysisParams, from_project
 from seojobs.kinds.backlink_analysis.reads import READS
-from seojobs.kinds.backlink_analysis.run import refusal, run, subject
 from seojobs.kinds.backlink_analysis.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "backlink_analysis"
 __all__ = ["KIND", "NAME", "BacklinkAnalysisParams", "subject"]
+
+
+async def _run(ctx: JobContext[BacklinkAnalysisParams]) -> None:
+    from seojobs.kinds.backlink_analysis import run  # the run-time code: its first analysis
+
+    await run.run(ctx)
 
 
 def _cost(_params: BacklinkAnalysisParams, _items: int) -> dict[str, int]:
@@ -37,7 +48,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[BacklinkAnalysisParams] = Kind(
     NAME,
     BacklinkAnalysisParams,
-    run,
+    _run,
     poll_hint=PollHint.every(30),  # seed 001: backlink work, 30 s
     description="The backlinks a provider index knows for a domain or page, with referring "
     "domains, anchors, and the links new and lost since the previous analysis "

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seojobs.kinds.backlink_analysis.declared import compared
 from seojobs.kinds.backlink_analysis.reads import KIND, header
-from seojobs.kinds.backlink_analysis.run import compared
 from seojobs.reads import ChangeEvent, data_of
 from seojobs.records import CollectionRecord
 

@@ -10,16 +10,19 @@ collection (subject: normalised donor and target); ``GET /v1/projects/{id}/backl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import ItemInput, Kind, Quota, ReportColumn
-from seojobs.kinds.backlink_refresh.check import LINK_STATUSES
-from seojobs.kinds.backlink_refresh.params import BacklinkRefreshParams, subject
+from seojobs.kinds.backlink_refresh.params import LINK_STATUSES, BacklinkRefreshParams, subject
 from seojobs.kinds.backlink_refresh.reads import CHANGES, READS
-from seojobs.kinds.backlink_refresh.run import run
 from seojobs.kinds.backlink_refresh.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "backlink_refresh"
 __all__ = ["KIND", "LINK_STATUSES", "NAME", "BacklinkRefreshParams", "subject"]
@@ -31,6 +34,12 @@ class BacklinkRefreshSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SEOJOBS_BACKLINK_REFRESH_", extra="ignore")
     concurrency: int = Field(default=8, ge=1)
+
+
+async def _run(ctx: JobContext[BacklinkRefreshParams]) -> None:
+    from seojobs.kinds.backlink_refresh import run  # the run-time code: its first refresh
+
+    await run.run(ctx)
 
 
 def _items(params: BacklinkRefreshParams) -> list[ItemInput]:
@@ -54,7 +63,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[BacklinkRefreshParams] = Kind(
     NAME,
     BacklinkRefreshParams,
-    run,
+    _run,
     items=_items,
     item_key=_item_key,
     poll_hint=PollHint.every(30),  # seed 001: backlink work, 30 s

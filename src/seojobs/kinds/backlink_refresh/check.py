@@ -16,10 +16,14 @@ from typing import Any
 from seojobs.fetch import Diagnostics, FetchResult, RobotsVerdict, diagnose
 from seojobs.kinds.backlink_refresh.links import Link, parse_links, resolve
 from seojobs.kinds.backlink_refresh.match import matches, same_page
+from seojobs.kinds.backlink_refresh.params import (
+    BLOCKED,
+    DONOR_ERROR,
+    DONOR_REDIRECTED,
+    FOUND,
+    MISSING,
+)
 
-FOUND, MISSING, BLOCKED = "found", "missing", "blocked"
-DONOR_ERROR, DONOR_REDIRECTED = "donor_error", "donor_redirected"
-LINK_STATUSES = (FOUND, MISSING, DONOR_ERROR, DONOR_REDIRECTED, BLOCKED)
 QUALIFIERS = frozenset({"nofollow", "sponsored", "ugc"})  # the rel values Google defines
 MAX_LISTED = 20  # matching links listed per pair (all are counted)
 

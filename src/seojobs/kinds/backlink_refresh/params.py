@@ -16,6 +16,10 @@ MAX_LINKS = 1_000
 # its hash (deterministic: reads compute the same).
 MAX_SUBJECT = 500
 Match = Literal["url", "domain"]
+# What a pair's check finds (``check``), each a ``link_status``.
+FOUND, MISSING, BLOCKED = "found", "missing", "blocked"
+DONOR_ERROR, DONOR_REDIRECTED = "donor_error", "donor_redirected"
+LINK_STATUSES = (FOUND, MISSING, DONOR_ERROR, DONOR_REDIRECTED, BLOCKED)
 
 
 def normalised(url: str) -> str:

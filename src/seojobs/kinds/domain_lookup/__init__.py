@@ -9,17 +9,19 @@ guard (``seojobs.fetch.tls``). What a lookup collects is read at ``GET /v1/proje
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from seojobs.engine.registry import Kind, Quota
 from seojobs.fetch.resolver import parse_nameserver
-from seojobs.kinds.domain_lookup.lookup import run
 from seojobs.kinds.domain_lookup.params import DomainLookupParams, normalise_domain
 from seojobs.kinds.domain_lookup.reads import CHANGES, READS
 from seojobs.kinds.domain_lookup.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "domain_lookup"
 IANA_BOOTSTRAP = "https://data.iana.org/rdap/dns.json"
@@ -74,6 +76,12 @@ class DomainLookupSettings(BaseSettings):
         return value
 
 
+async def _run(ctx: JobContext[DomainLookupParams]) -> None:
+    from seojobs.kinds.domain_lookup import lookup  # the run-time code: a worker's first lookup
+
+    await lookup.run(ctx)
+
+
 def _cost(_params: DomainLookupParams, _items: int) -> dict[str, int]:
     return {DAILY.name: 1, MONTHLY.name: 1}
 
@@ -85,7 +93,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[DomainLookupParams] = Kind(
     NAME,
     DomainLookupParams,
-    run,
+    _run,
     description="Look a domain up: registration (RDAP: registrar, dates, status, name servers), "
     "DNS (A, AAAA, MX, NS, TXT with SPF and DMARC, CAA, SOA) and its TLS certificate. "
     "Read the result at GET /v1/projects/{id}/domain.",

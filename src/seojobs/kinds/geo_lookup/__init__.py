@@ -10,15 +10,26 @@ stored as the project's collection for ``"<provider> <prompt>"``; ``GET
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
+from seojobs.kinds.geo_lookup.declared import AI_SEARCH, GeoLookupSettings, refusal, subject
 from seojobs.kinds.geo_lookup.params import GeoLookupParams, from_project
 from seojobs.kinds.geo_lookup.reads import CHANGES, READS
-from seojobs.kinds.geo_lookup.run import AI_SEARCH, GeoLookupSettings, refusal, run, subject
 from seojobs.kinds.geo_lookup.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "geo_lookup"
 __all__ = ["KIND", "NAME", "GeoLookupParams", "subject"]
+
+
+async def _run(ctx: JobContext[GeoLookupParams]) -> None:
+    from seojobs.kinds.geo_lookup import run  # the run-time code: a worker's first lookup
+
+    await run.run(ctx)
 
 
 def _items(params: GeoLookupParams) -> list[str]:
@@ -39,7 +50,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[GeoLookupParams] = Kind(
     NAME,
     GeoLookupParams,
-    run,
+    _run,
     items=_items,
     item_key=lambda prompt: str(prompt).casefold(),
     poll_hint=PollHint.every(10),  # seed 001: AI search lookups, 10 s

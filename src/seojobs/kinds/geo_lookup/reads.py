@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from seojobs.kinds.geo_lookup.declared import VOICE, subject
 from seojobs.kinds.geo_lookup.params import MAX_PROMPT, PROVIDERS
-from seojobs.kinds.geo_lookup.run import VOICE, subject
 from seojobs.kinds.geo_lookup.voice import CITED_WEIGHT, MENTIONED_WEIGHT
 from seojobs.kinds.keyword_research.params import ASCII_SPACE, TEXT_PATTERN
 from seojobs.reads import (

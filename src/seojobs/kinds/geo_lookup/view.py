@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from seojobs.engine.views import Chart, Collected, Column, DashboardView, JobView, Table
-from seojobs.kinds.geo_lookup.run import VOICE
+from seojobs.kinds.geo_lookup.declared import VOICE
 from seojobs.records import CollectionRecord
 
 

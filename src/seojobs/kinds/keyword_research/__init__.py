@@ -9,20 +9,30 @@ market (``{location}/{language}``); ``GET /v1/projects/{id}/keywords`` reads it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seojobs.engine.registry import Kind, Quota
-from seojobs.kinds.keyword_research.params import KeywordResearchParams
-from seojobs.kinds.keyword_research.reads import READS
-from seojobs.kinds.keyword_research.run import (
+from seojobs.kinds.keyword_research.declared import (
     KEYWORDS,
     KeywordResearchSettings,
     refusal,
-    run,
     subject,
 )
+from seojobs.kinds.keyword_research.params import KeywordResearchParams
+from seojobs.kinds.keyword_research.reads import READS
 from seojobs.kinds.keyword_research.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "keyword_research"
 __all__ = ["KIND", "NAME", "KeywordResearchParams", "subject"]
+
+
+async def _run(ctx: JobContext[KeywordResearchParams]) -> None:
+    from seojobs.kinds.keyword_research import run  # the run-time code: a worker's first lookup
+
+    await run.run(ctx)
 
 
 def _cost(_params: KeywordResearchParams, _items: int) -> dict[str, int]:
@@ -36,7 +46,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[KeywordResearchParams] = Kind(
     NAME,
     KeywordResearchParams,
-    run,
+    _run,
     providers=(KEYWORDS,),
     settings=KeywordResearchSettings,
     description="Search volume, CPC, competition and keyword ideas for seeds or a page "

@@ -14,22 +14,32 @@ completed job stores a row per keyword as the project's local rankings, read wit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
-from seojobs.kinds.local_rank_check.params import LocalRankCheckParams, from_project
-from seojobs.kinds.local_rank_check.reads import CHANGES, READS
-from seojobs.kinds.local_rank_check.run import (
+from seojobs.kinds.local_rank_check.declared import (
     LOCAL_RANKS,
     LocalRankCheckSettings,
     items,
     refusal,
-    run,
     subject,
 )
+from seojobs.kinds.local_rank_check.params import LocalRankCheckParams, from_project
+from seojobs.kinds.local_rank_check.reads import CHANGES, READS
 from seojobs.kinds.local_rank_check.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "local_rank_check"
 __all__ = ["KIND", "NAME", "LocalRankCheckParams", "subject"]
+
+
+async def _run(ctx: JobContext[LocalRankCheckParams]) -> None:
+    from seojobs.kinds.local_rank_check import run  # the run-time code, at its first job
+
+    await run.run(ctx)
 
 
 def _cost(_params: LocalRankCheckParams, searches: int) -> dict[str, int]:
@@ -43,7 +53,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[LocalRankCheckParams] = Kind(
     NAME,
     LocalRankCheckParams,
-    run,
+    _run,
     items=items,
     poll_hint=PollHint.every(30),  # seed 001: rank checks (local too), 30 s
     providers=(LOCAL_RANKS,),

@@ -10,23 +10,33 @@ quota unit; each completed job stores a row per keyword as the project's ranking
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seojobs.engine.hints import PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
-from seojobs.kinds.rank_check.params import MAX_TRACKED, RankCheckParams
-from seojobs.kinds.rank_check.reads import CHANGES, READS
-from seojobs.kinds.rank_check.run import (
+from seojobs.kinds.rank_check.declared import (
     RANKS,
     RankCheckSettings,
     from_project,
     items,
     refusal,
-    run,
     subject,
 )
+from seojobs.kinds.rank_check.params import MAX_TRACKED, RankCheckParams
+from seojobs.kinds.rank_check.reads import CHANGES, READS
 from seojobs.kinds.rank_check.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "rank_check"
 __all__ = ["KIND", "NAME", "RankCheckParams", "subject"]
+
+
+async def _run(ctx: JobContext[RankCheckParams]) -> None:
+    from seojobs.kinds.rank_check import run  # the run-time code: a worker's first rank check
+
+    await run.run(ctx)
 
 
 def _cost(_params: RankCheckParams, keywords: int) -> dict[str, int]:
@@ -42,7 +52,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[RankCheckParams] = Kind(
     NAME,
     RankCheckParams,
-    run,
+    _run,
     items=items,
     poll_hint=PollHint.every(30),  # seed 001: rank checks, 30 s
     providers=(RANKS,),

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from seojobs.kinds.rank_check.declared import FIRST_PAGE
 from seojobs.kinds.rank_check.match import first_match, url_host
 from seojobs.providers import domains
 from seojobs.providers.ranks import Organic, Serp
@@ -24,7 +25,7 @@ from seojobs.providers.ranks import Organic, Serp
 # Average organic click-through rate by position, 1 to 10: a rounded curve of the public
 # studies of desktop CTR (position 1 about 30 %, halving by position 3, 1.5 % at 10).
 CTR = (0.30, 0.16, 0.10, 0.07, 0.05, 0.04, 0.03, 0.025, 0.02, 0.015)
-FIRST_PAGE = len(CTR)
+assert len(CTR) == FIRST_PAGE
 TOP_DOMAINS = 10  # the sites with the largest shares shown beside the target's
 
 

@@ -7,9 +7,11 @@ The package: ``params`` (what a request sets), ``crawler`` (the handler and its 
 
 from __future__ import annotations
 
+import functools
 import shutil
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -17,16 +19,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from seojobs.engine.hints import HOUR, PollHint
 from seojobs.engine.registry import Kind, Quota, ReportColumn
 from seojobs.engine.views import DashboardView, JobView
-from seojobs.kinds.site_audit.checks import CATALOGUE, catalogue
-from seojobs.kinds.site_audit.crawler import page_key, run
 from seojobs.kinds.site_audit.pagetable import MIGRATIONS, PAGE_TABLE
 from seojobs.kinds.site_audit.params import (
     AuditSettings,
     SiteAuditParams,
     Thresholds,
     from_project,
+    page_key,
 )
 from seojobs.kinds.site_audit.reads import CHANGES, ISSUES, JOB_READS, PAGES, READS
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "site_audit"
 # The repository's pinned Lighthouse (``npm ci`` in lighthouse/), for a source checkout: its
@@ -35,7 +39,6 @@ _CHECKOUT_LIGHTHOUSE = (
     Path(__file__).resolve().parents[4] / "lighthouse" / "node_modules" / ".bin" / "lighthouse"
 )
 __all__ = [
-    "CATALOGUE",
     "KIND",
     "NAME",
     "AuditSettings",
@@ -108,6 +111,42 @@ class SiteAuditSettings(BaseSettings):
     )
 
 
+async def _run(ctx: JobContext[SiteAuditParams]) -> None:
+    from seojobs.kinds.site_audit import crawler  # the run-time code: a worker's first audit
+
+    await crawler.run(ctx)
+
+
+def catalogue(thresholds: Thresholds | None = None) -> list[dict[str, Any]]:
+    """Every check (``GET /v1/audit-checks``), its threshold as ``thresholds`` set it."""
+    from seojobs.kinds.site_audit import checks  # the rules' own module: read on first use
+
+    return checks.catalogue(thresholds)
+
+
+class _OfEachCheck(Mapping[str, str]):
+    """A field of each check by its code, read from the catalogue when first looked up (the
+    dashboard's first audit): the catalogue is the rules', run-time code."""
+
+    def __init__(self, field: str) -> None:
+        self._field = field
+
+    @functools.cached_property
+    def _by_code(self) -> dict[str, str]:
+        from seojobs.kinds.site_audit.checks import CATALOGUE
+
+        return {check.code: str(getattr(check, self._field)) for check in CATALOGUE}
+
+    def __getitem__(self, code: str) -> str:
+        return self._by_code[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_code)
+
+    def __len__(self) -> int:
+        return len(self._by_code)
+
+
 def _items(params: SiteAuditParams) -> list[dict[str, Any]]:
     return [{"url": page_key(params.start_url), "depth": 0}]
 
@@ -136,9 +175,9 @@ VIEW = DashboardView(
         score_label="Health score",
         history=READS[0].operation_id,
         issues=ISSUES.operation_id,
-        explanations={check.code: check.description for check in CATALOGUE},
+        explanations=_OfEachCheck("description"),
         counts="issues_by_code",
-        severities={check.code: check.severity for check in CATALOGUE},
+        severities=_OfEachCheck("severity"),
         pages=PAGES.operation_id,
         compare=True,
         rerun=True,
@@ -148,7 +187,7 @@ VIEW = DashboardView(
 KIND: Kind[SiteAuditParams] = Kind(
     NAME,
     SiteAuditParams,
-    run,
+    _run,
     items=_items,
     item_key=_key,
     poll_hint=PollHint(30, 60, 2 * HOUR),  # seed 001: 30-60 s; a large site can take an hour

@@ -15,10 +15,8 @@ from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.guide import GUIDE
 from seojobs.kinds.site_audit.page import PageFacts
-from seojobs.kinds.site_audit.params import Thresholds
+from seojobs.kinds.site_audit.params import Severity, Thresholds
 
-Severity = Literal["error", "warning", "notice"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "notice")
 # A list: one finding per element (an item's each missing property), none when empty.
 Evidence = dict[str, Any] | list[dict[str, Any]] | None
 E: Severity = "error"

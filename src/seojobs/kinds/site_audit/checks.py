@@ -24,7 +24,6 @@ from seojobs.kinds.site_audit import (
 )
 from seojobs.kinds.site_audit.check import (
     FACTS_TESTS,
-    SEVERITIES,
     Check,
     E,
     Evidence,
@@ -32,10 +31,9 @@ from seojobs.kinds.site_audit.check import (
     N,
     Page,
     Rule,
-    Severity,
     W,
 )
-from seojobs.kinds.site_audit.params import CrawlRules, Thresholds
+from seojobs.kinds.site_audit.params import SEVERITIES, CrawlRules, Severity, Thresholds
 
 __all__ = ["CATALOGUE", "PAGE_RULES", "SEVERITIES", "SEVERITY", "Check", "Page", "Severity"]
 

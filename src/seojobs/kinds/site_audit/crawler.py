@@ -25,7 +25,7 @@ from seojobs.kinds.site_audit.external import ExternalLinks, is_broken
 from seojobs.kinds.site_audit.page import PageFacts, parse_page
 from seojobs.kinds.site_audit.pages import write_pages
 from seojobs.kinds.site_audit.pagetable import PAGE_TABLE
-from seojobs.kinds.site_audit.params import SiteAuditParams
+from seojobs.kinds.site_audit.params import SiteAuditParams, page_key
 from seojobs.kinds.site_audit.render import Renderer
 from seojobs.kinds.site_audit.scope import UrlRules
 from seojobs.kinds.site_audit.sitemaps import discover
@@ -36,12 +36,6 @@ from seojobs.records import ItemRecord
 TARGET_UNREACHABLE = "target_unreachable"
 BLOCKED_BY_ROBOTS = "blocked_by_robots"
 MAX_LOADS = 50  # subresources of a page kept for its weight
-
-
-def page_key(url: str) -> str:
-    """The frontier's dedupe key, also the URL stored for the page: normalised (lowercase
-    scheme and host, no default port, no fragment)."""
-    return parse_url(url).key
 
 
 def _origins(start: URL) -> tuple[str, ...]:

@@ -7,9 +7,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from seojobs.fetch.urls import parse_url
 from seojobs.kinds.urls import Url
 from seojobs.records import ProjectDefaults
 from seojobs.textrules import one_line
+
+Severity = Literal["error", "warning", "notice"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "notice")
+
+
+def page_key(url: str) -> str:
+    """The frontier's dedupe key, also the URL stored for the page: normalised (lowercase
+    scheme and host, no default port, no fragment)."""
+    return parse_url(url).key
 
 
 def _header_value(value: str) -> str:
@@ -101,7 +111,6 @@ def _code_keys_schema(schema: dict[str, Any]) -> None:
 
 
 Code = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-Severity = Literal["error", "warning", "notice"]
 # A URL pattern: shell-style wildcards (``*`` any characters, ``?`` one) matched against the
 # URL's path and query (``/blog/*``, ``*?sort=*``); no regular expressions (a hostile one
 # could hold a worker).

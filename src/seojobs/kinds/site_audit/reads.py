@@ -14,8 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from seojobs.kinds.site_audit.check import SEVERITIES
-from seojobs.kinds.site_audit.checks import SEVERITY
+from seojobs.kinds.site_audit.params import SEVERITIES
 from seojobs.reads import (
     NEWEST_FIRST,
     ChangeEvent,
@@ -353,6 +352,8 @@ def issues_new(before: CollectionRecord | None, after: CollectionRecord) -> dict
     the count's rise) and the counts ``before`` and ``after``; ``new_by_severity`` sums them."""
     if before is None:
         return None
+    from seojobs.kinds.site_audit.checks import SEVERITY  # the rules': a worker's, after an audit
+
     was, now = _counts(before), _counts(after)
     rank = {severity: i for i, severity in enumerate(SEVERITIES)}
     issues: list[dict[str, Any]] = [

@@ -10,18 +10,19 @@ compiled safely), ``database`` (the webappanalyzer-format database, loaded once 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from seojobs.engine.kindsettings import moved, of
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
-from seojobs.kinds.tech_stack.database import FingerprintsMissing
-from seojobs.kinds.tech_stack.lookup import FINGERPRINTS_MISSING, run, subject
-from seojobs.kinds.tech_stack.params import TechStackParams
+from seojobs.kinds.tech_stack.params import TechStackParams, subject
 from seojobs.kinds.tech_stack.reads import READS
 from seojobs.kinds.tech_stack.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "tech_stack"
 __all__ = ["KIND", "NAME", "TechStackParams", "TechStackSettings", "subject"]
@@ -52,6 +53,12 @@ class TechStackSettings(BaseSettings):
     )
 
 
+async def _run(ctx: JobContext[TechStackParams]) -> None:
+    from seojobs.kinds.tech_stack import lookup  # the run-time code: a worker's first lookup
+
+    await lookup.run(ctx)
+
+
 def _items(params: TechStackParams) -> list[str]:
     return list(params.urls)
 
@@ -66,6 +73,8 @@ def _refusal(_params: TechStackParams, settings: Any) -> Refusal | None:
     path = of(TechStackSettings, settings).fingerprints_path
     if Path(path).is_file():
         return None
+    from seojobs.kinds.tech_stack.database import FINGERPRINTS_MISSING, FingerprintsMissing
+
     return Refusal(FINGERPRINTS_MISSING, str(FingerprintsMissing(path)))
 
 
@@ -76,7 +85,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[TechStackParams] = Kind(
     NAME,
     TechStackParams,
-    run,
+    _run,
     items=_items,
     description="Detect the technologies of pages (webappanalyzer fingerprints: headers, "
     "cookies, meta, scripts, HTML, URL); read with GET /v1/projects/{id}/tech-stack.",

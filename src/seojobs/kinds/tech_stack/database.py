@@ -35,6 +35,10 @@ class InvalidDatabase(ValueError):
     """The document is no fingerprint database; the message says what is wrong."""
 
 
+# A job's (and a creation's refusal's) code when the database is not installed.
+FINGERPRINTS_MISSING = "fingerprints_missing"
+
+
 class FingerprintsMissing(LookupError):
     def __init__(self, path: str) -> None:
         super().__init__(

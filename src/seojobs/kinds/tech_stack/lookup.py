@@ -11,23 +11,15 @@ from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.fetch import Fetcher
-from seojobs.fetch.urls import parse_url
 from seojobs.kinds.tech_stack import database, report
+from seojobs.kinds.tech_stack.database import FINGERPRINTS_MISSING
 from seojobs.kinds.tech_stack.matcher import Limits, match
 from seojobs.kinds.tech_stack.page import read_page
-from seojobs.kinds.tech_stack.params import TechStackParams
+from seojobs.kinds.tech_stack.params import TechStackParams, subject
 from seojobs.records import ItemRecord
 
-FINGERPRINTS_MISSING = "fingerprints_missing"
 FINGERPRINTS_INVALID = "fingerprints_invalid"
 TARGET_UNREACHABLE = "target_unreachable"
-
-
-def subject(url: str) -> str:
-    """The site a URL belongs to: its host, with the port when not the scheme's default."""
-    parsed = parse_url(url)
-    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
-    return f"{host}:{parsed.port}" if parsed.port else host
 
 
 def fingerprints(path: str) -> database.Fingerprints:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,10 +22,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from seojobs.engine.hints import PollHint
 from seojobs.engine.kindsettings import moved
 from seojobs.engine.registry import Kind, Quota, ReportColumn
-from seojobs.kinds.web_vitals.measure import run, subject
-from seojobs.kinds.web_vitals.params import WebVitalsParams
+from seojobs.kinds.web_vitals.params import WebVitalsParams, subject
 from seojobs.kinds.web_vitals.reads import CHANGES, READS
 from seojobs.kinds.web_vitals.view import VIEW
+
+if TYPE_CHECKING:
+    from seojobs.engine.context import JobContext
 
 NAME = "web_vitals"
 __all__ = ["KIND", "NAME", "WebVitalsParams", "subject"]
@@ -67,6 +70,12 @@ class WebVitalsSettings(BaseSettings):
     )
 
 
+async def _run(ctx: JobContext[WebVitalsParams]) -> None:
+    from seojobs.kinds.web_vitals import measure  # the run-time code: a worker's first run
+
+    await measure.run(ctx)
+
+
 def _items(params: WebVitalsParams) -> list[str]:
     return list(params.urls)
 
@@ -83,7 +92,7 @@ DAILY, MONTHLY = Quota.day_and_month(
 KIND: Kind[WebVitalsParams] = Kind(
     NAME,
     WebVitalsParams,
-    run,
+    _run,
     items=_items,
     poll_hint=PollHint.every(15),  # seed 001: web vitals checks, 15 s
     description="Lighthouse lab data (performance score, LCP, CLS, TBT, FCP, Speed Index, "

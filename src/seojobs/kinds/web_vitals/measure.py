@@ -26,7 +26,7 @@ from seojobs.fetch import FetchError
 from seojobs.fetch.guard import AddressGuard, GuardPolicy
 from seojobs.fetch.urls import parse_url
 from seojobs.kinds.web_vitals import report, runner
-from seojobs.kinds.web_vitals.params import WebVitalsParams
+from seojobs.kinds.web_vitals.params import WebVitalsParams, subject
 from seojobs.providers.base import ProviderError
 from seojobs.providers.crux import CruxClient
 from seojobs.records import ItemRecord
@@ -34,11 +34,6 @@ from seojobs.records import ItemRecord
 CHROMIUM_MISSING = "chromium_missing"
 LIGHTHOUSE_MISSING = "lighthouse_missing"
 MEASURED = "measured"
-
-
-def subject(form_factor: str, url: str) -> str:
-    """A collection's subject: one per URL and form factor (a space never occurs in a URL)."""
-    return f"{form_factor} {url}"
 
 
 @dataclass

@@ -36,3 +36,8 @@ class WebVitalsParams(BaseModel):
     def factors(self) -> list[str]:
         """The form factors, each once, in the order given."""
         return list(dict.fromkeys(self.form_factors))
+
+
+def subject(form_factor: str, url: str) -> str:
+    """A collection's subject: one per URL and form factor (a space never occurs in a URL)."""
+    return f"{form_factor} {url}"

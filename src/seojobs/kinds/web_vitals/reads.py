@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from seojobs.kinds.urls import check_url
-from seojobs.kinds.web_vitals.measure import subject
+from seojobs.kinds.web_vitals.params import subject
 from seojobs.reads import (
     NEWEST_FIRST,
     ChangeEvent,
