@@ -11,8 +11,10 @@ import functools
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -68,6 +70,9 @@ class ItemsParams(BaseModel):
     concurrency: int = Field(default=1, ge=1)
     backlog: int = Field(default=0, ge=0)  # run_items' results waiting for a write
     delay_step: float = Field(default=0.0, ge=0)  # item n sleeps n x this longer
+    # Each item first waits for this file to exist (RELEASE_SECONDS at most): a test that must
+    # see the job part-way (a browser test reading its first counters) holds it until then.
+    wait_for_file: str = ""
 
 
 class SleepParams(BaseModel):
@@ -84,11 +89,22 @@ async def noop(ctx: JobContext[NoopParams]) -> None:
     return None
 
 
+RELEASE_SECONDS = 60.0
+
+
+async def _released(path: Path) -> None:
+    deadline = time.monotonic() + RELEASE_SECONDS
+    while not path.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
 async def items(ctx: JobContext[ItemsParams]) -> None:
     params = ctx.params
 
     async def one(item: ItemRecord) -> ItemResult:
         await asyncio.to_thread(write_log, ctx, "start", item.input)
+        if params.wait_for_file:
+            await _released(Path(params.wait_for_file))
         if params.item_delay or params.delay_step:
             await asyncio.sleep(params.item_delay + item.seq * params.delay_step)
         if item.input in params.fail_items:

@@ -65,6 +65,13 @@ class Settings(BaseSettings):
         default_factory=_default_database_url,
         description="SQLite file (default: ./seojobs.db) or postgresql://… for scale-out.",
     )
+    database_probe_timeout: float = Field(
+        default=1.0,
+        gt=0,
+        le=30,
+        description="PostgreSQL: a request slower than 0.4 s makes the API open a new "
+        "connection; no answer within this many seconds and requests get 503 until one comes.",
+    )
     # -- rate limits (seojobs.api.ratelimit) ---------------------------------------------
     rate_limit: str = Field(default="120/minute", description="Each user's request budget.")
     rate_limit_storage: str = Field(

@@ -142,12 +142,15 @@ def screenshots(page: Page, name: str) -> list[Path]:
     return written
 
 
-def watch_until_completed(page: Page, row: Locator, items: int) -> None:
+def watch_until_completed(page: Page, row: Locator, items: int, release: Path) -> None:
     """``row``'s counters move while its job runs, then it says completed, its bar full: all
-    without a reload (no navigation happens while watching)."""
+    without a reload (no navigation happens while watching). The job's items wait for
+    ``release`` (its ``wait_for_file``), created once the first counters are read: on a loaded
+    machine, signing in once took longer than a job of timed items ran."""
     done = row.locator("[data-field='items_done']")
     first = int(done.inner_text())
     assert first < items
+    release.touch()
     navigations: list[str] = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url))
     expect(done).not_to_have_text(str(first), timeout=30_000)

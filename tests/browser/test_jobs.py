@@ -37,13 +37,17 @@ def checking_site(spawn: Spawner, sqlite_url: str) -> Iterator[Site]:
             yield Site(base, services)
 
 
-def test_a_job_moves_in_the_list_and_its_page_gives_results_and_csv(page: Page, site: Site) -> None:
+def test_a_job_moves_in_the_list_and_its_page_gives_results_and_csv(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
     user, key = site.user()
     urls = [f"https://example.com/{n}" for n in range(6)]
+    release = tmp_path / "release"
+    params = {"urls": urls, "item_delay": 0.6, "wait_for_file": str(release)}
     started = httpx.post(
         site.url(f"/v1/projects/{user.default_project_id}/jobs"),
         headers={"Authorization": key},
-        json={"type": "test_items", "params": {"urls": urls, "item_delay": 0.6}},
+        json={"type": "test_items", "params": params},
     )
     assert started.status_code == 202, started.text
     job_id = started.json()["data"]["id"]
@@ -53,7 +57,7 @@ def test_a_job_moves_in_the_list_and_its_page_gives_results_and_csv(page: Page, 
     expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
     row = page.locator(f"tr[data-job='{job_id}']")
     expect(row).to_be_visible()
-    watch_until_completed(page, row, len(urls))
+    watch_until_completed(page, row, len(urls), release)
     screenshots(page, "jobs")
 
     row.get_by_role("link", name=f"#{job_id}").click()
@@ -88,14 +92,19 @@ def test_start_a_check_from_the_form(page: Page, checking_site: Site) -> None:
     expect(page.get_by_role("rowheader", name="https://example.com/b", exact=True)).to_be_visible()
 
 
-def test_a_job_page_follows_its_job_and_drops_cancel_when_it_ends(page: Page, site: Site) -> None:
+def test_a_job_page_follows_its_job_and_drops_cancel_when_it_ends(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
     user, key = site.user()
     urls = [f"https://example.com/{n}" for n in range(4)]
-    job, _ = site.services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.5})
+    release = tmp_path / "release"  # the job waits until its page shows it running
+    params = {"urls": urls, "item_delay": 0.5, "wait_for_file": str(release)}
+    job, _ = site.services.jobs.create(user, "test_items", params)
     sign_in(page, site, key)
     page.goto(site.url(f"/dashboard/jobs/{job.id}"))
     cancel = page.get_by_role("button", name="Cancel job")
     expect(cancel).to_be_visible()
+    release.touch()
     status = page.locator(f"[data-job='{job.id}'] [data-field='status']").first
     expect(status).to_have_text("completed", timeout=30_000)
     expect(cancel).to_be_hidden()

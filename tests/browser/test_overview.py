@@ -4,22 +4,27 @@ reload, sign out."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import Site, screenshots, sign_in, watch_until_completed
 
 
-def test_overview_shows_live_progress_until_completed(page: Page, site: Site) -> None:
+def test_overview_shows_live_progress_until_completed(
+    page: Page, site: Site, tmp_path: Path
+) -> None:
     user, key = site.user()
     urls = [f"https://example.com/{n}" for n in range(6)]
-    job, _ = site.services.jobs.create(user, "test_items", {"urls": urls, "item_delay": 0.6})
+    release = tmp_path / "release"
+    params = {"urls": urls, "item_delay": 0.6, "wait_for_file": str(release)}
+    job, _ = site.services.jobs.create(user, "test_items", params)
 
     sign_in(page, site, key)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     row = page.locator(f"[data-job='{job.id}']")
     expect(row).to_be_visible()
-    watch_until_completed(page, row, len(urls))
+    watch_until_completed(page, row, len(urls), release)
     screenshots(page, "overview")
 
     page.get_by_role("button", name="Sign out").click()

@@ -120,7 +120,9 @@ def create_app(
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     deadline = None
     if not services.db.is_sqlite:  # a local file cannot hang the way a server can
-        gate = DatabaseGate(services.database_answers)
+        gate = DatabaseGate(
+            services.database_answers, probe_timeout=settings.database_probe_timeout
+        )
         app.state.database_gate = gate
         deadline = DatabaseDeadline(gate)
     # The request id, its count, its rate-limit fields and the database deadline, one layer:

@@ -21,7 +21,9 @@ a blocked thread cannot be given up on, but its request can:
   (``bench/api.py``), where a request now costs a dict entry.
 
 Worst case for a request that arrives as the database hangs: ``slow_after`` + ``probe_timeout``
-+ one ``STEP``, 1.45 s with the defaults (the issue asks for 2 s). An outage is logged twice,
++ one ``STEP``, 1.45 s with the defaults (the issue asks for 2 s); ``probe_timeout`` is the
+``database_probe_timeout`` setting (a database across a slow link, or a loaded host, may need
+more than 1 s to answer a new connection). An outage is logged twice,
 when it starts and when it ends, and counted (``seojobs_database_outages_total``,
 ``seojobs_database_unavailable_responses_total``).
 """
