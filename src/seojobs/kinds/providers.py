@@ -85,6 +85,29 @@ def refusal(
     return Refusal(NOT_CONFIGURED, why, field) if why else None
 
 
+def unconfigured(settings: Settings, name: str, field: str) -> Refusal | None:
+    """``name`` named by a job (or the only one that serves it) but without its settings."""
+    if configured(settings, name):
+        return None
+    return Refusal(NOT_CONFIGURED, f"{name} is not configured: set {setting_names(name)}", field)
+
+
+def choice(settings: Settings, role: ProviderRole, engine: str, named: str | None) -> str | None:
+    """The provider a job uses: the one it names, else the first configured one in order."""
+    return named if named is not None else chosen(settings, role, engine)
+
+
+def choice_refusal(
+    settings: Settings, role: ProviderRole, engine: str, named: str | None
+) -> Refusal | None:
+    """Refused at creation (on ``provider``) when the provider a job names has no settings, or
+    when it names none and none in the role's order is configured."""
+    name = choice(settings, role, engine, named)
+    if name is None:
+        return refusal(settings, role, engine, field="provider")
+    return unconfigured(settings, name, "provider")
+
+
 def build(name: str, settings: Settings) -> Any:
     module_name, _, class_name = PROVIDERS[name].target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)

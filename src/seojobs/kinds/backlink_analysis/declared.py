@@ -9,7 +9,6 @@ from typing import Any
 from seojobs.engine.registry import Refusal
 from seojobs.kinds import providers
 from seojobs.kinds.backlink_analysis.params import BacklinkAnalysisParams
-from seojobs.providers.base import NOT_CONFIGURED
 
 PROVIDER = "dataforseo"
 
@@ -21,10 +20,7 @@ def subject(params: BacklinkAnalysisParams) -> str:
 
 def refusal(_params: BacklinkAnalysisParams, settings: Any) -> Refusal | None:
     """Refused at creation when DataForSEO is not configured (nothing else serves it)."""
-    if providers.configured(settings, PROVIDER):
-        return None
-    message = f"{PROVIDER} is not configured: set {providers.setting_names(PROVIDER)}"
-    return Refusal(NOT_CONFIGURED, message, "domain")
+    return providers.unconfigured(settings, PROVIDER, "domain")
 
 
 def link_key(link: dict[str, Any]) -> str:

@@ -83,7 +83,4 @@ def refusal(params: GeoLookupParams, settings: Any) -> Refusal | None:
     if not providers.configured(settings, name) and name in ENGINES:
         hints = ", or ".join(f"{providers.setting_names(n)} ({n})" for n in ENGINES[name])
         return Refusal(NOT_CONFIGURED, f"{name} is not configured: set {hints}", "provider")
-    if not providers.configured(settings, name):
-        message = f"{name} is not configured: set {providers.setting_names(name)}"
-        return Refusal(NOT_CONFIGURED, message, "provider")
-    return None
+    return providers.unconfigured(settings, name, "provider")

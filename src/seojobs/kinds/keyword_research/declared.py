@@ -14,7 +14,6 @@ from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.keyword_research.params import KeywordResearchParams
-from seojobs.providers.base import NOT_CONFIGURED
 
 ENGINE = "google"  # the one engine of SEOJOBS_KEYWORD_RESEARCH_PROVIDERS
 # The first configured one is a job's default provider.
@@ -48,9 +47,7 @@ def subject(params: KeywordResearchParams) -> str:
 
 def provider_of(params: KeywordResearchParams, settings: Any) -> str | None:
     """The provider a job uses: its own choice, else the first configured one in order."""
-    if params.provider is not None:
-        return params.provider
-    return providers.chosen(settings, KEYWORDS, ENGINE)
+    return providers.choice(settings, KEYWORDS, ENGINE, params.provider)
 
 
 def refusal(params: KeywordResearchParams, settings: Any) -> Refusal | None:
@@ -58,10 +55,4 @@ def refusal(params: KeywordResearchParams, settings: Any) -> Refusal | None:
     order). A market the provider cannot express (a location name or a language Google Ads
     does not list) fails the job when it runs (``provider_rejected``): the params' schema
     cannot say which provider a deployment defaults to, and what it admits is accepted."""
-    name = provider_of(params, settings)
-    if name is None:
-        return providers.refusal(settings, KEYWORDS, ENGINE, field="provider")
-    if not providers.configured(settings, name):
-        message = f"{name} is not configured: set {providers.setting_names(name)}"
-        return Refusal(NOT_CONFIGURED, message, "provider")
-    return None
+    return providers.choice_refusal(settings, KEYWORDS, ENGINE, params.provider)

@@ -78,10 +78,9 @@ def subject(params: LocalRankCheckParams, keyword: str) -> str:
 def refusal(params: LocalRankCheckParams, settings: Any) -> Refusal | None:
     """Refused at creation when no provider that can make the search is configured."""
     if params.provider is not None:
-        if not providers.configured(settings, params.provider):
-            names = providers.setting_names(params.provider)
-            message = f"{params.provider} is not configured: set {names}"
-            return Refusal(NOT_CONFIGURED, message, "provider")
+        unconfigured = providers.unconfigured(settings, params.provider, "provider")
+        if unconfigured is not None:
+            return unconfigured
         why = _unsupported(params.provider, params)
         return Refusal(REJECTED, why, "surface") if why else None
     if providers.chosen(settings, LOCAL_RANKS, ENGINE) is None:

@@ -15,7 +15,6 @@ from seojobs.engine.registry import Refusal
 from seojobs.engine.roles import ProviderRole
 from seojobs.kinds import providers
 from seojobs.kinds.rank_check.params import RankCheckParams
-from seojobs.providers.base import NOT_CONFIGURED
 from seojobs.records import ProjectDefaults
 
 FIRST_PAGE = 10  # the organic results of a SERP's first page (``voice.CTR``'s positions)
@@ -80,19 +79,11 @@ def subject(device: str, location: int | str, language: str, keyword: str) -> st
 
 def provider_of(params: RankCheckParams, settings: Any) -> str | None:
     """The job's own choice of provider, else the first configured one in order."""
-    if params.provider is not None:
-        return params.provider
-    return providers.chosen(settings, RANKS, ENGINE)
+    return providers.choice(settings, RANKS, ENGINE, params.provider)
 
 
 def refusal(params: RankCheckParams, settings: Any) -> Refusal | None:
     """Refused at creation when no provider is configured (the chosen one, or any in order).
     A search the provider cannot express (mobile or an unknown country code with Serper)
     fails the job when it runs, before any call: what the params' schema admits is accepted."""
-    name = provider_of(params, settings)
-    if name is None:
-        return providers.refusal(settings, RANKS, ENGINE, field="provider")
-    if not providers.configured(settings, name):
-        message = f"{name} is not configured: set {providers.setting_names(name)}"
-        return Refusal(NOT_CONFIGURED, message, "provider")
-    return None
+    return providers.choice_refusal(settings, RANKS, ENGINE, params.provider)
