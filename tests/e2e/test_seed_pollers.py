@@ -16,15 +16,16 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, subprocess_env
-from tests.e2e.helpers import Proc, Spawner, free_port, run_cli, wait_http_ok
+from tests.conftest import ROOT, migrated_sqlite, subprocess_env
+from tests.e2e.helpers import Spawner, free_port, open_services, wait_http_ok
 from tests.fakes.audit_site import AuditSite
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
@@ -119,14 +120,26 @@ def run_python(code: str, env_extra: dict[str, str], timeout: float = 30) -> str
 # -- a real server with fake providers ----------------------------------------------------------
 
 
+@dataclass
+class Running:
+    """The module's one ``seojobs serve`` and the fixture site its checks fetch."""
+
+    base: str
+    db_url: str
+    site: FixtureSite
+    site_base: str
+
+
 class Server:
-    def __init__(self, base: str, proc: Proc, key: str, site: FixtureSite, site_base: str):
-        self.base = base
-        self.proc = proc
+    """The running server as one test's own: a user of its own (its key, its rate limit, its
+    project names), and the fixture site's held pages held again."""
+
+    def __init__(self, running: Running, key: str):
+        self.base = running.base
         self.key = key
-        self.site = site
-        self.site_base = site_base
-        self.client = httpx.Client(base_url=base, headers={"Authorization": key}, timeout=30)
+        self.site = running.site
+        self.site_base = running.site_base
+        self.client = httpx.Client(base_url=self.base, headers={"Authorization": key}, timeout=30)
 
     def create(self, kind: str, urls: list[str]) -> int:
         answer = self.client.post(f"/api/v1/{kind}/jobs", json={"urls": urls})
@@ -146,16 +159,20 @@ class Server:
         )
 
 
-@pytest.fixture
-def server(sqlite_url: str, tmp_path: Path) -> Iterator[Server]:
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """One server for the module: the tests keep to their own users (the API is
+    multi-tenant), and none is about the process itself."""
+    workdir = tmp_path_factory.mktemp("seed-pollers")
+    db_url = migrated_sqlite(workdir)
     serper = FakeSerper()
-    spawner = Spawner(tmp_path)
+    spawner = Spawner(workdir)
     try:
         with serve(serper.app) as serper_base, running_site() as (site, site_base):
             serper.base_url = serper_base
             serper.index("google", f"{site_base}/ok")
             env = subprocess_env(
-                sqlite_url,
+                db_url,
                 SEOJOBS_SERPER_KEY=serper.key,
                 SEOJOBS_SERPER_BASE_URL=serper_base,
                 SEOJOBS_CHECK_PROVIDERS=json.dumps({"google": ["serper"]}),
@@ -163,21 +180,26 @@ def server(sqlite_url: str, tmp_path: Path) -> Iterator[Server]:
                 SEOJOBS_PROVIDER_BACKOFF="0.01",
                 SEOJOBS_RATE_LIMIT="1000/minute",
             )
-            made = run_cli("users", "create", "poller", "--json", env=env, cwd=tmp_path)
-            assert made.returncode == 0, made.stderr
-            key = json.loads(made.stdout)["api_key"]
             port = free_port()
             proc = spawner("serve", "--port", str(port), env=env, name="serve")
             base = f"http://127.0.0.1:{port}"
             wait_http_ok(proc, f"{base}/readyz")
-            running = Server(base, proc, key, site, site_base)
-            try:
-                yield running
-            finally:
-                running.client.close()
-                site.release.set()
+            yield Running(base, db_url, site, site_base)
     finally:
         spawner.stop_all()
+
+
+@pytest.fixture
+def server(running: Running) -> Iterator[Server]:
+    with open_services(running.db_url) as services:
+        key = services.accounts.create_user(f"poller-{uuid.uuid4().hex[:12]}").api_key
+    running.site.release.clear()  # a test before this one let its held pages go
+    mine = Server(running, key)
+    try:
+        yield mine
+    finally:
+        mine.client.close()
+        running.site.release.set()
 
 
 # -- seed 000 -----------------------------------------------------------------------------------

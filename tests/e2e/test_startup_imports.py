@@ -8,10 +8,18 @@ module the process imported, from its start to its exit, and nothing in seojobs 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import STARTUP_TIMEOUT, Spawner, free_port, run_cli, wait_http_ok
+from tests.fakes.server import serve
 from tests.waiting import wait_until
 
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTILINE)
@@ -41,7 +49,32 @@ RUN_TIME = (
     "seojobs.kinds.backlink_refresh.run",
 )
 # A client command talks HTTP: nothing of the server.
-SERVER = ("sqlalchemy", "pydantic_settings", "alembic", "fastapi", "seojobs.store", "seojobs.kinds")
+SERVER = (
+    "sqlalchemy",
+    "pydantic_settings",
+    "alembic",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "aiohttp",
+    "seojobs.settings",
+    "seojobs.store",
+    "seojobs.kinds",
+    "seojobs.engine",
+    "seojobs.services",
+    "seojobs.api",
+)
+# Each client command, run to its end against a server that refuses its key (exit 2: a wrong
+# API key), or on an empty state file (exit 0): the whole path from the start through a request
+# and its answer to the exit.
+CLIENT_RUNS = {
+    ("submit", "--engine", "bing", "https://example.com/"): 2,
+    ("check", "--wait", "https://example.com/"): 2,
+    ("wait", "--type", "index_check", "1"): 2,
+    ("report", "1"): 2,
+    ("poll",): 0,
+    ("jobs",): 0,
+}
 
 
 def imported(output: str) -> set[str]:
@@ -100,3 +133,40 @@ def test_client_commands_load_no_server_code(tmp_path: Path) -> None:
         done = run_cli(*args, env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         assert loaded(done.stderr, SERVER) == [], args
+
+
+async def _refused(request: Request) -> JSONResponse:
+    return JSONResponse(
+        {"type": "about:blank", "title": "Unauthorized", "status": 401, "detail": "bad key"},
+        status_code=401,
+        media_type="application/problem+json",
+    )
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    with serve(Starlette(routes=[Route("/{path:path}", _refused, methods=methods)])) as base:
+        yield base
+
+
+def test_client_commands_that_talk_to_a_server_load_no_server_code_nor_rich(
+    tmp_path: Path, refusing_server: str
+) -> None:
+    """Their messages on a stderr that is no terminal are plain lines: Rich (its console, its
+    progress bars) is loaded only to draw on a terminal."""
+    env = subprocess_env(
+        "sqlite:///unused.db",
+        PYTHONPROFILEIMPORTTIME="1",
+        SEOJOBS_URL=refusing_server,
+        SEOJOBS_API_KEY="sj_refused",
+        SEOJOBS_STATE=str(tmp_path / "state.db"),
+    )
+    for forcing in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        env.pop(forcing, None)
+    for args, status in CLIENT_RUNS.items():
+        done = run_cli(*args, env=env, cwd=tmp_path)
+        assert done.returncode == status, (args, done.stderr[-3000:])
+        if status:
+            assert "error: the server at" in done.stderr and "refused the API key" in done.stderr
+        assert loaded(done.stderr, (*SERVER, "rich")) == [], args

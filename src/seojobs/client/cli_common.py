@@ -7,6 +7,7 @@ and progress go to stderr, so ``seojobs check -f urls.txt --json | jq`` stays pa
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -14,18 +15,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from seojobs.client import errors
 from seojobs.client._base import DEFAULT_URL, kind_of
 from seojobs.client.state import StateFile, default_path
 from seojobs.client.sync import Client
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 MAX_REPORTED_LINES = 20  # malformed input lines listed before "... and N more"
 
@@ -103,21 +105,45 @@ class Output:
     """stdout for data, a Rich console on stderr for everything else.
 
     ``NO_COLOR`` (any non-empty value) turns every style off; live progress is drawn only when
-    stderr is a terminal that can redraw (not ``TERM=dumb``).
+    stderr is a terminal that can redraw (not ``TERM=dumb``). When stderr is no terminal (a
+    file, a pipe, a cron job's mail) and nothing forces Rich's styles, the messages are the
+    same plain lines written directly: the command does not load Rich.
     """
 
     def __init__(self, *, as_json: bool = False, stdout: IO[str] | None = None) -> None:
         self.as_json = as_json
         self.no_color = bool(os.environ.get("NO_COLOR"))
-        self.err = Console(
+        self._stdout = stdout or sys.stdout
+        self.live = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+        # What makes Rich treat stderr as a terminal (it styles nothing otherwise).
+        self.plain = not (
+            sys.stderr.isatty()
+            or os.environ.get("FORCE_COLOR")
+            or os.environ.get("TTY_COMPATIBLE") == "1"
+        )
+        self.printed_json = False
+
+    @functools.cached_property
+    def err(self) -> Console:
+        """The Rich console on stderr, made on first use."""
+        from rich.console import Console
+
+        return Console(
             stderr=True,
             highlight=False,
             soft_wrap=True,
             color_system=None if self.no_color else "auto",
         )
-        self._stdout = stdout or sys.stdout
-        self.live = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
-        self.printed_json = False
+
+    def _message(self, label: str, style: str, message: str) -> None:
+        if self.plain:
+            sys.stderr.write(f"{label}{message}\n")
+            sys.stderr.flush()
+            return
+        from rich.markup import escape
+
+        styled = f"[{style}]{label.rstrip()}[/{style}] " if label else ""
+        self.err.print(styled + escape(message))
 
     def data(self, text: str) -> None:
         self._stdout.write(text if text.endswith("\n") else text + "\n")
@@ -133,13 +159,13 @@ class Output:
         self.data(json.dumps(document, indent=2, default=str))
 
     def info(self, message: str) -> None:
-        self.err.print(escape(message))
+        self._message("", "", message)
 
     def warn(self, message: str) -> None:
-        self.err.print(f"[yellow]warning:[/yellow] {escape(message)}")
+        self._message("warning: ", "yellow", message)
 
     def error(self, message: str) -> None:
-        self.err.print(f"[bold red]error:[/bold red] {escape(message)}")
+        self._message("error: ", "bold red", message)
 
 
 # -- errors → exit codes -----------------------------------------------------------------------

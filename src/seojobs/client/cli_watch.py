@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-
 from seojobs.client import errors
 from seojobs.client.cli_common import Output, job_line
 from seojobs.client.models import AnyJob, ProjectJob, SubmitJob
@@ -22,6 +20,8 @@ from seojobs.client.state import StateFile
 from seojobs.client.sync import Client
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from seojobs.client.cli_hook import Receiver
 
 # While nothing changes the gap between polls grows x1.5, up to this multiple of --interval.
@@ -47,6 +47,9 @@ class ProgressView:
         if not self.out.live:
             yield
             return
+        # Rich's progress bars, loaded only to be drawn (a terminal).
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
         self._bars = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
