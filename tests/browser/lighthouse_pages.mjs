@@ -1,5 +1,5 @@
 // Lighthouse on many pages in one Node process and one Chromium (tests/browser/test_lighthouse.py:
-// audit_pages). Each page goes through the CLI's own steps (cli/bin.js, cli/run.js: its flags
+// start_audit). Each page goes through the CLI's own steps (cli/bin.js, cli/run.js: its flags
 // parsed from the same arguments, the preset's config, lighthouse(), saveResults) in a fresh
 // browser context (its own cookies, cache and storage, as the CLI's fresh profile): one CLI run
 // per page cost a Node start and a Chromium launch each, about half of its CPU.
@@ -7,7 +7,6 @@
 // node lighthouse_pages.mjs < SPEC.json; SPEC: {modules: lighthouse/node_modules, chromeFlags:
 // [...], pages: [{url, args: [the CLI's arguments after the URL]}]}. Prints a JSON line per page:
 // {url, error} (error null when the report was written to the page's --output-path).
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import {pathToFileURL} from 'node:url';
 
@@ -19,6 +18,15 @@ const {default: lighthouse} = await load('lighthouse/core/index.js');
 const {getFlags} = await load('lighthouse/cli/cli-flags.js');
 const {saveResults} = await load('lighthouse/cli/run.js');
 const ChromeLauncher = await load('chrome-launcher/dist/index.js');
+// Lighthouse times a busy loop in every page it audits (BenchmarkIndex: about 1 s of CPU) for
+// the report's environment and a slow-host warning that only the mobile preset's throttling
+// gives; no score depends on it (the tests use the desktop preset): not run, -1. (Two worker
+// threads auditing half the pages each in the same Chromium took 50% more CPU for no less wall
+// time on a loaded machine: each loads Lighthouse, and Lighthouse keeps per-module state.)
+const {pageFunctions} = await load('lighthouse/core/lib/page-functions.js');
+pageFunctions.computeBenchmarkIndex = function computeBenchmarkIndex() {
+  return -1;
+};
 const {default: puppeteer} = await load('puppeteer-core/lib/cjs/puppeteer/puppeteer-core.js');
 
 const chrome = await ChromeLauncher.launch({chromeFlags: spec.chromeFlags, logLevel: 'silent'});

@@ -5,7 +5,9 @@ score is printed for docs/bench/vitals.md, never asserted (tests do not assert o
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,25 +34,95 @@ def session_cookie(site: Site, key: str) -> str:
         return "; ".join(f"{name}={value}" for name, value in client.cookies.items())
 
 
-def audit(
+class Audit:
+    """Lighthouse running on pages (:func:`start_audit`) while the test goes on; :meth:`scores`
+    waits for it."""
+
+    def __init__(self, site: Site, pages: Mapping[str, str], folder: Path, spec: str) -> None:
+        self.site, self.pages, self.folder = site, dict(pages), folder
+        # Files, not pipes: nobody reads its output until the test asks for the scores. Closed
+        # by __exit__.
+        self.out = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        self.err = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            ["node", str(PAGES_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=self.out,
+            stderr=self.err,
+            env={"CHROME_PATH": CHROMIUM, "PATH": "/usr/bin:/bin", "HOME": str(folder)},
+            text=True,
+        )
+        assert self.process.stdin is not None
+        with self.process.stdin as stdin:  # a few KB: within the pipe's buffer
+            stdin.write(spec)
+
+    def __enter__(self) -> Audit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self.out.close()
+        self.err.close()
+
+    def stop(self) -> None:
+        """Stop Lighthouse if it still runs: SIGINT, on which chrome-launcher kills its
+        Chromium (its own process group) before Node exits."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def scores(self) -> dict[str, dict[str, float]]:
+        """Each page's scores (0-1) per category, once Lighthouse has written every report."""
+        try:
+            self.process.wait(timeout=60 + 120 * len(self.pages))
+        finally:
+            self.stop()
+        self.out.seek(0)
+        self.err.seek(0)
+        out, err = self.out.read(), self.err.read()
+        assert self.process.returncode == 0, err[-2000:]
+        errors = {line["url"]: line["error"] for line in map(json.loads, out.splitlines())}
+        results = {}
+        for name, path in self.pages.items():
+            url = self.site.url(path)
+            assert errors.get(url, "no result") is None, (name, errors.get(url, "no result"))
+            report = json.loads((self.folder / f"{name}.json").read_text())
+            assert report.get("runtimeError") is None, (name, report["runtimeError"])
+            # The page audited is the signed-in page, not the sign-in form it would redirect to.
+            assert report["finalDisplayedUrl"] == url, (name, report["finalDisplayedUrl"])
+            results[name] = {key: cat["score"] for key, cat in report["categories"].items()}
+        return results
+
+
+def start_audit(
     site: Site,
     pages: Mapping[str, str],
     cookie: str,
     folder: Path,
     categories: tuple[str, ...] = ("accessibility", "best-practices", "performance"),
-) -> dict[str, dict[str, float]]:
-    """Run Lighthouse on each of ``pages`` (name: path), its report in ``folder/name.json``;
-    the scores (0-1) in ``categories`` per name: a test asks only for those it asserts (leaving
-    out ``performance`` saved about 15% of Lighthouse's own CPU on a small page).
+) -> Audit:
+    """Start Lighthouse on each of ``pages`` (name: path), its report in ``folder/name.json``,
+    for the scores (0-1) in ``categories``: a test asks only for those it asserts (leaving
+    out ``performance`` saved about 15% of Lighthouse's own CPU on a small page). A test may
+    go on with its own browser meanwhile (Lighthouse's pages are its own, in its own
+    Chromium): the audit's wall time then overlaps the test's, for no more CPU.
 
     Every page goes through the CLI's own steps with the CLI's arguments, one after the other
     in one Node process and one Chromium (lighthouse_pages.mjs), each in a fresh browser
-    context: one CLI run per page started Node and Chromium again each time."""
+    context: one CLI run per page started Node and Chromium again each time. Without the
+    full-page screenshot (for the HTML report's element thumbnails: no audit scores it) and
+    without the CLI's first load of about:blank (each page's context is new)."""
     folder.mkdir(parents=True, exist_ok=True)
     args = [
         "--quiet",
         "--output=json",
         "--preset=desktop",
+        "--disable-full-page-screenshot",
+        "--skip-about-blank",
         f"--only-categories={','.join(categories)}",
         f"--extra-headers={json.dumps({'Cookie': cookie})}",
     ]
@@ -62,27 +134,19 @@ def audit(
             for name, path in pages.items()
         ],
     }
-    run = subprocess.run(
-        ["node", str(PAGES_SCRIPT)],
-        input=json.dumps(spec),
-        env={"CHROME_PATH": CHROMIUM, "PATH": "/usr/bin:/bin", "HOME": str(folder)},
-        capture_output=True,
-        text=True,
-        timeout=60 + 120 * len(pages),
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    errors = {line["url"]: line["error"] for line in map(json.loads, run.stdout.splitlines())}
-    results = {}
-    for name, path in pages.items():
-        url = site.url(path)
-        assert errors.get(url, "no result") is None, (name, errors.get(url, "no result"))
-        report = json.loads((folder / f"{name}.json").read_text())
-        assert report.get("runtimeError") is None, (name, report["runtimeError"])
-        # The page audited is the signed-in page, not the sign-in form it would redirect to.
-        assert report["finalDisplayedUrl"] == url, (name, report["finalDisplayedUrl"])
-        results[name] = {key: category["score"] for key, category in report["categories"].items()}
-    return results
+    return Audit(site, pages, folder, json.dumps(spec))
+
+
+def audit(
+    site: Site,
+    pages: Mapping[str, str],
+    cookie: str,
+    folder: Path,
+    categories: tuple[str, ...] = ("accessibility", "best-practices", "performance"),
+) -> dict[str, dict[str, float]]:
+    """:func:`start_audit` and wait for its scores."""
+    with start_audit(site, pages, cookie, folder, categories) as running:
+        return running.scores()
 
 
 def failing(report_path: Path, category: str) -> list[str]:
