@@ -69,6 +69,16 @@ class FakeIndexNow:
         with self._lock:
             self._always[host] = reply
 
+    def forget(self) -> None:
+        """Nothing received and nothing scripted: as new, for the next test of a module that
+        shares this fake."""
+        with self._lock:
+            self.submissions.clear()
+            self.pending_hosts.clear()
+            self._replies.clear()
+            self._by_host.clear()
+            self._always.clear()
+
     # -- what was received -----------------------------------------------------------------
     def urls_for(self, host: str) -> list[str]:
         return [u for s in self.submissions if s.host == host for u in s.url_list]

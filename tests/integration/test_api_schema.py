@@ -1,7 +1,8 @@
 """The OpenAPI document against the running app, on each store: schemathesis generates valid
 and invalid requests for every operation (authenticated with a real key) and runs all its
-checks: no 5xx, answers as documented, valid requests accepted, invalid ones refused. Also:
-every operation has a unique, stable ``operationId``."""
+checks: no 5xx, answers as documented, valid requests accepted, invalid ones refused. Each
+generated request goes to both stores (generating is most of the CPU: once, not once per
+store). Also: every operation has a unique, stable ``operationId``."""
 
 from __future__ import annotations
 
@@ -68,22 +69,42 @@ OPERATION_IDS = {
 METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 
-@pytest.fixture(scope="module", params=STORES)
-def running(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, Account]]:
-    """One app per store for the whole module (no worker: generated URLs are never fetched).
+@contextlib.contextmanager
+def _serving(store: str, request: pytest.FixtureRequest) -> Iterator[tuple[str, Account]]:
+    """An app on a new database of ``store`` (no worker: generated URLs are never fetched).
     PostgreSQL comes from the suite's template, so with CI=true a missing server fails."""
-    if request.param == "postgresql":
-        store: contextlib.AbstractContextManager[str] = pg_database(
+    if store == "postgresql":
+        database: contextlib.AbstractContextManager[str] = pg_database(
             request.getfixturevalue("pg_template")
         )
     else:
-        store = contextlib.nullcontext(migrated_sqlite(tmp_path_factory.mktemp("schema")))
+        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+        database = contextlib.nullcontext(migrated_sqlite(factory.mktemp("schema")))
     # The product's own job types (no test plug-ins): the document a deployment serves. A
     # budget no generated run can exhaust: 429s are tested in test_api_ratelimit.py.
-    with store as url, api(make_settings(url, rate_limit="1000000/minute", plugins=[])) as app:
+    with database as url, api(make_settings(url, rate_limit="1000000/minute", plugins=[])) as app:
         yield app.base, app.account("schemathesis")
+
+
+@pytest.fixture(scope="module", params=STORES)
+def running(request: pytest.FixtureRequest) -> Iterator[tuple[str, Account]]:
+    """One app per store for the document's tests."""
+    with _serving(request.param, request) as served:
+        yield served
+
+
+@pytest.fixture
+def every_store(request: pytest.FixtureRequest) -> Iterator[dict[str, tuple[str, Account]]]:
+    """An app on each store, side by side, for the generated requests. Off CI, without a
+    PostgreSQL server, SQLite's alone (with CI=true a missing server fails)."""
+    with contextlib.ExitStack() as stack:
+        served = {}
+        for store in STORES:
+            try:
+                served[store] = stack.enter_context(_serving(store, request))
+            except pytest.skip.Exception:
+                continue
+        yield served
 
 
 # Bounded (about half a minute per store): a few derandomized examples per operation and mode.
@@ -140,7 +161,7 @@ UNSTATABLE = {
 }
 
 
-def _fuzz(operation: Any, mode: GenerationMode, key: str) -> None:
+def _fuzz(operation: Any, mode: GenerationMode, targets: dict[str, tuple[str, Account]]) -> None:
     skipped, applies = UNSTATABLE.get((operation.method.upper(), operation.path), (set(), None))
     narrowed = [check for check in CHECKS if check.__name__ not in skipped]
 
@@ -148,19 +169,34 @@ def _fuzz(operation: Any, mode: GenerationMode, key: str) -> None:
     @EXAMPLES
     def check(case: schemathesis.Case) -> None:
         checks = narrowed if applies is not None and applies(case) else CHECKS
-        case.call_and_validate(headers={"Authorization": key}, checks=checks)
+        for store, (base, account) in targets.items():  # the same request to each store
+            try:
+                headers = {"Authorization": account.key}
+                case.call_and_validate(base_url=base, headers=headers, checks=checks)
+            except (Exception, BaseExceptionGroup) as exc:
+                exc.add_note(f"on {store}")
+                raise
 
     with contextlib.suppress(Unsatisfiable):  # nothing about the operation can be made invalid
         check()
 
 
-# Every operation times 8 examples, plus each check's negative cases: a minute or two per
-# store on a quiet machine, and it grows with the routes; the suite's 120 s is for hangs.
-@pytest.mark.timeout(600)
-def test_every_check_passes_on_generated_requests(running: tuple[str, Account]) -> None:
-    base, account = running
-    # The document the running app serves, not one built beside it.
-    schema = schemathesis.openapi.from_url(f"{base}/openapi.json")
+# Every operation times 8 examples, plus each check's negative cases, on each store: a minute
+# or two on a quiet machine, and it grows with the routes; the suite's 120 s is for hangs.
+# ``slow``: the suite's longest test, scheduled first (tests/scheduling.py).
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_every_check_passes_on_generated_requests(
+    every_store: dict[str, tuple[str, Account]],
+) -> None:
+    # The document the running apps serve, not one built beside it: the same on each store,
+    # so the requests generated from it are each store's.
+    documents = {
+        store: httpx.get(f"{base}/openapi.json") for store, (base, _) in every_store.items()
+    }
+    first = next(iter(every_store.values()))[0]
+    assert len({answer.text for answer in documents.values()}) == 1, list(documents)
+    schema = schemathesis.openapi.from_url(f"{first}/openapi.json")
     failures: dict[str, BaseException] = {}
     labels: list[str] = []
     for result in schema.get_all_operations():
@@ -168,7 +204,7 @@ def test_every_check_passes_on_generated_requests(running: tuple[str, Account]) 
         labels.append(operation.label)
         for mode in GenerationMode:
             try:
-                _fuzz(operation, mode, account.key)
+                _fuzz(operation, mode, every_store)
             except (Exception, BaseExceptionGroup) as exc:  # report every broken operation
                 failures[f"{operation.label} ({mode})"] = exc
     assert len(labels) >= len(OPERATION_IDS), labels

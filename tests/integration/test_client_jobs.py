@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +30,7 @@ from seojobs.engine.worker import Worker
 from seojobs.records import JobRecord, UserRecord
 from seojobs.services import Services
 from seojobs.settings import Settings
-from tests.conftest import make_settings
+from tests.conftest import database_of, make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.server import serve
 from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
@@ -85,6 +87,11 @@ class Recorder:
             self.seen.append(entry)
         await self.app(scope, receive, recording)
 
+    def forget(self) -> None:
+        """Nothing seen: for the next test of a module that shares the stack."""
+        with self._lock:
+            self.seen.clear()
+
     def answers(self, status: int) -> list[Seen]:
         with self._lock:
             return [s for s in self.seen if s.status == status]
@@ -104,6 +111,7 @@ class Stack:
     app: FastAPI
     recorder: Recorder
     indexnow: FakeIndexNow
+    keys: list[str] = field(default_factory=list)  # of the users ``key`` made
 
     @property
     def services(self) -> Services:
@@ -111,7 +119,11 @@ class Stack:
         return found
 
     def key(self, name: str = "alice", rate_limit: str | None = None) -> str:
-        return self.services.accounts.create_user(name, rate_limit=rate_limit).api_key
+        """A new user's key (``name`` with a suffix of its own: a shared stack has others)."""
+        unique = f"{name}-{uuid.uuid4().hex[:8]}"
+        key = self.services.accounts.create_user(unique, rate_limit=rate_limit).api_key
+        self.keys.append(key)
+        return key
 
     def user(self, key: str) -> UserRecord:
         user = self.services.accounts.authenticate(key)
@@ -166,14 +178,27 @@ def stack_settings(store_url: str, endpoint: str, **extra: Any) -> Settings:
     return make_settings(store_url, **values)
 
 
-@pytest.fixture
-def stack(store_url: str) -> Iterator[Stack]:
+@pytest.fixture(scope="module")
+def shared_stack(module_store: str, request: pytest.FixtureRequest) -> Iterator[Stack]:
+    """One stack per store for the module: its tests each work as their own new users."""
     fake = FakeIndexNow()
     with (
+        database_of(module_store, request) as url,
         serve(fake.app()) as indexnow_base,
-        running_stack(stack_settings(store_url, indexnow_base + "/indexnow"), fake) as made,
+        running_stack(stack_settings(url, indexnow_base + "/indexnow"), fake) as made,
     ):
         yield made
+
+
+@pytest.fixture
+def stack(shared_stack: Stack) -> Iterator[Stack]:
+    """The module's stack with nothing seen or received yet; after the test, its users' jobs
+    are left finished (none runs into the next test)."""
+    shared_stack.recorder.forget()
+    shared_stack.indexnow.forget()
+    mine = dataclasses.replace(shared_stack, keys=[])
+    yield mine
+    wait_until(lambda: all(job.is_final for key in mine.keys for job in mine.jobs_of(key)))
 
 
 # -- submit, wait, report, usage ------------------------------------------------------------------

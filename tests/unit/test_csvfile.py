@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -102,3 +103,25 @@ def test_lines_streams_the_header_then_each_row() -> None:
     assert next(produced) == "url,count\r\n"
     assert next(produced) == "'=1,1\r\n"
     assert list(rows) == [["b", -2]]  # rows are read one at a time, as lines are produced
+
+
+def test_stream_sends_the_lines_in_pieces_made_as_the_rows_are_read() -> None:
+    width = csvfile.PIECE // 10  # about ten rows fill a piece
+    read: list[int] = []
+
+    def rows() -> Iterator[list[csvfile.Cell]]:
+        for n in range(25):
+            read.append(n)
+            yield ["x" * width, n]
+
+    produced = csvfile.stream(["url", "count"], rows())
+    first = next(produced)
+    assert len(first) >= csvfile.PIECE and len(read) < 25  # not the whole document at once
+    pieces = [first, *produced]
+    assert len(pieces) == 3 and all(len(p) >= csvfile.PIECE for p in pieces[:-1])
+    expected = csvfile.lines(["url", "count"], (["x" * width, n] for n in range(25)))
+    assert "".join(pieces) == "".join(expected)
+
+
+def test_stream_of_no_rows_is_the_header() -> None:
+    assert list(csvfile.stream(["url", "count"], [])) == ["url,count\r\n"]

@@ -6,8 +6,12 @@ number of bytes per page."""
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from seojobs.kinds.site_audit.pages import page_rows
@@ -111,6 +115,24 @@ def test_sitemap_and_previous_urls_as_sets_over_the_columns_find_the_same() -> N
     assert len(pages.url_set(listed)) == len(set(listed))
 
 
+def _measured(expression: str) -> Any:
+    """``expression`` over this module (``m``) in a new Python: a pytest worker's heap holds
+    what hundreds of tests left, which made each ``gc.collect`` and ``gc.get_objects`` there
+    cost seconds, and its other threads allocate while tracemalloc counts; a new one holds
+    this module alone. Warmed first (imports allocate once)."""
+    warm = "m._site_peak(10); m._held(10)"
+    code = f"import json, {__name__} as m; {warm}; print(json.dumps({expression}))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    return json.loads(done.stdout)
+
+
 def _site_peak(count: int) -> int:
     """The bytes the site-wide checks take at their peak over ``count`` pages, each title,
     description and content distinct (a few pages share a title)."""
@@ -133,7 +155,8 @@ def test_the_site_checks_hold_few_bytes_per_page_at_their_peak() -> None:
     """Duplicate titles, descriptions, contents and URL variants are found through hashes,
     and the sitemap's URLs kept as a byte per URL: no string or list per page held at once
     (227 bytes a page here when grouped by value, 56 now)."""
-    per_page = (_site_peak(4000) - _site_peak(1000)) / 3000
+    large, small = _measured("[m._site_peak(4000), m._site_peak(1000)]")
+    per_page = (large - small) / 3000
     assert per_page < 120, per_page
 
 
@@ -156,8 +179,9 @@ def _held(count: int) -> tuple[int, int]:
 
 
 def test_pages_keep_no_object_per_page_and_few_bytes() -> None:
-    small_objects, small_bytes = _held(200)
-    large_objects, large_bytes = _held(800)
+    (small_objects, small_bytes), (large_objects, large_bytes) = _measured(
+        "[m._held(200), m._held(800)]"
+    )
     # Four times the pages, the same containers: the columns, not a dict or list per page.
     assert large_objects - small_objects < 20, (small_objects, large_objects)
     # Each page's URL string (the frontier's own, shared), its text and its links' ints.

@@ -157,7 +157,7 @@ def _csv(read: Read, rows: Iterator[dict[str, Any]], project_id: int) -> Respons
     cells = ([_cell(row.get(c)) for c in read.csv] for row in rows)
     name = f"project-{project_id}-{read.path.replace('/', '-')}.csv"
     return StreamingResponse(
-        csvfile.lines(read.csv, cells),
+        csvfile.stream(read.csv, cells),
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
@@ -353,7 +353,7 @@ def job_read_csv(
 def _job_csv(read: JobRead, job_id: int, rows: Iterator[dict[str, Any]]) -> Response:
     to_cells = read.csv_cells or (lambda row: [_cell(row.get(c)) for c in read.csv])
     return StreamingResponse(
-        csvfile.lines(read.csv, (to_cells(row) for row in rows)),
+        csvfile.stream(read.csv, (to_cells(row) for row in rows)),
         media_type="text/csv; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="{read.csv_name.format(job_id=job_id)}"'

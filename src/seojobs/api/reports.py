@@ -125,7 +125,7 @@ def _csv_rows(
 
 def _csv(svc: Services, user: UserRecord, job: JobRecord) -> Iterator[str]:
     columns = report_columns(svc, job)
-    return csvfile.lines(COLUMNS + [c.name for c in columns], _csv_rows(svc, user, job, columns))
+    return csvfile.stream(COLUMNS + [c.name for c in columns], _csv_rows(svc, user, job, columns))
 
 
 def _wants_csv(accept: str | None) -> bool:

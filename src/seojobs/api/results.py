@@ -145,7 +145,7 @@ def items_csv(
                 yield values + [cell(c.value(item.result)) for c in columns]
             after = page[-1].seq
 
-    return csvfile.lines(ITEM_COLUMNS + [c.name for c in columns], rows())
+    return csvfile.stream(ITEM_COLUMNS + [c.name for c in columns], rows())
 
 
 def items_csv_response(

@@ -8,12 +8,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints, WithJsonSchema
 
 from seojobs.api import problems
 from seojobs.api.deps import Svc, User
 from seojobs.api.ids import MAX_ID, IdDigits, parse_cursor
-from seojobs.api.inputs import FORBID, CheckedRoute
+from seojobs.api.inputs import FORBID, NO_NUL, TOLERATED_KEYS, CheckedRoute
 from seojobs.api.text import Title
 from seojobs.api.v1 import Cursor, Limit
 from seojobs.kinds.urls import Url
@@ -31,7 +31,11 @@ router = APIRouter(
 
 WebhookId = Annotated[int, Path(ge=1, le=MAX_ID, description="The endpoint's id."), IdDigits]
 DeliveryId = Annotated[int, Path(ge=1, le=MAX_ID, description="The delivery's id."), IdDigits]
-EventName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+# The input gate refuses NUL in any string or key of a body: the document says so.
+EventName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=NO_NUL)]
+# One event type's conditions: any JSON the gate lets through (the service checks them
+# against the conditions the event declares).
+Conditions = Annotated[dict[str, Any], WithJsonSchema({"type": "object", **TOLERATED_KEYS})]
 Events = list[EventName] | Literal["*"]
 EVENTS_DOC = (
     f"Event types ({', '.join(EVENT_TYPES)}, and the change events the job types declare: "
@@ -50,7 +54,7 @@ class WebhookIn(BaseModel):
     project_id: int | None = Field(
         default=None, ge=1, le=MAX_ID, description="Only this project's events."
     )
-    filters: dict[EventName, dict[str, Any]] | None = Field(
+    filters: dict[EventName, Conditions] | None = Field(
         default=None,
         description="Per change event type, conditions its events must meet (e.g. "
         '`{"rank.changed": {"min_change": 3, "top": 10}}`); job events take none.',
@@ -65,7 +69,7 @@ class WebhookPatch(BaseModel):
     enabled: bool | None = None
     description: Title | None = None
     project_id: int | None = Field(default=None, ge=1, le=MAX_ID)
-    filters: dict[EventName, dict[str, Any]] | None = None
+    filters: dict[EventName, Conditions] | None = None
 
 
 class Webhook(BaseModel):

@@ -142,7 +142,7 @@ def csv_response(table: Table, collected: Sequence[Collected], name: str) -> Str
     rows = table.rows(collected)
     keys = [c.key for c in table.columns]
     return StreamingResponse(
-        csvfile.lines(keys, ([_csv_cell(row.get(k)) for k in keys] for row in rows)),
+        csvfile.stream(keys, ([_csv_cell(row.get(k)) for k in keys] for row in rows)),
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )
