@@ -368,6 +368,9 @@ NO_PROVIDERS: dict[str, object] = {
 TEST_FINGERPRINTS = str(Path(__file__).parent / "fakes" / "fingerprints.json")
 
 
+PROBE_TIMEOUT = 10.0  # the database gate's, in tests (see make_settings)
+
+
 def make_settings(url: str, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "database_url": url,
@@ -382,6 +385,12 @@ def make_settings(url: str, **overrides: object) -> Settings:
         # 2, 4 and 8 s: a job whose fallback chain meets unreachable providers (UNREACHABLE)
         # would otherwise wait some 14 s per provider. A test of the back-off itself says so.
         "provider_backoff": 0.01,
+        # The API's database gate answers 503 to everything when a new PostgreSQL connection
+        # takes over a second (1 s in production). On a loaded CI machine (four xdist workers,
+        # Chromium and PostgreSQL on 2 cores) one did, and tests not about the gate got 503
+        # database_unavailable. The gate's own tests (unit/test_api_observe_deadline,
+        # e2e/test_outages) keep the production default.
+        "database_probe_timeout": PROBE_TIMEOUT,
         **CONFIGURED_PROVIDERS,
         "fingerprints_path": TEST_FINGERPRINTS,
     }
@@ -425,6 +434,7 @@ def subprocess_env(url: str, **extra: str) -> dict[str, str]:
             "SEOJOBS_POLL_INTERVAL": "0.2",
             "SEOJOBS_MAINTENANCE_INTERVAL": "0.2",
             "SEOJOBS_PROVIDER_BACKOFF": "0.01",  # as make_settings: retried, without the wait
+            "SEOJOBS_DATABASE_PROBE_TIMEOUT": str(PROBE_TIMEOUT),  # as make_settings
         }
     )
     env.update(extra)

@@ -99,14 +99,10 @@ def _expect_storage_policy(answer: httpx.Response, policy: str, served: int) -> 
 def test_a_hung_storage_never_hangs_the_api(store_url: str, policy: str) -> None:
     with endpoint("hang") as hung:
         # Requests held by the hung limiter are slow, so the database gate probes PostgreSQL
-        # meanwhile; with 85 client threads in this process, on a loaded machine a new
-        # connection once took more than the default 1 s and every answer became 503
-        # database_unavailable. The database is not what this test hangs.
+        # meanwhile (with 85 client threads in this process, a new connection once took over
+        # 1 s on a loaded machine: make_settings gives the probe more).
         settings = _settings(
-            store_url,
-            hung.redis_url("redis://h/0"),
-            rate_limit_on_storage_error=policy,
-            database_probe_timeout=8.0,
+            store_url, hung.redis_url("redis://h/0"), rate_limit_on_storage_error=policy
         )
         with api(settings) as app:
             try:

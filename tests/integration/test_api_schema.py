@@ -7,6 +7,7 @@ store). Also: every operation has a unique, stable ``operationId``."""
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -208,7 +209,11 @@ def test_every_check_passes_on_generated_requests(
             except (Exception, BaseExceptionGroup) as exc:  # report every broken operation
                 failures[f"{operation.label} ({mode})"] = exc
     assert len(labels) >= len(OPERATION_IDS), labels
-    assert not failures, "\n\n".join(f"== {label}\n{exc}" for label, exc in failures.items())
+    # Each failure whole: a flaky one's sub-exceptions and the store each happened on (its
+    # note), which str() of an exception group leaves out.
+    assert not failures, "\n\n".join(
+        f"== {label}\n{''.join(traceback.format_exception(exc))}" for label, exc in failures.items()
+    )
 
 
 def test_v1_operations_document_their_problem_json_errors(running: tuple[str, Account]) -> None:
