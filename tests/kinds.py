@@ -23,7 +23,6 @@ from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, create_
 from sqlalchemy.pool import NullPool
 
 from seojobs.engine import Finding, ItemResult, JobContext, JobFailed, Kind, Registry
-from seojobs.fetch import Fetcher
 from seojobs.records import ItemRecord
 
 log_metadata = MetaData()
@@ -161,6 +160,8 @@ async def crawl(ctx: JobContext[CrawlParams]) -> None:
             () if "<title>" in html else (Finding("missing_title", "warning", {"url": item.input}),)
         )
         return ItemResult(outcome="crawled", result={"links": len(links)}, findings=found)
+
+    from seojobs.fetch import Fetcher  # as the built-in kinds: aiohttp at the first crawl
 
     async with Fetcher(ctx.settings) as fetcher:
         await ctx.run_items(one, concurrency=ctx.params.concurrency, backlog=ctx.params.backlog)

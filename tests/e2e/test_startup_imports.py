@@ -26,10 +26,22 @@ _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.MULTIL
 
 # A job's or a request's, never a start's: the HTTP framework, Alembic on a database already at
 # its head, the parsers and clients that a kind's run or a provider's call loads when it needs
-# them (DNS, certificates, the public suffix list, Google's signing), and PostgreSQL's driver in
-# a SQLite process.
+# them (DNS, certificates, the public suffix list, Google's signing), the outbound HTTP stack
+# (aiohttp: a page fetch, a provider's call, a webhook delivery), and PostgreSQL's driver in a
+# SQLite process.
 SERVER_ONLY = ("fastapi", "starlette", "uvicorn", "alembic", "mako")
-FIRST_USE = ("dns", "cryptography", "tldextract", "requests", "filelock", "google.auth", "psycopg")
+FIRST_USE = (
+    "dns",
+    "cryptography",
+    "tldextract",
+    "requests",
+    "filelock",
+    "google.auth",
+    "psycopg",
+    "aiohttp",
+    "yarl",
+    "seojobs.fetch.http",
+)
 # A kind's run-time code (its handler's modules, the parsers and adapters they use): loaded at a
 # worker's first job of the kind, never at a process's start. The registry loads each kind's
 # declaration alone (its params, settings, reads and view).

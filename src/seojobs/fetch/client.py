@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from yarl import URL as YarlURL
 
+from seojobs.fetch.closing import Closing
 from seojobs.fetch.diagnostics import Diagnostics, fetch_checked, inspect
 from seojobs.fetch.errors import FetchError, InvalidURL, RedirectLoop, TooManyRedirects
 from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver
-from seojobs.fetch.http import ACCEPT_ENCODING, Closing, Connector, HttpClient, Response
+from seojobs.fetch.http import ACCEPT_ENCODING, Connector, HttpClient, Response
 from seojobs.fetch.politeness import HostGate
 from seojobs.fetch.result import FetchResult, Headers, RedirectHop, no_headers
 from seojobs.fetch.robots import RobotsCache, RobotsVerdict

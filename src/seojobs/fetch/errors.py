@@ -10,11 +10,9 @@ knows aiohttp's and asyncio's exceptions.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from typing import ClassVar
-
-import aiohttp
-from aiohttp import http_exceptions
 
 # The error kinds a FetchResult may carry (stable strings: reports store them).
 SSRF_REFUSED = "ssrf_refused"
@@ -114,6 +112,8 @@ def _detail(exc: BaseException) -> str:
 
 
 def _is_tls_failure(exc: BaseException, https: bool) -> bool:
+    import aiohttp
+
     if isinstance(exc, aiohttp.ClientSSLError):
         return True
     if any(isinstance(e, ssl.SSLError | ssl.CertificateError) for e in _chain(exc)):
@@ -129,6 +129,8 @@ def _is_tls_failure(exc: BaseException, https: bool) -> bool:
 
 def _is_undecodable(exc: BaseException) -> bool:
     """A body its Content-Encoding cannot decode (or an encoding aiohttp cannot decode)."""
+    from aiohttp import http_exceptions
+
     return any(
         isinstance(e, http_exceptions.ContentEncodingError)
         or "can not decode content-encoding" in str(e).lower()
@@ -136,31 +138,40 @@ def _is_undecodable(exc: BaseException) -> bool:
     )
 
 
-# aiohttp's and asyncio's exceptions, most specific first (a DNS failure is a connector
-# error, a read timeout is a connection error).
-_KINDS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
-    ((asyncio.TimeoutError,), TIMEOUT),  # aiohttp's connect and read timeouts too
-    ((aiohttp.ClientConnectorDNSError,), DNS_ERROR),
-    # Nothing listening, unreachable, or a proxy that refused the tunnel.
-    ((aiohttp.ClientConnectorError, aiohttp.ClientHttpProxyError), CONNECT_ERROR),
-    ((aiohttp.NonHttpUrlClientError,), UNSUPPORTED_SCHEME),
-    ((aiohttp.InvalidURL,), INVALID_URL),
-    # No complete, well-formed answer: cut short, unparsable, or the server hung up.
-    (
-        (aiohttp.ClientPayloadError, aiohttp.ClientResponseError, aiohttp.ServerDisconnectedError),
-        PROTOCOL_ERROR,
-    ),
-    # The connection broke after it was opened.
-    ((aiohttp.ClientOSError, aiohttp.ClientConnectionResetError), NETWORK_ERROR),
-    ((aiohttp.ClientError,), FETCH_ERROR),
-)
+@functools.cache
+def _kinds() -> tuple[tuple[tuple[type[BaseException], ...], str], ...]:
+    """aiohttp's and asyncio's exceptions, most specific first (a DNS failure is a connector
+    error, a read timeout is a connection error). Built at the first failure to map: a process
+    that only declares errors (the API's, a command's) never loads aiohttp."""
+    import aiohttp
+
+    return (
+        ((asyncio.TimeoutError,), TIMEOUT),  # aiohttp's connect and read timeouts too
+        ((aiohttp.ClientConnectorDNSError,), DNS_ERROR),
+        # Nothing listening, unreachable, or a proxy that refused the tunnel.
+        ((aiohttp.ClientConnectorError, aiohttp.ClientHttpProxyError), CONNECT_ERROR),
+        ((aiohttp.NonHttpUrlClientError,), UNSUPPORTED_SCHEME),
+        ((aiohttp.InvalidURL,), INVALID_URL),
+        # No complete, well-formed answer: cut short, unparsable, or the server hung up.
+        (
+            (
+                aiohttp.ClientPayloadError,
+                aiohttp.ClientResponseError,
+                aiohttp.ServerDisconnectedError,
+            ),
+            PROTOCOL_ERROR,
+        ),
+        # The connection broke after it was opened.
+        ((aiohttp.ClientOSError, aiohttp.ClientConnectionResetError), NETWORK_ERROR),
+        ((aiohttp.ClientError,), FETCH_ERROR),
+    )
 
 
 def _kind(exc: BaseException, https: bool) -> str | None:
     """Our kind for an aiohttp/asyncio exception; ``None`` for anything else."""
     if _is_tls_failure(exc, https):
         return TLS_ERROR
-    return next((kind for types, kind in _KINDS if isinstance(exc, types)), None)
+    return next((kind for types, kind in _kinds() if isinstance(exc, types)), None)
 
 
 def from_transport(exc: BaseException, *, https: bool = False) -> FetchError | None:

@@ -29,8 +29,7 @@ import base64
 import json as jsonlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
@@ -40,6 +39,7 @@ from yarl import URL
 
 from seojobs import outside
 from seojobs.fetch import errors
+from seojobs.fetch.closing import Closing
 from seojobs.fetch.errors import FetchError, UnreadableBody
 from seojobs.fetch.result import Headers, header_charset
 
@@ -132,24 +132,6 @@ def _basic_auth(user: str, password: str) -> str:
     # UTF-8, as RFC 7617 advises (aiohttp's helper refuses a ":" in the user name, which
     # would then surface as a crash instead of the provider's 401).
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-
-
-class Closing:
-    """``async with`` for a class with ``aclose()``: entered as itself, closed on exit."""
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class HttpClient(Closing):

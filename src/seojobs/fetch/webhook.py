@@ -11,14 +11,15 @@ a 3xx is an answer like any other (a failed attempt).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from yarl import URL as YarlURL
-
+from seojobs.fetch.closing import Closing
 from seojobs.fetch.guard import AddressGuard, GuardPolicy, Resolver, parse_ip_host
-from seojobs.fetch.http import Closing, Connector, HttpClient, Response
-from seojobs.fetch.transport import PinnedConnector, pinned
 from seojobs.fetch.urls import URL, parse_url
 from seojobs.settings import Settings
+
+if TYPE_CHECKING:  # the HTTP stack (aiohttp) loads with the first sender
+    from seojobs.fetch.http import Connector, Response
 
 ANSWER_BYTES = 4096  # of an endpoint's answer, what is read (the first bytes are kept)
 
@@ -33,6 +34,9 @@ class WebhookSender(Closing):
         resolver: Resolver | None = None,
         connector: Connector | None = None,
     ) -> None:
+        from seojobs.fetch.http import HttpClient
+        from seojobs.fetch.transport import PinnedConnector
+
         timeout = settings.webhook_timeout
         self.guard = AddressGuard(
             GuardPolicy.from_settings(settings), resolver, lookup_timeout=timeout
@@ -67,6 +71,10 @@ class WebhookSender(Closing):
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> Response:
         """One attempt; raises ``FetchError`` when there is no answer (refused included)."""
+        from yarl import URL as YarlURL
+
+        from seojobs.fetch.transport import pinned
+
         target = parse_url(url)
         addresses = await self.guard.resolve(target.host)  # refused here: nothing was sent
         with pinned(target.host, addresses):

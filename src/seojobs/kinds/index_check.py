@@ -19,7 +19,6 @@ from seojobs.engine.hints import PollHint
 from seojobs.engine.kindsettings import moved, of
 from seojobs.engine.registry import Kind, Quota, Refusal, ReportColumn
 from seojobs.engine.roles import ProviderRole
-from seojobs.fetch import Fetcher
 from seojobs.kinds import providers
 from seojobs.kinds.fallback import Chain, Unanswered
 from seojobs.kinds.urls import SUMMARY_PARAMS, UrlListParams, item_urls, url_count_cost
@@ -122,6 +121,8 @@ async def run(ctx: JobContext[IndexCheckParams]) -> None:
                 verdict.error_code or UPSTREAM_ERROR, verdict.error_message or "", result=result
             )
         return ItemResult(outcome=verdict.status, result=result)
+
+    from seojobs.fetch import Fetcher  # the page fetcher (aiohttp) loads at the first job
 
     try:
         async with Fetcher(ctx.settings) as fetcher:

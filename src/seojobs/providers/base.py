@@ -22,12 +22,14 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from seojobs import telemetry
 from seojobs.fetch.errors import FetchError, UnreadableBody
-from seojobs.fetch.http import ACCEPT_ENCODING, Connector, HttpClient, Response
 from seojobs.settings import Settings
+
+if TYPE_CHECKING:  # the HTTP client (aiohttp) loads at a provider's first call
+    from seojobs.fetch.http import Connector, HttpClient, Response
 
 T = TypeVar("T")
 
@@ -132,6 +134,8 @@ def http_client(settings: Settings, *, connector: Connector | None = None) -> Ht
     (``HTTP_PROXY``/``HTTPS_PROXY``, ``NO_PROXY``); no cookies are kept. ``connector``:
     tests' hook at the network edge.
     """
+    from seojobs.fetch.http import ACCEPT_ENCODING, HttpClient
+
     return HttpClient(
         headers={
             "User-Agent": settings.user_agent,

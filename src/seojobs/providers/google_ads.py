@@ -30,9 +30,8 @@ import asyncio
 import calendar
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     AUTH_FAILED,
     QUOTA_EXHAUSTED,
@@ -47,6 +46,9 @@ from seojobs.providers.base import (
 from seojobs.providers.google_auth import oauth_error, parse_token
 from seojobs.providers.keywords import Keyword, Month, Research, level, merge, retried, whole
 from seojobs.settings import Settings
+
+if TYPE_CHECKING:  # the HTTP client (aiohttp) loads at the adapter's first call
+    from seojobs.fetch.http import HttpClient, Response
 
 NAME = "google_ads"
 NEEDS = (

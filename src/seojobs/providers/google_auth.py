@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from seojobs.fetch.errors import UnreadableBody
-from seojobs.fetch.http import HttpClient, Response
 from seojobs.providers.base import (
     AUTH_FAILED,
     ProviderError,
@@ -34,6 +33,8 @@ REFRESH_MARGIN = 300.0  # renew this long before expiry so a token never dies mi
 
 if TYPE_CHECKING:  # google-auth (and its cryptography) load when a key file is first read
     from google.auth import crypt
+
+    from seojobs.fetch.http import HttpClient, Response
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,9 @@ class Dispatcher:
         self._loop = asyncio.get_running_loop()
         listener = Listener(self.db, self.wake, WEBHOOK_CHANNEL)
         listener.start()
-        sender = WebhookSender(self.settings, resolver=self.resolver)
+        # Made at the first delivery: its HTTP stack (aiohttp) is not loaded by a server or a
+        # worker that never delivers one.
+        sender: WebhookSender | None = None
         recorder = asyncio.create_task(self._record_loop())
         attempts: set[asyncio.Task[None]] = set()
         try:
@@ -143,6 +145,8 @@ class Dispatcher:
                 self._freed.clear()  # before the claim: a batch recorded meanwhile wakes us
                 free = self.concurrency - self._in_flight
                 for due in await self._claim_free(free) if free > 0 else []:
+                    if sender is None:
+                        sender = WebhookSender(self.settings, resolver=self.resolver)
                     task = asyncio.create_task(self._attempt(sender, due))
                     attempts.add(task)
                     task.add_done_callback(attempts.discard)
@@ -156,7 +160,8 @@ class Dispatcher:
             for task in (recorder, *attempts):
                 task.cancel()
             await asyncio.gather(recorder, *attempts, return_exceptions=True)
-            await sender.aclose()
+            if sender is not None:
+                await sender.aclose()
             await listener.aclose()
 
     def _pause(self) -> float:
