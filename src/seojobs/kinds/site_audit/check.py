@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from seojobs.fetch import FetchResult
+from seojobs.fetch import FetchResult, parse_meta_robots, parse_x_robots_tag
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, join_url, parse_url
 from seojobs.kinds.site_audit.guide import GUIDE
@@ -96,6 +96,16 @@ class Page:
     def resolve(self, href: str) -> str | None:
         """A URL of the page's markup made absolute (:func:`resolve`), against its base."""
         return resolve(self.base, href)
+
+    @cached_property
+    def directives(self) -> frozenset[str]:
+        """The robots directives for Googlebot, from meta tags and X-Robots-Tag together;
+        read once for the rules that ask (three of them)."""
+        facts, response = self.facts, self.response
+        names = parse_meta_robots(facts.robots_meta).names_for() if facts else frozenset()
+        if response is not None:
+            names |= parse_x_robots_tag(response.header_list("x-robots-tag")).names_for()
+        return names
 
     @cached_property
     def canonical(self) -> str | None:

@@ -273,8 +273,14 @@ class Crawl:
         # What the page's URLs resolve against: its <base href>, if any (one base for all).
         base = document_base(fetched.final_url, facts) if facts else None
         links = _links(base, facts, self.keys) if base and facts else []
-        clean = self.frontier.rules.clean
-        internal = [(clean(u), nf) for u, nf in links if self.frontier.in_scope(u)]
+        clean, in_scope = self.frontier.rules.clean, self.frontier.in_scope
+        internal: list[tuple[str, bool]] = []
+        outside: list[str] = []  # other sites' links
+        for u, nofollow in links:
+            if in_scope(u):
+                internal.append((clean(u), nofollow))
+            else:
+                outside.append(u)
         canonical = _canonical(base, facts, self.keys) if base and facts else None
         follow = [u for u, _nofollow in internal]
         follow += [u for u in (final, canonical) if u and u != url and self.frontier.in_scope(u)]
@@ -282,7 +288,6 @@ class Crawl:
         # audited, its links not followed.
         added = self.frontier.take(follow, depth + 1) if depth is not None else []
         noindex = _noindex(fetched, facts)
-        outside = [u for u, _nofollow in links if not self.frontier.in_scope(u)]
         checked = await self.external.outcomes(outside) if self.external and outside else []
         broken = [
             {"target": o["url"], "status": o["status"], "error_kind": o["error_kind"]}

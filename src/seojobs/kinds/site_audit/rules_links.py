@@ -6,7 +6,6 @@ from __future__ import annotations
 import ipaddress
 from collections import defaultdict
 
-from seojobs.fetch import parse_meta_robots, parse_x_robots_tag
 from seojobs.fetch.directives import link_header_canonicals
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import join_url, parse_url
@@ -66,17 +65,9 @@ def _is_absolute(href: str) -> bool:
     return href.lower().startswith(("http://", "https://"))
 
 
-def _directives(page: Page) -> frozenset[str]:
-    """The robots directives for Googlebot, from meta tags and X-Robots-Tag together."""
-    names = parse_meta_robots(page.facts.robots_meta).names_for() if page.facts else frozenset()
-    if page.response is not None:
-        names |= parse_x_robots_tag(page.response.header_list("x-robots-tag")).names_for()
-    return names
-
-
 def _directive(name: str) -> Rule:
     def rule(page: Page, _t: Thresholds) -> Evidence:
-        return {name: True} if page.facts is not None and name in _directives(page) else None
+        return {name: True} if page.facts is not None and name in page.directives else None
 
     return rule
 
