@@ -573,7 +573,9 @@ def heartbeat(
     return {int(r) for r in conn.execute(stmt).scalars()}
 
 
-def _held(job_id: int, attempt: int) -> Any:
+def _held(job_id: Any, attempt: Any) -> Any:
+    """The claim ``attempt`` still holds job ``job_id`` (values, or bind parameters of a
+    statement built once)."""
     return and_(jobs.c.id == job_id, jobs.c.attempt == attempt, jobs.c.state == "processing")
 
 
@@ -807,11 +809,7 @@ def record_items(
 # statement (and its cache key) cost more CPU than running it.
 _RECORD_JOB = (
     update(jobs)
-    .where(
-        jobs.c.id == bindparam("j_id"),
-        jobs.c.attempt == bindparam("j_attempt"),
-        jobs.c.state == "processing",
-    )
+    .where(_held(bindparam("j_id"), bindparam("j_attempt")))
     .values(
         items_done=jobs.c.items_done + bindparam("j_done"),
         items_failed=jobs.c.items_failed + bindparam("j_failed"),
@@ -862,15 +860,10 @@ def fence(conn: Connection, job_id: int, attempt: int, now: datetime) -> None:
         raise LeaseLost(job_id)
 
 
-# Built once, like _RECORD_JOB (its where clause is _held's): every write of a running
-# job's side effects is fenced.
+# Built once, like _RECORD_JOB: every write of a running job's side effects is fenced.
 _FENCE = (
     update(jobs)
-    .where(
-        jobs.c.id == bindparam("f_id"),
-        jobs.c.attempt == bindparam("f_attempt"),
-        jobs.c.state == "processing",
-    )
+    .where(_held(bindparam("f_id"), bindparam("f_attempt")))
     .values(updated_at=bindparam("f_at", type_=jobs.c.updated_at.type))
 )
 
