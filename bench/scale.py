@@ -1,8 +1,6 @@
 """Scale benchmark: ``python bench/scale.py [--jobs 1000000] [--processes 1,2,4] ...``.
 
-Status GETs with 1, 2 and 4 API processes on PostgreSQL at N finished jobs (10 items each,
-written with COPY) beside the same at N/10, a report page at page 1 and page 10,000, and
-pruning. What it measures, its targets and how to read its report: docs/bench/scale.md.
+What it measures, its targets and how to read its report: docs/bench/scale.md.
 """
 
 from __future__ import annotations
@@ -10,8 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import argparse
 import json
@@ -57,7 +54,8 @@ Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(prog="bench/scale.py", description=__doc__.splitlines()[2])
+    what = "Status GETs from N API processes on PostgreSQL at N and N/10 jobs; pages; pruning"
+    p = argparse.ArgumentParser(prog="bench/scale.py", description=what)
     p.add_argument("--jobs", type=int, default=1_000_000, help="the large table (1000000)")
     p.add_argument("--items-per-job", type=int, default=10, help="items of each job (10)")
     p.add_argument("--processes", type=core.positive_ints, default=(1, 2, 4), help="1,2,4")

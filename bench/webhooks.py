@@ -1,13 +1,6 @@
-"""Webhook delivery benchmark: ``python bench/webhooks.py [--jobs 10000] [--stores sqlite]
-[--concurrency 200] [--rate N]``.
+"""Webhook delivery benchmark: ``python bench/webhooks.py [--jobs N] [--stores ...] [--rate N]``.
 
-No-op jobs are completed by one in-process worker whose dispatcher delivers a
-``job.completed`` for each to one subscribed endpoint: a receiver on loopback in its own
-process (uvicorn), which records when each delivery arrived. Two runs per store: a **burst**
-(N pre-inserted jobs complete within a second or so: the outbox's drain rate, reported) and a
-**steady** rate (N jobs fed at ``--rate`` a second, by default half the burst's drain rate:
-the delay from each job's completion, its ``completed_at``, to its delivery, p99 judged).
-Targets, and how to read the report: docs/bench/webhooks.md.
+Its burst and steady runs, targets, and how to read its report: docs/bench/webhooks.md.
 """
 
 from __future__ import annotations
@@ -15,8 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import json
