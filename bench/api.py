@@ -12,7 +12,6 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (
 
 import argparse
 import json
-import os
 import time
 from argparse import Namespace
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from bench.lib import core, ours, spy
 from bench.lib.core import (
     BARE_PATH,
     CONSTANT,
+    STATUS_PATH,
     UVICORN_OPTIONS,
     Load,
     LoadTarget,
@@ -248,8 +248,6 @@ def failures(results: Results, connections: tuple[int, ...]) -> list[str]:
     return failed
 
 
-STATUS_PATH = "/api/v1/index-check/jobs/"
-
 # -- sanity checks before the load ----------------------------------------------------------
 
 
@@ -363,25 +361,10 @@ class System:
 def measure(
     system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
 ) -> Sample:
-    """One wrk run against ``system``, with the CPU its server, the load generator and the
-    rest of the machine used meanwhile."""
-    pid = system.server.pid
+    """One wrk run against ``system`` (:func:`core.loaded`)."""
     pause_ms = connections / offered * 1000 if offered else 0.0
-    cpu0, busy0, kids0 = core.proc_cpu(pid), core.machine_busy(), core.children_cpu()
-    t0 = time.monotonic()
-    load = run_wrk(system.target, connections, seconds, pause_ms)
-    wall = time.monotonic() - t0
-    server_cpu = core.proc_cpu(pid) - cpu0
-    loadgen_cpu = core.children_cpu() - kids0
-    others = (core.machine_busy() - busy0 - server_cpu - loadgen_cpu) / (
-        (os.cpu_count() or 1) * wall
-    )
-    if load.errors or load.bad_status:
-        raise RuntimeError(
-            f"{system.label}: {load.errors} socket errors, {load.bad_status} non-2xx answers "
-            f"at {connections} connections\n{system.server.log_tail()}"
-        )
-    return Sample(system.key, connections, rnd, load, server_cpu, max(0.0, others), offered)
+    load, cpu, others = core.loaded(system.server, system.target, connections, seconds, pause_ms)
+    return Sample(system.key, connections, rnd, load, cpu, others, offered)
 
 
 # -- set-up -----------------------------------------------------------------------------------

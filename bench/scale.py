@@ -23,6 +23,7 @@ from sqlalchemy import text
 
 from bench.lib import core, ours
 from bench.lib.core import (
+    STATUS_PATH,
     Load,
     LoadTarget,
     ScratchPostgres,
@@ -31,7 +32,6 @@ from bench.lib.core import (
     pg_conninfo,
     pg_url,
     run_wrk,
-    tree_cpu,
     vacuum_postgres,
     wrk_version,
 )
@@ -49,12 +49,13 @@ PAGES = 10_000
 CHUNK = 20_000  # rows per COPY write
 RETENTION_DAYS = Settings().retention_days
 ROWS = text("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM job_items)")
-STATUS_PATH = "/api/v1/index-check/jobs/"
 Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
-    what = "Status GETs from N API processes on PostgreSQL at N and N/10 jobs; pages; pruning"
+    what = (
+        "Status GETs with N API processes on PostgreSQL at N and N/10 jobs; report pages; pruning"
+    )
     p = argparse.ArgumentParser(prog="bench/scale.py", description=what)
     p.add_argument("--jobs", type=int, default=1_000_000, help="the large table (1000000)")
     p.add_argument("--items-per-job", type=int, default=10, help="items of each job (10)")
@@ -179,11 +180,8 @@ class Results:
 
 
 def measure(pool: Server, processes: int, target: LoadTarget, what: str, opts: Options) -> Sample:
-    cpu = tree_cpu(pool.pid)
-    got = run_wrk(target, opts.connections, opts.duration)
-    if got.errors or got.bad_status or not got.requests:
-        raise RuntimeError(f"{what}: {got.errors} errors, {got.bad_status} non-2xx answers")
-    return Sample(what, processes, got, (tree_cpu(pool.pid) - cpu) / got.requests * 1000)
+    got, cpu, _others = core.loaded(pool, target, opts.connections, opts.duration)
+    return Sample(what, processes, got, cpu / got.requests * 1000)
 
 
 def page_path(table: Table, page: int, size: int) -> str:

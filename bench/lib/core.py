@@ -506,7 +506,7 @@ UVICORN_OPTIONS = (
     "warning",
 )
 START_TIMEOUT = 60.0
-STATUS_PATH = "/api/v1/index-check/jobs/"
+STATUS_PATH = "/api/v1/index-check/jobs/"  # a job id is appended
 
 
 def free_port() -> int:
@@ -850,3 +850,23 @@ def run_wrk(target: LoadTarget, connections: int, seconds: float, pause_ms: floa
                 bad_status=f[9],
             )
     raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
+
+
+def loaded(
+    server: Server, target: LoadTarget, connections: int, seconds: float, pause_ms: float = 0.0
+) -> tuple[Load, float, float]:
+    """One :func:`run_wrk` against ``server``: (its Load, the CPU seconds of the server's
+    process tree meanwhile, the share of the machine's CPUs every other process used: neither
+    the server nor the load generator). Raises on a socket error or a non-2xx answer."""
+    cpu0 = tree_cpu(server.pid)  # (read outside the machine's span: it scans /proc)
+    busy0, kids0, t0 = machine_busy(), children_cpu(), time.monotonic()
+    load = run_wrk(target, connections, seconds, pause_ms)
+    elapsed, busy, kids = time.monotonic() - t0, machine_busy(), children_cpu()
+    server_cpu = tree_cpu(server.pid) - cpu0
+    others = busy - busy0 - server_cpu - (kids - kids0)
+    if load.errors or load.bad_status or not load.requests:
+        raise RuntimeError(
+            f"{load.errors} socket errors, {load.bad_status} non-2xx answers of {load.requests} "
+            f"at {connections} connections\n{server.log_tail()}"
+        )
+    return load, server_cpu, max(0.0, others / ((os.cpu_count() or 1) * elapsed))
