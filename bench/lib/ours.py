@@ -437,6 +437,7 @@ SEED_PARAMS = {"urls": [SEED_URL], "engine": "google", "duplicates_removed": 0}
 @dataclass(frozen=True)
 class Seeded:
     api_key: str  # a secret: passed to the load generator, never printed
+    project_id: int
     first_id: int
     last_id: int
     seconds: float
@@ -481,7 +482,8 @@ def seed(url: str, count: int) -> Seeded:
         raise RuntimeError(
             f"expected {count} jobs with consecutive ids, got {n} in {first}..{last}"
         )
-    return Seeded(user.api_key, int(first), int(last), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return Seeded(user.api_key, user.project_id, int(first), int(last), seconds)
 
 
 # -- bench/audit.py, bench/dashboard.py and bench/vitals.py: a ``seojobs worker`` process ---
