@@ -10,13 +10,13 @@ from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -188,9 +188,6 @@ SYSTEMS = ("ours", "advertools", "bare")
 STORES = ("sqlite", "pg")
 PEER_PYTHON = REPO / ".venv-peer" / "bin" / "python"
 SAMPLE = 0.05  # seconds between RSS samples of a crawler's process tree
-
-
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:

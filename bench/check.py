@@ -10,13 +10,13 @@ from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import asyncio
 import dataclasses
 import importlib.util
 import os
 import statistics
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -364,9 +364,6 @@ SELECTABLE = ("sqlite", "postgresql", "bare")
 POLITENESS = ("default", "raised")
 DEFAULT_HOST_CONCURRENCY = 2  # Settings.fetch_host_concurrency's default
 WARM_URLS = 200
-
-
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:

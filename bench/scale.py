@@ -13,6 +13,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (
 import argparse
 import json
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -49,7 +50,6 @@ PAGES = 10_000
 CHUNK = 20_000  # rows per COPY write
 RETENTION_DAYS = Settings().retention_days
 ROWS = text("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM job_items)")
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
