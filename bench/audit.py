@@ -133,14 +133,8 @@ def targets(results: Results) -> list[tuple[str, str, bool]]:
                 target = f"{label} >= {factor:g} x {name} pages/s"
                 found.append((target, f"{ratio:.3g}x", ratio >= factor))
         if peer_rss:
-            ours = max(r.peak_rss for r in runs)
-            found.append(
-                (
-                    f"{label} peak RSS <= advertools'",
-                    f"{_mb(ours)} vs {_mb(peer_rss)}",
-                    ours <= peer_rss,
-                )
-            )
+            ours, what = max(r.peak_rss for r in runs), f"{label} peak RSS <= advertools'"
+            found.append((what, f"{_mb(ours)} vs {_mb(peer_rss)}", ours <= peer_rss))
     ratios = results.ratios(PG, SQLITE)
     if ratios:
         ratio = statistics.median(ratios)

@@ -258,39 +258,25 @@ def _rows(db: Database) -> int:
 # -- the report -------------------------------------------------------------------------------
 
 
+def _vs(what: str, value: float, base: float, fmt: str, ok: bool, unit: str = "") -> core.Target:
+    return (what, f"{value:{fmt}} vs {base:{fmt}}{unit} ({value / base:.2f} x)", ok)
+
+
 def checks(results: Results, tables: list[Table], opts: Options) -> list[core.Target]:
     small, big = tables[0].label, tables[-1].label
     found = []
     for n in opts.processes:
         p99, base = results.median(big, n, "p99_ms"), results.median(small, n, "p99_ms")
-        found.append(
-            (
-                f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}",
-                f"{p99:.1f} vs {base:.1f} ms ({p99 / base:.2f} x)",
-                p99 <= TARGET_P99 * base,
-            )
-        )
+        what = f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}"
+        found.append(_vs(what, p99, base, ".1f", p99 <= TARGET_P99 * base, " ms"))
     for before, after in zip(opts.processes, opts.processes[1:], strict=False):
         rate, base = results.median(big, after, "rate"), results.median(big, before, "rate")
-        found.append(
-            (
-                f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s",
-                f"{rate:,.0f} vs {base:,.0f} ({rate / base:.2f} x)",
-                rate >= TARGET_GROWTH * base,
-            )
-        )
-    last = f"page {PAGES:,}"
-    p50, base = (
-        results.median(last, opts.processes[0], "p50_ms"),
-        results.median("page 1", opts.processes[0], "p50_ms"),
-    )
-    found.append(
-        (
-            f"report {last}: p50 <= {TARGET_PAGE} x page 1's",
-            f"{p50:.1f} vs {base:.1f} ms ({p50 / base:.2f} x)",
-            p50 <= TARGET_PAGE * base,
-        )
-    )
+        what = f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s"
+        found.append(_vs(what, rate, base, ",.0f", rate >= TARGET_GROWTH * base))
+    last, first = f"page {PAGES:,}", opts.processes[0]
+    p50, base = results.median(last, first, "p50_ms"), results.median("page 1", first, "p50_ms")
+    what = f"report {last}: p50 <= {TARGET_PAGE} x page 1's"
+    found.append(_vs(what, p50, base, ".1f", p50 <= TARGET_PAGE * base, " ms"))
     return found
 
 

@@ -492,18 +492,11 @@ def analyze(url: str) -> None:
 
 # -- child processes -------------------------------------------------------------------------
 
+# The protocol and loop seojobs serve uses (seojobs.api.protocol), for both.
 UVICORN_OPTIONS = (
-    "--host",
-    "127.0.0.1",
-    # The protocol and loop seojobs serve uses (seojobs.api.protocol), for both.
-    "--loop",
-    UVICORN_LOOP,
-    "--http",
-    UVICORN_HTTP,
+    *("--host", "127.0.0.1", "--loop", UVICORN_LOOP, "--http", UVICORN_HTTP),
     "--proxy-headers" if UVICORN_PROXY_HEADERS else "--no-proxy-headers",
-    "--no-access-log",
-    "--log-level",
-    "warning",
+    *("--no-access-log", "--log-level", "warning"),
 )
 START_TIMEOUT = 60.0
 STATUS_PATH = "/api/v1/index-check/jobs/"  # a job id is appended
