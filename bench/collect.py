@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bench.lib import core, ours
-from bench.lib.site import Child, bind, serve_app
+from bench.lib.auditsite import bind
+from bench.lib.site import Child, serve_app
 from seojobs.engine.maintenance import fire_due_schedules
 from seojobs.kinds import load_registry
 from seojobs.kinds.rank_check.declared import RankCheckSettings
