@@ -33,6 +33,7 @@ from bench.lib.ours import (
     BURN_KIND,
     EXECUTOR_THREADS,
     Counter,
+    add_jobs,
     burn_registry,
     create_user,
     insert_jobs,
@@ -41,11 +42,8 @@ from bench.lib.ours import (
 )
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
-from seojobs.records import NewJob
 from seojobs.services import Services
 from seojobs.settings import Settings
-from seojobs.store import jobs as job_sql
-from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import jobs as jobs_table
 
@@ -143,13 +141,7 @@ class Feeder(threading.Thread):
             while fed < self.jobs and not self.stop.is_set():
                 due = min(self.jobs, int((time.monotonic() - started) * self.rate) + 1)
                 if due > fed:
-                    now = utcnow()
-                    news = [
-                        NewJob(project_id=self.project_id, kind=BURN_KIND, params={}, run_at=now)
-                        for _ in range(due - fed)
-                    ]
-                    with db.write() as conn:
-                        job_sql.insert_many_bare(db, conn, news, now)
+                    add_jobs(db, self.project_id, due - fed)
                     fed = due
                 self.stop.wait(FEED_TICK)
         finally:
