@@ -33,7 +33,6 @@ from bench.lib.ours import (
     BURN_KIND,
     EXECUTOR_THREADS,
     Counter,
-    add_jobs,
     burn_registry,
     create_user,
     insert_jobs,
@@ -141,7 +140,7 @@ class Feeder(threading.Thread):
             while fed < self.jobs and not self.stop.is_set():
                 due = min(self.jobs, int((time.monotonic() - started) * self.rate) + 1)
                 if due > fed:
-                    add_jobs(db, self.project_id, due - fed)
+                    insert_jobs(db, self.project_id, due - fed)
                     fed = due
                 self.stop.wait(FEED_TICK)
         finally:

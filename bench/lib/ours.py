@@ -284,38 +284,34 @@ class Scratch:
 
 
 def insert_jobs(
-    url: str,
+    at: str | Database,
     project_id: int,
     count: int,
     kind: str = BURN_KIND,
     params: dict[str, Any] | None = None,
     items: Sequence[str] = (),
 ) -> None:
-    """Pre-insert ``count`` pending, due jobs with ``insert_many_bare`` (no item rows)."""
-    db = Database(url)
+    """Insert ``count`` pending, due jobs with ``insert_many_bare`` (no item rows) in the
+    database at the URL ``at`` (or through the open Database ``at``)."""
+    db = Database(at) if isinstance(at, str) else at
     try:
+        now = utcnow()
         for start in range(0, count, INSERT_CHUNK):
-            add_jobs(db, project_id, min(INSERT_CHUNK, count - start), kind, params, items)
+            news = [
+                NewJob(
+                    project_id=project_id,
+                    kind=kind,
+                    params=params or {},
+                    run_at=now,
+                    items=[*items],
+                )
+                for _ in range(min(INSERT_CHUNK, count - start))
+            ]
+            with db.write() as conn:
+                job_sql.insert_many_bare(db, conn, news, now)
     finally:
-        db.dispose()
-
-
-def add_jobs(
-    db: Database,
-    project_id: int,
-    count: int,
-    kind: str = BURN_KIND,
-    params: dict[str, Any] | None = None,
-    items: Sequence[str] = (),
-) -> None:
-    """``count`` pending jobs due now, in one transaction."""
-    now = utcnow()
-    news = [
-        NewJob(project_id=project_id, kind=kind, params=params or {}, run_at=now, items=[*items])
-        for _ in range(count)
-    ]
-    with db.write() as conn:
-        job_sql.insert_many_bare(db, conn, news, now)
+        if db is not at:
+            db.dispose()
 
 
 def warm(db: Database, connections: int) -> None:
