@@ -391,6 +391,10 @@ def make_settings(url: str, **overrides: object) -> Settings:
         # database_unavailable. The gate's own tests (unit/test_api_observe_deadline,
         # e2e/test_outages) keep the production default.
         "database_probe_timeout": PROBE_TIMEOUT,
+        # Tests wait by polling the API every 50 ms (tests/waiting.py): under load a wait of
+        # 6 s spent a user's whole production budget (120 a minute) and the test got 429
+        # rate_limited. Tests of the budget set their own (rate_limit=...).
+        "rate_limit": "100000/minute",
         **CONFIGURED_PROVIDERS,
         "fingerprints_path": TEST_FINGERPRINTS,
     }
