@@ -869,7 +869,12 @@ _FENCE = (
 
 
 def still_held(conn: Connection, job_id: int, attempt: int) -> bool:
-    return conn.execute(select(jobs.c.id).where(_held(job_id, attempt))).first() is not None
+    found = conn.execute(_STILL_HELD, {"h_id": job_id, "h_attempt": attempt}).first()
+    return found is not None
+
+
+# Built once, like _FENCE: a rank check asks before each keyword's search.
+_STILL_HELD = select(jobs.c.id).where(_held(bindparam("h_id"), bindparam("h_attempt")))
 
 
 # -- control and maintenance ----------------------------------------------------------------
