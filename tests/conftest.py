@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import gc
 import os
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ import pytest
 from psycopg import sql
 
 from seojobs.engine.registry import Registry
+from seojobs.engine.worker import YOUNG_COLLECTION_EVERY
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import migrate
@@ -43,6 +45,18 @@ PG_ADMIN_URL = os.environ.get(
 )
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 STORES = ["sqlite", "postgresql"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Young collections every 10,000 allocations, as in a `seojobs worker` (``freeze_startup``),
+    instead of CPython's 700: a test process runs apps, workers and fakes in-process, whose
+    request and job objects mostly die before one. At 700 more of them lived through two young
+    collections into the old generation, and the full collections that followed took about a
+    seventh of the CPU of a run of in-process API tests (gc.callbacks: 4.0 of 28.3 CPU-s over
+    93 tests of four modules; 1.0 of 25.5 at 10,000). Startup's freeze is left out: the suite
+    keeps every app's objects in view (``gc_freeze``)."""
+    _young, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
 
 
 def _pg_admin() -> psycopg.Connection[tuple[object, ...]]:
