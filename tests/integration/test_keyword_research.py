@@ -20,8 +20,16 @@ from seojobs.cli import app as cli
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.store.db import Database
-from tests.api_helpers import Api, api, assert_problem, error_fields, owned, stored
-from tests.conftest import database_of, make_settings
+from tests.api_helpers import (
+    Api,
+    api,
+    assert_problem,
+    error_fields,
+    owned,
+    shared_api,
+    stored,
+)
+from tests.conftest import make_settings
 from tests.fakes.keywords import (
     TABLE,
     FakeDataForSeoKeywords,
@@ -97,11 +105,9 @@ def shared_research(
     """The app with its worker on the fakes' default settings, one per store for the module's
     tests that need no other: each as its own user, and every job a test starts has ended
     before the test does (what one test's fakes record is its own job's)."""
-    with (
-        database_of(module_store, request) as url,
-        api(served_fakes.settings(url), run_worker=True) as running,
-    ):
-        running.shared = True
+    with shared_api(
+        module_store, request, run_worker=True, settings_for=served_fakes.settings
+    ) as running:
         yield running
 
 
