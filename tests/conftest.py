@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from fastapi.dependencies import models as fastapi_models
 from psycopg import sql
 
 from seojobs.engine.registry import Registry
@@ -57,6 +58,33 @@ def pytest_configure(config: pytest.Config) -> None:
     keeps every app's objects in view (``gc_freeze``)."""
     _young, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
+
+
+# FastAPI remembers whether each endpoint and dependency is a coroutine or generator function
+# in three lru_caches of 4,096 entries, keyed by the callable: an app's own closures (34 per
+# app of ours) then keep the app alive, with its routes and models (~23,000 objects). A test
+# process makes hundreds of apps: some 120 of them stayed alive in each xdist worker (~3
+# million objects, hundreds of MB), and each full collection walked them all, 2-3 CPU-s charged
+# to whichever test it fell in (test_poll_hints' plug-in waits, in a full run).
+_FASTAPI_CALLABLE_CACHES = (
+    "_is_gen_callable_cached",
+    "_is_async_gen_callable_cached",
+    "_is_coroutine_callable_cached",
+)
+
+
+def forget_apps() -> None:
+    """Empty FastAPI's caches of callables (they are filled again as requests come): the apps
+    a test stopped can be collected."""
+    for name in _FASTAPI_CALLABLE_CACHES:
+        cache = getattr(fastapi_models, name, None)
+        if cache is not None:
+            cache.cache_clear()
+
+
+@pytest.hookimpl(trylast=True)  # after the test's fixtures (and a module's apps) are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    forget_apps()
 
 
 def _pg_admin() -> psycopg.Connection[tuple[object, ...]]:
