@@ -24,7 +24,7 @@ def _served_once() -> weakref.ref[FastAPI]:
         return {"value": value, "routes": len(app.routes)}  # a closure over its app, as ours
 
     with serve(app) as base:
-        assert httpx.get(f"{base}/").json()["value"] == 42
+        assert httpx.get(f"{base}/", timeout=60).json()["value"] == 42
     return weakref.ref(app)
 
 
