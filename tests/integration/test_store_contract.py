@@ -417,9 +417,28 @@ def test_results_and_the_items_they_found_are_written_together(
     assert items[1].error_message == "boom" and items[2].data == {"depth": 1}
     assert items[3].data is None
     assert _found(db, job.id) == [(a.id, "thin", {"words": 3}), (a.id, "odd", None)]
+    # None is written as JSON null, not SQL NULL, on both stores (SQLAlchemy's JSON type's way)
+    assert _sql_nulls(db, job.id) == (0, 0, 0)
     after = _get(db, job.id)
     assert (after.items_total, after.items_done, after.items_failed) == (4, 2, 1)
     assert after.counters == {"ok": 1, "failed": 1}
+
+
+def _sql_nulls(db: Database, job_id: int) -> tuple[int, int, int]:
+    """SQL NULLs among the job's finished items' results, its findings' data and its
+    items' data."""
+    with db.read() as conn:
+        counted = [
+            conn.execute(
+                select(func.count()).select_from(table).where(table.c.job_id == job_id, *where)
+            ).scalar_one()
+            for table, where in (
+                (job_items, (job_items.c.state != "pending", job_items.c.result.is_(None))),
+                (findings, (findings.c.data.is_(None),)),
+                (job_items, (job_items.c.data.is_(None),)),
+            )
+        ]
+    return counted[0], counted[1], counted[2]
 
 
 def test_a_lost_claim_records_neither_results_nor_the_items_they_found(
