@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
-from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
+from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, parse_url
 from seojobs.kinds.site_audit.check import Rendering, document_base, resolve, site_of
@@ -294,7 +294,6 @@ class Crawl:
         # Its links are stored with its result (one write); a page only a sitemap lists is
         # audited, its links not followed.
         added = self.frontier.take(follow, depth + 1) if depth is not None else []
-        noindex = _noindex(fetched, facts)
         checked = await self.external.outcomes(outside) if self.external and outside else []
         broken = [
             {"target": o["url"], "status": o["status"], "error_kind": o["error_kind"]}
@@ -309,7 +308,6 @@ class Crawl:
             redirects=len(fetched.redirect_chain),
             error_kind=fetched.error_kind,
             facts=facts,
-            noindex=noindex,
             internal_links=internal,
             broken_external=broken,
             response=fetched,
@@ -317,7 +315,8 @@ class Crawl:
         )
         found = page_findings(page, self.ctx.params.thresholds, self.reporting)
         record = _record(page, fetched, canonical, links, internal, base)
-        record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
+        # The robots directives read once, for the checks and here.
+        record["indexability_reason"] = _indexability(fetched, page.noindex, canonical, url)
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
         if base and facts and (facts.subresources or facts.images):  # for its weight
@@ -348,11 +347,6 @@ def _loads(base: URL, facts: PageFacts, frontier: Frontier, keys: Keys) -> list[
 
 def _ok(fetched: FetchResult) -> bool:
     return fetched.status is not None and 200 <= fetched.status < 300
-
-
-def _noindex(fetched: FetchResult, facts: PageFacts | None) -> bool:
-    header = parse_x_robots_tag(fetched.header_list("x-robots-tag")).noindex()
-    return header or (facts is not None and parse_meta_robots(facts.robots_meta).noindex())
 
 
 def _record(
