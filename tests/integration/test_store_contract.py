@@ -424,6 +424,39 @@ def test_results_and_the_items_they_found_are_written_together(
     assert after.counters == {"ok": 1, "failed": 1}
 
 
+def test_a_group_of_results_is_written_storable(services: Services, db: Database) -> None:
+    """``results.record`` makes what it writes storable itself (the worker leaves a group of
+    results to it): a NUL or a lone surrogate anywhere in a group, results, findings, errors,
+    new items and counters, is written as U+FFFD on both stores (PostgreSQL refuses both)."""
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim(db)[0]
+    a, b = services.jobs.items(user, job.id)
+    odd = "x\x00y\ud800"
+    outcomes = [
+        ItemOutcome(
+            a.id, False, "ok", {odd: [odd]}, findings=(NewFinding("f", "notice", {"t": odd}),)
+        ),
+        ItemOutcome(b.id, True, error_code="e", error_message=odd),
+    ]
+    with db.write_statement() as conn:
+        results.record(
+            db,
+            conn,
+            job.id,
+            claimed.attempt,
+            outcomes,
+            {"ok": 1},
+            [NewItem(odd, "k", {"u": odd})],
+            utcnow(),
+        )
+    fixed = "x\ufffdy\ufffd"
+    items = services.jobs.items(user, job.id)
+    assert items[0].result == {fixed: [fixed]} and items[1].error_message == fixed
+    assert [(i.input, i.data) for i in items[2:]] == [(fixed, {"u": fixed})]
+    assert _found(db, job.id) == [(a.id, "f", {"t": fixed})]
+
+
 def _sql_nulls(db: Database, job_id: int) -> tuple[int, int, int]:
     """SQL NULLs among the job's finished items' results, its findings' data and its
     items' data."""

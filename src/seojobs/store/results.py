@@ -16,7 +16,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import TextClause
 
-from seojobs import jsontext
+from seojobs.outside import storable, storable_json
 from seojobs.records import (
     CollectionRecord,
     FindingRecord,
@@ -96,7 +96,8 @@ def record(
 ) -> int:
     """Items' outcomes and findings, the job's counters, and the new items they found (those
     whose key the job has are skipped), or ``LeaseLost`` and nothing written. Returns how
-    many items were added.
+    many items were added. Every string is written storable (``seojobs.outside``): on
+    PostgreSQL as the JSON documents are encoded, in the same pass.
 
     On PostgreSQL it is one statement (``_RECORD_PG``), which the caller may run as its own
     transaction: a round trip, where the statements one by one took one each, and two more
@@ -110,6 +111,7 @@ def record(
         if count is None:
             raise LeaseLost(job_id)
         return int(count)
+    outcomes, counters, added = storable((outcomes, counters, added))
     record_items(conn, job_id, attempt, outcomes, counters, now)
     return add_items(db, conn, job_id, attempt, added, now) if added else 0
 
@@ -205,18 +207,14 @@ def _record_pg_statement(
         "now": now,
         "done": len(outcomes),
         "failed": sum(1 for o in outcomes if o.failed),
-        "counters": _json(counters),
+        "counters": storable_json(counters),
         "ids": [o.item_id for o in outcomes],
-        "outcomes": _json(done),
-        "findings": _json(found),
-        "added": _json([{"input": i.input, "key": i.key, "data": i.data} for i in added]),
+        # Every string of the group is in these documents, made storable as they are encoded.
+        "outcomes": storable_json(done),
+        "findings": storable_json(found),
+        "added": storable_json([{"input": i.input, "key": i.key, "data": i.data} for i in added]),
     }
     return _RECORD_PG, params
-
-
-def _json(value: Any) -> str:
-    """A JSON column's value as SQLAlchemy binds it (``jsontext.dumps``; None is JSON null)."""
-    return jsontext.dumps(value)
 
 
 def add_finished_item(
