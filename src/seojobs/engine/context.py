@@ -144,12 +144,23 @@ class JobContext(Generic[P]):
     async def items(self) -> AsyncIterator[ItemRecord]:
         """Every item in order, finished ones with their results: what a kind reads back
         after ``run_items`` for checks over the whole job (a crawl's site-wide checks), which
-        must see the items an earlier claim recorded too."""
-        after = -1
-        while page := await self._host.items(self.job, after, ITEM_PAGE, only_open=False):
-            for item in page:
-                yield item
-            after = page[-1].seq
+        must see the items an earlier claim recorded too. The next page is read while the
+        caller takes this one (a crawl's 5,000 records: 25 reads that each waited for the
+        store, half the wall time of PostgreSQL's read-back, bench/audit.py)."""
+        page = await self._host.items(self.job, -1, ITEM_PAGE, only_open=False)
+        while page:
+            ahead = asyncio.ensure_future(
+                self._host.items(self.job, page[-1].seq, ITEM_PAGE, only_open=False)
+            )
+            try:
+                for item in page:
+                    yield item
+            except BaseException:  # the caller stopped early (or failed): not read further
+                ahead.cancel()
+                if not ahead.cancelled():  # done already: its outcome is nobody's now
+                    ahead.exception()
+                raise
+            page = await ahead
 
     async def record(self, item: ItemRecord, verdict: ItemResult) -> None:
         """Store one item's result now; raises ``Interrupted`` if the job was taken away."""
