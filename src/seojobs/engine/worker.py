@@ -44,7 +44,7 @@ from seojobs.engine.host import (
     ReplaceRows,
     SetFindings,
 )
-from seojobs.engine.maintenance import FireSchedule
+from seojobs.engine.maintenance import FireSchedule, Standing
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.logfmt import REQUEST_ID, internal_message
 from seojobs.outside import storable
@@ -139,6 +139,7 @@ class Worker:
         self._db_clock = DatabaseClock(db) if clock is None else None
         self.clock: Callable[[], datetime] = self._db_clock or clock or utcnow
         self.run_maintenance = maintenance
+        self._standing = Standing()  # the leader lease, the last prune
         self.fire_schedule = fire_schedule
         # Loops that live as long as the worker, given by the layers above (webhook delivery).
         self.background = tuple(background)
@@ -750,7 +751,12 @@ class Worker:
     def _maintain(self) -> maintenance.MaintenanceReport:
         self._sync_clock()  # the leader's lease and the ticks due: to the database's time
         return maintenance.run_once(
-            self.db, self.settings, self.worker_id, self.clock(), self.fire_schedule
+            self.db,
+            self.settings,
+            self.worker_id,
+            self.clock(),
+            self.fire_schedule,
+            self._standing,
         )
 
     async def _maintenance_loop(self) -> None:
