@@ -253,6 +253,7 @@ class Worker:
             self.executor.shutdown(wait=True)
 
     async def _claim_loop(self) -> None:
+        polled = False  # the last wait ran out: no wake-up said a job was ready
         while not self._stopping.is_set():
             free = self.concurrency - len(self.running)
             if free <= 0:
@@ -266,7 +267,11 @@ class Worker:
             # two, which matters most on SQLite's single writer (Oban Pro's "ack with fetch").
             acks = self._take_completions()
             try:
-                if acks or self._loop_claims is None:
+                if polled and not acks and self.db.is_sqlite and not await self.run_db(self._due):
+                    # An idle SQLite worker's poll: a read, instead of a claim that takes the
+                    # one writer's lock for nothing (a job made meanwhile wakes us anyway).
+                    claimed = []
+                elif acks or self._loop_claims is None:
                     claimed = await self.run_db(self._claim, limit, acks, full)
                 else:
                     claimed = await self._claim_on_loop(limit, full)
@@ -280,8 +285,15 @@ class Worker:
             if claimed:  # the claim counter, per kind once per batch
                 for kind, n in Counter(job.kind for job in claimed).items():
                     _claims(kind).inc(n)
+            polled = False
             if len(claimed) < limit:
                 await self._wait_any(self._wake, wait_s=self.settings.poll_interval)
+                polled = not self._wake.is_set()
+
+    def _due(self) -> bool:
+        """Is some pending job due (what a claim could take, and more: any kind, any user)?"""
+        with self.db.read() as conn:
+            return job_sql.any_due(conn, self.clock())
 
     def _take_completions(self) -> list[tuple[int, int, dict[str, Any] | None]]:
         if self._timings:

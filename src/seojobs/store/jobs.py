@@ -900,6 +900,20 @@ _ANY_EXPIRED = (
 )
 
 
+# Whether any pending job is due: an idle SQLite worker's poll reads this before it claims
+# (ix_jobs_claim answers it).
+_ANY_DUE = (
+    select(jobs.c.id)
+    .where(jobs.c.state == "pending", jobs.c.run_at <= bindparam("now", type_=jobs.c.run_at.type))
+    .limit(1)
+)
+
+
+def any_due(conn: Connection, now: datetime) -> bool:
+    """Is some pending job due by ``now`` (whatever its kind or user)?"""
+    return conn.execute(_ANY_DUE, {"now": now}).first() is not None
+
+
 def any_expired(conn: Connection, now: datetime) -> bool:
     """Has some processing job's lease run out by ``now`` (what :func:`rescue` takes)?"""
     return conn.execute(_ANY_EXPIRED, {"now": now}).first() is not None
