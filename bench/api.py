@@ -8,14 +8,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import json
-import os
 import time
-from argparse import Namespace
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -25,6 +22,7 @@ from bench.lib import core, ours, spy
 from bench.lib.core import (
     BARE_PATH,
     CONSTANT,
+    STATUS_PATH,
     UVICORN_OPTIONS,
     Load,
     LoadTarget,
@@ -156,7 +154,7 @@ COMMON: list[tuple[str, Callable[[Row], str]]] = [
 ]
 
 
-def render(results: Results, opts: Namespace) -> str:
+def render(results: Results, opts: Options) -> str:
     out = ["", "API status GET benchmark (bench/api.py)", ""]
     out += [f"  {line}" for line in results.environment]
     out += [""] + [f"  {line}" for line in results.setup] + [""]
@@ -249,8 +247,6 @@ def failures(results: Results, connections: tuple[int, ...]) -> list[str]:
     return failed
 
 
-STATUS_PATH = "/api/v1/index-check/jobs/"
-
 # -- sanity checks before the load ----------------------------------------------------------
 
 
@@ -304,46 +300,28 @@ PACKAGES = (
 )
 
 
-Options = argparse.Namespace  # what parse_args returns
-
-
 def parse_args(argv: list[str] | None) -> Options:
     p = core.parser(
         "bench/api.py",
         "Status GETs per second and p50/p99 latency from one API process with N jobs in the "
         "table, on SQLite and PostgreSQL, beside a bare FastAPI endpoint.",
     )
-    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table")
-    p.add_argument(
-        "--connections", type=core.positive_ints, default="16,64", help="load connections"
-    )
-    p.add_argument("--duration", type=float, default=6.0, help="seconds per measured run")
-    p.add_argument("--warmup", type=float, default=2.0, help="seconds of warm-up per server")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians")
-    p.add_argument(
-        "--only", type=core.choice(SYSTEMS), default="sqlite,postgresql", help="and bare"
-    )
-    p.add_argument("--rate-limit", default=core.UNLIMITED, help="SEOJOBS_RATE_LIMIT")
-    p.add_argument(
-        "--profile",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="py-spy the servers: when a target fails (auto), always or never",
-    )
-    p.add_argument("--profile-seconds", type=float, default=8.0)
-    p.add_argument("--profile-raw", type=Path, metavar="DIR", help="keep py-spy's raw stacks there")
-    p.add_argument(
-        "--paced-connections",
-        type=int,
-        default=64,
-        help="connections of the fixed-load latency runs; 0 skips them",
-    )
-    p.add_argument(
-        "--paced-share",
-        type=float,
-        default=TARGET_RATIO,
-        help="their offered load, as a share of the bare endpoint's peak req/s",
-    )
+    add = p.add_argument
+    add("--jobs", type=int, default=100_000, help="jobs in the table")
+    add("--connections", type=core.positive_ints, default="16,64", help="load connections")
+    add("--duration", type=float, default=6.0, help="seconds per measured run")
+    add("--warmup", type=float, default=2.0, help="seconds of warm-up per server")
+    add("--rounds", type=int, default=3, help="interleaved rounds; medians")
+    add("--only", type=core.choice(SYSTEMS), default="sqlite,postgresql", help="and bare")
+    add("--rate-limit", default=core.UNLIMITED, help="SEOJOBS_RATE_LIMIT")
+    why = "py-spy the servers: when a target fails (auto), always or never"
+    add("--profile", choices=("auto", "always", "never"), default="auto", help=why)
+    add("--profile-seconds", type=float, default=8.0)
+    add("--profile-raw", type=Path, metavar="DIR", help="keep py-spy's raw stacks there")
+    why = "connections of the fixed-load latency runs; 0 skips them"
+    add("--paced-connections", type=int, default=64, help=why)
+    why = "their offered load, as a share of the bare endpoint's peak req/s"
+    add("--paced-share", type=float, default=TARGET_RATIO, help=why)
     a = p.parse_args(argv)
     if a.jobs < 1 or a.rounds < 1 or a.duration <= 0:
         p.error("--jobs, --rounds and --duration must be positive")
@@ -364,25 +342,10 @@ class System:
 def measure(
     system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
 ) -> Sample:
-    """One wrk run against ``system``, with the CPU its server, the load generator and the
-    rest of the machine used meanwhile."""
-    pid = system.server.pid
+    """One wrk run against ``system`` (:func:`core.loaded`)."""
     pause_ms = connections / offered * 1000 if offered else 0.0
-    cpu0, busy0, kids0 = core.proc_cpu(pid), core.machine_busy(), core.children_cpu()
-    t0 = time.monotonic()
-    load = run_wrk(system.target, connections, seconds, pause_ms)
-    wall = time.monotonic() - t0
-    server_cpu = core.proc_cpu(pid) - cpu0
-    loadgen_cpu = core.children_cpu() - kids0
-    others = (core.machine_busy() - busy0 - server_cpu - loadgen_cpu) / (
-        (os.cpu_count() or 1) * wall
-    )
-    if load.errors or load.bad_status:
-        raise RuntimeError(
-            f"{system.label}: {load.errors} socket errors, {load.bad_status} non-2xx answers "
-            f"at {connections} connections\n{system.server.log_tail()}"
-        )
-    return Sample(system.key, connections, rnd, load, server_cpu, max(0.0, others), offered)
+    load, cpu, others = core.loaded(system.server, system.target, connections, seconds, pause_ms)
+    return Sample(system.key, connections, rnd, load, cpu, others, offered)
 
 
 # -- set-up -----------------------------------------------------------------------------------

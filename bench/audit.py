@@ -8,16 +8,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -134,14 +133,8 @@ def targets(results: Results) -> list[tuple[str, str, bool]]:
                 target = f"{label} >= {factor:g} x {name} pages/s"
                 found.append((target, f"{ratio:.3g}x", ratio >= factor))
         if peer_rss:
-            ours = max(r.peak_rss for r in runs)
-            found.append(
-                (
-                    f"{label} peak RSS <= advertools'",
-                    f"{_mb(ours)} vs {_mb(peer_rss)}",
-                    ours <= peer_rss,
-                )
-            )
+            ours, what = max(r.peak_rss for r in runs), f"{label} peak RSS <= advertools'"
+            found.append((what, f"{_mb(ours)} vs {_mb(peer_rss)}", ours <= peer_rss))
     ratios = results.ratios(PG, SQLITE)
     if ratios:
         ratio = statistics.median(ratios)
@@ -189,9 +182,6 @@ SYSTEMS = ("ours", "advertools", "bare")
 STORES = ("sqlite", "pg")
 PEER_PYTHON = REPO / ".venv-peer" / "bin" / "python"
 SAMPLE = 0.05  # seconds between RSS samples of a crawler's process tree
-
-
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:

@@ -8,20 +8,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import asyncio
 import dataclasses
 import importlib.util
 import os
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from contextlib import AbstractContextManager, ExitStack
+from argparse import Namespace as Options  # what parse_args returns
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import aiohttp
 import httpx
@@ -307,7 +307,7 @@ def measure(
     n = len(urls)
     for _round in range(rounds):
         steps: dict[str, Callable[[], object]] = {
-            STEPS[0]: lambda: asyncio.run(check_aiohttp(urls, serper_url, concurrency)),
+            STEPS[0]: lambda: asyncio.run(check_bare(BARE, urls, serper_url, concurrency)),
             STEPS[1]: lambda: asyncio.run(_our_client(urls, settings, concurrency)),
             STEPS[2]: lambda: asyncio.run(_handler(urls, settings, concurrency)),
         }
@@ -364,9 +364,6 @@ SELECTABLE = ("sqlite", "postgresql", "bare")
 POLITENESS = ("default", "raised")
 DEFAULT_HOST_CONCURRENCY = 2  # Settings.fetch_host_concurrency's default
 WARM_URLS = 200
-
-
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
@@ -507,15 +504,6 @@ async def _check_httpx(
     return listed
 
 
-async def check_httpx(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
-    """Check every URL with httpx; return (seconds, URLs listed by the fake Serper)."""
-    search = serper_url.rstrip("/") + "/search"
-    started = time.perf_counter()
-    async with httpx.AsyncClient() as site, httpx.AsyncClient() as api:
-        listed = await _lanes(urls, concurrency, partial(_check_httpx, site, api, search))
-    return time.perf_counter() - started, listed
-
-
 async def _check_aiohttp(
     site: aiohttp.ClientSession, api: aiohttp.ClientSession, search: str, url: str
 ) -> bool:
@@ -535,55 +523,50 @@ async def _check_aiohttp(
     return listed
 
 
-async def check_aiohttp(urls: list[str], serper_url: str, concurrency: int) -> tuple[float, int]:
-    """Check every URL with aiohttp; return (seconds, URLs listed by the fake Serper)."""
-    search = serper_url.rstrip("/") + "/search"
-    started = time.perf_counter()
-    async with aiohttp.ClientSession() as site, aiohttp.ClientSession() as api:
-        listed = await _lanes(urls, concurrency, partial(_check_aiohttp, site, api, search))
-    return time.perf_counter() - started, listed
-
-
-BareLoop = Callable[[list[str], str, int], Coroutine[None, None, tuple[float, int]]]
-BARE_LOOPS: dict[str, BareLoop] = {
-    BARE: check_aiohttp,
-    BARE_HTTPX: check_httpx,
+BARE_LOOPS: dict[str, tuple[Callable[[], Any], Callable[..., Awaitable[bool]]]] = {
+    BARE: (aiohttp.ClientSession, _check_aiohttp),
+    BARE_HTTPX: (httpx.AsyncClient, _check_httpx),
 }
 
 
-# -- measuring --------------------------------------------------------------------------------
+async def check_bare(
+    system: str, urls: list[str], serper_url: str, concurrency: int
+) -> tuple[float, int]:
+    """Check every URL with a bare loop (two sessions of its HTTP library: pages, Serper);
+    (seconds, URLs listed by the fake Serper)."""
+    session, one = BARE_LOOPS[system]
+    search = serper_url.rstrip("/") + "/search"
+    started = time.perf_counter()
+    async with session() as site, session() as api:
+        listed = await _lanes(urls, concurrency, partial(one, site, api, search))
+    return time.perf_counter() - started, listed
 
 
 # -- the systems -----------------------------------------------------------------------------
 
 
 class Bench:
-    def __init__(self, opts: Options, site: SiteProcess, results: Results) -> None:
+    def __init__(self, opts: Options, site: SiteProcess, dbs: ours.Scratch, results: Results):
         self.opts = opts
         self.site = site
         self.results = results
         n = opts.urls
         self.urls = [f"{site.site_urls[i % len(site.site_urls)]}/p/{i}" for i in range(n)]
         self.expected_indexed = sum(indexed(i) for i in range(n))
-        self.dbs: ours.Scratch | None = None
+        self.dbs = dbs
 
     def bare(self, system: str, concurrency: int) -> None:
         meter = core.Meter(self.site.pid)
-        loop = BARE_LOOPS[system]
-        seconds, listed = asyncio.run(loop(self.urls, self.site.serper_url, concurrency))
+        loop = check_bare(system, self.urls, self.site.serper_url, concurrency)
+        seconds, listed = asyncio.run(loop)
         usage = meter.stop(seconds)
         if listed != self.expected_indexed:
             raise RuntimeError(f"{system}: {listed} listed, expected {self.expected_indexed}")
         self._add(system, "-", concurrency, None, seconds, usage)
 
-    def _database(self, dialect: str) -> AbstractContextManager[tuple[str, int]]:
-        """A fresh database for one run (copied from a migrated template) and the user id."""
-        assert self.dbs is not None
-        return self.dbs.fresh(dialect)
-
     def ours(self, dialect: str, concurrency: int, host_concurrency: int) -> None:
         scenario = Scenario(dialect, concurrency, host_concurrency)
-        with self._database(dialect) as (url, user_id):
+        with self.dbs.fresh(dialect) as (url, user_id):
             meter = core.Meter(self.site.pid)
             run = asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
             # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
@@ -618,11 +601,11 @@ class Bench:
         """One small untimed pass of each system: imports, the site's page cache, pools."""
         urls, self.urls = self.urls, self.urls[:WARM_URLS]
         try:
-            for loop in BARE_LOOPS.values():
-                asyncio.run(loop(self.urls, self.site.serper_url, 8))
+            for system in BARE_LOOPS:
+                asyncio.run(check_bare(system, self.urls, self.site.serper_url, 8))
             for dialect in ("sqlite", "postgresql"):
                 if dialect in self.opts.only:
-                    with self._database(dialect) as (url, user_id):
+                    with self.dbs.fresh(dialect) as (url, user_id):
                         scenario = Scenario(dialect, 8, 8)
                         asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
         finally:
@@ -709,7 +692,7 @@ def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
     """The ``--layers`` ladder at ``concurrency``; report lines."""
 
     def whole_job(scenario: Scenario) -> CheckRun:
-        with bench._database("sqlite") as (url, user_id):
+        with bench.dbs.fresh("sqlite") as (url, user_id):
             return asyncio.run(check(url, bench.site.serper_url, user_id, bench.urls, scenario))
 
     core.progress(f"layers: {rounds} round(s) at c={concurrency}")
@@ -728,8 +711,8 @@ def main(argv: list[str] | None = None) -> int:
         if opts.pin:
             os.sched_setaffinity(0, {0})
         site.wait_ready()
-        bench = Bench(opts, site, results)
-        bench.dbs = ours.Scratch(stack, postgres="postgresql" in opts.only, prefix="seojobs_check")
+        dbs = ours.Scratch(stack, postgres="postgresql" in opts.only, prefix="seojobs_check")
+        bench = Bench(opts, site, dbs, results)
         results.environment = _environment(opts, bench.dbs.pg)
         core.progress("warming up")
         bench.warm_up()

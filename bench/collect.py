@@ -8,20 +8,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import argparse
 import asyncio
 import os
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bench.lib import core, ours
-from bench.lib.site import Child, bind, serve_app
+from bench.lib.auditsite import bind
+from bench.lib.site import Child, serve_app
 from seojobs.engine.maintenance import fire_due_schedules
 from seojobs.kinds import load_registry
 from seojobs.kinds.rank_check.declared import RankCheckSettings
@@ -47,43 +48,21 @@ WARM_KEYWORDS = 100
 ADAPTER, JOB = "adapter alone", "whole job"
 
 
-Options = argparse.Namespace  # what parse_args returns
-
-
 def parse_args(argv: list[str] | None) -> Options:
-    parser = argparse.ArgumentParser(
-        prog="bench/collect.py",
-        description=(
-            "A project's rank_check collection of N tracked keywords run by one seojobs Worker "
-            "against a local fake Serper (tests/fakes/ranks.py, its own process), beside the "
-            "Serper rank adapter called directly for the same keywords against the same fake."
-        ),
+    parser = core.parser(
+        "bench/collect.py",
+        "A project's rank_check collection of N tracked keywords run by one seojobs Worker "
+        "against a local fake Serper (tests/fakes/ranks.py, its own process), beside the "
+        "Serper rank adapter called directly for the same keywords against the same fake.",
     )
-    parser.add_argument("--keywords", type=int, default=2000, help="tracked keywords (2000)")
-    parser.add_argument(
-        "--store",
-        type=core.choice(STORES),
-        default=("sqlite",),
-        help="comma-separated subset of sqlite,postgresql (default: sqlite)",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=int,
-        default=None,
-        help="SEOJOBS_RANK_CHECK_CONCURRENCY for the job, and the adapter's lanes "
-        "(default: the setting's default)",
-    )
-    parser.add_argument(
-        "--rounds", type=int, default=1, help="interleaved rounds; the medians are judged (1)"
-    )
-    parser.add_argument(
-        "--no-pin",
-        dest="pin",
-        action="store_false",
-        help="do not pin the benchmark to CPU 0 and the fake's process to CPU 1",
-    )
-    parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--keywords", type=int, default=2000, help="tracked keywords")
+    add("--store", type=core.choice(STORES), default="sqlite", help="sqlite,postgresql")
+    add("--concurrency", type=int, help="the job's and the adapter's (None: the setting's default)")
+    add("--rounds", type=int, default=1, help="interleaved rounds; the medians are judged")
+    add("--no-pin", dest="pin", action="store_false", help="the fake off CPU 1, the bench off 0")
+    add("--serve-fake", action="store_true", help=argparse.SUPPRESS)
+    add("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.keywords < 1 or args.rounds < 1:
         parser.error("--keywords and --rounds must be at least 1")
@@ -136,10 +115,10 @@ def serve_fake(keywords: int, cpu: int | None) -> None:
 class _Discarding(list):  # type: ignore[type-arg]
     """A request log that keeps a count, not the requests."""
 
-    count = 0
+    seen = 0
 
     def append(self, _item: object) -> None:
-        self.count += 1
+        self.seen += 1
 
 
 # -- the two systems ---------------------------------------------------------------------------

@@ -8,8 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import argparse
 import http.client
@@ -182,7 +181,7 @@ def time_pairs(
     with ours_server(url, log) as server:
         session = Session(server.port, api_key)
         session.sign_in()
-        _time(store, session, pairs, opts, timings)
+        _time(store, session, [p for p in pairs if p.name in opts.pages], opts, timings)
 
 
 def _time(
@@ -198,13 +197,6 @@ def _time(
                 timings.add(store, pair.name, "page", session.timed(pair.page, api=False))
                 timings.add(store, pair.name, "json", session.timed(pair.peer, api=True))
         core.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
-
-
-def run_views(
-    store: str, url: str, audited: Audited, opts: argparse.Namespace, timings: Timings, log: Path
-) -> None:
-    wanted = [pair for pair in _view_pairs(audited) if pair.name in opts.pages]
-    time_pairs(store, url, audited.user.api_key, wanted, opts, timings, log)
 
 
 def _pairs(project_id: int) -> list[Pair]:
@@ -234,22 +226,6 @@ def _mark_running(url: str) -> None:
             )
     finally:
         db.dispose()
-
-
-def _project_id(url: str) -> int:
-    db = Database(url)
-    try:
-        with db.read() as conn:
-            return int(conn.execute(jobs_table.select().limit(1)).one().project_id)
-    finally:
-        db.dispose()
-
-
-def run_store(
-    store: str, url: str, seeded: Seeded, opts: argparse.Namespace, timings: Timings, log: Path
-) -> None:
-    pairs = [pair for pair in _pairs(_project_id(url)) if pair.name in opts.pages]
-    time_pairs(store, url, seeded.api_key, pairs, opts, timings, log)
 
 
 def report(timings: Timings, stores: list[str]) -> tuple[list[str], list[str]]:
@@ -330,13 +306,15 @@ def main(argv: list[str] | None = None) -> int:
             log = scratch.root / f"{store}-server.log"
             if set(opts.pages) & set(PAGES):
                 url, seeded = _seeded(store, opts, scratch)
-                run_store(store, url, seeded, opts, timings, log)
+                pairs = _pairs(seeded.project_id)
+                time_pairs(store, url, seeded.api_key, pairs, opts, timings, log)
             if site is not None:
                 # A new, empty database for the audits (the seeded jobs would keep a worker busy).
                 views_url = scratch.new(store, "seojobs_dashviews")
                 done = audited(views_url, opts, site, log.with_suffix(".worker.log"))
                 core.analyze(views_url)
-                run_views(store, views_url, done, opts, timings, log)
+                views = _view_pairs(done)
+                time_pairs(store, views_url, done.user.api_key, views, opts, timings, log)
 
     return core.run(
         body,

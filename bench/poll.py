@@ -8,8 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import argparse
 import bisect

@@ -8,10 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import asyncio
 import contextlib
 import importlib.metadata
@@ -19,6 +17,7 @@ import logging
 import random
 import sqlite3
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -463,9 +462,6 @@ def _check_done(done: int, jobs: int) -> None:
 
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
 WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this many rounds
-
-
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:

@@ -1,8 +1,6 @@
 """Scale benchmark: ``python bench/scale.py [--jobs 1000000] [--processes 1,2,4] ...``.
 
-Status GETs with 1, 2 and 4 API processes on PostgreSQL at N finished jobs (10 items each,
-written with COPY) beside the same at N/10, a report page at page 1 and page 10,000, and
-pruning. What it measures, its targets and how to read its report: docs/bench/scale.md.
+What it measures, its targets and how to read its report: docs/bench/scale.md.
 """
 
 from __future__ import annotations
@@ -10,12 +8,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import argparse
 import json
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -26,6 +24,7 @@ from sqlalchemy import text
 
 from bench.lib import core, ours
 from bench.lib.core import (
+    STATUS_PATH,
     Load,
     LoadTarget,
     ScratchPostgres,
@@ -34,7 +33,6 @@ from bench.lib.core import (
     pg_conninfo,
     pg_url,
     run_wrk,
-    tree_cpu,
     vacuum_postgres,
     wrk_version,
 )
@@ -52,12 +50,13 @@ PAGES = 10_000
 CHUNK = 20_000  # rows per COPY write
 RETENTION_DAYS = Settings().retention_days
 ROWS = text("SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM job_items)")
-STATUS_PATH = "/api/v1/index-check/jobs/"
-Options = argparse.Namespace  # what parse_args returns
 
 
 def parse_args(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(prog="bench/scale.py", description=__doc__.splitlines()[2])
+    what = (
+        "Status GETs with N API processes on PostgreSQL at N and N/10 jobs; report pages; pruning"
+    )
+    p = argparse.ArgumentParser(prog="bench/scale.py", description=what)
     p.add_argument("--jobs", type=int, default=1_000_000, help="the large table (1000000)")
     p.add_argument("--items-per-job", type=int, default=10, help="items of each job (10)")
     p.add_argument("--processes", type=core.positive_ints, default=(1, 2, 4), help="1,2,4")
@@ -181,11 +180,8 @@ class Results:
 
 
 def measure(pool: Server, processes: int, target: LoadTarget, what: str, opts: Options) -> Sample:
-    cpu = tree_cpu(pool.pid)
-    got = run_wrk(target, opts.connections, opts.duration)
-    if got.errors or got.bad_status or not got.requests:
-        raise RuntimeError(f"{what}: {got.errors} errors, {got.bad_status} non-2xx answers")
-    return Sample(what, processes, got, (tree_cpu(pool.pid) - cpu) / got.requests * 1000)
+    got, cpu, _others = core.loaded(pool, target, opts.connections, opts.duration)
+    return Sample(what, processes, got, cpu / got.requests * 1000)
 
 
 def page_path(table: Table, page: int, size: int) -> str:
@@ -262,39 +258,25 @@ def _rows(db: Database) -> int:
 # -- the report -------------------------------------------------------------------------------
 
 
+def _vs(what: str, value: float, base: float, fmt: str, ok: bool, unit: str = "") -> core.Target:
+    return (what, f"{value:{fmt}} vs {base:{fmt}}{unit} ({value / base:.2f} x)", ok)
+
+
 def checks(results: Results, tables: list[Table], opts: Options) -> list[core.Target]:
     small, big = tables[0].label, tables[-1].label
     found = []
     for n in opts.processes:
         p99, base = results.median(big, n, "p99_ms"), results.median(small, n, "p99_ms")
-        found.append(
-            (
-                f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}",
-                f"{p99:.1f} vs {base:.1f} ms ({p99 / base:.2f} x)",
-                p99 <= TARGET_P99 * base,
-            )
-        )
+        what = f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}"
+        found.append(_vs(what, p99, base, ".1f", p99 <= TARGET_P99 * base, " ms"))
     for before, after in zip(opts.processes, opts.processes[1:], strict=False):
         rate, base = results.median(big, after, "rate"), results.median(big, before, "rate")
-        found.append(
-            (
-                f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s",
-                f"{rate:,.0f} vs {base:,.0f} ({rate / base:.2f} x)",
-                rate >= TARGET_GROWTH * base,
-            )
-        )
-    last = f"page {PAGES:,}"
-    p50, base = (
-        results.median(last, opts.processes[0], "p50_ms"),
-        results.median("page 1", opts.processes[0], "p50_ms"),
-    )
-    found.append(
-        (
-            f"report {last}: p50 <= {TARGET_PAGE} x page 1's",
-            f"{p50:.1f} vs {base:.1f} ms ({p50 / base:.2f} x)",
-            p50 <= TARGET_PAGE * base,
-        )
-    )
+        what = f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s"
+        found.append(_vs(what, rate, base, ",.0f", rate >= TARGET_GROWTH * base))
+    last, first = f"page {PAGES:,}", opts.processes[0]
+    p50, base = results.median(last, first, "p50_ms"), results.median("page 1", first, "p50_ms")
+    what = f"report {last}: p50 <= {TARGET_PAGE} x page 1's"
+    found.append(_vs(what, p50, base, ".1f", p50 <= TARGET_PAGE * base, " ms"))
     return found
 
 

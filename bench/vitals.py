@@ -8,10 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
-import argparse
 import ctypes
 import json
 import os
@@ -19,6 +17,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -184,30 +183,18 @@ SCORE_POINTS = 5  # every page's score within 5 points of the CLI's
 SYSTEMS = ("ours", "cli")
 
 
-Options = argparse.Namespace  # what parse_args returns
-
-
 def parse_args(argv: list[str] | None) -> Options:
-    parser = argparse.ArgumentParser(
-        prog="bench/vitals.py",
-        description="Lighthouse (mobile) over local pages: a seojobs web_vitals job against "
-        "the Lighthouse CLI run once per URL one after another.",
+    parser = core.parser(
+        "bench/vitals.py",
+        "Lighthouse (mobile) over local pages: a seojobs web_vitals job against the Lighthouse "
+        "CLI run once per URL one after another.",
     )
-    parser.add_argument("--pages", type=int, default=20, help="pages (default 20, a job's max)")
-    parser.add_argument(
-        "--concurrency",
-        type=int,
-        default=2,
-        help="SEOJOBS_WEB_VITALS_CONCURRENCY for our worker (default 2: one run per core; "
-        f"the kind's own default is {WebVitalsSettings().concurrency})",
-    )
-    parser.add_argument("--store", choices=("sqlite", "pg"), default="sqlite", help="our store")
-    parser.add_argument(
-        "--only",
-        type=core.choice(SYSTEMS),
-        default=SYSTEMS,
-        help="comma-separated subset of ours,cli (default: both, ours first)",
-    )
+    add = parser.add_argument
+    add("--pages", type=int, default=20, help="pages (a job's most)")
+    own = WebVitalsSettings().concurrency
+    add("--concurrency", type=int, default=2, help=f"our worker's (1 run per core; kind's: {own})")
+    add("--store", choices=("sqlite", "pg"), default="sqlite", help="our store")
+    add("--only", type=core.choice(SYSTEMS), default="ours,cli", help="ours,cli; ours first")
     args = parser.parse_args(argv)
     if not 1 <= args.pages <= 20 or not 1 <= args.concurrency <= 8:
         parser.error("--pages must be 1..20 (a job's URLs) and --concurrency 1..8")

@@ -1,13 +1,6 @@
-"""Webhook delivery benchmark: ``python bench/webhooks.py [--jobs 10000] [--stores sqlite]
-[--concurrency 200] [--rate N]``.
+"""Webhook delivery benchmark: ``python bench/webhooks.py [--jobs N] [--stores ...] [--rate N]``.
 
-No-op jobs are completed by one in-process worker whose dispatcher delivers a
-``job.completed`` for each to one subscribed endpoint: a receiver on loopback in its own
-process (uvicorn), which records when each delivery arrived. Two runs per store: a **burst**
-(N pre-inserted jobs complete within a second or so: the outbox's drain rate, reported) and a
-**steady** rate (N jobs fed at ``--rate`` a second, by default half the burst's drain rate:
-the delay from each job's completion, its ``completed_at``, to its delivery, p99 judged).
-Targets, and how to read the report: docs/bench/webhooks.md.
+Its burst and steady runs, targets, and how to read its report: docs/bench/webhooks.md.
 """
 
 from __future__ import annotations
@@ -15,8 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# The repository root, not bench/ (where queue.py would shadow the standard library's queue).
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import json
@@ -49,11 +41,8 @@ from bench.lib.ours import (
 )
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
-from seojobs.records import NewJob
 from seojobs.services import Services
 from seojobs.settings import Settings
-from seojobs.store import jobs as job_sql
-from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import jobs as jobs_table
 
@@ -151,13 +140,7 @@ class Feeder(threading.Thread):
             while fed < self.jobs and not self.stop.is_set():
                 due = min(self.jobs, int((time.monotonic() - started) * self.rate) + 1)
                 if due > fed:
-                    now = utcnow()
-                    news = [
-                        NewJob(project_id=self.project_id, kind=BURN_KIND, params={}, run_at=now)
-                        for _ in range(due - fed)
-                    ]
-                    with db.write() as conn:
-                        job_sql.insert_many_bare(db, conn, news, now)
+                    insert_jobs(db, self.project_id, due - fed)
                     fed = due
                 self.stop.wait(FEED_TICK)
         finally:
@@ -273,22 +256,12 @@ def targets(runs: list[Run]) -> list[core.Target]:
     for run in runs:
         p99 = run.quantile(0.99)
         if run.mode == "steady":  # the burst's p99 is reported, not judged (docs/bench)
-            found.append(
-                (
-                    f"{run.store}: steady {run.rate:,.0f}/s: p99 completion->delivery"
-                    f" <= {TARGET_P99:g} s",
-                    f"{p99:.3f} s",
-                    p99 <= TARGET_P99,
-                )
-            )
-        found.append(
-            (
-                f"{run.store} {run.mode}: every completion delivered",
-                f"{run.delivered:,} of {run.jobs:,}",
-                run.delivered == run.jobs,
-            )
-        )
-    return found  # fmt: skip
+            what = f"{run.store}: steady {run.rate:,.0f}/s: p99 completion->delivery"
+            found.append((f"{what} <= {TARGET_P99:g} s", f"{p99:.3f} s", p99 <= TARGET_P99))
+        what = f"{run.store} {run.mode}: every completion delivered"
+        got = f"{run.delivered:,} of {run.jobs:,}"
+        found.append((what, got, run.delivered == run.jobs))
+    return found
 
 
 def report(runs: list[Run], machine: list[str]) -> str:

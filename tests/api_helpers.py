@@ -20,7 +20,7 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -308,14 +308,19 @@ def api(settings: Settings, *, run_worker: bool = False) -> Iterator[Api]:
 
 @contextlib.contextmanager
 def shared_api(
-    store: str, request: pytest.FixtureRequest, *, run_worker: bool = False, **overrides: Any
+    store: str,
+    request: pytest.FixtureRequest,
+    *,
+    run_worker: bool = False,
+    settings_for: Callable[..., Settings] = make_settings,
+    **overrides: Any,
 ) -> Iterator[Api]:
-    """One app on a new database of ``store`` with these settings (and its worker when
-    ``run_worker``), for a module-scoped fixture whose tests each take :func:`owned` of it
-    (``shared_idle`` with settings)."""
+    """One app on a new database of ``store`` with these settings (``settings_for(url,
+    **overrides)``: a fake's own, say) and its worker when ``run_worker``, for a module-scoped
+    fixture whose tests each take :func:`owned` of it (``shared_idle`` with settings)."""
     with (
         database_of(store, request) as url,
-        api(make_settings(url, **overrides), run_worker=run_worker) as running,
+        api(settings_for(url, **overrides), run_worker=run_worker) as running,
     ):
         running.shared = True
         yield running

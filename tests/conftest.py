@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import gc
 import os
 import shutil
 import tempfile
@@ -20,9 +21,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from fastapi.dependencies import models as fastapi_models
 from psycopg import sql
 
 from seojobs.engine.registry import Registry
+from seojobs.engine.worker import YOUNG_COLLECTION_EVERY
 from seojobs.services import Services
 from seojobs.settings import Settings
 from seojobs.store import migrate
@@ -43,6 +46,45 @@ PG_ADMIN_URL = os.environ.get(
 )
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 STORES = ["sqlite", "postgresql"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Young collections every 10,000 allocations, as in a `seojobs worker` (``freeze_startup``),
+    instead of CPython's 700: a test process runs apps, workers and fakes in-process, whose
+    request and job objects mostly die before one. At 700 more of them lived through two young
+    collections into the old generation, and the full collections that followed took about a
+    seventh of the CPU of a run of in-process API tests (gc.callbacks: 4.0 of 28.3 CPU-s over
+    93 tests of four modules; 1.0 of 25.5 at 10,000). Startup's freeze is left out: the suite
+    keeps every app's objects in view (``gc_freeze``)."""
+    _young, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, middle, old)
+
+
+# FastAPI remembers whether each endpoint and dependency is a coroutine or generator function
+# in three lru_caches of 4,096 entries, keyed by the callable: an app's own closures (34 per
+# app of ours) then keep the app alive, with its routes and models (~23,000 objects). A test
+# process makes hundreds of apps: some 120 of them stayed alive in each xdist worker (~3
+# million objects, hundreds of MB), and each full collection walked them all, 2-3 CPU-s charged
+# to whichever test it fell in (test_poll_hints' plug-in waits, in a full run).
+_FASTAPI_CALLABLE_CACHES = (
+    "_is_gen_callable_cached",
+    "_is_async_gen_callable_cached",
+    "_is_coroutine_callable_cached",
+)
+
+
+def forget_apps() -> None:
+    """Empty FastAPI's caches of callables (they are filled again as requests come): the apps
+    a test stopped can be collected."""
+    for name in _FASTAPI_CALLABLE_CACHES:
+        cache = getattr(fastapi_models, name, None)
+        if cache is not None:
+            cache.cache_clear()
+
+
+@pytest.hookimpl(trylast=True)  # after the test's fixtures (and a module's apps) are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    forget_apps()
 
 
 def _pg_admin() -> psycopg.Connection[tuple[object, ...]]:
@@ -391,6 +433,10 @@ def make_settings(url: str, **overrides: object) -> Settings:
         # database_unavailable. The gate's own tests (unit/test_api_observe_deadline,
         # e2e/test_outages) keep the production default.
         "database_probe_timeout": PROBE_TIMEOUT,
+        # Tests wait by polling the API every 50 ms (tests/waiting.py): under load a wait of
+        # 6 s spent a user's whole production budget (120 a minute) and the test got 429
+        # rate_limited. Tests of the budget set their own (rate_limit=...).
+        "rate_limit": "100000/minute",
         **CONFIGURED_PROVIDERS,
         "fingerprints_path": TEST_FINGERPRINTS,
     }

@@ -187,6 +187,18 @@ class SiteProtocol(asyncio.Protocol):
             self.transport.close()
 
 
+def bind() -> socket.socket:
+    """A listening loopback socket on a free port."""
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
+    # listening socket says TCP. With proto 0 every response (head and body written apart) waits
+    # ~40 ms for the client's delayed ACK (Nagle).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    return sock
+
+
 async def _serve(pages: int, sock: socket.socket) -> None:
     site = build(pages, sock.getsockname()[1])
     stats = Stats()
@@ -205,11 +217,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
-    # IPPROTO_TCP, so asyncio sets TCP_NODELAY on the accepted sockets (see bench/lib/site.py).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    asyncio.run(_serve(args.pages, sock))
+    asyncio.run(_serve(args.pages, bind()))
 
 
 if __name__ == "__main__":

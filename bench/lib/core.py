@@ -24,11 +24,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -140,11 +140,7 @@ def versions(*names: str) -> str:
     return ", ".join(found)
 
 
-class _HasVersion(Protocol):
-    def server_version(self) -> str: ...
-
-
-def machine(pg: _HasVersion | None = None) -> str:
+def machine(pg: ScratchPostgres | None = None) -> str:
     """The machine line every report starts with (PostgreSQL's version when it is used)."""
     line = (
         f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; "
@@ -159,56 +155,38 @@ def _unwind(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def unwind_on_sigterm() -> None:
-    """SIGTERM unwinds like Ctrl-C, so servers are stopped and scratch databases dropped."""
-    signal.signal(signal.SIGTERM, _unwind)
-
-
-def exit_code(failed: Sequence[str]) -> int:
-    """1 when a target failed (each printed once more at the end), else 0."""
-    if failed:
-        print("\nFAIL: " + "\nFAIL: ".join(failed), flush=True)
-    return 1 if failed else 0
-
-
 def run(
     body: Callable[[ExitStack], None],
     render: Callable[[], str],
     failures: Callable[[], Sequence[str]],
     cleaned: str,
 ) -> int:
-    """What every benchmark's ``main`` does around its runs. SIGTERM unwinds like Ctrl-C and
-    the libraries' warnings are logged; ``body`` runs with an ExitStack for its servers,
-    processes and scratch databases; when it is interrupted (exit 130) or fails, the report
-    so far is printed with ``cleaned`` (what was stopped or removed on the way out). Then the
-    report, and the exit code: 1 when a target failed (each printed once more), else 0."""
-    unwind_on_sigterm()
+    """What every benchmark's ``main`` does around its runs: SIGTERM unwinds like Ctrl-C;
+    ``body`` runs with an ExitStack for its servers, processes and scratch databases; when it
+    is interrupted (exit 130) or fails, the report so far is printed with ``cleaned`` (what was
+    stopped or removed on the way out). Then the report, and the exit code: 1 when a target
+    failed (each printed once more), else 0."""
+    signal.signal(signal.SIGTERM, _unwind)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    with partial_report(render, cleaned), ExitStack() as stack:
-        body(stack)
+    try:
+        with ExitStack() as stack:
+            body(stack)
+    except KeyboardInterrupt:
+        print(render() + f"\n(incomplete: interrupted; {cleaned})", flush=True)
+        raise SystemExit(130) from None
+    except BaseException:
+        print(render() + f"\n(incomplete: the run stopped with an error; {cleaned})", flush=True)
+        raise
     print(render(), end="", flush=True)
-    return exit_code(failures())
+    found = failures()
+    if found:
+        print("\nFAIL: " + "\nFAIL: ".join(found), flush=True)
+    return 1 if found else 0
 
 
 def wall(started: float) -> str:
     """The report's last environment line, for a run begun at ``time.monotonic()`` ``started``."""
     return f"total wall time {time.monotonic() - started:.0f} s; load average at end {loadavg()}"
-
-
-@contextmanager
-def partial_report(render: Callable[[], str], cleaned: str) -> Iterator[None]:
-    """Print what was measured so far when a run is interrupted (then exit 130) or fails (then
-    the error goes on); ``cleaned`` says what was stopped or removed on the way out."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        print(render(), end="", flush=True)
-        print(f"\n(incomplete: interrupted; {cleaned})", flush=True)
-        raise SystemExit(130) from None
-    except BaseException:
-        print(render(), end="", flush=True)
-        print(f"\n(incomplete: the run stopped with an error; {cleaned})", flush=True)
-        raise
 
 
 # -- CPU and memory (Linux /proc) ------------------------------------------------------------
@@ -481,24 +459,18 @@ def sqlite_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///"))
 
 
+def sqlite_exec(path: Path, *statements: str) -> None:
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        for statement in statements:
+            con.execute(statement)
+    finally:
+        con.close()
+
+
 def sqlite_checkpoint(path: Path) -> None:
     """Fold the WAL into the main file so the file alone is a complete copy."""
-    con = sqlite3.connect(path, isolation_level=None)
-    try:
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        con.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        con.close()
-
-
-def analyze_sqlite(path: Path) -> None:
-    """Fresh planner statistics, and the WAL folded into the file."""
-    con = sqlite3.connect(path, isolation_level=None)
-    try:
-        con.execute("ANALYZE")
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        con.close()
+    sqlite_exec(path, "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA journal_mode=DELETE")
 
 
 def vacuum_postgres(dbname: str, table: str | None = None) -> None:
@@ -513,28 +485,21 @@ def vacuum_postgres(dbname: str, table: str | None = None) -> None:
 def analyze(url: str) -> None:
     """Fresh planner statistics for the database at ``url`` (SQLite: and its WAL folded in)."""
     if url.startswith("sqlite:///"):
-        analyze_sqlite(sqlite_path(url))
+        sqlite_exec(sqlite_path(url), "ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)")
     else:
         vacuum_postgres(url.rsplit("/", 1)[1])
 
 
 # -- child processes -------------------------------------------------------------------------
 
+# The protocol and loop seojobs serve uses (seojobs.api.protocol), for both.
 UVICORN_OPTIONS = (
-    "--host",
-    "127.0.0.1",
-    # The protocol and loop seojobs serve uses (seojobs.api.protocol), for both.
-    "--loop",
-    UVICORN_LOOP,
-    "--http",
-    UVICORN_HTTP,
+    *("--host", "127.0.0.1", "--loop", UVICORN_LOOP, "--http", UVICORN_HTTP),
     "--proxy-headers" if UVICORN_PROXY_HEADERS else "--no-proxy-headers",
-    "--no-access-log",
-    "--log-level",
-    "warning",
+    *("--no-access-log", "--log-level", "warning"),
 )
 START_TIMEOUT = 60.0
-STATUS_PATH = "/api/v1/index-check/jobs/"
+STATUS_PATH = "/api/v1/index-check/jobs/"  # a job id is appended
 
 
 def free_port() -> int:
@@ -878,3 +843,23 @@ def run_wrk(target: LoadTarget, connections: int, seconds: float, pause_ms: floa
                 bad_status=f[9],
             )
     raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
+
+
+def loaded(
+    server: Server, target: LoadTarget, connections: int, seconds: float, pause_ms: float = 0.0
+) -> tuple[Load, float, float]:
+    """One :func:`run_wrk` against ``server``: (its Load, the CPU seconds of the server's
+    process tree meanwhile, the share of the machine's CPUs every other process used: neither
+    the server nor the load generator). Raises on a socket error or a non-2xx answer."""
+    cpu0 = tree_cpu(server.pid)  # (read outside the machine's span: it scans /proc)
+    busy0, kids0, t0 = machine_busy(), children_cpu(), time.monotonic()
+    load = run_wrk(target, connections, seconds, pause_ms)
+    elapsed, busy, kids = time.monotonic() - t0, machine_busy(), children_cpu()
+    server_cpu = tree_cpu(server.pid) - cpu0
+    others = busy - busy0 - server_cpu - (kids - kids0)
+    if load.errors or load.bad_status or not load.requests:
+        raise RuntimeError(
+            f"{load.errors} socket errors, {load.bad_status} non-2xx answers of {load.requests} "
+            f"at {connections} connections\n{server.log_tail()}"
+        )
+    return load, server_cpu, max(0.0, others / ((os.cpu_count() or 1) * elapsed))

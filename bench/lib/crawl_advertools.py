@@ -1,9 +1,6 @@
-"""``bench/audit.py``'s peer: ``advertools.crawl`` (Scrapy) over the same site.
-
-How it works and what each figure counts: docs/bench/audit.md.
-
-Run by the peer venv's Python: ``PEER_PYTHON -m bench.lib.crawl_advertools OUTPUT.jl START_URL
-CONCURRENCY``; prints one JSON line ``{"seconds", "pages", "private", "cpu", "version"}``.
+"""``bench/audit.py``'s peer, ``advertools.crawl`` (Scrapy), run by the peer venv's Python:
+``-m bench.lib.crawl_advertools OUTPUT.jl START_URL CONCURRENCY`` prints one JSON line
+``{"seconds", "pages", "private", "cpu", "version"}``. How it is run: docs/bench/audit.md.
 """
 
 from __future__ import annotations

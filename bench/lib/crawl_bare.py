@@ -1,9 +1,6 @@
-"""``bench/audit.py``'s ceiling: a bare aiohttp + selectolax breadth-first crawl.
+"""``bench/audit.py``'s ceiling, a bare aiohttp + selectolax crawl (docs/bench/audit.md).
 
-How it works and what each figure counts: docs/bench/audit.md.
-
-Run as ``python -m bench.lib.crawl_bare START_URL CONCURRENCY``: prints one JSON line,
-``{"seconds", "pages", "cpu"}``.
+``python -m bench.lib.crawl_bare START_URL CONCURRENCY`` prints ``{"seconds", "pages", "cpu"}``.
 """
 
 from __future__ import annotations

@@ -284,15 +284,16 @@ class Scratch:
 
 
 def insert_jobs(
-    url: str,
+    at: str | Database,
     project_id: int,
     count: int,
     kind: str = BURN_KIND,
     params: dict[str, Any] | None = None,
     items: Sequence[str] = (),
 ) -> None:
-    """Pre-insert ``count`` pending, due jobs with ``insert_many_bare`` (no item rows)."""
-    db = Database(url)
+    """Insert ``count`` pending, due jobs with ``insert_many_bare`` (no item rows) in the
+    database at the URL ``at`` (or through the open Database ``at``)."""
+    db = Database(at) if isinstance(at, str) else at
     try:
         now = utcnow()
         for start in range(0, count, INSERT_CHUNK):
@@ -302,14 +303,15 @@ def insert_jobs(
                     kind=kind,
                     params=params or {},
                     run_at=now,
-                    items=list(items),
+                    items=[*items],
                 )
                 for _ in range(min(INSERT_CHUNK, count - start))
             ]
             with db.write() as conn:
                 job_sql.insert_many_bare(db, conn, news, now)
     finally:
-        db.dispose()
+        if db is not at:
+            db.dispose()
 
 
 def warm(db: Database, connections: int) -> None:
@@ -437,6 +439,7 @@ SEED_PARAMS = {"urls": [SEED_URL], "engine": "google", "duplicates_removed": 0}
 @dataclass(frozen=True)
 class Seeded:
     api_key: str  # a secret: passed to the load generator, never printed
+    project_id: int
     first_id: int
     last_id: int
     seconds: float
@@ -481,7 +484,8 @@ def seed(url: str, count: int) -> Seeded:
         raise RuntimeError(
             f"expected {count} jobs with consecutive ids, got {n} in {first}..{last}"
         )
-    return Seeded(user.api_key, int(first), int(last), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return Seeded(user.api_key, user.project_id, int(first), int(last), seconds)
 
 
 # -- bench/audit.py, bench/dashboard.py and bench/vitals.py: a ``seojobs worker`` process ---

@@ -21,7 +21,7 @@ import urllib.request
 from typing import Any, Self
 
 from bench.lib import REPO, core
-from bench.lib.auditsite import STATS_PATH
+from bench.lib.auditsite import STATS_PATH, bind
 
 API_KEY = "bench-serper-key"
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n\nSitemap: /sitemap.xml\n"
@@ -132,18 +132,6 @@ class App:
             candidates = [c for c in candidates if c < self.pages]
             width += 1
         return found[:num]
-
-
-def bind() -> socket.socket:
-    """A listening loopback socket on a free port."""
-    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
-    # listening socket says TCP. With proto 0 every response (head and body written apart) waits
-    # ~40 ms for the client's delayed ACK (Nagle).
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(2048)
-    return sock
 
 
 def serve_app(app: Any, sockets: list[socket.socket], ports: dict[str, Any]) -> None:

@@ -1,11 +1,5 @@
-"""``bench/vitals.py``'s site: 20 small pages with a stylesheet, a script and images, on loopback.
-
-Each page ``/p/<n>`` links ``/style.css`` (~20 KB of rules), ``/app-<n>.js`` (a loop whose
-length grows with ``n``, so the pages' Total Blocking Time, and their scores, spread over a
-range) and three PNGs (a 640 x 360 hero, the likely LCP element, and two thumbnails). Every
-response is built before the server listens and served from memory by a threaded
-``http.server`` in the benchmark's own process: Lighthouse spends seconds per page, the server
-microseconds.
+"""``bench/vitals.py``'s site: 20 small pages with a stylesheet, a script and images, on
+loopback, served from memory in the benchmark's process. What it serves: docs/bench/vitals.md.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from typing import Any, Final
 
 import orjson
 
+from seojobs import jsontext
+
 REPLACEMENT: Final = "\ufffd"
 # Real documents nest a few levels (JSON-LD graphs, RDAP entities within entities: ~10).
 MAX_DEPTH: Final = 64
@@ -50,6 +52,19 @@ def storable(value: Any) -> Any:
     if _clean(value):
         return value
     return _walk(value)
+
+
+def storable_json(value: Any) -> str:
+    """``jsontext.dumps(storable(value))``, encoding once when ``value`` is storable already
+    (nearly always): the look :func:`storable` takes is the encoding itself (a group of
+    results written as JSON documents, ``store/results.record``, encoded them twice)."""
+    try:
+        encoded = orjson.dumps(value)
+    except TypeError:  # a lone surrogate, or what orjson does not write (jsontext.dumps's)
+        return jsontext.dumps(storable(value))
+    if b"\\u0000" in encoded:
+        return jsontext.dumps(storable(value))
+    return encoded.decode()
 
 
 def _fields(value: Any) -> Any:

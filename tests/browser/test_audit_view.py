@@ -43,12 +43,15 @@ def _audit(site: Site, key: str, project: int, start_url: str) -> int:
         site.url(f"/v1/projects/{project}/audits"),
         headers={"Authorization": key},
         json={"start_url": start_url, "thresholds": {"slow_response_ms": 600_000}},
+        timeout=60,
     )
     assert started.status_code == 202, started.text
     job_id = int(started.json()["data"]["id"])
 
     def done() -> str | None:
-        answer = httpx.get(site.url(f"/v1/jobs/{job_id}"), headers={"Authorization": key})
+        answer = httpx.get(
+            site.url(f"/v1/jobs/{job_id}"), headers={"Authorization": key}, timeout=60
+        )
         status = str(answer.json()["data"]["status"])
         return status if status in ("completed", "failed", "cancelled") else None
 
@@ -80,7 +83,9 @@ def test_health_score_to_issue_to_pages_to_one_pages_issues(
     view = f"/dashboard/jobs/{job_id}/view"
     categories = ("accessibility", "best-practices")
     # The walk's third page: the issue's first affected page, read as its link's target.
-    issue = httpx.get(site.url(f"{view}/issues/title_duplicate"), headers={"Cookie": cookie})
+    issue = httpx.get(
+        site.url(f"{view}/issues/title_duplicate"), headers={"Cookie": cookie}, timeout=60
+    )
     one_page = re.findall(r'<th scope="row" data-label="Page"><a href="([^"]+)"', issue.text)[0]
     pages = {
         "audit": view,

@@ -48,6 +48,7 @@ def test_a_job_moves_in_the_list_and_its_page_gives_results_and_csv(
         site.url(f"/v1/projects/{user.default_project_id}/jobs"),
         headers={"Authorization": key},
         json={"type": "test_items", "params": params},
+        timeout=60,
     )
     assert started.status_code == 202, started.text
     job_id = started.json()["data"]["id"]

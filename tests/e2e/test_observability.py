@@ -28,7 +28,7 @@ def test_request_id_on_the_request_log_lines(spawn: Spawner, sqlite_url: str, fo
     )
     base = f"http://127.0.0.1:{port}"
     wait_http_ok(server, f"{base}/healthz")
-    answer = httpx.get(f"{base}/v1/projects", headers={"X-Request-ID": "trace-4242"})
+    answer = httpx.get(f"{base}/v1/projects", headers={"X-Request-ID": "trace-4242"}, timeout=60)
     assert (answer.status_code, answer.headers["x-request-id"]) == (401, "trace-4242")
 
     def lines() -> list[str]:

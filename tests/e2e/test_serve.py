@@ -47,15 +47,15 @@ def _serve(spawn: Spawner, url: str, *extra: str, **env: str) -> tuple[str, Proc
 def test_serve_health_and_openapi(spawn: Spawner, sqlite_url: str) -> None:
     base, _proc = _serve(spawn, sqlite_url)
 
-    health = httpx.get(f"{base}/healthz")
+    health = httpx.get(f"{base}/healthz", timeout=60)
     assert health.status_code == 200
     assert health.json() == {"status": "ok"}
 
-    ready = httpx.get(f"{base}/readyz")
+    ready = httpx.get(f"{base}/readyz", timeout=60)
     assert ready.status_code == 200
     assert ready.json()["status"] == "ready"
 
-    openapi = httpx.get(f"{base}/openapi.json")
+    openapi = httpx.get(f"{base}/openapi.json", timeout=60)
     assert openapi.status_code == 200
     paths = openapi.json()["paths"]
     assert "/healthz" in paths
@@ -86,7 +86,7 @@ def test_serve_no_worker_leaves_jobs_for_a_worker_process(spawn: Spawner, sqlite
         user = make_user(services)
         job, _ = services.jobs.create(user, "test_items", {"urls": ["https://example.com/b"]})
         # The server keeps answering while the job sits there.
-        assert httpx.get(f"{base}/readyz").status_code == 200
+        assert httpx.get(f"{base}/readyz", timeout=60).status_code == 200
         assert refresh(services, user, job).state == "pending"
         assert log_starts(services, job.id) == []
 

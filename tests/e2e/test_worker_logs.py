@@ -102,7 +102,7 @@ def test_json_logs_from_the_worker_and_the_api(spawn: Spawner, store_url: str) -
     port = free_port()
     api = spawn("serve", "--no-worker", "--port", str(port), env=env, name="api")
     wait_http_ok(api, f"http://127.0.0.1:{port}/healthz")
-    assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here").status_code == 404
+    assert httpx.get(f"http://127.0.0.1:{port}/v1/nothing-here", timeout=60).status_code == 404
     api.sigterm()
     assert api.wait() == 0, api.output()
     records = _json_lines(api.output())

@@ -601,7 +601,7 @@ def test_a_schedule_starts_jobs_in_its_project(working: Api) -> None:
 
 def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> None:
     with api(make_settings(sqlite_url)) as running:
-        document = httpx.get(f"{running.base}/openapi.json").json()
+        document = httpx.get(f"{running.base}/openapi.json", timeout=60).json()
         served = [path for _m, path, _r in app_routes(running.app) if path.startswith("/v1/")]
         declared = {r.operation_id for k in running.services.registry.kinds() for r in k.reads}
     missing = []

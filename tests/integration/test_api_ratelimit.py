@@ -42,8 +42,9 @@ def redis_url() -> str:
 @pytest.fixture(scope="module")
 def shared_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
     """One app per store for the module: budgets are per user, and each test works as its
-    own new users from its own loopback address."""
-    with shared_api(module_store, request) as made:
+    own new users from its own loopback address. The production budget, 120 a minute
+    (tests' make_settings lifts it)."""
+    with shared_api(module_store, request, rate_limit="120/minute") as made:
         yield made
 
 

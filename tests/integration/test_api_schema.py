@@ -201,7 +201,8 @@ def test_every_check_passes_on_generated_requests(
     # The document the running apps serve, not one built beside it: the same on each store,
     # so the requests generated from it are each store's.
     documents = {
-        store: httpx.get(f"{base}/openapi.json") for store, (base, _) in every_store.items()
+        store: httpx.get(f"{base}/openapi.json", timeout=60)
+        for store, (base, _) in every_store.items()
     }
     first = next(iter(every_store.values()))[0]
     assert len({answer.text for answer in documents.values()}) == 1, list(documents)
@@ -226,7 +227,7 @@ def test_every_check_passes_on_generated_requests(
 
 def test_v1_operations_document_their_problem_json_errors(running: tuple[str, Account]) -> None:
     base, _account = running
-    document = httpx.get(f"{base}/openapi.json").json()
+    document = httpx.get(f"{base}/openapi.json", timeout=60).json()
     missing = []
     for path, item in document["paths"].items():
         if not path.startswith("/api/v1/"):
@@ -244,7 +245,7 @@ def test_v1_operations_document_their_problem_json_errors(running: tuple[str, Ac
 
 def test_operation_ids_are_present_unique_and_stable(running: tuple[str, Account]) -> None:
     base, _account = running
-    document = httpx.get(f"{base}/openapi.json").json()
+    document = httpx.get(f"{base}/openapi.json", timeout=60).json()
     found = {
         (method, path): operation.get("operationId")
         for path, item in document["paths"].items()

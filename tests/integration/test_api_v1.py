@@ -430,7 +430,7 @@ def test_ids_past_64_bits_are_client_errors(idle: Api) -> None:
     for method, path, params in requests:
         # A fresh connection each time: uvicorn closes the connection after a 500.
         answer = httpx.request(
-            method, idle.base + V1 + path, params=params, headers=account.headers()
+            method, idle.base + V1 + path, params=params, headers=account.headers(), timeout=60
         )
         if answer.status_code not in (404, 422) or not answer.headers.get(
             "content-type", ""
@@ -447,6 +447,7 @@ def test_updated_since_edge_values_are_not_server_errors(idle: Api) -> None:
             f"{idle.base}{V1}/index-submit/jobs",
             params={"updated_since": since},
             headers=account.headers(),
+            timeout=60,
         )
         if answer.status_code not in (200, 422):
             wrong.append(f"{since}: {answer.status_code}")

@@ -630,7 +630,7 @@ def test_checker_task_reports_indexed_and_unindexed_links(
 
 def test_openapi_describes_the_v2_operations(shared: Api) -> None:
     with own(shared) as app:
-        spec = httpx.get(app.base + "/openapi.json").json()
+        spec = httpx.get(app.base + "/openapi.json", timeout=60).json()
     operations = {
         op["operationId"]: (method, path)
         for path, methods in spec["paths"].items()

@@ -41,7 +41,10 @@ def slow_stack(store_url: str) -> Iterator[Stack]:
     submissions finish one after another over several seconds, not all at once."""
     fake = FakeIndexNow()
     with serve(Slow(fake.app(), 0.1, 0.4)) as indexnow_base:
-        settings = stack_settings(store_url, indexnow_base + "/indexnow", worker_concurrency=3)
+        # The production budget (make_settings lifts it): the Scheduler paces its reads by it.
+        settings = stack_settings(
+            store_url, indexnow_base + "/indexnow", worker_concurrency=3, rate_limit="120/minute"
+        )
         with running_stack(settings, fake) as made:
             yield made
 

@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from seojobs.cli import app as cli
-from tests.api_helpers import Api, api, assert_problem, error_fields, owned, stored
-from tests.conftest import make_settings, migrated_sqlite
+from tests.api_helpers import Api, api, assert_problem, error_fields, owned, shared_api, stored
+from tests.conftest import make_settings
 from tests.fakes.ai_search import (
     OPENAI_KEY,
     PERPLEXITY_KEY,
@@ -59,11 +59,17 @@ class Fakes:
         return make_settings(store_url, **(values | overrides))
 
 
+def _plant(fake: FakeOpenAi | FakePerplexity) -> None:
+    """The fake's answers as the tests expect them (a test may change them)."""
+    fake.answers.clear()
+    fake.answers[HOSE] = Canned("Acme makes the best garden hose; ACME hoses last.", SOURCES)
+    fake.answers[REEL] = Canned("Try the Zeta reel.", SOURCES[:1])
+
+
 def _fakes() -> Iterator[Fakes]:
     openai, sonar = FakeOpenAi(), FakePerplexity()
     for fake in (openai, sonar):
-        fake.answers[HOSE] = Canned("Acme makes the best garden hose; ACME hoses last.", SOURCES)
-        fake.answers[REEL] = Canned("Try the Zeta reel.", SOURCES[:1])
+        _plant(fake)
     with serve(openai.app) as openai_base, serve(sonar.app) as sonar_base:
         yield Fakes(openai, sonar, openai_base, sonar_base)
 
@@ -74,24 +80,24 @@ def fakes() -> Iterator[Fakes]:
 
 
 @pytest.fixture(scope="module")
-def answering_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fakes, Api]]:
-    """Fakes of their own and an app (on SQLite, with its worker) with the fakes' settings, for
-    the whole module."""
+def answering_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[tuple[Fakes, Api]]:
+    """Fakes of their own and an app (with its worker) with the fakes' settings, one per store
+    for the whole module."""
     for fakes in _fakes():
-        url = migrated_sqlite(tmp_path_factory.mktemp("answering"))
-        with api(fakes.settings(url), run_worker=True) as app:
-            app.shared = True
+        with shared_api(module_store, request, run_worker=True, settings_for=fakes.settings) as app:
             yield fakes, app
 
 
 @pytest.fixture
 def answering(answering_app: tuple[Fakes, Api]) -> Iterator[tuple[Fakes, httpx.Client, int]]:
     """``answering_app`` for one test: the fakes with no request recorded, reply scripted or
-    prompt failing, and a project of the test's own user. The tests that script the fakes and
-    need no setting of their own share it; each of their jobs has ended when the test ends."""
+    prompt failing, their answers planted again, and a project of the test's own user. The
+    tests that need no setting of their own share it; each of their jobs has ended when the
+    test ends."""
     fakes, shared = answering_app
     for fake in (fakes.openai, fakes.perplexity):
         fake.forget()
+        _plant(fake)
     for app in owned(shared):
         client = app.client(app.account("alice"))
         project = client.post("/v1/projects", json={"name": "acme"}).json()["data"]["id"]
@@ -133,32 +139,33 @@ def rows(answer: httpx.Response) -> dict[str, dict[str, Any]]:
 
 
 def test_a_lookup_is_collected_served_by_geo_and_a_changed_answer_keeps_history(
-    store_url: str, fakes: Fakes
+    answering_app: tuple[Fakes, Api], answering: tuple[Fakes, httpx.Client, int]
 ) -> None:
-    with started(fakes.settings(store_url)) as (app, client, project):
-        assert_problem(geo(client, project), 404)
-        assert_problem(geo(client, project, "/history", prompt=HOSE), 404)
-        job = lookup(client, project, **LOOKUP, provider="openai", repeats=2)
-        assert job["status"] == "completed", job
-        assert job["result"] == {
-            "provider": "openai",
-            "prompts": 2,
-            "answered": 2,
-            "cited": 1,
-            "mentioned": 1,
-            "share_of_voice": 1.0,  # no competitors: all the tracked voice is its own
-        }
-        first = rows(geo(client, project))
-        jobs = stored(app)["jobs"]
-        # The answer changes: the second run no longer cites the site, names the brand once.
-        fakes.openai.answers[HOSE] = Canned("Acme is fine, but Zeta is better.", SOURCES[:1])
-        second_job = lookup(client, project, **LOOKUP, provider="openai")
-        second = rows(geo(client, project))
-        history = geo(client, project, "/history", prompt=f"  {HOSE} ")
-        usage = {q["quota"]: q for q in client.get("/v1/usage").json()["data"]}
-        job_text = client.get(f"/v1/jobs/{job['id']}").text
-        items_text = client.get(f"/v1/jobs/{job['id']}/items").text
-        assert stored(app)["jobs"] == jobs + 1  # no read started a job
+    fakes, client, project = answering
+    app = answering_app[1]  # stored(): no other test runs while this one does
+    assert_problem(geo(client, project), 404)
+    assert_problem(geo(client, project, "/history", prompt=HOSE), 404)
+    job = lookup(client, project, **LOOKUP, provider="openai", repeats=2)
+    assert job["status"] == "completed", job
+    assert job["result"] == {
+        "provider": "openai",
+        "prompts": 2,
+        "answered": 2,
+        "cited": 1,
+        "mentioned": 1,
+        "share_of_voice": 1.0,  # no competitors: all the tracked voice is its own
+    }
+    first = rows(geo(client, project))
+    jobs = stored(app)["jobs"]
+    # The answer changes: the second run no longer cites the site, names the brand once.
+    fakes.openai.answers[HOSE] = Canned("Acme is fine, but Zeta is better.", SOURCES[:1])
+    second_job = lookup(client, project, **LOOKUP, provider="openai")
+    second = rows(geo(client, project))
+    history = geo(client, project, "/history", prompt=f"  {HOSE} ")
+    usage = {q["quota"]: q for q in client.get("/v1/usage").json()["data"]}
+    job_text = client.get(f"/v1/jobs/{job['id']}").text
+    items_text = client.get(f"/v1/jobs/{job['id']}/items").text
+    assert stored(app)["jobs"] == jobs + 1  # no read started a job
     # Each call is the documented request with the Bearer key.
     assert len(fakes.openai.requests) == 2 * 2 + 2
     call = fakes.openai.requests[0]
@@ -200,28 +207,30 @@ def test_a_lookup_is_collected_served_by_geo_and_a_changed_answer_keeps_history(
         assert OPENAI_KEY not in text and PERPLEXITY_KEY not in text
 
 
-def test_geo_filters_and_pages_and_perplexity_answers(store_url: str, fakes: Fakes) -> None:
-    with started(fakes.settings(store_url)) as (_app, client, project):
-        job = lookup(client, project, **LOOKUP, provider="perplexity", repeats=3)
-        assert job["status"] == "completed", job
-        lookup(client, project, prompts=[HOSE], domain="acme.example", provider="openai")
-        both = geo(client, project).json()["data"]
-        cited = geo(client, project, cited="true").json()["data"]
-        uncited = rows(geo(client, project, cited="false", provider="perplexity"))
-        sonar = geo(client, project, provider="perplexity").json()["data"]
-        pages: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            page = geo(client, project, limit=2, **({"cursor": cursor} if cursor else {})).json()
-            pages += page["data"]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
-        sonar_history = geo(client, project, "/history", provider="perplexity").json()["data"]
-        assert error_fields(geo(client, project, cited="maybe")) == ["cited"]
-        assert error_fields(geo(client, project, provider="bard")) == ["provider"]
-        assert error_fields(geo(client, project, cursor="x")) == ["cursor"]
-        assert error_fields(geo(client, project, "/history", prompt="a\nb")) == ["prompt"]
+def test_geo_filters_and_pages_and_perplexity_answers(
+    answering: tuple[Fakes, httpx.Client, int],
+) -> None:
+    fakes, client, project = answering
+    job = lookup(client, project, **LOOKUP, provider="perplexity", repeats=3)
+    assert job["status"] == "completed", job
+    lookup(client, project, prompts=[HOSE], domain="acme.example", provider="openai")
+    both = geo(client, project).json()["data"]
+    cited = geo(client, project, cited="true").json()["data"]
+    uncited = rows(geo(client, project, cited="false", provider="perplexity"))
+    sonar = geo(client, project, provider="perplexity").json()["data"]
+    pages: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = geo(client, project, limit=2, **({"cursor": cursor} if cursor else {})).json()
+        pages += page["data"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    sonar_history = geo(client, project, "/history", provider="perplexity").json()["data"]
+    assert error_fields(geo(client, project, cited="maybe")) == ["cited"]
+    assert error_fields(geo(client, project, provider="bard")) == ["provider"]
+    assert error_fields(geo(client, project, cursor="x")) == ["cursor"]
+    assert error_fields(geo(client, project, "/history", prompt="a\nb")) == ["prompt"]
     assert len(both) == 3 and pages == both  # pages of two cover the list once
     assert {(r["provider"], r["prompt"]) for r in cited} == {
         ("perplexity", HOSE),
@@ -267,6 +276,7 @@ FAILURES = [
 ]  # fmt: skip
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(("replies", "status", "code", "calls"), FAILURES)
 def test_provider_failures_end_the_job_or_its_prompt(
     answering: tuple[Fakes, httpx.Client, int],
@@ -289,6 +299,7 @@ def test_provider_failures_end_the_job_or_its_prompt(
     assert served.status_code == (200 if status == "completed" else 404)
 
 
+@pytest.mark.stores("sqlite")
 def test_a_prompt_that_keeps_failing_fails_its_item_and_the_others_are_served(
     answering: tuple[Fakes, httpx.Client, int],
 ) -> None:
@@ -305,6 +316,7 @@ def test_a_prompt_that_keeps_failing_fails_its_item_and_the_others_are_served(
     assert [r.body["input"] for r in fakes.openai.requests].count(HOSE) == 2  # with its retry
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(
     ("reply", "code", "calls"),
     [

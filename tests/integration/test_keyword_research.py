@@ -20,7 +20,15 @@ from seojobs.cli import app as cli
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.store.db import Database
-from tests.api_helpers import Api, api, assert_problem, error_fields, stored
+from tests.api_helpers import (
+    Api,
+    api,
+    assert_problem,
+    error_fields,
+    owned,
+    shared_api,
+    stored,
+)
 from tests.conftest import make_settings
 from tests.fakes.keywords import (
     TABLE,
@@ -65,22 +73,62 @@ class Fakes:
         }
         return make_settings(store_url, **(values | overrides))
 
+    def reset(self) -> None:
+        """As new, for the next test of the module: nothing recorded, scripted, granted or
+        gated, and the pages planted. (The access tokens it granted stay valid.)"""
+        self.dataforseo.forget()
+        self.dataforseo.gate = None
+        self.dataforseo.pages = {PAGE: ["garden hose", "hose reel", "expandable garden hose"]}
+        self.ads.forget()
+        self.ads.grants.clear()
+        self.ads.pages = {PAGE: ["hose reel", "garden hose"]}
 
-@pytest.fixture
-def fakes() -> Iterator[Fakes]:
+
+@pytest.fixture(scope="module")
+def served_fakes() -> Iterator[Fakes]:
     dataforseo, ads = FakeDataForSeoKeywords(), FakeGoogleAds()
-    dataforseo.pages[PAGE] = ["garden hose", "hose reel", "expandable garden hose"]
-    ads.pages[PAGE] = ["hose reel", "garden hose"]
     with serve(dataforseo.app) as dfs_base, serve(ads.app) as ads_base:
         yield Fakes(dataforseo, ads, dfs_base, ads_base)
 
 
+@pytest.fixture
+def fakes(served_fakes: Fakes) -> Fakes:
+    """The module's fakes, as new for this test (``Fakes.reset``)."""
+    served_fakes.reset()
+    return served_fakes
+
+
+@pytest.fixture(scope="module")
+def shared_research(
+    module_store: str, served_fakes: Fakes, request: pytest.FixtureRequest
+) -> Iterator[Api]:
+    """The app with its worker on the fakes' default settings, one per store for the module's
+    tests that need no other: each as its own user, and every job a test starts has ended
+    before the test does (what one test's fakes record is its own job's)."""
+    with shared_api(
+        module_store, request, run_worker=True, settings_for=served_fakes.settings
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+def researching(shared_research: Api, fakes: Fakes) -> Iterator[Api]:
+    """``shared_research`` as this test's own (its users and clients), the fakes as new."""
+    yield from owned(shared_research)
+
+
 @contextlib.contextmanager
 def started(settings: Any, user: str = "alice") -> Iterator[tuple[Api, httpx.Client, int]]:
-    with api(settings, run_worker=True) as app:
-        client = app.client(app.account(user))
-        project = client.post("/v1/projects", json={"name": "shop"}).json()["data"]["id"]
+    with api(settings, run_worker=True) as app, on(app, user) as (client, project):
         yield app, client, project
+
+
+@contextlib.contextmanager
+def on(app: Api, user: str = "alice") -> Iterator[tuple[httpx.Client, int]]:
+    """A new user of ``app`` (its client) and a project of theirs."""
+    client = app.client(app.account(user))
+    project = client.post("/v1/projects", json={"name": "shop"}).json()["data"]["id"]
+    yield client, project
 
 
 def research(client: httpx.Client, project: int, **params: Any) -> dict[str, Any]:
@@ -103,9 +151,9 @@ def keywords(client: httpx.Client, project: int, **query: Any) -> httpx.Response
 
 
 def test_dataforseo_seeds_give_their_volumes_and_ideas_stored_for_the_project(
-    store_url: str, fakes: Fakes
+    researching: Api, fakes: Fakes
 ) -> None:
-    with started(fakes.settings(store_url)) as (_app, client, project):
+    with on(researching) as (client, project):
         before = keywords(client, project)
         assert_problem(before, 404)
         assert "keyword_research" in before.json()["detail"]
@@ -166,9 +214,10 @@ def names(answer: httpx.Response) -> list[str]:
 
 
 def test_reads_sort_filter_and_page_one_collection_and_never_start_a_job(
-    store_url: str, fakes: Fakes
+    researching: Api,
 ) -> None:
-    with started(fakes.settings(store_url)) as (app, client, project):
+    app = researching
+    with on(app) as (client, project):
         research(client, project, seeds=["garden"])
         jobs = stored(app)["jobs"]
         garden = ideas_of("garden")
@@ -275,12 +324,13 @@ DFS_FAILURES = [
 ]
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(("reply", "code"), DFS_FAILURES)
 def test_dataforseo_errors_fail_the_job_with_a_code_and_no_retry(
-    sqlite_url: str, fakes: Fakes, reply: Reply, code: str
+    researching: Api, fakes: Fakes, reply: Reply, code: str
 ) -> None:
     fakes.dataforseo.script(reply)
-    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+    with on(researching) as (client, project):
         job = research(client, project, seeds=SEEDS)
         assert (job["status"], job["error"]["code"]) == ("failed", code), job
         assert_problem(keywords(client, project), 404)  # a failed job collected nothing
@@ -305,12 +355,13 @@ GOOGLE_FAILURES = [
 ]  # fmt: skip
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(("status", "name", "error_code", "code"), GOOGLE_FAILURES)
 def test_google_ads_errors_fail_the_job_with_a_code(
-    sqlite_url: str, fakes: Fakes, status: int, name: str, error_code: dict[str, str], code: str
+    researching: Api, fakes: Fakes, status: int, name: str, error_code: dict[str, str], code: str
 ) -> None:
     fakes.ads.script(Reply(status, google_error(status, name, "Refused.", **error_code)))
-    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+    with on(researching) as (client, project):
         job = research(client, project, seeds=SEEDS, provider="google_ads")
     assert (job["status"], job["error"]["code"]) == ("failed", code), job
     assert "google_ads answered" in job["error"]["message"]
@@ -369,14 +420,15 @@ def test_params_and_unconfigured_providers_are_refused_naming_the_field(
         assert stored(app) == before
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(
     ("market", "why"),
     [({"location": "London"}, "not a name ('London')"), ({"language": "tlh"}, "no language 'tlh'")],
 )
 def test_a_market_google_ads_cannot_express_fails_the_job_before_any_call(
-    sqlite_url: str, fakes: Fakes, market: dict[str, str], why: str
+    researching: Api, fakes: Fakes, market: dict[str, str], why: str
 ) -> None:
-    with started(fakes.settings(sqlite_url)) as (_app, client, project):
+    with on(researching) as (client, project):
         job = research(client, project, seeds=SEEDS, provider="google_ads", **market)
     assert (job["status"], job["error"]["code"]) == ("failed", "provider_rejected")
     assert why in job["error"]["message"]

@@ -6,16 +6,14 @@ outbox statement runs only when an endpoint exists)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from seojobs.services import Services
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import webhook_deliveries as D
+from tests.statements import statements
 
 LEASE = 30.0
 HOOK = "https://hooks.example.com/in"
@@ -30,21 +28,6 @@ def _deliveries(db: Database) -> list[tuple[int, int, str]]:
     query = select(D.c.endpoint_id, D.c.job_id, D.c.event_type).order_by(D.c.id)
     with db.read() as conn:
         return sorted((int(e), int(j), str(t)) for e, j, t in conn.execute(query))
-
-
-@contextmanager
-def statements(db: Database) -> Iterator[list[str]]:
-    """The SQL statements sent to the database within the block."""
-    seen: list[str] = []
-
-    def note(_conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
-        seen.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", note)
-    try:
-        yield seen
-    finally:
-        event.remove(db.engine, "before_cursor_execute", note)
 
 
 def test_a_batch_of_completions_writes_each_delivery_once(

@@ -21,8 +21,8 @@ from seojobs.settings import Settings
 from seojobs.store import usage
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from tests.api_helpers import Api, api, assert_problem, error_fields, owned, stored
-from tests.conftest import NO_PROVIDERS, make_settings, migrated_sqlite
+from tests.api_helpers import Api, api, assert_problem, error_fields, owned, shared_api, stored
+from tests.conftest import NO_PROVIDERS, make_settings
 from tests.fakes.ranks import FakeDataForSeoRanks, FakeSerperRanks
 from tests.fakes.serp import Reply, dfs_task, envelope
 from tests.fakes.server import serve
@@ -75,13 +75,19 @@ def fakes() -> Iterator[Fakes]:
 
 
 @pytest.fixture(scope="module")
-def one_at_a_time_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fakes, Api]]:
-    """Fakes of their own and an app (on SQLite, with its worker) that searches one keyword at a
-    time, for the whole module."""
+def one_at_a_time_app(
+    module_store: str, request: pytest.FixtureRequest
+) -> Iterator[tuple[Fakes, Api]]:
+    """Fakes of their own and an app (with its worker) that searches one keyword at a time, one
+    per store for the whole module."""
     for fakes in _fakes():
-        url = migrated_sqlite(tmp_path_factory.mktemp("one_at_a_time"))
-        with api(fakes.settings(url, rank_check_concurrency=1), run_worker=True) as app:
-            app.shared = True
+        with shared_api(
+            module_store,
+            request,
+            run_worker=True,
+            settings_for=fakes.settings,
+            rank_check_concurrency=1,
+        ) as app:
             yield fakes, app
 
 
@@ -342,6 +348,7 @@ FATAL = [
 ]  # fmt: skip
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(("provider", "reply", "code"), FATAL)
 def test_a_refused_key_or_spent_credits_end_the_job(
     one_at_a_time: tuple[Fakes, httpx.Client, int], provider: str, reply: Reply, code: str
@@ -366,6 +373,7 @@ KEYWORD_FAILURES = [
 ]  # fmt: skip
 
 
+@pytest.mark.stores("sqlite")
 @pytest.mark.parametrize(("provider", "replies", "code"), KEYWORD_FAILURES)
 def test_a_provider_failure_fails_that_keyword_and_the_others_are_collected(
     one_at_a_time: tuple[Fakes, httpx.Client, int],
@@ -383,6 +391,7 @@ def test_a_provider_failure_fails_that_keyword_and_the_others_are_collected(
     assert positions(rankings(client, project)) == [("hose reel", 3), ("pruning shears", None)]
 
 
+@pytest.mark.stores("sqlite")
 def test_a_providers_errors_never_show_its_credentials(
     one_at_a_time: tuple[Fakes, httpx.Client, int],
 ) -> None:
@@ -546,28 +555,26 @@ HOSTILE_KEYWORD = [
 
 @pytest.mark.parametrize(("reply", "code"), HOSTILE_KEYWORD)
 def test_a_hostile_provider_answer_fails_that_keyword_on_either_store(
-    store_url: str, fakes: Fakes, reply: Reply, code: str
+    one_at_a_time: tuple[Fakes, httpx.Client, int], reply: Reply, code: str
 ) -> None:
+    fakes, client, project = one_at_a_time  # one keyword at a time: the first one fails
     retried = reply.status >= 500  # the retry of a 5xx gets the same
     fakes.serper.script(*[reply] * (2 if retried else 1))
-    settings = fakes.settings(store_url, rank_check_concurrency=1)  # the first keyword fails
-    with started(settings) as (_app, client, project):
-        job = check(client, project, provider="serper")  # named: no fallback
-        assert job["status"] == "completed", job
-        assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
-        items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
-        [error] = [i["error"] for i in items if i.get("error")]
-        assert error["code"] == code
-        assert "\x00" not in error["message"]
+    job = check(client, project, provider="serper")  # named: no fallback
+    assert job["status"] == "completed", job
+    assert (job["result"]["failed"], job["result"]["ranked"]) == (1, 1)
+    items = client.get(f"/v1/jobs/{job['id']}/items").json()["data"]
+    [error] = [i["error"] for i in items if i.get("error")]
+    assert error["code"] == code
+    assert "\x00" not in error["message"]
 
 
 def test_a_fatal_provider_error_with_a_nul_fails_the_job_once_on_either_store(
-    store_url: str, fakes: Fakes
+    one_at_a_time: tuple[Fakes, httpx.Client, int],
 ) -> None:
+    fakes, client, project = one_at_a_time
     fakes.serper.script(Reply(403, text='{"message": "Unauthorized.\x00"}'))
-    settings = fakes.settings(store_url, rank_check_concurrency=1)
-    with started(settings) as (_app, client, project):
-        job = check(client, project, provider="serper")  # named: no fallback
-        assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed"), job
-        assert "Unauthorized.\ufffd" in job["error"]["message"]
+    job = check(client, project, provider="serper")  # named: no fallback
+    assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed"), job
+    assert "Unauthorized.\ufffd" in job["error"]["message"]
     assert len(fakes.serper.requests) == 1  # written at once: never rescued and asked again

@@ -2,7 +2,11 @@
 site whose scripts change pages; each rendering check is found on exactly the page planted
 for it, a link only the rendered DOM has is crawled, a page that cannot render is audited
 from its raw HTML (the audit completes), an https site of the fetcher's own CA renders too,
-and nothing of a renderer outlives its audit."""
+and nothing of a renderer outlives its audit.
+
+On SQLite only: what rendering finds is Chromium's, and its findings are stored as every other
+check's, on both stores in the other site audit tests (test_site_audit, ..._links, ...). Each
+rendered audit costs 8-10 CPU-s (two Chromiums)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from tests.fakes.tls_site import TlsSite
 from tests.integration.test_web_vitals import LOOPBACK_ONLY, marked
 from tests.waiting import run_until_final
 
+pytestmark = pytest.mark.stores("sqlite")
 RENDER_CODES = {check.code for check, _rule in rules_render.RULES}
 RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
 

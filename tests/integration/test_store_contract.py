@@ -417,9 +417,61 @@ def test_results_and_the_items_they_found_are_written_together(
     assert items[1].error_message == "boom" and items[2].data == {"depth": 1}
     assert items[3].data is None
     assert _found(db, job.id) == [(a.id, "thin", {"words": 3}), (a.id, "odd", None)]
+    # None is written as JSON null, not SQL NULL, on both stores (SQLAlchemy's JSON type's way)
+    assert _sql_nulls(db, job.id) == (0, 0, 0)
     after = _get(db, job.id)
     assert (after.items_total, after.items_done, after.items_failed) == (4, 2, 1)
     assert after.counters == {"ok": 1, "failed": 1}
+
+
+def test_a_group_of_results_is_written_storable(services: Services, db: Database) -> None:
+    """``results.record`` makes what it writes storable itself (the worker leaves a group of
+    results to it): a NUL or a lone surrogate anywhere in a group, results, findings, errors,
+    new items and counters, is written as U+FFFD on both stores (PostgreSQL refuses both)."""
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim(db)[0]
+    a, b = services.jobs.items(user, job.id)
+    odd = "x\x00y\ud800"
+    outcomes = [
+        ItemOutcome(
+            a.id, False, "ok", {odd: [odd]}, findings=(NewFinding("f", "notice", {"t": odd}),)
+        ),
+        ItemOutcome(b.id, True, error_code="e", error_message=odd),
+    ]
+    with db.write_statement() as conn:
+        results.record(
+            db,
+            conn,
+            job.id,
+            claimed.attempt,
+            outcomes,
+            {"ok": 1},
+            [NewItem(odd, "k", {"u": odd})],
+            utcnow(),
+        )
+    fixed = "x\ufffdy\ufffd"
+    items = services.jobs.items(user, job.id)
+    assert items[0].result == {fixed: [fixed]} and items[1].error_message == fixed
+    assert [(i.input, i.data) for i in items[2:]] == [(fixed, {"u": fixed})]
+    assert _found(db, job.id) == [(a.id, "f", {"t": fixed})]
+
+
+def _sql_nulls(db: Database, job_id: int) -> tuple[int, int, int]:
+    """SQL NULLs among the job's finished items' results, its findings' data and its
+    items' data."""
+    with db.read() as conn:
+        counted = [
+            conn.execute(
+                select(func.count()).select_from(table).where(table.c.job_id == job_id, *where)
+            ).scalar_one()
+            for table, where in (
+                (job_items, (job_items.c.state != "pending", job_items.c.result.is_(None))),
+                (findings, (findings.c.data.is_(None),)),
+                (job_items, (job_items.c.data.is_(None),)),
+            )
+        ]
+    return counted[0], counted[1], counted[2]
 
 
 def test_a_lost_claim_records_neither_results_nor_the_items_they_found(

@@ -1,16 +1,17 @@
 """``web_vitals`` with a real Lighthouse in Debian's Chromium against loopback pages.
 
-Each real run costs ~10 s of CPU on a 2-core machine shared with others, so there are few:
-one job (one URL, both form factors, CrUX from a local fake) on SQLite, one (mobile) on
-PostgreSQL, one (mobile, SQLite) of an https page signed by the fetcher's own CA, a run killed
-by the timeout, and a worker SIGKILLed mid-run. Chromium is held to loopback by
-``--host-resolver-rules`` (SEOJOBS_WEB_VITALS_RESOLVER_RULES). Missing Chromium or Lighthouse
-fails these tests (``scripts/test`` installs both), never skips them.
+Each real run costs ~5 CPU-s (Lighthouse and Chromium) on a 2-core machine shared with
+others, so there are few: one job (one URL, both form factors, CrUX from a local fake) on
+SQLite, one (mobile) on PostgreSQL of an https page signed by the fetcher's own CA (which two
+tests read), a run killed by the timeout, and a worker SIGKILLed mid-run. Chromium is held to
+loopback by ``--host-resolver-rules`` (SEOJOBS_WEB_VITALS_RESOLVER_RULES). Missing Chromium or
+Lighthouse fails these tests (``scripts/test`` installs both), never skips them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -19,6 +20,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ from seojobs.kinds.web_vitals import WebVitalsSettings
 from seojobs.providers.base import ProviderError
 from seojobs.providers.crux import CruxClient
 from tests.api_helpers import TERMINAL, api, assert_problem
-from tests.conftest import make_settings
+from tests.conftest import database_of, make_settings
 from tests.fakes.crux import KEY, FakeCrux
 from tests.fakes.server import serve
 from tests.fakes.tls_site import TlsSite
@@ -267,67 +269,87 @@ def test_a_real_lighthouse_job_stores_the_reports_values_and_reads_serve_them(
         assert _jobs(client, project) == [job_id]  # the reads started nothing
 
 
-def test_the_job_path_on_postgresql(pg_url: str, site: tuple[Site, str], vitals_env: Path) -> None:
-    _, base = site
-    settings = make_settings(pg_url, allow_private_networks=True)
-    with api(settings, run_worker=True) as served:
-        client = served.client(served.account())
-        project, job_id = _start(client, [f"{base}/"], form_factors=["mobile"])
-        done = _finished(client, job_id)
-        assert done["status"] == "completed", done["error"]
-        [entry] = client.get(f"/v1/projects/{project}/web-vitals").json()["data"]
-        [kept] = list(vitals_env.glob(f"job-{job_id}-*-mobile.json"))
-        assert _stored_values(entry["data"]["lab"]) == _report_values(json.loads(kept.read_text()))
-        assert entry["data"]["field"] is None  # no CrUX key: no field data
-        history = f"/v1/projects/{project}/web-vitals/history"
-        every = client.get(history).json()  # without url: every URL's, newest first
-        assert [d["data"] for d in every["data"]] == [entry["data"]]
-        assert client.get(history, params={"form_factor": "desktop"}).json()["data"] == []
-        assert _jobs(client, project) == [job_id]  # the reads started nothing
-        csv = client.get(f"/v1/jobs/{job_id}/items", headers={"Accept": "text/csv"}).text
-        header, row = csv.splitlines()[:2]
-        assert header.endswith(",mobile_score,desktop_score")
-        assert row.endswith(f",{entry['data']['lab']['performance_score']},")  # no desktop run
+@dataclass
+class HttpsRun:
+    """A completed job (mobile) of an https page of the fetcher's CA, on PostgreSQL, and the
+    running API that ran it."""
+
+    client: httpx.Client
+    project: int
+    job_id: int
+    done: dict[str, Any]
+    site: TlsSite
+    reports: Path  # SEOJOBS_WEB_VITALS_REPORT_DIR
+    tempdir: Path  # this process's temporary folders while the module runs
 
 
-@pytest.fixture
-def short_tempdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """This process's temporary folders in one of the test's own, short enough for Chromium's
-    sockets in a profile under it (a pytest ``tmp_path`` is not)."""
-    folder = Path(tempfile.mkdtemp(prefix="sj-"))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+@pytest.fixture(scope="module")
+def https_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HttpsRun]:
+    """One real Lighthouse run serves two tests: the job path on PostgreSQL (what is stored and
+    read) and Chromium's trust in ``SEOJOBS_FETCH_CA_FILE`` (neither depends on the other, and
+    a run costs ~6 CPU-s). While the job runs, this process's temporary folders are in one of
+    the fixture's own, short enough for Chromium's sockets in a profile under it (a pytest
+    ``tmp_path`` is not); only then: the module's other tests share the process."""
+    _installed()
+    reports = tmp_path_factory.mktemp("reports")
+    tempdir = Path(tempfile.mkdtemp(prefix="sj-"))
+    fake = TlsSite()
     try:
-        yield folder
+        with contextlib.ExitStack() as stack:
+            url = stack.enter_context(database_of("postgresql", request))
+            served = stack.enter_context(fake.running())
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("SEOJOBS_WEB_VITALS_RESOLVER_RULES", LOOPBACK_ONLY)
+                patch.setenv("SEOJOBS_WEB_VITALS_REPORT_DIR", str(reports))
+                patch.setattr(tempfile, "tempdir", str(tempdir))
+                settings = make_settings(
+                    url, allow_private_networks=True, fetch_ca_file=served.ca_file
+                )
+                running = stack.enter_context(api(settings, run_worker=True))
+                client = running.client(running.account())
+                project, job_id = _start(client, [f"{served.base}/"], form_factors=["mobile"])
+                done = _finished(client, job_id)
+            yield HttpsRun(client, project, job_id, done, fake, reports, tempdir)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(tempdir, ignore_errors=True)
 
 
-def test_an_https_page_of_the_fetchers_ca_is_measured(
-    sqlite_url: str, vitals_env: Path, short_tempdir: Path
-) -> None:
+def test_the_job_path_on_postgresql(https_run: HttpsRun) -> None:
+    client, project, job_id = https_run.client, https_run.project, https_run.job_id
+    assert https_run.done["status"] == "completed", https_run.done["error"]
+    [entry] = client.get(f"/v1/projects/{project}/web-vitals").json()["data"]
+    [kept] = list(https_run.reports.glob(f"job-{job_id}-*-mobile.json"))
+    assert _stored_values(entry["data"]["lab"]) == _report_values(json.loads(kept.read_text()))
+    assert entry["data"]["field"] is None  # no CrUX key: no field data
+    history = f"/v1/projects/{project}/web-vitals/history"
+    every = client.get(history).json()  # without url: every URL's, newest first
+    assert [d["data"] for d in every["data"]] == [entry["data"]]
+    assert client.get(history, params={"form_factor": "desktop"}).json()["data"] == []
+    assert _jobs(client, project) == [job_id]  # the reads started nothing
+    csv = client.get(f"/v1/jobs/{job_id}/items", headers={"Accept": "text/csv"}).text
+    header, row = csv.splitlines()[:2]
+    assert header.endswith(",mobile_score,desktop_score")
+    assert row.endswith(f",{entry['data']['lab']['performance_score']},")  # no desktop run
+
+
+def test_an_https_page_of_the_fetchers_ca_is_measured(https_run: HttpsRun) -> None:
     """Chromium trusts ``SEOJOBS_FETCH_CA_FILE`` as the fetcher does: an https page whose
     certificate the test CA issued is measured (without that trust, Lighthouse fails it with
-    ``ERR_CERT_AUTHORITY_INVALID``), and the job's trusting home is gone when it ends. One
-    real run (mobile, warm slot) on SQLite only: the trust is Chromium's, not the store's, and
-    each run costs ~10 CPU-s."""
-    fake = TlsSite()
-    with fake.running() as served:
-        url = f"{served.base}/"
-        settings = make_settings(
-            sqlite_url, allow_private_networks=True, fetch_ca_file=served.ca_file
-        )
-        with api(settings, run_worker=True) as running:
-            client = running.client(running.account())
-            _, job_id = _start(client, [url], form_factors=["mobile"])
-            done = _finished(client, job_id)
-            item = client.get(f"/v1/jobs/{job_id}/items").json()["data"][0]
+    ``ERR_CERT_AUTHORITY_INVALID``), and the job's trusting home is gone when it ends. The
+    trust is Chromium's, not the store's: the run is ``https_run``'s (mobile, warm slot)."""
+    done = https_run.done
+    item = https_run.client.get(f"/v1/jobs/{https_run.job_id}/items").json()["data"][0]
     assert done["status"] == "completed", done["error"]
     assert item["status"] == "measured", item
     lab = item["result"]["form_factors"]["mobile"]["lab"]
     assert lab["performance_score"] is not None and lab["metrics"]["lcp"]["value"] > 0
-    assert fake.hits[("https", "/")] >= 1  # Chromium loaded it over https
-    assert list(short_tempdir.iterdir()) == []  # the trusting home and the slot's scratch removed
-    assert marked(str(os.getpid())) == {}  # no Lighthouse or Chromium left behind
+    assert https_run.site.hits[("https", "/")] >= 1  # Chromium loaded it over https
+    # The trusting home and the slot's scratch removed, and no Lighthouse or Chromium left
+    # behind, once the job has ended (its worker still runs: the job cleans up, not shutdown).
+    wait_until(lambda: list(https_run.tempdir.iterdir()) == [], timeout=30)
+    wait_until(lambda: marked(str(os.getpid())) == {}, timeout=30)
 
 
 def test_a_run_past_its_timeout_is_killed_with_its_chromium(

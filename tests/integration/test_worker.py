@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import threading
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -24,7 +25,8 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items, jobs
 from tests.conftest import make_settings
-from tests.kinds import GATES, Gate, test_log
+from tests.kinds import GATES, Gate, ItemsParams, test_log
+from tests.statements import statements
 from tests.waiting import await_until
 
 
@@ -324,6 +326,68 @@ async def test_heartbeats_keep_the_claim_while_a_job_computes_its_findings(  # t
 def _claim_now(db: Database, settings: Settings):  # type: ignore[no-untyped-def]
     with db.write() as conn:
         return job_sql.claim(db, conn, "silent", 1, utcnow(), settings.lease_seconds)[0]
+
+
+def _context(worker: Worker, claimed) -> context.JobContext[ItemsParams]:  # type: ignore[no-untyped-def]
+    params = ItemsParams.model_validate(claimed.params)
+    return context.JobContext(worker, claimed, params, settings=worker.settings, new_items=list)
+
+
+def _claim_reads(sent: list[str]) -> list[str]:
+    """The claim reads (``still_held``) among ``sent``."""
+    return [s for s in sent if s.startswith("SELECT jobs.id \nFROM jobs")]
+
+
+async def test_claim_checks_asked_together_share_one_read(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]
+    """A rank check's items each ask ``ensure_held`` before their search: checks asked while
+    no read has been sent yet go in one read, each answered by it."""
+    user = services.accounts.create_user("alice").user
+    services.jobs.create(user, "test_items", {"urls": ["a"]})
+    worker = Worker(db, settings, registry)
+    ctx = _context(worker, _claim_now(db, settings))
+    try:
+        with statements(db) as sent:
+            await asyncio.gather(*(ctx.ensure_held() for _ in range(8)))
+            assert len(_claim_reads(sent)) == 1
+            await ctx.ensure_held()  # a check asked later: a read of its own
+            assert len(_claim_reads(sent)) == 2
+    finally:
+        worker.executor.shutdown()
+
+
+async def test_a_claim_check_asked_while_a_read_is_in_flight_waits_for_the_next(
+    services, db, settings, registry
+) -> None:  # type: ignore[no-untyped-def]
+    """A check is answered by a read sent after it was asked: the job cancelled while a read
+    is in flight, a check asked meanwhile is not answered by that read (which still saw the
+    job held), and raises."""
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a"]})
+    worker = Worker(db, settings, registry)
+    ctx = _context(worker, _claim_now(db, settings))
+    loop = asyncio.get_running_loop()
+    asked = threading.Event()
+    later: list[asyncio.Future[None]] = []
+
+    async def ask_later() -> None:
+        later.append(asyncio.ensure_future(ctx.ensure_held()))
+        await asyncio.sleep(0)  # it has asked, and waits
+        asked.set()
+
+    def in_flight(_conn, _cursor, statement, _params, _context, _many) -> None:  # type: ignore[no-untyped-def]
+        if _claim_reads([statement]) and not asked.is_set():
+            asyncio.run_coroutine_threadsafe(ask_later(), loop)
+            asked.wait(10)
+            services.jobs.cancel(user, job.id)  # after the first read ran: it saw the job held
+
+    event.listen(db.engine, "after_cursor_execute", in_flight)
+    try:
+        await ctx.ensure_held()
+        with pytest.raises(context.Interrupted):
+            await later[0]
+    finally:
+        event.remove(db.engine, "after_cursor_execute", in_flight)
+        worker.executor.shutdown()
 
 
 async def test_delayed_job_waits_for_run_at(services, db, settings, registry) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ import pytest
 
 from seojobs import jsontext
 from seojobs.engine.host import RecordItems
-from seojobs.outside import MAX_DEPTH, loads, storable
+from seojobs.outside import MAX_DEPTH, loads, storable, storable_json
 from seojobs.records import ItemOutcome, NewFinding
 
 
@@ -75,6 +75,20 @@ def test_a_named_tuple_and_a_slotted_dataclass_are_walked_too() -> None:
     assert cleaned == [Slotted("a", ("b\ufffd",))]
     big = {"n": 2**70, "t": "x\x00"}  # an integer past 64 bits: walked, not refused
     assert storable(big) == {"n": 2**70, "t": "x\ufffd"}
+
+
+def test_storable_json_is_the_json_of_the_storable_value() -> None:
+    # Encoded once when the value is storable already; otherwise as storable() made it.
+    pair = namedtuple("pair", "a b")
+    values = [
+        {"a": [1, "é", None], "n": float("nan")},
+        {"a\x00": ["x\ud800y"], "ok": "fine"},
+        {"text": "a \\u0000 spelled out"},
+        {1: 2**70, "t": "x\x00"},
+        [pair("x\x00", 1), ItemOutcome(1, False, result={"k": "\udfff"})],
+    ]
+    for value in values:
+        assert storable_json(value) == jsontext.dumps(storable(value)), value
 
 
 def test_stored_json_text_is_compact_and_says_what_json_cannot_as_null_or_text() -> None:

@@ -630,7 +630,9 @@ class Worker:
         """Every change in one transaction, fenced by the job's claim; a lost claim stops the
         job (``Interrupted``) and none of them is kept."""
 
-        cleaned = storable(changes)  # what came from outside, storable on both stores
+        # What came from outside, storable on both stores; a group of results is made so by
+        # results.record (on PostgreSQL as it is encoded: one pass for the look and the JSON).
+        cleaned = tuple(c if isinstance(c, RecordItems) else storable(c) for c in changes)
         # A group of results alone is one statement on PostgreSQL (results.record), its own
         # transaction there; anything else takes a transaction of its own.
         one = len(cleaned) == 1 and isinstance(cleaned[0], RecordItems)

@@ -85,7 +85,23 @@ def on_site(host: str, domain: str) -> bool:
     """Whether ``host`` is the site ``domain`` or one of its subdomains (``www.`` ignored on
     both sides). A public suffix as ``domain`` matches only itself: ``a.co.uk`` is not on
     ``co.uk``."""
-    host, domain = site(host), site(domain)
-    if host == domain:
-        return True
-    return host.endswith("." + domain) and registrable(domain) is not None and not _is_ip(host)
+    return Site(domain).holds(site(host))
+
+
+class Site:
+    """:func:`on_site` for one ``domain`` and many hosts, the domain's part (its site, whether
+    it is a public suffix) worked out once: a rank check matches every result of every
+    keyword against the target and each competitor."""
+
+    __slots__ = ("_dot", "_listed", "name")
+
+    def __init__(self, domain: str) -> None:
+        self.name = site(domain)
+        self._dot = "." + self.name
+        self._listed = registrable(self.name) is not None
+
+    def holds(self, host_site: str) -> bool:
+        """``on_site(host, domain)`` for a host already made a site (``site(host)``)."""
+        if host_site == self.name:
+            return True
+        return host_site.endswith(self._dot) and self._listed and not _is_ip(host_site)

@@ -13,6 +13,9 @@ ignored (a rank tracker asks "is my page there", whichever spelling Google chose
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 from seojobs.providers import domains, urlmatch
 from seojobs.providers.ranks import Organic
 from seojobs.providers.urlmatch import MatchOptions, differences, parse
@@ -41,6 +44,25 @@ def on_domain(url: str, host: str) -> bool:
     return found is not None and domains.on_site(found, host)
 
 
+Host = tuple[str, str] | None  # a result's (host, host as a site), None for no URL
+
+
+def hosts_of(organic: Sequence[Organic]) -> list[Host]:
+    """Each result's host (``url_host``) and that host as a site (``domains.site``), read once
+    per SERP for the target, each competitor and the top results (each read them all)."""
+    found: list[Host] = []
+    for result in organic:
+        host = url_host(result.url)
+        found.append(None if host is None else (host, domains.site(host)))
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _site(target: str) -> domains.Site:
+    """What ``on_domain(url, target_host(target))`` matches a result's host against."""
+    return domains.Site(target_host(target))
+
+
 def same_page(url: str, target: str) -> bool:
     try:
         diff = differences(parse(target), parse(url))
@@ -49,11 +71,15 @@ def same_page(url: str, target: str) -> bool:
     return diff is not None and PAGE_OPTIONS.allows(diff)
 
 
-def first_match(organic: tuple[Organic, ...], target: str, match: str) -> Organic | None:
-    """The best-placed organic result that is the target's (the lowest ``rank_group``)."""
+def first_match(
+    organic: tuple[Organic, ...], target: str, match: str, hosts: Sequence[Host] | None = None
+) -> Organic | None:
+    """The best-placed organic result that is the target's (the lowest ``rank_group``);
+    ``hosts``: ``hosts_of(organic)`` when the caller has it."""
     if match == "exact_url":
         found = [o for o in organic if same_page(o.url, target)]
     else:
-        host = target_host(target)
-        found = [o for o in organic if on_domain(o.url, host)]
+        on = _site(target)
+        seen = hosts_of(organic) if hosts is None else hosts
+        found = [o for o, h in zip(organic, seen, strict=True) if h and on.holds(h[1])]
     return min(found, key=lambda o: o.rank_group, default=None)

@@ -24,7 +24,7 @@ from seojobs.engine.context import ItemResult, JobContext, JobFailed
 from seojobs.kinds import providers
 from seojobs.kinds.fallback import Chain, Unanswered
 from seojobs.kinds.rank_check.declared import ENGINE, FIRST_PAGE, RANKS, subject
-from seojobs.kinds.rank_check.match import first_match, target_host
+from seojobs.kinds.rank_check.match import first_match, hosts_of, target_host
 from seojobs.kinds.rank_check.params import RankCheckParams
 from seojobs.kinds.rank_check.voice import (
     competitor_positions,
@@ -96,7 +96,8 @@ def ranking(
 ) -> dict[str, Any]:
     """One keyword's row: the target's best position in the SERP (null past the depth), each
     competitor's, and the ``top`` first results."""
-    hit = first_match(serp.organic, params.target, params.match)
+    hosts = hosts_of(serp.organic)  # each result's host read once, for every match below
+    hit = first_match(serp.organic, params.target, params.match, hosts)
     return {
         "keyword": query.keyword,
         "location": query.location,
@@ -109,8 +110,8 @@ def ranking(
         "url": hit.url if hit else None,
         "title": hit.title if hit else None,
         "features": list(serp.features),
-        "competitors": competitor_positions(serp.organic, params.competitors),
-        "top_results": top_results(serp, top),
+        "competitors": competitor_positions(serp.organic, params.competitors, hosts),
+        "top_results": top_results(serp, top, hosts),
         "results": len(serp.organic),
         "depth": query.depth,
         "provider": provider,

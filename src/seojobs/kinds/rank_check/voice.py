@@ -14,11 +14,11 @@ by registrable domain.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from seojobs.kinds.rank_check.declared import FIRST_PAGE
-from seojobs.kinds.rank_check.match import first_match, url_host
+from seojobs.kinds.rank_check.match import Host, first_match, hosts_of, url_host
 from seojobs.providers import domains
 from seojobs.providers.ranks import Organic, Serp
 
@@ -36,37 +36,42 @@ def weight(position: int | None) -> float:
     return CTR[position - 1]
 
 
-def site_of(url: str) -> str | None:
+def _registrable(host: str | None) -> str | None:
     """A result's registrable domain (its host when it has none, e.g. a bare suffix)."""
-    host = url_host(url)
     if host is None:
         return None
     return domains.registrable(host) or host
 
 
-def top_results(serp: Serp, count: int) -> list[dict[str, Any]]:
+def top_results(
+    serp: Serp, count: int, hosts: Sequence[Host] | None = None
+) -> list[dict[str, Any]]:
     """The first ``count`` organic results as stored: position, registrable domain, URL,
-    title and what the result showed."""
-    ranked = sorted(serp.organic, key=lambda o: o.rank_group)[:count]
+    title and what the result showed. ``hosts``: ``hosts_of(serp.organic)`` when the caller
+    has it."""
+    seen = hosts_of(serp.organic) if hosts is None else hosts
+    pairs = sorted(zip(serp.organic, seen, strict=True), key=lambda pair: pair[0].rank_group)
     return [
         {
             "position": o.rank_group,
-            "domain": site_of(o.url),
+            "domain": _registrable(host[0] if host else None),
             "url": o.url,
             "title": o.title,
             "features": list(o.features),
         }
-        for o in ranked
+        for o, host in pairs[:count]
     ]
 
 
 def competitor_positions(
-    organic: tuple[Organic, ...], competitors: list[str]
+    organic: tuple[Organic, ...], competitors: list[str], hosts: Sequence[Host] | None = None
 ) -> list[dict[str, Any]]:
-    """Each competitor's best position (null when not within the results), in the order given."""
+    """Each competitor's best position (null when not within the results), in the order given.
+    ``hosts``: ``hosts_of(organic)`` when the caller has it."""
+    seen = hosts_of(organic) if hosts is None else hosts
     found = []
     for domain in competitors:
-        hit = first_match(organic, domain, "domain")
+        hit = first_match(organic, domain, "domain", seen)
         found.append(
             {
                 "domain": domain,
@@ -87,6 +92,7 @@ def share_of_voice(
     """The shares of the target's site, each competitor and the largest sites over ``rows``
     (one ranking per keyword, each with its ``top_results``)."""
     sites = [target, *competitors]
+    matchers = [(site, domains.Site(site)) for site in sites]  # each worked out once
     clicks = dict.fromkeys(sites, 0.0)
     ranked = dict.fromkeys(sites, 0)
     by_domain: dict[str, float] = defaultdict(float)
@@ -104,8 +110,9 @@ def share_of_voice(
             host = url_host(result["url"])  # once per result, not once per site
             if host is None:
                 continue
-            for site in sites:
-                if domains.on_site(host, site):
+            host = domains.site(host)
+            for site, matcher in matchers:
+                if matcher.holds(host):
                     clicks[site] += worth
                     seen.add(site)
         for site in seen:

@@ -82,7 +82,6 @@ class Page:
     redirects: int
     error_kind: str | None
     facts: PageFacts | None  # None unless a 2xx HTML page was read
-    noindex: bool = False
     internal_links: list[tuple[str, bool]] = field(default_factory=list)  # (url, nofollow)
     broken_external: list[dict[str, Any]] = field(default_factory=list)  # checked, broken
     response: FetchResult | None = None  # headers, body and hops, for the rules that read them
@@ -106,6 +105,11 @@ class Page:
         if response is not None:
             names |= parse_x_robots_tag(response.header_list("x-robots-tag")).names_for()
         return names
+
+    @cached_property
+    def noindex(self) -> bool:
+        """Whether Googlebot is told not to index the page, by a meta tag or X-Robots-Tag."""
+        return "noindex" in self.directives
 
     @cached_property
     def canonical(self) -> str | None:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from seojobs.engine.context import ItemResult, JobContext, JobFailed
-from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict, parse_meta_robots, parse_x_robots_tag
+from seojobs.fetch import Fetcher, FetchResult, RobotsVerdict
 from seojobs.fetch.errors import FetchError
 from seojobs.fetch.urls import URL, parse_url
 from seojobs.kinds.site_audit.check import Rendering, document_base, resolve, site_of
@@ -36,6 +36,13 @@ from seojobs.records import ItemRecord
 TARGET_UNREACHABLE = "target_unreachable"
 BLOCKED_BY_ROBOTS = "blocked_by_robots"
 MAX_LOADS = 50  # subresources of a page kept for its weight
+# Results that may wait for their write, per place of the crawl's concurrency (run_items'
+# backlog): a page waiting in it has handed its place to the next page. While one group of
+# results is written the next gathers, so a group holds up to about half the backlog: at
+# one, PostgreSQL's writes (a round trip, the statement, the commit's fsync) capped the crawl
+# at about 8 pages a write (bench/audit.py: ~10 of 16 pages waiting for a write and ~7 for a
+# place in the backlog, 1-3 fetching). A crash may refetch concurrency x (1 + BACKLOG) pages.
+BACKLOG = 2
 
 
 def _origins(start: URL) -> tuple[str, ...]:
@@ -287,7 +294,6 @@ class Crawl:
         # Its links are stored with its result (one write); a page only a sitemap lists is
         # audited, its links not followed.
         added = self.frontier.take(follow, depth + 1) if depth is not None else []
-        noindex = _noindex(fetched, facts)
         checked = await self.external.outcomes(outside) if self.external and outside else []
         broken = [
             {"target": o["url"], "status": o["status"], "error_kind": o["error_kind"]}
@@ -302,7 +308,6 @@ class Crawl:
             redirects=len(fetched.redirect_chain),
             error_kind=fetched.error_kind,
             facts=facts,
-            noindex=noindex,
             internal_links=internal,
             broken_external=broken,
             response=fetched,
@@ -310,7 +315,8 @@ class Crawl:
         )
         found = page_findings(page, self.ctx.params.thresholds, self.reporting)
         record = _record(page, fetched, canonical, links, internal, base)
-        record["indexability_reason"] = _indexability(fetched, noindex, canonical, url)
+        # The robots directives read once, for the checks and here.
+        record["indexability_reason"] = _indexability(fetched, page.noindex, canonical, url)
         record["indexable"] = record["indexability_reason"] is None
         record["issues"] = codes(found)
         if base and facts and (facts.subresources or facts.images):  # for its weight
@@ -341,11 +347,6 @@ def _loads(base: URL, facts: PageFacts, frontier: Frontier, keys: Keys) -> list[
 
 def _ok(fetched: FetchResult) -> bool:
     return fetched.status is not None and 200 <= fetched.status < 300
-
-
-def _noindex(fetched: FetchResult, facts: PageFacts | None) -> bool:
-    header = parse_x_robots_tag(fetched.header_list("x-robots-tag")).noindex()
-    return header or (facts is not None and parse_meta_robots(facts.robots_meta).noindex())
 
 
 def _record(
@@ -458,8 +459,9 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
         outcomes += (item.result or {}).get("external", [])
     concurrency = ctx.kind_settings.concurrency
     # A page whose result waits for its write gives its place to the next page (a page is
-    # cheap to fetch again: a crash may refetch twice as many), so the crawl never idles
-    # behind a commit (on PostgreSQL its fsync: ~4 ms on the bench machine, 100 round trips).
+    # cheap to fetch again: a crash may refetch those too), so the crawl never idles behind a
+    # commit (on PostgreSQL its fsync: ~2-4 ms on the bench machine, 100 round trips).
+    backlog = BACKLOG * concurrency
     listed: list[str] = []
     sitemaps_read = False
     too_large: list[tuple[str, dict[str, Any]]] = []
@@ -478,7 +480,7 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
             renderer.installed()
         crawl = Crawl(ctx, fetcher, frontier, external, renderer)
         try:
-            await ctx.run_items(crawl.page, concurrency=concurrency, backlog=concurrency)
+            await ctx.run_items(crawl.page, concurrency=concurrency, backlog=backlog)
             if params.include_sitemaps and not frontier.expired():
                 sitemaps_read = True
                 # After the links: a page reached by no click is then known as such.
@@ -486,13 +488,13 @@ async def _audit(ctx: JobContext[SiteAuditParams]) -> None:
                 sitemaps = await discover(fetcher, params.start_url, cap)
                 listed, too_large = _in_scope(sitemaps.pages, frontier), sitemaps.too_large
                 await frontier.add(listed, None)
-                await ctx.run_items(crawl.page, concurrency=concurrency, backlog=concurrency)
+                await ctx.run_items(crawl.page, concurrency=concurrency, backlog=backlog)
             previous = await _previous(ctx, frontier)
             if previous and not frontier.expired():
                 # The pages the previous audit crawled that neither links nor sitemaps
                 # reached now: audited too, and those that still answer are orphans (30.3).
                 await frontier.add(previous, None)
-                await ctx.run_items(crawl.page, concurrency=concurrency, backlog=concurrency)
+                await ctx.run_items(crawl.page, concurrency=concurrency, backlog=backlog)
         finally:
             if renderer is not None:
                 await asyncio.shield(renderer.close())
