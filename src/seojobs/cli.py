@@ -17,7 +17,7 @@ import typer
 from seojobs.client.cli_commands import register as register_client_commands
 
 if TYPE_CHECKING:
-    from seojobs.services import Services
+    from seojobs.services.accounts import Accounts
     from seojobs.settings import Settings
 
 app = typer.Typer(
@@ -242,31 +242,31 @@ def migrate_cmd() -> None:
     """
     settings = _settings()
     _database(settings)
-    from seojobs.kinds import load_registry
+    from seojobs.kinds import migration_dirs
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
     db = Database(settings.database_url)
-    extra = load_registry(settings).migration_dirs()
+    extra = migration_dirs(settings)
     migrate.upgrade(db, extra=extra)
     typer.echo(f"schema at {migrate.current_revision(db, extra)} ({db.dialect})")
     db.dispose()
 
 
 @contextlib.contextmanager
-def user_services(settings: Settings) -> Iterator[Services]:
-    """Services on the settings' database, migrated to head (a new one is created)."""
-    from seojobs.kinds import load_registry
-    from seojobs.services import Services
+def user_accounts(settings: Settings) -> Iterator[Accounts]:
+    """The accounts on the settings' database, migrated to head (a new one is created): that
+    part of the services alone, without the kinds' declarations (``migration_dirs``)."""
+    from seojobs.kinds import migration_dirs
+    from seojobs.services.accounts import Accounts
     from seojobs.store import migrate
     from seojobs.store.db import Database
 
     _database(settings)
     db = Database(settings.database_url)
     try:
-        registry = load_registry(settings)
-        migrate.upgrade(db, extra=registry.migration_dirs())
-        yield Services(db, settings, registry)
+        migrate.upgrade(db, extra=migration_dirs(settings))
+        yield Accounts.open(db, settings)
     finally:
         db.dispose()
 
@@ -297,11 +297,11 @@ def users_create(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="NAME") from None
     settings = _settings()
-    from seojobs.services import Conflict
+    from seojobs.services.errors import Conflict
 
-    with user_services(settings) as services:
+    with user_accounts(settings) as accounts:
         try:
-            created = services.accounts.create_user(
+            created = accounts.create_user(
                 name, rate_limit=f"{rate_limit}/minute" if rate_limit else None
             )
         except Conflict as exc:
@@ -316,8 +316,8 @@ def users_list(
 ) -> None:
     """Every user: id, name, rate limit, created, disabled."""
     settings = _settings()
-    with user_services(settings) as services:
-        found = services.accounts.users()
+    with user_accounts(settings) as accounts:
+        found = accounts.users()
     for user in found:
         row = {
             "user_id": user.id,
@@ -334,11 +334,11 @@ def users_list(
             typer.echo(f"{user.id}\t{user.name}\t{state}\t{limit}\tcreated {row['created_at']}")
 
 
-def _named(services: Services, name: str) -> None:
-    from seojobs.services import NotFound
+def _named(accounts: Accounts, name: str) -> None:
+    from seojobs.services.errors import NotFound
 
     try:
-        services.accounts.user_named(name)
+        accounts.user_named(name)
     except NotFound:
         typer.echo(f"no user named {name!r} (see `seojobs users list`)", err=True)
         raise typer.Exit(1) from None
@@ -354,9 +354,9 @@ def users_rotate_key(
     """Give a user a new API key, printed once. The old key stops working within 5 s (the
     API's authentication cache)."""
     settings = _settings()
-    with user_services(settings) as services:
-        _named(services, name)
-        rotated = services.accounts.rotate_key(name)
+    with user_accounts(settings) as accounts:
+        _named(accounts, name)
+        rotated = accounts.rotate_key(name)
     _print_key(rotated.user.id, name, rotated.api_key, as_json, "has a new key")
 
 
@@ -365,9 +365,9 @@ def users_disable(name: Annotated[str, typer.Argument(help="The user's name.")])
     """Disable a user: its API key stops working within 5 s (the API's authentication cache);
     its projects, jobs and data stay. `rotate-key` does not re-enable it."""
     settings = _settings()
-    with user_services(settings) as services:
-        _named(services, name)
-        user = services.accounts.disable_user(name)
+    with user_accounts(settings) as accounts:
+        _named(accounts, name)
+        user = accounts.disable_user(name)
     typer.echo(f"user {user.id} ({name}) disabled.")
 
 

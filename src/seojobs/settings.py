@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from limits import parse
 from pydantic import (
     Field,
     NonNegativeInt,
@@ -35,6 +34,11 @@ def _default_database_url() -> str:
 
 # The rate limiter's storages: this process's memory, or Redis shared by several processes.
 STORAGE_SCHEMES = ("memory", "redis", "rediss", "redis+unix")
+# The default limits: valid (tests/unit/test_settings_ratelimit.py parses them), so not parsed
+# at each start (parsing imports the limits package).
+RATE_LIMIT = "120/minute"
+AUTH_FAILURE_LIMIT = "30/minute"
+DEFAULT_LIMITS = (RATE_LIMIT, AUTH_FAILURE_LIMIT)
 # A quota's limit, by the name of the setting that held it before kinds declared their own.
 QUOTA_KEYWORD = re.compile(r"quota_[a-z0-9_]+_(?:daily|monthly)")
 
@@ -73,7 +77,7 @@ class Settings(BaseSettings):
         "connection; no answer within this many seconds and requests get 503 until one comes.",
     )
     # -- rate limits (seojobs.api.ratelimit) ---------------------------------------------
-    rate_limit: str = Field(default="120/minute", description="Each user's request budget.")
+    rate_limit: str = Field(default=RATE_LIMIT, description="Each user's request budget.")
     rate_limit_storage: str = Field(
         default="memory://", description="memory:// (one process) or redis://… (shared)."
     )
@@ -94,7 +98,7 @@ class Settings(BaseSettings):
         description="Prefix of every Redis key: deployments sharing a database stay apart.",
     )
     auth_failure_limit: str = Field(
-        default="30/minute", description="Failed authentications per client address."
+        default=AUTH_FAILURE_LIMIT, description="Failed authentications per client address."
     )
     trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -370,6 +374,12 @@ class Settings(BaseSettings):
     @field_validator("rate_limit", "auth_failure_limit")
     @classmethod
     def _rate(cls, value: str) -> str:
+        if value in DEFAULT_LIMITS:
+            return value
+        # Imported for a limit that is set: the package loads its storage back-ends too
+        # (about 0.07 CPU-s), which a worker or `seojobs users` on the defaults never use.
+        from limits import parse
+
         parse(value)  # ValueError naming the bad part, e.g. "30/fortnight"
         return value
 

@@ -60,6 +60,27 @@ RUN_TIME = (
     "seojobs.kinds.backlink_analysis.run",
     "seojobs.kinds.backlink_refresh.run",
 )
+# The API's rate limiter (and its storage back-ends): loaded by `seojobs serve` alone, and by
+# a process whose settings set a limit (the defaults are not parsed again at each start).
+API_ONLY = ("limits",)
+# What `seojobs migrate` and `seojobs users` have no use for: the kinds' declarations (they
+# need the kinds' migration folders alone: seojobs.kinds.migration_dirs) and the services but
+# the accounts.
+KINDS = (
+    "seojobs.kinds.index_submit",
+    "seojobs.kinds.index_check",
+    "seojobs.kinds.site_audit",
+    "seojobs.kinds.domain_lookup",
+    "seojobs.kinds.tech_stack",
+    "seojobs.kinds.keyword_research",
+    "seojobs.kinds.rank_check",
+    "seojobs.kinds.web_vitals",
+    "seojobs.kinds.backlink_refresh",
+    "seojobs.kinds.geo_lookup",
+    "seojobs.kinds.backlink_analysis",
+    "seojobs.kinds.local_rank_check",
+)
+OTHER_SERVICES = ("seojobs.services.core", "seojobs.services.jobs", "seojobs.services.schedules")
 # A client command talks HTTP: nothing of the server.
 SERVER = (
     "sqlalchemy",
@@ -108,7 +129,7 @@ def test_a_worker_starts_and_stops_without_the_api_or_a_kinds_run_time(
     wait_until(lambda: "starting" in worker.output() or not worker.alive(), STARTUP_TIMEOUT)
     worker.sigterm()
     assert worker.wait() == 0, worker.output()[-3000:]
-    assert loaded(worker.output(), SERVER_ONLY + FIRST_USE + RUN_TIME) == []
+    assert loaded(worker.output(), SERVER_ONLY + FIRST_USE + RUN_TIME + API_ONLY) == []
 
 
 def test_the_api_starts_without_a_kinds_run_time(spawn: Spawner, sqlite_url: str) -> None:
@@ -125,7 +146,8 @@ def test_the_api_starts_without_a_kinds_run_time(spawn: Spawner, sqlite_url: str
 
 def test_users_commands_load_alembic_only_to_migrate(tmp_path: Path) -> None:
     """A fresh database is still migrated (Alembic does that work); once at its heads, the
-    next command does not load Alembic to find out there is nothing to do."""
+    next command does not load Alembic to find out there is nothing to do. Neither they nor
+    `seojobs migrate` load a kind's declaration or the services they do not use."""
     url = f"sqlite:///{tmp_path / 'new' / 'seojobs.db'}"
     (tmp_path / "new").mkdir()
     env = subprocess_env(url, PYTHONPROFILEIMPORTTIME="1")
@@ -135,8 +157,13 @@ def test_users_commands_load_alembic_only_to_migrate(tmp_path: Path) -> None:
     listed = run_cli("users", "list", env=env, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert "startup" in listed.stdout
-    assert loaded(listed.stderr, SERVER_ONLY + FIRST_USE) == []
-    assert loaded(created.stderr, FIRST_USE) == []
+    assert loaded(listed.stderr, SERVER_ONLY + FIRST_USE + KINDS + OTHER_SERVICES + API_ONLY) == []
+    assert loaded(created.stderr, FIRST_USE + KINDS + OTHER_SERVICES + API_ONLY) == []
+    migrated = run_cli("migrate", env=env, cwd=tmp_path)
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    assert (
+        loaded(migrated.stderr, SERVER_ONLY + FIRST_USE + KINDS + OTHER_SERVICES + API_ONLY) == []
+    )
 
 
 def test_client_commands_load_no_server_code(tmp_path: Path) -> None:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
 from seojobs.engine import maintenance
 from seojobs.services import Invalid, Services
 from seojobs.store import jobs as job_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.store.tables import jobs
+from seojobs.store.tables import jobs, leaders
 
 
 def test_only_the_leader_does_maintenance(services: Services, db: Database) -> None:
@@ -65,3 +66,47 @@ def _schedules(services: Services, project_id: int) -> list[object]:
 
     with services.db.read() as conn:
         return list(schedules.list_for_project(conn, project_id))
+
+
+def _lease_until(db: Database) -> datetime:
+    with db.read() as conn:
+        return conn.execute(select(leaders.c.expires_at)).scalar_one()  # type: ignore[no-any-return]
+
+
+def test_a_workers_pass_renews_its_lease_only_after_a_third_of_it(
+    services: Services, db: Database
+) -> None:
+    """A worker's loop (``standing``) skips the renewal while most of the lease is left: an
+    idle pass takes no write lock for it. It stays the leader, and nobody else takes over."""
+    standing = maintenance.Standing()
+    ttl = timedelta(seconds=max(services.settings.lease_seconds, 5.0))
+    now = utcnow()
+    assert maintenance.run_once(db, services.settings, "a", now, standing=standing).leader
+    assert _lease_until(db) == now + ttl
+    young = now + ttl / 3 - timedelta(milliseconds=100)
+    assert maintenance.run_once(db, services.settings, "a", young, standing=standing).leader
+    assert _lease_until(db) == now + ttl  # not renewed
+    assert not maintenance.run_once(db, services.settings, "b", young).leader
+    older = now + ttl / 3 + timedelta(milliseconds=100)
+    assert maintenance.run_once(db, services.settings, "a", older, standing=standing).leader
+    assert _lease_until(db) == older + ttl  # renewed
+    # Lost (run out, taken by another): the next pass asks the database again.
+    gone = older + ttl + timedelta(seconds=1)
+    assert maintenance.run_once(db, services.settings, "b", gone).leader
+    assert not maintenance.run_once(db, services.settings, "a", gone, standing=standing).leader
+    assert standing.leader_until is None
+
+
+def test_a_workers_pass_prunes_once_a_minute(services: Services, db: Database) -> None:
+    user = services.accounts.create_user("alice").user
+    standing = maintenance.Standing()
+    first, _ = services.jobs.create(user, "test_noop", {})
+    services.jobs.cancel(user, first.id)
+    late = utcnow() + timedelta(days=31)
+    assert maintenance.run_once(db, services.settings, "a", late, standing=standing).pruned == 1
+    second, _ = services.jobs.create(user, "test_noop", {})
+    services.jobs.cancel(user, second.id)
+    soon = late + timedelta(seconds=maintenance.PRUNE_EVERY - 1)
+    assert maintenance.run_once(db, services.settings, "a", soon, standing=standing).pruned == 0
+    due = late + timedelta(seconds=maintenance.PRUNE_EVERY)
+    assert maintenance.run_once(db, services.settings, "a", due, standing=standing).pruned == 1

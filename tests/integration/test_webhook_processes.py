@@ -63,7 +63,9 @@ def test_a_worker_killed_between_completion_and_delivery_delivers_once(
         victim.wait()
         release.set()
 
-        procs.worker(**QUICK)
+        # Its attempts given time to be answered: with QUICK's 1 s, a loaded run's answer came
+        # late, the attempt failed and was retried, and the consumer got the delivery twice.
+        procs.worker(**(QUICK | {"SEOJOBS_WEBHOOK_TIMEOUT": "30"}))
         wait_until(lambda: _of(services, endpoint.id, job.id).state == "delivered")
         got = [r for r in consumer.at("/h") if json.loads(r.body)["data"]["id"] == job.id]
     [one] = got

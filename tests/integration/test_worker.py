@@ -618,3 +618,38 @@ async def test_numbers_json_cannot_hold_are_stored_as_null_on_both_stores(
     assert results == {"a": {"score": None, "range": [1.5, None]}, "b": {"n": 1}}
     [finding] = services.jobs.findings(user, job.id)
     assert finding.data == {"x": None}
+
+
+async def test_an_idle_sqlite_workers_polls_take_no_write_lock(sqlite_url, registry) -> None:  # type: ignore[no-untyped-def]
+    """Each poll of an idle SQLite worker reads whether a job is due; it claims (a write
+    transaction: the one writer's lock) only when one is. A job delayed past a few polls still
+    starts by a poll (nothing wakes the worker when its time comes)."""
+    settings = make_settings(sqlite_url, poll_interval=0.05)
+    db = Database(sqlite_url)
+    services = Services(Database(sqlite_url), settings, registry)
+    user = services.accounts.create_user("alice").user
+    writes: list[bool] = []
+    counting = asyncio.Event()
+
+    def begun(conn) -> None:  # type: ignore[no-untyped-def]
+        if counting.is_set() and conn.get_execution_options().get("seojobs_write"):
+            writes.append(True)
+
+    event.listen(db.engine, "begin", begun)
+    try:
+        async with running(db, settings, registry, maintenance=False):
+            await asyncio.sleep(0.3)  # the first claim, then idle polls
+            counting.set()
+            await asyncio.sleep(0.5)  # about ten polls
+            counting.clear()
+            idle_writes = len(writes)
+            job, _ = await asyncio.to_thread(
+                services.jobs.create, user, "test_noop", {}, delay_seconds=0.5
+            )
+            done = await until_state(services, user, job.id, "completed")
+    finally:
+        event.remove(db.engine, "begin", begun)
+        db.dispose()
+        services.db.dispose()
+    assert idle_writes == 0
+    assert done.started_at >= job.run_at

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
-from seojobs.kinds import load_registry
+from seojobs.kinds import load_registry, migration_dirs
 from seojobs.kinds.urls import UrlListParams, item_urls
 from seojobs.settings import Settings
 
@@ -131,6 +131,17 @@ def test_entry_point_plugin_registers_kinds(
         assert "acme_audit" in reg
     finally:
         sys.modules.pop("acme_kinds", None)
+
+
+@pytest.mark.parametrize("plugins", [[], ["tests.kinds"], ["tests.kinds", "tests.acme"]])
+def test_migration_dirs_are_the_registrys_without_loading_the_kinds(plugins: list[str]) -> None:
+    """``seojobs migrate`` and ``seojobs users`` take the folders from ``migration_dirs``
+    (the built-in kinds named in seojobs.kinds, the plug-ins registered): the same as the
+    registry with every kind loaded (a plug-in's too: tests.acme has migrations of its own)."""
+    settings = Settings(database_url="sqlite://", plugins=plugins)
+    found = migration_dirs(settings)
+    assert len(set(found)) == len(found)  # Alembic's version locations: in any order
+    assert set(found) == set(load_registry(settings).migration_dirs())
 
 
 def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

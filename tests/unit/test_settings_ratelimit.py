@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from seojobs.settings import Settings
+from seojobs.settings import DEFAULT_LIMITS, Settings
 
 
 def test_defaults() -> None:
@@ -14,6 +14,13 @@ def test_defaults() -> None:
     assert settings.rate_limit_key_prefix == "seojobs"
     assert settings.auth_failure_limit == "30/minute"
     assert settings.trusted_proxies == []
+
+
+@pytest.mark.parametrize("value", DEFAULT_LIMITS)
+def test_the_defaults_that_are_not_parsed_at_start_are_valid_limits(value: str) -> None:
+    from limits import parse
+
+    parse(value)
 
 
 def test_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

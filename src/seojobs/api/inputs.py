@@ -171,7 +171,9 @@ class CheckedRoute(APIRoute):
 
         def coerced(request: Request, document: Any) -> list[dict[str, Any]]:
             if not schemas:
-                published = request.app.openapi()
+                # This route's own document (seojobs.api.openapi.install), or the whole one.
+                of_route = getattr(request.app.state, "route_openapi", None)
+                published = of_route(self) if of_route is not None else request.app.openapi()
                 schemas.append(_body_schema(published, self.path_format, self.methods or ()))
             schema = schemas[0]
             if schema is None:

@@ -15,12 +15,14 @@ app knows once it is built.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import ValidationError
+from starlette.routing import BaseRoute
 
 from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
@@ -66,7 +68,28 @@ def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
             return document
         return app.openapi_schema
 
+    def of_route(route: BaseRoute) -> dict[str, Any]:
+        """Where the input gate reads the schema of a route's body (``CheckedRoute``): the
+        whole document once built, else ``route_document``."""
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        return route_document(app, route, registry, settings)
+
     app.openapi = openapi  # type: ignore[method-assign]
+    app.state.route_openapi = of_route
+
+
+def route_document(
+    app: FastAPI, route: BaseRoute, registry: Registry, settings: Settings
+) -> dict[str, Any]:
+    """A document of ``route`` alone, completed as the whole one is. The input gate read a
+    body's schema from the whole document, built at an app's first request with a body:
+    about 0.43 CPU-s (some 160 routes), a fresh server's first POST that much later; one
+    route's takes milliseconds. tests/integration/test_api_inputs.py checks every body's
+    schema in it against the whole document's."""
+    document = get_openapi(title=app.title, version=app.version, routes=[route])
+    complete(document, registry, settings)
+    return document
 
 
 def complete(document: dict[str, Any], registry: Registry, settings: Settings) -> None:
@@ -108,9 +131,28 @@ def _bound_intervals(schemas: dict[str, Any], bounds: dict[str, tuple[float, flo
 
 
 def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
-    """The kind's params schema, its definitions moved into the document's components."""
+    """The kind's params schema, its definitions moved into the document's components. A
+    definition named as another component that says something else (a kind's own
+    ``Competitor`` beside the projects API's) is renamed for its kind, and so are the
+    references to it: it replaced the other, and the projects API's bodies were documented
+    (and checked by the input gate) with the kind's model."""
     schema: dict[str, Any] = kind.params.model_json_schema(ref_template=REF_TEMPLATE)
-    schemas.update(schema.pop("$defs", {}))
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    clashing = {name for name, found in defs.items() if schemas.get(name, found) != found}
+    if clashing:
+        text = json.dumps({"schema": schema, "defs": defs})
+        for name in clashing:
+            text = text.replace(
+                json.dumps(REF_TEMPLATE.format(model=name)),
+                json.dumps(REF_TEMPLATE.format(model=f"{kind.name}__{name}")),
+            )
+        renamed = json.loads(text)
+        schema = renamed["schema"]
+        defs = {
+            f"{kind.name}__{name}" if name in clashing else name: found
+            for name, found in renamed["defs"].items()
+        }
+    schemas.update(defs)
     return schema
 
 

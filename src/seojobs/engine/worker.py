@@ -44,7 +44,7 @@ from seojobs.engine.host import (
     ReplaceRows,
     SetFindings,
 )
-from seojobs.engine.maintenance import FireSchedule
+from seojobs.engine.maintenance import FireSchedule, Standing
 from seojobs.engine.registry import Kind, Registry, UnknownKind
 from seojobs.logfmt import REQUEST_ID, internal_message
 from seojobs.outside import storable
@@ -139,6 +139,7 @@ class Worker:
         self._db_clock = DatabaseClock(db) if clock is None else None
         self.clock: Callable[[], datetime] = self._db_clock or clock or utcnow
         self.run_maintenance = maintenance
+        self._standing = Standing()  # the leader lease, the last prune
         self.fire_schedule = fire_schedule
         # Loops that live as long as the worker, given by the layers above (webhook delivery).
         self.background = tuple(background)
@@ -252,6 +253,7 @@ class Worker:
             self.executor.shutdown(wait=True)
 
     async def _claim_loop(self) -> None:
+        polled = False  # the last wait ran out: no wake-up said a job was ready
         while not self._stopping.is_set():
             free = self.concurrency - len(self.running)
             if free <= 0:
@@ -265,7 +267,11 @@ class Worker:
             # two, which matters most on SQLite's single writer (Oban Pro's "ack with fetch").
             acks = self._take_completions()
             try:
-                if acks or self._loop_claims is None:
+                if polled and not acks and self.db.is_sqlite and not await self.run_db(self._due):
+                    # An idle SQLite worker's poll: a read, instead of a claim that takes the
+                    # one writer's lock for nothing (a job made meanwhile wakes us anyway).
+                    claimed = []
+                elif acks or self._loop_claims is None:
                     claimed = await self.run_db(self._claim, limit, acks, full)
                 else:
                     claimed = await self._claim_on_loop(limit, full)
@@ -279,8 +285,15 @@ class Worker:
             if claimed:  # the claim counter, per kind once per batch
                 for kind, n in Counter(job.kind for job in claimed).items():
                     _claims(kind).inc(n)
+            polled = False
             if len(claimed) < limit:
                 await self._wait_any(self._wake, wait_s=self.settings.poll_interval)
+                polled = not self._wake.is_set()
+
+    def _due(self) -> bool:
+        """Is some pending job due (what a claim could take, and more: any kind, any user)?"""
+        with self.db.read() as conn:
+            return job_sql.any_due(conn, self.clock())
 
     def _take_completions(self) -> list[tuple[int, int, dict[str, Any] | None]]:
         if self._timings:
@@ -752,7 +765,12 @@ class Worker:
     def _maintain(self) -> maintenance.MaintenanceReport:
         self._sync_clock()  # the leader's lease and the ticks due: to the database's time
         return maintenance.run_once(
-            self.db, self.settings, self.worker_id, self.clock(), self.fire_schedule
+            self.db,
+            self.settings,
+            self.worker_id,
+            self.clock(),
+            self.fire_schedule,
+            self._standing,
         )
 
     async def _maintenance_loop(self) -> None:

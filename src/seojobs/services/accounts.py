@@ -7,14 +7,19 @@ import hashlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from seojobs.engine.registry import Registry
 from seojobs.records import ProjectRecord, UserRecord
-from seojobs.services import texts, tracking
-from seojobs.services.base import Part
+from seojobs.services import texts
+from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import Conflict, Invalid, NotFound
 from seojobs.store import accounts
 from seojobs.store.errors import Duplicate
+
+if TYPE_CHECKING:
+    from seojobs.settings import Settings
+    from seojobs.store.db import Database
 
 API_KEY_PREFIX = "sj_"
 
@@ -31,6 +36,12 @@ class CreatedUser:
 
 
 class Accounts(Part):
+    @classmethod
+    def open(cls, db: Database, settings: Settings) -> Accounts:
+        """This part alone, for ``seojobs users``: users and their keys need no kind (its
+        registry has none) and none of the other parts."""
+        return cls(ServiceBase(db, settings, Registry()))
+
     def create_user(self, name: str, *, rate_limit: str | None = None) -> CreatedUser:
         if not name.strip():
             raise Invalid("name", "must not be empty")
@@ -86,7 +97,7 @@ class Accounts(Part):
         """A new project; ``tracked``: its ``domain``, ``brand_names`` and ``competitors``
         (``services.tracking``; ``Invalid`` naming a refused field)."""
         name = texts.checked_name(name)
-        values = tracking.checked(tracked or {})
+        values = _tracking_checked(tracked or {})
         try:
             with self.db.write() as conn:
                 return accounts.create_project(
@@ -105,7 +116,7 @@ class Accounts(Part):
         """Set what ``changes`` holds of a project's ``name`` (unique among the user's
         projects) and tracked fields (``null`` clears one); the others stay."""
         project = self.base.project(user, project_id)
-        values = tracking.checked(changes)
+        values = _tracking_checked(changes)
         if "name" in changes:
             values["name"] = texts.checked_name(changes["name"])
         if not values:
@@ -127,6 +138,15 @@ class Accounts(Part):
             )
         with self.db.write() as conn:
             accounts.delete_project(conn, project_id)
+
+
+def _tracking_checked(tracked: Mapping[str, Any]) -> dict[str, Any]:
+    # Imported here: what a project tracks is checked with the kinds' own field types (the
+    # domain_lookup, keyword_research and geo_lookup params), which `seojobs users` (this part
+    # alone, Accounts.open) has no use for.
+    from seojobs.services import tracking
+
+    return tracking.checked(tracked)
 
 
 def _project_name_taken(name: str) -> Conflict:

@@ -966,6 +966,38 @@ def cancel(conn: Connection, job_id: int, now: datetime, message: str) -> bool:
     return cancelled
 
 
+# Whether any lease has run out: the one read of an idle maintenance pass, where the rescue's
+# write transaction (two UPDATEs, and on SQLite the one writer's lock) finds nothing. Built
+# once: building the statement cost about as much as running it (ix_jobs_lease answers it).
+_ANY_EXPIRED = (
+    select(jobs.c.id)
+    .where(
+        jobs.c.state == "processing",
+        jobs.c.lease_expires_at < bindparam("now", type_=jobs.c.lease_expires_at.type),
+    )
+    .limit(1)
+)
+
+
+# Whether any pending job is due: an idle SQLite worker's poll reads this before it claims
+# (ix_jobs_claim answers it).
+_ANY_DUE = (
+    select(jobs.c.id)
+    .where(jobs.c.state == "pending", jobs.c.run_at <= bindparam("now", type_=jobs.c.run_at.type))
+    .limit(1)
+)
+
+
+def any_due(conn: Connection, now: datetime) -> bool:
+    """Is some pending job due by ``now`` (whatever its kind or user)?"""
+    return conn.execute(_ANY_DUE, {"now": now}).first() is not None
+
+
+def any_expired(conn: Connection, now: datetime) -> bool:
+    """Has some processing job's lease run out by ``now`` (what :func:`rescue` takes)?"""
+    return conn.execute(_ANY_EXPIRED, {"now": now}).first() is not None
+
+
 def rescue(conn: Connection, now: datetime, max_rescues: int) -> tuple[int, int]:
     """Jobs whose lease expired go back to pending, or fail as ``worker_lost`` past the cap.
 
