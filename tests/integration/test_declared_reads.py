@@ -207,12 +207,22 @@ def _every_read() -> list[Any]:
     return [pytest.param(r, id=r.operation_id) for k in registry.kinds() for r in k.reads]
 
 
+@pytest.fixture(scope="module")
+def document(served: tuple[Api, httpx.Client]) -> dict[str, Any]:
+    """The app's OpenAPI document, read once per store for the module: each of the reads'
+    tests looks up its own operation in it (the app builds it once; it was served, sent and
+    parsed again for each of some 50 tests)."""
+    _app, client = served
+    answer = client.get("/openapi.json")
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
 @pytest.mark.parametrize("read", _every_read())
 def test_each_read_is_documented_with_its_own_operation_and_row_model(
-    served: tuple[Api, httpx.Client], read: Read
+    document: dict[str, Any], read: Read
 ) -> None:
-    _app, client = served
-    document = client.get("/openapi.json").json()
     operation = document["paths"][f"/v1/projects/{{project_id}}/{read.path}"]["get"]
     assert operation["operationId"] == read.operation_id
     schemas = document["components"]["schemas"]
