@@ -5,6 +5,7 @@ validation naming fields, idempotency, pagination, job types and collection sche
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +21,7 @@ from tests.api_helpers import (
     app_routes,
     assert_problem,
     error_fields,
+    owned,
     retry_after,
     shared_idle_per_test,  # noqa: F401  (this module's ``idle``: one app per store)
     when,
@@ -61,6 +63,20 @@ SCHEDULE_FIELDS = {
     "enabled",
     "created_at",
 }
+
+
+@pytest.fixture
+def working(shared_working: Api) -> Iterator[Api]:
+    """The module's app with its worker and the module's fakes (one per store), as this
+    test's own users."""
+    yield from owned(shared_working)
+
+
+@pytest.fixture
+def fakes(shared_fakes: Providers) -> Providers:
+    """The module's fakes, with no request recorded, no reply scripted and nothing indexed."""
+    shared_fakes.serper.forget()
+    return shared_fakes
 
 
 def new_project(client: httpx.Client, name: str = "site-a") -> dict[str, Any]:
@@ -599,11 +615,11 @@ def test_a_schedule_starts_jobs_in_its_project(working: Api) -> None:
     assert when(later["next_run_at"]) > when(made["next_run_at"])
 
 
-def test_every_operation_documents_its_problem_json_errors(sqlite_url: str) -> None:
-    with api(make_settings(sqlite_url)) as running:
-        document = httpx.get(f"{running.base}/openapi.json", timeout=60).json()
-        served = [path for _m, path, _r in app_routes(running.app) if path.startswith("/v1/")]
-        declared = {r.operation_id for k in running.services.registry.kinds() for r in k.reads}
+@pytest.mark.stores("sqlite")  # the document: nothing of the store's
+def test_every_operation_documents_its_problem_json_errors(idle: Api) -> None:
+    document = httpx.get(f"{idle.base}/openapi.json", timeout=60).json()
+    served = [path for _m, path, _r in app_routes(idle.app) if path.startswith("/v1/")]
+    declared = {r.operation_id for k in idle.services.registry.kinds() for r in k.reads}
     missing = []
     operations = 0
     ids = set()

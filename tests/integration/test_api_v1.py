@@ -1,11 +1,15 @@
 """The v1 indexing API over real HTTP: creation (202), status bodies in every state, auth, 404s
 and ``Prefer: wait`` long-polls. Validation, idempotency, lists and reports have their own
-``test_api_v1_*.py`` files."""
+``test_api_v1_*.py`` files.
+
+``idle``, ``working`` (with its worker and the module's fakes) and ``one_a_day`` are one app
+each per store for the module; each test works as its own new users."""
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,14 +26,46 @@ from tests.api_helpers import (
     api,
     assert_problem,
     auth_headers,
+    owned,
     retry_after,
+    shared_api,
     shared_idle_per_test,  # noqa: F401  (this module's ``idle``: one app per store)
     when,
 )
-from tests.conftest import make_settings
 from tests.waiting import wait_until
 
 KINDS = ["index-submit", "index-check"]
+
+
+@pytest.fixture
+def working(shared_working: Api) -> Iterator[Api]:
+    """The module's app with its worker and the module's fakes (one per store), as this
+    test's own users."""
+    yield from owned(shared_working)
+
+
+@pytest.fixture
+def fakes(shared_fakes: Providers) -> Iterator[Providers]:
+    """The module's fakes with no request recorded, no reply scripted, nothing indexed, and
+    /hold holding; released after the test (a job it left there ends)."""
+    shared_fakes.serper.forget()
+    shared_fakes.indexnow.forget()
+    shared_fakes.site.release.clear()
+    yield shared_fakes
+    shared_fakes.site.release.set()
+
+
+@pytest.fixture(scope="module")
+def one_a_day_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    with shared_api(module_store, request, quota_submit_daily=1, quota_check_daily=1) as made:
+        yield made
+
+
+@pytest.fixture
+def one_a_day(one_a_day_app: Api) -> Iterator[Api]:
+    """An app whose users may submit and check one URL a day (no worker), one per store for
+    the module, as this test's own users."""
+    yield from owned(one_a_day_app)
 
 
 def create(client: httpx.Client, kind: str, urls: list[str], **extra: Any) -> httpx.Response:
@@ -379,23 +415,22 @@ def test_prefer_wait_on_an_unchanging_job_returns_it_as_it_is(idle: Api) -> None
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_prefer_wait_on_a_finished_job_answers_at_once_without_preference_applied(
-    store_url: str, kind: str
+    one_a_day: Api, kind: str
 ) -> None:
-    with api(make_settings(store_url, quota_submit_daily=1, quota_check_daily=1)) as app:
-        client = app.client(app.account())
-        refused = create(client, kind, ["https://a.example/1", "https://a.example/2"]).json()
-        assert refused["error"]["code"] == "quota_exceeded", refused
-        cancelled = create(client, kind, ["https://a.example/3"]).json()["job_id"]
-        assert client.post(f"{V1}/{kind}/jobs/{cancelled}/cancel").status_code == 200
-        for job_id in (refused["job_id"], cancelled):
-            for prefer in ("wait=30", "wait=5", "wait=1", "wait=0.5", "wait=100"):
-                # A hold would last the whole wait: the 10 s timeout guards against it.
-                answer = client.get(
-                    f"{V1}/{kind}/jobs/{job_id}", headers={"Prefer": prefer}, timeout=10
-                )
-                assert answer.status_code == 200 and answer.json()["status"] == "failed"
-                assert "preference-applied" not in answer.headers, (prefer, answer.headers)
-                assert "retry-after" not in answer.headers
+    client = one_a_day.client(one_a_day.account())
+    refused = create(client, kind, ["https://a.example/1", "https://a.example/2"]).json()
+    assert refused["error"]["code"] == "quota_exceeded", refused
+    cancelled = create(client, kind, ["https://a.example/3"]).json()["job_id"]
+    assert client.post(f"{V1}/{kind}/jobs/{cancelled}/cancel").status_code == 200
+    for job_id in (refused["job_id"], cancelled):
+        for prefer in ("wait=30", "wait=5", "wait=1", "wait=0.5", "wait=100"):
+            # A hold would last the whole wait: the 10 s timeout guards against it.
+            answer = client.get(
+                f"{V1}/{kind}/jobs/{job_id}", headers={"Prefer": prefer}, timeout=10
+            )
+            assert answer.status_code == 200 and answer.json()["status"] == "failed"
+            assert "preference-applied" not in answer.headers, (prefer, answer.headers)
+            assert "retry-after" not in answer.headers
 
 
 @pytest.mark.parametrize("prefer", [None, "wait=0", "wait=abc", "respond-async", "wait=-5"])

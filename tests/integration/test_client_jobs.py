@@ -1,6 +1,9 @@
 """Client and AsyncClient against the real server (create_app on a loopback socket, a worker in
 a thread, IndexNow faked on loopback): submit, wait, reports, usage, 429s, lost answers,
-long polls, v2 status."""
+long polls, v2 status.
+
+On SQLite: the client is the subject. What the server stores and answers, on both stores, is
+test_api_v1's, test_api_v2's and test_api_projects' (long polls, idempotency, rate limits)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -35,6 +37,8 @@ from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.server import serve
 from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.stores("sqlite")
 
 INDEXNOW_KEY = "0123456789abcdef"
 # Seed 000's schedule alone, fast (the first long polls have tests of their own).
@@ -230,32 +234,42 @@ def test_submit_wait_completed_report_and_usage(stack: Stack, mode: str) -> None
     assert driver.recording.delays[0] == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_wait_on_a_failed_job_returns_it_failed(store_url: str, tmp_path: Path, mode: str) -> None:
-    # google submits through the Indexing API, whose service-account file is not JSON: the
-    # job is accepted (a provider is configured) and fails when it runs.
-    bad = tmp_path / "sa.json"
+@pytest.fixture(scope="module")
+def failing_stack(
+    module_store: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    """A stack whose google submissions go through the Indexing API with a service-account
+    file that is not JSON: a job is accepted (a provider is configured) and fails when it
+    runs. One per store for the module (both modes' tests, each as its own user)."""
+    bad = tmp_path_factory.mktemp("sa") / "sa.json"
     bad.write_text("{not json")
     fake = FakeIndexNow()
     with (
+        database_of(module_store, request) as url,
         serve(fake.app()) as indexnow_base,
         running_stack(
             stack_settings(
-                store_url,
+                url,
                 indexnow_base + "/indexnow",
                 google_credentials_file=str(bad),
                 submit_providers={"google": ["google_indexing"]},
             ),
             fake,
-        ) as stack,
+        ) as made,
     ):
-        key = stack.key()
+        yield made
 
-        async def scenario(c: Any) -> tuple[Any, Any]:
-            created = await aw(c.submit(["https://a.example/"], engine="google"))
-            return created, await aw(c.wait("index_submit", created.job_id, policy=FAST))
 
-        created, done = Driver(mode, stack.base, key).run(scenario)
+@pytest.mark.parametrize("mode", MODES)
+def test_wait_on_a_failed_job_returns_it_failed(failing_stack: Stack, mode: str) -> None:
+    stack = dataclasses.replace(failing_stack, keys=[])
+    key = stack.key()
+
+    async def scenario(c: Any) -> tuple[Any, Any]:
+        created = await aw(c.submit(["https://a.example/"], engine="google"))
+        return created, await aw(c.wait("index_submit", created.job_id, policy=FAST))
+
+    created, done = Driver(mode, stack.base, key).run(scenario)
     assert done.job_id == created.job_id and done.status == "failed"
     assert done.error is not None and done.error.code == "provider_auth_failed"
 

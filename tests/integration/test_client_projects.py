@@ -1,7 +1,10 @@
-"""client.projects and client.jobs (sync and async) against the real server on both stores:
+"""client.projects and client.jobs (sync and async) against the real server:
 jobs of the plug-in test kinds started in projects and waited on, failures with their
 errors, several jobs on one timer, cancel, other users' things, lost answers, Retry-After and
-long polls on /v1/jobs/{id}."""
+long polls on /v1/jobs/{id}.
+
+On SQLite: the client is the subject. What the server stores and answers, on both stores, is
+test_api_projects' and test_api_v1's (projects, jobs, tenants, idempotency, long polls)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from tests.api_helpers import Api
 from tests.dashboard_helpers import collected_job
 from tests.integration.client_helpers import MODES, Driver, NoWait, aw, edge
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.stores("sqlite")
 
 
 @pytest.fixture

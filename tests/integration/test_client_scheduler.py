@@ -1,5 +1,8 @@
 """The Scheduler against the real server: many open jobs within the default 120/minute budget,
-and a submission followed to its scheduled check."""
+and a submission followed to its scheduled check.
+
+On SQLite: the Scheduler's pacing is the subject. Scheduled checks on both stores are
+test_index_submit_jobs' and test_api_v1's."""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
 from tests.fakes.site import running_site
 from tests.integration.test_client_jobs import Stack, running_stack, stack_settings
+
+pytestmark = pytest.mark.stores("sqlite")
 
 
 class Slow:

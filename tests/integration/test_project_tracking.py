@@ -2,11 +2,11 @@
 bounded, refusals naming the field), the project's collection on schedules (per schedulable
 kind, audits and vitals opt-in), collections that fire as ordinary jobs with what the project
 tracks when they start, the share of voice over tracked keywords, and everything gone with
-the project. Both stores."""
+the project. Both stores: one app per store for the module without a worker (``idle``), and
+one with its worker and a fake Serper (``running``); each test works as its own users."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +14,6 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from seojobs.settings import Settings
 from seojobs.store.tables import (
     collections,
     jobs,
@@ -24,12 +23,12 @@ from seojobs.store.tables import (
 )
 from tests.api_helpers import (
     Api,
-    api,
     assert_problem,
     error_fields,
+    owned,
+    shared_api,
     shared_idle_per_test,  # noqa: F401 (the module's ``idle``: one app per store)
 )
-from tests.conftest import make_settings
 from tests.fakes.ranks import FakeSerperRanks
 from tests.fakes.server import serve
 from tests.waiting import wait_until
@@ -192,24 +191,36 @@ def test_a_refused_collection_names_its_field(idle: Api, body: dict[str, Any], f
 DAY = 1.5  # SEOJOBS_DAY_SECONDS: a "daily" collection every 1.5 s
 
 
-@contextlib.contextmanager
-def _running(store_url: str) -> Iterator[tuple[Api, FakeSerperRanks]]:
+@pytest.fixture(scope="module")
+def running_app(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """An app with its worker, its rank checks answered by a fake Serper, and a "day" of
+    ``DAY`` seconds: one per store for the module."""
     serper = FakeSerperRanks()
     serper.results("garden hose", "https://rival.com/a", "https://example.com/hoses")
     serper.results("hose reel", "https://example.com/reels", "https://rival.com/b")
     serper.results("rake", "https://rival.com/rakes", "https://other.example/")
-    with serve(serper.app) as serper.base_url:
-        settings: Settings = make_settings(
-            store_url,
+    with (
+        serve(serper.app) as serper.base_url,
+        shared_api(
+            module_store,
+            request,
+            run_worker=True,
             serper_key="serper-key",
             serper_base_url=serper.base_url,
             provider_backoff=0.0,
             provider_retries=1,
             day_seconds=DAY,
             schedule_min_interval_seconds=1,
-        )
-        with api(settings, run_worker=True) as app:
-            yield app, serper
+        ) as app,
+    ):
+        yield app
+
+
+@pytest.fixture
+def running(running_app: Api) -> Iterator[Api]:
+    """The module's ``running_app`` as this test's own users (each reads its own project's
+    jobs, collections and usage)."""
+    yield from owned(running_app)
 
 
 def _jobs(client: httpx.Client, project: int) -> list[dict[str, Any]]:
@@ -217,108 +228,108 @@ def _jobs(client: httpx.Client, project: int) -> list[dict[str, Any]]:
     return data
 
 
-def test_a_daily_collection_fires_three_times_as_ordinary_jobs(store_url: str) -> None:
-    with _running(store_url) as (app, _serper):
-        client = app.client(app.account("alice"))
-        project = _project(client, domain="example.com",
-                           competitors=[{"domain": "rival.com"}])  # fmt: skip
-        _add(client, project, "keywords", [{"keyword": "garden hose"}, {"keyword": "hose reel"}])
-        put = client.put(f"/v1/projects/{project}/collection", json={"rank_check": {}})
-        assert put.status_code == 200, put.text
-        entry = {e["type"]: e for e in put.json()["data"]}["rank_check"]
-        assert (entry["enabled"], entry["frequency"], entry["params"]) == (True, "daily", {})
+def test_a_daily_collection_fires_three_times_as_ordinary_jobs(running: Api) -> None:
+    app = running
+    client = app.client(app.account("alice"))
+    project = _project(client, domain="example.com",
+                       competitors=[{"domain": "rival.com"}])  # fmt: skip
+    _add(client, project, "keywords", [{"keyword": "garden hose"}, {"keyword": "hose reel"}])
+    put = client.put(f"/v1/projects/{project}/collection", json={"rank_check": {}})
+    assert put.status_code == 200, put.text
+    entry = {e["type"]: e for e in put.json()["data"]}["rank_check"]
+    assert (entry["enabled"], entry["frequency"], entry["params"]) == (True, "daily", {})
 
-        def three() -> list[dict[str, Any]] | None:
-            done = [j for j in _jobs(client, project) if j["status"] == "completed"]
-            return done if len(done) >= 3 else None
+    def three() -> list[dict[str, Any]] | None:
+        done = [j for j in _jobs(client, project) if j["status"] == "completed"]
+        return done if len(done) >= 3 else None
 
-        done = wait_until(three, timeout=60)
-        client.put(f"/v1/projects/{project}/collection", json={"rank_check": {"enabled": False}})
-        assert {j["schedule_id"] for j in done} == {entry["schedule_id"]}
-        assert all(j["type"] == "rank_check" and j["items_total"] == 2 for j in done)
-        usage = client.get("/v1/usage").json()["data"]
-        charged = {(q["quota"], q["period"]): q["used"] for q in usage}
-        assert charged["rank_keywords", "day"] >= 6, usage  # charged like any job
-        history = client.get(f"/v1/projects/{project}/rankings/history",
-                             params={"keyword": "garden hose"}).json()["data"]  # fmt: skip
-        assert len(history) >= 3 and {h["position"] for h in history} == {2}
-        # Reads never start a job.
-        count = len(_jobs(client, project))
-        for path in ("rankings", "rankings/history", "rankings/share-of-voice", "collection",
-                     "tracked-keywords", "tracked-prompts"):  # fmt: skip
-            assert client.get(f"/v1/projects/{project}/{path}").status_code == 200
-        assert len(_jobs(client, project)) == count
+    done = wait_until(three, timeout=60)
+    client.put(f"/v1/projects/{project}/collection", json={"rank_check": {"enabled": False}})
+    assert {j["schedule_id"] for j in done} == {entry["schedule_id"]}
+    assert all(j["type"] == "rank_check" and j["items_total"] == 2 for j in done)
+    usage = client.get("/v1/usage").json()["data"]
+    charged = {(q["quota"], q["period"]): q["used"] for q in usage}
+    assert charged["rank_keywords", "day"] >= 6, usage  # charged like any job
+    history = client.get(f"/v1/projects/{project}/rankings/history",
+                         params={"keyword": "garden hose"}).json()["data"]  # fmt: skip
+    assert len(history) >= 3 and {h["position"] for h in history} == {2}
+    # Reads never start a job.
+    count = len(_jobs(client, project))
+    for path in ("rankings", "rankings/history", "rankings/share-of-voice", "collection",
+                 "tracked-keywords", "tracked-prompts"):  # fmt: skip
+        assert client.get(f"/v1/projects/{project}/{path}").status_code == 200
+    assert len(_jobs(client, project)) == count
 
 
-def test_share_of_voice_is_over_the_tracked_keywords(store_url: str) -> None:
-    with _running(store_url) as (app, _serper):
-        client = app.client(app.account("alice"))
-        project = _project(client, domain="example.com",
-                           competitors=[{"domain": "rival.com"}])  # fmt: skip
-        _add(client, project, "keywords", [{"keyword": "garden hose"}, {"keyword": "hose reel"}])
+def test_share_of_voice_is_over_the_tracked_keywords(running: Api) -> None:
+    app = running
+    client = app.client(app.account("alice"))
+    project = _project(client, domain="example.com",
+                       competitors=[{"domain": "rival.com"}])  # fmt: skip
+    _add(client, project, "keywords", [{"keyword": "garden hose"}, {"keyword": "hose reel"}])
 
-        def run(params: dict[str, Any]) -> dict[str, Any]:
-            made = client.post(f"/v1/projects/{project}/jobs",
-                               json={"type": "rank_check", "params": params})  # fmt: skip
-            assert made.status_code == 202, made.text
-            job_id = made.json()["data"]["id"]
+    def run(params: dict[str, Any]) -> dict[str, Any]:
+        made = client.post(f"/v1/projects/{project}/jobs",
+                           json={"type": "rank_check", "params": params})  # fmt: skip
+        assert made.status_code == 202, made.text
+        job_id = made.json()["data"]["id"]
 
-            def ended() -> dict[str, Any] | None:
-                job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()["data"]
-                return job if job["status"] in ("completed", "failed") else None
+        def ended() -> dict[str, Any] | None:
+            job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()["data"]
+            return job if job["status"] in ("completed", "failed") else None
 
-            return wait_until(ended, timeout=60)
+        return wait_until(ended, timeout=60)
 
-        tracked = run({})  # the project's tracked keywords, target and competitors
-        assert tracked["status"] == "completed" and tracked["items_total"] == 2, tracked
-        # garden hose: rival 1, us 2; hose reel: us 1, rival 2: equal shares.
-        assert tracked["result"]["share_of_voice"] == tracked_share(0.46)
-        # A check of one tracked and one untracked keyword: the voice stays over the tracked
-        # two (hose reel's latest ranking stands in), and rake is left out.
-        mixed = run({"keywords": ["garden hose", "rake"]})
-        assert mixed["result"]["share_of_voice"] == tracked_share(0.46), mixed
-        voice = client.get(f"/v1/projects/{project}/rankings/share-of-voice").json()["data"][0]
-        assert voice["keywords"] == 2 and voice["keywords_basis"] == "tracked"
-        assert voice["competitors"][0]["share"] == tracked_share(0.46)
+    tracked = run({})  # the project's tracked keywords, target and competitors
+    assert tracked["status"] == "completed" and tracked["items_total"] == 2, tracked
+    # garden hose: rival 1, us 2; hose reel: us 1, rival 2: equal shares.
+    assert tracked["result"]["share_of_voice"] == tracked_share(0.46)
+    # A check of one tracked and one untracked keyword: the voice stays over the tracked
+    # two (hose reel's latest ranking stands in), and rake is left out.
+    mixed = run({"keywords": ["garden hose", "rake"]})
+    assert mixed["result"]["share_of_voice"] == tracked_share(0.46), mixed
+    voice = client.get(f"/v1/projects/{project}/rankings/share-of-voice").json()["data"][0]
+    assert voice["keywords"] == 2 and voice["keywords_basis"] == "tracked"
+    assert voice["competitors"][0]["share"] == tracked_share(0.46)
 
 
 def tracked_share(clicks: float) -> float:
     return round(clicks / (2 * (0.30 + 0.16)), 4)
 
 
-def test_deleting_a_project_deletes_what_it_tracks(store_url: str) -> None:
+def test_deleting_a_project_deletes_what_it_tracks(running: Api) -> None:
     # Its competitors are fields of its row (tests/integration/test_api_projects.py); its
     # tracked keywords and prompts, its collection's schedules, its jobs and what they
     # collected are rows of their own, gone with it.
-    with _running(store_url) as (app, _serper):
-        client = app.client(app.account("alice"))
-        project = _project(client, domain="example.com", competitors=[{"domain": "rival.com"}])
-        _add(client, project, "keywords", [{"keyword": "garden hose"}])
-        _add(client, project, "prompts", ["best hose?"])
-        off = {"enabled": False}  # collections that never fire: their schedules are rows
-        put = client.put(
-            f"/v1/projects/{project}/collection", json={"rank_check": off, "geo_lookup": off}
-        )
-        assert put.status_code == 200, put.text
-        made = client.post(f"/v1/projects/{project}/jobs", json={"type": "rank_check"})
-        assert made.status_code == 202, made.text
-        job_id = made.json()["data"]["id"]
-        wait_until(
-            lambda: client.get(f"/v1/jobs/{job_id}").json()["data"]["status"] == "completed",
-            timeout=60,
-        )
-        tables = (tracked_keywords, tracked_prompts, schedules, jobs, collections)
+    app = running
+    client = app.client(app.account("alice"))
+    project = _project(client, domain="example.com", competitors=[{"domain": "rival.com"}])
+    _add(client, project, "keywords", [{"keyword": "garden hose"}])
+    _add(client, project, "prompts", ["best hose?"])
+    off = {"enabled": False}  # collections that never fire: their schedules are rows
+    put = client.put(
+        f"/v1/projects/{project}/collection", json={"rank_check": off, "geo_lookup": off}
+    )
+    assert put.status_code == 200, put.text
+    made = client.post(f"/v1/projects/{project}/jobs", json={"type": "rank_check"})
+    assert made.status_code == 202, made.text
+    job_id = made.json()["data"]["id"]
+    wait_until(
+        lambda: client.get(f"/v1/jobs/{job_id}").json()["data"]["status"] == "completed",
+        timeout=60,
+    )
+    tables = (tracked_keywords, tracked_prompts, schedules, jobs, collections)
 
-        def counts() -> dict[str, int]:
-            with app.services.db.read() as conn:
-                return {
-                    t.name: conn.execute(
-                        select(func.count()).select_from(t).where(t.c.project_id == project)
-                    ).scalar_one()
-                    for t in tables
-                }
+    def counts() -> dict[str, int]:
+        with app.services.db.read() as conn:
+            return {
+                t.name: conn.execute(
+                    select(func.count()).select_from(t).where(t.c.project_id == project)
+                ).scalar_one()
+                for t in tables
+            }
 
-        assert all(counts().values()), counts()  # a row of each before
-        assert client.delete(f"/v1/projects/{project}").status_code == 204
-        assert counts() == dict.fromkeys(counts(), 0)
-        assert_problem(client.get(f"/v1/projects/{project}/collection"), 404)
+    assert all(counts().values()), counts()  # a row of each before
+    assert client.delete(f"/v1/projects/{project}").status_code == 204
+    assert counts() == dict.fromkeys(counts(), 0)
+    assert_problem(client.get(f"/v1/projects/{project}/collection"), 404)

@@ -306,9 +306,8 @@ class Jobs(Part):
         limit: int = 500,
         outcomes: Sequence[str] | None = None,
     ) -> list[ItemRecord]:
-        keys = self.registry.summary_keys()
         with self.db.read() as conn:  # the job's owner checked in the same read
-            if job_sql.get(conn, job_id, param_keys=keys, user_id=user.id) is None:
+            if not job_sql.owned(conn, job_id, user.id):
                 raise NotFound(f"job {job_id}")
             return job_sql.items_page(
                 conn, job_id, after_seq=after_seq, limit=limit, outcomes=outcomes

@@ -245,6 +245,20 @@ def _get_statement(param_keys: tuple[str, ...] | None, of_user: bool) -> Any:
     return query
 
 
+def owned(conn: Connection, job_id: int, user_id: int) -> bool:
+    """Whether one of the user's projects holds the job, reading its id alone: not its params
+    (a job of 10,000 URLs carries megabytes of them, parsed again by each summary key's JSON
+    lookup in ``get``)."""
+    values = {"job_id": job_id, "user_id": user_id}
+    return conn.execute(_owned_statement(), values).first() is not None
+
+
+@functools.cache
+def _owned_statement() -> Any:
+    of_user = select(projects.c.id).where(projects.c.user_id == bindparam("user_id"))
+    return select(jobs.c.id).where(jobs.c.id == bindparam("job_id"), jobs.c.project_id.in_(of_user))
+
+
 def get_many(conn: Connection, job_ids: Sequence[int]) -> dict[int, JobRecord]:
     """Jobs by id, in one query (those that exist)."""
     if not job_ids:
