@@ -391,7 +391,9 @@ def test_found_links_are_monitored_in_bulk_each_once(
         {"url_from": "HTTPS://strong.test/a", "url_to": f"https://{site}/"},
         {"url_from": "https://lost.test/a", "url_to": f"https://{site}/"},
     ]
-    third = monitor(client, project, links=named).json()["data"]
+    third_answer = monitor(client, project, links=named)
+    assert third_answer.status_code == 201, third_answer.text
+    third = third_answer.json()["data"]
     assert [p["donor"] for p in third["added"]] == ["https://lost.test/a"]
     assert (third["already_monitored"], third["monitored"]) == (1, 4)
     # The collection's timing and state are the user's: a paused one stays paused.

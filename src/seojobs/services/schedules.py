@@ -184,10 +184,16 @@ class Schedules(Part):
             # the tick's job is stored failed with why, where the owner looks.
             model, invalid = None, ("invalid_params", str(exc))
         with self.db.write() as conn:
-            if not schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following):
-                return None
             owner = accounts.owner_of_project(conn, schedule.project_id)
             if owner is None:  # the project went away after the schedule was read
+                return None
+            # The user's lock before the schedule's row, the order a collection change takes
+            # (CollectionConfig: the user, then the schedule it rewrites). Advancing first
+            # held the row while the job's quota waited for the user: with a change waiting
+            # for the row, PostgreSQL found a deadlock and aborted one (a 503, or a skipped
+            # tick).
+            usage_sql.lock_user(self.db, conn, owner.id)
+            if not schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following):
                 return None
             title = f"{schedule.name} ({rfc3339(tick)})"
             origin = Origin(schedule.id, tick)

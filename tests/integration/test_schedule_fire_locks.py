@@ -1,0 +1,99 @@
+"""A collection's tick firing while its project's collection is being changed (PostgreSQL's row
+locks).
+
+A change of a collection (``PUT /collection``, the backlink analysis's bulk monitor) locks the
+user, then rewrites the schedule row. Firing a tick used to advance the schedule row first and
+then lock the user for the job's quota: the two waited for each other, PostgreSQL aborted one
+(deadlock detected) and either the change answered 503 or the tick was skipped. Seen in a CI
+run as a failed bulk monitor right after the first one turned the daily refresh on. Firing now
+takes the user's lock first, so it simply waits for the change.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from seojobs.kinds import load_registry
+from seojobs.services import Services
+from seojobs.store import schedules as schedule_sql
+from seojobs.store.db import Database
+from tests.conftest import make_settings
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.stores("postgresql")
+
+LINK = {"donor": "https://donor.test/a", "target": "https://site.test/"}
+
+
+def _waiting_for_a_lock(admin: psycopg.Connection[Any], database: str) -> bool:
+    row = admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+        (database,),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def test_a_tick_fired_during_a_collection_change_waits_for_it_instead_of_deadlocking(
+    store_url: str,
+) -> None:
+    settings = make_settings(store_url)
+    db = Database(store_url)
+    services = Services(db, settings, load_registry(settings))
+    try:
+        user = services.accounts.create_user("alice").user
+        project = services.accounts.create_project(user, "links")
+        services.collection.change_params(
+            user, project.id, "backlink_refresh", lambda _: {"links": [LINK]}
+        )
+        with db.read() as conn:
+            [schedule] = [
+                s for s in schedule_sql.list_for_project(conn, project.id) if s.collection
+            ]
+        assert schedule.enabled and schedule.kind == "backlink_refresh"
+        due = schedule.next_tick_at + timedelta(seconds=1)
+
+        locked, go = threading.Event(), threading.Event()
+        outcomes: dict[str, Any] = {}
+
+        def hold_the_user(params: dict[str, Any]) -> dict[str, Any]:
+            locked.set()  # change_params holds the user's lock while it asks for the change
+            assert go.wait(timeout=30)
+            return params  # the same params: the schedule row is written all the same
+
+        def change() -> None:
+            try:
+                outcomes["change"] = services.collection.change_params(
+                    user, project.id, "backlink_refresh", hold_the_user
+                )
+            except BaseException as exc:  # reported to the test's thread
+                outcomes["change"] = exc
+
+        def fire() -> None:
+            try:
+                outcomes["fire"] = services.schedules.fire(schedule, due)
+            except BaseException as exc:
+                outcomes["fire"] = exc
+
+        database = store_url.rpartition("/")[2]
+        with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
+            changing = threading.Thread(target=change)
+            changing.start()
+            assert locked.wait(timeout=30)
+            firing = threading.Thread(target=fire)
+            firing.start()
+            wait_until(lambda: _waiting_for_a_lock(admin, database), timeout=30)
+            go.set()  # the change now rewrites the schedule row
+            changing.join(timeout=60)
+            firing.join(timeout=60)
+        assert not changing.is_alive() and not firing.is_alive()
+        assert not isinstance(outcomes["change"], BaseException), outcomes["change"]
+        assert not isinstance(outcomes["fire"], BaseException), outcomes["fire"]
+        assert isinstance(outcomes["fire"], int)  # the tick's job was made, once
+        assert services.jobs.get(user, outcomes["fire"]).kind == "backlink_refresh"
+    finally:
+        db.dispose()
