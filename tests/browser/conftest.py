@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Playwright, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 
 from seojobs.records import UserRecord
 from seojobs.services import Services
@@ -122,6 +123,25 @@ def sign_in(page: Page, site: Site, api_key: str) -> None:
     page.wait_for_url(re.compile(r".*/dashboard(\?.*)?$|.*/dashboard/.*"))
 
 
+# Two frames drawn after a resize: Chromium answered "Unable to capture screenshot" to a full
+# page capture asked for straight after set_viewport_size (once in a CI-style run, with
+# Lighthouse auditing another page of the same browser).
+_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def _capture(page: Page, path: Path) -> None:
+    """A full-page screenshot once the page has drawn at its new size; asked again once if
+    Chromium still has no frame to give."""
+    page.evaluate(_FRAMES)
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    except PlaywrightError as exc:
+        if "Unable to capture screenshot" not in str(exc):
+            raise
+        page.evaluate(_FRAMES)
+        page.screenshot(path=str(path), full_page=True)
+
+
 def screenshots(page: Page, name: str) -> list[Path]:
     """Save the page full-length at desktop width and at 390 px, and check that the phone
     width needs no horizontal scrolling. Returns the files written."""
@@ -131,7 +151,7 @@ def screenshots(page: Page, name: str) -> list[Path]:
     for label, size in (("desktop", DESKTOP), ("phone", PHONE)):
         page.set_viewport_size(size)
         path = OUTPUT / f"{name}-{label}.png"
-        page.screenshot(path=str(path), full_page=True)
+        _capture(page, path)
         written.append(path)
         if label == "phone":
             overflow = page.evaluate(
