@@ -6,7 +6,8 @@ user, then rewrites the schedule row. Firing a tick used to advance the schedule
 then lock the user for the job's quota: the two waited for each other, PostgreSQL aborted one
 (deadlock detected) and either the change answered 503 or the tick was skipped. Seen in a CI
 run as a failed bulk monitor right after the first one turned the daily refresh on. Firing now
-takes the user's lock first, so it simply waits for the change.
+takes the user's lock first, so it simply waits for the change; deleting a project takes it
+first too (it held the project row and waited for the schedule row a firing held).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from seojobs.engine.maintenance import latest_due_tick
 from seojobs.kinds import load_registry
 from seojobs.services import Services
 from seojobs.store import schedules as schedule_sql
+from seojobs.store import usage as usage_sql
 from seojobs.store.db import Database
 from tests.conftest import make_settings
 from tests.waiting import wait_until
@@ -95,5 +98,60 @@ def test_a_tick_fired_during_a_collection_change_waits_for_it_instead_of_deadloc
         assert not isinstance(outcomes["fire"], BaseException), outcomes["fire"]
         assert isinstance(outcomes["fire"], int)  # the tick's job was made, once
         assert services.jobs.get(user, outcomes["fire"]).kind == "backlink_refresh"
+    finally:
+        db.dispose()
+
+
+def test_deleting_a_project_while_its_tick_fires_waits_instead_of_deadlocking(
+    store_url: str,
+) -> None:
+    """A tick's firing, in one transaction as ``Schedules.fire`` writes it: the user's lock,
+    the schedule row advanced, then the job (its foreign key locks the project row). The
+    delete used to take the project row and wait for the schedule row meanwhile."""
+    settings = make_settings(store_url)
+    registry = load_registry(settings)
+    db = Database(store_url)
+    services = Services(db, settings, registry)
+    try:
+        user = services.accounts.create_user("alice").user
+        project = services.accounts.create_project(user, "doomed")
+        services.collection.change_params(
+            user, project.id, "backlink_refresh", lambda _: {"links": [LINK]}
+        )
+        with db.read() as conn:
+            [schedule] = [
+                s for s in schedule_sql.list_for_project(conn, project.id) if s.collection
+            ]
+        due = schedule.next_tick_at + timedelta(seconds=1)
+        _tick, following = latest_due_tick(schedule, due)
+        spec = registry.get("backlink_refresh")
+        model = spec.validate(services.jobs.with_project(spec, project.id, schedule.params))
+
+        outcome: list[BaseException | None] = []
+
+        def delete() -> None:
+            try:
+                services.accounts.delete_project(user, project.id)
+            except BaseException as exc:  # reported to the test's thread
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+
+        database = store_url.rpartition("/")[2]
+        with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
+            with db.write() as conn:
+                usage_sql.lock_user(db, conn, user.id)
+                assert schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following)
+                deleting = threading.Thread(target=delete)
+                deleting.start()
+                wait_until(lambda: _waiting_for_a_lock(admin, database), timeout=30)
+                services.jobs.insert(
+                    conn, user, spec, model, project_id=project.id, run_at=due, now=due
+                )
+            deleting.join(timeout=60)
+        assert not deleting.is_alive()
+        assert outcome == [None], outcome  # the delete waited, then took the new job with it
+        with db.read() as conn:
+            assert schedule_sql.list_for_project(conn, project.id) == []
     finally:
         db.dispose()

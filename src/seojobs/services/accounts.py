@@ -15,6 +15,7 @@ from seojobs.services import texts
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import Conflict, Invalid, NotFound
 from seojobs.store import accounts
+from seojobs.store import usage as usage_sql
 from seojobs.store.errors import Duplicate
 
 if TYPE_CHECKING:
@@ -137,6 +138,10 @@ class Accounts(Part):
                 "default_project",
             )
         with self.db.write() as conn:
+            # The user's lock first, as a tick's firing takes it (services/schedules.py):
+            # firing holds the schedule row and then needs the project row for its job, the
+            # delete held the project row and then needed the schedule row (a deadlock).
+            usage_sql.lock_user(self.db, conn, user.id)
             accounts.delete_project(conn, project_id)
 
 
