@@ -5,13 +5,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    import psycopg
+
     from seojobs.records import JobRecord, UserRecord
     from seojobs.services import Services
 
 T = TypeVar("T")
+
+
+def pg_waiting_for_a_lock(admin: psycopg.Connection[Any], database: str) -> bool:
+    """Whether a session of PostgreSQL's ``database`` waits for a lock (``admin``: autocommit)."""
+    row = admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+        (database,),
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 0.05) -> T:

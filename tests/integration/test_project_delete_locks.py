@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from typing import Any
 
 import psycopg
 import pytest
@@ -24,17 +23,9 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store.db import Database
 from tests.conftest import make_settings
-from tests.waiting import wait_until
+from tests.waiting import pg_waiting_for_a_lock, wait_until
 
 pytestmark = pytest.mark.stores("postgresql")
-
-
-def _waiting_for_a_lock(admin: psycopg.Connection[Any], database: str) -> bool:
-    row = admin.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
-        (database,),
-    ).fetchone()
-    return bool(row and row[0])
 
 
 def test_deleting_a_project_waits_for_its_running_job_write_instead_of_deadlocking(
@@ -73,7 +64,7 @@ def test_deleting_a_project_waits_for_its_running_job_write_instead_of_deadlocki
             result_sql.set_job_findings(conn, job.id, claimed.attempt, found, now)
             deleting = threading.Thread(target=delete)
             deleting.start()
-            wait_until(lambda: _waiting_for_a_lock(admin, database), timeout=30)
+            wait_until(lambda: pg_waiting_for_a_lock(admin, database), timeout=30)
             # ... and, with the delete now waiting, the next change updates the job row again.
             items = [NewItem.of(f"https://example.com/{n}") for n in range(3)]
             result_sql.add_items(db, conn, job.id, claimed.attempt, items, now)

@@ -13,6 +13,7 @@ first too (it held the project row and waited for the schedule row a firing held
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -21,29 +22,26 @@ import pytest
 
 from seojobs.engine.maintenance import latest_due_tick
 from seojobs.kinds import load_registry
+from seojobs.records import ProjectRecord, ScheduleRecord, UserRecord
 from seojobs.services import Services
 from seojobs.store import schedules as schedule_sql
 from seojobs.store import usage as usage_sql
 from seojobs.store.db import Database
 from tests.conftest import make_settings
-from tests.waiting import wait_until
+from tests.waiting import pg_waiting_for_a_lock, wait_until
 
 pytestmark = pytest.mark.stores("postgresql")
 
 LINK = {"donor": "https://donor.test/a", "target": "https://site.test/"}
 
 
-def _waiting_for_a_lock(admin: psycopg.Connection[Any], database: str) -> bool:
-    row = admin.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
-        (database,),
-    ).fetchone()
-    return bool(row and row[0])
+Collected = tuple[Services, UserRecord, ProjectRecord, ScheduleRecord]
 
 
-def test_a_tick_fired_during_a_collection_change_waits_for_it_instead_of_deadlocking(
-    store_url: str,
-) -> None:
+@pytest.fixture
+def collected(store_url: str) -> Iterator[Collected]:
+    """A user's project with its daily backlink_refresh collection on (one link): the
+    services, the user, the project and the collection's schedule."""
     settings = make_settings(store_url)
     db = Database(store_url)
     services = Services(db, settings, load_registry(settings))
@@ -58,100 +56,93 @@ def test_a_tick_fired_during_a_collection_change_waits_for_it_instead_of_deadloc
                 s for s in schedule_sql.list_for_project(conn, project.id) if s.collection
             ]
         assert schedule.enabled and schedule.kind == "backlink_refresh"
-        due = schedule.next_tick_at + timedelta(seconds=1)
-
-        locked, go = threading.Event(), threading.Event()
-        outcomes: dict[str, Any] = {}
-
-        def hold_the_user(params: dict[str, Any]) -> dict[str, Any]:
-            locked.set()  # change_params holds the user's lock while it asks for the change
-            assert go.wait(timeout=30)
-            return params  # the same params: the schedule row is written all the same
-
-        def change() -> None:
-            try:
-                outcomes["change"] = services.collection.change_params(
-                    user, project.id, "backlink_refresh", hold_the_user
-                )
-            except BaseException as exc:  # reported to the test's thread
-                outcomes["change"] = exc
-
-        def fire() -> None:
-            try:
-                outcomes["fire"] = services.schedules.fire(schedule, due)
-            except BaseException as exc:
-                outcomes["fire"] = exc
-
-        database = store_url.rpartition("/")[2]
-        with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
-            changing = threading.Thread(target=change)
-            changing.start()
-            assert locked.wait(timeout=30)
-            firing = threading.Thread(target=fire)
-            firing.start()
-            wait_until(lambda: _waiting_for_a_lock(admin, database), timeout=30)
-            go.set()  # the change now rewrites the schedule row
-            changing.join(timeout=60)
-            firing.join(timeout=60)
-        assert not changing.is_alive() and not firing.is_alive()
-        assert not isinstance(outcomes["change"], BaseException), outcomes["change"]
-        assert not isinstance(outcomes["fire"], BaseException), outcomes["fire"]
-        assert isinstance(outcomes["fire"], int)  # the tick's job was made, once
-        assert services.jobs.get(user, outcomes["fire"]).kind == "backlink_refresh"
+        yield services, user, project, schedule
     finally:
         db.dispose()
 
 
+def test_a_tick_fired_during_a_collection_change_waits_for_it_instead_of_deadlocking(
+    store_url: str, collected: Collected
+) -> None:
+    services, user, project, schedule = collected
+    due = schedule.next_tick_at + timedelta(seconds=1)
+
+    locked, go = threading.Event(), threading.Event()
+    outcomes: dict[str, Any] = {}
+
+    def hold_the_user(params: dict[str, Any]) -> dict[str, Any]:
+        locked.set()  # change_params holds the user's lock while it asks for the change
+        assert go.wait(timeout=30)
+        return params  # the same params: the schedule row is written all the same
+
+    def change() -> None:
+        try:
+            outcomes["change"] = services.collection.change_params(
+                user, project.id, "backlink_refresh", hold_the_user
+            )
+        except BaseException as exc:  # reported to the test's thread
+            outcomes["change"] = exc
+
+    def fire() -> None:
+        try:
+            outcomes["fire"] = services.schedules.fire(schedule, due)
+        except BaseException as exc:
+            outcomes["fire"] = exc
+
+    database = store_url.rpartition("/")[2]
+    with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
+        changing = threading.Thread(target=change)
+        changing.start()
+        assert locked.wait(timeout=30)
+        firing = threading.Thread(target=fire)
+        firing.start()
+        wait_until(lambda: pg_waiting_for_a_lock(admin, database), timeout=30)
+        go.set()  # the change now rewrites the schedule row
+        changing.join(timeout=60)
+        firing.join(timeout=60)
+    assert not changing.is_alive() and not firing.is_alive()
+    assert not isinstance(outcomes["change"], BaseException), outcomes["change"]
+    assert not isinstance(outcomes["fire"], BaseException), outcomes["fire"]
+    assert isinstance(outcomes["fire"], int)  # the tick's job was made, once
+    assert services.jobs.get(user, outcomes["fire"]).kind == "backlink_refresh"
+
+
 def test_deleting_a_project_while_its_tick_fires_waits_instead_of_deadlocking(
-    store_url: str,
+    store_url: str, collected: Collected
 ) -> None:
     """A tick's firing, in one transaction as ``Schedules.fire`` writes it: the user's lock,
     the schedule row advanced, then the job (its foreign key locks the project row). The
     delete used to take the project row and wait for the schedule row meanwhile."""
-    settings = make_settings(store_url)
-    registry = load_registry(settings)
-    db = Database(store_url)
-    services = Services(db, settings, registry)
-    try:
-        user = services.accounts.create_user("alice").user
-        project = services.accounts.create_project(user, "doomed")
-        services.collection.change_params(
-            user, project.id, "backlink_refresh", lambda _: {"links": [LINK]}
-        )
-        with db.read() as conn:
-            [schedule] = [
-                s for s in schedule_sql.list_for_project(conn, project.id) if s.collection
-            ]
-        due = schedule.next_tick_at + timedelta(seconds=1)
-        _tick, following = latest_due_tick(schedule, due)
-        spec = registry.get("backlink_refresh")
-        model = spec.validate(services.jobs.with_project(spec, project.id, schedule.params))
+    services, user, project, schedule = collected
+    db, registry = services.db, services.registry
+    due = schedule.next_tick_at + timedelta(seconds=1)
+    _tick, following = latest_due_tick(schedule, due)
+    spec = registry.get("backlink_refresh")
+    model = spec.validate(services.jobs.with_project(spec, project.id, schedule.params))
 
-        outcome: list[BaseException | None] = []
+    outcome: list[BaseException | None] = []
 
-        def delete() -> None:
-            try:
-                services.accounts.delete_project(user, project.id)
-            except BaseException as exc:  # reported to the test's thread
-                outcome.append(exc)
-            else:
-                outcome.append(None)
+    def delete() -> None:
+        try:
+            services.accounts.delete_project(user, project.id)
+        except BaseException as exc:  # reported to the test's thread
+            outcome.append(exc)
+        else:
+            outcome.append(None)
 
-        database = store_url.rpartition("/")[2]
-        with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
-            with db.write() as conn:
-                usage_sql.lock_user(db, conn, user.id)
-                assert schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following)
-                deleting = threading.Thread(target=delete)
-                deleting.start()
-                wait_until(lambda: _waiting_for_a_lock(admin, database), timeout=30)
-                services.jobs.insert(
-                    conn, user, spec, model, project_id=project.id, run_at=due, now=due
-                )
-            deleting.join(timeout=60)
-        assert not deleting.is_alive()
-        assert outcome == [None], outcome  # the delete waited, then took the new job with it
-        with db.read() as conn:
-            assert schedule_sql.list_for_project(conn, project.id) == []
-    finally:
-        db.dispose()
+    database = store_url.rpartition("/")[2]
+    with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
+        with db.write() as conn:
+            usage_sql.lock_user(db, conn, user.id)
+            assert schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following)
+            deleting = threading.Thread(target=delete)
+            deleting.start()
+            wait_until(lambda: pg_waiting_for_a_lock(admin, database), timeout=30)
+            services.jobs.insert(
+                conn, user, spec, model, project_id=project.id, run_at=due, now=due
+            )
+        deleting.join(timeout=60)
+    assert not deleting.is_alive()
+    assert outcome == [None], outcome  # the delete waited, then took the new job with it
+    with db.read() as conn:
+        assert schedule_sql.list_for_project(conn, project.id) == []
