@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import psycopg
@@ -23,6 +24,29 @@ def pg_waiting_for_a_lock(admin: psycopg.Connection[Any], database: str) -> bool
         (database,),
     ).fetchone()
     return bool(row and row[0])
+
+
+class InThread(Generic[T]):
+    """``call()`` started in a thread of its own (one side of a race the test arranges);
+    ``outcome()`` is what it returned, or the exception it raised, returned for the test's
+    own assertion."""
+
+    def __init__(self, call: Callable[[], T]) -> None:
+        self._outcome: list[T | BaseException] = []
+
+        def run() -> None:
+            try:
+                self._outcome.append(call())
+            except BaseException as exc:  # reported to the test's thread
+                self._outcome.append(exc)
+
+        self._thread = threading.Thread(target=run)
+        self._thread.start()
+
+    def outcome(self, timeout: float = 60.0) -> T | BaseException:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"still running after {timeout}s"
+        return self._outcome[0]
 
 
 def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 0.05) -> T:

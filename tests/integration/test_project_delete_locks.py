@@ -9,7 +9,6 @@ delete now locks the project's jobs before anything else, so it simply waits for
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 
 import psycopg
@@ -23,7 +22,7 @@ from seojobs.store import jobs as job_sql
 from seojobs.store import results as result_sql
 from seojobs.store.db import Database
 from tests.conftest import make_settings
-from tests.waiting import pg_waiting_for_a_lock, wait_until
+from tests.waiting import InThread, pg_waiting_for_a_lock, wait_until
 
 pytestmark = pytest.mark.stores("postgresql")
 
@@ -43,16 +42,6 @@ def test_deleting_a_project_waits_for_its_running_job_write_instead_of_deadlocki
             [claimed] = job_sql.claim(db, conn, "w1", 1, now, 60.0)
         assert claimed.id == job.id
 
-        deleted: list[BaseException | None] = []
-
-        def delete() -> None:
-            try:
-                services.accounts.delete_project(user, doomed.id)
-            except BaseException as exc:  # reported to the test's thread
-                deleted.append(exc)
-            else:
-                deleted.append(None)
-
         database = store_url.rpartition("/")[2]
         with (
             db.write() as conn,
@@ -62,15 +51,13 @@ def test_deleting_a_project_waits_for_its_running_job_write_instead_of_deadlocki
             # then rows that point at the job (their foreign key locks its row) ...
             found = [NewFinding("slow", "warning", {"url": "https://example.com/"})]
             result_sql.set_job_findings(conn, job.id, claimed.attempt, found, now)
-            deleting = threading.Thread(target=delete)
-            deleting.start()
+            deleting = InThread(lambda: services.accounts.delete_project(user, doomed.id))
             wait_until(lambda: pg_waiting_for_a_lock(admin, database), timeout=30)
             # ... and, with the delete now waiting, the next change updates the job row again.
             items = [NewItem.of(f"https://example.com/{n}") for n in range(3)]
             result_sql.add_items(db, conn, job.id, claimed.attempt, items, now)
-        deleting.join(timeout=30)
-        assert not deleting.is_alive()
-        assert deleted == [None], deleted
+        deleted = deleting.outcome(timeout=30)
+        assert deleted is None, deleted
         with pytest.raises(NotFound):
             services.jobs.get(user, job.id)
     finally:

@@ -28,7 +28,7 @@ from seojobs.store import schedules as schedule_sql
 from seojobs.store import usage as usage_sql
 from seojobs.store.db import Database
 from tests.conftest import make_settings
-from tests.waiting import pg_waiting_for_a_lock, wait_until
+from tests.waiting import InThread, pg_waiting_for_a_lock, wait_until
 
 pytestmark = pytest.mark.stores("postgresql")
 
@@ -68,43 +68,28 @@ def test_a_tick_fired_during_a_collection_change_waits_for_it_instead_of_deadloc
     due = schedule.next_tick_at + timedelta(seconds=1)
 
     locked, go = threading.Event(), threading.Event()
-    outcomes: dict[str, Any] = {}
 
     def hold_the_user(params: dict[str, Any]) -> dict[str, Any]:
         locked.set()  # change_params holds the user's lock while it asks for the change
         assert go.wait(timeout=30)
         return params  # the same params: the schedule row is written all the same
 
-    def change() -> None:
-        try:
-            outcomes["change"] = services.collection.change_params(
-                user, project.id, "backlink_refresh", hold_the_user
-            )
-        except BaseException as exc:  # reported to the test's thread
-            outcomes["change"] = exc
-
-    def fire() -> None:
-        try:
-            outcomes["fire"] = services.schedules.fire(schedule, due)
-        except BaseException as exc:
-            outcomes["fire"] = exc
-
     database = store_url.rpartition("/")[2]
     with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
-        changing = threading.Thread(target=change)
-        changing.start()
+        changing = InThread(
+            lambda: services.collection.change_params(
+                user, project.id, "backlink_refresh", hold_the_user
+            )
+        )
         assert locked.wait(timeout=30)
-        firing = threading.Thread(target=fire)
-        firing.start()
+        firing = InThread(lambda: services.schedules.fire(schedule, due))
         wait_until(lambda: pg_waiting_for_a_lock(admin, database), timeout=30)
         go.set()  # the change now rewrites the schedule row
-        changing.join(timeout=60)
-        firing.join(timeout=60)
-    assert not changing.is_alive() and not firing.is_alive()
-    assert not isinstance(outcomes["change"], BaseException), outcomes["change"]
-    assert not isinstance(outcomes["fire"], BaseException), outcomes["fire"]
-    assert isinstance(outcomes["fire"], int)  # the tick's job was made, once
-    assert services.jobs.get(user, outcomes["fire"]).kind == "backlink_refresh"
+        changed, fired = changing.outcome(), firing.outcome()
+    assert not isinstance(changed, BaseException), changed
+    assert not isinstance(fired, BaseException), fired
+    assert isinstance(fired, int)  # the tick's job was made, once
+    assert services.jobs.get(user, fired).kind == "backlink_refresh"
 
 
 def test_deleting_a_project_while_its_tick_fires_waits_instead_of_deadlocking(
@@ -120,29 +105,17 @@ def test_deleting_a_project_while_its_tick_fires_waits_instead_of_deadlocking(
     spec = registry.get("backlink_refresh")
     model = spec.validate(services.jobs.with_project(spec, project.id, schedule.params))
 
-    outcome: list[BaseException | None] = []
-
-    def delete() -> None:
-        try:
-            services.accounts.delete_project(user, project.id)
-        except BaseException as exc:  # reported to the test's thread
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
     database = store_url.rpartition("/")[2]
     with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as admin:
         with db.write() as conn:
             usage_sql.lock_user(db, conn, user.id)
             assert schedule_sql.advance(conn, schedule.id, schedule.next_tick_at, following)
-            deleting = threading.Thread(target=delete)
-            deleting.start()
+            deleting = InThread(lambda: services.accounts.delete_project(user, project.id))
             wait_until(lambda: pg_waiting_for_a_lock(admin, database), timeout=30)
             services.jobs.insert(
                 conn, user, spec, model, project_id=project.id, run_at=due, now=due
             )
-        deleting.join(timeout=60)
-    assert not deleting.is_alive()
-    assert outcome == [None], outcome  # the delete waited, then took the new job with it
+        deleted = deleting.outcome()
+    assert deleted is None, deleted  # the delete waited, then took the new job with it
     with db.read() as conn:
         assert schedule_sql.list_for_project(conn, project.id) == []
