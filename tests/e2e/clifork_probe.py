@@ -30,6 +30,8 @@ def state() -> dict[str, object]:
             (s.encoding, s.errors, s.line_buffering, s.write_through, s.name, s.mode)  # type: ignore[attr-defined]
             for s in (sys.stdin, sys.stdout, sys.stderr)
         ],
+        # Found when a stream is made: a fork that kept the zygote's would say its /dev/null's.
+        "seekable": [s.seekable() for s in (sys.stdin, sys.stdout, sys.stderr)],
         "dunder_streams": [sys.__stdin__ is sys.stdin, sys.__stdout__ is sys.stdout],
         "signals": {
             signal.Signals(sig).name: str(signal.getsignal(sig))
