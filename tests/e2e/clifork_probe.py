@@ -38,7 +38,8 @@ def state() -> dict[str, object]:
             for sig in signal.valid_signals()
             if sig < signal.SIGRTMIN and sig not in (signal.SIGKILL, signal.SIGSTOP)
         },
-        "path0": sys.path[0],
+        "path": sys.path,
+        "executable": sys.executable,
         "main": sys.modules["__main__"].__dict__.get("__file__"),
         "flags": list(sys.flags),
         "umask": os.umask(0o022),
