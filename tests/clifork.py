@@ -16,7 +16,9 @@ the names it reads (typer reads TYPER_USE_RICH, typer.rich_utils FORCE_COLOR and
 others) key the zygote, with the variables the interpreter reads at its start (PYTHON*, LC_*,
 LANG, TZ, HOME, PATH): a command whose environment differs in one of them gets a zygote
 started with its values. An import that looks at the cwd, a terminal or the pid refuses the
-preload (``PreloadError``). Nothing is imported in the pytest process.
+preload (``PreloadError``), but for what the child takes again (tests/zygote.py's REDONE:
+Rich's import keeps the cwd; logging's start time). The pytest process itself never forks.
+Each command's CPU, and the zygote's, is counted to the test that ran it (tests/cputime.py).
 
 What stays a real subprocess of the console script (``SEOJOBS``): the long-running processes
 (``serve``, ``worker``, ``poll`` loops, through ``Spawner``/``Popen``), every test that sends a
