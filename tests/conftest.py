@@ -31,6 +31,7 @@ from seojobs.settings import Settings
 from seojobs.store import migrate
 from seojobs.store.db import Database
 from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
+from tests.clifork import pytest_sessionfinish  # noqa: F401  (stops the zygotes)
 from tests.cputime import pytest_runtest_protocol  # noqa: F401  (SEOJOBS_TEST_CPU)
 from tests.kinds import log_metadata
 from tests.kinds import register as register_test_kinds

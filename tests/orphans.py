@@ -14,6 +14,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from seojobs.browsers.reaper import PR_SET_PDEATHSIG
@@ -36,3 +37,13 @@ def for_popen() -> dict[str, Callable[[], Any]]:
     if threading.current_thread() is threading.main_thread():
         return {"preexec_fn": die_with_parent}
     return {}
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for whoever reaps it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    state = next(line for line in status.splitlines() if line.startswith("State:"))
+    return "zombie" not in state

@@ -1,4 +1,8 @@
-"""Helpers for end-to-end tests: real `seojobs` processes, real databases, loopback HTTP."""
+"""Helpers for end-to-end tests: real `seojobs` processes, real databases, loopback HTTP.
+
+A short command (``run_cli``) is a process forked from a zygote that imported the CLI once
+(tests/clifork.py: start-up CPU); the long-running ones (``Spawner``) and
+tests.clifork's ``run_console_script`` run the installed console script itself."""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +25,11 @@ from seojobs.services import Services
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items
 from tests import kinds
+from tests.clifork import SEOJOBS, run_forked
 from tests.conftest import make_settings
 from tests.orphans import for_popen
 from tests.waiting import wait_until
 
-# The installed console script, next to the interpreter running the tests.
-SEOJOBS = Path(sys.executable).parent / "seojobs"
 # Generous bounds for a process to do something; never used as a sleep.
 PROCESS_TIMEOUT = 60.0
 # A server's start (its imports, the app, the worker) on a loaded machine: a minute was not
@@ -40,16 +42,9 @@ SCHEMA_TABLES = {"users", "projects", "schedules", "jobs", "job_items", "leaders
 def run_cli(
     *args: str, env: dict[str, str], cwd: Path, timeout: float = 60.0
 ) -> subprocess.CompletedProcess[str]:
-    """Run one `seojobs` command to completion and capture its output."""
-    return subprocess.run(
-        [str(SEOJOBS), *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """Run one `seojobs` command to completion (stdin /dev/null) and capture its output, in a
+    process forked from the zygote (tests/clifork.py)."""
+    return run_forked(*args, env=env, cwd=cwd, timeout=timeout)
 
 
 def free_port() -> int:

@@ -1,4 +1,5 @@
-"""The `seojobs` command run as a real process: help, migrate, users create, worker preflight."""
+"""The `seojobs` command run as a real process: help, migrate, users create, worker preflight.
+Each forked from tests/clifork.py's zygote, but the tests that run the console script."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import users
 from tests import schema_0002
+from tests.clifork import run_console_script
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import (
     SCHEMA_TABLES,
@@ -37,7 +39,8 @@ def _is_current(url: str) -> bool:
 
 
 def test_help_lists_every_command(tmp_path: Path) -> None:
-    done = run_cli("--help", env=env_without_seojobs(), cwd=tmp_path)
+    # The installed console script itself (the others fork from tests/clifork.py's zygote).
+    done = run_console_script("--help", env=env_without_seojobs(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     for command in ("serve", "worker", "migrate", "users"):
         assert command in done.stdout

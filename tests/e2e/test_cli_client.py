@@ -36,6 +36,7 @@ from starlette.routing import Route
 
 from seojobs.client import Client
 from seojobs.client.state import Entry, StateFile
+from tests.clifork import run_console_script, run_forked
 from tests.e2e.helpers import (
     PROCESS_TIMEOUT,
     SEOJOBS,
@@ -216,19 +217,16 @@ class Cli:
         return env | extra
 
     def run(
-        self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+        console_script: bool = False,
     ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(SEOJOBS), *args],
-            env=env or self.env(),
-            cwd=self.workdir,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=90,
-            check=False,
-        )
+        """A command to completion, forked from the zygote (tests/clifork.py), or run by the
+        installed console script itself."""
+        run = run_console_script if console_script else run_forked
+        done = run(*args, env=env or self.env(), cwd=self.workdir, stdin=stdin, timeout=90)
         assert "Traceback" not in done.stderr, done.stderr
         return done
 

@@ -18,9 +18,9 @@ from seojobs.client import Client, ProjectJob
 from seojobs.client.state import Entry, StateFile
 from seojobs.store import migrate
 from seojobs.store.db import Database
+from tests.clifork import run_console_script, run_forked
 from tests.conftest import subprocess_env
 from tests.e2e.helpers import (
-    SEOJOBS,
     Spawner,
     env_without_seojobs,
     free_port,
@@ -97,19 +97,16 @@ class Cli:
         }
 
     def run(
-        self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+        console_script: bool = False,
     ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(SEOJOBS), *args],
-            env=env or self.env(),
-            cwd=self.workdir,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=90,
-            check=False,
-        )
+        """A command to completion, forked from the zygote (tests/clifork.py), or run by the
+        installed console script itself."""
+        run = run_console_script if console_script else run_forked
+        done = run(*args, env=env or self.env(), cwd=self.workdir, stdin=stdin, timeout=90)
         assert "Traceback" not in done.stderr, done.stderr
         return done
 
@@ -182,7 +179,8 @@ def test_submit_a_typed_job_in_a_named_project_and_wait_for_it(cli: Cli) -> None
 
 
 def test_submit_goes_to_the_default_project_prints_the_id_and_wait_finds_it(cli: Cli) -> None:
-    done = ok(cli.run("submit", "--type", "test_noop"))
+    # The installed console script itself (the others fork from tests/clifork.py's zygote).
+    done = ok(cli.run("submit", "--type", "test_noop", console_script=True))
     job_id = int(done.stdout)  # stdout is the job id and nothing else
     with cli.client() as client:
         default = client.projects.default()

@@ -17,8 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tests.clifork import run_console_script
 from tests.conftest import subprocess_env
-from tests.e2e.helpers import STARTUP_TIMEOUT, Spawner, free_port, run_cli, wait_http_ok
+from tests.e2e.helpers import STARTUP_TIMEOUT, Spawner, free_port, wait_http_ok
 from tests.fakes.server import serve
 from tests.waiting import wait_until
 
@@ -151,15 +152,15 @@ def test_users_commands_load_alembic_only_to_migrate(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'new' / 'seojobs.db'}"
     (tmp_path / "new").mkdir()
     env = subprocess_env(url, PYTHONPROFILEIMPORTTIME="1")
-    created = run_cli("users", "create", "startup", env=env, cwd=tmp_path)
+    created = run_console_script("users", "create", "startup", env=env, cwd=tmp_path)
     assert created.returncode == 0, created.stderr[-3000:]
     assert loaded(created.stderr, ("alembic",)) == ["alembic"]
-    listed = run_cli("users", "list", env=env, cwd=tmp_path)
+    listed = run_console_script("users", "list", env=env, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert "startup" in listed.stdout
     assert loaded(listed.stderr, SERVER_ONLY + FIRST_USE + KINDS + OTHER_SERVICES + API_ONLY) == []
     assert loaded(created.stderr, FIRST_USE + KINDS + OTHER_SERVICES + API_ONLY) == []
-    migrated = run_cli("migrate", env=env, cwd=tmp_path)
+    migrated = run_console_script("migrate", env=env, cwd=tmp_path)
     assert migrated.returncode == 0, migrated.stderr[-3000:]
     assert (
         loaded(migrated.stderr, SERVER_ONLY + FIRST_USE + KINDS + OTHER_SERVICES + API_ONLY) == []
@@ -169,7 +170,7 @@ def test_users_commands_load_alembic_only_to_migrate(tmp_path: Path) -> None:
 def test_client_commands_load_no_server_code(tmp_path: Path) -> None:
     env = subprocess_env("sqlite:///unused.db", PYTHONPROFILEIMPORTTIME="1")
     for args in (["submit", "--help"], ["jobs", "--state", str(tmp_path / "s.db")]):
-        done = run_cli(*args, env=env, cwd=tmp_path)
+        done = run_console_script(*args, env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         assert loaded(done.stderr, SERVER) == [], args
 
@@ -204,7 +205,7 @@ def test_client_commands_that_talk_to_a_server_load_no_server_code_nor_rich(
     for forcing in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
         env.pop(forcing, None)
     for args, status in CLIENT_RUNS.items():
-        done = run_cli(*args, env=env, cwd=tmp_path)
+        done = run_console_script(*args, env=env, cwd=tmp_path)
         assert done.returncode == status, (args, done.stderr[-3000:])
         if status:
             assert "error: the server at" in done.stderr and "refused the API key" in done.stderr

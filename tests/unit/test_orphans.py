@@ -10,27 +10,17 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.orphans import for_popen
+from tests.orphans import for_popen, running
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 PARENT = """
 import subprocess, sys, time
-from tests.orphans import for_popen
+from tests.orphans import for_popen, running
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], **for_popen())
 print(child.pid, flush=True)
 time.sleep(120)
 """
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan's zombie waits for whoever reaps it)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    state = next(line for line in status.splitlines() if line.startswith("State:"))
-    return "zombie" not in state
 
 
 def test_a_child_started_by_the_harness_stops_when_its_parent_is_killed() -> None:
@@ -41,12 +31,12 @@ def test_a_child_started_by_the_harness_stops_when_its_parent_is_killed() -> Non
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
         try:
-            assert _running(child)
+            assert running(child)
             parent.send_signal(signal.SIGKILL)
             parent.wait(timeout=30)
-            wait_until(lambda: not _running(child), timeout=30)
+            wait_until(lambda: not running(child), timeout=30)
         finally:
-            if _running(child):
+            if running(child):
                 os.kill(child, signal.SIGKILL)
 
 

@@ -1,0 +1,74 @@
+"""A script for tests/e2e/test_clifork.py: run as ``python clifork_probe.py WHAT …`` and forked
+from tests/clifork.py's zygote, it must behave alike. Imports preloaded modules (logging, Rich)
+whose imports took something of the process's state."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import rich
+
+
+def state() -> dict[str, object]:
+    """What a process is, that a fork could get wrong (the pid itself aside)."""
+    return {
+        "argv": sys.argv,
+        "cwd": os.getcwd(),
+        "rich_cwd": rich._IMPORT_CWD,  # type: ignore[attr-defined]
+        "environ": dict(os.environ),
+        # The C library's environment, which a child process of this one inherits.
+        "c_environ": subprocess.run(["/usr/bin/env"], capture_output=True, text=True).stdout,
+        "fds": sorted(os.listdir("/proc/self/fd")),
+        "tty": [os.isatty(fd) for fd in (0, 1, 2)],
+        "streams": [
+            (s.encoding, s.errors, s.line_buffering, s.write_through, s.name, s.mode)  # type: ignore[attr-defined]
+            for s in (sys.stdin, sys.stdout, sys.stderr)
+        ],
+        # Found when a stream is made: a fork that kept the zygote's would say its /dev/null's.
+        "seekable": [s.seekable() for s in (sys.stdin, sys.stdout, sys.stderr)],
+        "dunder_streams": [sys.__stdin__ is sys.stdin, sys.__stdout__ is sys.stdout],
+        "signals": {
+            signal.Signals(sig).name: str(signal.getsignal(sig))
+            for sig in signal.valid_signals()
+            if sig < signal.SIGRTMIN and sig not in (signal.SIGKILL, signal.SIGSTOP)
+        },
+        "path": sys.path,
+        "executable": sys.executable,
+        "main": sys.modules["__main__"].__dict__.get("__file__"),
+        "flags": list(sys.flags),
+        "umask": os.umask(0o022),
+        "logging_handlers": [type(h).__name__ for h in logging.getLogger().handlers],
+    }
+
+
+def main() -> None:
+    what = sys.argv[1]
+    if what == "state":
+        print(json.dumps(state()))
+    elif what == "exit":
+        sys.stdout.write("unflushed")  # written at the interpreter's end
+        sys.exit(int(sys.argv[2]))
+    elif what == "exit-text":
+        sys.exit(f"stopped: {sys.argv[2]}")
+    elif what == "raise":
+        raise ValueError("boom")
+    elif what == "echo":
+        data = sys.stdin.read()
+        sys.stdout.write(data.upper())
+        sys.stderr.write(f"read {len(data)} characters\n")
+    elif what == "env":
+        print(os.environ.get(sys.argv[2]))
+        sys.stdout.flush()
+        subprocess.run(["/bin/sh", "-c", f'echo "${sys.argv[2]}"'], check=True)
+    elif what == "sleep":
+        print(os.getpid(), flush=True)
+        time.sleep(600)
+
+
+main()

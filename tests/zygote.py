@@ -1,0 +1,298 @@
+"""The zygote of tests/clifork.py: ``python tests/zygote.py SCRIPT CONTROL_FD MODULE…``.
+
+It imports the modules once, then forks one child per request it reads on CONTROL_FD; each
+child becomes the console script SCRIPT (run as ``python SCRIPT`` would: see ``_become``) and
+the interpreter's own ending gives its exit status. Run as a script, so that the child's
+``__main__`` is a file as the console script's is; the standard library alone before the
+preload, and nothing of the tests."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import ctypes
+import io
+import os
+import pickle
+import resource
+import selectors
+import signal
+import socket
+import sys
+import threading
+import time
+from importlib.machinery import SourceFileLoader
+from types import CodeType, ModuleType
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+# Read at the start of an interpreter (or of the C library), never through os.environ, so the
+# preload cannot see them read: a child whose environment differs in one of them needs a
+# zygote started with it (tests/clifork.py).
+STARTUP_PREFIXES = ("PYTHON", "LC_")
+STARTUP_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "HOME", "PATH"})
+# What an import must not look at: what it saw would be the zygote's, not the child's.
+UNSEEABLE = ("getcwd", "getcwdb", "isatty", "get_terminal_size", "getpid", "getppid", "chdir")
+
+
+# What a preloaded module takes of the process's state at import, which ``_redo`` takes again in
+# the child, as that import would have: (the os function, the file that calls it).
+REDONE = frozenset({("getcwd", "rich/__init__.py")})
+
+
+def is_startup(name: str) -> bool:
+    return name.startswith(STARTUP_PREFIXES) or name in STARTUP_NAMES
+
+
+class _Watch:
+    """The preload's reads of the environment (names) and of the process's state."""
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+        self.seen: list[str] = []
+        self.environ_class = type(os.environ)
+        self.saved = {name: getattr(os, name) for name in UNSEEABLE}
+
+    def __enter__(self) -> _Watch:
+        watch = self
+
+        class Watched(self.environ_class):  # type: ignore[misc,name-defined]
+            def __getitem__(self, key: str) -> str:
+                watch.read.add(key)
+                return str(super().__getitem__(key))
+
+            def __contains__(self, key: object) -> bool:
+                watch.read.add(str(key))
+                return bool(super().__contains__(key))
+
+            def __iter__(self) -> Any:
+                watch.seen.append("os.environ (every name)")
+                return super().__iter__()
+
+        os.environ.__class__ = Watched
+
+        def seen(name: str) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                caller = sys._getframe(1)
+                path = caller.f_code.co_filename
+                if not any(name == n and path.endswith(f"/{end}") for n, end in REDONE):
+                    watch.seen.append(f"os.{name} ({path}:{caller.f_lineno})")
+                return watch.saved[name](*args, **kwargs)
+
+            return call
+
+        for name in UNSEEABLE:
+            setattr(os, name, seen(name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.environ.__class__ = self.environ_class
+        for name, function in self.saved.items():
+            setattr(os, name, function)
+
+
+def _preload(modules: list[str]) -> dict[str, Any]:
+    # As the console script's main() does first: httpx's own command line is never imported.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    with _Watch() as watch:
+        for name in modules:
+            __import__(name)
+    # A lazily computed value may read the cwd, the terminal or the pid later, in the child:
+    # what an import itself looked at is what would be the zygote's.
+    return {
+        "read": sorted(watch.read),
+        "seen": sorted(set(watch.seen)),
+        "threads": threading.active_count(),
+    }
+
+
+def _stdio(fd: int, old: io.TextIOWrapper, write: bool, name: str) -> io.TextIOWrapper:
+    """sys.stdin/stdout/stderr as the interpreter makes them at its start (create_stdio in
+    Python/pylifecycle.c) for the fd the child was given: line-buffered on a terminal (and
+    stderr always), the encoding and error handler the startup environment chose."""
+    buffered: Any = open(  # noqa: SIM115  (the stream the interpreter keeps open)
+        fd,
+        "wb" if write else "rb",
+        buffering=0 if write and old.write_through else -1,
+        closefd=False,
+    )
+    raw = buffered.raw if hasattr(buffered, "raw") else buffered
+    raw.name = name
+    line = not old.write_through and (raw.isatty() or fd == 2)
+    stream = io.TextIOWrapper(
+        buffered,
+        encoding=old.encoding,
+        errors=old.errors,
+        newline="\n",
+        line_buffering=line,
+        write_through=old.write_through,
+    )
+    stream.mode = "w" if write else "r"  # type: ignore[misc]
+    return stream
+
+
+def _become(request: dict[str, Any], fds: list[int]) -> None:
+    """In the child: the process the console script would be, given this request."""
+    os.dup2(fds[0], 0)
+    os.dup2(fds[1], 1)
+    os.dup2(fds[2], 2)
+    os.closerange(3, 1 << 16)  # as subprocess's close_fds: nothing of the zygote's
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update({os.fsdecode(k): os.fsdecode(v) for k, v in request["env"].items()})
+    sys.argv = [os.fsdecode(arg) for arg in request["argv"]]
+    sys.stdin = sys.__stdin__ = _stdio(0, sys.__stdin__, False, "<stdin>")  # type: ignore[arg-type,misc]
+    sys.stdout = sys.__stdout__ = _stdio(1, sys.__stdout__, True, "<stdout>")  # type: ignore[arg-type,misc]
+    sys.stderr = sys.__stderr__ = _stdio(2, sys.__stderr__, True, "<stderr>")  # type: ignore[arg-type,misc]
+    _redo()
+
+
+def _redo() -> None:
+    """What the preload took of the zygote's state, taken again for the child (REDONE)."""
+    logging = sys.modules.get("logging")
+    if logging is not None:  # relativeCreated counts from the process's start
+        logging._startTime = time.time()  # type: ignore[attr-defined]
+    rich = sys.modules.get("rich")
+    if rich is not None:  # where its tracebacks resolve relative file names
+        try:
+            rich._IMPORT_CWD = os.path.abspath(os.getcwd())  # type: ignore[attr-defined]
+        except FileNotFoundError:
+            rich._IMPORT_CWD = ""  # type: ignore[attr-defined]
+
+
+Child = tuple[dict[str, Any], list[int]]  # a request, and the fds for 0, 1 and 2
+
+
+class _Server:
+    """Forks a child per request on the control socket, tells each caller its child's pid,
+    then its status and CPU once reaped; kills a child whose caller asks or goes away."""
+
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.me = os.getpid()
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        self.old_wakeup = signal.set_wakeup_fd(wake_w)
+        self.old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(control, selectors.EVENT_READ)
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
+        self.children: dict[int, socket.socket] = {}
+        self.listened: set[socket.socket] = set()  # the callers' sockets still listened to
+        self.cpu = 0.0  # this process's, as last told: the preload is in the first report
+
+    def serve(self) -> Child | None:
+        """Until the control socket closes; returns only in a child."""
+        while True:
+            for key, _ in self.selector.select():
+                if key.fileobj is self.control:
+                    msg, fds, _flags, _addr = socket.recv_fds(self.control, 1 << 20, 5)
+                    if not msg:  # the tests are done (or died): so are the children
+                        self._stop()
+                        return None
+                    child = self._fork(pickle.loads(msg), fds)
+                    if child is not None:
+                        return child
+                elif key.fileobj == self.wake_r:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self.wake_r, 4096):
+                            pass
+                    self._reap()
+                else:  # b"kill" (a caller's timeout) or b"" (the caller is gone)
+                    key.fileobj.recv(16)  # type: ignore[union-attr]
+                    os.kill(key.data, signal.SIGKILL)  # not reaped yet: still the child's pid
+                    self._forget(key.fileobj)  # type: ignore[arg-type]
+
+    def _fork(self, request: dict[str, Any], fds: list[int]) -> Child | None:
+        conn = socket.socket(fileno=fds[0])
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(self.old_wakeup)
+            signal.signal(signal.SIGCHLD, self.old_chld)
+            self.selector.close()
+            for other in (self.control, conn, *self.children.values()):
+                other.close()
+            _prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != self.me:  # the zygote died already: no signal would come
+                os._exit(1)
+            return request, fds[1:]
+        for fd in fds[1:]:
+            os.close(fd)
+        self.children[pid] = conn
+        self.selector.register(conn, selectors.EVENT_READ, pid)
+        self.listened.add(conn)
+        conn.sendall(pickle.dumps({"pid": pid}))
+        return None
+
+    def _forget(self, conn: socket.socket) -> None:
+        if conn in self.listened:
+            self.listened.discard(conn)
+            self.selector.unregister(conn)
+
+    def _reap(self) -> None:
+        while self.children:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            conn = self.children.pop(pid)
+            mine = resource.getrusage(resource.RUSAGE_SELF)
+            cpu, self.cpu = self.cpu, mine.ru_utime + mine.ru_stime
+            report = {
+                "status": status,
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "zygote_cpu": self.cpu - cpu,
+            }
+            self._forget(conn)
+            with contextlib.suppress(OSError):  # the caller went away
+                conn.sendall(pickle.dumps(report))
+            conn.close()
+
+    def _stop(self) -> None:
+        for pid in self.children:
+            os.kill(pid, signal.SIGKILL)
+        while self.children:
+            pid, _status = os.waitpid(-1, 0)
+            self.children.pop(pid).close()
+
+
+def _script(path: str) -> CodeType:
+    with open(path, "rb") as source:
+        return compile(source.read(), path, "exec")
+
+
+def main() -> CodeType | None:
+    script, control_fd, *modules = sys.argv[1:]
+    # As `python SCRIPT` would: the script's directory first on the path, not this one's.
+    sys.path[0] = os.path.dirname(script)
+    control = socket.socket(fileno=int(control_fd))
+    report = _preload(modules)
+    code = _script(script)
+    import gc
+
+    gc.freeze()  # the children's collections leave the preloaded objects (and their pages) be
+    control.sendall(pickle.dumps(report))
+    child = _Server(control).serve()
+    if child is None:
+        return None
+    request, fds = child
+    _become(request, fds)
+    return code
+
+
+def _main_module(path: str) -> ModuleType:
+    """A ``__main__`` module as ``python PATH`` makes it (sys.modules["__main__"] too)."""
+    module = ModuleType("__main__")
+    module.__file__ = path
+    module.__loader__ = SourceFileLoader("__main__", path)
+    module.__builtins__ = builtins  # type: ignore[attr-defined]
+    module.__annotations__ = {}
+    sys.modules["__main__"] = module
+    return module
+
+
+if __name__ == "__main__":
+    _code = main()
+    if _code is not None:  # the child: the script runs, the interpreter's end is its status
+        exec(_code, _main_module(_code.co_filename).__dict__)
