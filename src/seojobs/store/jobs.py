@@ -12,6 +12,7 @@ import functools
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import (
@@ -903,6 +904,33 @@ def positional(
 _POSITIONAL: dict[
     tuple[Any, str, tuple[str, ...]], tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]
 ] = {}
+
+
+def insert_rows(
+    conn: Connection, statement: Any, order: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """``rows`` inserted by ``statement`` (a one-row INSERT ... VALUES, its parameters in
+    ``order``), up to ``MANY_ROWS`` a statement: SQLite runs an INSERT's program once for all
+    of its rows, where executemany ran it once a row (its start and end, a dozen findings a
+    crawled page). The sizes are powers of two, so a connection prepares a handful of
+    statements, not one per group size; a statement binds at most ``MANY_PARAMETERS``."""
+    sql, pick = positional(statement, conn.dialect, order)
+    head, values = sql.rsplit(" VALUES ", 1)
+    if not (values.startswith("(") and values.endswith(")")):
+        raise ValueError(f"not a one-row INSERT ... VALUES: {sql}")
+    most = 1 << (min(MANY_ROWS, MANY_PARAMETERS // len(order)).bit_length() - 1)
+    done = 0
+    while done < len(rows):
+        size = min(most, 1 << ((len(rows) - done).bit_length() - 1))
+        chunk = rows[done : done + size]
+        many = f"{head} VALUES {', '.join([values] * size)}"
+        conn.exec_driver_sql(many, tuple(chain.from_iterable(map(pick, chunk))))
+        done += size
+
+
+MANY_ROWS = 128  # rows an INSERT of insert_rows takes at most
+# Parameters a statement of insert_rows binds at most: SQLite before 3.32 took 999.
+MANY_PARAMETERS = 999
 
 
 # Built once, like _RECORD_ITEM: a job writes its results many times, and building the

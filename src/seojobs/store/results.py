@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from itertools import chain
 from typing import Any
 
 import orjson
@@ -38,6 +37,7 @@ from seojobs.store.jobs import (
     bound_insert,
     fence,
     finding_row,
+    insert_rows,
     item_rows,
     positional,
     record_items,
@@ -210,13 +210,13 @@ def _write_sqlite(conn: Connection, job_id: int, rows: _Rows) -> int:
     added. The job's row is updated once, first (the fence), its new items counted as
     added (the general way fenced, counted the results, then added to the total in three
     updates), and corrected after in the rare group where some were the job's already.
-    The findings go in INSERTs of many rows (:func:`_insert_rows`)."""
+    The findings go in INSERTs of many rows (:func:`~seojobs.store.jobs.insert_rows`)."""
     job, found, done, new = rows
     sql, order = positional(_RECORD_GROUP_JOB, conn.dialect, _RECORD_GROUP_JOB_ORDER)
     if conn.exec_driver_sql(sql, order(job)).rowcount != 1:
         raise LeaseLost(job_id)
     if found:
-        _insert_rows(conn, _INSERT_FINDINGS, INSERT_FINDINGS_ORDER, found)
+        insert_rows(conn, _INSERT_FINDINGS, INSERT_FINDINGS_ORDER, found)
     if done:
         sql, order = positional(_RECORD_ITEM, conn.dialect, _RECORD_ITEM_ORDER)
         conn.exec_driver_sql(sql, [order(row) for row in done])
@@ -230,30 +230,6 @@ def _write_sqlite(conn: Connection, job_id: int, rows: _Rows) -> int:
     if count != len(new):  # some were the job's already: not added after all
         conn.execute(_ITEMS_TOTAL, {"t_job": job_id, "t_added": count - len(new)})
     return int(count)
-
-
-def _insert_rows(
-    conn: Connection, statement: Any, order: tuple[str, ...], rows: list[tuple[Any, ...]]
-) -> None:
-    """``rows`` inserted by ``statement`` (a one-row INSERT ... VALUES, its parameters in
-    ``order``), up to ``MANY_ROWS`` a statement: SQLite runs an INSERT's program once for all
-    of its rows, where executemany ran it once a row (its start and end, a dozen findings a
-    crawled page). The sizes are powers of two, so a connection prepares a handful of
-    statements, not one per group size."""
-    sql, pick = positional(statement, conn.dialect, order)
-    head, values = sql.rsplit(" VALUES ", 1)
-    if not (values.startswith("(") and values.endswith(")")):
-        raise ValueError(f"not a one-row INSERT ... VALUES: {sql}")
-    done = 0
-    while done < len(rows):
-        size = min(MANY_ROWS, 1 << ((len(rows) - done).bit_length() - 1))
-        chunk = rows[done : done + size]
-        many = f"{head} VALUES {', '.join([values] * size)}"
-        conn.exec_driver_sql(many, tuple(chain.from_iterable(map(pick, chunk))))
-        done += size
-
-
-MANY_ROWS = 128  # rows an INSERT of _insert_rows takes at most (6 parameters each: 768)
 
 
 def _json(value: Any) -> str:
