@@ -19,6 +19,7 @@ from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
 from seojobs.store.tables import findings, job_items, jobs
 from tests.conftest import make_settings
+from tests.statements import statements
 
 LEASE = 30.0
 
@@ -422,6 +423,38 @@ def test_results_and_the_items_they_found_are_written_together(
     after = _get(db, job.id)
     assert (after.items_total, after.items_done, after.items_failed) == (4, 2, 1)
     assert after.counters == {"ok": 1, "failed": 1}
+
+
+def test_a_group_of_results_updates_the_jobs_row_once(services: Services, db: Database) -> None:
+    """``results.record`` fences the job, counts the group's items and adds the new ones to
+    its total in one update of the job's row (a crawl writes a group every few pages; on
+    SQLite it took three), however many findings the group holds: all kept, in order."""
+    user = services.accounts.create_user("alice").user
+    job, _ = services.jobs.create(user, "test_items", {"urls": ["a", "b"]})
+    claimed = _claim(db)[0]
+    a, b = services.jobs.items(user, job.id)
+    many = [NewFinding(f"f{n % 7}", "notice", {"n": n}) for n in range(300)]
+    outcomes = [
+        ItemOutcome(a.id, False, "ok", {"n": 1}, findings=tuple(many[:163])),
+        ItemOutcome(b.id, False, "ok", {"n": 2}, findings=tuple(many[163:])),
+    ]
+    found = [NewItem.of("c"), NewItem.of("d", {"depth": 1})]
+    with statements(db) as seen, db.write_statement() as conn:
+        added = results.record(
+            db, conn, job.id, claimed.attempt, outcomes, {"ok": 2}, found, utcnow()
+        )
+    assert added == 2
+    assert sum("UPDATE jobs" in statement for statement in seen) == 1, seen
+    expected = [(a.id if n < 163 else b.id, f"f{n % 7}", {"n": n}) for n in range(300)]
+    assert _found(db, job.id) == expected
+    items = services.jobs.items(user, job.id)
+    assert [(i.seq, i.input, i.state, i.data) for i in items[2:]] == [
+        (2, "c", "pending", None),
+        (3, "d", "pending", {"depth": 1}),
+    ]
+    assert [i.result for i in items[:2]] == [{"n": 1}, {"n": 2}]
+    after = _get(db, job.id)
+    assert (after.items_total, after.items_done, after.counters) == (4, 2, {"ok": 2})
 
 
 def test_a_group_of_results_is_written_storable(services: Services, db: Database) -> None:

@@ -9,8 +9,10 @@ trigger (see the migrations) refuses any update that tries.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import (
@@ -801,12 +803,12 @@ def record_items(
     as_json = _binder(findings.c.data, dialect)
     found = [
         {
-            "f_job": job_id,
-            "f_item": o.item_id,
+            "f_job_id": job_id,
+            "f_item_id": o.item_id,
             "f_code": finding.code,
             "f_severity": finding.severity,
             "f_data": as_json(finding.data),
-            "f_at": at,
+            "f_created_at": at,
         }
         for o in outcomes
         for finding in o.findings
@@ -879,6 +881,58 @@ def _compiled(statement: Any, dialect: Any) -> tuple[str, tuple[str, ...] | None
 _COMPILED: dict[tuple[Any, str], tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {}
 
 
+def positional(
+    statement: Any, dialect: Any, order: tuple[str, ...]
+) -> tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]:
+    """``statement``'s SQL for ``dialect`` (a positional one: SQLite's) and what turns a row
+    of its parameters, a tuple in ``order`` (bound already), into the tuple the SQL takes
+    (with the values the statement holds itself): rows built as tuples at once, where
+    :func:`_executemany` took dicts and made each a tuple."""
+    key = (statement, dialect.name, order)
+    found = _POSITIONAL.get(key)
+    if found is None:
+        sql, names, fixed = _compiled(statement, dialect)
+        if names is None or sorted(names) != sorted((*order, *fixed)):
+            raise ValueError(f"{statement} takes {names}, not {order}")
+        given = (*order, *fixed)
+        pick = operator.itemgetter(*(given.index(name) for name in names))
+        held = tuple(fixed.values())
+        found = _POSITIONAL[key] = (sql, lambda row: pick(row + held))
+    return found
+
+
+_POSITIONAL: dict[
+    tuple[Any, str, tuple[str, ...]], tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]
+] = {}
+
+
+def insert_rows(
+    conn: Connection, statement: Any, order: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> None:
+    """``rows`` inserted by ``statement`` (a one-row INSERT ... VALUES, its parameters in
+    ``order``), up to ``MANY_ROWS`` a statement: SQLite runs an INSERT's program once for all
+    of its rows, where executemany ran it once a row (its start and end, a dozen findings a
+    crawled page). The sizes are powers of two, so a connection prepares a handful of
+    statements, not one per group size; a statement binds at most ``MANY_PARAMETERS``."""
+    sql, pick = positional(statement, conn.dialect, order)
+    head, values = sql.rsplit(" VALUES ", 1)
+    if not (values.startswith("(") and values.endswith(")")):
+        raise ValueError(f"not a one-row INSERT ... VALUES: {sql}")
+    most = 1 << (min(MANY_ROWS, MANY_PARAMETERS // len(order)).bit_length() - 1)
+    done = 0
+    while done < len(rows):
+        size = min(most, 1 << ((len(rows) - done).bit_length() - 1))
+        chunk = rows[done : done + size]
+        many = f"{head} VALUES {', '.join([values] * size)}"
+        conn.exec_driver_sql(many, tuple(chain.from_iterable(map(pick, chunk))))
+        done += size
+
+
+MANY_ROWS = 128  # rows an INSERT of insert_rows takes at most
+# Parameters a statement of insert_rows binds at most: SQLite before 3.32 took 999.
+MANY_PARAMETERS = 999
+
+
 # Built once, like _RECORD_ITEM: a job writes its results many times, and building the
 # statement (and its cache key) cost more CPU than running it.
 _RECORD_JOB = (
@@ -914,17 +968,18 @@ _RECORD_ITEM = (
 )
 
 
-_INSERT_FINDINGS = (
-    insert(findings)
-    .values(
-        job_id=bindparam("f_job"),
-        item_id=bindparam("f_item"),
-        code=bindparam("f_code"),
-        severity=bindparam("f_severity"),
-        data=bindparam("f_data"),
-        created_at=bindparam("f_at"),
-    )
-    .inline()  # nothing returned (PostgreSQL's would return each id)
+def bound_insert(into: Any, prefix: str, columns: str) -> tuple[Any, tuple[str, ...]]:
+    """``into`` (an INSERT) of one row whose every column of ``columns`` (their names, by
+    spaces) is a bind parameter named ``prefix`` and the column's name; and those names in
+    that order (how :func:`positional` takes a row)."""
+    names = columns.split()
+    values: dict[str, Any] = {name: bindparam(prefix + name) for name in names}
+    return into.values(values), tuple(prefix + name for name in names)
+
+
+# Nothing returned (PostgreSQL's would return each id).
+_INSERT_FINDINGS, INSERT_FINDINGS_ORDER = bound_insert(
+    insert(findings).inline(), "f_", "job_id item_id code severity data created_at"
 )
 
 

@@ -31,7 +31,7 @@ from sqlalchemy.types import TypeEngine
 
 from seojobs import jsontext
 from seojobs.rowshape import ColumnShape, KindTable
-from seojobs.store.jobs import fence
+from seojobs.store.jobs import bound_insert, fence, insert_rows
 from seojobs.store.tables import BigId, metadata
 
 _TABLES: dict[str, Table] = {}
@@ -102,6 +102,9 @@ def replace(
     if rows and conn.dialect.name == "postgresql" and _copyable(found, rows[0]):
         _copy(conn, found, job_id, rows)
         return
+    if rows and conn.dialect.name == "sqlite" and _copyable(found, rows[0]):
+        _insert_sqlite(conn, found, job_id, rows)
+        return
     for start in range(0, len(rows), CHUNK):
         chunk = [{**row, "job_id": job_id} for row in rows[start : start + CHUNK]]
         conn.execute(insert(found), chunk)
@@ -137,6 +140,38 @@ def _copy(conn: Connection, found: Table, job_id: int, rows: Sequence[Mapping[st
                     for n in names
                 ]
             )
+
+
+def _insert_sqlite(
+    conn: Connection, found: Table, job_id: int, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """The rows in INSERTs of many rows each (``jobs.insert_rows``), each value bound as its
+    column's type binds it (a JSON column's through ``jsontext.dumps``, a boolean as 0 or
+    1), a key a row leaves out NULL: SQLAlchemy's executemany ran the statement once a row,
+    each row's parameters built and processed in Python (a 5,000-page audit's page table)."""
+    names = [c.name for c in found.c if c.name == "job_id" or c.name in rows[0]]
+    statement, order = _INSERTS.get((found.name, *names)) or _insert_of(found, names)
+    binders = [(n, _binder(found.c[n], conn.dialect)) for n in names if n != "job_id"]
+    values = [
+        (job_id, *(bind(row.get(name)) if bind else row.get(name) for name, bind in binders))
+        for row in rows
+    ]
+    insert_rows(conn, statement, order, values)
+
+
+def _insert_of(found: Table, names: list[str]) -> tuple[Any, tuple[str, ...]]:
+    """The INSERT of one row of ``names`` (job_id first), built once per table and names."""
+    ordered = ["job_id", *(n for n in names if n != "job_id")]
+    made = _INSERTS[(found.name, *names)] = bound_insert(insert(found), "k_", " ".join(ordered))
+    return made
+
+
+_INSERTS: dict[tuple[str, ...], tuple[Any, tuple[str, ...]]] = {}
+
+
+def _binder(column: Column[Any], dialect: Any) -> Any:
+    """How ``column``'s type binds a value on ``dialect``, or None when it takes it as is."""
+    return column.type.dialect_impl(dialect).bind_processor(dialect)
 
 
 def rows_of(

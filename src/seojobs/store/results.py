@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import TextClause
@@ -26,11 +27,19 @@ from seojobs.records import (
 )
 from seojobs.store.db import Database
 from seojobs.store.jobs import (
+    _INSERT_FINDINGS,
+    _RECORD_ITEM,
+    _RECORD_JOB,
+    INSERT_FINDINGS_ORDER,
     ITEM_INSERT_CHUNK,
     LeaseLost,
+    _binder,
+    bound_insert,
     fence,
     finding_row,
+    insert_rows,
     item_rows,
+    positional,
     record_items,
 )
 from seojobs.store.tables import collections, findings, job_items, jobs
@@ -70,6 +79,33 @@ def add_items(
     return added
 
 
+# SQLite's statements for a group (_write_sqlite), and the order of their parameters in
+# the rows _sqlite_rows builds. The job's row as record_items updates it, with its items'
+# total too.
+_RECORD_GROUP_JOB = _RECORD_JOB.values(items_total=jobs.c.items_total + bindparam("j_added"))
+_RECORD_GROUP_JOB_ORDER = (
+    "j_id",
+    "j_attempt",
+    "j_done",
+    "j_failed",
+    "j_added",
+    "j_counters",
+    "j_at",
+)
+_RECORD_ITEM_ORDER = (
+    "b_id",
+    "b_job",
+    "b_state",
+    "b_outcome",
+    "b_result",
+    "b_code",
+    "b_message",
+    "b_at",
+)
+_NEW_ITEMS, _NEW_ITEMS_ORDER = bound_insert(
+    sqlite.insert(job_items), "n_", "job_id seq input key data state"
+)
+_NEW_ITEMS = _NEW_ITEMS.on_conflict_do_nothing()
 _LAST_SEQ = select(func.coalesce(func.max(job_items.c.seq), -1)).where(
     job_items.c.job_id == bindparam("l_job")
 )
@@ -111,9 +147,95 @@ def record(
         if count is None:
             raise LeaseLost(job_id)
         return int(count)
+    at = _binder(job_items.c.finished_at, conn.dialect)(now)
+    rows = _sqlite_rows(job_id, attempt, outcomes, counters, added, at)
+    if rows is not None:
+        return _write_sqlite(conn, job_id, rows)
     outcomes, counters, added = storable((outcomes, counters, added))
     record_items(conn, job_id, attempt, outcomes, counters, now)
     return add_items(db, conn, job_id, attempt, added, now) if added else 0
+
+
+_Rows = tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, ...]]]
+
+
+def _sqlite_rows(
+    job_id: int,
+    attempt: int,
+    outcomes: Sequence[ItemOutcome],
+    counters: dict[str, int],
+    added: Sequence[NewItem],
+    at: str,
+) -> _Rows | None:
+    """A group's rows for SQLite (the job's, its findings, its items, its new items), each
+    built once as the tuple the driver binds and each JSON value encoded once, as the
+    column's type would (``jsontext.dumps``: orjson's text); None when some string is not
+    storable as it is (one more look in C over the built rows, as
+    :func:`seojobs.outside.storable_json` looks) or orjson cannot write a value: the caller
+    then takes the general way, which makes the group storable first. The general way
+    looked over the group's records (orjson takes about a microsecond per dataclass
+    instance: a crawled page's dozen findings), then built every row as a dict, bound its
+    values and made it a tuple."""
+    try:
+        found = [
+            (job_id, o.item_id, f.code, f.severity, _json(f.data), at)
+            for o in outcomes
+            for f in o.findings
+        ]
+        done = [
+            (
+                o.item_id,
+                job_id,
+                "failed" if o.failed else "done",
+                o.outcome,
+                _json(o.result),
+                o.error_code,
+                o.error_message,
+                at,
+            )
+            for o in outcomes
+        ]
+        new = [(job_id, 0, i.input, i.key, _json(i.data), "pending") for i in added]
+        failed = sum(1 for o in outcomes if o.failed)
+        job = (job_id, attempt, len(outcomes), failed, len(new), _json(counters), at)
+        if b"\\u0000" in orjson.dumps((job, found, done, new)):
+            return None
+    except TypeError:  # a lone surrogate, or what orjson does not write
+        return None
+    return job, found, done, new
+
+
+def _write_sqlite(conn: Connection, job_id: int, rows: _Rows) -> int:
+    """A group's rows (:func:`_sqlite_rows`) in four statements; how many new items were
+    added. The job's row is updated once, first (the fence), its new items counted as
+    added (the general way fenced, counted the results, then added to the total in three
+    updates), and corrected after in the rare group where some were the job's already.
+    The findings go in INSERTs of many rows (:func:`~seojobs.store.jobs.insert_rows`)."""
+    job, found, done, new = rows
+    sql, order = positional(_RECORD_GROUP_JOB, conn.dialect, _RECORD_GROUP_JOB_ORDER)
+    if conn.exec_driver_sql(sql, order(job)).rowcount != 1:
+        raise LeaseLost(job_id)
+    if found:
+        insert_rows(conn, _INSERT_FINDINGS, INSERT_FINDINGS_ORDER, found)
+    if done:
+        sql, order = positional(_RECORD_ITEM, conn.dialect, _RECORD_ITEM_ORDER)
+        conn.exec_driver_sql(sql, [order(row) for row in done])
+    if not new:
+        return 0
+    first = conn.execute(_LAST_SEQ, {"l_job": job_id}).scalar_one() + 1
+    sql, order = positional(_NEW_ITEMS, conn.dialect, _NEW_ITEMS_ORDER)
+    count = conn.exec_driver_sql(
+        sql, [order((j, first + n, *rest)) for n, (j, _seq, *rest) in enumerate(new)]
+    ).rowcount
+    if count != len(new):  # some were the job's already: not added after all
+        conn.execute(_ITEMS_TOTAL, {"t_job": job_id, "t_added": count - len(new)})
+    return int(count)
+
+
+def _json(value: Any) -> str:
+    """``value`` as a JSON column binds it (``jsontext.dumps``), or TypeError where orjson
+    cannot write it (the general way then writes it)."""
+    return orjson.dumps(value).decode()
 
 
 # The job row is locked first (FOR UPDATE, re-checked against the claim after any wait, so a
