@@ -20,6 +20,7 @@ from seojobs.api.dashboard.rerun import router as rerun_router
 from seojobs.api.dashboard.routes import router
 from seojobs.api.dashboard.views import router as views_router
 from seojobs.api.dashboard.webhooks import router as webhooks_router
+from seojobs.api.shared import add_routes
 from seojobs.services import Invalid, NotFound, Unavailable
 
 PREFIX = "/dashboard"
@@ -46,12 +47,12 @@ def _error_page(
 def install(app: FastAPI) -> None:
     """Add the dashboard's routes, and answer errors on its pages with pages: the API's
     handlers keep answering everything else with problem+json."""
-    app.include_router(router)
-    app.include_router(views_router)  # before the jobs' /dashboard/jobs/{id}/…
-    app.include_router(rerun_router)
-    app.include_router(jobs_router)
-    app.include_router(project_router)
-    app.include_router(webhooks_router)
+    add_routes(app, router)
+    add_routes(app, views_router)  # before the jobs' /dashboard/jobs/{id}/…
+    add_routes(app, rerun_router)
+    add_routes(app, jobs_router)
+    add_routes(app, project_router)
+    add_routes(app, webhooks_router)
     api_handlers = dict(app.exception_handlers)
 
     async def signin(request: Request, exc: Exception) -> Response:
