@@ -6,18 +6,41 @@ declarations (a plug-in's reads) gets routes of its own; none is served without 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from fastapi import APIRouter, FastAPI
-from fastapi.routing import APIRoute
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.routing import BaseRoute
 
-from seojobs.api import create_app
+from seojobs.api import create_app, dashboard, reads
+from seojobs.api.audits import router as audits_router
 from seojobs.api.inputs import CheckedRoute, require_checked
+from seojobs.api.projects import router as projects_router
+from seojobs.api.results import router as results_router
 from seojobs.api.shared import add_routes
+from seojobs.api.tracking import router as tracking_router
+from seojobs.api.v1 import router as v1_router
+from seojobs.api.v2 import router as v2_router
+from seojobs.api.webhooks import router as webhooks_router
+from seojobs.kinds import load_registry
 from tests.conftest import make_settings
 
 PLUGINS = ["tests.kinds", "tests.acme"]
+# Every module's router create_app serves (the dashboard's, in its order), and FastAPI's own
+# routes of a new app (/openapi.json, /docs...).
+ROUTERS = [
+    v1_router,
+    v2_router,
+    projects_router,
+    results_router,
+    audits_router,
+    tracking_router,
+    webhooks_router,
+    *dashboard.ROUTERS,
+]
+FASTAPI_OWN = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
 ACME_SITES = "/v1/projects/{project_id}/acme/sites"
 
 
@@ -76,3 +99,64 @@ def test_a_route_without_the_input_gate_refuses_the_app(add: object) -> None:
     add(app, _unchecked())  # type: ignore[operator]
     with pytest.raises(TypeError, match="/plugged"):
         require_checked(app.routes)
+
+
+def _served(route: Any) -> dict[str, Any]:
+    """What FastAPI serves and documents of a route (or of the context an include built)."""
+
+    def fields(params: list[Any]) -> list[tuple[str, str, str]]:
+        return [(p.name, p.alias, repr(p.field_info)) for p in params]
+
+    def walk(dependant: Any) -> list[Any]:
+        own = [
+            fields(getattr(dependant, f"{where}_params"))
+            for where in ("path", "query", "header", "cookie", "body")
+        ]
+        return [own, getattr(dependant.call, "__qualname__", None)] + [
+            walk(sub) for sub in dependant.dependencies
+        ]
+
+    def resolved(value: Any) -> Any:
+        return value.value if isinstance(value, DefaultPlaceholder) else value
+
+    return {
+        "path": route.path,
+        "methods": route.methods,
+        "name": route.name,
+        "operation_id": route.operation_id,
+        "unique_id": route.unique_id,
+        "endpoint": route.endpoint,
+        "response_class": resolved(route.response_class),
+        "status_code": route.status_code,
+        "tags": route.tags,
+        "responses": route.responses,
+        "response_model": route.response_model,
+        "include_in_schema": route.include_in_schema,
+        "deprecated": route.deprecated,
+        "summary": route.summary,
+        "description": route.description,
+        "dependencies": route.dependencies,
+        "callbacks": route.callbacks,
+        "openapi_extra": route.openapi_extra,
+        "max_body_size": getattr(route, "max_body_size", None),
+        "strict_content_type": resolved(getattr(route, "strict_content_type", True)),
+        "body": None if route.body_field is None else route.body_field.name,
+        "dependant": walk(route.dependant),
+    }
+
+
+def test_a_shared_route_serves_what_including_its_router_would(sqlite_url: str) -> None:
+    """``add_routes`` stands for ``include_router`` only while an include adds nothing to a
+    route: the same paths in the same order, with the same parameters, responses and document.
+    A FastAPI upgrade that makes an include add something fails here."""
+    registry = load_registry(make_settings(sqlite_url, plugins=PLUGINS))
+    routers = [*ROUTERS, reads.router(registry)]
+    included, shared = FastAPI(), FastAPI()
+    for router in routers:
+        included.include_router(router)
+        add_routes(shared, router)
+    assert all(isinstance(route, APIRoute) for route in shared.router.routes[4:])
+    contexts = [c for c in iter_route_contexts(included.routes) if c.path not in FASTAPI_OWN]
+    routes = [route for route in shared.routes if getattr(route, "path", "") not in FASTAPI_OWN]
+    assert [_served(c) for c in contexts] == [_served(route) for route in routes]
+    assert shared.openapi() == included.openapi()

@@ -26,6 +26,8 @@ from seojobs.services import Invalid, NotFound, Unavailable
 PREFIX = "/dashboard"
 # Scripts poll these: they get JSON errors, never a sign-in page.
 JSON_PATHS = ("/dashboard/live",)
+# In this order: the views' before the jobs' /dashboard/jobs/{id}/…
+ROUTERS = (router, views_router, rerun_router, jobs_router, project_router, webhooks_router)
 
 
 def _is_page(request: Request) -> bool:
@@ -47,12 +49,8 @@ def _error_page(
 def install(app: FastAPI) -> None:
     """Add the dashboard's routes, and answer errors on its pages with pages: the API's
     handlers keep answering everything else with problem+json."""
-    add_routes(app, router)
-    add_routes(app, views_router)  # before the jobs' /dashboard/jobs/{id}/…
-    add_routes(app, rerun_router)
-    add_routes(app, jobs_router)
-    add_routes(app, project_router)
-    add_routes(app, webhooks_router)
+    for each in ROUTERS:
+        add_routes(app, each)
     api_handlers = dict(app.exception_handlers)
 
     async def signin(request: Request, exc: Exception) -> Response:
