@@ -24,6 +24,7 @@ from seojobs.api.observe import Observe
 from seojobs.api.projects import router as projects_router
 from seojobs.api.ratelimit import RateLimiter
 from seojobs.api.results import router as results_router
+from seojobs.api.shared import add_routes
 from seojobs.api.tracking import router as tracking_router
 from seojobs.api.v1 import install_status_routes
 from seojobs.api.v1 import router as v1_router
@@ -106,14 +107,14 @@ def create_app(
     app.state.auth_cache = AuthCache()
     problems.install(app)
     install_status_routes(app)  # first: most requests are status polls
-    app.include_router(v1_router)
-    app.include_router(v2_router)
-    app.include_router(projects_router)
-    app.include_router(results_router)
-    app.include_router(audits_router)
-    app.include_router(tracking_router)
-    app.include_router(reads.router(registry))  # every read the kinds declare
-    app.include_router(webhooks_router)
+    add_routes(app, v1_router)
+    add_routes(app, v2_router)
+    add_routes(app, projects_router)
+    add_routes(app, results_router)
+    add_routes(app, audits_router)
+    add_routes(app, tracking_router)
+    add_routes(app, reads.router(registry))  # every read the kinds declare
+    add_routes(app, webhooks_router)
     docs.install(app)
     metrics.install(app, services)
     dashboard.install(app)

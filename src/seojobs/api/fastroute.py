@@ -76,7 +76,8 @@ class PathIdRoute(CheckedRoute):
         # dependencies with yield, which this route cannot have, and a per-route exception
         # handler): errors propagate to the app's ExceptionMiddleware, which renders them with
         # the same handlers. A route reached through an included router keeps FastAPI's own
-        # wrapper around the same handler.
+        # wrapper around the same handler; seojobs' routers are not included but shared
+        # (seojobs.api.shared), so their PathIdRoutes (GET /v1/jobs/{id}) run as this one.
         handler = self.get_route_handler()
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:

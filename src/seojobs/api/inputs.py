@@ -160,6 +160,23 @@ def _body_schema(document: dict[str, Any], path: str, methods: Iterable[str]) ->
     return None
 
 
+def _app_body_schema(request: Request, route: APIRoute) -> Schema | None:
+    """The schema the app serving ``request`` publishes for ``route``'s JSON body, read from
+    its document on first use and kept by the app: one route object serves every app of the
+    process (seojobs.api.shared), and each app's document depends on its kinds and settings."""
+    state = request.app.state
+    kept: dict[int, Schema | None] | None = getattr(state, "body_schemas", None)
+    if kept is None:
+        kept = state.body_schemas = {}
+    # By id: the app holds its routes, so no other route takes this id while the app lives.
+    if id(route) not in kept:
+        # This route's own document (seojobs.api.openapi.install), or the whole one.
+        of_route = getattr(state, "route_openapi", None)
+        published = of_route(route) if of_route is not None else request.app.openapi()
+        kept[id(route)] = _body_schema(published, route.path_format, route.methods or ())
+    return kept[id(route)]
+
+
 class CheckedRoute(APIRoute):
     """An ``APIRoute`` whose request passes the gate (see module doc) before FastAPI reads
     its parameters and body."""
@@ -167,15 +184,9 @@ class CheckedRoute(APIRoute):
     def get_route_handler(self) -> Handler:
         handler = super().get_route_handler()
         reads_body = self.body_field is not None
-        schemas: list[Schema | None] = []  # read from the app's document on first use
 
         def coerced(request: Request, document: Any) -> list[dict[str, Any]]:
-            if not schemas:
-                # This route's own document (seojobs.api.openapi.install), or the whole one.
-                of_route = getattr(request.app.state, "route_openapi", None)
-                published = of_route(self) if of_route is not None else request.app.openapi()
-                schemas.append(_body_schema(published, self.path_format, self.methods or ()))
-            schema = schemas[0]
+            schema = _app_body_schema(request, self)
             if schema is None:
                 return []
             found = schema.coercions(document, ("body",))
@@ -199,7 +210,9 @@ class CheckedRoute(APIRoute):
 
 def require_checked(routes: list[BaseRoute]) -> None:
     """Refuse to build an app with a route that skips the gate (one added without the
-    routers' ``route_class``, e.g. by a plug-in), included routers' routes too."""
+    routers' ``route_class``, e.g. by a plug-in), included routers' routes too. seojobs' own
+    routers are not included (``seojobs.api.shared``), so the walk builds nothing: FastAPI
+    builds an included router's routes for the app when they are walked (or first matched)."""
     unchecked = [
         context.path
         for context in iter_route_contexts(routes)

@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 from seojobs import telemetry
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.problems import Problem
+from seojobs.api.shared import add_routes
 from seojobs.records import JOB_STATES, QueueSnapshot
 from seojobs.services import Services
 
@@ -126,7 +127,7 @@ def install(app: FastAPI, services: Services) -> None:
                 )
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    app.include_router(router)
+    add_routes(app, router)
 
 
 def loopback_client(request: Request) -> bool:

@@ -465,17 +465,44 @@ def _named(
     return answer
 
 
+Declared = tuple[tuple[str, tuple[Read, ...], tuple[JobRead | JobCompare, ...]], ...]
+# Routers already built, by the declarations they were built from (the reads themselves, by
+# identity: each entry keeps its reads, so no other read takes an id while it is kept). Tests
+# build hundreds of apps from a handful of registries; a few entries cover them.
+_BUILT: dict[tuple[object, ...], tuple[Declared, APIRouter]] = {}
+_KEEP = 8
+
+
 def router(registry: Registry) -> APIRouter:
-    """Every read the registry's kinds declare, mounted under ``/v1/projects/{project_id}``."""
+    """Every read the registry's kinds declare, mounted under ``/v1/projects/{project_id}``:
+    built once per process for the same declarations. Its routes hold nothing of the registry
+    or of an app (endpoints take the app's services from the request), so apps share them."""
+    declared: Declared = tuple(
+        (kind.name, tuple(kind.reads), tuple(kind.job_reads)) for kind in registry.kinds()
+    )
+    key = tuple(
+        (name, *map(id, reads), None, *map(id, job_reads)) for name, reads, job_reads in declared
+    )
+    found = _BUILT.get(key)
+    if found is not None:
+        return found[1]
+    made = _router(declared)
+    if len(_BUILT) >= _KEEP:
+        del _BUILT[next(iter(_BUILT))]
+    _BUILT[key] = (declared, made)
+    return made
+
+
+def _router(declared: Declared) -> APIRouter:
     made = APIRouter(prefix="/v1", responses=problems.RESPONSES, route_class=CheckedRoute)
     seen: dict[str, str] = {}
-    for kind in registry.kinds():
-        for read in kind.reads:
-            _mount(made, seen, kind.name, read, _endpoint(read), response_model(read))
-        for job_read in kind.job_reads:
+    for name, reads, job_reads in declared:
+        for read in reads:
+            _mount(made, seen, name, read, _endpoint(read), response_model(read))
+        for job_read in job_reads:
             if isinstance(job_read, JobCompare):
                 endpoint = _compare_endpoint(job_read)
             else:
                 endpoint = _job_endpoint(job_read)
-            _mount(made, seen, kind.name, job_read, endpoint, job_read.response)
+            _mount(made, seen, name, job_read, endpoint, job_read.response)
     return made

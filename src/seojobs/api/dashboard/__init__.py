@@ -20,11 +20,14 @@ from seojobs.api.dashboard.rerun import router as rerun_router
 from seojobs.api.dashboard.routes import router
 from seojobs.api.dashboard.views import router as views_router
 from seojobs.api.dashboard.webhooks import router as webhooks_router
+from seojobs.api.shared import add_routes
 from seojobs.services import Invalid, NotFound, Unavailable
 
 PREFIX = "/dashboard"
 # Scripts poll these: they get JSON errors, never a sign-in page.
 JSON_PATHS = ("/dashboard/live",)
+# In this order: the views' before the jobs' /dashboard/jobs/{id}/…
+ROUTERS = (router, views_router, rerun_router, jobs_router, project_router, webhooks_router)
 
 
 def _is_page(request: Request) -> bool:
@@ -46,12 +49,8 @@ def _error_page(
 def install(app: FastAPI) -> None:
     """Add the dashboard's routes, and answer errors on its pages with pages: the API's
     handlers keep answering everything else with problem+json."""
-    app.include_router(router)
-    app.include_router(views_router)  # before the jobs' /dashboard/jobs/{id}/…
-    app.include_router(rerun_router)
-    app.include_router(jobs_router)
-    app.include_router(project_router)
-    app.include_router(webhooks_router)
+    for each in ROUTERS:
+        add_routes(app, each)
     api_handlers = dict(app.exception_handlers)
 
     async def signin(request: Request, exc: Exception) -> Response:
