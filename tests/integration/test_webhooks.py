@@ -139,6 +139,24 @@ def test_endpoints_crud_and_the_secret_shown_once(hooked: Api) -> None:
     assert_problem(client.get(f"/v1/webhooks/{hook_id}"), 404)
 
 
+@pytest.mark.stores("sqlite")  # the document, before the store
+def test_the_document_says_an_endpoint_has_at_least_one_event_type(registering: Api) -> None:
+    """An empty list of events is refused (422 naming ``events``, on create and on PATCH): the
+    published schema says so, so a schema-valid request is never refused for it (schemathesis
+    sent a PATCH with ``"events": []`` and met the 422)."""
+    document = registering.client(registering.account()).get("/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    for model in ("WebhookIn", "WebhookPatch"):
+        variants = schemas[model]["properties"]["events"]["anyOf"]
+        arrays = [v for v in variants if v.get("type") == "array"]
+        assert arrays and all(v.get("minItems") == 1 for v in arrays), (model, variants)
+    client = registering.client(registering.account())
+    hook = register(client, "http://127.0.0.1:9/", events=["rank.changed"])
+    answer = client.patch(f"/v1/webhooks/{hook['id']}", json={"events": []})
+    assert_problem(answer, 422)
+    assert any(f.startswith("events") for f in error_fields(answer)), answer.text
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -36,7 +36,9 @@ EventName = Annotated[str, StringConstraints(min_length=1, max_length=100, patte
 # One event type's conditions: any JSON the gate lets through (the service checks them
 # against the conditions the event declares).
 Conditions = Annotated[dict[str, Any], WithJsonSchema({"type": "object", **TOLERATED_KEYS})]
-Events = list[EventName] | Literal["*"]
+# At least one event type (the service refuses an empty list): the document says so, or a
+# client generated from it sends [] and meets a 422 the schema did not announce.
+Events = Annotated[list[EventName], Field(min_length=1)] | Literal["*"]
 EVENTS_DOC = (
     f"Event types ({', '.join(EVENT_TYPES)}, and the change events the job types declare: "
     "rank.changed, backlink.lost, audit.issues_new, ...; see the webhooks guide), or `*` for "
