@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from seojobs.cli import app as cli
 from seojobs.kinds import load_registry
+from seojobs.schemarules import given
 from seojobs.services import Services
 from seojobs.store.db import Database
 from tests.api_helpers import (
@@ -468,7 +469,9 @@ def test_job_types_show_the_params_schema_with_its_defaults(sqlite_url: str) -> 
         "provider": None,
         "limit": 100,
     }
-    assert schema["oneOf"] == [{"required": ["seeds"]}, {"required": ["url"]}]
+    # Exactly one of them given, null counting as not given (seojobs.schemarules).
+    assert schema["oneOf"] == [given("seeds"), given("url")]
+    assert schema["oneOf"][0]["properties"]["seeds"] == {"not": {"type": "null"}}
     assert fields["seeds"]["anyOf"][0]["maxItems"] == 20
     assert fields["limit"]["maximum"] == 1000
     # params {} is no valid research: the document makes params required for this type.

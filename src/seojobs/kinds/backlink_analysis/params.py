@@ -11,6 +11,7 @@ from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.urls import Url
 from seojobs.records import ProjectDefaults
+from seojobs.schemarules import given
 
 MAX_LINKS = 1_000  # DataForSEO's most per call
 MAX_SUMMARIES = 1_000
@@ -22,7 +23,7 @@ class BacklinkAnalysisParams(BaseModel):
         extra="forbid",
         # Exactly one target, as the validator below says: the schema says it too, so a
         # client built from the document never sends params the API refuses.
-        json_schema_extra={"oneOf": [{"required": ["domain"]}, {"required": ["url"]}]},
+        json_schema_extra={"oneOf": [given("domain"), given("url")]},
     )
 
     domain: Domain | None = Field(

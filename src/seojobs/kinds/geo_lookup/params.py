@@ -11,6 +11,7 @@ from seojobs.fielderrors import field_error
 from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.keyword_research.params import _text
 from seojobs.records import ProjectDefaults
+from seojobs.schemarules import given
 
 MAX_PROMPTS = 50
 MAX_PROMPT = 400  # a question, not a document; its collection subject must fit 500 chars
@@ -59,7 +60,7 @@ class Competitor(BaseModel):
 class GeoLookupParams(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"anyOf": [{"required": ["brand"]}, {"required": ["domain"]}]},
+        json_schema_extra={"anyOf": [given("brand"), given("domain")]},
     )
 
     prompts: list[Prompt] = Field(

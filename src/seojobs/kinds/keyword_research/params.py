@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from seojobs.fielderrors import field_error
 from seojobs.kinds.urls import Url
+from seojobs.schemarules import given
 
 MAX_SEEDS = 20  # the Keyword Planner's most; DataForSEO takes more
 MAX_KEYWORD = 80  # both providers' longest keyword
@@ -74,7 +75,7 @@ class KeywordResearchParams(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         # Exactly one of the two inputs.
-        json_schema_extra={"oneOf": [{"required": ["seeds"]}, {"required": ["url"]}]},
+        json_schema_extra={"oneOf": [given("seeds"), given("url")]},
     )
 
     seeds: list[Seed] | None = Field(

@@ -14,6 +14,7 @@ from seojobs.kinds.domain_lookup.params import Domain
 from seojobs.kinds.geo_lookup.params import Brand
 from seojobs.kinds.keyword_research.params import LANGUAGE_PATTERN, LocationName, Seed
 from seojobs.records import ProjectDefaults
+from seojobs.schemarules import NULL, given
 
 MAX_KEYWORDS = 20
 MAX_NAMES = 10
@@ -50,17 +51,10 @@ class LocalRankCheckParams(BaseModel):
         # validators say, so a client built from the document is not refused.
         json_schema_extra={
             "oneOf": [
-                {"required": ["location"], "not": {"required": ["grid"]}},
-                {
-                    "required": ["latitude", "longitude"],
-                    "properties": {"surface": {"const": "maps"}},
-                },
+                {**given("location", latitude=NULL, longitude=NULL), "not": given("grid")},
+                given("latitude", "longitude", location=NULL, surface={"const": "maps"}),
             ],
-            "anyOf": [
-                {"required": ["place_id"]},
-                {"required": ["domain"]},
-                {"required": ["names"], "properties": {"names": {"minItems": 1}}},
-            ],
+            "anyOf": [given("place_id"), given("domain"), given("names", lists=["names"])],
         },
     )
 

@@ -25,6 +25,7 @@ from seojobs.kinds.keyword_research.params import (
     checked_location,
 )
 from seojobs.kinds.urls import URL_SCHEMA, check_url
+from seojobs.schemarules import given
 
 MAX_KEYWORDS = 100
 # A project's tracked keywords, each in its own market (issue 29.1): a collection checks them
@@ -78,7 +79,9 @@ class KeywordAt(BaseModel):
 class RankCheckParams(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"anyOf": [{"required": ["keywords"]}, {"required": ["tracked"]}]},
+        json_schema_extra={
+            "anyOf": [given("keywords", lists=["keywords"]), given("tracked", lists=["tracked"])]
+        },
     )
 
     keywords: list[Seed] = Field(
