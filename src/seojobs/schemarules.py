@@ -5,11 +5,12 @@ is given when it is present and not null, and a list when it is not empty.
 JSON Schema's ``required`` alone is met by ``"location": null`` or ``"keywords": []``, which
 the validators count as not given: a request valid by the published document was refused
 (schemathesis sent ``{"location": null, "longitude": 2.3}`` to a local rank check's
-schedule). The schedule and collection bodies state their "exactly one of" the same way
+schedule). The schedule and collection bodies state their "exactly one of" with it too
 (``seojobs.api.projects_models``, ``seojobs.services.collection_config``)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection
 from typing import Any
 
@@ -23,4 +24,5 @@ def given(*fields: str, lists: Collection[str] = (), **others: dict[str, Any]) -
     properties = {
         field: {**NOT_NULL, "minItems": 1} if field in lists else NOT_NULL for field in fields
     }
-    return {"required": list(fields), "properties": {**properties, **others}}
+    # A copy of its own: a document's post-processing may change a schema in place.
+    return copy.deepcopy({"required": list(fields), "properties": {**properties, **others}})

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from seojobs.api.inputs import FORBID
 from seojobs.api.text import Cron, Name, Title
 from seojobs.kinds.urls import Url
+from seojobs.schemarules import NULL, given
 from seojobs.services.tracking import Competitor, Tracking
 from seojobs.timefmt import DateTime
 
@@ -106,8 +107,7 @@ INTERVALS = ("every_days", "every_seconds", "cron")
 
 
 def _only(field: str) -> dict[str, Any]:
-    others = {other: {"type": "null"} for other in INTERVALS if other != field}
-    return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **others}}
+    return given(field, **{other: NULL for other in INTERVALS if other != field})
 
 
 class ScheduleIn(BaseModel):

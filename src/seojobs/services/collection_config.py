@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from seojobs.engine.maintenance import first_tick
 from seojobs.engine.registry import Kind
 from seojobs.records import ScheduleRecord, UserRecord
+from seojobs.schemarules import NULL, given
 from seojobs.services import texts
 from seojobs.services.base import Part, ServiceBase
 from seojobs.services.errors import Conflict, FieldError, Invalid
@@ -37,10 +38,10 @@ WEEK_DAYS = 7
 
 
 def _only(field: str | None) -> dict[str, Any]:
-    nulls = {other: {"type": "null"} for other in TIMINGS if other != field}
+    nulls = {other: dict(NULL) for other in TIMINGS if other != field}
     if field is None:
         return {"properties": nulls}
-    return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **nulls}}
+    return given(field, **nulls)
 
 
 class CollectionEntry(BaseModel):
