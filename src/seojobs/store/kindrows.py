@@ -31,7 +31,7 @@ from sqlalchemy.types import TypeEngine
 
 from seojobs import jsontext
 from seojobs.rowshape import ColumnShape, KindTable
-from seojobs.store.jobs import bound_insert, fence, insert_rows
+from seojobs.store.jobs import _binder, bound_insert, fence, insert_rows
 from seojobs.store.tables import BigId, metadata
 
 _TABLES: dict[str, Table] = {}
@@ -152,10 +152,7 @@ def _insert_sqlite(
     names = [c.name for c in found.c if c.name == "job_id" or c.name in rows[0]]
     statement, order = _INSERTS.get((found.name, *names)) or _insert_of(found, names)
     binders = [(n, _binder(found.c[n], conn.dialect)) for n in names if n != "job_id"]
-    values = [
-        (job_id, *(bind(row.get(name)) if bind else row.get(name) for name, bind in binders))
-        for row in rows
-    ]
+    values = [(job_id, *(bind(row.get(name)) for name, bind in binders)) for row in rows]
     insert_rows(conn, statement, order, values)
 
 
@@ -167,11 +164,6 @@ def _insert_of(found: Table, names: list[str]) -> tuple[Any, tuple[str, ...]]:
 
 
 _INSERTS: dict[tuple[str, ...], tuple[Any, tuple[str, ...]]] = {}
-
-
-def _binder(column: Column[Any], dialect: Any) -> Any:
-    """How ``column``'s type binds a value on ``dialect``, or None when it takes it as is."""
-    return column.type.dialect_impl(dialect).bind_processor(dialect)
 
 
 def rows_of(
