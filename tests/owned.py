@@ -184,14 +184,21 @@ class OwnRedis:
         self.proc.send_signal(signal.SIGCONT)
 
 
-@pytest.fixture
-def own_postgres() -> Iterator[OwnPostgres]:
+@contextlib.contextmanager
+def running_postgres() -> Iterator[OwnPostgres]:
+    """A new cluster, started; stopped and removed at the end."""
     server = OwnPostgres()
     try:
         server.start()
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[OwnPostgres]:
+    with running_postgres() as server:
+        yield server
 
 
 @pytest.fixture

@@ -11,6 +11,17 @@ and a local site, each URL's check counted at the fake; the fault tests run the 
 kind (each item logs its start in the database, so a repeat is seen). The budget test uses 3
 API processes; the clock test two workers on the shared server's scratch database (it stops
 nothing), one of them 5 minutes ahead.
+
+The three tests on the owned PostgreSQL share one cluster (``cluster``, module-scoped: one
+initdb, not three), each on a database of its own; the restart test stops and starts it (if
+a test fails with it stopped, the next test's fixture starts it). In CI each polling client
+waits ``POLL_PAUSE`` (0.1 s) between its polls, walking the API processes: with 6 clients on
+2 processes each process is asked about 30 times a second, during the load and during each
+fault (the restart test's 20 answers while the cluster is down come within a second; a
+killed worker's jobs wait out its 3-second lease). Polling flat out (0.02 s) asked no more of
+the faults but spent much of the 2 cores on answers: the pollers' and the API processes' CPU
+slowed the workers, and the slower load was polled the longer. The test's own looks at the
+load (``Load.items_done``, ``Load.all_final``) share one engine, every ``WATCH`` seconds.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
 from tests.fakes.site import running_site
 from tests.kinds import log_metadata, test_log
-from tests.owned import OwnPostgres, OwnRedis, own_postgres, own_redis  # noqa: F401
+from tests.owned import OwnPostgres, OwnRedis, own_redis, running_postgres  # noqa: F401
 from tests.waiting import wait_until
 
 FULL = os.environ.get("SEOJOBS_PROVE") == "full"  # the issue's size (see above)
@@ -49,10 +60,14 @@ APIS, WORKERS = (4, 4) if FULL else (2, 2)
 JOBS = 500 if FULL else 40
 URLS = 100 if FULL else 20
 POLLERS = 200 if FULL else 6
-# Between one client's polls: CI's 6 clients poll flat out; the full size's 200 clients poll
-# twice a second each (400 requests/s over the API processes; the SDK's own schedule, seed
-# 000's, waits seconds between polls): flat out, 200 threads starved the workers of the 2 cores.
-POLL_PAUSE = 0.5 if FULL else 0.02
+# Between one client's polls: CI's 6 clients poll 10 times a second each (about 60 requests/s,
+# each of the 2 API processes asked every ~1/30 s: see above); the full size's 200 clients
+# poll twice a second each (400 requests/s over the API processes; the SDK's own schedule,
+# seed 000's, waits seconds between polls): flat out, 200 threads starved the workers of the
+# 2 cores, and CI's 6 flat out spent on answers the CPU the workers needed.
+POLL_PAUSE = 0.5 if FULL else 0.1
+WATCH = 0.25  # seconds between the test's own looks at the load's progress in the database
+READY_EVERY = 0.2  # seconds between /readyz tries while the API processes start
 BOUND = 3600.0 if FULL else 240.0  # seconds for the whole load to finish before the test fails
 STARTUP = 180.0  # seconds for the processes to start
 # Several processes start and a load runs: on a loaded 2-core machine that takes minutes.
@@ -84,17 +99,21 @@ class Deployment:
 
     def ready(self) -> None:
         """Every API process answers /readyz (several starting at once on a loaded 2-core
-        machine take longer than one: a wider bound than the e2e helpers')."""
-        for base, proc in self.apis:
+        machine take longer than one: a wider bound than the e2e helpers'). One client for
+        every try: a client made per try (``httpx.get``) loads the CA certificates each time,
+        and the tries while the processes start cost the test process more CPU than its
+        pollers did."""
+        with httpx.Client(timeout=5) as client:
+            for base, proc in self.apis:
 
-            def answers(base: str = base, proc: Proc = proc) -> bool:
-                assert proc.alive(), proc.output()[-3000:]
-                try:
-                    return httpx.get(f"{base}/readyz", timeout=5).status_code == 200
-                except httpx.TransportError:
-                    return False
+                def answers(base: str = base, proc: Proc = proc) -> bool:
+                    assert proc.alive(), proc.output()[-3000:]
+                    try:
+                        return client.get(f"{base}/readyz").status_code == 200
+                    except httpx.TransportError:
+                        return False
 
-            wait_until(answers, timeout=STARTUP)
+                wait_until(answers, timeout=STARTUP, interval=READY_EVERY)
 
     def worker(self) -> Proc:
         proc = self.spawn(
@@ -102,6 +121,21 @@ class Deployment:
         )
         self.workers.append(proc)
         return proc
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[OwnPostgres]:
+    """The module's owned PostgreSQL cluster (see above)."""
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def own_postgres(cluster: OwnPostgres) -> OwnPostgres:
+    """The module's cluster, running: started again if a test ended with it stopped."""
+    if not cluster.running():
+        cluster.start()
+    return cluster
 
 
 def _migrated(url: str) -> None:
@@ -137,7 +171,8 @@ def _key(url: str, rate_limit: str = "100000000/minute") -> tuple[str, int]:
 class Load:
     """Jobs submitted through every API process in turn, then polled by a few clients (each
     its own thread, each walking the API processes) until every job is final. Every answer's
-    status is kept."""
+    status is kept. While it is polled, the test looks at its progress through one engine
+    (``items_done``, ``all_final``)."""
 
     deployment: Deployment
     key: str
@@ -147,6 +182,7 @@ class Load:
     statuses: Counter[int] = field(default_factory=Counter)
     job_ids: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    db: Database | None = None  # the test's own engine, while polled
 
     def _client(self) -> httpx.Client:
         return httpx.Client(headers={"X-API-Key": self.key}, timeout=30)
@@ -213,6 +249,7 @@ class Load:
                 failures.append(exc)
 
         threads = [threading.Thread(target=poll, args=(i,)) for i in range(POLLERS)]
+        self.db = Database(self.deployment.url, pool_size=1)
         for thread in threads:
             thread.start()
         try:
@@ -221,19 +258,31 @@ class Load:
             done.set()
             for thread in threads:
                 thread.join(timeout=60)
+            self.db.dispose()
+            self.db = None
         assert not failures, failures
 
+    def _read(self) -> Database:
+        assert self.db is not None, "read while polled"
+        return self.db
+
+    def reconnect(self) -> None:
+        """After a restart of the server: the engine's connections went with it."""
+        self._read().engine.dispose()
+
     def all_final(self) -> bool:
-        db = Database(self.deployment.url)
-        try:
-            with db.read() as conn:
-                states = conn.execute(
-                    select(jobs.c.state, func.count()).group_by(jobs.c.state)
-                ).all()
-        finally:
-            db.dispose()
+        with self._read().read() as conn:
+            states = conn.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state)).all()
         counted = dict(states)
         return counted.get("completed", 0) + counted.get("failed", 0) == JOBS
+
+    def items_done(self) -> int:
+        with self._read().read() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(job_items).where(job_items.c.state == "done")
+                ).scalar_one()
+            )
 
 
 def _test_items(n: int) -> dict[str, Any]:
@@ -270,12 +319,12 @@ def _check_results(url: str, job_ids: list[int]) -> dict[tuple[int, str], int]:
 
 def test_apis_and_workers_check_every_url_once_no_5xx(
     spawn: Spawner,
-    own_postgres: OwnPostgres,  # noqa: F811
+    own_postgres: OwnPostgres,
     own_redis: OwnRedis,  # noqa: F811
 ) -> None:
     """Index checks through every API process, run by every worker, polled meanwhile: every
     job completes, every URL has one result and was asked of the SERP fake once, no 5xx."""
-    url = own_postgres.create_database("seojobs")
+    url = own_postgres.create_database("checks")
     serper = FakeSerper()
     with serve(serper.app) as serper_base, running_site() as (_site, site_base):
         serper.base_url = serper_base
@@ -302,7 +351,7 @@ def test_apis_and_workers_check_every_url_once_no_5xx(
         load = Load(deployment, key, project, body)
         with load.polling():
             load.submit()
-            wait_until(load.all_final, timeout=BOUND)
+            wait_until(load.all_final, timeout=BOUND, interval=WATCH)
     db = Database(url)
     try:
         with db.read() as conn:
@@ -331,20 +380,21 @@ def test_apis_and_workers_check_every_url_once_no_5xx(
 
 def test_postgres_restarted_mid_load(
     spawn: Spawner,
-    own_postgres: OwnPostgres,  # noqa: F811
+    own_postgres: OwnPostgres,
 ) -> None:
-    url = own_postgres.create_database("seojobs")
+    url = own_postgres.create_database("restarted")
     deployment = _deploy(spawn, url, 2, 2)
     key, project = _key(url)
     load = Load(deployment, key, project)
     with load.polling():
         load.submit()
-        wait_until(lambda: _items_done(url) >= JOBS * URLS // 4, timeout=BOUND)
+        wait_until(lambda: load.items_done() >= JOBS * URLS // 4, timeout=BOUND, interval=WATCH)
         own_postgres.stop()
         down_at = sum(load.statuses.values())
         wait_until(lambda: sum(load.statuses.values()) > down_at + 20)  # polled while down
         own_postgres.start()
-        wait_until(load.all_final, timeout=BOUND)
+        load.reconnect()
+        wait_until(load.all_final, timeout=BOUND, interval=WATCH)
     started = _check_results(url, load.job_ids)
     # Only items in flight at the restart ran twice: at most each worker's concurrency (4
     # jobs) x each job's item concurrency (4).
@@ -359,24 +409,11 @@ def test_postgres_restarted_mid_load(
         assert proc.alive(), proc.output()[-2000:]  # reconnected, not restarted
 
 
-def _items_done(url: str) -> int:
-    db = Database(url)
-    try:
-        with db.read() as conn:
-            return int(
-                conn.execute(
-                    select(func.count()).select_from(job_items).where(job_items.c.state == "done")
-                ).scalar_one()
-            )
-    finally:
-        db.dispose()
-
-
 def test_a_worker_sigkilled_during_load(
     spawn: Spawner,
-    own_postgres: OwnPostgres,  # noqa: F811
+    own_postgres: OwnPostgres,
 ) -> None:
-    url = own_postgres.create_database("seojobs")
+    url = own_postgres.create_database("sigkilled")
     # Leases short enough that a dead worker's jobs are rescued within the test.
     deployment = _deploy(spawn, url, 2, 2, SEOJOBS_LEASE_SECONDS="3")
     key, project = _key(url)
@@ -385,13 +422,17 @@ def test_a_worker_sigkilled_during_load(
     with load.polling():
         load.submit()
         for share in (4, 2):  # kill one worker at a quarter done, another at half
-            wait_until(lambda share=share: _items_done(url) >= JOBS * URLS // share, timeout=BOUND)
+            wait_until(
+                lambda share=share: load.items_done() >= JOBS * URLS // share,
+                timeout=BOUND,
+                interval=WATCH,
+            )
             victim = deployment.workers.pop(0)
             victim.popen.kill()
             victim.popen.wait(timeout=30)
             kills += 1
             deployment.worker()
-        wait_until(load.all_final, timeout=BOUND)
+        wait_until(load.all_final, timeout=BOUND, interval=WATCH)
     started = _check_results(url, load.job_ids)
     again = [key for key, n in started.items() if n > 1]
     assert len(again) <= kills * 4 * 4, again  # only what the dead held mid-item
@@ -474,9 +515,9 @@ def test_a_worker_clock_ahead_takes_no_lease_early_nor_a_tick(
                 states = conn.execute(select(jobs.c.state).where(jobs.c.id.in_(ids))).scalars()
                 return set(states) == {"completed"}
 
-        wait_until(finished, timeout=BOUND)
+        wait_until(finished, timeout=BOUND, interval=WATCH)
         # Both workers took part: the one ahead had leases to take and schedules to fire.
-        wait_until(lambda: _scheduled(db) != [], timeout=BOUND)
+        wait_until(lambda: _scheduled(db) != [], timeout=BOUND, interval=WATCH)
         with db.read() as conn:
             end = database_now(conn)
             runners = set(
