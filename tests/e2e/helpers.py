@@ -138,25 +138,28 @@ class Spawner:
             raise errors[0]
 
 
-def _get_status(url: str) -> int | None:
+def _get_status(client: httpx.Client, url: str) -> int | None:
     try:
-        return httpx.get(url, timeout=2.0).status_code
+        return client.get(url).status_code
     except httpx.TransportError:
         return None
 
 
 def wait_http_ok(proc: Proc, url: str) -> None:
-    """Wait until ``url`` answers 200, failing at once (with the log) if the process died."""
+    """Wait until ``url`` answers 200, failing at once (with the log) if the process died.
+    One client for every try: each new client loads the CA certificates (about 27 ms of CPU),
+    and a start on a loaded machine takes dozens of tries, a few CPU-seconds per start."""
+    with httpx.Client(timeout=2.0) as client:
 
-    def check() -> bool:
-        if not proc.alive():
-            raise AssertionError(
-                f"process exited with {proc.popen.returncode} before {url} answered; "
-                f"output:\n{proc.output()}"
-            )
-        return _get_status(url) == 200
+        def check() -> bool:
+            if not proc.alive():
+                raise AssertionError(
+                    f"process exited with {proc.popen.returncode} before {url} answered; "
+                    f"output:\n{proc.output()}"
+                )
+            return _get_status(client, url) == 200
 
-    wait_until(check, timeout=STARTUP_TIMEOUT)
+        wait_until(check, timeout=STARTUP_TIMEOUT)
 
 
 @contextlib.contextmanager
