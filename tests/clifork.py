@@ -29,11 +29,13 @@ at least one test per converted file (``run_console_script``) so the entry point
 from __future__ import annotations
 
 import atexit
+import contextlib
 import io
 import locale
 import os
 import pickle
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -53,7 +55,9 @@ SEOJOBS = Path(sys.executable).parent / "seojobs"
 _ZYGOTE = Path(__file__).with_name("zygote.py")
 # What the commands import when they run (the real script imports them lazily, as it goes):
 # the CLI, the client commands, --help's Rich, the server commands' settings, store and
-# accounts. Any module that takes no notice of the process's state at import could be here.
+# accounts; for the long-running ones, Alembic (the migration at a server's start), uvicorn,
+# the API, the worker and every built-in kind. Any module that takes no notice of the
+# process's state at import could be here.
 PRELOAD = (
     "seojobs.cli",
     "seojobs.client.cli_common",
@@ -68,6 +72,33 @@ PRELOAD = (
     "seojobs.store.migrate",
     "seojobs.services.accounts",
     "seojobs.kinds",
+    "alembic.command",
+    "alembic.config",
+    "alembic.context",
+    "alembic.op",
+    "uvicorn.main",
+    "uvicorn.lifespan.on",
+    "uvicorn.loops.asyncio",
+    "uvicorn.protocols.http.httptools_impl",
+    "seojobs.api.app",
+    "seojobs.api.protocol",
+    "seojobs.engine.worker",
+    "seojobs.services",
+    "seojobs.telemetry",
+    "seojobs.kinds.provider_table",
+    "seojobs.kinds.fallback",
+    "seojobs.kinds.backlink_analysis",
+    "seojobs.kinds.backlink_refresh",
+    "seojobs.kinds.domain_lookup",
+    "seojobs.kinds.geo_lookup",
+    "seojobs.kinds.index_check",
+    "seojobs.kinds.index_submit",
+    "seojobs.kinds.keyword_research",
+    "seojobs.kinds.local_rank_check",
+    "seojobs.kinds.rank_check",
+    "seojobs.kinds.site_audit",
+    "seojobs.kinds.tech_stack",
+    "seojobs.kinds.web_vitals",
 )
 START_TIMEOUT = 120.0  # the preload on a loaded machine; fails at once if the zygote dies
 
@@ -340,4 +371,161 @@ def run_console_script(
         text=True,
         timeout=timeout,
         check=False,
+    )
+
+
+class ForkedPopen:
+    """``subprocess.Popen``'s handle for a long-running command forked from a zygote
+    (``popen_forked``): ``pid`` is the process's own (a signal sent to it reaches it), the
+    zygote reaps it and tells its status (``poll``/``wait``/``returncode`` as Popen's: the
+    exit code, or -N for signal N) and CPU (counted to the test then running, as Popen's
+    would be when reaped). Dropped while it runs, the zygote kills it (SIGKILL)."""
+
+    def __init__(self, args: list[str], pid: int, conn: socket.socket, zygote: _Zygote) -> None:
+        self.args = args
+        self.pid = pid
+        self.returncode: int | None = None
+        self._conn = conn
+        self._zygote = zygote
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<ForkedPopen: returncode: {self.returncode} args: {self.args!r}>"
+
+    def _collect(self, timeout: float | None) -> None:
+        """The zygote's report of the end, if it comes within ``timeout``."""
+        self._conn.settimeout(timeout)
+        try:
+            data = self._conn.recv(1 << 16)
+        except (TimeoutError, BlockingIOError):
+            return
+        if not data:
+            raise RuntimeError(f"the zygote is gone:\n{self._zygote.output()}")
+        done: dict[str, Any] = pickle.loads(data)
+        self._conn.close()
+        cputime.add_children(done["cpu"] + done["zygote_cpu"])
+        self.returncode = os.waitstatus_to_exitcode(done["status"])
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self._lock.acquire(blocking=False):
+            try:
+                if self.returncode is None:
+                    self._collect(0.0)
+            finally:
+                self._lock.release()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            if self.returncode is None:
+                self._collect(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        """As Popen's: nothing once it is known to have ended."""
+        self.poll()
+        if self.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):  # ended and reaped, the report on its way
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+# A Popen argument: None (this process's own fd), DEVNULL, STDOUT (stderr only), an fd or a
+# file; PIPE is not taken (no user reads a long-running process's output but from a file).
+Stdio = int | IO[Any] | None
+
+
+def _fd(given: Stdio, default: int, opened: list[int], stdout: int = -1) -> int:
+    if given is None:
+        return default
+    if given == subprocess.DEVNULL:
+        opened.append(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+        return opened[-1]
+    if given == subprocess.STDOUT and stdout >= 0:
+        return stdout
+    if isinstance(given, int):
+        if given < 0:
+            raise ValueError(f"not taken: {given} (PIPE?)")
+        return given
+    return given.fileno()
+
+
+def popen_forked(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | str | None = None,
+    stdin: Stdio = None,
+    stdout: Stdio = None,
+    stderr: Stdio = None,
+    script: Path = SEOJOBS,
+) -> ForkedPopen:
+    """``seojobs ARGS`` (or another ``script``) started as ``subprocess.Popen([SEOJOBS,
+    *args], env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
+    **for_popen())`` would start it, but forked from a zygote (tests/zygote.py: signal
+    dispositions and mask as the interpreter started with them, none of the zygote's fds);
+    for a long-running one (``serve``, ``worker``). It dies with the tests: the zygote kills
+    its children when the tests' process goes (its control socket closes) or dies itself."""
+    argv = [str(script), *args]
+    env = dict(os.environ) if env is None else env
+    cwd = os.getcwd() if cwd is None else cwd
+    if not Path(cwd).is_dir():
+        raise FileNotFoundError(f"no directory {cwd}")
+    zygote = _zygote_for(env, script)
+    request = {
+        "argv": [os.fsencode(a) for a in argv],
+        "env": {os.fsencode(k): os.fsencode(v) for k, v in env.items()},
+        "cwd": os.fsencode(cwd),
+    }
+    opened: list[int] = []
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        out = _fd(stdout, 1, opened)
+        fds = [_fd(stdin, 0, opened), out, _fd(stderr, 2, opened, stdout=out)]
+        try:
+            socket.send_fds(zygote.control, [pickle.dumps(request)], [theirs.fileno(), *fds])
+        except OSError:
+            raise RuntimeError(f"the zygote is gone:\n{zygote.output()}") from None
+        data = _recv(mine, START_TIMEOUT)
+        if not data:
+            raise RuntimeError(f"the zygote did not fork:\n{zygote.output()}")
+    except BaseException:
+        mine.close()
+        raise
+    finally:
+        theirs.close()
+        for fd in opened:
+            os.close(fd)
+    return ForkedPopen(argv, pickle.loads(data)["pid"], mine, zygote)
+
+
+def popen_console_script(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | str | None = None,
+    stdin: Stdio = None,
+    stdout: Stdio = None,
+    stderr: Stdio = None,
+    script: Path = SEOJOBS,
+) -> subprocess.Popen[bytes]:
+    """The same through the installed console script itself (a fresh interpreter), as the
+    tests started every long-running process before: what the forked ones are checked
+    against, and the starts that stay real (the entry point itself covered)."""
+    command = [str(script)] if os.access(script, os.X_OK) else [_interpreter(script), str(script)]
+    return subprocess.Popen(
+        [*command, *args],
+        env=env,
+        cwd=cwd,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        **for_popen(),
     )

@@ -1,37 +1,38 @@
-"""Real ``seojobs worker`` processes for crash and concurrency tests."""
+"""Real ``seojobs worker`` processes for crash and concurrency tests: each its own process,
+forked from the zygote of tests/clifork.py (``console_script=True``: the installed script)."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.clifork import ForkedPopen, popen_console_script, popen_forked
 from tests.conftest import subprocess_env
-from tests.orphans import for_popen
 
-SEOJOBS = str(Path(sys.executable).parent / "seojobs")
+Process = subprocess.Popen[bytes] | ForkedPopen
 
 
 class Procs:
     def __init__(self, url: str, tmp: Path) -> None:
         self.url = url
         self.tmp = tmp
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.procs: list[Process] = []
 
-    def worker(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
+    def worker(self, *args: str, console_script: bool = False, **env: str) -> Process:
+        start = popen_console_script if console_script else popen_forked
         with open(self.tmp / f"worker{len(self.procs)}.log", "wb") as log:
-            proc = subprocess.Popen(
-                [SEOJOBS, "worker", *args],
+            proc = start(
+                "worker",
+                *args,
                 env=subprocess_env(self.url, **env),
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                **for_popen(),
             )
         self.procs.append(proc)
         return proc
 
-    def replace(self, victim: subprocess.Popen[bytes], **env: str) -> subprocess.Popen[bytes]:
+    def replace(self, victim: Process, **env: str) -> Process:
         """SIGKILL ``victim`` (a crash: nothing released, nothing flushed), wait for it to
         die, and start another worker that will rescue what it held."""
         victim.send_signal(signal.SIGKILL)

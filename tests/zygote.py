@@ -30,7 +30,8 @@ _prctl = ctypes.CDLL(None, use_errno=True).prctl
 # Read at the start of an interpreter (or of the C library), never through os.environ, so the
 # preload cannot see them read: a child whose environment differs in one of them needs a
 # zygote started with it (tests/clifork.py).
-STARTUP_PREFIXES = ("PYTHON", "LC_")
+# glibc's malloc and the dynamic loader read theirs at the process's start too.
+STARTUP_PREFIXES = ("PYTHON", "LC_", "MALLOC_", "GLIBC_", "LD_")
 STARTUP_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "HOME", "PATH"})
 # What an import must not look at: what it saw would be the zygote's, not the child's.
 UNSEEABLE = ("getcwd", "getcwdb", "isatty", "get_terminal_size", "getpid", "getppid", "chdir")
@@ -39,6 +40,31 @@ UNSEEABLE = ("getcwd", "getcwdb", "isatty", "get_terminal_size", "getpid", "getp
 # What a preloaded module takes of the process's state at import, which ``_redo`` takes again in
 # the child, as that import would have: (the os function, the file that calls it).
 REDONE = frozenset({("getcwd", "rich/__init__.py")})
+# Modules imported before the watched preload, whose import takes the process's state (see
+# ``_redo``, which takes it again in the child): multiprocessing keeps the cwd (ORIGINAL_DIR)
+# and a random authentication key; wsgiref's handlers a copy of the whole environment
+# (prometheus_client, then uvicorn and the API, import them).
+IMPORTED_AHEAD = ("multiprocessing.process", "wsgiref.handlers")
+# The signals whose disposition a process can set (not SIGKILL, SIGSTOP).
+SIGNALS = sorted(set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP})
+
+
+# Functions that read the environment at an import for what it does not change: platform's
+# architecture() runs `file` on the interpreter with a copy of it (croniter's import asks).
+UNSEEN = frozenset({("_syscmd_file", "/platform.py")})
+
+
+def _unseen(caller: Any) -> bool:
+    """Whether the read is one of UNSEEN's (within a few calls: dict() iterates through
+    collections.abc's views)."""
+    for _ in range(4):
+        if caller is None:
+            return False
+        code = caller.f_code
+        if any(code.co_name == n and code.co_filename.endswith(end) for n, end in UNSEEN):
+            return True
+        caller = caller.f_back
+    return False
 
 
 def is_startup(name: str) -> bool:
@@ -59,15 +85,18 @@ class _Watch:
 
         class Watched(self.environ_class):  # type: ignore[misc,name-defined]
             def __getitem__(self, key: str) -> str:
-                watch.read.add(key)
+                if not _unseen(sys._getframe(1)):
+                    watch.read.add(key)
                 return str(super().__getitem__(key))
 
             def __contains__(self, key: object) -> bool:
-                watch.read.add(str(key))
+                if not _unseen(sys._getframe(1)):
+                    watch.read.add(str(key))
                 return bool(super().__contains__(key))
 
             def __iter__(self) -> Any:
-                watch.seen.append("os.environ (every name)")
+                if not _unseen(sys._getframe(1)):
+                    watch.seen.append("os.environ (every name)")
                 return super().__iter__()
 
         os.environ.__class__ = Watched
@@ -92,17 +121,39 @@ class _Watch:
             setattr(os, name, function)
 
 
+def _dispositions() -> dict[int, Any]:
+    """Each signal's disposition as Python sees it (None: set by C code, not Python)."""
+    return {sig: signal.getsignal(sig) for sig in SIGNALS}
+
+
+# What the interpreter started with (as the console script's would, started by the tests):
+# the child starts with them again, not with what the zygote set (SIGCHLD, its wakeup fd).
+_START_SIGNALS = _dispositions()
+_START_MASK = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
 def _preload(modules: list[str]) -> dict[str, Any]:
     # As the console script's main() does first: httpx's own command line is never imported.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    for name in IMPORTED_AHEAD:
+        __import__(name)
     with _Watch() as watch:
         for name in modules:
             __import__(name)
+    # A handler an import installed would be the console script's too, but the child starts
+    # with the interpreter's (_restore_signals): refused, as a thread is.
+    changed = [
+        f"signal {signal.Signals(sig).name} set"
+        for sig, handler in _dispositions().items()
+        if handler != _START_SIGNALS[sig]
+    ]
+    if signal.pthread_sigmask(signal.SIG_BLOCK, []) != _START_MASK:
+        changed.append("the signal mask changed")
     # A lazily computed value may read the cwd, the terminal or the pid later, in the child:
     # what an import itself looked at is what would be the zygote's.
     return {
         "read": sorted(watch.read),
-        "seen": sorted(set(watch.seen)),
+        "seen": sorted(set(watch.seen)) + changed,
         "threads": threading.active_count(),
     }
 
@@ -148,8 +199,18 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     _redo()
 
 
+def _restore_signals() -> None:
+    """Every disposition and the signal mask as the interpreter started with them: none
+    of the zygote's handlers (its SIGCHLD's), none ignored or blocked in its stead."""
+    for sig, handler in _START_SIGNALS.items():
+        if handler is not None and signal.getsignal(sig) != handler:
+            signal.signal(sig, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, _START_MASK)
+
+
 def _redo() -> None:
-    """What the preload took of the zygote's state, taken again for the child (REDONE)."""
+    """What the preload took of the zygote's state, taken again for the child (REDONE,
+    IMPORTED_AHEAD)."""
     logging = sys.modules.get("logging")
     if logging is not None:  # relativeCreated counts from the process's start
         logging._startTime = time.time()  # type: ignore[attr-defined]
@@ -159,6 +220,15 @@ def _redo() -> None:
             rich._IMPORT_CWD = os.path.abspath(os.getcwd())  # type: ignore[attr-defined]
         except FileNotFoundError:
             rich._IMPORT_CWD = ""  # type: ignore[attr-defined]
+    process = sys.modules["multiprocessing.process"]
+    try:
+        process.ORIGINAL_DIR = os.path.abspath(os.getcwd())  # type: ignore[attr-defined]
+    except OSError:
+        process.ORIGINAL_DIR = None  # type: ignore[attr-defined]
+    authkey = process.AuthenticationString(os.urandom(32))  # type: ignore[attr-defined]
+    process.current_process()._config["authkey"] = authkey  # type: ignore[attr-defined]
+    handlers = sys.modules["wsgiref.handlers"]
+    handlers.BaseHandler.os_environ = handlers.read_environ()  # type: ignore[attr-defined]
 
 
 Child = tuple[dict[str, Any], list[int]]  # a request, and the fds for 0, 1 and 2
@@ -175,7 +245,7 @@ class _Server:
         os.set_blocking(self.wake_r, False)
         os.set_blocking(wake_w, False)
         self.old_wakeup = signal.set_wakeup_fd(wake_w)
-        self.old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector (the wakeup fd)
         self.selector = selectors.DefaultSelector()
         self.selector.register(control, selectors.EVENT_READ)
         self.selector.register(self.wake_r, selectors.EVENT_READ)
@@ -210,7 +280,7 @@ class _Server:
         pid = os.fork()
         if pid == 0:
             signal.set_wakeup_fd(self.old_wakeup)
-            signal.signal(signal.SIGCHLD, self.old_chld)
+            _restore_signals()
             self.selector.close()
             for other in (self.control, conn, *self.children.values()):
                 other.close()

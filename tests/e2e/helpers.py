@@ -1,8 +1,9 @@
 """Helpers for end-to-end tests: real `seojobs` processes, real databases, loopback HTTP.
 
 A short command (``run_cli``) is a process forked from a zygote that imported the CLI once
-(tests/clifork.py: start-up CPU); the long-running ones (``Spawner``) and
-tests.clifork's ``run_console_script`` run the installed console script itself."""
+(tests/clifork.py: start-up CPU), and so is a long-running one (``Spawner``: ``serve``,
+``worker``, ``poll``) unless started with ``console_script=True``; those and tests.clifork's
+``run_console_script`` run the installed console script itself."""
 
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ from seojobs.services import Services
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items
 from tests import kinds
-from tests.clifork import SEOJOBS, run_forked
+from tests.clifork import ForkedPopen, popen_console_script, popen_forked, run_forked
 from tests.conftest import make_settings
-from tests.orphans import for_popen
 from tests.waiting import wait_until
 
 # Generous bounds for a process to do something; never used as a sleep.
@@ -61,7 +61,7 @@ def env_without_seojobs() -> dict[str, str]:
 class Proc:
     """A running `seojobs` process whose combined output goes to a log file."""
 
-    popen: subprocess.Popen[bytes]
+    popen: subprocess.Popen[bytes] | ForkedPopen
     log_path: Path
     _log_file: IO[bytes] = field(repr=False)
 
@@ -107,18 +107,22 @@ class Spawner:
         self.workdir = workdir
         self.procs: list[Proc] = []
 
-    def __call__(self, *args: str, env: dict[str, str], name: str) -> Proc:
+    def __call__(
+        self, *args: str, env: dict[str, str], name: str, console_script: bool = False
+    ) -> Proc:
+        """``seojobs ARGS`` in the workdir, stdin /dev/null, its output to a log: forked from
+        the zygote, or with ``console_script`` the installed script itself."""
         log_path = self.workdir / f"{name}-{len(self.procs)}.log"
         log_file = log_path.open("wb")
+        start = popen_console_script if console_script else popen_forked
         try:
-            popen = subprocess.Popen(
-                [str(SEOJOBS), *args],
+            popen = start(
+                *args,
                 env=env,
                 cwd=self.workdir,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                **for_popen(),
             )
         except BaseException:
             log_file.close()

@@ -340,8 +340,9 @@ def protocol_class(settings: Settings) -> type[LimitedHttpToolsProtocol]:
     return Protocol
 
 
-# The settings' defaults (not the environment's: nothing reads it at import).
-DefaultProtocol = protocol_class(Settings.model_construct())
+# The settings' defaults (not the environment's: nothing reads it at import). The database URL
+# is given: its default is made from the current directory, which an import leaves be.
+DefaultProtocol = protocol_class(Settings.model_construct(database_url=""))
 
 
 # Off: uvicorn's own handling believes X-Forwarded-For from 127.0.0.1 by default, so any local
