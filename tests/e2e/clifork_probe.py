@@ -4,15 +4,51 @@ whose imports took something of the process's state."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
+import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import rich
+
+PR_GET_PDEATHSIG = 2
+
+
+def _pdeathsig() -> int:
+    value = ctypes.c_int()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_GET_PDEATHSIG, ctypes.byref(value), 0, 0, 0)
+    return value.value
+
+
+def _kernel_signals() -> dict[str, str]:
+    """The kernel's view (/proc/self/status): signals blocked, ignored, caught."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        lines = [
+            line.split(":") for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt"))
+        ]
+    return {name: value.strip() for name, value in lines}
+
+
+def started() -> dict[str, object]:
+    """What a process is as it starts, beyond ``state``: threads, signals as the kernel has
+    them, its group, session, and the signal it gets when its parent dies."""
+    return {
+        "threads": threading.active_count(),
+        "tasks": len(os.listdir("/proc/self/task")),
+        "kernel_signals": _kernel_signals(),
+        "sigmask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+        "pgrp": os.getpgrp(),
+        "sid": os.getsid(0),
+        "pdeathsig": _pdeathsig(),
+        "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
+        "priority": os.getpriority(os.PRIO_PROCESS, 0),
+    }
 
 
 def state() -> dict[str, object]:
@@ -69,6 +105,14 @@ def main() -> None:
     elif what == "sleep":
         print(os.getpid(), flush=True)
         time.sleep(600)
+    elif what == "wait":  # a long-running process: what it is, then until a signal
+        early = started()
+        print(json.dumps({"pid": os.getpid(), **early, **state()}), flush=True)
+        while True:
+            time.sleep(600)
+    elif what == "spin":  # CPU of its own, then the end
+        while time.process_time() < float(sys.argv[2]):
+            pass
 
 
 main()

@@ -1,6 +1,8 @@
 """tests/clifork.py: a command forked from the zygote is the process its script would be if
 started alone (argv, environment, cwd, fds, streams, signals, exit status), each command with
-its own environment; a timeout kills it; the zygote and its children die with the tests."""
+its own environment; a timeout kills it; the zygote and its children die with the tests. A
+long-running one (``popen_forked``) too: as it starts (threads, signal dispositions and mask
+as the kernel has them), as it ends by a signal (the status Popen would give), its CPU."""
 
 from __future__ import annotations
 
@@ -10,12 +12,20 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests import clifork
-from tests.clifork import run_console_script, run_forked
-from tests.e2e.helpers import env_without_seojobs
+from tests import clifork, cputime
+from tests.clifork import (
+    ForkedPopen,
+    popen_console_script,
+    popen_forked,
+    run_console_script,
+    run_forked,
+)
+from tests.conftest import subprocess_env
+from tests.e2e.helpers import PROCESS_TIMEOUT, STARTUP_TIMEOUT, env_without_seojobs
 from tests.orphans import running
 from tests.waiting import wait_until
 
@@ -115,18 +125,24 @@ def test_a_timeout_kills_the_command(tmp_path: Path) -> None:
 _PARENT = """
 import os, sys, threading, time
 from pathlib import Path
-from tests.clifork import run_forked
+from tests.clifork import popen_forked, run_forked
 env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
 command = {"env": env, "cwd": "/", "script": Path(sys.argv[1])}
-threading.Thread(target=run_forked, args=("sleep",), kwargs=command, daemon=True).start()
+if sys.argv[2] == "short":
+    threading.Thread(target=run_forked, args=("sleep",), kwargs=command, daemon=True).start()
+else:  # as Spawner starts a server: from the main thread, the handle kept
+    process = popen_forked("sleep", **command)
 time.sleep(600)
 """
 
 
-def test_the_zygote_and_its_commands_die_with_the_tests(tmp_path: Path) -> None:
-    """The tests' process SIGKILLed mid-command: no zygote and no command is left running."""
+@pytest.mark.parametrize("started", ["short", "long"])
+def test_the_zygote_and_its_commands_die_with_the_tests(tmp_path: Path, started: str) -> None:
+    """The tests' process SIGKILLed mid-command (a short one run_forked waits for, a
+    long-running one popen_forked started): no zygote and no command is left running."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    with subprocess.Popen([sys.executable, "-c", _PARENT, str(PROBE)], env=env, cwd=ROOT) as tests:
+    parent = [sys.executable, "-c", _PARENT, str(PROBE), started]
+    with subprocess.Popen(parent, env=env, cwd=ROOT) as tests:
         left: set[int] = set()
         try:
             [zygote] = wait_until(lambda: _children(tests.pid) or None, timeout=120)
@@ -140,3 +156,133 @@ def test_the_zygote_and_its_commands_die_with_the_tests(tmp_path: Path) -> None:
             for pid in left:
                 if running(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+def _first_line(log: Path, process: subprocess.Popen[bytes] | ForkedPopen) -> Any:
+    def line() -> str | None:
+        assert process.poll() is None, log.read_text(errors="replace")
+        text = log.read_text(errors="replace")
+        return text.split("\n", 1)[0] if "\n" in text else None
+
+    return json.loads(wait_until(line, timeout=STARTUP_TIMEOUT))
+
+
+def _started(how: str, tmp_path: Path, env: dict[str, str]) -> tuple[Any, Any]:
+    """The probe's ``wait`` as Spawner starts a process: forked, or the script alone; what
+    it said it was as it started."""
+    cwd = tmp_path / "here"
+    cwd.mkdir(exist_ok=True)
+    start = popen_forked if how == "forked" else popen_console_script
+    with (tmp_path / f"{how}.log").open("wb") as log:
+        process = start(
+            "wait",
+            "é",
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            script=PROBE,
+        )
+    return process, _first_line(tmp_path / f"{how}.log", process)
+
+
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name
+)
+def test_a_long_running_forked_process_is_the_process_its_script_would_be(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """As it starts (argv, ``__main__``, environment, cwd, fds, streams, one thread, signal
+    dispositions and mask as Python and the kernel have them, group, session, the signal its
+    parent's death sends) and as a signal sent to its pid ends it (the status Popen gives:
+    -N, or SIGINT's KeyboardInterrupt)."""
+    env = env_without_seojobs() | {"PROBE_VAR": "set"}
+    fork, fork_state = _started("forked", tmp_path, env)
+    real, real_state = _started("alone", tmp_path, env)
+    try:
+        assert fork_state.pop("pid") == fork.pid
+        assert real_state.pop("pid") == real.pid
+        assert fork_state == real_state
+        assert fork_state["threads"] == fork_state["tasks"] == 1
+        assert fork_state["cwd"] == str(tmp_path / "here")
+        assert fork_state["argv"] == [str(PROBE), "wait", "é"]
+        assert fork_state["main"] == str(PROBE)
+        assert fork_state["environ"]["PROBE_VAR"] == "set"
+        assert fork_state["fds"] == ["0", "1", "2", "3"]  # 3: the listing's own
+        assert fork_state["kernel_signals"]["SigBlk"] == "0" * 16
+        assert fork_state["pdeathsig"] == signal.SIGTERM
+        if sig == signal.SIGHUP:  # stopped and continued, then ended
+            for process in (fork, real):
+                os.kill(process.pid, signal.SIGSTOP)
+                wait_until(lambda p=process: _state(p.pid) == "T", timeout=PROCESS_TIMEOUT)
+                os.kill(process.pid, signal.SIGCONT)
+                wait_until(lambda p=process: _state(p.pid) != "T", timeout=PROCESS_TIMEOUT)
+        os.kill(fork.pid, sig)
+        real.send_signal(sig)
+        assert fork.wait(timeout=PROCESS_TIMEOUT) == real.wait(timeout=PROCESS_TIMEOUT)
+        assert fork.returncode == (-sig if sig != signal.SIGINT else -signal.SIGINT)
+        if sig == signal.SIGINT:  # Python's handler ran: the traceback, then the re-raise
+            assert "KeyboardInterrupt" in (tmp_path / "forked.log").read_text()
+    finally:
+        for process in (fork, real):
+            process.kill()
+            process.wait(timeout=PROCESS_TIMEOUT)
+
+
+def _state(pid: int) -> str:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(line for line in status.splitlines() if line.startswith("State:")).split()[1]
+
+
+def test_a_forked_process_ended_by_the_test_answers_as_popen(tmp_path: Path) -> None:
+    """poll() and wait(timeout) while it runs, terminate(), then the status; a signal sent
+    once it is known to have ended is nothing (Popen's send_signal)."""
+    env = env_without_seojobs()
+    process, _said = _started("forked", tmp_path, env)
+    assert process.poll() is None and process.returncode is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.wait(timeout=0.1)
+    process.terminate()
+    assert process.wait(timeout=PROCESS_TIMEOUT) == -signal.SIGTERM
+    assert process.poll() == process.returncode == -signal.SIGTERM
+    process.kill()  # ended: not sent
+    assert not Path(f"/proc/{process.pid}").exists() or _state(process.pid) != "Z"
+
+
+def test_a_forked_process_s_cpu_is_counted_to_the_test(tmp_path: Path) -> None:
+    """Its own CPU (it spins until it has 0.3 s of it), told by the zygote that reaps it."""
+    before = cputime._forked[0]
+    process = popen_forked("spin", "0.3", env=env_without_seojobs(), cwd=tmp_path, script=PROBE)
+    assert process.wait(timeout=PROCESS_TIMEOUT) == 0
+    assert cputime._forked[0] - before >= 0.3
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_forked_worker_ends_on_a_signal_as_the_console_script_does(
+    tmp_path: Path, sqlite_url: str, sig: signal.Signals
+) -> None:
+    """`seojobs worker`: SIGTERM is its own graceful stop (exit 0, its shutdown logged), as
+    the installed script's; SIGKILL kills it (-9)."""
+    ends = []
+    for how, start in (("forked", popen_forked), ("alone", popen_console_script)):
+        log_path = tmp_path / f"{how}.log"
+        with log_path.open("wb") as log:
+            worker = start(
+                "worker",
+                env=subprocess_env(sqlite_url),
+                cwd=tmp_path,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            wait_until(lambda p=log_path: "starting" in p.read_text(), timeout=STARTUP_TIMEOUT)
+            os.kill(worker.pid, sig)
+            ends.append(worker.wait(timeout=PROCESS_TIMEOUT))
+        finally:
+            worker.kill()
+            worker.wait(timeout=PROCESS_TIMEOUT)
+        if sig == signal.SIGTERM:
+            assert "shutdown_done" in log_path.read_text(), log_path.read_text()
+    assert ends == ([0, 0] if sig == signal.SIGTERM else [-9, -9])

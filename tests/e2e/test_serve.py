@@ -27,7 +27,9 @@ from tests.rawhttp import (
 from tests.waiting import wait_until
 
 
-def _serve(spawn: Spawner, url: str, *extra: str, **env: str) -> tuple[str, Proc]:
+def _serve(
+    spawn: Spawner, url: str, *extra: str, console_script: bool = False, **env: str
+) -> tuple[str, Proc]:
     port = free_port()
     proc = spawn(
         "serve",
@@ -38,6 +40,7 @@ def _serve(spawn: Spawner, url: str, *extra: str, **env: str) -> tuple[str, Proc
         *extra,
         env=subprocess_env(url, **env),
         name="serve",
+        console_script=console_script,
     )
     base = f"http://127.0.0.1:{port}"
     wait_http_ok(proc, f"{base}/healthz")
@@ -45,7 +48,8 @@ def _serve(spawn: Spawner, url: str, *extra: str, **env: str) -> tuple[str, Proc
 
 
 def test_serve_health_and_openapi(spawn: Spawner, sqlite_url: str) -> None:
-    base, _proc = _serve(spawn, sqlite_url)
+    # The installed console script (the other tests' servers are forked: tests/clifork.py).
+    base, _proc = _serve(spawn, sqlite_url, console_script=True)
 
     health = httpx.get(f"{base}/healthz", timeout=60)
     assert health.status_code == 200
@@ -101,7 +105,7 @@ def test_serve_no_worker_leaves_jobs_for_a_worker_process(spawn: Spawner, sqlite
 
 
 def test_serve_exits_cleanly_on_sigterm(spawn: Spawner, sqlite_url: str) -> None:
-    base, proc = _serve(spawn, sqlite_url)
+    base, proc = _serve(spawn, sqlite_url, console_script=True)
     wait_http_ok(proc, f"{base}/readyz")
     proc.sigterm()
     returncode = proc.wait()

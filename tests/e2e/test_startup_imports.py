@@ -126,7 +126,8 @@ def test_a_worker_starts_and_stops_without_the_api_or_a_kinds_run_time(
     spawn: Spawner, sqlite_url: str
 ) -> None:
     env = subprocess_env(sqlite_url, PYTHONPROFILEIMPORTTIME="1")
-    worker = spawn("worker", env=env, name="worker")
+    # The installed script itself: what its start imports is what is under test.
+    worker = spawn("worker", env=env, name="worker", console_script=True)
     wait_until(lambda: "starting" in worker.output() or not worker.alive(), STARTUP_TIMEOUT)
     worker.sigterm()
     assert worker.wait() == 0, worker.output()[-3000:]
@@ -138,7 +139,7 @@ def test_the_api_starts_without_a_kinds_run_time(spawn: Spawner, sqlite_url: str
     declarations, none of their run-time code."""
     port = free_port()
     env = subprocess_env(sqlite_url, PYTHONPROFILEIMPORTTIME="1")
-    api = spawn("serve", "--port", str(port), env=env, name="serve")
+    api = spawn("serve", "--port", str(port), env=env, name="serve", console_script=True)
     wait_http_ok(api, f"http://127.0.0.1:{port}/readyz")
     api.sigterm()
     assert api.wait() == 0, api.output()[-3000:]

@@ -49,8 +49,8 @@ def test_worker_processes_claim_every_job_exactly_once(services: Services, procs
             ],
             utcnow(),
         )
-    for _ in range(3):
-        procs.worker("--concurrency", "20")
+    for i in range(3):  # one the installed console script, two forked (tests/clifork.py)
+        procs.worker("--concurrency", "20", console_script=i == 0)
 
     def all_completed() -> bool:
         with services.db.read() as conn:
