@@ -36,10 +36,9 @@ from starlette.routing import Route
 
 from seojobs.client import Client
 from seojobs.client.state import Entry, StateFile
-from tests.clifork import run_console_script, run_forked
+from tests.clifork import SEOJOBS, run_console_script, run_forked
 from tests.e2e.helpers import (
     PROCESS_TIMEOUT,
-    SEOJOBS,
     Proc,
     Spawner,
     env_without_seojobs,
