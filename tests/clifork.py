@@ -20,10 +20,22 @@ preload (``PreloadError``), but for what the child takes again (tests/zygote.py'
 Rich's import keeps the cwd; logging's start time). The pytest process itself never forks.
 Each command's CPU, and the zygote's, is counted to the test that ran it (tests/cputime.py).
 
-What stays a real subprocess of the console script (``SEOJOBS``): the long-running processes
-(``serve``, ``worker``, ``poll`` loops, through ``Spawner``/``Popen``), every test that sends a
-signal or uses a terminal (pty), tests/e2e/test_startup_imports.py (what a start imports), and
-at least one test per converted file (``run_console_script``) so the entry point stays covered.
+The long-running ones (``serve``, ``worker``: tests/e2e/helpers.py's ``Spawner``,
+tests/procs.py's ``Procs``) are forked too (``popen_forked``, a ``ForkedPopen`` handle: the
+process's own pid, which a test signals directly, and the status and CPU the zygote tells once
+it reaps it). The child starts with the signal dispositions and mask the interpreter started
+with (none of the zygote's SIGCHLD handler and wakeup fd), so ``serve``'s and ``worker``'s own
+handlers are installed by the child as by the console script; the preload takes uvicorn, the
+API, the worker and the built-in kinds, and refuses an import that sets a signal handler.
+
+What stays a real subprocess of the console script (``SEOJOBS``): the short commands of every
+test that sends a signal or uses a terminal (pty), the ``poll`` loops of
+tests/e2e/test_cli_client.py (started with SIGINT's default disposition), the starts of
+tests/e2e/test_startup_imports.py (what a start imports), and at least one test per converted
+file (``run_console_script``, ``popen_console_script``: ``Spawner``/``Procs`` with
+``console_script=True``: two of tests/e2e/test_serve.py, one worker of
+tests/integration/test_processes.py, tests/browser/test_audit_view.py's server) so the entry
+point stays covered.
 """
 
 from __future__ import annotations
