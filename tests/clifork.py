@@ -21,7 +21,7 @@ Rich's import keeps the cwd; logging's start time). The pytest process itself ne
 Each command's CPU, and the zygote's, is counted to the test that ran it (tests/cputime.py).
 
 The long-running ones (``serve``, ``worker``: tests/e2e/helpers.py's ``Spawner``,
-tests/procs.py's ``Procs``) are forked too (``popen_forked``, a ``ForkedPopen`` handle: the
+tests/procs.py's ``Procs``) are forked too (``popen``, a ``ForkedPopen`` handle: the
 process's own pid, which a test signals directly, and the status and CPU the zygote tells once
 it reaps it). The child starts with the signal dispositions and mask the interpreter started
 with (none of the zygote's SIGCHLD handler and wakeup fd), so ``serve``'s and ``worker``'s own
@@ -32,7 +32,7 @@ What stays a real subprocess of the console script (``SEOJOBS``): the short comm
 test that sends a signal or uses a terminal (pty), the ``poll`` loops of
 tests/e2e/test_cli_client.py (started with SIGINT's default disposition), the starts of
 tests/e2e/test_startup_imports.py (what a start imports), and at least one test per converted
-file (``run_console_script``, ``popen_console_script``: ``Spawner``/``Procs`` with
+file (``run_console_script``, ``popen(console_script=True)``: ``Spawner``/``Procs`` with
 ``console_script=True``: two of tests/e2e/test_serve.py, one worker of
 tests/integration/test_processes.py, tests/browser/test_audit_view.py's server) so the entry
 point stays covered.
@@ -124,6 +124,12 @@ def _interpreter(script: Path) -> str:
     with script.open("rb") as source:
         first = source.readline()
     return first[2:].strip().decode() if first.startswith(b"#!") else sys.executable
+
+
+def _console_command(script: Path) -> list[str]:
+    """The script run as its own command; one that is not executable (the helper's own
+    tests' probe) as ``python SCRIPT``."""
+    return [str(script)] if os.access(script, os.X_OK) else [_interpreter(script), str(script)]
 
 
 @dataclass
@@ -316,6 +322,21 @@ class _Pipes:
         return out, err, answers, timed_out
 
 
+def _request(
+    script: Path, args: tuple[str, ...], env: dict[str, str], cwd: Path | str
+) -> tuple[list[str], _Zygote, dict[str, Any]]:
+    """The command's argv, the zygote to fork it and what to ask of that zygote."""
+    argv = [str(script), *args]
+    if not Path(cwd).is_dir():
+        raise FileNotFoundError(f"no directory {cwd}")
+    request = {
+        "argv": [os.fsencode(a) for a in argv],
+        "env": {os.fsencode(k): os.fsencode(v) for k, v in env.items()},
+        "cwd": os.fsencode(cwd),
+    }
+    return argv, _zygote_for(env, script), request
+
+
 def run_forked(
     *args: str,
     env: dict[str, str],
@@ -328,15 +349,7 @@ def run_forked(
     process of its own, forked from a zygote: as ``subprocess.run([SEOJOBS, *args], env=env,
     cwd=cwd, input=stdin (else /dev/null), capture_output=True, text=True,
     timeout=timeout)``; a timeout kills it (SIGKILL) and raises ``TimeoutExpired``."""
-    argv = [str(script), *args]
-    if not Path(cwd).is_dir():
-        raise FileNotFoundError(f"no directory {cwd}")
-    zygote = _zygote_for(env, script)
-    request = {
-        "argv": [os.fsencode(a) for a in argv],
-        "env": {os.fsencode(k): os.fsencode(v) for k, v in env.items()},
-        "cwd": os.fsencode(cwd),
-    }
+    argv, zygote, request = _request(script, args, env, cwd)
     pipes = _Pipes(stdin)
     try:
         try:
@@ -370,11 +383,9 @@ def run_console_script(
     timeout: float = 60.0,
     script: Path = SEOJOBS,
 ) -> subprocess.CompletedProcess[str]:
-    """The same, through the installed console script itself (a fresh interpreter); a script
-    that is not executable (the helper's own tests' probe) as ``python SCRIPT``."""
-    command = [str(script)] if os.access(script, os.X_OK) else [_interpreter(script), str(script)]
+    """The same, through the installed console script itself (a fresh interpreter)."""
     return subprocess.run(
-        [*command, *args],
+        [*_console_command(script), *args],
         env=env,
         cwd=cwd,
         input=stdin,
@@ -388,7 +399,7 @@ def run_console_script(
 
 class ForkedPopen:
     """``subprocess.Popen``'s handle for a long-running command forked from a zygote
-    (``popen_forked``): ``pid`` is the process's own (a signal sent to it reaches it), the
+    (``popen``): ``pid`` is the process's own (a signal sent to it reaches it), the
     zygote reaps it and tells its status (``poll``/``wait``/``returncode`` as Popen's: the
     exit code, or -N for signal N) and CPU (counted to the test then running, as Popen's
     would be when reaped). Dropped while it runs, the zygote kills it (SIGKILL)."""
@@ -471,7 +482,7 @@ def _fd(given: Stdio, default: int, opened: list[int], stdout: int = -1) -> int:
     return given.fileno()
 
 
-def popen_forked(
+def popen(
     *args: str,
     env: dict[str, str] | None = None,
     cwd: Path | str | None = None,
@@ -479,24 +490,31 @@ def popen_forked(
     stdout: Stdio = None,
     stderr: Stdio = None,
     script: Path = SEOJOBS,
-) -> ForkedPopen:
+    console_script: bool = False,
+) -> subprocess.Popen[bytes] | ForkedPopen:
     """``seojobs ARGS`` (or another ``script``) started as ``subprocess.Popen([SEOJOBS,
     *args], env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
     **for_popen())`` would start it, but forked from a zygote (tests/zygote.py: signal
     dispositions and mask as the interpreter started with them, none of the zygote's fds);
     for a long-running one (``serve``, ``worker``). It dies with the tests: the zygote kills
-    its children when the tests' process goes (its control socket closes) or dies itself."""
-    argv = [str(script), *args]
-    env = dict(os.environ) if env is None else env
-    cwd = os.getcwd() if cwd is None else cwd
-    if not Path(cwd).is_dir():
-        raise FileNotFoundError(f"no directory {cwd}")
-    zygote = _zygote_for(env, script)
-    request = {
-        "argv": [os.fsencode(a) for a in argv],
-        "env": {os.fsencode(k): os.fsencode(v) for k, v in env.items()},
-        "cwd": os.fsencode(cwd),
-    }
+    its children when the tests' process goes (its control socket closes) or dies itself.
+
+    With ``console_script``, that very Popen: the installed script itself (a fresh
+    interpreter), as the tests started every long-running process before: what the forked ones
+    are checked against, and the starts that stay real (the entry point itself covered)."""
+    if console_script:
+        return subprocess.Popen(
+            [*_console_command(script), *args],
+            env=env,
+            cwd=cwd,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            **for_popen(),
+        )
+    argv, zygote, request = _request(
+        script, args, dict(os.environ) if env is None else env, os.getcwd() if cwd is None else cwd
+    )
     opened: list[int] = []
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
@@ -517,27 +535,3 @@ def popen_forked(
         for fd in opened:
             os.close(fd)
     return ForkedPopen(argv, pickle.loads(data)["pid"], mine, zygote)
-
-
-def popen_console_script(
-    *args: str,
-    env: dict[str, str] | None = None,
-    cwd: Path | str | None = None,
-    stdin: Stdio = None,
-    stdout: Stdio = None,
-    stderr: Stdio = None,
-    script: Path = SEOJOBS,
-) -> subprocess.Popen[bytes]:
-    """The same through the installed console script itself (a fresh interpreter), as the
-    tests started every long-running process before: what the forked ones are checked
-    against, and the starts that stay real (the entry point itself covered)."""
-    command = [str(script)] if os.access(script, os.X_OK) else [_interpreter(script), str(script)]
-    return subprocess.Popen(
-        [*command, *args],
-        env=env,
-        cwd=cwd,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        **for_popen(),
-    )

@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.clifork import ForkedPopen, popen_console_script, popen_forked
+from tests.clifork import ForkedPopen, popen
 from tests.conftest import subprocess_env
 
 Process = subprocess.Popen[bytes] | ForkedPopen
@@ -20,14 +20,14 @@ class Procs:
         self.procs: list[Process] = []
 
     def worker(self, *args: str, console_script: bool = False, **env: str) -> Process:
-        start = popen_console_script if console_script else popen_forked
         with open(self.tmp / f"worker{len(self.procs)}.log", "wb") as log:
-            proc = start(
+            proc = popen(
                 "worker",
                 *args,
                 env=subprocess_env(self.url, **env),
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                console_script=console_script,
             )
         self.procs.append(proc)
         return proc

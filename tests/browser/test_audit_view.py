@@ -32,16 +32,8 @@ def auditing_site(spawn: Spawner, sqlite_url: str) -> Iterator[Site]:
     port = free_port()
     env = subprocess_env(sqlite_url, SEOJOBS_ALLOW_PRIVATE_NETWORKS="true")
     # The installed console script (the folder's other servers are forked: tests/clifork.py).
-    proc = spawn(
-        "serve",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        env=env,
-        name="serve",
-        console_script=True,
-    )
+    args = ("serve", "--host", "127.0.0.1", "--port", str(port))
+    proc = spawn(*args, env=env, name="serve", console_script=True)
     base = f"http://127.0.0.1:{port}"
     wait_http_ok(proc, f"{base}/readyz")
     with open_services(sqlite_url) as services:

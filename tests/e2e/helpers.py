@@ -26,7 +26,7 @@ from seojobs.services import Services
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items
 from tests import kinds
-from tests.clifork import ForkedPopen, popen_console_script, popen_forked, run_forked
+from tests.clifork import ForkedPopen, popen, run_forked
 from tests.conftest import make_settings
 from tests.waiting import wait_until
 
@@ -114,20 +114,20 @@ class Spawner:
         the zygote, or with ``console_script`` the installed script itself."""
         log_path = self.workdir / f"{name}-{len(self.procs)}.log"
         log_file = log_path.open("wb")
-        start = popen_console_script if console_script else popen_forked
         try:
-            popen = start(
+            process = popen(
                 *args,
                 env=env,
                 cwd=self.workdir,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
+                console_script=console_script,
             )
         except BaseException:
             log_file.close()
             raise
-        proc = Proc(popen, log_path, log_file)
+        proc = Proc(process, log_path, log_file)
         self.procs.append(proc)
         return proc
 

@@ -1,7 +1,7 @@
 """tests/clifork.py: a command forked from the zygote is the process its script would be if
 started alone (argv, environment, cwd, fds, streams, signals, exit status), each command with
 its own environment; a timeout kills it; the zygote and its children die with the tests. A
-long-running one (``popen_forked``) too: as it starts (threads, signal dispositions and mask
+long-running one (``popen``) too: as it starts (threads, signal dispositions and mask
 as the kernel has them), as it ends by a signal (the status Popen would give), its CPU."""
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import pytest
 from tests import clifork, cputime
 from tests.clifork import (
     ForkedPopen,
-    popen_console_script,
-    popen_forked,
+    popen,
     run_console_script,
     run_forked,
 )
@@ -125,13 +124,13 @@ def test_a_timeout_kills_the_command(tmp_path: Path) -> None:
 _PARENT = """
 import os, sys, threading, time
 from pathlib import Path
-from tests.clifork import popen_forked, run_forked
+from tests.clifork import popen, run_forked
 env = {k: v for k, v in os.environ.items() if not k.startswith("SEOJOBS_")}
 command = {"env": env, "cwd": "/", "script": Path(sys.argv[1])}
 if sys.argv[2] == "short":
     threading.Thread(target=run_forked, args=("sleep",), kwargs=command, daemon=True).start()
 else:  # as Spawner starts a server: from the main thread, the handle kept
-    process = popen_forked("sleep", **command)
+    process = popen("sleep", **command)
 time.sleep(600)
 """
 
@@ -139,7 +138,7 @@ time.sleep(600)
 @pytest.mark.parametrize("started", ["short", "long"])
 def test_the_zygote_and_its_commands_die_with_the_tests(tmp_path: Path, started: str) -> None:
     """The tests' process SIGKILLed mid-command (a short one run_forked waits for, a
-    long-running one popen_forked started): no zygote and no command is left running."""
+    long-running one popen started): no zygote and no command is left running."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     parent = [sys.executable, "-c", _PARENT, str(PROBE), started]
     with subprocess.Popen(parent, env=env, cwd=ROOT) as tests:
@@ -172,9 +171,8 @@ def _started(how: str, tmp_path: Path, env: dict[str, str]) -> tuple[Any, Any]:
     it said it was as it started."""
     cwd = tmp_path / "here"
     cwd.mkdir(exist_ok=True)
-    start = popen_forked if how == "forked" else popen_console_script
     with (tmp_path / f"{how}.log").open("wb") as log:
-        process = start(
+        process = popen(
             "wait",
             "é",
             env=env,
@@ -183,6 +181,7 @@ def _started(how: str, tmp_path: Path, env: dict[str, str]) -> tuple[Any, Any]:
             stdout=log,
             stderr=subprocess.STDOUT,
             script=PROBE,
+            console_script=how == "alone",
         )
     return process, _first_line(tmp_path / f"{how}.log", process)
 
@@ -253,7 +252,7 @@ def test_a_forked_process_ended_by_the_test_answers_as_popen(tmp_path: Path) -> 
 def test_a_forked_process_s_cpu_is_counted_to_the_test(tmp_path: Path) -> None:
     """Its own CPU (it spins until it has 0.3 s of it), told by the zygote that reaps it."""
     before = cputime._forked[0]
-    process = popen_forked("spin", "0.3", env=env_without_seojobs(), cwd=tmp_path, script=PROBE)
+    process = popen("spin", "0.3", env=env_without_seojobs(), cwd=tmp_path, script=PROBE)
     assert process.wait(timeout=PROCESS_TIMEOUT) == 0
     assert cputime._forked[0] - before >= 0.3
 
@@ -265,16 +264,17 @@ def test_a_forked_worker_ends_on_a_signal_as_the_console_script_does(
     """`seojobs worker`: SIGTERM is its own graceful stop (exit 0, its shutdown logged), as
     the installed script's; SIGKILL kills it (-9)."""
     ends = []
-    for how, start in (("forked", popen_forked), ("alone", popen_console_script)):
+    for how in ("forked", "alone"):
         log_path = tmp_path / f"{how}.log"
         with log_path.open("wb") as log:
-            worker = start(
+            worker = popen(
                 "worker",
                 env=subprocess_env(sqlite_url),
                 cwd=tmp_path,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                console_script=how == "alone",
             )
         try:
             wait_until(lambda p=log_path: "starting" in p.read_text(), timeout=STARTUP_TIMEOUT)
