@@ -614,7 +614,7 @@ def test_poller_killed_mid_run_then_cron_finishes_without_resubmitting(
     ids = {name: submit_ok(cli, *cli.urls(name, 2)) for name in names}
     assert len(cli.server_jobs()) == 5
 
-    poller = start(spawn, "poll", *FAST, env=cli.env(), name="poll")
+    poller = spawn("poll", *FAST, env=cli.env(), name="poll")  # forked: tests/clifork.py
 
     def quick_ones_saved() -> bool:
         done = {e.job_id for e in cli.entries() if e.state == "done"}
@@ -665,7 +665,7 @@ def test_a_second_poll_skips_while_the_first_holds_the_lock(
 
         proxy.gate.clear()
         seen = proxy.count()
-        first = start(spawn, "poll", "--once", *FAST, env=env, name="poll-a")
+        first = spawn("poll", "--once", *FAST, env=env, name="poll-a")
         wait_until(lambda: proxy.count() > seen, timeout=PROCESS_TIMEOUT)  # A holds the lock
         second = cli.run("poll", "--once", "--json", *FAST, env=env)
         assert second.returncode == 0, second.stderr
@@ -826,7 +826,8 @@ _SIGINT_DEFAULT = (
 
 
 def start(spawner: Spawner, *args: str, env: dict[str, str], name: str) -> Proc:
-    """A background `seojobs` process (output to a log), stopped and reaped at teardown."""
+    """A background `seojobs` process (output to a log), stopped and reaped at teardown: the
+    installed script with SIGINT's default disposition, as from a terminal (Ctrl-C's test)."""
     log_path = spawner.workdir / f"{name}-{len(spawner.procs)}.log"
     log_file = log_path.open("wb")
     try:
