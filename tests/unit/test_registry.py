@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, Field
+from pydantic_settings import (
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    InitSettingsSource,
+    SecretsSettingsSource,
+)
 
+from seojobs.engine import registry as registry_module
 from seojobs.engine.registry import InvalidParams, Kind, Registry, UnknownKind
 from seojobs.kinds import load_registry, migration_dirs
 from seojobs.kinds.urls import UrlListParams, item_urls
@@ -100,11 +109,10 @@ def test_plugins_setting_imports_modules() -> None:
     assert {"test_noop", "test_items"} <= set(reg.names())
 
 
-def test_entry_point_plugin_registers_kinds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A real installed-distribution layout on sys.path, found through importlib.metadata."""
-    (tmp_path / "acme_kinds.py").write_text(
+def _install_acme(folder: Path) -> None:
+    """An installed distribution in ``folder``, as pip lays one out: a module, and its
+    ``.dist-info`` declaring ``register`` in the ``seojobs.kinds`` group."""
+    (folder / "acme_kinds.py").write_text(
         textwrap.dedent(
             """
             from pydantic import BaseModel
@@ -121,14 +129,51 @@ def test_entry_point_plugin_registers_kinds(
             """
         )
     )
-    dist = tmp_path / "acme_kinds-1.0.dist-info"
+    dist = folder / "acme_kinds-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-kinds\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[seojobs.kinds]\nacme = acme_kinds:register\n")
+
+
+def test_entry_point_plugin_registers_kinds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real installed-distribution layout on sys.path, found through importlib.metadata."""
+    _install_acme(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         reg = load_registry(Settings(database_url="sqlite://"))
         assert "acme_audit" in reg
+    finally:
+        sys.modules.pop("acme_kinds", None)
+
+
+def test_entry_points_are_read_again_only_when_sys_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each app and worker loads the registry: the installed distributions' metadata is read
+    once, and again when a folder on sys.path changes (a distribution installed there)."""
+    reads: list[str] = []
+
+    def counted(**selection: str) -> object:
+        reads.append(selection["group"])
+        return metadata.entry_points(**selection)
+
+    monkeypatch.setattr(registry_module, "entry_points", counted)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    settings = Settings(database_url="sqlite://")
+    assert "acme_audit" not in load_registry(settings)
+    assert reads == ["seojobs.kinds"]
+    assert "acme_audit" not in load_registry(settings)
+    assert reads == ["seojobs.kinds"]  # nothing changed: not read again
+    _install_acme(tmp_path)
+    # The folder's modification time moved on (the file system's clock may not have ticked
+    # since the first read: importlib.metadata's own listing cache would miss it too).
+    before = os.stat(tmp_path).st_mtime_ns
+    os.utime(tmp_path, ns=(before + 10**9, before + 10**9))
+    try:
+        assert "acme_audit" in load_registry(settings)
+        assert reads == ["seojobs.kinds", "seojobs.kinds"]
     finally:
         sys.modules.pop("acme_kinds", None)
 
@@ -160,6 +205,35 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert custom.database_url == "postgresql+psycopg://u@127.0.0.1/db"
     assert custom.plugins == ["a.b", "c"]
     assert custom.day_seconds == 2
+
+
+def test_settings_read_a_dotenv_file_only_when_given_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No ``.env`` file is configured: the settings' sources leave the dotenv source out (it
+    found nothing, walking every field as the environment's source does, each time settings
+    are built), and ``Settings(_env_file=...)`` still reads one, under the environment."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("SEOJOBS_DAY_SECONDS=5\nSEOJOBS_RETENTION_DAYS=9\n")
+    monkeypatch.delenv("SEOJOBS_RETENTION_DAYS", raising=False)
+    monkeypatch.setenv("SEOJOBS_DAY_SECONDS", "3")
+
+    def sources(**config: object) -> list[str]:
+        made = Settings.settings_customise_sources(
+            Settings,
+            InitSettingsSource(Settings, init_kwargs={}),
+            EnvSettingsSource(Settings),
+            DotEnvSettingsSource(Settings, **config),  # type: ignore[arg-type]
+            SecretsSettingsSource(Settings),
+        )
+        return [type(source).__name__ for source in made]
+
+    assert "DotEnvSettingsSource" not in sources()
+    assert "DotEnvSettingsSource" in sources(env_file=tmp_path / ".env")
+    assert Settings().retention_days == 30  # ./.env is not read unless named
+    given = Settings(_env_file=tmp_path / ".env")  # type: ignore[call-arg]
+    assert given.retention_days == 9
+    assert given.day_seconds == 3  # the environment first
 
 
 def test_job_record_fields_follow_the_table_columns() -> None:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -297,11 +299,44 @@ class Registry:
         return model, kind.inputs(model)
 
     def load_plugins(self, modules: Iterable[str] = ()) -> None:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for ep in plugin_entry_points():
             _call_register(ep.load(), self, f"entry point {ep.name!r}")
         for module_name in modules:
             module = importlib.import_module(module_name)
             _call_register(getattr(module, "register", None), self, f"module {module_name!r}")
+
+
+# The last answer of ``plugin_entry_points``, and the folders it was read from.
+_FOUND: list[tuple[tuple[tuple[str, int], ...], tuple[EntryPoint, ...]]] = []
+
+
+def _folders() -> tuple[tuple[str, int], ...]:
+    """Each folder of ``sys.path`` with its modification time (-1: none there)."""
+    found = []
+    for path in sys.path:
+        try:
+            mtime = os.stat(path or ".").st_mtime_ns
+        except OSError:
+            mtime = -1
+        found.append((path, mtime))
+    return tuple(found)
+
+
+def plugin_entry_points() -> tuple[EntryPoint, ...]:
+    """The installed distributions' entry points in the ``seojobs.kinds`` group.
+
+    Finding them reads the metadata of every distribution on ``sys.path`` (5 ms of CPU with a
+    couple of hundred installed), and each app, worker and command that loads the registry
+    asked again. They are read again only when ``sys.path`` or one of its folders changed:
+    installing or removing a distribution adds or removes its ``.dist-info`` folder, which
+    changes its parent's modification time (what importlib.metadata's own cache of each
+    folder's listing goes by)."""
+    folders = _folders()
+    if _FOUND and _FOUND[0][0] == folders:
+        return _FOUND[0][1]
+    found = tuple(entry_points(group=ENTRY_POINT_GROUP))
+    _FOUND[:] = [(folders, found)]
+    return found
 
 
 @functools.cache
