@@ -7,22 +7,26 @@ store). Also: every operation has a unique, stable ``operationId``."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import traceback
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
-from schemathesis.checks import CHECKS as CHECK_REGISTRY
-from schemathesis.checks import load_all_checks
-from schemathesis.generation import GenerationMode
-from schemathesis.transport.requests import ManagedCookiesSession
 
 from tests.api_helpers import Account, api
 from tests.conftest import STORES, make_settings, migrated_sqlite, pg_database
+
+# schemathesis is imported where the generated requests are made, not here: every pytest
+# process collects this module (about 0.3 CPU-s for schemathesis' import, its pytest plug-in
+# is off: pyproject.toml) and one of them runs its one generating test.
+if TYPE_CHECKING:
+    import schemathesis
+    from schemathesis.generation import GenerationMode
+    from schemathesis.transport.requests import ManagedCookiesSession
 
 # The operation ids clients and generated SDKs are built on: renaming one is a breaking change.
 OPERATION_IDS = {
@@ -117,10 +121,16 @@ EXAMPLES = settings(
     database=None,  # no .hypothesis directory in the work tree
     suppress_health_check=list(HealthCheck),
 )
-load_all_checks()
-# Every check schemathesis has (``--checks all``). The stateful ones (use_after_free,
-# ensure_resource_availability) need a recorded scenario and pass on single cases.
-CHECKS = CHECK_REGISTRY.get_all()
+
+
+@functools.cache
+def _checks() -> list[Callable[..., Any]]:
+    """Every check schemathesis has (``--checks all``). The stateful ones (use_after_free,
+    ensure_resource_availability) need a recorded scenario and pass on single cases."""
+    from schemathesis.checks import CHECKS, load_all_checks
+
+    load_all_checks()
+    return list(CHECKS.get_all())
 
 
 def _cron_or_start_at(case: schemathesis.Case) -> bool:
@@ -168,17 +178,18 @@ UNSTATABLE = {
 # the cookies an answer sets before the next case, as a new session per call would). Without
 # it each call (some 2,700 and the checks' own) opened and closed a connection: about 0.5 ms
 # of CPU each, both ends of the socket. Generating the cases is most of the rest.
-Target = tuple[str, Account, ManagedCookiesSession]
+Target = tuple[str, Account, "ManagedCookiesSession"]
 
 
 def _fuzz(operation: Any, mode: GenerationMode, targets: dict[str, Target]) -> None:
     skipped, applies = UNSTATABLE.get((operation.method.upper(), operation.path), (set(), None))
-    narrowed = [check for check in CHECKS if check.__name__ not in skipped]
+    every = _checks()
+    narrowed = [check for check in every if check.__name__ not in skipped]
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @EXAMPLES
     def check(case: schemathesis.Case) -> None:
-        checks = narrowed if applies is not None and applies(case) else CHECKS
+        checks = narrowed if applies is not None and applies(case) else every
         for store, (base, account, session) in targets.items():  # the same request to each store
             try:
                 headers = {"Authorization": account.key}
@@ -209,6 +220,9 @@ def _fuzz(operation: Any, mode: GenerationMode, targets: dict[str, Target]) -> N
 def test_every_check_passes_on_generated_requests(
     every_store: dict[str, tuple[str, Account]],
 ) -> None:
+    import schemathesis
+    from schemathesis.transport.requests import ManagedCookiesSession
+
     # The document the running apps serve, not one built beside it: the same on each store,
     # so the requests generated from it are each store's.
     documents = {
@@ -236,6 +250,8 @@ def _fuzz_all(
     schema: Any, targets: dict[str, Target]
 ) -> tuple[dict[str, BaseException], list[str]]:
     """Every operation in each generation mode: what failed (each label's) and the labels."""
+    from schemathesis.generation import GenerationMode
+
     failures: dict[str, BaseException] = {}
     labels: list[str] = []
     for result in schema.get_all_operations():

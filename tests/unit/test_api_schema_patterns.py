@@ -15,7 +15,6 @@ from fastapi.openapi.utils import get_openapi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from schemathesis.core.jsonschema.patterns import enforced_pattern
 
 from seojobs.api import create_app
 from seojobs.api.ids import MAX_ID, digits_pattern, id_list_pattern, parse_ids, whole_number
@@ -323,6 +322,10 @@ def test_schemathesis_keeps_every_pattern(document: dict[str, Any]) -> None:
     """Python's ``re`` took a surrogate range that the regex engine schemathesis validates with
     (Rust's, through jsonschema_rs) refuses: schemathesis dropped the URL rule and generated
     URLs without it."""
+    # Imported here: every pytest process collects this module, and schemathesis costs about
+    # 0.3 CPU-s to import (its pytest plug-in is off: pyproject.toml).
+    from schemathesis.core.jsonschema.patterns import enforced_pattern
+
     patterns = set(_patterns(document))
     assert patterns
     assert [p for p in patterns if enforced_pattern(p) is None] == []
