@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from seojobs.kinds.site_audit.params import SiteAuditParams
-from tests.api_helpers import TERMINAL, Api, api, assert_problem, error_fields
-from tests.conftest import make_settings
+from tests.api_helpers import TERMINAL, Api, assert_problem, error_fields, owned, shared_api
 from tests.fakes.audit_site import HOME_LINKS, PAGES, PLANTED, REACHED, AuditSite, html
 from tests.waiting import wait_until
 
@@ -55,13 +54,25 @@ REQUIRED = {
 }
 
 
-@pytest.fixture
-def served(store_url: str) -> Iterator[Api]:
+@pytest.fixture(scope="module")
+def shared_served(module_store: str, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """One app with its worker per store for the module: each test keeps to its own users
+    and projects (what it reads and counts is theirs)."""
     # Waiting on several audits polls the status often: the per-user budget is not what these
     # tests check, and at the default 120/minute a slow machine ran out of it (429).
-    settings = make_settings(store_url, allow_private_networks=True, rate_limit="6000/minute")
-    with api(settings, run_worker=True) as running:
+    with shared_api(
+        module_store,
+        request,
+        run_worker=True,
+        allow_private_networks=True,
+        rate_limit="6000/minute",
+    ) as running:
         yield running
+
+
+@pytest.fixture
+def served(shared_served: Api) -> Iterator[Api]:
+    yield from owned(shared_served)
 
 
 def _jobs(client: httpx.Client, project_id: int) -> list[int]:
@@ -112,6 +123,7 @@ def test_an_audit_started_through_audits_is_read_back_as_the_latest(served: Api)
                 and d
             ),
             timeout=60,
+            interval=0.2,  # an audit takes seconds: each look is a request to the app
         )
     assert done["status"] == "completed", done["error"]
     answer = client.get(latest)
@@ -175,6 +187,7 @@ def test_an_audits_issues_and_pages_are_listed_filtered_and_paged(served: Api) -
                 and d
             ),
             timeout=120,
+            interval=0.2,
         )
     assert done["status"] == "completed", done["error"]
     errors = client.get(f"{audit}/issues", params={"severity": "error", "limit": 1000}).json()
@@ -339,7 +352,9 @@ def test_two_audits_are_compared_by_code_and_url(
             PAGES, "/clean/2", html("clean-2", title=formula, h1=(), links=("/", "/clean/1"))
         )
         second = _completed(client, project, params)
-        elsewhere = _completed(client, other, params)
+    # Another project's completed audit (what it found is not compared): a one-page site.
+    with AuditSite(generated=1, sitemaps=False).running() as small:
+        elsewhere = _completed(client, other, {**params, "start_url": f"{small}/g/0"})
     before = client.get(f"/v1/projects/{project}/audits/{first}/issues", params={"limit": 1000})
     total = len(before.json()["data"])
     url = f"/v1/projects/{project}/audits/{second}/compare/{first}"

@@ -15,6 +15,7 @@ import pytest
 
 from seojobs.settings import Settings
 from tests.api_helpers import (
+    TLS,
     V1,
     Account,
     Api,
@@ -64,9 +65,13 @@ Call = tuple[str, dict[str, str]]
 def _send_at_once(base: str, calls: list[Call]) -> list[httpx.Response]:
     """Every call at the same time, each on a connection of its own; fails on any that hangs."""
     # One client for all (each httpx.Client costs ~0.1 s of CPU to build, and 85 of them
-    # starved the server in this process), with no cap on its connections.
+    # starved the server in this process), with no cap on its connections, on the tests' one
+    # TLS context (building its own was most of a client's cost, 18 times per test).
     client = httpx.Client(
-        base_url=base, timeout=ANSWER_WITHIN, limits=httpx.Limits(max_connections=None)
+        base_url=base,
+        timeout=ANSWER_WITHIN,
+        limits=httpx.Limits(max_connections=None),
+        verify=TLS,
     )
 
     def one(call: Call) -> httpx.Response | Exception:
