@@ -484,10 +484,22 @@ def test_list_pages_hold_1000_tasks_newest_first(store_url: str) -> None:
     with api(make_settings(store_url, quota_submit_daily=100_000)) as app:
         alice, client = app.user("alice")
         svc = app.services
-        made = [
-            svc.jobs.create(alice, indexing.SUBMIT, {"urls": [f"https://a.example/{i}"]})[0].id
-            for i in range(1000)
-        ]
+        spec, now = svc.registry.get(indexing.SUBMIT), svc.jobs.clock()
+        project = alice.default_project_id
+
+        def model(i: int) -> Any:
+            params = {"urls": [f"https://a.example/{i}"]}
+            return spec.validate_new(svc.jobs.with_project(spec, project, params, named=False))
+
+        # What ``create`` stores (quota charged, items), in one transaction as a schedule's
+        # tick inserts (a transaction each was most of this module's CPU); ids give the order.
+        with svc.db.write() as conn:
+            made = [
+                svc.jobs.insert(
+                    conn, alice, spec, model(i), project_id=project, run_at=now, now=now
+                )[0]
+                for i in range(1000)
+            ]
         full = ok(client.get("/v2/task/google/indexer/list/0"))
         assert (full["last_page"], len(full["result"])) == (0, 1000)  # exactly one full page
         made.append(int(create(client, "google/indexer", urls(1))))
