@@ -113,8 +113,9 @@ def start_audit(
     Chromium): the audit's wall time then overlaps the test's, for no more CPU.
 
     Every page goes through the CLI's own steps with the CLI's arguments, one after the other
-    in one Node process and one Chromium (lighthouse_pages.mjs), each in a fresh browser
-    context: one CLI run per page started Node and Chromium again each time. Without the
+    in one Node process, one Chromium and one tab (lighthouse_pages.mjs; each run resets the
+    origin's storage and the cache first, as Lighthouse does): one CLI run per page started
+    Node and Chromium again each time, a context per page a renderer process. Without the
     full-page screenshot (for the HTML report's element thumbnails: no audit scores it) and
     without the CLI's first load of about:blank (each page's context is new)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -129,7 +130,14 @@ def start_audit(
     ]
     spec = {
         "modules": str(LIGHTHOUSE.parent.parent),
-        "chromeFlags": [*QUIET_ARGS, "--headless=new", f"--host-resolver-rules={RESOLVER_RULES}"],
+        # No back/forward cache: the pages share one tab (lighthouse_pages.mjs), and nothing
+        # of a page left behind stays alive while the next one is audited.
+        "chromeFlags": [
+            *QUIET_ARGS,
+            "--headless=new",
+            "--disable-features=BackForwardCache",
+            f"--host-resolver-rules={RESOLVER_RULES}",
+        ],
         "pages": [
             {"url": site.url(path), "args": [*args, f"--output-path={folder / f'{name}.json'}"]}
             for name, path in pages.items()
