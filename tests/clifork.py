@@ -462,6 +462,10 @@ class ForkedPopen:
         self.send_signal(signal.SIGKILL)
 
 
+# What ``popen`` starts: the installed script's Popen, or a process forked from a zygote.
+Process = subprocess.Popen[bytes] | ForkedPopen
+
+
 # A Popen argument: None (this process's own fd), DEVNULL, STDOUT (stderr only), an fd or a
 # file; PIPE is not taken (no user reads a long-running process's output but from a file).
 Stdio = int | IO[Any] | None
@@ -491,7 +495,7 @@ def popen(
     stderr: Stdio = None,
     script: Path = SEOJOBS,
     console_script: bool = False,
-) -> subprocess.Popen[bytes] | ForkedPopen:
+) -> Process:
     """``seojobs ARGS`` (or another ``script``) started as ``subprocess.Popen([SEOJOBS,
     *args], env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True,
     **for_popen())`` would start it, but forked from a zygote (tests/zygote.py: signal

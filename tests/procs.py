@@ -7,10 +7,8 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.clifork import ForkedPopen, popen
+from tests.clifork import Process, popen
 from tests.conftest import subprocess_env
-
-Process = subprocess.Popen[bytes] | ForkedPopen
 
 
 class Procs:

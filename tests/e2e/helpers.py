@@ -26,7 +26,7 @@ from seojobs.services import Services
 from seojobs.store.db import Database
 from seojobs.store.tables import job_items
 from tests import kinds
-from tests.clifork import ForkedPopen, popen, run_forked
+from tests.clifork import Process, popen, run_forked
 from tests.conftest import make_settings
 from tests.waiting import wait_until
 
@@ -61,7 +61,7 @@ def env_without_seojobs() -> dict[str, str]:
 class Proc:
     """A running `seojobs` process whose combined output goes to a log file."""
 
-    popen: subprocess.Popen[bytes] | ForkedPopen
+    popen: Process
     log_path: Path
     _log_file: IO[bytes] = field(repr=False)
 

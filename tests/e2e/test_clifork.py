@@ -18,7 +18,7 @@ import pytest
 
 from tests import clifork, cputime
 from tests.clifork import (
-    ForkedPopen,
+    Process,
     popen,
     run_console_script,
     run_forked,
@@ -159,7 +159,7 @@ def test_the_zygote_and_its_commands_die_with_the_tests(tmp_path: Path, started:
                     os.kill(pid, signal.SIGKILL)
 
 
-def _first_line(log: Path, process: subprocess.Popen[bytes] | ForkedPopen) -> Any:
+def _first_line(log: Path, process: Process) -> Any:
     def line() -> str | None:
         assert process.poll() is None, log.read_text(errors="replace")
         text = log.read_text(errors="replace")
