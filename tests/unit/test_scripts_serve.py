@@ -5,6 +5,7 @@ asked to do (no network, no real install)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,19 +18,27 @@ def _stand_in(path: Path, log: Path) -> None:
     path.chmod(0o755)
 
 
-def test_serve_installs_once_per_pyproject_and_passes_its_arguments(tmp_path: Path) -> None:
+def _copy(tmp_path: Path) -> Path:
+    """``scripts/serve`` and a ``pyproject.toml`` in ``tmp_path``; the stand-ins' log."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    return tmp_path / "calls.log"
+
+
+def test_serve_installs_once_per_pyproject_and_passes_its_arguments(tmp_path: Path) -> None:
+    log = _copy(tmp_path)
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
-    log = tmp_path / "calls.log"
     _stand_in(bin_dir / "python", log)
     _stand_in(bin_dir / "seojobs", log)
 
+    # Not the caller's PYTHONDONTWRITEBYTECODE (scripts/test unsets it; a shell may set it).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
     def serve() -> list[str]:
         before = log.read_text().splitlines() if log.exists() else []
-        subprocess.run([str(tmp_path / "scripts" / "serve"), "--port", "9000"], check=True)
+        subprocess.run([str(tmp_path / "scripts" / "serve"), "--port", "9000"], check=True, env=env)
         return log.read_text().splitlines()[len(before) :]
 
     installs = "python -m pip install --quiet --disable-pip-version-check --no-compile -e .[server]"
@@ -40,36 +49,28 @@ def test_serve_installs_once_per_pyproject_and_passes_its_arguments(tmp_path: Pa
     assert serve() == ["seojobs serve --port 9000"]
 
 
-def _copy(tmp_path: Path) -> Path:
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
-    return tmp_path / "calls.log"
-
-
-def _python(path: Path, log: Path, venv: Path) -> None:
-    """A stand-in ``python3`` that logs, and whose ``-m venv`` makes ``venv``'s stand-ins."""
-    path.write_text(
-        "#!/usr/bin/env bash\n"
-        f'echo "python3 $*" >> {log}\n'
-        'if [ "$1 $2" = "-m venv" ]; then\n'
-        f"  mkdir -p {venv}/bin\n"
-        f'  printf \'#!/usr/bin/env bash\\necho "$(basename "$0") $*" >> {log}\\n\' '
-        f"| tee {venv}/bin/python > {venv}/bin/seojobs\n"
-        f"  chmod +x {venv}/bin/python {venv}/bin/seojobs\n"
-        "fi\n"
+def _new_venv(tmp_path: Path, **env: str) -> list[str]:
+    """What ``scripts/serve`` asks of a stand-in ``PYTHON`` (whose ``-m venv`` puts the
+    logging stand-ins in ``.venv/bin``) and of the venv's, with no ``.venv`` yet."""
+    log = _copy(tmp_path)
+    made = tmp_path / "stand-ins"
+    made.mkdir()
+    _stand_in(made / "python", log)
+    _stand_in(made / "seojobs", log)
+    python = tmp_path / "python3"
+    python.write_text(
+        f'#!/usr/bin/env bash\necho "python3 $*" >> {log}\n'
+        f'if [ "$1 $2" = "-m venv" ]; then mkdir -p .venv/bin && cp -p {made}/* .venv/bin/; fi\n'
     )
-    path.chmod(0o755)
+    python.chmod(0o755)
+    env |= {"PATH": "/usr/bin:/bin", "PYTHON": str(python)}
+    subprocess.run([str(tmp_path / "scripts" / "serve")], check=True, env=env)
+    return log.read_text().splitlines()
 
 
 def test_a_new_venv_gets_pip_from_this_pythons_pip_and_no_compiling(tmp_path: Path) -> None:
-    log = _copy(tmp_path)
-    python = tmp_path / "python3"
-    _python(python, log, tmp_path / ".venv")
-    env = {"PATH": "/usr/bin:/bin", "PYTHON": str(python)}
-    subprocess.run([str(tmp_path / "scripts" / "serve")], check=True, env=env)
     flags = "install --quiet --disable-pip-version-check --no-compile"
-    assert log.read_text().splitlines() == [
+    assert _new_venv(tmp_path) == [
         "python3 -m venv --without-pip .venv",
         f"python3 -m pip --python .venv/bin/python {flags} pip",
         f"python -m pip {flags} -e .[server]",
@@ -80,9 +81,5 @@ def test_a_new_venv_gets_pip_from_this_pythons_pip_and_no_compiling(tmp_path: Pa
 def test_without_bytecode_caches_pip_compiles(tmp_path: Path) -> None:
     """With PYTHONDONTWRITEBYTECODE Python caches nothing it compiles: pip's compiled files
     are the only ones a start can use."""
-    log = _copy(tmp_path)
-    python = tmp_path / "python3"
-    _python(python, log, tmp_path / ".venv")
-    env = {"PATH": "/usr/bin:/bin", "PYTHON": str(python), "PYTHONDONTWRITEBYTECODE": "1"}
-    subprocess.run([str(tmp_path / "scripts" / "serve")], check=True, env=env)
-    assert all("--compile" in line for line in log.read_text().splitlines()[1:3])
+    installs = _new_venv(tmp_path, PYTHONDONTWRITEBYTECODE="1")[1:3]
+    assert len(installs) == 2 and all("--compile" in line for line in installs)
