@@ -149,8 +149,9 @@ def _get_status(client: httpx.Client, url: str) -> int | None:
         return None
 
 
-def wait_http_ok(proc: Proc, url: str) -> None:
-    """Wait until ``url`` answers 200, failing at once (with the log) if the process died.
+def wait_http_ok(proc: Proc, url: str, interval: float = 0.05) -> None:
+    """Wait until ``url`` answers 200 (tried every ``interval`` seconds), failing at once (with
+    the log) if the process died.
     One client for every try: each new client loads the CA certificates (about 27 ms of CPU),
     and a start on a loaded machine takes dozens of tries, a few CPU-seconds per start."""
     with httpx.Client(timeout=2.0) as client:
@@ -163,7 +164,7 @@ def wait_http_ok(proc: Proc, url: str) -> None:
                 )
             return _get_status(client, url) == 200
 
-        wait_until(check, timeout=STARTUP_TIMEOUT)
+        wait_until(check, timeout=STARTUP_TIMEOUT, interval=interval)
 
 
 @contextlib.contextmanager

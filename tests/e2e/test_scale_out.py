@@ -47,7 +47,7 @@ from seojobs.store.db import Database
 from seojobs.store.tables import job_items, jobs, schedules
 from tests.builtin import MIGRATIONS as BUILTIN_MIGRATIONS
 from tests.conftest import subprocess_env
-from tests.e2e.helpers import Proc, Spawner, free_port, make_user, open_services
+from tests.e2e.helpers import Proc, Spawner, free_port, make_user, open_services, wait_http_ok
 from tests.fakes.serp import FakeSerper
 from tests.fakes.server import serve
 from tests.fakes.site import running_site
@@ -98,22 +98,11 @@ class Deployment:
         return base
 
     def ready(self) -> None:
-        """Every API process answers /readyz (several starting at once on a loaded 2-core
-        machine take longer than one: a wider bound than the e2e helpers'). One client for
-        every try: a client made per try (``httpx.get``) loads the CA certificates each time,
-        and the tries while the processes start cost the test process more CPU than its
-        pollers did."""
-        with httpx.Client(timeout=5) as client:
-            for base, proc in self.apis:
-
-                def answers(base: str = base, proc: Proc = proc) -> bool:
-                    assert proc.alive(), proc.output()[-3000:]
-                    try:
-                        return client.get(f"{base}/readyz").status_code == 200
-                    except httpx.TransportError:
-                        return False
-
-                wait_until(answers, timeout=STARTUP, interval=READY_EVERY)
+        """Every API process answers /readyz (``wait_http_ok``: one client for its tries, as
+        a client made per try loads the CA certificates each time; tried less often, as
+        several start at once)."""
+        for base, proc in self.apis:
+            wait_http_ok(proc, f"{base}/readyz", interval=READY_EVERY)
 
     def worker(self) -> Proc:
         proc = self.spawn(
