@@ -5,7 +5,8 @@ each pytest process (each xdist worker) writes ``dir/cpu-<worker>.tsv``: node id
 seconds, its own CPU seconds (every thread: in-process apps, workers and fakes) and its
 reaped children's (the ``seojobs`` processes and browsers a test starts, counted when they are
 waited for: a module's servers at the module's last test; the commands tests/clifork.py forks
-as each ends, with the zygote's own CPU since the last). The PostgreSQL server's CPU is not
+as each ends, with the zygote's own CPU since the last) and the time it ended (epoch seconds,
+to line tests up with the machine's load). The PostgreSQL server's CPU is not
 in it. ``python -m tests.cputime dir`` sums it per file.
 """
 
@@ -45,7 +46,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     row = (
         f"{item.nodeid}\t{time.perf_counter() - wall:.3f}\t"
-        f"{time.process_time() - own:.3f}\t{_children() - kids:.3f}\n"
+        f"{time.process_time() - own:.3f}\t{_children() - kids:.3f}\t{time.time():.3f}\n"
     )
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     Path(_OUT).mkdir(parents=True, exist_ok=True)
@@ -58,7 +59,7 @@ def main(folder: str) -> None:
     files: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     for path in Path(folder).glob("cpu-*.tsv"):
         for line in path.read_text(encoding="utf-8").splitlines():
-            node, wall, own, kids = line.split("\t")
+            node, wall, own, kids, *_ended = line.split("\t")
             entry = files[node.split("::")[0]]
             entry[0] += 1
             entry[1] += float(wall)
