@@ -8,8 +8,9 @@ own pid, argv, environment, cwd, stdin/stdout/stderr, exit status) but forked fr
 interpreter, never the multi-threaded pytest process. The child then becomes what the console
 script would be: ``os.environ`` replaced, the cwd changed, fds 0/1/2 redirected and sys.stdin,
 sys.stdout, sys.stderr made again for them (a terminal is line-buffered as at a start), and the
-console script itself run as ``python SCRIPT`` runs it, the interpreter's own ending giving the
-status (SystemExit, a traceback and 1, atexit, the flush of stdout).
+console script itself run as ``python SCRIPT`` runs it, then ended as the interpreter ends it
+(SystemExit, a traceback and 1, the threads joined, atexit, the flush of stdout), but for the
+modules' teardown: about half a short command's CPU, the child's copies of the zygote's pages.
 
 What an import reads of the environment is the zygote's, so the zygote watches its preload:
 the names it reads (typer reads TYPER_USE_RICH, typer.rich_utils FORCE_COLOR and a few
