@@ -45,6 +45,7 @@ import atexit
 import contextlib
 import io
 import locale
+import marshal
 import os
 import pickle
 import selectors
@@ -55,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -540,3 +542,83 @@ def popen(
         for fd in opened:
             os.close(fd)
     return ForkedPopen(argv, pickle.loads(data)["pid"], mine, zygote)
+
+
+# What ``forwarding`` writes: a client that hands its argv, environment, cwd and fds 0-2 to
+# the tests' process and ends as the command did. ``python -IS``: a start of a few ms.
+_SHIM = """#!{python} -IS
+import marshal, os, signal, socket, sys
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+sock.connect({address!r})
+socket.send_fds(sock, [marshal.dumps((sys.argv[1:], dict(os.environb), os.getcwdb()))], [0, 1, 2])
+status = int(sock.recv(64) or b"1")
+if status < 0:
+    signal.signal(-status, signal.SIG_DFL)
+    os.kill(os.getpid(), -status)
+os._exit(status & 0xFF)
+"""
+
+
+@contextlib.contextmanager
+def forwarding(path: Path, script: Path = SEOJOBS) -> Iterator[None]:
+    """An executable at ``path`` that runs ``script`` with its own argv, environment, cwd and
+    fds 0-2 in a process forked from the zygote (``popen``), and ends with its status (or
+    its signal): for the commands a test does not start itself, such as a documentation
+    example's ``.venv/bin/seojobs``, which the installed script started afresh each time.
+    What still runs when the block ends is killed."""
+    folder = tempfile.mkdtemp(prefix="clifork-")  # a short path: a socket's is at most 107
+    address = os.path.join(folder, "sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(address)
+    server.listen()
+    running: set[ForkedPopen] = set()
+
+    def forward(conn: socket.socket) -> None:
+        with conn:
+            msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+            try:
+                args, env, cwd = marshal.loads(msg)
+                process = popen(
+                    *(os.fsdecode(a) for a in args),
+                    env={os.fsdecode(k): os.fsdecode(v) for k, v in env.items()},
+                    cwd=os.fsdecode(cwd),
+                    stdin=fds[0],
+                    stdout=fds[1],
+                    stderr=fds[2],
+                    script=script,
+                )
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            assert isinstance(process, ForkedPopen)
+            running.add(process)
+            try:
+                status = process.wait()
+            finally:
+                running.discard(process)
+            with contextlib.suppress(OSError):  # the caller is gone
+                conn.sendall(str(status).encode())
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the block ended
+                return
+            threading.Thread(target=forward, args=(conn,), daemon=True).start()
+
+    path.write_text(_SHIM.format(python=_interpreter(script), address=address))
+    path.chmod(0o755)
+    accepting = threading.Thread(target=serve, daemon=True)
+    accepting.start()
+    try:
+        yield
+    finally:
+        server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        accepting.join(timeout=60)
+        for process in list(running):
+            process.kill()
+        with contextlib.suppress(OSError):
+            os.unlink(address)
+            os.rmdir(folder)

@@ -19,6 +19,7 @@ import pytest
 from tests import clifork, cputime
 from tests.clifork import (
     Process,
+    forwarding,
     popen,
     run_console_script,
     run_forked,
@@ -317,3 +318,26 @@ def test_a_forked_command_ends_without_the_modules_teardown(tmp_path: Path) -> N
     assert alone("teardown", env=env, cwd=tmp_path).stderr == "deleted at the teardown\n"
     fork = forked("teardown", env=env, cwd=tmp_path)
     assert (fork.returncode, fork.stdout, fork.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("args", [["state", "é"], ["ending", "3"], ["ending", "interrupt"]])
+def test_a_forwarded_command_is_the_process_its_script_would_be(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """``forwarding``'s stand-in, run by a shell as the script would be: its argv, environment,
+    cwd, stdin, stdout and stderr reach the forked command, whose status (or signal) it ends
+    with."""
+    env = env_without_seojobs() | {"PROBE_VAR": "set"}
+    cwd = tmp_path / "here"
+    cwd.mkdir()
+    stand_in = tmp_path / "probe"
+    with forwarding(stand_in, script=PROBE):
+        fork = subprocess.run(
+            [stand_in, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+        )
+    real = alone(*args, env=env, cwd=cwd)
+    if args[0] == "state":
+        assert fork.returncode == real.returncode == 0, (fork.stderr, real.stderr)
+        assert json.loads(fork.stdout) == json.loads(real.stdout)
+    else:
+        assert outcome(fork) == outcome(real)
