@@ -69,10 +69,10 @@ from tests.zygote import is_startup
 SEOJOBS = Path(sys.executable).parent / "seojobs"
 _ZYGOTE = Path(__file__).with_name("zygote.py")
 # What the commands import when they run (the real script imports them lazily, as it goes):
-# the CLI, the client commands, --help's Rich, the server commands' settings, store and
-# accounts; for the long-running ones, Alembic (the migration at a server's start), uvicorn,
-# the API, the worker and every built-in kind. Any module that takes no notice of the
-# process's state at import could be here.
+# the CLI, the client commands and their HTTP transport, --help's Rich, the server commands'
+# settings, store and accounts; for the long-running ones, Alembic (the migration at a
+# server's start), uvicorn, the API, the worker and every built-in kind. Any module that takes
+# no notice of the process's state at import could be here.
 PRELOAD = (
     "seojobs.cli",
     "seojobs.client.cli_common",
@@ -80,6 +80,10 @@ PRELOAD = (
     "seojobs.client.cli_poll",
     "seojobs.client.cli_report",
     "seojobs.client.cli_params",
+    # What a client command's first HTTP client imports (httpx's transport: httpcore, h11,
+    # certifi; about 20 ms of each command that talks to a server).
+    "httpcore",
+    "certifi",
     "typer.rich_utils",
     "seojobs.settings",
     "seojobs.logfmt",
