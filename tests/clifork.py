@@ -8,8 +8,9 @@ own pid, argv, environment, cwd, stdin/stdout/stderr, exit status) but forked fr
 interpreter, never the multi-threaded pytest process. The child then becomes what the console
 script would be: ``os.environ`` replaced, the cwd changed, fds 0/1/2 redirected and sys.stdin,
 sys.stdout, sys.stderr made again for them (a terminal is line-buffered as at a start), and the
-console script itself run as ``python SCRIPT`` runs it, the interpreter's own ending giving the
-status (SystemExit, a traceback and 1, atexit, the flush of stdout).
+console script itself run as ``python SCRIPT`` runs it, then ended as the interpreter ends it
+(SystemExit, a traceback and 1, the threads joined, atexit, the flush of stdout), but for the
+modules' teardown: about half a short command's CPU, the child's copies of the zygote's pages.
 
 What an import reads of the environment is the zygote's, so the zygote watches its preload:
 the names it reads (typer reads TYPER_USE_RICH, typer.rich_utils FORCE_COLOR and a few
@@ -44,6 +45,7 @@ import atexit
 import contextlib
 import io
 import locale
+import marshal
 import os
 import pickle
 import selectors
@@ -54,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -66,10 +69,10 @@ from tests.zygote import is_startup
 SEOJOBS = Path(sys.executable).parent / "seojobs"
 _ZYGOTE = Path(__file__).with_name("zygote.py")
 # What the commands import when they run (the real script imports them lazily, as it goes):
-# the CLI, the client commands, --help's Rich, the server commands' settings, store and
-# accounts; for the long-running ones, Alembic (the migration at a server's start), uvicorn,
-# the API, the worker and every built-in kind. Any module that takes no notice of the
-# process's state at import could be here.
+# the CLI, the client commands and their HTTP transport, --help's Rich, the server commands'
+# settings, store and accounts; for the long-running ones, Alembic (the migration at a
+# server's start), uvicorn, the API, the worker and every built-in kind. Any module that takes
+# no notice of the process's state at import could be here.
 PRELOAD = (
     "seojobs.cli",
     "seojobs.client.cli_common",
@@ -77,6 +80,10 @@ PRELOAD = (
     "seojobs.client.cli_poll",
     "seojobs.client.cli_report",
     "seojobs.client.cli_params",
+    # What a client command's first HTTP client imports (httpx's transport: httpcore, h11,
+    # certifi; about 20 ms of each command that talks to a server).
+    "httpcore",
+    "certifi",
     "typer.rich_utils",
     "seojobs.settings",
     "seojobs.logfmt",
@@ -539,3 +546,83 @@ def popen(
         for fd in opened:
             os.close(fd)
     return ForkedPopen(argv, pickle.loads(data)["pid"], mine, zygote)
+
+
+# What ``forwarding`` writes: a client that hands its argv, environment, cwd and fds 0-2 to
+# the tests' process and ends as the command did. ``python -IS``: a start of a few ms.
+_SHIM = """#!{python} -IS
+import marshal, os, signal, socket, sys
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+sock.connect({address!r})
+socket.send_fds(sock, [marshal.dumps((sys.argv[1:], dict(os.environb), os.getcwdb()))], [0, 1, 2])
+status = int(sock.recv(64) or b"1")
+if status < 0:
+    signal.signal(-status, signal.SIG_DFL)
+    os.kill(os.getpid(), -status)
+os._exit(status & 0xFF)
+"""
+
+
+@contextlib.contextmanager
+def forwarding(path: Path, script: Path = SEOJOBS) -> Iterator[None]:
+    """An executable at ``path`` that runs ``script`` with its own argv, environment, cwd and
+    fds 0-2 in a process forked from the zygote (``popen``), and ends with its status (or
+    its signal): for the commands a test does not start itself, such as a documentation
+    example's ``.venv/bin/seojobs``, which the installed script started afresh each time.
+    What still runs when the block ends is killed."""
+    folder = tempfile.mkdtemp(prefix="clifork-")  # a short path: a socket's is at most 107
+    address = os.path.join(folder, "sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.bind(address)
+    server.listen()
+    running: set[ForkedPopen] = set()
+
+    def forward(conn: socket.socket) -> None:
+        with conn:
+            msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+            try:
+                args, env, cwd = marshal.loads(msg)
+                process = popen(
+                    *(os.fsdecode(a) for a in args),
+                    env={os.fsdecode(k): os.fsdecode(v) for k, v in env.items()},
+                    cwd=os.fsdecode(cwd),
+                    stdin=fds[0],
+                    stdout=fds[1],
+                    stderr=fds[2],
+                    script=script,
+                )
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            assert isinstance(process, ForkedPopen)
+            running.add(process)
+            try:
+                status = process.wait()
+            finally:
+                running.discard(process)
+            with contextlib.suppress(OSError):  # the caller is gone
+                conn.sendall(str(status).encode())
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the block ended
+                return
+            threading.Thread(target=forward, args=(conn,), daemon=True).start()
+
+    path.write_text(_SHIM.format(python=_interpreter(script), address=address))
+    path.chmod(0o755)
+    accepting = threading.Thread(target=serve, daemon=True)
+    accepting.start()
+    try:
+        yield
+    finally:
+        server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        accepting.join(timeout=60)
+        for process in list(running):
+            process.kill()
+        with contextlib.suppress(OSError):
+            os.unlink(address)
+            os.rmdir(folder)

@@ -2,12 +2,13 @@
 
 It imports the modules once, then forks one child per request it reads on CONTROL_FD; each
 child becomes the console script SCRIPT (run as ``python SCRIPT`` would: see ``_become``) and
-the interpreter's own ending gives its exit status. Run as a script, so that the child's
-``__main__`` is a file as the console script's is; the standard library alone before the
-preload, and nothing of the tests."""
+ends as the interpreter would, but for the modules' teardown (``_run``). Run as a script, so
+that the child's ``__main__`` is a file as the console script's is; the standard library alone
+before the preload, and nothing of the tests."""
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import ctypes
@@ -22,7 +23,7 @@ import sys
 import threading
 import time
 from importlib.machinery import SourceFileLoader
-from types import CodeType, ModuleType
+from types import CodeType, ModuleType, SimpleNamespace
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -337,10 +338,15 @@ def main() -> CodeType | None:
     # As `python SCRIPT` would: the script's directory first on the path, not this one's.
     sys.path[0] = os.path.dirname(script)
     control = socket.socket(fileno=int(control_fd))
-    report = _preload(modules)
-    code = _script(script)
     import gc
 
+    # The preload without collections (about a sixth of its CPU: its imports make hundreds
+    # of thousands of objects, and each collection went over those made so far). What they
+    # left in cycles is frozen with the rest, as what was left after the last collection was.
+    gc.disable()
+    report = _preload(modules)
+    code = _script(script)
+    gc.enable()  # a child collects as any interpreter does
     gc.freeze()  # the children's collections leave the preloaded objects (and their pages) be
     control.sendall(pickle.dumps(report))
     child = _Server(control).serve()
@@ -362,7 +368,85 @@ def _main_module(path: str) -> ModuleType:
     return module
 
 
+def _exit_status(exc: SystemExit) -> int:
+    """The status ``sys.exit(code)`` gives (``_Py_HandleSystemExit``): None 0, an int itself
+    (a C long's, 255 out of its range), anything else printed to stderr and 1."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if -(1 << 63) <= code < 1 << 63 else 0xFF
+    stderr = sys.stderr
+    if stderr is not None:
+        with contextlib.suppress(Exception):
+            stderr.write(f"{code}\n")
+            stderr.flush()
+    return 1
+
+
+def _run(code: CodeType) -> None:
+    """In the child: the script, then the interpreter's own ending (Py_RunMain, then
+    Py_FinalizeEx) but for its teardown of the modules, the child then leaving with
+    ``os._exit``. That teardown (about half a short command's CPU) drops a reference to
+    every object the preload made, writing to nearly every page the child shares with the
+    zygote: each then copied. What a process sees of its end is kept, in order: an uncaught
+    exception's traceback (``sys.excepthook``, ``sys.last_*``), ``sys.exit``'s status or
+    text, the non-daemon threads joined, the atexit functions, stdout and stderr flushed (120
+    when one cannot be), an uncaught KeyboardInterrupt's SIGINT. What is not: the
+    ``__del__`` of what modules still hold, and the closing of files left open and unflushed
+    (logging's are flushed by its atexit function)."""
+    status = 0
+    interrupted = False
+    try:
+        exec(code, _main_module(code.co_filename).__dict__)
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException as exc:  # PyErr_Print: the traceback from the script's own frame
+        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+        try:
+            sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        except BaseException as hook_exc:
+            sys.__excepthook__(type(hook_exc), hook_exc, hook_exc.__traceback__)
+        status = 1
+        interrupted = isinstance(exc, KeyboardInterrupt)
+    threading._shutdown()  # type: ignore[attr-defined]  # wait_for_thread_shutdown
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):  # flush_std_files
+        if stream is None or getattr(stream, "closed", False):
+            continue
+        try:
+            stream.flush()
+        except Exception as exc:  # stdout's said (stderr's cannot be), either is 120
+            if stream is sys.stdout:
+                _unraisable(exc, stream)
+            status = 120
+    if interrupted:  # exit_sigint: the shell sees the interrupt
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        status = 128 + signal.SIGINT
+    os._exit(status)
+
+
+def _unraisable(exc: BaseException, obj: object) -> None:
+    """``PyErr_WriteUnraisable(obj)``, from the failed call's own frame (the interpreter's
+    call has none of ours): the default hook's lines, or a hook of the script's given it."""
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    if sys.unraisablehook is not sys.__unraisablehook__:  # the C hook takes only its type
+        args = SimpleNamespace(
+            exc_type=type(exc), exc_value=exc, exc_traceback=tb, err_msg=None, object=obj
+        )
+        sys.unraisablehook(args)  # type: ignore[arg-type]
+        return
+    import traceback
+
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"Exception ignored in: {obj!r}\n")
+        traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+        sys.stderr.flush()
+
+
 if __name__ == "__main__":
     _code = main()
-    if _code is not None:  # the child: the script runs, the interpreter's end is its status
-        exec(_code, _main_module(_code.co_filename).__dict__)
+    if _code is not None:  # the child: the script runs, then ends as the interpreter would
+        _run(_code)

@@ -4,6 +4,7 @@ whose imports took something of the process's state."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import logging
@@ -83,17 +84,66 @@ def state() -> dict[str, object]:
     }
 
 
-def main() -> None:
-    what = sys.argv[1]
-    if what == "state":
-        print(json.dumps(state()))
-    elif what == "exit":
+class _Unflushable:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        raise OSError("cannot flush")
+
+    def __repr__(self) -> str:
+        return "<unflushable>"
+
+
+class _Said:
+    """Says so on stderr when deleted."""
+
+    def __init__(self) -> None:
+        self.write = os.write
+
+    def __del__(self) -> None:
+        self.write(2, b"deleted at the teardown\n")
+
+
+_kept: object = None
+
+
+def end(what: str) -> None:
+    """The ways a script ends."""
+    if what == "exit":
         sys.stdout.write("unflushed")  # written at the interpreter's end
         sys.exit(int(sys.argv[2]))
     elif what == "exit-text":
         sys.exit(f"stopped: {sys.argv[2]}")
     elif what == "raise":
         raise ValueError("boom")
+    elif what == "ending":
+        ending(sys.argv[2])
+    elif what == "teardown":  # a global's __del__, at the modules' teardown
+        global _kept
+        _kept = _Said()
+
+
+def ending(how: str) -> None:
+    """What an end does after the script: a thread joined, atexit, the flush of stdout."""
+    out = sys.stdout  # the stream the interpreter made, whatever sys.stdout becomes
+    atexit.register(lambda: print("atexit ran", file=out, flush=True))
+    threading.Thread(target=lambda: (time.sleep(0.2), print("thread ended", file=out))).start()
+    sys.stdout.write("unflushed ")
+    if how == "interrupt":
+        raise KeyboardInterrupt
+    if how == "flush-fails":
+        sys.stdout.flush()
+        sys.stdout = _Unflushable()
+    sys.exit(int(how) if how.isdigit() else how)
+
+
+def main() -> None:
+    what = sys.argv[1]
+    if what == "state":
+        print(json.dumps(state()))
+    elif what in ("exit", "exit-text", "raise", "ending", "teardown"):
+        end(what)
     elif what == "echo":
         data = sys.stdin.read()
         sys.stdout.write(data.upper())

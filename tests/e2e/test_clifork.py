@@ -19,6 +19,7 @@ import pytest
 from tests import clifork, cputime
 from tests.clifork import (
     Process,
+    forwarding,
     popen,
     run_console_script,
     run_forked,
@@ -294,3 +295,49 @@ def test_a_forked_worker_ends_on_a_signal_as_the_console_script_does(
         if sig == signal.SIGTERM:
             assert "shutdown_done" in log_path.read_text(), log_path.read_text()
     assert ends == ([0, 0] if sig == signal.SIGTERM else [-9, -9])
+
+
+@pytest.mark.parametrize("how", ["0", "3", "bye", "interrupt", "flush-fails"])
+def test_the_end_after_the_script_is_the_interpreter_s(tmp_path: Path, how: str) -> None:
+    """What a process does after its script, in order: a non-daemon thread joined, the atexit
+    functions, stdout flushed (120 when it cannot be, said on stderr); sys.exit's status or
+    text; an uncaught KeyboardInterrupt's traceback, then SIGINT."""
+    env = env_without_seojobs()
+    fork = forked("ending", how, env=env, cwd=tmp_path)
+    assert outcome(fork) == outcome(alone("ending", how, env=env, cwd=tmp_path))
+    assert fork.stdout.startswith("unflushed ")
+    assert fork.stdout.endswith("thread ended\natexit ran\n")
+    assert fork.returncode == {"0": 0, "3": 3, "bye": 1, "interrupt": -signal.SIGINT}.get(how, 120)
+
+
+def test_a_forked_command_ends_without_the_modules_teardown(tmp_path: Path) -> None:
+    """The one difference from its script's end (tests/zygote.py's ``_run``): the modules'
+    teardown, which would write to nearly every page the child shares with the zygote, is
+    skipped; so is the ``__del__`` of what a module still holds."""
+    env = env_without_seojobs()
+    assert alone("teardown", env=env, cwd=tmp_path).stderr == "deleted at the teardown\n"
+    fork = forked("teardown", env=env, cwd=tmp_path)
+    assert (fork.returncode, fork.stdout, fork.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("args", [["state", "é"], ["ending", "3"], ["ending", "interrupt"]])
+def test_a_forwarded_command_is_the_process_its_script_would_be(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """``forwarding``'s stand-in, run by a shell as the script would be: its argv, environment,
+    cwd, stdin, stdout and stderr reach the forked command, whose status (or signal) it ends
+    with."""
+    env = env_without_seojobs() | {"PROBE_VAR": "set"}
+    cwd = tmp_path / "here"
+    cwd.mkdir()
+    stand_in = tmp_path / "probe"
+    with forwarding(stand_in, script=PROBE):
+        fork = subprocess.run(
+            [stand_in, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+        )
+    real = alone(*args, env=env, cwd=cwd)
+    if args[0] == "state":
+        assert fork.returncode == real.returncode == 0, (fork.stderr, real.stderr)
+        assert json.loads(fork.stdout) == json.loads(real.stdout)
+    else:
+        assert outcome(fork) == outcome(real)
