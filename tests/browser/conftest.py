@@ -4,6 +4,7 @@ saves full-page screenshots, desktop and 390 px wide, under the test output fold
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import uuid
@@ -45,17 +46,23 @@ PHONE = {"width": 390, "height": 844}
 # while it is started, so any later test in the same process that calls asyncio.run() would fail.
 @pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (scripts/test does)")
+    _chromium_installed()
     with sync_playwright() as driver:
         yield driver
 
 
+def _chromium_installed() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (scripts/test does)")
+
+
+def _launch(driver: Playwright) -> Browser:
+    return driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
 @pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
-    launched = playwright.chromium.launch(
-        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-    )
+    launched = _launch(playwright)
     try:
         yield launched
     finally:
@@ -113,6 +120,20 @@ def page(browser: Browser) -> Iterator[Page]:
         yield context.new_page()
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def one_page() -> Iterator[Page]:
+    """Playwright, Chromium and a desktop-sized page for one test of another folder (this
+    folder's fixtures keep them for a module): all stopped when the test ends, so no later test
+    of its module runs beside Playwright's event loop (see ``playwright``)."""
+    _chromium_installed()
+    with sync_playwright() as driver:
+        launched = _launch(driver)
+        try:
+            yield launched.new_context(viewport=DESKTOP).new_page()
+        finally:
+            launched.close()
 
 
 def sign_in(page: Page, site: Site, api_key: str) -> None:
