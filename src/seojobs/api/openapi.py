@@ -15,13 +15,14 @@ app knows once it is built.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.routing import BaseRoute
 
 from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
@@ -87,9 +88,30 @@ def route_document(
     about 0.43 CPU-s (some 160 routes), a fresh server's first POST that much later; one
     route's takes milliseconds. tests/integration/test_api_inputs.py checks every body's
     schema in it against the whole document's."""
-    document = get_openapi(title=app.title, version=app.version, routes=[route])
+    document = _alone(route, app.title, app.version)
     complete(document, registry, settings)
     return document
+
+
+# Where a route keeps FastAPI's document of it alone (``_alone``), per title and version.
+_ALONE = "_seojobs_openapi_alone"
+
+
+def _alone(route: BaseRoute, title: str, version: str) -> dict[str, Any]:
+    """A fresh copy of FastAPI's document of ``route`` alone, built once per route: it
+    depends on nothing but the route, and took 8 to 30 ms of CPU (a ``TypeAdapter`` for each
+    field of each model it names) at each app's first request of each route with a body,
+    though a process's apps share their routes (``seojobs.api.shared``; a test process
+    builds hundreds of apps). Kept as JSON text on the route (it dies with the route, and
+    no caller's completion, :func:`complete`, reaches another's copy)."""
+    kept: dict[tuple[str, str], str] = vars(route).setdefault(_ALONE, {})
+    text = kept.get((title, version))
+    if text is None:
+        text = kept[(title, version)] = json.dumps(
+            get_openapi(title=title, version=version, routes=[route])
+        )
+    found: dict[str, Any] = json.loads(text)
+    return found
 
 
 def complete(document: dict[str, Any], registry: Registry, settings: Settings) -> None:
@@ -136,7 +158,8 @@ def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
     ``Competitor`` beside the projects API's) is renamed for its kind, and so are the
     references to it: it replaced the other, and the projects API's bodies were documented
     (and checked by the input gate) with the kind's model."""
-    schema: dict[str, Any] = kind.params.model_json_schema(ref_template=REF_TEMPLATE)
+    model: type[BaseModel] = kind.params
+    schema: dict[str, Any] = json.loads(params_schema_text(model))
     defs: dict[str, Any] = schema.pop("$defs", {})
     clashing = {name for name, found in defs.items() if schemas.get(name, found) != found}
     if clashing:
@@ -154,6 +177,14 @@ def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
         }
     schemas.update(defs)
     return schema
+
+
+@functools.cache
+def params_schema_text(params: type[BaseModel]) -> str:
+    """A kind's params schema (references into the document's components), as JSON text: a
+    model's schema is built anew at each ``model_json_schema`` (1 to 2 ms of CPU for some
+    kinds' params), and every route document that takes a job type ties every kind's in."""
+    return json.dumps(params.model_json_schema(ref_template=REF_TEMPLATE))
 
 
 def _takes_empty(kind: Kind[Any]) -> bool:
