@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
@@ -58,12 +60,7 @@ def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            document = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
+            document = _whole(app)
             complete(document, registry, settings)
             app.openapi_schema = document
             return document
@@ -78,6 +75,43 @@ def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
 
     app.openapi = openapi  # type: ignore[method-assign]
     app.state.route_openapi = of_route
+
+
+# FastAPI's documents of whole apps (``_whole``), by what they are built from; the last few.
+_WHOLE: dict[tuple[Any, ...], tuple[list[BaseRoute], str]] = {}
+_KEEP_WHOLE = 4
+_WHOLE_LOCK = threading.Lock()
+
+
+def _documented(route: BaseRoute) -> bool:
+    """Whether FastAPI's document may say something of ``route``: not for a plain Starlette
+    route (/openapi.json, say) nor an ``APIRoute`` left out of the schema; anything else
+    (an included router, a mount) may."""
+    if isinstance(route, APIRoute):
+        return route.include_in_schema
+    return not isinstance(route, Route | WebSocketRoute)
+
+
+def _whole(app: FastAPI) -> dict[str, Any]:
+    """A fresh copy of FastAPI's document of ``app``, built once for the same routes, title,
+    version and description: its routes are those the process's apps share (seojobs.api.shared,
+    the status polls, /metrics and the health checks too), and it took some 0.6 CPU-s per
+    app, at each app's first /openapi.json (tests read it from dozens of apps). Every route it
+    documents is the key, by identity, and is kept with it (no other object takes its id)."""
+    routes = [route for route in app.routes if _documented(route)]
+    key = (app.title, app.version, app.description, *map(id, routes))
+    found = _WHOLE.get(key)
+    if found is None:
+        document = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        found = (routes, json.dumps(document))
+        with _WHOLE_LOCK:  # apps on other threads (a test process's) keep theirs too
+            while len(_WHOLE) >= _KEEP_WHOLE:
+                del _WHOLE[next(iter(_WHOLE))]
+            _WHOLE[key] = found
+    whole: dict[str, Any] = json.loads(found[1])
+    return whole
 
 
 def route_document(
