@@ -257,6 +257,22 @@ def test_settings_read_the_environment_whenever_a_variable_names_a_field(
     assert Settings().retention_days == 30
 
 
+def test_a_kinds_params_schema_is_pydantics_in_a_copy_of_its_own() -> None:
+    """``registry.json_schema`` builds a model's schema once (``/v1/job-types``, the route
+    documents and the dashboard's forms read it) and hands each caller its own copy."""
+    from seojobs.engine.registry import json_schema
+
+    registry = load_registry(Settings(plugins=["tests.kinds", "tests.acme"]))
+    template = "#/components/schemas/{model}"
+    for name in registry.names():
+        model = registry.get(name).params
+        assert json_schema(model) == model.model_json_schema(), name
+        mine = json_schema(model, template)
+        assert mine == model.model_json_schema(ref_template=template), name
+        mine.clear()
+        assert json_schema(model, template) == model.model_json_schema(ref_template=template)
+
+
 def test_job_record_fields_follow_the_table_columns() -> None:
     """Rows become JobRecords by position (fast path); the orders must agree."""
     from dataclasses import fields

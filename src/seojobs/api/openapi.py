@@ -15,7 +15,6 @@ app knows once it is built.
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 from collections.abc import Iterable
@@ -29,7 +28,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
-from seojobs.engine.registry import Kind, Registry
+from seojobs.engine.registry import Kind, Registry, json_schema
 from seojobs.services.schedules import interval_bounds
 from seojobs.settings import Settings
 
@@ -193,7 +192,7 @@ def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
     references to it: it replaced the other, and the projects API's bodies were documented
     (and checked by the input gate) with the kind's model."""
     model: type[BaseModel] = kind.params
-    schema: dict[str, Any] = json.loads(params_schema_text(model))
+    schema = json_schema(model, REF_TEMPLATE)
     defs: dict[str, Any] = schema.pop("$defs", {})
     clashing = {name for name, found in defs.items() if schemas.get(name, found) != found}
     if clashing:
@@ -211,14 +210,6 @@ def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
         }
     schemas.update(defs)
     return schema
-
-
-@functools.cache
-def params_schema_text(params: type[BaseModel]) -> str:
-    """A kind's params schema (references into the document's components), as JSON text: a
-    model's schema is built anew at each ``model_json_schema`` (1 to 2 ms of CPU for some
-    kinds' params), and every route document that takes a job type ties every kind's in."""
-    return json.dumps(params.model_json_schema(ref_template=REF_TEMPLATE))
 
 
 def _takes_empty(kind: Kind[Any]) -> bool:
