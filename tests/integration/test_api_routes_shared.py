@@ -62,14 +62,14 @@ def test_apps_alive_at_once_share_the_routes_of_the_same_declarations(sqlite_url
         routes, routes_again, acme_routes = _by_path(plain), _by_path(again), _by_path(acme)
         assert ("GET", ACME_SITES) in acme_routes
         assert ("GET", ACME_SITES) not in routes
-        # The same declarations: every route but the app's own (the documentation pages) is
-        # the one object, reads, status polls, /metrics and the health checks included: the
-        # app's whole document is FastAPI's of shared routes (seojobs.api.openapi._whole).
+        # The same declarations: every route is the one object, reads, status polls, /metrics,
+        # the health checks and the documentation pages included (the app's whole document
+        # is then FastAPI's of shared routes: seojobs.api.openapi._whole).
         own = {at for at, route in routes.items() if route is not routes_again[at]}
         assert ("GET", "/v1/projects/{project_id}/jobs") not in own
         assert ("GET", "/v1/projects/{project_id}/data/{type}") not in own
         assert ("GET", "/v1/projects/{project_id}/rankings") not in own
-        for shared in ("/api/v1/index-submit/jobs/{job_id}", "/metrics", "/healthz", "/readyz"):
+        for shared in ("/api/v1/index-submit/jobs/{job_id}", "/metrics", "/healthz", "/docs"):
             assert ("GET", shared) not in own
         assert all(not route.include_in_schema for at, route in routes.items() if at in own)
         assert len(own) < len(routes) / 10, sorted(own)
