@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import (
@@ -40,22 +41,24 @@ router = APIRouter(route_class=CheckedRoute)
 REDIRECT_URL = "/docs/oauth2-redirect"
 
 
-def _openapi_url(request: Request) -> str:
-    """Where the serving app publishes its document, under the request's root path."""
+def _page(request: Request, name: str) -> tuple[str, dict[str, Any]]:
+    """The request's root path, and what both pages take from the serving app: where it
+    publishes its document (under that root) and the page's title."""
+    root = str(request.scope.get("root_path", ""))
     url: str = request.app.openapi_url or "/openapi.json"
-    return str(request.scope.get("root_path", "")) + url
+    return root, {"openapi_url": root + url, "title": f"{request.app.title} - {name}"}
 
 
 @router.get("/docs", include_in_schema=False)
 async def swagger(request: Request) -> HTMLResponse:
-    root = request.scope.get("root_path", "")
+    root, page = _page(request, "Swagger UI")
+    assets = root + ASSETS
     return get_swagger_ui_html(
-        openapi_url=_openapi_url(request),
-        title=f"{request.app.title} - Swagger UI",
+        **page,
         oauth2_redirect_url=root + REDIRECT_URL,
-        swagger_js_url=f"{root}{ASSETS}/swagger-ui-bundle.js",
-        swagger_css_url=f"{root}{ASSETS}/swagger-ui.css",
-        swagger_favicon_url=f"{root}{ASSETS}/favicon.png",
+        swagger_js_url=f"{assets}/swagger-ui-bundle.js",
+        swagger_css_url=f"{assets}/swagger-ui.css",
+        swagger_favicon_url=f"{assets}/favicon.png",
     )
 
 
@@ -66,10 +69,9 @@ async def swagger_redirect() -> HTMLResponse:
 
 @router.get("/redoc", include_in_schema=False)
 async def redoc(request: Request) -> HTMLResponse:
-    root = request.scope.get("root_path", "")
+    root, page = _page(request, "ReDoc")
     return get_redoc_html(
-        openapi_url=_openapi_url(request),
-        title=f"{request.app.title} - ReDoc",
+        **page,
         redoc_js_url=f"{root}{ASSETS}/redoc.standalone.js",
         redoc_favicon_url=f"{root}{ASSETS}/favicon.png",
         with_google_fonts=False,
