@@ -459,6 +459,36 @@ def test_a_routes_own_document_gives_its_body_the_whole_documents_schema(idle: A
             assert _body(alone, method, path) == _body(whole, method, path), (method, path)
 
 
+def test_a_routes_document_is_completed_for_each_app(sqlite_url: str) -> None:
+    """FastAPI's document of a route is built once per process (``openapi._alone``: the apps
+    share their routes) and completed for each app: two apps with other kinds and other
+    schedule bounds each document the same route's body with their own, and completing one
+    app's changes nothing of the other's."""
+    plain = create_app(make_settings(sqlite_url), run_worker=False, auto_migrate=False)
+    other = create_app(
+        make_settings(sqlite_url, plugins=[], schedule_min_interval_seconds=120, day_seconds=60),
+        run_worker=False,
+        auto_migrate=False,
+    )
+    path = "/v1/projects/{project_id}/schedules"
+
+    def body(app: Any) -> dict[str, Any]:
+        (route,) = [r for m, p, r in app_routes(app) if (m, p) == ("POST", path)]
+        registry, settings = app.state.services.registry, app.state.settings
+        alone = openapi.route_document(app, route, registry, settings)
+        schedule = alone["components"]["schemas"]["ScheduleIn"]
+        types = schedule["properties"]["type"]["enum"]
+        bounds = schedule["properties"]["every_seconds"]["anyOf"][0]
+        tied = len(schedule["allOf"])  # the types' oneOf, added once per completion
+        return {"types": types, "least": bounds["minimum"], "tied": tied, "same": route}
+
+    first, second, again = body(plain), body(other), body(plain)
+    assert first["same"] is second["same"]  # one route object, two documents of it
+    assert "test_noop" in first["types"] and "test_noop" not in second["types"]
+    assert (first["least"], second["least"]) == (60, 120)
+    assert again == first
+
+
 def test_a_body_is_checked_without_the_whole_document(sqlite_url: str) -> None:
     """An app's requests with a body build their routes' documents, not the app's: a value
     pydantic would convert (``true`` as 1) is still refused by the schema."""

@@ -62,17 +62,45 @@ def test_apps_alive_at_once_share_the_routes_of_the_same_declarations(sqlite_url
         routes, routes_again, acme_routes = _by_path(plain), _by_path(again), _by_path(acme)
         assert ("GET", ACME_SITES) in acme_routes
         assert ("GET", ACME_SITES) not in routes
-        # The same declarations: every route but the app's own (/healthz, /metrics, the status
-        # polls...) is the one object, reads included.
+        # The same declarations: every route is the one object, reads, status polls, /metrics,
+        # the health checks and the documentation pages included (the app's whole document
+        # is then FastAPI's of shared routes: seojobs.api.openapi._whole).
         own = {at for at, route in routes.items() if route is not routes_again[at]}
         assert ("GET", "/v1/projects/{project_id}/jobs") not in own
         assert ("GET", "/v1/projects/{project_id}/data/{type}") not in own
         assert ("GET", "/v1/projects/{project_id}/rankings") not in own
+        for shared in ("/api/v1/index-submit/jobs/{job_id}", "/metrics", "/healthz", "/docs"):
+            assert ("GET", shared) not in own
+        assert all(not route.include_in_schema for at, route in routes.items() if at in own)
         assert len(own) < len(routes) / 10, sorted(own)
         # Other declarations: the modules' routes are shared, the reads are the app's own.
         assert acme_routes["POST", "/v1/projects"] is routes["POST", "/v1/projects"]
         ranks = ("GET", "/v1/projects/{project_id}/rankings")
         assert acme_routes[ranks] is not routes[ranks]
+    finally:
+        for app in (plain, again, acme):
+            asyncio.run(app.state.services.close())
+
+
+def test_apps_of_the_same_routes_get_the_same_document_each_their_own(sqlite_url: str) -> None:
+    """FastAPI's document of an app is built once for the same routes (``openapi._whole``) and
+    completed for each app: an app of other declarations gets its own, and no app's
+    document is another's object."""
+    plain = create_app(make_settings(sqlite_url), run_worker=False, auto_migrate=False)
+    again = create_app(make_settings(sqlite_url), run_worker=False, auto_migrate=False)
+    acme_settings = make_settings(sqlite_url, plugins=PLUGINS)
+    acme = create_app(acme_settings, run_worker=False, auto_migrate=False)
+    try:
+        first, second, third = plain.openapi(), again.openapi(), acme.openapi()
+        assert first == second and first is not second
+        assert first["paths"] is not second["paths"]
+        assert ACME_SITES in third["paths"] and ACME_SITES not in first["paths"]
+        first["paths"].clear()  # a caller's own copy
+        fresh = create_app(make_settings(sqlite_url), run_worker=False, auto_migrate=False)
+        try:
+            assert fresh.openapi() == second
+        finally:
+            asyncio.run(fresh.state.services.close())
     finally:
         for app in (plain, again, acme):
             asyncio.run(app.state.services.close())

@@ -230,6 +230,26 @@ async def test_a_key_google_does_not_know_is_fatal(
     assert api.publishes == []
 
 
+async def test_a_replaced_key_file_signs_with_its_new_key(
+    tmp_path: Path, key: ServiceAccountKey, base: str, api: FakeIndexingApi,
+    tokens: FakeTokenEndpoint,
+) -> None:  # fmt: skip
+    """A key is read once per process (google_auth._signer), by its text: a file that now
+    holds another key signs with that one, the old key's tokens being refused."""
+    path = key.write(tmp_path / "sa.json", base + TOKEN_PATH)
+    assert all(r.ok for r in await submit(settings_for(base, path), [U1]))
+    ServiceAccountKey().write(path, base + TOKEN_PATH)  # same email, a key nobody trusts
+
+    with pytest.raises(ProviderError) as caught:
+        await submit(settings_for(base, path), [U2])
+
+    assert "invalid_grant Invalid JWT Signature." in caught.value.message
+    assert [r.status for r in tokens.requests] == [200, 400]
+    key.write(path, base + TOKEN_PATH)  # the trusted key again, in a file of its own text
+    assert all(r.ok for r in await submit(settings_for(base, path), [U3]))
+    assert [r.status for r in tokens.requests] == [200, 400, 200]
+
+
 async def test_a_token_endpoint_refusing_the_client_is_fatal(
     settings: Settings, api: FakeIndexingApi, tokens: FakeTokenEndpoint
 ) -> None:

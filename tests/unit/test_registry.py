@@ -236,6 +236,43 @@ def test_settings_read_a_dotenv_file_only_when_given_one(
     assert given.day_seconds == 3  # the environment first
 
 
+def test_settings_read_the_environment_whenever_a_variable_names_a_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The environment's source is not walked when no variable names a field
+    (``settings.Environment``); one that does, in either case, is read as before, and other
+    ``SEOJOBS_`` variables (the suite's own) neither are nor make the others unread."""
+    for name in [n for n in os.environ if n.upper().startswith("SEOJOBS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SEOJOBS_TEST_SOMETHING", "1")  # names no field
+    assert Settings().retention_days == 30
+    monkeypatch.setenv("seojobs_retention_days", "9")
+    monkeypatch.setenv("SEOJOBS_FETCH_ALLOW_HOSTS", "a.example, b.example")
+    built = Settings()
+    assert built.retention_days == 9
+    assert built.fetch_allow_hosts == ["a.example", "b.example"]
+    assert Settings(retention_days=4).retention_days == 4  # the keywords first
+    monkeypatch.delenv("seojobs_retention_days")
+    monkeypatch.delenv("SEOJOBS_FETCH_ALLOW_HOSTS")
+    assert Settings().retention_days == 30
+
+
+def test_a_kinds_params_schema_is_pydantics_in_a_copy_of_its_own() -> None:
+    """``registry.json_schema`` builds a model's schema once (``/v1/job-types``, the route
+    documents and the dashboard's forms read it) and hands each caller its own copy."""
+    from seojobs.engine.registry import json_schema
+
+    registry = load_registry(Settings(plugins=["tests.kinds", "tests.acme"]))
+    template = "#/components/schemas/{model}"
+    for name in registry.names():
+        model = registry.get(name).params
+        assert json_schema(model) == model.model_json_schema(), name
+        mine = json_schema(model, template)
+        assert mine == model.model_json_schema(ref_template=template), name
+        mine.clear()
+        assert json_schema(model, template) == model.model_json_schema(ref_template=template)
+
+
 def test_job_record_fields_follow_the_table_columns() -> None:
     """Rows become JobRecords by position (fast path); the orders must agree."""
     from dataclasses import fields

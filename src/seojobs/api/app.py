@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -36,6 +36,32 @@ from seojobs.services import Services
 from seojobs.settings import Settings
 
 log = logging.getLogger("seojobs.api")
+
+
+# Liveness and readiness, served by every app (``seojobs.api.shared``).
+health_router = APIRouter(route_class=CheckedRoute)
+
+
+# async: answered on the event loop, never queued behind the thread pool (database reads, and
+# before, calls to a hung Redis, which once held every thread and hung this check).
+@health_router.get("/healthz", operation_id="healthz", tags=["health"])
+async def healthz() -> dict[str, str]:
+    """Liveness: the process answers. Depends on nothing else (no database, no Redis)."""
+    return {"status": "ok"}
+
+
+@health_router.get("/readyz", operation_id="readyz", tags=["health"], response_model=None)
+def readyz(request: Request) -> Any:
+    """Readiness: the database answers and its schema is current."""
+    services: Services = request.app.state.services
+    wrong = services.readiness()
+    if wrong == "database_unavailable":
+        return problems.problem(
+            503, "Database unavailable", "the database does not answer", code=wrong
+        )
+    if wrong is not None:
+        return problems.problem(503, "Schema out of date", "run `seojobs migrate`", code=wrong)
+    return JSONResponse({"status": "ready", "database": services.db.dialect})
 
 
 def create_app(
@@ -132,25 +158,7 @@ def create_app(
     if settings.trusted_proxies:  # outermost: every layer sees the forwarded client
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
 
-    # async: answered on the event loop, never queued behind the thread pool (database reads,
-    # and before, calls to a hung Redis, which once held every thread and hung this check).
-    @app.get("/healthz", operation_id="healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        """Liveness: the process answers. Depends on nothing else (no database, no Redis)."""
-        return {"status": "ok"}
-
-    @app.get("/readyz", operation_id="readyz", tags=["health"], response_model=None)
-    def readyz() -> Any:
-        """Readiness: the database answers and its schema is current."""
-        wrong = services.readiness()
-        if wrong == "database_unavailable":
-            return problems.problem(
-                503, "Database unavailable", "the database does not answer", code=wrong
-            )
-        if wrong is not None:
-            return problems.problem(503, "Schema out of date", "run `seojobs migrate`", code=wrong)
-        return JSONResponse({"status": "ready", "database": services.db.dialect})
-
+    add_routes(app, health_router)
     require_checked(app.routes)
     openapi.install(app, registry, settings)
     return app

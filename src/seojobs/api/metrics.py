@@ -90,43 +90,45 @@ def registry_for(services: Services) -> CollectorRegistry:
     return registry
 
 
-def install(app: FastAPI, services: Services) -> None:
-    registry = registry_for(services)
-    token = services.settings.metrics_token
-    router = APIRouter(route_class=CheckedRoute)
+router = APIRouter(route_class=CheckedRoute)
 
-    @router.get(
-        "/metrics",
-        operation_id="metrics",
-        tags=["health"],
-        response_class=Response,
-        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Metrics"}},
-    )
-    def metrics(
-        request: Request, authorization: Annotated[str | None, Header()] = None
-    ) -> Response:
-        """The queue and this process in Prometheus' text format (see the README). Without
-        `SEOJOBS_METRICS_TOKEN`, loopback clients only; with it, a bearer token."""
-        if token is None and not loopback_client(request):
+
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    tags=["health"],
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Metrics"}},
+)
+def metrics(request: Request, authorization: Annotated[str | None, Header()] = None) -> Response:
+    """The queue and this process in Prometheus' text format (see the README). Without
+    `SEOJOBS_METRICS_TOKEN`, loopback clients only; with it, a bearer token."""
+    registry, token = request.app.state.metrics
+    if token is None and not loopback_client(request):
+        raise Problem(
+            403,
+            "Forbidden",
+            "GET /metrics answers loopback clients only; to scrape it from elsewhere, set "
+            "SEOJOBS_METRICS_TOKEN and send `Authorization: Bearer <token>`",
+            code="metrics_loopback_only",
+        )
+    if token is not None:
+        expected = f"Bearer {token.get_secret_value()}".encode()
+        if not hmac.compare_digest((authorization or "").encode(), expected):
             raise Problem(
-                403,
-                "Forbidden",
-                "GET /metrics answers loopback clients only; to scrape it from elsewhere, set "
-                "SEOJOBS_METRICS_TOKEN and send `Authorization: Bearer <token>`",
-                code="metrics_loopback_only",
+                401,
+                "Unauthorized",
+                "GET /metrics needs `Authorization: Bearer <SEOJOBS_METRICS_TOKEN>`",
+                code="unauthorized",
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
             )
-        if token is not None:
-            expected = f"Bearer {token.get_secret_value()}".encode()
-            if not hmac.compare_digest((authorization or "").encode(), expected):
-                raise Problem(
-                    401,
-                    "Unauthorized",
-                    "GET /metrics needs `Authorization: Bearer <SEOJOBS_METRICS_TOKEN>`",
-                    code="unauthorized",
-                    headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
-                )
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
+
+def install(app: FastAPI, services: Services) -> None:
+    """Serve ``/metrics`` (the route every app shares, ``seojobs.api.shared``) from this
+    app's own registry and token."""
+    app.state.metrics = (registry_for(services), services.settings.metrics_token)
     add_routes(app, router)
 
 

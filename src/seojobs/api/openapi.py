@@ -16,17 +16,19 @@ app knows once it is built.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import ValidationError
-from starlette.routing import BaseRoute
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from seojobs.api.inputs import NO_NUL, STORABLE_JSON, STORABLE_JSON_NAME
 from seojobs.api.problems import problem_response
-from seojobs.engine.registry import Kind, Registry
+from seojobs.engine.registry import Kind, Registry, json_schema
 from seojobs.services.schedules import interval_bounds
 from seojobs.settings import Settings
 
@@ -57,12 +59,7 @@ def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            document = get_openapi(
-                title=app.title,
-                version=app.version,
-                description=app.description,
-                routes=app.routes,
-            )
+            document = _whole(app)
             complete(document, registry, settings)
             app.openapi_schema = document
             return document
@@ -79,6 +76,43 @@ def install(app: FastAPI, registry: Registry, settings: Settings) -> None:
     app.state.route_openapi = of_route
 
 
+# FastAPI's documents of whole apps (``_whole``), by what they are built from; the last few.
+_WHOLE: dict[tuple[Any, ...], tuple[list[BaseRoute], str]] = {}
+_KEEP_WHOLE = 4
+_WHOLE_LOCK = threading.Lock()
+
+
+def _documented(route: BaseRoute) -> bool:
+    """Whether FastAPI's document may say something of ``route``: not for a plain Starlette
+    route (/openapi.json, say) nor an ``APIRoute`` left out of the schema; anything else
+    (an included router, a mount) may."""
+    if isinstance(route, APIRoute):
+        return route.include_in_schema
+    return not isinstance(route, Route | WebSocketRoute)
+
+
+def _whole(app: FastAPI) -> dict[str, Any]:
+    """A fresh copy of FastAPI's document of ``app``, built once for the same routes, title,
+    version and description: its routes are those the process's apps share (seojobs.api.shared,
+    the status polls, /metrics and the health checks too), and it took some 0.6 CPU-s per
+    app, at each app's first /openapi.json (tests read it from dozens of apps). Every route it
+    documents is the key, by identity, and is kept with it (no other object takes its id)."""
+    routes = [route for route in app.routes if _documented(route)]
+    key = (app.title, app.version, app.description, *map(id, routes))
+    found = _WHOLE.get(key)
+    if found is None:
+        document = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        found = (routes, json.dumps(document))
+        with _WHOLE_LOCK:  # apps on other threads (a test process's) keep theirs too
+            while len(_WHOLE) >= _KEEP_WHOLE:
+                del _WHOLE[next(iter(_WHOLE))]
+            _WHOLE[key] = found
+    whole: dict[str, Any] = json.loads(found[1])
+    return whole
+
+
 def route_document(
     app: FastAPI, route: BaseRoute, registry: Registry, settings: Settings
 ) -> dict[str, Any]:
@@ -87,9 +121,30 @@ def route_document(
     about 0.43 CPU-s (some 160 routes), a fresh server's first POST that much later; one
     route's takes milliseconds. tests/integration/test_api_inputs.py checks every body's
     schema in it against the whole document's."""
-    document = get_openapi(title=app.title, version=app.version, routes=[route])
+    document = _alone(route, app.title, app.version)
     complete(document, registry, settings)
     return document
+
+
+# Where a route keeps FastAPI's document of it alone (``_alone``), per title and version.
+_ALONE = "_seojobs_openapi_alone"
+
+
+def _alone(route: BaseRoute, title: str, version: str) -> dict[str, Any]:
+    """A fresh copy of FastAPI's document of ``route`` alone, built once per route: it
+    depends on nothing but the route, and took 8 to 30 ms of CPU (a ``TypeAdapter`` for each
+    field of each model it names) at each app's first request of each route with a body,
+    though a process's apps share their routes (``seojobs.api.shared``; a test process
+    builds hundreds of apps). Kept as JSON text on the route (it dies with the route, and
+    no caller's completion, :func:`complete`, reaches another's copy)."""
+    kept: dict[tuple[str, str], str] = vars(route).setdefault(_ALONE, {})
+    text = kept.get((title, version))
+    if text is None:
+        text = kept[(title, version)] = json.dumps(
+            get_openapi(title=title, version=version, routes=[route])
+        )
+    found: dict[str, Any] = json.loads(text)
+    return found
 
 
 def complete(document: dict[str, Any], registry: Registry, settings: Settings) -> None:
@@ -136,7 +191,8 @@ def _params_schema(kind: Kind[Any], schemas: dict[str, Any]) -> dict[str, Any]:
     ``Competitor`` beside the projects API's) is renamed for its kind, and so are the
     references to it: it replaced the other, and the projects API's bodies were documented
     (and checked by the input gate) with the kind's model."""
-    schema: dict[str, Any] = kind.params.model_json_schema(ref_template=REF_TEMPLATE)
+    model: type[BaseModel] = kind.params
+    schema = json_schema(model, REF_TEMPLATE)
     defs: dict[str, Any] = schema.pop("$defs", {})
     clashing = {name for name, found in defs.items() if schemas.get(name, found) != found}
     if clashing:

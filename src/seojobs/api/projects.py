@@ -40,6 +40,7 @@ from seojobs.api.projects_models import (
 
 # v1's list and status conventions, shared so that both surfaces page and pace polls alike.
 from seojobs.api.v1 import Cursor, JobId, Limit, StatusFilter, long_poll, retry_headers
+from seojobs.engine.registry import json_schema
 
 # Seed 001's job body: also the data of a job's webhook events (seojobs.jobbody).
 from seojobs.jobbody import job_body
@@ -201,7 +202,7 @@ def list_job_types(user: User, svc: Svc) -> Response:
         {
             "name": kind.name,
             "description": kind.description,
-            "params_schema": kind.params.model_json_schema(),
+            "params_schema": json_schema(kind.params),
             "poll_hint": kind.poll_hint.as_dict(),
         }
         for kind in types

@@ -63,10 +63,17 @@ def _plain(router: APIRouter, app: FastAPI) -> bool:
     )
 
 
-def add_routes(app: FastAPI, router: APIRouter) -> None:
+def add_routes(app: FastAPI, router: APIRouter, *, first: bool = False) -> None:
     """Serve ``router``'s routes on ``app`` as ``app.include_router(router)`` would, sharing
-    the route objects; a router or app this cannot be done for is included."""
+    the route objects; a router or app this cannot be done for is included. ``first``: ahead
+    of the app's other routes (tried first), else after them."""
+    routes = app.router.routes
+    before = len(routes)
     if _adds_nothing(app) and _plain(router, app):
-        app.router.routes.extend(router.routes)
+        routes.extend(router.routes)
     else:
         app.include_router(router)
+    if first:
+        added = routes[before:]
+        del routes[before:]
+        routes[:0] = added

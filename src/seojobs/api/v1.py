@@ -29,6 +29,7 @@ from seojobs.api.ids import (
 from seojobs.api.inputs import FORBID, CheckedRoute
 from seojobs.api.paging import by_id, paged
 from seojobs.api.problems import Problem
+from seojobs.api.shared import add_routes
 from seojobs.api.text import Title
 from seojobs.kinds.urls import MAX_URLS, Url
 from seojobs.records import JobRecord, UserRecord
@@ -351,33 +352,36 @@ async def get_check(request: Request, job_id: JobId) -> Response:
     return await _status(request, indexing.CHECK, job_id)
 
 
+# The two status GETs, on a router without prefix of its own (see install_status_routes).
+status_router = APIRouter(route_class=PathIdRoute)
+for _path, _endpoint, _model, _operation in (
+    ("/index-submit/jobs/{job_id}", get_submit, SubmitStatus, "get_index_submit_job"),
+    ("/index-check/jobs/{job_id}", get_check, CheckStatus, "get_index_check_job"),
+):
+    status_router.add_api_route(
+        PREFIX + _path,
+        _endpoint,
+        methods=["GET"],
+        response_model=_model,
+        operation_id=_operation,
+        openapi_extra=STATUS_OPENAPI,
+        tags=TAGS,
+        responses=problems.RESPONSES,
+    )
+
+
 def install_status_routes(app: FastAPI) -> None:
-    """Put the two status GETs first on the app's own router, ahead of every other route.
+    """Put the two status GETs first on the app's own router, ahead of every other route
+    (FastAPI's own, /openapi.json, /docs..., too).
 
     Routes of an included router are matched through FastAPI's inclusion layer (two more
     ``matches`` per route tried, ~30 us per poll); these are most of the traffic, so they sit
-    on the app itself, with the same path, tags and documented errors as the rest of v1. They
-    are ``PathIdRoute``s: documented like any route, run without FastAPI's per-request
-    parameter handling (see ``seojobs.api.fastroute``).
+    on the app itself, with the same path, tags and documented errors as the rest of v1 (the
+    routes built once, as the other routers' are: ``seojobs.api.shared``). They are
+    ``PathIdRoute``s: documented like any route, run without FastAPI's per-request parameter
+    handling (see ``seojobs.api.fastroute``).
     """
-    for path, endpoint, model, operation in (
-        ("/index-submit/jobs/{job_id}", get_submit, SubmitStatus, "get_index_submit_job"),
-        ("/index-check/jobs/{job_id}", get_check, CheckStatus, "get_index_check_job"),
-    ):
-        app.router.add_api_route(
-            PREFIX + path,
-            endpoint,
-            methods=["GET"],
-            response_model=model,
-            operation_id=operation,
-            openapi_extra=STATUS_OPENAPI,
-            tags=TAGS,
-            responses=problems.RESPONSES,
-            route_class_override=PathIdRoute,
-        )
-    # Ahead of the routes FastAPI added itself (/openapi.json, /docs, ...): tried first.
-    routes = app.router.routes
-    routes[:0] = [routes.pop(), routes.pop()][::-1]
+    add_routes(app, status_router, first=True)
 
 
 # -- index-submit -------------------------------------------------------------------------------

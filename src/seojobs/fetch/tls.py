@@ -10,6 +10,7 @@ expired or self-signed certificate is reported rather than hidden behind the err
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from dataclasses import dataclass
 
@@ -30,7 +31,12 @@ class PeerTLS:
     verify_error: str | None
 
 
+@functools.lru_cache(maxsize=8)
 def _contexts(cafile: str | None) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """The verifying and the lenient context, made once per CA file and process, as the
+    fetcher's (``seojobs.fetch.client._trusting``): each loads the system's CAs, some 30 ms
+    of CPU, and every lookup made both. Shared by every handshake, as an ``SSLContext`` may
+    be."""
     verifying = ssl.create_default_context(cafile=cafile)
     if cafile:  # extra trust anchors besides the system's (a private CA)
         verifying.load_default_certs()

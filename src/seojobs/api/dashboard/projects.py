@@ -25,6 +25,7 @@ from seojobs.api.dashboard.repeat import Repeat, checked_name
 from seojobs.api.dashboard.routes import Signed, enabled_field, see_other
 from seojobs.api.inputs import CheckedRoute
 from seojobs.api.projects import ProjectId, ScheduleId
+from seojobs.engine.registry import json_schema
 from seojobs.records import CollectionRecord, ProjectRecord
 from seojobs.services import Conflict, Invalid, NotFound, QuotaExceeded, Services
 
@@ -247,7 +248,7 @@ async def new_job_form(
         context = {"project": project, "kinds": kinds}
         return page(request, "project_kinds.html", context, viewer=who)
     spec = services.kind(kind)
-    form_fields = jobform.fields(spec.params.model_json_schema())
+    form_fields = jobform.fields(json_schema(spec.params))
     return _job_page(request, who, project, spec, form_fields, errors=[], status_code=200)
 
 
@@ -282,7 +283,7 @@ async def start_job(request: Request, who: Signed, project_id: ProjectId) -> Res
     services = services_of(request)
     project = await run_in_threadpool(services.project, who.user, project_id)
     spec = services.kind(form.get("type", ""))
-    form_fields = jobform.fields(spec.params.model_json_schema())
+    form_fields = jobform.fields(json_schema(spec.params))
     params, readable = jobform.read(form_fields, form)
     errors = [f.error for f in form_fields if f.error]
     schedule = repeat.read(form) if form.get("action") == "schedule" else None
