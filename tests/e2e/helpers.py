@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -47,10 +48,53 @@ def run_cli(
     return run_forked(*args, env=env, cwd=cwd, timeout=timeout)
 
 
+# The first port a test hands a server it starts (below it: the machine's own services).
+FIRST_PORT = 10000
+
+
+def port_block(worker: str, workers: int, ephemeral_low: int) -> range:
+    """The ports ``free_port`` hands out in the pytest process ``worker`` (xdist's gw0, gw1,
+    ...) of ``workers``: a block of its own, below the kernel's ephemeral range (which starts
+    at ``ephemeral_low``)."""
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    size = (ephemeral_low - FIRST_PORT) // max(workers, index + 1)
+    return range(FIRST_PORT + index * size, FIRST_PORT + (index + 1) * size)
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+_PORTS = port_block(
+    os.environ.get("PYTEST_XDIST_WORKER", "gw0"),
+    int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
+    _ephemeral_low(),
+)
+# From a random place in it: two suites run side by side (two work trees) seldom meet.
+_next_port = [random.randrange(len(_PORTS))]
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port free now, for a server a test is about to start. Not one the kernel
+    picked (a bind to port 0): that port went back to the kernel's ephemeral range when the
+    probe closed, and another test's server or fake binding port 0 (or another pytest worker's
+    free_port) could take it before ours did. Our server's bind then failed, and the test
+    talked to the other process: a 401 for a key its database did not hold, seen under load.
+    Each pytest worker takes ports from a block of its own below that range instead, in turn,
+    skipping any in use."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[_next_port[0] % len(_PORTS)]
+        _next_port[0] += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_PORTS}")
 
 
 def env_without_seojobs() -> dict[str, str]:
