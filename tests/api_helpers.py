@@ -27,7 +27,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 from sqlalchemy import func, select
@@ -42,7 +41,7 @@ from seojobs.store import tables
 from tests.conftest import IN_CI, database_of, make_settings
 from tests.fakes.indexnow import FakeIndexNow
 from tests.fakes.serp import FakeSerper
-from tests.fakes.server import serve
+from tests.fakes.server import ThreadServer, serve
 from tests.fakes.site import FixtureSite, running_site
 from tests.waiting import wait_until
 
@@ -102,15 +101,6 @@ _POLICY = re.compile(r'^"user";q=(?P<q>\d+);w=(?P<w>\d+)$')
 # -- serving ------------------------------------------------------------------------------------
 
 
-class _Server(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # not the main thread
-        return None
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 @contextlib.contextmanager
 def running(app: FastAPI) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 with its lifespan; yield the base URL; shut it down after.
@@ -123,7 +113,7 @@ def running(app: FastAPI) -> Iterator[str]:
     config = uvicorn_config(
         app, app.state.settings, log_level="warning", lifespan="on", access_log=False
     )
-    server = _Server(config)
+    server = ThreadServer(config)
     failure: list[BaseException] = []
 
     async def serve() -> None:
@@ -147,7 +137,7 @@ def running(app: FastAPI) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=30)
         sock.close()
         if thread.is_alive():

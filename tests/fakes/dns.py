@@ -26,6 +26,8 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
+from tests.fakes.server import STOP_WITHIN
+
 Zone = dict[str, dict[str, list[str]]]
 
 
@@ -129,7 +131,7 @@ def serve_dns(fake: FakeDns) -> Iterator[str]:
     servers: list[socketserver.BaseServer] = [udp, tcp]
     for server in servers:
         server.fake = fake  # type: ignore[attr-defined]
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(STOP_WITHIN,), daemon=True).start()
     try:
         yield f"127.0.0.1:{port}"
     finally:

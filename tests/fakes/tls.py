@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from tests.fakes.server import STOP_WITHIN
 from tests.fakes.tcp import Endpoint
 
 
@@ -50,7 +51,7 @@ class TlsServer(socketserver.ThreadingTCPServer):
 @contextlib.contextmanager
 def serve_tls(context: ssl.SSLContext) -> Iterator[TlsServer]:
     server = TlsServer(context)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(STOP_WITHIN,), daemon=True).start()
     try:
         yield server
     finally:
