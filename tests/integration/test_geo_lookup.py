@@ -420,14 +420,16 @@ def test_a_schedule_fires_lookups_with_their_items_until_the_quota_is_spent(
 def test_a_wrong_key_fails_the_job_and_is_never_shown(
     sqlite_url: str, fakes: Fakes, provider: str
 ) -> None:
-    wrong = {"openai": "sk-wrong-key-99999", "perplexity": "pplx-wrong-key-99999"}[provider]
+    wrong = {"openai": "sk-wrong-key-qzxjv", "perplexity": "pplx-wrong-key-qzxjv"}[provider]
     settings = fakes.settings(sqlite_url, **{f"{provider}_api_key": wrong})
     with started(settings) as (_app, client, project):
         job = lookup(client, project, prompts=[HOSE], domain="acme.example", provider=provider)
         job_text = client.get(f"/v1/jobs/{job['id']}").text
     assert (job["status"], job["error"]["code"]) == ("failed", "provider_auth_failed")
     assert f"{provider} refused the credentials (401)" in job["error"]["message"]
-    assert "wrong" not in job_text and "9999" not in job_text
+    # Not even its tail (letters no id or timestamp of the job holds: "9999" was once in
+    # a created_at's microseconds).
+    assert "wrong" not in job_text and "qzxj" not in job_text
     fake = fakes.openai if provider == "openai" else fakes.perplexity
     assert [r.headers["authorization"] for r in fake.requests] == [f"Bearer {wrong}"]
 
@@ -453,11 +455,11 @@ def test_seojobs_providers_lists_ai_search_and_checks_each_key(
     assert "credential openai: ok: the key may use the model gpt-5" in checked.output
     [call] = fakes.openai.requests  # a model retrieved: no answer billed
     assert (call.method, call.path) == ("GET", "/v1/models/gpt-5")
-    wrong = {**env, "SEOJOBS_OPENAI_API_KEY": "sk-wrong-key-99999",
+    wrong = {**env, "SEOJOBS_OPENAI_API_KEY": "sk-wrong-key-qzxjv",
              "SEOJOBS_PERPLEXITY_API_KEY": PERPLEXITY_KEY}  # fmt: skip
     refused = CliRunner().invoke(cli, ["providers"], env=wrong)
     assert refused.exit_code == 1, refused.output
     assert "credential openai: FAILED: openai refused the credentials (401)" in refused.output
     assert "credential perplexity: ok: answered one short question with sonar" in refused.output
-    assert "wrong" not in refused.output and "9999" not in refused.output
+    assert "wrong" not in refused.output and "qzxj" not in refused.output
     assert fakes.perplexity.requests[0].body["max_tokens"] == 1
