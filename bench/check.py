@@ -31,10 +31,8 @@ from bench.lib.core import ScratchPostgres, columns, failed, verdict
 from bench.lib.site import API_KEY, SiteProcess, indexed
 from seojobs.fetch import Fetcher
 from seojobs.fetch.http import HttpClient
-from seojobs.kinds import load_registry
 from seojobs.providers.base import http_client
 from seojobs.providers.serper import SerperChecker
-from seojobs.services import Services
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
@@ -432,18 +430,6 @@ def check_settings(url: str, serper_url: str, scenario: Scenario) -> Settings:
     )
 
 
-def _create_check(settings: Settings, user_id: int, urls: list[str]) -> int:
-    db = Database(settings.database_url)
-    try:
-        services = Services(db, settings, load_registry(settings))
-        user = services.user(user_id)
-        job, created = services.jobs.create(user, CHECK, {"urls": urls, "engine": "google"})
-        assert created and job.state == "pending", job
-        return job.id
-    finally:
-        db.dispose()
-
-
 def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
     """(indexed, not_indexed, pages fetched with 200, robots.txt fetches) of a finished job."""
     with db.read() as conn:
@@ -468,7 +454,8 @@ async def check(
     """Create the index_check job through ``services.jobs.create`` (untimed), then time one Worker
     from ``run()`` until a second ``Database`` reads the job completed; check the result."""
     settings = check_settings(url, serper_url, scenario)
-    job_id = await asyncio.to_thread(_create_check, settings, user_id, urls)
+    params = {"urls": urls, "engine": "google"}
+    job_id = await asyncio.to_thread(ours.create_job, url, user_id, CHECK, params, settings)
     async with ours.timed_worker(settings) as run:
         started, cpu = time.perf_counter(), time.process_time()
         ended = await ours.wait_completed(
@@ -564,14 +551,20 @@ class Bench:
             raise RuntimeError(f"{system}: {listed} listed, expected {self.expected_indexed}")
         self._add(system, "-", concurrency, None, seconds, usage)
 
+    def job(self, scenario: Scenario, meter: list[core.Meter] | None = None) -> CheckRun:
+        """One index check of ``self.urls`` on a fresh database; ``meter`` gets a Meter
+        started once the database is ready."""
+        with self.dbs.fresh(scenario.dialect) as (url, user_id):
+            if meter is not None:
+                meter.append(core.Meter(self.site.pid))
+            return asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
+
     def ours(self, dialect: str, concurrency: int, host_concurrency: int) -> None:
-        scenario = Scenario(dialect, concurrency, host_concurrency)
-        with self.dbs.fresh(dialect) as (url, user_id):
-            meter = core.Meter(self.site.pid)
-            run = asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
-            # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
-            # reading every item back to check it come before and after.
-            usage = dataclasses.replace(meter.stop(run.seconds), cpu=run.cpu)
+        meter: list[core.Meter] = []
+        run = self.job(Scenario(dialect, concurrency, host_concurrency), meter)
+        # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
+        # reading every item back to check it come before and after.
+        usage = dataclasses.replace(meter[0].stop(run.seconds), cpu=run.cpu)
         expected = (self.expected_indexed, len(self.urls) - self.expected_indexed, len(self.urls))
         got = (run.indexed, run.not_indexed, run.fetched_ok)
         if got != expected or run.robots_fetches != len(self.site.site_urls):
@@ -605,9 +598,7 @@ class Bench:
                 asyncio.run(check_bare(system, self.urls, self.site.serper_url, 8))
             for dialect in ("sqlite", "postgresql"):
                 if dialect in self.opts.only:
-                    with self.dbs.fresh(dialect) as (url, user_id):
-                        scenario = Scenario(dialect, 8, 8)
-                        asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
+                    self.job(Scenario(dialect, 8, 8))
         finally:
             self.urls = urls
 
@@ -670,9 +661,10 @@ def _notes(results: Results) -> list[str]:
 
 def _profile(bench: Bench, concurrency: int) -> list[str]:
     """One more SQLite run of ours, raised per-host, under py-spy; report lines."""
-    run_once = partial(bench.ours, "sqlite", concurrency, concurrency)
-    _none, raw = spy.record_self(run_once)
+    with spy.recording(os.getpid(), spy.SELF_RATE) as got:
+        bench.ours("sqlite", concurrency, concurrency)
     run = bench.results.runs.pop()  # reported here, not among the timed runs
+    raw = got.raw
     if raw is None:
         return ["profile: py-spy missing or could not attach (no permission?); skipped"]
     total, found = spy.categorise(raw)
@@ -690,13 +682,8 @@ def _profile(bench: Bench, concurrency: int) -> list[str]:
 
 def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
     """The ``--layers`` ladder at ``concurrency``; report lines."""
-
-    def whole_job(scenario: Scenario) -> CheckRun:
-        with bench.dbs.fresh("sqlite") as (url, user_id):
-            return asyncio.run(check(url, bench.site.serper_url, user_id, bench.urls, scenario))
-
     core.progress(f"layers: {rounds} round(s) at c={concurrency}")
-    found = measure(bench.urls, bench.site.serper_url, concurrency, rounds, whole_job)
+    found = measure(bench.urls, bench.site.serper_url, concurrency, rounds, bench.job)
     bench.results.layer_checks = checks(found)
     return report(found)
 
