@@ -344,7 +344,7 @@ def run_main(opts: Options, systems: list[System], results: Results) -> None:
         f"warmed up; {opts.rounds} rounds of {opts.duration:.0f} s per system and concurrency"
     )
     groups = [[system.run(c) for system in systems] for c in opts.connections]
-    results.samples += core.interleave(groups, opts.rounds, opts.duration)
+    core.interleave(groups, opts.rounds, opts.duration, results.samples)
 
 
 def paced_rate(results: Results, opts: Options) -> float:
@@ -358,7 +358,7 @@ def run_paced(opts: Options, systems: list[System], results: Results) -> None:
     c, rate = opts.paced_connections, paced_rate(results, opts)
     core.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
     groups = [[system.run(c, offered=rate) for system in systems]]
-    results.samples += core.interleave(groups, opts.rounds, opts.duration)
+    core.interleave(groups, opts.rounds, opts.duration, results.samples)
 
 
 def run_profiles(opts: Options, systems: list[System], results: Results) -> None:

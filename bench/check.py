@@ -13,6 +13,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (
 import asyncio
 import dataclasses
 import importlib.util
+import json
 import os
 import statistics
 import time
@@ -20,7 +21,6 @@ from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import aiohttp
@@ -475,44 +475,24 @@ async def check(
 # -- bench/check.py: each URL's two requests, with httpx and with aiohttp ------------------
 
 
-async def _check_httpx(
-    site: httpx.AsyncClient, api: httpx.AsyncClient, search: str, url: str
-) -> bool:
-    page = asyncio.create_task(site.get(url))
-    answer = await api.post(
-        search,
-        json={"q": "site:" + url.split("://", 1)[1], "num": 10},
-        headers={"X-API-KEY": API_KEY},
-    )
-    listed = url in {item.get("link") for item in answer.json().get("organic", [])}
-    response = await page
-    if response.status_code != 200 or answer.status_code != 200 or not response.content:
-        raise RuntimeError(f"bare loop: {url} answered {response.status_code}/{answer.status_code}")
-    return listed
+async def _send_httpx(
+    session: httpx.AsyncClient, method: str, url: str, **options: Any
+) -> tuple[int, bytes]:
+    response = await session.request(method, url, **options)
+    return response.status_code, response.content
 
 
-async def _check_aiohttp(
-    site: aiohttp.ClientSession, api: aiohttp.ClientSession, search: str, url: str
-) -> bool:
-    async def page() -> tuple[int, bytes]:
-        async with site.get(url) as response:
-            return response.status, await response.read()
-
-    fetch = asyncio.create_task(page())
-    query = {"q": "site:" + url.split("://", 1)[1], "num": 10}
-    async with api.post(search, json=query, headers={"X-API-KEY": API_KEY}) as answer:
-        found = await answer.json()
-        answer_status = answer.status
-    listed = url in {item.get("link") for item in found.get("organic", [])}
-    status, body = await fetch
-    if status != 200 or answer_status != 200 or not body:
-        raise RuntimeError(f"bare aiohttp loop: {url} answered {status}/{answer_status}")
-    return listed
+async def _send_aiohttp(
+    session: aiohttp.ClientSession, method: str, url: str, **options: Any
+) -> tuple[int, bytes]:
+    async with session.request(method, url, **options) as response:
+        return response.status, await response.read()
 
 
-BARE_LOOPS: dict[str, tuple[Callable[[], Any], Callable[..., Awaitable[bool]]]] = {
-    BARE: (aiohttp.ClientSession, _check_aiohttp),
-    BARE_HTTPX: (httpx.AsyncClient, _check_httpx),
+# system: (its HTTP library's session, one request with it: (status, body))
+BARE_LOOPS: dict[str, tuple[Callable[[], Any], Callable[..., Awaitable[tuple[int, bytes]]]]] = {
+    BARE: (aiohttp.ClientSession, _send_aiohttp),
+    BARE_HTTPX: (httpx.AsyncClient, _send_httpx),
 }
 
 
@@ -521,11 +501,22 @@ async def check_bare(
 ) -> tuple[float, int]:
     """Check every URL with a bare loop (two sessions of its HTTP library: pages, Serper);
     (seconds, URLs listed by the fake Serper)."""
-    session, one = BARE_LOOPS[system]
+    session, send = BARE_LOOPS[system]
     search = serper_url.rstrip("/") + "/search"
+
+    async def one(url: str) -> bool:
+        page = asyncio.create_task(send(site, "GET", url))
+        query = {"q": "site:" + url.split("://", 1)[1], "num": 10}
+        found, answer = await send(api, "POST", search, json=query, headers={"X-API-KEY": API_KEY})
+        listed = url in {item.get("link") for item in json.loads(answer).get("organic", [])}
+        status, body = await page
+        if status != 200 or found != 200 or not body:
+            raise RuntimeError(f"{system} loop: {url} answered {status}/{found}")
+        return listed
+
     started = time.perf_counter()
     async with session() as site, session() as api:
-        listed = await _lanes(urls, concurrency, partial(one, site, api, search))
+        listed = await _lanes(urls, concurrency, one)
     return time.perf_counter() - started, listed
 
 

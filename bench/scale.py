@@ -215,7 +215,7 @@ def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Op
                 Run((what, n), f"{n} process(es), {what}", pool, target, opts.connections)
                 for what, pool, target in targets
             ]
-            results.samples += core.interleave([group], opts.rounds, opts.duration)
+            core.interleave([group], opts.rounds, opts.duration, results.samples)
 
 
 def prune(table: Table, results: Results) -> None:

@@ -842,17 +842,18 @@ def loaded(run: Run, seconds: float, rnd: int = 0) -> Sample:
     return Sample(run.what, rnd, load, server_cpu / load.requests * 1000, share)
 
 
-def interleave(groups: Sequence[Sequence[Run]], rounds: int, seconds: float) -> list[Sample]:
+def interleave(
+    groups: Sequence[Sequence[Run]], rounds: int, seconds: float, found: list[Sample]
+) -> None:
     """``rounds`` rounds of every run, each group's runs in an order rotating from round to
-    round, so that a burst of other load hits them alike."""
-    found = []
+    round, so that a burst of other load hits them alike; each Sample added to ``found`` as
+    it is measured (a report of an interrupted run has them)."""
     for rnd in range(rounds):
         for group in groups:
             shift = rnd % len(group)
             for run in [*group[shift:], *group[:shift]]:
                 found.append(loaded(run, seconds, rnd))
                 progress(f"round {rnd + 1} {run.label}: {found[-1].load}")
-    return found
 
 
 def median_of(samples: Iterable[Sample], what: tuple[Any, ...], figure: str) -> float:
