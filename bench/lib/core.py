@@ -568,11 +568,8 @@ class Server:
 
 @functools.cache
 def compile_seojobs() -> None:
-    """seojobs' modules compiled to bytecode (in its ``__pycache__``, which git ignores), once
-    per bench process, before a worker starts. An installed seojobs has it (pip compiles on
-    install; deploy/Dockerfile), but a source tree run with ``PYTHONDONTWRITEBYTECODE=1`` has
-    none: every process compiled each module it imported, and a kind's run-time modules load
-    at its first job (a site audit's: ~0.1 s of CPU), which the bench counted as the job's."""
+    """seojobs' modules compiled to bytecode (in its ``__pycache__``), once per bench process,
+    before a worker starts, as an installed seojobs has them (why: docs/bench/audit.md)."""
     import seojobs
 
     compileall.compile_dir(Path(seojobs.__file__).parent, quiet=1)
