@@ -11,7 +11,6 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
 import json
-import time
 from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -24,12 +23,14 @@ from bench.lib.core import (
     CONSTANT,
     STATUS_PATH,
     UVICORN_OPTIONS,
-    Load,
     LoadTarget,
+    Run,
+    Sample,
     ScratchPostgres,
     Server,
     columns,
     median,
+    median_of,
     run_wrk,
     table,
     verdict,
@@ -48,21 +49,6 @@ LABELS = {
     "sqlite": "seojobs, SQLite",
     "postgresql": "seojobs, PostgreSQL",
 }
-
-
-@dataclass(frozen=True)
-class Sample:
-    key: str
-    connections: int
-    round: int
-    load: Load
-    server_cpu: float  # CPU seconds of the server process
-    others: float  # share of the machine's CPUs used by anything but server and load generator
-    offered: float = 0.0  # req/s offered by a paced run; 0: closed loop
-
-    @property
-    def cpu_ms_per_request(self) -> float:
-        return self.server_cpu / self.load.requests * 1000 if self.load.requests else 0.0
 
 
 @dataclass
@@ -97,50 +83,39 @@ class Row:
         return self.p99 <= TARGET_P99_MS
 
 
-def _row(key: str, mine: list[Sample], **extra: float) -> Row:
-    """Medians over the rounds of one system's samples (one concurrency, one load shape)."""
-    return Row(
-        key=key,
-        connections=mine[0].connections,
-        rate=median([s.load.rate for s in mine]),
-        p50=median([s.load.p50_ms for s in mine]),
-        p99=median([s.load.p99_ms for s in mine]),
-        p99_max=max(s.load.p99_ms for s in mine),
-        cpu_ms=median([s.cpu_ms_per_request for s in mine]),
-        others=median([s.others for s in mine]),
-        offered=mine[0].offered,
-        **extra,
-    )
+def _row(samples: list[Sample], what: tuple[str, int, float], **extra: float) -> Row:
+    """Medians over the rounds of one system's samples (one concurrency, one load shape:
+    ``what`` is (system, connections, the offered req/s of a fixed load or 0))."""
+    figures = ("rate", "p50_ms", "p99_ms")
+    rate, p50, p99 = (median_of(samples, what, figure) for figure in figures)
+    p99_max = max(s.load.p99_ms for s in samples if s.what == what)
+    cpu, others = median_of(samples, what, "cpu_ms"), median_of(samples, what, "others")
+    return Row(*what[:2], rate, p50, p99, p99_max, cpu, others, offered=what[2], **extra)
 
 
 def summarise(samples: list[Sample], connections: tuple[int, ...]) -> list[Row]:
     """The closed-loop rows, with each system's ratios to the bare endpoint in the same round."""
     rows = []
     for c in connections:
-        closed = [s for s in samples if s.connections == c and not s.offered]
-        bare = {s.round: s.load.rate for s in closed if s.key == "bare"}
-        bare_cpu = median([s.cpu_ms_per_request for s in closed if s.key == "bare"])
+        bare = {s.round: s.load.rate for s in samples if s.what == ("bare", c, 0.0)}
+        bare_cpu = median_of(samples, ("bare", c, 0.0), "cpu_ms")
         for key in SYSTEMS:
-            mine = [s for s in closed if s.key == key]
+            mine = [s for s in samples if s.what == (key, c, 0.0)]
             if mine:
                 ratios = [s.load.rate / bare[s.round] for s in mine if bare.get(s.round)]
-                cpu = median([s.cpu_ms_per_request for s in mine])
-                rows.append(_row(key, mine, ratio=median(ratios), cpu_ratio=bare_cpu / cpu))
+                cpu_ratio = bare_cpu / median([s.cpu_ms for s in mine])
+                rows.append(_row(samples, (key, c, 0.0), ratio=median(ratios), cpu_ratio=cpu_ratio))
     return rows
 
 
 def summarise_paced(samples: list[Sample]) -> list[Row]:
     """The fixed-load rows."""
-    found = ([s for s in samples if s.key == key and s.offered] for key in SYSTEMS)
-    return [_row(mine[0].key, mine) for mine in found if mine]
+    paced = dict.fromkeys(s.what for s in samples if s.what[2])
+    return [_row(samples, what) for key in SYSTEMS for what in paced if what[0] == key]
 
 
 def _rates(samples: list[Sample], key: str, c: int) -> str:
-    return " / ".join(
-        f"{s.load.rate:,.0f}"
-        for s in samples
-        if s.key == key and s.connections == c and not s.offered
-    )
+    return " / ".join(f"{s.load.rate:,.0f}" for s in samples if s.what == (key, c, 0.0))
 
 
 COMMON: list[tuple[str, Callable[[Row], str]]] = [
@@ -328,9 +303,6 @@ def parse_args(argv: list[str] | None) -> Options:
     return a
 
 
-# -- systems and samples ----------------------------------------------------------------------
-
-
 @dataclass
 class System:
     key: str
@@ -338,14 +310,12 @@ class System:
     server: Server
     target: LoadTarget
 
-
-def measure(
-    system: System, connections: int, seconds: float, rnd: int, offered: float = 0.0
-) -> Sample:
-    """One wrk run against ``system`` (:func:`core.loaded`)."""
-    pause_ms = connections / offered * 1000 if offered else 0.0
-    load, cpu, others = core.loaded(system.server, system.target, connections, seconds, pause_ms)
-    return Sample(system.key, connections, rnd, load, cpu, others, offered)
+    def run(self, connections: int, offered: float = 0.0) -> Run:
+        """A wrk run of ``connections`` against it; paced to ``offered`` req/s when set."""
+        pause_ms = connections / offered * 1000 if offered else 0.0
+        label = f"fixed load {self.label}" if offered else f"c={connections} {self.label}"
+        what = (self.key, connections, offered)
+        return Run(what, label, self.server, self.target, connections, pause_ms)
 
 
 # -- set-up -----------------------------------------------------------------------------------
@@ -373,13 +343,8 @@ def run_main(opts: Options, systems: list[System], results: Results) -> None:
     core.progress(
         f"warmed up; {opts.rounds} rounds of {opts.duration:.0f} s per system and concurrency"
     )
-    for rnd in range(opts.rounds):
-        order = systems[rnd % len(systems) :] + systems[: rnd % len(systems)]
-        for c in opts.connections:
-            for system in order:
-                sample = measure(system, c, opts.duration, rnd)
-                results.samples.append(sample)
-                core.progress(f"round {rnd + 1} c={c} {system.label}: {sample.load}")
+    groups = [[system.run(c) for system in systems] for c in opts.connections]
+    core.interleave(groups, opts.rounds, opts.duration, results.samples)
 
 
 def paced_rate(results: Results, opts: Options) -> float:
@@ -392,29 +357,28 @@ def run_paced(opts: Options, systems: list[System], results: Results) -> None:
     """Latency at one fixed offered load, the same for every system (see docs/bench/api.md)."""
     c, rate = opts.paced_connections, paced_rate(results, opts)
     core.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
-    for rnd in range(opts.rounds):
-        order = systems[rnd % len(systems) :] + systems[: rnd % len(systems)]
-        for system in order:
-            sample = measure(system, c, opts.duration, rnd, offered=rate)
-            results.samples.append(sample)
-            core.progress(f"round {rnd + 1} fixed load {system.label}: {sample.load}")
+    groups = [[system.run(c, offered=rate) for system in systems]]
+    core.interleave(groups, opts.rounds, opts.duration, results.samples)
 
 
 def run_profiles(opts: Options, systems: list[System], results: Results) -> None:
-    binary = spy.available()
-    if binary is None:
+    if spy.available() is None:
         results.notes.append("py-spy not found: no profile")
         return
     c = opts.connections[0]
     for system in systems:
-        proc, out, tmp = spy.record(binary, system.server.pid, opts.profile_seconds)
-        time.sleep(0.5)  # py-spy attaches
-        load = run_wrk(system.target, c, opts.profile_seconds + 1)
-        requests = round(load.rate * opts.profile_seconds)
+        seconds, pid = opts.profile_seconds, system.server.pid
+        with spy.recording(pid, spy.RATE, seconds, attach=0.5) as got:
+            load = run_wrk(system.target, c, seconds + 1)
+        requests = round(load.rate * seconds)
         label = f"{system.label}, {c} connections"
-        keep = opts.profile_raw / f"{system.key}.txt" if opts.profile_raw else None
-        prof = spy.finish(proc, out, tmp, label, opts.profile_seconds, requests, keep)
-        results.profiles.append(prof)
+        if got.raw is not None and opts.profile_raw:
+            opts.profile_raw.mkdir(parents=True, exist_ok=True)
+            (opts.profile_raw / f"{system.key}.txt").write_text(got.raw)
+        if got.raw is None:
+            results.profiles.append(spy.Profile(label, seconds, requests, error=got.error))
+        else:
+            results.profiles.append(spy.analyse(got.raw, label, seconds, requests))
         core.progress(f"profiled {label}")
 
 

@@ -13,6 +13,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (
 import asyncio
 import dataclasses
 import importlib.util
+import json
 import os
 import statistics
 import time
@@ -20,7 +21,6 @@ from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import aiohttp
@@ -31,10 +31,8 @@ from bench.lib.core import ScratchPostgres, columns, failed, verdict
 from bench.lib.site import API_KEY, SiteProcess, indexed
 from seojobs.fetch import Fetcher
 from seojobs.fetch.http import HttpClient
-from seojobs.kinds import load_registry
 from seojobs.providers.base import http_client
 from seojobs.providers.serper import SerperChecker
-from seojobs.services import Services
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
@@ -432,18 +430,6 @@ def check_settings(url: str, serper_url: str, scenario: Scenario) -> Settings:
     )
 
 
-def _create_check(settings: Settings, user_id: int, urls: list[str]) -> int:
-    db = Database(settings.database_url)
-    try:
-        services = Services(db, settings, load_registry(settings))
-        user = services.user(user_id)
-        job, created = services.jobs.create(user, CHECK, {"urls": urls, "engine": "google"})
-        assert created and job.state == "pending", job
-        return job.id
-    finally:
-        db.dispose()
-
-
 def _verify(db: Database, job_id: int, total: int) -> tuple[int, int, int, int]:
     """(indexed, not_indexed, pages fetched with 200, robots.txt fetches) of a finished job."""
     with db.read() as conn:
@@ -468,7 +454,8 @@ async def check(
     """Create the index_check job through ``services.jobs.create`` (untimed), then time one Worker
     from ``run()`` until a second ``Database`` reads the job completed; check the result."""
     settings = check_settings(url, serper_url, scenario)
-    job_id = await asyncio.to_thread(_create_check, settings, user_id, urls)
+    params = {"urls": urls, "engine": "google"}
+    job_id = await asyncio.to_thread(ours.create_job, url, user_id, CHECK, params, settings)
     async with ours.timed_worker(settings) as run:
         started, cpu = time.perf_counter(), time.process_time()
         ended = await ours.wait_completed(
@@ -488,44 +475,24 @@ async def check(
 # -- bench/check.py: each URL's two requests, with httpx and with aiohttp ------------------
 
 
-async def _check_httpx(
-    site: httpx.AsyncClient, api: httpx.AsyncClient, search: str, url: str
-) -> bool:
-    page = asyncio.create_task(site.get(url))
-    answer = await api.post(
-        search,
-        json={"q": "site:" + url.split("://", 1)[1], "num": 10},
-        headers={"X-API-KEY": API_KEY},
-    )
-    listed = url in {item.get("link") for item in answer.json().get("organic", [])}
-    response = await page
-    if response.status_code != 200 or answer.status_code != 200 or not response.content:
-        raise RuntimeError(f"bare loop: {url} answered {response.status_code}/{answer.status_code}")
-    return listed
+async def _send_httpx(
+    session: httpx.AsyncClient, method: str, url: str, **options: Any
+) -> tuple[int, bytes]:
+    response = await session.request(method, url, **options)
+    return response.status_code, response.content
 
 
-async def _check_aiohttp(
-    site: aiohttp.ClientSession, api: aiohttp.ClientSession, search: str, url: str
-) -> bool:
-    async def page() -> tuple[int, bytes]:
-        async with site.get(url) as response:
-            return response.status, await response.read()
-
-    fetch = asyncio.create_task(page())
-    query = {"q": "site:" + url.split("://", 1)[1], "num": 10}
-    async with api.post(search, json=query, headers={"X-API-KEY": API_KEY}) as answer:
-        found = await answer.json()
-        answer_status = answer.status
-    listed = url in {item.get("link") for item in found.get("organic", [])}
-    status, body = await fetch
-    if status != 200 or answer_status != 200 or not body:
-        raise RuntimeError(f"bare aiohttp loop: {url} answered {status}/{answer_status}")
-    return listed
+async def _send_aiohttp(
+    session: aiohttp.ClientSession, method: str, url: str, **options: Any
+) -> tuple[int, bytes]:
+    async with session.request(method, url, **options) as response:
+        return response.status, await response.read()
 
 
-BARE_LOOPS: dict[str, tuple[Callable[[], Any], Callable[..., Awaitable[bool]]]] = {
-    BARE: (aiohttp.ClientSession, _check_aiohttp),
-    BARE_HTTPX: (httpx.AsyncClient, _check_httpx),
+# system: (its HTTP library's session, one request with it: (status, body))
+BARE_LOOPS: dict[str, tuple[Callable[[], Any], Callable[..., Awaitable[tuple[int, bytes]]]]] = {
+    BARE: (aiohttp.ClientSession, _send_aiohttp),
+    BARE_HTTPX: (httpx.AsyncClient, _send_httpx),
 }
 
 
@@ -534,11 +501,22 @@ async def check_bare(
 ) -> tuple[float, int]:
     """Check every URL with a bare loop (two sessions of its HTTP library: pages, Serper);
     (seconds, URLs listed by the fake Serper)."""
-    session, one = BARE_LOOPS[system]
+    session, send = BARE_LOOPS[system]
     search = serper_url.rstrip("/") + "/search"
+
+    async def one(url: str) -> bool:
+        page = asyncio.create_task(send(site, "GET", url))
+        query = {"q": "site:" + url.split("://", 1)[1], "num": 10}
+        found, answer = await send(api, "POST", search, json=query, headers={"X-API-KEY": API_KEY})
+        listed = url in {item.get("link") for item in json.loads(answer).get("organic", [])}
+        status, body = await page
+        if status != 200 or found != 200 or not body:
+            raise RuntimeError(f"{system} loop: {url} answered {status}/{found}")
+        return listed
+
     started = time.perf_counter()
     async with session() as site, session() as api:
-        listed = await _lanes(urls, concurrency, partial(one, site, api, search))
+        listed = await _lanes(urls, concurrency, one)
     return time.perf_counter() - started, listed
 
 
@@ -564,14 +542,20 @@ class Bench:
             raise RuntimeError(f"{system}: {listed} listed, expected {self.expected_indexed}")
         self._add(system, "-", concurrency, None, seconds, usage)
 
+    def job(self, scenario: Scenario, meter: list[core.Meter] | None = None) -> CheckRun:
+        """One index check of ``self.urls`` on a fresh database; ``meter`` gets a Meter
+        started once the database is ready."""
+        with self.dbs.fresh(scenario.dialect) as (url, user_id):
+            if meter is not None:
+                meter.append(core.Meter(self.site.pid))
+            return asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
+
     def ours(self, dialect: str, concurrency: int, host_concurrency: int) -> None:
-        scenario = Scenario(dialect, concurrency, host_concurrency)
-        with self.dbs.fresh(dialect) as (url, user_id):
-            meter = core.Meter(self.site.pid)
-            run = asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
-            # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
-            # reading every item back to check it come before and after.
-            usage = dataclasses.replace(meter.stop(run.seconds), cpu=run.cpu)
+        meter: list[core.Meter] = []
+        run = self.job(Scenario(dialect, concurrency, host_concurrency), meter)
+        # The CPU of the timed span, as the clock's: creating the job (~0.05 ms/URL) and
+        # reading every item back to check it come before and after.
+        usage = dataclasses.replace(meter[0].stop(run.seconds), cpu=run.cpu)
         expected = (self.expected_indexed, len(self.urls) - self.expected_indexed, len(self.urls))
         got = (run.indexed, run.not_indexed, run.fetched_ok)
         if got != expected or run.robots_fetches != len(self.site.site_urls):
@@ -605,9 +589,7 @@ class Bench:
                 asyncio.run(check_bare(system, self.urls, self.site.serper_url, 8))
             for dialect in ("sqlite", "postgresql"):
                 if dialect in self.opts.only:
-                    with self.dbs.fresh(dialect) as (url, user_id):
-                        scenario = Scenario(dialect, 8, 8)
-                        asyncio.run(check(url, self.site.serper_url, user_id, self.urls, scenario))
+                    self.job(Scenario(dialect, 8, 8))
         finally:
             self.urls = urls
 
@@ -670,9 +652,10 @@ def _notes(results: Results) -> list[str]:
 
 def _profile(bench: Bench, concurrency: int) -> list[str]:
     """One more SQLite run of ours, raised per-host, under py-spy; report lines."""
-    run_once = partial(bench.ours, "sqlite", concurrency, concurrency)
-    _none, raw = spy.record_self(run_once)
+    with spy.recording(os.getpid(), spy.SELF_RATE) as got:
+        bench.ours("sqlite", concurrency, concurrency)
     run = bench.results.runs.pop()  # reported here, not among the timed runs
+    raw = got.raw
     if raw is None:
         return ["profile: py-spy missing or could not attach (no permission?); skipped"]
     total, found = spy.categorise(raw)
@@ -690,13 +673,8 @@ def _profile(bench: Bench, concurrency: int) -> list[str]:
 
 def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
     """The ``--layers`` ladder at ``concurrency``; report lines."""
-
-    def whole_job(scenario: Scenario) -> CheckRun:
-        with bench.dbs.fresh("sqlite") as (url, user_id):
-            return asyncio.run(check(url, bench.site.serper_url, user_id, bench.urls, scenario))
-
     core.progress(f"layers: {rounds} round(s) at c={concurrency}")
-    found = measure(bench.urls, bench.site.serper_url, concurrency, rounds, whole_job)
+    found = measure(bench.urls, bench.site.serper_url, concurrency, rounds, bench.job)
     bench.results.layer_checks = checks(found)
     return report(found)
 

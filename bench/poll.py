@@ -184,16 +184,9 @@ def seed000(
     deadline: int = 86_400,
     grow_first: bool = True,
 ) -> tuple[dict[int, float], int]:
-    """Seed 000's ``wait_for`` for every job at once, as simulated coroutines.
-
-    Each loop, started at t=0: read the status; on 429 ``delay = min(delay * 2, ceiling)``
-    (Retry-After is not read); on an unfinished job ``delay = min(int(delay * 1.5), ceiling)``;
-    then ``sleep(delay)``, ``waited += delay``, and stop with TimeoutError once ``waited`` reaches
-    ``deadline``. ``grow_first=False`` is a variant, not seed 000: it sleeps the delay before
-    growing it (so the first sleep is 15 s instead of 22 s).
-
-    Returns when each job became known as finished, and how many loops timed out.
-    """
+    """Seed 000's ``wait_for`` for every job at once, as simulated coroutines (the loop, and
+    the ``grow_first=False`` variant: docs/bench/poll.md); when each job became known as
+    finished, and how many loops timed out."""
     known: dict[int, float] = {}
     timed_out = 0
     # (time, job id, delay, waited); the job id breaks ties deterministically.

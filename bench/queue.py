@@ -14,15 +14,15 @@ import asyncio
 import contextlib
 import importlib.metadata
 import logging
-import random
 import sqlite3
 import time
 from argparse import Namespace as Options  # what parse_args returns
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from functools import partial
+from typing import Any
 
 import procrastinate
 import psycopg
@@ -61,6 +61,11 @@ class Results:
     def best(self, system_prefix: str, dialect: str) -> Burn | None:
         runs = self.runs(system_prefix, dialect)
         return max(runs, key=lambda b: b.rate) if runs else None
+
+    def ratio(self, dialect: str, other: str) -> float | None:
+        """Our best jobs/s over ``other``'s best on ``dialect`` (None: one of them is missing)."""
+        ours, theirs = self.best("seojobs", dialect), self.best(other, dialect)
+        return ours.rate / theirs.rate if ours and theirs else None
 
     def wake(self, dialect: str) -> Wake | None:
         """The headline wake-up for a dialect: the first seojobs measurement made on it."""
@@ -140,17 +145,12 @@ def render(results: Results) -> str:
 
 
 def _ratios(results: Results) -> list[str]:
-    rows = []
-    for dialect in ("sqlite", "postgresql"):
-        ours = results.best("seojobs", dialect)
-        if ours is None:
-            continue
-        bare = results.best("bare loop", dialect)
-        if bare is not None:
-            rows.append([dialect, "seojobs / bare loop", f"{ours.rate / bare.rate:.3f}"])
-        peer = results.best("procrastinate", dialect)
-        if peer is not None:
-            rows.append([dialect, "seojobs / procrastinate", f"{ours.rate / peer.rate:.2f}"])
+    rows = [
+        [dialect, f"seojobs / {other}", format(value, spec)]
+        for dialect in ("sqlite", "postgresql")
+        for other, spec in (("bare loop", ".3f"), ("procrastinate", ".2f"))
+        if (value := results.ratio(dialect, other)) is not None
+    ]
     if not rows:
         return []
     return ["", "Ratios (best runs)", *table(["dialect", "ratio", "value"], rows, {2})]
@@ -177,14 +177,10 @@ def checks(results: Results) -> list[tuple[str, str, bool]]:
             continue
         target = f"{label} >= {TARGET_RATE:,.0f} jobs/s"
         out.append((target, f"{ours.rate:,.0f}", ours.rate >= TARGET_RATE))
-        bare = results.best("bare loop", dialect)
-        if bare is not None:
-            ratio = ours.rate / bare.rate
+        if (ratio := results.ratio(dialect, "bare loop")) is not None:
             target = f"{label} >= {TARGET_RATIO[dialect]:.2f} x its bare loop"
             out.append((target, f"{ratio:.3f}", ratio >= TARGET_RATIO[dialect]))
-        peer = results.best("procrastinate", dialect) if dialect == "postgresql" else None
-        if ours is not None and peer is not None:
-            times = ours.rate / peer.rate
+        if (times := results.ratio(dialect, "procrastinate")) is not None:
             target = f"{label} >= {TARGET_PEER:.0f} x Procrastinate"
             out.append((target, f"{times:.1f}", times >= TARGET_PEER))
     for dialect, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
@@ -228,14 +224,24 @@ logging.getLogger("procrastinate").setLevel(logging.WARNING)
 
 def _app(dbname: str, pool_size: int | None) -> procrastinate.App:
     """``pool_size`` None keeps Procrastinate's default pool (psycopg_pool's: 4 connections)."""
-    conninfo = pg_conninfo(dbname)
-    if pool_size is None:
-        connector = procrastinate.PsycopgConnector(conninfo=conninfo)
-    else:
-        connector = procrastinate.PsycopgConnector(
-            conninfo=conninfo, min_size=pool_size, max_size=pool_size
-        )
+    sizes = {} if pool_size is None else {"min_size": pool_size, "max_size": pool_size}
+    connector = procrastinate.PsycopgConnector(conninfo=pg_conninfo(dbname), **sizes)
     return procrastinate.App(connector=connector)
+
+
+@contextlib.asynccontextmanager
+async def _worker(app: procrastinate.App, **options: Any) -> AsyncIterator[asyncio.Task[None]]:
+    """Procrastinate's worker as a task for the block. Cancelling ``run_worker_async`` is its
+    graceful stop (with wait=False it also ends alone)."""
+    worker = app.run_worker_async(install_signal_handlers=False, **options)
+    task = asyncio.create_task(worker, name="procrastinate-worker")
+    try:
+        yield task
+    finally:
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def peer_schema(dbname: str) -> None:
@@ -267,34 +273,11 @@ async def peer_burn(dbname: str, jobs: int, concurrency: int, pool_size: int | N
         await asyncio.to_thread(vacuum_postgres, dbname, "procrastinate_jobs")
         with psycopg.connect(pg_conninfo(dbname), autocommit=True) as probe:
             started = time.perf_counter()
-            task = asyncio.create_task(
-                app.run_worker_async(
-                    concurrency=concurrency, wait=False, install_signal_handlers=False
-                ),
-                name="procrastinate-worker",
-            )
-            try:
-                ended = await wait_until_done(
-                    counter, lambda: _succeeded(probe), jobs, task, burn_timeout(jobs)
-                )
-            finally:
-                await _stop(task)
-    return Burn(
-        f"procrastinate {PEER_VERSION}",
-        "postgresql",
-        concurrency,
-        jobs,
-        ended - started,
-        counter.count,
-    )
-
-
-async def _stop(task: asyncio.Task[None]) -> None:
-    """Cancelling ``run_worker_async`` is Procrastinate's graceful stop (wait=False ends alone)."""
-    if not task.done():
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+            async with _worker(app, concurrency=concurrency, wait=False) as task:
+                count = partial(_succeeded, probe)
+                ended = await wait_until_done(counter, count, jobs, task, burn_timeout(jobs))
+    system = f"procrastinate {PEER_VERSION}"
+    return Burn(system, "postgresql", concurrency, jobs, ended - started, counter.count)
 
 
 async def peer_wake(dbname: str, samples: int, pool_size: int | None) -> Wake:
@@ -307,29 +290,9 @@ async def peer_wake(dbname: str, samples: int, pool_size: int | None) -> Wake:
         stamps.stamp(context.job.id)
 
     result = Wake(f"procrastinate {PEER_VERSION}", "postgresql", "LISTEN/NOTIFY")
-    rng = random.Random(samples)
-    async with app.open_async():
-        task = asyncio.create_task(
-            app.run_worker_async(
-                concurrency=ours.WAKE_CONCURRENCY,
-                wait=True,
-                install_signal_handlers=False,
-                fetch_job_polling_interval=ours.POLL_INTERVAL,
-            ),
-            name="procrastinate-worker",
-        )
-        try:
-            await asyncio.sleep(0.5)
-            for _ in range(samples):
-                await asyncio.sleep(rng.uniform(0.02, 0.06))
-                before = time.perf_counter()
-                job_id = await stamp.defer_async()
-                returned = time.perf_counter()
-                started = await stamps.wait_for(job_id, timeout=ours.POLL_INTERVAL * 5)
-                result.add(before, returned, started)
-        finally:
-            await _stop(task)
-    return result
+    options = {"wait": True, "fetch_job_polling_interval": ours.POLL_INTERVAL}
+    async with app.open_async(), _worker(app, concurrency=ours.WAKE_CONCURRENCY, **options):
+        return await ours.sample_wakes(result, stamps, samples, stamp.defer_async)
 
 
 WORKER_ID = "bench-bare"
@@ -365,6 +328,8 @@ WHERE id IN (
 RETURNING id, attempt, kind, params
 """
 
+CLAIM = {"postgresql": PG_CLAIM, "sqlite": SQLITE_CLAIM}
+
 SQLITE_COMPLETE = """
 UPDATE jobs SET state = 'completed', completed_at = ?, updated_at = ?,
     worker_id = NULL, lease_expires_at = NULL
@@ -372,92 +337,63 @@ WHERE state = 'processing' AND (id, attempt) IN (VALUES {pairs})
 """
 
 
-def burn_postgres(dbname: str, jobs: int, batch: int) -> Burn:
-    # No server-side prepared statements: after psycopg's fifth execution PostgreSQL may pick a
-    # generic plan for the unnest() completion that is twice as slow as the custom one.
-    with psycopg.connect(pg_conninfo(dbname), prepare_threshold=None) as conn:
+def _sqlite_ts(value: datetime) -> str:
+    """The text SQLAlchemy stores for our UTCDateTime on SQLite (naive UTC)."""
+    return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def bare_burn(url: str, jobs: int, batch: int) -> Burn:
+    """The bare loop on the database at ``url`` (SQLite or PostgreSQL): claim a batch in one
+    transaction, complete it in a second, until a claim comes back empty."""
+    dialect = "sqlite" if url.startswith("sqlite:///") else "postgresql"
+    conn: Any
+    if dialect == "sqlite":
+        # The same connection set-up as seojobs.store.db: WAL, synchronous=NORMAL, BEGIN IMMEDIATE.
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None, timeout=30)
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
+            conn.execute(f"PRAGMA {pragma}")
+        stamp: Callable[[datetime], object] = _sqlite_ts
+    else:
+        # No server-side prepared statements: after psycopg's fifth execution PostgreSQL may pick
+        # a generic plan for the unnest() completion that is twice as slow as the custom one.
+        conn = psycopg.connect(pg_conninfo(url.rsplit("/", 1)[1]), prepare_threshold=None)
+        stamp = lambda value: value  # noqa: E731
+
+    def transaction(statement: str, params: Any) -> Any:
+        if dialect == "sqlite":
+            conn.execute("BEGIN IMMEDIATE")
+        cursor = conn.execute(statement, params)
+        rows = cursor.fetchall() if "RETURNING" in statement else cursor.rowcount
+        conn.commit()
+        return rows
+
+    try:
         conn.execute("SELECT 1")
         conn.commit()
         started = time.perf_counter()
         done = 0
         while True:
             now = datetime.now(UTC)
-            claimed = conn.execute(
-                PG_CLAIM, {"worker": WORKER_ID, "lease": now + LEASE, "now": now, "limit": batch}
-            ).fetchall()
-            conn.commit()
+            claim = {"worker": WORKER_ID, "lease": stamp(now + LEASE), "now": stamp(now)}
+            claimed = transaction(CLAIM[dialect], {**claim, "limit": batch})
             if not claimed:
                 break
-            finished = datetime.now(UTC)
-            cur = conn.execute(
-                PG_COMPLETE,
-                {
-                    "now": finished,
-                    "ids": [row[0] for row in claimed],
-                    "attempts": [row[1] for row in claimed],
-                },
-            )
-            done += cur.rowcount
-            conn.commit()
-        ended = time.perf_counter()
-    _check_done(done, jobs)
-    return Burn(f"bare loop (batch {batch})", "postgresql", 1, jobs, ended - started)
-
-
-def _sqlite_ts(value: datetime) -> str:
-    """The text SQLAlchemy stores for our UTCDateTime on SQLite (naive UTC)."""
-    return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def burn_sqlite(path: Path, jobs: int, batch: int) -> Burn:
-    # The same connection set-up as seojobs.store.db: WAL, synchronous=NORMAL, BEGIN IMMEDIATE.
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        started = time.perf_counter()
-        done = 0
-        while True:
-            now = datetime.now(UTC)
-            conn.execute("BEGIN IMMEDIATE")
-            claimed = conn.execute(
-                SQLITE_CLAIM,
-                {
-                    "worker": WORKER_ID,
-                    "lease": _sqlite_ts(now + LEASE),
-                    "now": _sqlite_ts(now),
-                    "limit": batch,
-                },
-            ).fetchall()
-            conn.execute("COMMIT")
-            if not claimed:
-                break
-            finished = _sqlite_ts(datetime.now(UTC))
-            pairs = ", ".join("(?, ?)" for _ in claimed)
-            args: list[object] = [finished, finished]
-            for row in claimed:
-                args.extend((row[0], row[1]))
-            conn.execute("BEGIN IMMEDIATE")
-            done += conn.execute(SQLITE_COMPLETE.format(pairs=pairs), args).rowcount
-            conn.execute("COMMIT")
+            finished = stamp(datetime.now(UTC))
+            if dialect == "sqlite":
+                pairs = ", ".join("(?, ?)" for _ in claimed)
+                args = [finished, finished, *(v for row in claimed for v in row[:2])]
+                done += transaction(SQLITE_COMPLETE.format(pairs=pairs), args)
+            else:
+                ids, attempts = [row[0] for row in claimed], [row[1] for row in claimed]
+                done += transaction(
+                    PG_COMPLETE, {"now": finished, "ids": ids, "attempts": attempts}
+                )
         ended = time.perf_counter()
     finally:
         conn.close()
-    _check_done(done, jobs)
-    return Burn(f"bare loop (batch {batch})", "sqlite", 1, jobs, ended - started)
-
-
-def bare_burn(url: str, jobs: int, batch: int) -> Burn:
-    """The bare loop on the database at ``url`` (SQLite or PostgreSQL)."""
-    if url.startswith("sqlite:///"):
-        return burn_sqlite(Path(url.removeprefix("sqlite:///")), jobs, batch)
-    return burn_postgres(url.rsplit("/", 1)[1], jobs, batch)
-
-
-def _check_done(done: int, jobs: int) -> None:
     if done != jobs:
         raise RuntimeError(f"bare loop completed {done} jobs, expected {jobs}")
+    return Burn(f"bare loop (batch {batch})", dialect, 1, jobs, ended - started)
 
 
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")

@@ -25,8 +25,9 @@ from sqlalchemy import text
 from bench.lib import core, ours
 from bench.lib.core import (
     STATUS_PATH,
-    Load,
     LoadTarget,
+    Run,
+    Sample,
     ScratchPostgres,
     Server,
     ours_server,
@@ -157,31 +158,15 @@ def seed(pg: ScratchPostgres, label: str, jobs: int, opts: Options) -> Table:
 # -- the API processes and their samples ----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sample:
-    what: str  # the table's label, or a report page
-    processes: int
-    load: Load
-    cpu_ms: float  # CPU of the API processes per answered request
-
-
 @dataclass
 class Results:
     environment: list[str] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
-    samples: list[Sample] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)  # what: (table or page, processes)
     pruned: tuple[int, float] | None = None  # rows deleted, seconds
 
-    def median(self, what: str, processes: int, pick: str) -> float:
-        found = [s for s in self.samples if s.what == what and s.processes == processes]
-        if pick == "cpu_ms":
-            return core.median([s.cpu_ms for s in found])
-        return core.median([getattr(s.load, pick) for s in found])
-
-
-def measure(pool: Server, processes: int, target: LoadTarget, what: str, opts: Options) -> Sample:
-    got, cpu, _others = core.loaded(pool, target, opts.connections, opts.duration)
-    return Sample(what, processes, got, cpu / got.requests * 1000)
+    def median(self, what: str, processes: int, figure: str) -> float:
+        return core.median_of(self.samples, (what, processes), figure)
 
 
 def page_path(table: Table, page: int, size: int) -> str:
@@ -226,11 +211,11 @@ def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Op
                     )
             for _what, _pool, target in targets:
                 run_wrk(target, opts.connections, opts.warmup)
-            for rnd in range(opts.rounds):
-                for what, pool, target in targets[rnd % 2 :] + targets[: rnd % 2]:
-                    sample = measure(pool, n, target, what, opts)
-                    results.samples.append(sample)
-                    core.progress(f"{n} process(es), {what}: {sample.load}")
+            group = [
+                Run((what, n), f"{n} process(es), {what}", pool, target, opts.connections)
+                for what, pool, target in targets
+            ]
+            core.interleave([group], opts.rounds, opts.duration, results.samples)
 
 
 def prune(table: Table, results: Results) -> None:
@@ -293,7 +278,7 @@ def render(results: Results, tables: list[Table], opts: Options) -> str:
     rows = [
         (what, n)
         for n in opts.processes
-        for what in dict.fromkeys(s.what for s in results.samples if s.processes == n)
+        for what in dict.fromkeys(s.what[0] for s in results.samples if s.what[1] == n)
     ]
 
     def efficiency(row: tuple[str, int]) -> str:

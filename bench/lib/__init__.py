@@ -2,11 +2,13 @@
 report and targets; docs/bench/ has a page each); here:
 
 - ``core``: every main's frame (``run``: the report, PASS/FAIL, the exit code), argument
-  types, CPU and memory from /proc (``Meter``, ``TreeSampler``), scratch SQLite files and
-  PostgreSQL databases, child processes (uvicorn apps, ``seojobs worker``), wrk;
-- ``ours``: seojobs as the benchmarks drive it (``Scratch``: a run's databases and their
-  migrated templates; users, jobs, an in-process Worker timed by ``timed_worker``, a
-  ``seojobs worker`` process running an audit); ``spy``: py-spy profiles;
+  types, CPU and memory from /proc (``Meter``, ``TreeSampler``), scratch PostgreSQL
+  databases, child processes (uvicorn apps, ``seojobs worker``), wrk (``interleave``: rounds
+  of runs, each a ``Sample`` of named figures);
+- ``ours``: seojobs as the benchmarks drive it (``Scratch``: a run's SQLite files and
+  PostgreSQL databases, and their migrated templates; users, jobs, an in-process Worker timed
+  by ``timed_worker``, a ``seojobs worker`` process running an audit); ``spy``: py-spy
+  profiles (``recording``);
 - the crawler processes ``bench/audit.py`` starts: ``crawl_bare`` (the ceiling) and
   ``crawl_advertools`` (the peer, in a venv of its own);
 - the sites: ``site`` (pages and a fake Serper API; ``Child``, a server child process),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import functools
 import http.client
 import importlib.metadata
@@ -422,55 +423,14 @@ class ScratchPostgres:
             self.created.remove(name)
 
 
-class ScratchSqlite:
-    """A temp dir of SQLite files, removed on exit."""
-
-    def __init__(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="seojobs_bench_")
-        self.root = Path(self._tmp.name)
-        self._counter = 0
-
-    def __enter__(self) -> ScratchSqlite:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._tmp.cleanup()
-
-    def new_path(self, prefix: str) -> Path:
-        self._counter += 1
-        return self.root / f"{prefix}_{self._counter}.db"
-
-    def copy(self, template: Path, prefix: str) -> Path:
-        """Copy a checkpointed template file (no -wal or -shm beside it)."""
-        target = self.new_path(prefix)
-        shutil.copyfile(template, target)
-        return target
-
-    def remove(self, path: Path) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def sqlite_url(path: Path) -> str:
-    return f"sqlite:///{path}"
-
-
-def sqlite_path(url: str) -> Path:
-    return Path(url.removeprefix("sqlite:///"))
-
-
-def sqlite_exec(path: Path, *statements: str) -> None:
-    con = sqlite3.connect(path, isolation_level=None)
+def sqlite_exec(url: str, *statements: str) -> None:
+    """Run ``statements`` on the SQLite file at ``url``, each in its own transaction."""
+    con = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
     try:
         for statement in statements:
             con.execute(statement)
     finally:
         con.close()
-
-
-def sqlite_checkpoint(path: Path) -> None:
-    """Fold the WAL into the main file so the file alone is a complete copy."""
-    sqlite_exec(path, "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA journal_mode=DELETE")
 
 
 def vacuum_postgres(dbname: str, table: str | None = None) -> None:
@@ -485,7 +445,7 @@ def vacuum_postgres(dbname: str, table: str | None = None) -> None:
 def analyze(url: str) -> None:
     """Fresh planner statistics for the database at ``url`` (SQLite: and its WAL folded in)."""
     if url.startswith("sqlite:///"):
-        sqlite_exec(sqlite_path(url), "ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)")
+        sqlite_exec(url, "ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)")
     else:
         vacuum_postgres(url.rsplit("/", 1)[1])
 
@@ -575,25 +535,18 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.factory} exited at start-up:\n{self.log_tail()}")
-            if self._answers():
-                return
+            with contextlib.suppress(OSError):
+                if self.get(self.ready_path, {}, timeout=2)[0] == 200:
+                    return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"{self.factory} did not answer in {START_TIMEOUT:.0f} s")
 
-    def _answers(self) -> bool:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-        try:
-            conn.request("GET", self.ready_path)
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
-
-    def get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def get(
+        self, path: str, headers: dict[str, str], timeout: float = 10
+    ) -> tuple[int, dict[str, str], bytes]:
         """One request, for the sanity check before the load."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("GET", path, headers=headers)
             response = conn.getresponse()
@@ -615,11 +568,8 @@ class Server:
 
 @functools.cache
 def compile_seojobs() -> None:
-    """seojobs' modules compiled to bytecode (in its ``__pycache__``, which git ignores), once
-    per bench process, before a worker starts. An installed seojobs has it (pip compiles on
-    install; deploy/Dockerfile), but a source tree run with ``PYTHONDONTWRITEBYTECODE=1`` has
-    none: every process compiled each module it imported, and a kind's run-time modules load
-    at its first job (a site audit's: ~0.1 s of CPU), which the bench counted as the job's."""
+    """seojobs' modules compiled to bytecode (in its ``__pycache__``), once per bench process,
+    before a worker starts, as an installed seojobs has them (why: docs/bench/audit.md)."""
     import seojobs
 
     compileall.compile_dir(Path(seojobs.__file__).parent, quiet=1)
@@ -845,21 +795,65 @@ def run_wrk(target: LoadTarget, connections: int, seconds: float, pause_ms: floa
     raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
 
 
-def loaded(
-    server: Server, target: LoadTarget, connections: int, seconds: float, pause_ms: float = 0.0
-) -> tuple[Load, float, float]:
-    """One :func:`run_wrk` against ``server``: (its Load, the CPU seconds of the server's
-    process tree meanwhile, the share of the machine's CPUs every other process used: neither
-    the server nor the load generator). Raises on a socket error or a non-2xx answer."""
-    cpu0 = tree_cpu(server.pid)  # (read outside the machine's span: it scans /proc)
+@dataclass(frozen=True)
+class Run:
+    """A load to measure: ``what`` (the caller's key of its samples; ``label`` for progress),
+    wrk's ``connections`` against ``target`` on ``server``, each pausing ``pause_ms`` on average
+    after every answer when it is set (a fixed offered load)."""
+
+    what: tuple[Any, ...]
+    label: str
+    server: Server
+    target: LoadTarget
+    connections: int
+    pause_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured :class:`Run`: its round, wrk's Load, the CPU ms of the server's process
+    tree per answer and the share of the machine's CPUs every other process used (neither the
+    server nor the load generator)."""
+
+    what: tuple[Any, ...]
+    round: int
+    load: Load
+    cpu_ms: float
+    others: float
+
+
+def loaded(run: Run, seconds: float, rnd: int = 0) -> Sample:
+    """One :func:`run_wrk` of ``run``; raises on a socket error or a non-2xx answer."""
+    cpu0 = tree_cpu(run.server.pid)  # (read outside the machine's span: it scans /proc)
     busy0, kids0, t0 = machine_busy(), children_cpu(), time.monotonic()
-    load = run_wrk(target, connections, seconds, pause_ms)
+    load = run_wrk(run.target, run.connections, seconds, run.pause_ms)
     elapsed, busy, kids = time.monotonic() - t0, machine_busy(), children_cpu()
-    server_cpu = tree_cpu(server.pid) - cpu0
+    server_cpu = tree_cpu(run.server.pid) - cpu0
     others = busy - busy0 - server_cpu - (kids - kids0)
     if load.errors or load.bad_status or not load.requests:
         raise RuntimeError(
             f"{load.errors} socket errors, {load.bad_status} non-2xx answers of {load.requests} "
-            f"at {connections} connections\n{server.log_tail()}"
+            f"at {run.connections} connections\n{run.server.log_tail()}"
         )
-    return load, server_cpu, max(0.0, others / ((os.cpu_count() or 1) * elapsed))
+    share = max(0.0, others / ((os.cpu_count() or 1) * elapsed))
+    return Sample(run.what, rnd, load, server_cpu / load.requests * 1000, share)
+
+
+def interleave(
+    groups: Sequence[Sequence[Run]], rounds: int, seconds: float, found: list[Sample]
+) -> None:
+    """``rounds`` rounds of every run, each group's runs in an order rotating from round to
+    round, so that a burst of other load hits them alike; each Sample added to ``found`` as
+    it is measured (a report of an interrupted run has them)."""
+    for rnd in range(rounds):
+        for group in groups:
+            shift = rnd % len(group)
+            for run in [*group[shift:], *group[:shift]]:
+                found.append(loaded(run, seconds, rnd))
+                progress(f"round {rnd + 1} {run.label}: {found[-1].load}")
+
+
+def median_of(samples: Iterable[Sample], what: tuple[Any, ...], figure: str) -> float:
+    """The median ``figure`` (a Sample's or its Load's attribute) of the samples of ``what``."""
+    found = [s for s in samples if s.what == what]
+    return median([getattr(s if hasattr(s, figure) else s.load, figure) for s in found])

@@ -6,10 +6,13 @@ and ``bench/api.py``'s table of N index-check jobs."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
+import shutil
 import statistics
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,16 +23,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, func, select, update
 
 from bench.lib import core
-from bench.lib.core import (
-    ScratchPostgres,
-    ScratchSqlite,
-    WorkerProcess,
-    pg_url,
-    seojobs_env,
-    sqlite_checkpoint,
-    sqlite_path,
-    sqlite_url,
-)
+from bench.lib.core import ScratchPostgres, WorkerProcess, pg_url, seojobs_env, sqlite_exec
 from seojobs.engine import JobContext, Kind, Registry
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
@@ -86,18 +80,13 @@ class Stamps:
         self.arrived.set()
 
     async def wait_for(self, job_id: int, timeout: float) -> float:
-        deadline = time.perf_counter() + timeout
-        while job_id not in self.started:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise TimeoutError(f"job {job_id} did not start within {timeout:.0f} s")
-            self.arrived.clear()
-            if job_id in self.started:
-                break
-            try:
-                await asyncio.wait_for(self.arrived.wait(), remaining)
-            except TimeoutError:
-                continue
+        try:
+            async with asyncio.timeout(timeout):
+                while job_id not in self.started:  # (stamps come from this event loop)
+                    self.arrived.clear()
+                    await self.arrived.wait()
+        except TimeoutError:
+            raise TimeoutError(f"job {job_id} did not start within {timeout:.0f} s") from None
         return self.started[job_id]
 
 
@@ -239,16 +228,17 @@ class Scratch:
     (a SQLite file, or the PostgreSQL database ``<prefix>_tpl``, made on first use)."""
 
     def __init__(self, stack: ExitStack, *, postgres: bool, prefix: str = "seojobs_bench") -> None:
-        self.sqlite = stack.enter_context(ScratchSqlite())
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="seojobs_bench_"))
+        self.root = Path(tmp)
         self.pg = stack.enter_context(ScratchPostgres()) if postgres else None
-        self.root = self.sqlite.root
         self.prefix = prefix
+        self._files = itertools.count(1)
         self._templates: dict[str, tuple[str, BenchUser]] = {}
 
     def new(self, store: str, prefix: str | None = None) -> str:
         """The URL of a new, empty database: a SQLite file ("sqlite"), else PostgreSQL's."""
         if store == "sqlite":
-            return sqlite_url(self.sqlite.new_path(prefix or self.prefix))
+            return f"sqlite:///{self.root}/{prefix or self.prefix}_{next(self._files)}.db"
         assert self.pg is not None, "PostgreSQL was not asked for"
         return pg_url(self.pg.create(prefix or self.prefix))
 
@@ -257,8 +247,8 @@ class Scratch:
         if store not in self._templates:
             url = self.new(store, "template" if store == "sqlite" else f"{self.prefix}_tpl")
             user = create_user(url)
-            if store == "sqlite":
-                sqlite_checkpoint(sqlite_path(url))
+            if store == "sqlite":  # the WAL folded in: the file alone is a complete copy
+                sqlite_exec(url, "PRAGMA wal_checkpoint(TRUNCATE)", "PRAGMA journal_mode=DELETE")
             self._templates[store] = url, user
         return self._templates[store][1]
 
@@ -269,11 +259,13 @@ class Scratch:
         user = self.user(store)
         template = self._templates[store][0]
         if store == "sqlite":
-            path = self.sqlite.copy(sqlite_path(template), "run")
+            url = self.new(store, "run")
+            shutil.copyfile(template.removeprefix("sqlite:///"), url.removeprefix("sqlite:///"))
             try:
-                yield sqlite_url(path), user.user_id
+                yield url, user.user_id
             finally:
-                self.sqlite.remove(path)
+                for suffix in ("", "-wal", "-shm"):
+                    Path(url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
         else:
             assert self.pg is not None
             name = self.pg.create(self.prefix, template=template.rsplit("/", 1)[1])
@@ -413,20 +405,27 @@ async def wake_latency(
     worker).
     """
     stamps = Stamps()
-    result = Wake("seojobs", dialect, how)
-    rng = random.Random(samples)
     registry = wake_registry(stamps)
     async with timed_worker(queue_settings(url), registry, concurrency=WAKE_CONCURRENCY) as run:
         enqueue_db = run.db if same_db else run.probe
         await asyncio.to_thread(lambda: None)  # start the default executor's thread
-        await asyncio.sleep(0.5)  # the worker has claimed nothing and is waiting
-        for _ in range(samples):
-            await asyncio.sleep(rng.uniform(0.02, 0.06))
-            before = time.perf_counter()
-            job_id = await asyncio.to_thread(_enqueue_one, enqueue_db, project_id)
-            returned = time.perf_counter()
-            started = await stamps.wait_for(job_id, timeout=POLL_INTERVAL * 5)
-            result.add(before, returned, started)
+        enqueue = partial(asyncio.to_thread, _enqueue_one, enqueue_db, project_id)
+        return await sample_wakes(Wake("seojobs", dialect, how), stamps, samples, enqueue)
+
+
+async def sample_wakes(
+    result: Wake, stamps: Stamps, samples: int, enqueue: Callable[[], Awaitable[int]]
+) -> Wake:
+    """Once the worker is idle, ``samples`` enqueues of one job 20-60 ms apart, each timed
+    from before ``enqueue()`` to its handler's start (by its id)."""
+    rng = random.Random(samples)
+    await asyncio.sleep(0.5)  # the worker has claimed nothing and is waiting
+    for _ in range(samples):
+        await asyncio.sleep(rng.uniform(0.02, 0.06))
+        before = time.perf_counter()
+        job_id = await enqueue()
+        returned = time.perf_counter()
+        result.add(before, returned, await stamps.wait_for(job_id, timeout=POLL_INTERVAL * 5))
     return result
 
 
@@ -506,14 +505,18 @@ class OursRun:
     issues: int  # findings in the summary (per page and site-wide)
 
 
-def create_job(url: str, user_id: int, kind: str, params: dict[str, Any]) -> int:
+def create_job(
+    url: str, user_id: int, kind: str, params: dict[str, Any], settings: Settings | None = None
+) -> int:
     """A job created through ``services.jobs.create``, as the API creates it; its id."""
-    settings = Settings(database_url=url, allow_private_networks=True, quota_limits=QUOTAS)
+    settings = settings or Settings(
+        database_url=url, allow_private_networks=True, quota_limits=QUOTAS
+    )
     db = Database(url)
     try:
         services = Services(db, settings, load_registry(settings))
         job, created = services.jobs.create(services.user(user_id), kind, params)
-        assert created, job
+        assert created and job.state == "pending", job
         return job.id
     finally:
         db.dispose()

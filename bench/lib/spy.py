@@ -8,7 +8,6 @@ read them: docs/bench/api.md, check.md and audit.md.
 from __future__ import annotations
 
 import collections
-import os
 import re
 import shutil
 import signal
@@ -17,14 +16,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from bench.lib.core import table
-
-T = TypeVar("T")
 
 RATE = 200  # samples per second of the API servers
 SELF_RATE = 250  # of bench/check.py's own process
@@ -189,21 +186,43 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def record_self(run: Callable[[], T]) -> tuple[T, str | None]:
-    """``run()`` while py-spy samples this very process at ``SELF_RATE``; (its result, the raw
-    stacks, or None when py-spy is missing or could not attach)."""
+@dataclass
+class Recording:
+    raw: str | None = None  # py-spy's raw stacks
+    error: str | None = None  # why there are none
+
+
+@contextmanager
+def recording(
+    pid: int, rate: int, seconds: float | None = None, attach: float = 1.0
+) -> Iterator[Recording]:
+    """py-spy samples ``pid`` for the block (which starts ``attach`` s later, once it is
+    attached), or for ``seconds`` when set; then the Recording has its stacks or an error."""
+    got = Recording()
     binary = available()
     if binary is None:
-        return run(), None
+        got.error = "py-spy not found"
+        yield got
+        return
     with tempfile.TemporaryDirectory(prefix="seojobs_bench_spy_") as tmp:
         out = Path(tmp) / "raw.txt"
-        proc = start(binary, os.getpid(), out, rate=SELF_RATE)
+        proc = start(binary, pid, out, seconds, rate)
         try:
-            time.sleep(1.0)  # let py-spy attach
-            result = run()
+            time.sleep(attach)
+            yield got
         finally:
-            stop(proc)
-        return result, out.read_text() if out.exists() else None
+            if seconds is None:
+                proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=(seconds or 0) + 30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                got.error = "py-spy did not finish"
+            else:
+                got.raw = out.read_text() if out.exists() else None
+                detail = err.decode(errors="replace").strip()[-300:]
+                got.error = None if out.exists() else f"py-spy wrote nothing: {detail}"
 
 
 def categorise(
@@ -257,40 +276,6 @@ def analyse(raw: str, label: str, seconds: float, requests: int) -> Profile:
                 steps[name] += n
     prof.steps = {name: steps[name] for name, _ in STEPS}
     return prof
-
-
-def record(binary: str, pid: int, seconds: float) -> tuple[subprocess.Popen[bytes], Path, Path]:
-    tmp = Path(tempfile.mkdtemp(prefix="seojobs_api_spy_"))
-    out = tmp / "profile.txt"
-    return start(binary, pid, out, seconds), out, tmp
-
-
-def finish(
-    proc: subprocess.Popen[bytes],
-    out: Path,
-    tmp: Path,
-    label: str,
-    seconds: float,
-    requests: int,
-    keep: Path | None = None,
-) -> Profile:
-    """Wait for py-spy and analyse what it wrote; ``keep``: also copy the raw stacks there."""
-    try:
-        _, err = proc.communicate(timeout=seconds + 30)
-        if not out.exists():
-            detail = err.decode(errors="replace").strip()[-300:]
-            return Profile(label, seconds, requests, error=f"py-spy wrote nothing: {detail}")
-        raw = out.read_text()
-        if keep is not None:
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            keep.write_text(raw)
-        return analyse(raw, label, seconds, requests)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return Profile(label, seconds, requests, error="py-spy did not finish")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def render(prof: Profile, brief: bool = False) -> list[str]:
