@@ -12,6 +12,7 @@
 // {url, error} (error null when the report was written to the page's --output-path).
 import path from 'node:path';
 import {pathToFileURL} from 'node:url';
+import {cacheMessageFormat} from '../../src/seojobs/kinds/web_vitals/lighthouse_i18n.mjs';
 
 let input = '';
 for await (const chunk of process.stdin) input += chunk;
@@ -30,24 +31,9 @@ const {pageFunctions} = await load('lighthouse/core/lib/page-functions.js');
 pageFunctions.computeBenchmarkIndex = function computeBenchmarkIndex() {
   return -1;
 };
-// Every string of a report (and every audit's title, at each config check) goes through i18n's
-// formatMessage, which builds an IntlMessageFormat: it looks its locale up again
-// (Intl.NumberFormat.supportedLocalesOf, slow in Node) and parses the message again. Both
-// depend on their arguments alone, and nothing changes what they return: once per locale, once
-// per message. 7 pages: 17-20 CPU-s -> 15.6-15.8; the reports the same but for timings.
-const {default: messageFormat} = await load('intl-messageformat/index.js');
-const Formatter = messageFormat.IntlMessageFormat || messageFormat;
-const once = (fn, key) => {
-  const cache = new Map();
-  return (...args) => {
-    const k = key(...args);
-    if (!cache.has(k)) cache.set(k, fn(...args));
-    return cache.get(k);
-  };
-};
-Formatter.resolveLocale = once(Formatter.resolveLocale, (locales) => JSON.stringify(locales));
-Formatter.__parse = once(Formatter.__parse, (message, options) =>
-  JSON.stringify([message, {...options, locale: String(options?.locale)}]));
+// Lighthouse's i18n cached, as in the product's warm slots (7 pages: 17-20 CPU-s -> 15.6-15.8;
+// the reports the same but for timings).
+await cacheMessageFormat(load);
 const {default: puppeteer} = await load('puppeteer-core/lib/cjs/puppeteer/puppeteer-core.js');
 
 const chrome = await ChromeLauncher.launch({chromeFlags: spec.chromeFlags, logLevel: 'silent'});

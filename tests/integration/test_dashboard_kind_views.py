@@ -9,8 +9,9 @@ a job.
 The same views in a real Chromium too (the module's first test, over the world as built):
 from the project page to a rank check's view (moves in words, the chart and its table),
 sorting the keyword research, the backlinks' lost and new links, the domain's countdowns, the
-GEO view, and the tech stack's, web vitals' and local rankings' views; screenshots of each,
-desktop and 390 px wide (no horizontal scrolling); Lighthouse on every kind's view
+GEO view, and the tech stack's, web vitals' and local rankings' views, each checked at 390 px
+wide (no horizontal scrolling; full-page screenshots of each with SEOJOBS_TEST_SCREENSHOTS=all,
+of the GEO view and the rank check's positions always); Lighthouse on every kind's view
 (accessibility and best practices at least 0.95). It was tests/browser/test_kind_views.py,
 which built the same world again: one more Lighthouse run and every other job, ~10 CPU-s."""
 
@@ -159,7 +160,7 @@ def test_the_kinds_views_walked_at_desktop_and_phone_width(world: World) -> None
         expect(positions.get_by_role("cell", name="dropped out")).to_be_visible()
         chart = page.get_by_role("img", name=re.compile("^Position of “garden hose”"))
         expect(chart).to_be_visible()
-        screenshots(page, "view-rank-check")
+        screenshots(page, "view-rank-check", pictured=False)
         positions.screenshot(path=str(OUTPUT / "view-rank-check-positions.png"))  # for the docs
         positions.get_by_role("link", name="Keyword", exact=True).click()
         expect(page.get_by_role("link", name="Keyword (ascending)")).to_be_visible()
@@ -177,23 +178,23 @@ def test_the_kinds_views_walked_at_desktop_and_phone_width(world: World) -> None
         first = page.get_by_role("region", name="Keywords").get_by_role("rowheader").first
         expect(first).to_have_text("hose reel")  # the fewer searches first
         page.set_viewport_size(DESKTOP)
-        screenshots(page, "view-keywords")
+        screenshots(page, "view-keywords", pictured=False)
 
         page.goto(site.url(f"/dashboard/jobs/{world.last('backlink_refresh')}/view"))
         changes = page.get_by_role("region", name="Lost and new since the previous refresh")
         expect(changes.get_by_role("rowheader", name="lost")).to_be_visible()
         expect(changes.get_by_role("rowheader", name="new")).to_be_visible()
-        screenshots(page, "view-backlinks")
+        screenshots(page, "view-backlinks", pictured=False)
 
         page.goto(site.url(f"/dashboard/jobs/{world.last('backlink_analysis')}/view"))
         index_changes = page.get_by_role("region", name="New and lost since the previous analysis")
         expect(index_changes.get_by_role("rowheader", name="lost")).to_be_visible()
         expect(index_changes.get_by_role("rowheader", name="new")).to_be_visible()
-        screenshots(page, "view-backlink-analysis")
+        screenshots(page, "view-backlink-analysis", pictured=False)
 
         page.goto(site.url(f"/dashboard/jobs/{world.last('domain_lookup')}/view"))
         expect(page.get_by_role("cell", name=re.compile(r"^in (89|90) days$"))).to_be_visible()
-        screenshots(page, "view-domain")
+        screenshots(page, "view-domain", pictured=False)
 
         for kind, heading in (
             ("tech_stack", "Technologies by category"),
@@ -202,10 +203,12 @@ def test_the_kinds_views_walked_at_desktop_and_phone_width(world: World) -> None
         ):
             page.goto(site.url(f"/dashboard/jobs/{world.last(kind)}/view"))
             expect(page.get_by_role("heading", name=heading)).to_be_visible()
-            screenshots(page, f"view-{kind.replace('_', '-')}")
+            screenshots(page, f"view-{kind.replace('_', '-')}", pictured=False)
 
         page.goto(site.url(f"/dashboard/jobs/{world.last('geo_lookup')}/view"))
         expect(page.get_by_role("cell", name="▲ up 100")).to_be_visible()
+        # The docs picture none of these views (but the rank check's positions, above): the last
+        # one is saved on every run all the same, as a check that the walk's pictures are.
         screenshots(page, "view-geo")
         assert (OUTPUT / "view-geo-phone.png").exists()
 
