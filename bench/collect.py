@@ -172,10 +172,8 @@ async def adapter_alone(settings: Settings, keywords: int, lanes: int) -> tuple[
 
 
 def prepare(settings: Settings, user_id: int, keywords: int) -> int:
-    """The product's path to a collection job, untimed: a project with a domain and
-    competitors tracks ``keywords`` keywords, its collection turns rank_check on (``PUT
-    /v1/projects/{id}/collection``), and the maintenance pass fires the due schedule (what
-    the worker's leader does), which creates the job. Returns the job's id."""
+    """The collection job's id, made untimed by the product's own path (docs/bench/collect.md:
+    the project tracks the keywords, its collection is put, the due schedule fired)."""
     db = Database(settings.database_url)
     try:
         services = Services(db, settings, load_registry(settings))
@@ -235,9 +233,7 @@ def _median(runs: list[Run], system: str, attr: str, store: str | None = None) -
 
 
 def targets(runs: list[Run]) -> list[core.Target]:
-    """Issue 29's target, per store: the whole job's keywords/s >= 0.8 x the adapter's
-    (medians over the rounds). The CPU ratio is printed in the table, not judged: the job
-    matches, stores and collects every keyword, which the adapter alone does not."""
+    """Issue 29's target, per store (docs/bench/collect.md: the CPU ratio is not judged)."""
     found: list[core.Target] = []
     for store in STORES:
         if any(r.store == store for r in runs) and any(r.system == ADAPTER for r in runs):
