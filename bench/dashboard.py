@@ -16,14 +16,14 @@ import re
 import statistics
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from sqlalchemy import update
 
 from bench.lib import core, ours
 from bench.lib.core import ours_server
-from bench.lib.ours import BenchUser, Seeded, audit, create_user, seed
+from bench.lib.ours import audit, create_user, seed
 from bench.lib.site import AuditSiteProcess
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
@@ -48,12 +48,8 @@ class Pair:
     same_rows: bool = True
 
 
-@dataclass
-class Timings:
-    samples: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
-
-    def add(self, store: str, pair: str, side: str, ms: float) -> None:
-        self.samples.setdefault((store, pair, side), []).append(ms)
+Timings = dict[tuple[str, Pair], tuple[list[float], list[float]]]  # (store, pair): page, JSON
+Pairs = tuple[str, list[Pair]]  # the API key of the pages' user, the pairs
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -69,15 +65,11 @@ class Session:
         self.api_key = api_key
         self.cookies: dict[str, str] = {}
 
-    def _cookie_header(self) -> dict[str, str]:
-        if not self.cookies:
-            return {}
-        return {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-
     def request(
         self, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
     ) -> tuple[int, bytes]:
-        sent = {**self._cookie_header(), **(headers or {})}
+        cookies = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        sent = {**({"Cookie": cookies} if cookies else {}), **(headers or {})}
         self.conn.request(method, path, body=body, headers=sent)
         response = self.conn.getresponse()
         data = response.read()
@@ -94,10 +86,7 @@ class Session:
             raise RuntimeError(f"the login page answered {status}")
         body = urlencode({"csrf_token": found.group(1), "api_key": self.api_key})
         status, _ = self.request(
-            "POST",
-            "/dashboard/login",
-            body,
-            {"Content-Type": "application/x-www-form-urlencoded"},
+            "POST", "/dashboard/login", body, {"Content-Type": "application/x-www-form-urlencoded"}
         )
         if status != 303:
             raise RuntimeError(f"signing in answered {status}")
@@ -119,40 +108,9 @@ PAGES = ("overview", "jobs", "jobs-completed", "jobs-failed")
 VIEWS = ("audit-issues", "audit-issue-pages", "audit-pages")
 
 
-@dataclass(frozen=True)
-class Audited:
-    user: BenchUser
-    job_id: int
-    largest: str  # the code with the most findings
-
-
-def _view_pairs(audited: Audited) -> list[Pair]:
-    view = f"/dashboard/jobs/{audited.job_id}/view"
-    api = f"/v1/projects/{audited.user.project_id}/audits"
-    code = urlencode({"code": audited.largest})
-    return [
-        Pair("audit-issues", view, f"{api}/latest"),
-        Pair(
-            "audit-issue-pages",
-            f"{view}/issues/{audited.largest}",
-            f"{api}/{audited.job_id}/issues?{code}&limit={PAGE_SIZE}",
-        ),
-        Pair("audit-pages", f"{view}/pages", f"{api}/{audited.job_id}/pages?limit={PAGE_SIZE}"),
-    ]
-
-
-def _largest(url: str, job_id: int) -> str:
-    db = Database(url)
-    try:
-        with db.read() as conn:
-            return results.finding_counts(conn, job_id)[0][0]
-    finally:
-        db.dispose()
-
-
-def audited(url: str, opts: argparse.Namespace, site: AuditSiteProcess, log: Path) -> Audited:
+def audit_views(url: str, opts: argparse.Namespace, site: AuditSiteProcess, log: Path) -> Pairs:
     """Two real audits of the generated site (the view compares with the previous one) by a
-    ``seojobs worker`` process, in a new database; the second one's id."""
+    ``seojobs worker`` process, in a new database: the API key, the second audit's views."""
     user = create_user(url)
     for n in range(2):
         run = audit(url, user.user_id, site.url, 8, opts.audit_pages, log, cpu=None)
@@ -162,60 +120,31 @@ def audited(url: str, opts: argparse.Namespace, site: AuditSiteProcess, log: Pat
         with db.read() as conn:
             last = jobs_table.select().order_by(jobs_table.c.id.desc()).limit(1)
             job_id = int(conn.execute(last).one().id)
+            largest = results.finding_counts(conn, job_id)[0][0]  # the code with most findings
     finally:
         db.dispose()
-    return Audited(user, job_id, _largest(url, job_id))
-
-
-def time_pairs(
-    store: str,
-    url: str,
-    api_key: str,
-    pairs: list[Pair],
-    opts: argparse.Namespace,
-    timings: Timings,
-    log: Path,
-) -> None:
-    """Our API on the database at ``url``; each pair's page and JSON request in turn, on one
-    signed-in connection: the warm-up, then the timed rounds."""
-    with ours_server(url, log) as server:
-        session = Session(server.port, api_key)
-        session.sign_in()
-        _time(store, session, [p for p in pairs if p.name in opts.pages], opts, timings)
-
-
-def _time(
-    store: str, session: Session, pairs: list[Pair], opts: argparse.Namespace, timings: Timings
-) -> None:
-    for pair in pairs:  # warm-up: connections, templates, the planner
-        for _ in range(opts.warmup):
-            session.timed(pair.page, api=False)
-            session.timed(pair.peer, api=True)
-    for rnd in range(opts.rounds):
-        for pair in pairs:
-            for _ in range(opts.requests // opts.rounds):
-                timings.add(store, pair.name, "page", session.timed(pair.page, api=False))
-                timings.add(store, pair.name, "json", session.timed(pair.peer, api=True))
-        core.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
-
-
-def _pairs(project_id: int) -> list[Pair]:
-    json_list = f"/v1/projects/{project_id}/jobs?limit={PAGE_SIZE}"
-    return [
-        Pair("overview", "/dashboard", json_list, same_rows=False),
-        Pair("jobs", "/dashboard/jobs", json_list),
+    core.analyze(url)
+    view = f"/dashboard/jobs/{job_id}/view"
+    api = f"/v1/projects/{user.project_id}/audits"
+    code = urlencode({"code": largest})
+    return user.api_key, [
+        Pair("audit-issues", view, f"{api}/latest"),
         Pair(
-            "jobs-completed",
-            "/dashboard/jobs?status=completed",
-            f"{json_list}&status=completed",
+            "audit-issue-pages",
+            f"{view}/issues/{largest}",
+            f"{api}/{job_id}/issues?{code}&limit={PAGE_SIZE}",
         ),
-        # None failed: the filter that finds nothing must not read every job to say so.
-        Pair("jobs-failed", "/dashboard/jobs?status=failed", f"{json_list}&status=failed"),
+        Pair("audit-pages", f"{view}/pages", f"{api}/{job_id}/pages?limit={PAGE_SIZE}"),
     ]
 
 
-def _mark_running(url: str) -> None:
-    """One pending job in 500 running, so the overview has progress bars to draw."""
+def seeded(
+    store: str, opts: argparse.Namespace, scratch: ours.Scratch
+) -> tuple[str, str, list[Pair]]:
+    """A new database with --jobs jobs, one pending job in 500 running (so the overview has
+    progress bars to draw): its URL, the API key, the jobs pages."""
+    url = scratch.new(store, "seojobs_dashbench")
+    done = seed(url, opts.jobs)
     db = Database(url)
     try:
         with db.write() as conn:
@@ -226,68 +155,88 @@ def _mark_running(url: str) -> None:
             )
     finally:
         db.dispose()
+    core.analyze(url)
+    core.progress(f"{store}: {done.count:,} jobs seeded in {done.seconds:.1f} s")
+    json_list = f"/v1/projects/{done.project_id}/jobs?limit={PAGE_SIZE}"
+    return (
+        url,
+        done.api_key,
+        [
+            Pair("overview", "/dashboard", json_list, same_rows=False),
+            Pair("jobs", "/dashboard/jobs", json_list),
+            Pair(
+                "jobs-completed",
+                "/dashboard/jobs?status=completed",
+                f"{json_list}&status=completed",
+            ),
+            # None failed: the filter that finds nothing must not read every job to say so.
+            Pair("jobs-failed", "/dashboard/jobs?status=failed", f"{json_list}&status=failed"),
+        ],
+    )
 
 
-def report(timings: Timings, stores: list[str]) -> tuple[list[str], list[str]]:
+def time_pairs(
+    store: str, url: str, api_key: str, pairs: list[Pair], opts: argparse.Namespace, log: Path
+) -> Timings:
+    """Our API on the database at ``url``; each pair's page and JSON request in turn, on one
+    signed-in connection: the warm-up, then the timed rounds."""
+    timings: Timings = {}
+    pairs = [p for p in pairs if p.name in opts.pages]
+    with ours_server(url, log) as server:
+        session = Session(server.port, api_key)
+        session.sign_in()
+        for pair in pairs:  # warm-up: connections, templates, the planner
+            for _ in range(opts.warmup):
+                session.timed(pair.page, api=False)
+                session.timed(pair.peer, api=True)
+        for rnd in range(opts.rounds):
+            for pair in pairs:
+                page, peer = timings.setdefault((store, pair), ([], []))
+                for _ in range(opts.requests // opts.rounds):
+                    page.append(session.timed(pair.page, api=False))
+                    peer.append(session.timed(pair.peer, api=True))
+            core.progress(f"{store}: round {rnd + 1} of {opts.rounds}")
+    return timings
+
+
+def report(timings: Timings) -> tuple[list[str], list[str]]:
     """(the table, the failed targets)."""
     rows, failed = [], []
-    names = dict.fromkeys(pair for (_s, pair, _side) in timings.samples)
-    held = {pair.name: pair.same_rows for pair in _pairs(0)} | dict.fromkeys(VIEWS, True)
-    for store in stores:
-        for name in names:
-            page = timings.samples.get((store, name, "page"))
-            peer = timings.samples.get((store, name, "json"))
-            if not page or not peer:
-                continue
-            p50, p99 = statistics.median(page), _percentile(page, 0.99)
-            j50, j99 = statistics.median(peer), _percentile(peer, 0.99)
-            ratio = p99 / j99
-            ok_abs, ok_ratio = p99 <= TARGET_P99_MS, ratio <= TARGET_RATIO
-            if not ok_abs:
-                failed.append(f"{store} {name}: p99 {p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
-            if held[name] and not ok_ratio:
-                failed.append(f"{store} {name}: p99 {ratio:.2f}x the JSON list's")
-            ratio_verdict = core.verdict(ok_ratio) if held[name] else "(no twin)"
-            figures = [f"{v:.1f}" for v in (p50, p99, j50, j99)]
-            rows.append(
-                [
-                    store,
-                    name,
-                    *figures,
-                    f"{ratio:.2f}x",
-                    f"{core.verdict(ok_abs)} / {ratio_verdict}",
-                ]
-            )
+    for (store, pair), (page, peer) in timings.items():
+        if not page or not peer:
+            continue
+        name = pair.name
+        p50, p99 = statistics.median(page), _percentile(page, 0.99)
+        j50, j99 = statistics.median(peer), _percentile(peer, 0.99)
+        ratio = p99 / j99
+        ok_abs, ok_ratio = p99 <= TARGET_P99_MS, ratio <= TARGET_RATIO
+        if not ok_abs:
+            failed.append(f"{store} {name}: p99 {p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
+        if pair.same_rows and not ok_ratio:
+            failed.append(f"{store} {name}: p99 {ratio:.2f}x the JSON list's")
+        ratio_verdict = core.verdict(ok_ratio) if pair.same_rows else "(no twin)"
+        figures = [f"{v:.1f}" for v in (p50, p99, j50, j99)]
+        verdicts = f"{core.verdict(ok_abs)} / {ratio_verdict}"
+        rows.append([store, name, *figures, f"{ratio:.2f}x", verdicts])
     headers = ["store", "page", "p50 ms", "p99 ms", "JSON p50", "JSON p99", "p99 ratio"]
     headers.append(f"<= {TARGET_P99_MS:.0f} ms / <= {TARGET_RATIO:.0f}x")
     return core.table(headers, rows, right=range(2, 7)), failed
 
 
-def _seeded(store: str, opts: argparse.Namespace, scratch: ours.Scratch) -> tuple[str, Seeded]:
-    """A new database with --jobs jobs, one pending job in 500 running; its URL."""
-    url = scratch.new(store, "seojobs_dashbench")
-    seeded = seed(url, opts.jobs)
-    _mark_running(url)
-    core.analyze(url)
-    core.progress(f"{store}: {seeded.count:,} jobs seeded in {seeded.seconds:.1f} s")
-    return url, seeded
-
-
 def main(argv: list[str] | None = None) -> int:
     p = core.parser("bench/dashboard.py", __doc__.split("\n")[0])
-    p.add_argument("--jobs", type=int, default=100_000, help="jobs in the table")
-    p.add_argument("--requests", type=int, default=600, help="timed GETs per page")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
-    p.add_argument("--warmup", type=int, default=20, help="untimed GETs per page first")
+    add = p.add_argument
+    add("--jobs", type=int, default=100_000, help="jobs in the table")
+    add("--requests", type=int, default=600, help="timed GETs per page")
+    add("--rounds", type=int, default=3, help="interleaved rounds")
+    add("--warmup", type=int, default=20, help="untimed GETs per page first")
     stores = ("sqlite", "postgresql")
-    p.add_argument("--only", type=core.choice(stores), default=stores, help=",".join(stores))
+    add("--only", type=core.choice(stores), default=stores, help=",".join(stores))
     every = PAGES + VIEWS
-    p.add_argument("--pages", type=core.choice(every), default=every, help=", ".join(every))
-    p.add_argument(
-        "--audit-pages", type=int, default=5_000, help="pages of the audits the views show"
-    )
+    add("--pages", type=core.choice(every), default=every, help=", ".join(every))
+    add("--audit-pages", type=int, default=5_000, help="pages of the audits the views show")
     opts = p.parse_args(argv)
-    timings = Timings()
+    timings: Timings = {}
     environment: list[str] = []
 
     def body(stack: ExitStack) -> None:
@@ -305,21 +254,17 @@ def main(argv: list[str] | None = None) -> int:
         for store in opts.only:
             log = scratch.root / f"{store}-server.log"
             if set(opts.pages) & set(PAGES):
-                url, seeded = _seeded(store, opts, scratch)
-                pairs = _pairs(seeded.project_id)
-                time_pairs(store, url, seeded.api_key, pairs, opts, timings, log)
+                timings.update(time_pairs(store, *seeded(store, opts, scratch), opts, log))
             if site is not None:
                 # A new, empty database for the audits (the seeded jobs would keep a worker busy).
-                views_url = scratch.new(store, "seojobs_dashviews")
-                done = audited(views_url, opts, site, log.with_suffix(".worker.log"))
-                core.analyze(views_url)
-                views = _view_pairs(done)
-                time_pairs(store, views_url, done.user.api_key, views, opts, timings, log)
+                url = scratch.new(store, "seojobs_dashviews")
+                views = audit_views(url, opts, site, log.with_suffix(".worker.log"))
+                timings.update(time_pairs(store, url, *views, opts, log))
 
     return core.run(
         body,
-        lambda: "\n".join([*environment, *report(timings, list(opts.only))[0]]) + "\n",
-        lambda: report(timings, list(opts.only))[1],
+        lambda: "\n".join([*environment, *report(timings)[0]]) + "\n",
+        lambda: report(timings)[1],
         "servers and the site stopped, scratch databases removed",
     )
 

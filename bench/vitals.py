@@ -10,22 +10,21 @@ from pathlib import Path
 
 sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
 
+import contextlib
 import ctypes
 import json
 import os
-import statistics
 import subprocess
 import tempfile
 import time
 from argparse import Namespace as Options  # what parse_args returns
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench.lib import core
 from bench.lib.ours import Scratch, create_job, items, wait_finished
+from bench.lib.report import Report, median
 from bench.lib.vitalsite import serving
 from seojobs.kinds.web_vitals import WebVitalsSettings, runner
 from seojobs.store.db import Database
@@ -49,17 +48,6 @@ class VitalsRun:
     @property
     def pages_per_minute(self) -> float:
         return 60 * len(self.scores) / self.seconds
-
-
-def score(raw: Any) -> int:
-    return round(float(raw["categories"]["performance"]["score"]) * 100)
-
-
-def _report_timings(folder: Path) -> list[float]:
-    return [
-        json.loads(path.read_text())["timing"]["total"] / 1000
-        for path in sorted(folder.glob("*.json"))
-    ]
 
 
 def _item_scores(probe: Database, job_id: int) -> tuple[dict[str, int], list[str]]:
@@ -106,7 +94,10 @@ def ours(db_url: str, user_id: int, urls: list[str], concurrency: int, tmp: Path
         assert job.completed_at is not None and job.started_at is not None
         seconds = (job.completed_at - job.started_at).total_seconds()
         label = f"seojobs worker, {concurrency} at once"
-        timings = _report_timings(reports)
+        timings = [
+            json.loads(path.read_text())["timing"]["total"] / 1000
+            for path in sorted(reports.glob("*.json"))
+        ]
         return VitalsRun(label, seconds, used, peak, scores, timings, errors=errors)
     finally:
         worker.stop()
@@ -121,13 +112,9 @@ def become_subreaper() -> None:
 
 def reap_orphans() -> None:
     """Collect every ended child (orphaned Chromium helpers land here as subreaper)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
 
 
 def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
@@ -168,7 +155,7 @@ def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
             except (OSError, ValueError):
                 errors.append(f"{url}: exit {done.returncode}: {done.stderr[-300:]!r}")
                 continue
-            scores[url] = score(raw)
+            scores[url] = round(float(raw["categories"]["performance"]["score"]) * 100)
             timings.append(raw["timing"]["total"] / 1000)
     seconds = time.monotonic() - started
     used = core.children_cpu() - cpu_before
@@ -201,58 +188,18 @@ def parse_args(argv: list[str] | None) -> Options:
     return args
 
 
-def _median(values: list[float]) -> str:
-    return f"{statistics.median(values):.1f}" if values else "-"
-
-
-COLUMNS: list[tuple[str, Callable[[VitalsRun], str]]] = [
-    ("system", lambda run: run.label),
-    ("pages", lambda run: str(len(run.scores))),
-    ("seconds", lambda run: f"{run.seconds:.1f}"),
-    ("pages/min", lambda run: f"{run.pages_per_minute:.2f}"),
-    ("s/page", lambda run: f"{run.seconds / max(len(run.scores), 1):.1f}"),
-    ("CPU s", lambda run: f"{run.cpu:.0f}"),
-    ("cores busy", lambda run: f"{run.cpu / run.seconds:.2f}"),
-    ("peak PSS", lambda run: f"{run.peak_rss / 1e6:,.0f} MB"),
-    ("LH total s (median)", lambda run: _median(run.lighthouse_seconds)),
-    ("run wall s (median)", lambda run: _median(run.run_seconds)),
-]
-
-
-def render(runs: list[VitalsRun], urls: list[str], environment: list[str]) -> list[str]:
-    lines = ["", *environment, ""]
-    lines += core.columns(COLUMNS, runs)
-    for run in runs:
-        lines += [f"  {run.label}: error {e}" for e in run.errors]
-    if len(runs) == 2:
-        ours_run, peer = runs
-        lines += ["", *core.table(["page", "ours", "CLI", "diff"], _score_rows(urls, runs))]
-        ratio = ours_run.pages_per_minute / peer.pages_per_minute
-        lines += [
-            "",
-            f"  pages/min ratio (ours / CLI): {ratio:.2f}",
-            "",
-            *core.judged(targets(runs, urls)),
-        ]
-    return lines
-
-
-def _diffs(urls: list[str], runs: list[VitalsRun]) -> list[int]:
-    ours_run, peer = runs
-    return [
-        abs(ours_run.scores[u] - peer.scores[u])
-        for u in urls
-        if u in ours_run.scores and u in peer.scores
-    ]
-
-
-def _score_rows(urls: list[str], runs: list[VitalsRun]) -> list[list[str]]:
+def _score_rows(urls: list[str], runs: list[VitalsRun]) -> list[str]:
+    """Each page's score by each system and their difference (when both ran)."""
+    if len(runs) != 2:
+        return []
     rows = []
     for url in urls:
         got = [run.scores.get(url) for run in runs]
         diff = f"{got[0] - got[1]:+d}" if None not in got else "-"  # type: ignore[operator]
         rows.append([url.split("/", 3)[3], *("-" if g is None else str(g) for g in got), diff])
-    return rows
+    ratio = runs[0].pages_per_minute / runs[1].pages_per_minute
+    table = core.table(["page", "ours", "CLI", "diff"], rows)
+    return [*table, "", f"  pages/min ratio (ours / CLI): {ratio:.2f}"]
 
 
 def targets(runs: list[VitalsRun], urls: list[str]) -> list[core.Target]:
@@ -261,7 +208,8 @@ def targets(runs: list[VitalsRun], urls: list[str]) -> list[core.Target]:
         return []
     ours_run, peer = runs
     ratio = ours_run.pages_per_minute / peer.pages_per_minute
-    worst = max(_diffs(urls, runs), default=None)
+    both = [u for u in urls if u in ours_run.scores and u in peer.scores]
+    worst = max((abs(ours_run.scores[u] - peer.scores[u]) for u in both), default=None)
     complete = len(ours_run.scores) == len(peer.scores) == len(urls)
     worst_text = "-" if worst is None else f"{worst} points"
     return [
@@ -278,43 +226,59 @@ def targets(runs: list[VitalsRun], urls: list[str]) -> list[core.Target]:
     ]
 
 
+def report(urls: list[str]) -> Report[VitalsRun]:
+    return Report(
+        "web vitals: a web_vitals job against the Lighthouse CLI in a loop",
+        [
+            ("system", lambda run: run.label),
+            ("pages", lambda run: str(len(run.scores))),
+            ("seconds", lambda run: f"{run.seconds:.1f}"),
+            ("pages/min", lambda run: f"{run.pages_per_minute:.2f}"),
+            ("s/page", lambda run: f"{run.seconds / max(len(run.scores), 1):.1f}"),
+            ("CPU s", lambda run: f"{run.cpu:.0f}"),
+            ("cores busy", lambda run: f"{run.cpu / run.seconds:.2f}"),
+            ("peak PSS", lambda run: f"{run.peak_rss / 1e6:,.0f} MB"),
+            ("LH total s (median)", lambda run: median(run.lighthouse_seconds, ".1f")),
+            ("run wall s (median)", lambda run: median(run.run_seconds, ".1f")),
+        ],
+        lambda runs: targets(runs, urls),
+        lambda run: f"{run.label}: {run.pages_per_minute:.2f} pages/min",
+        [
+            lambda runs: [f"  {run.label}: error {e}" for run in runs for e in run.errors],
+            lambda runs: _score_rows(urls, runs),
+        ],
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     become_subreaper()  # the CLI loop's orphaned Chromium processes are reaped (and counted) here
-    runs: list[VitalsRun] = []
     urls: list[str] = []
-    started, busy_before = time.monotonic(), core.machine_busy()
-    environment = [
-        core.machine() + f"; load average at start {core.loadavg()}",
-        f"pages: {opts.pages} (bench/lib/vitalsite.py), Lighthouse mobile form factor, "
-        f"simulated throttling; ours: {opts.store}, SEOJOBS_WEB_VITALS_CONCURRENCY="
-        f"{opts.concurrency}",
-    ]
+    results = report(urls)
+    busy_before = core.machine_busy()
 
     def body(stack: ExitStack) -> None:
         pages, hits = stack.enter_context(serving(opts.pages))
         urls.extend(pages)
         dbs = Scratch(stack, postgres=opts.store == "pg", prefix="seojobs_vitals")
+        results.start(
+            dbs.pg,
+            f"pages: {opts.pages} (bench/lib/vitalsite.py), Lighthouse mobile form factor, "
+            f"simulated throttling; ours: {opts.store}, SEOJOBS_WEB_VITALS_CONCURRENCY="
+            f"{opts.concurrency}",
+        )
         if "ours" in opts.only:
             with dbs.fresh(opts.store) as (db_url, user_id):
-                runs.append(ours(db_url, user_id, urls, opts.concurrency, dbs.root))
-            core.progress(f"ours: {runs[-1].pages_per_minute:.2f} pages/min")
+                results.add(ours(db_url, user_id, urls, opts.concurrency, dbs.root))
         if "cli" in opts.only:
-            runs.append(cli_loop(urls, dbs.root))
-            core.progress(f"CLI loop: {runs[-1].pages_per_minute:.2f} pages/min")
-        wall = time.monotonic() - started
-        machine = (core.machine_busy() - busy_before) / wall
-        environment.append(
-            f"total wall time {wall:.0f} s; the whole machine's CPUs busy {machine:.2f} on "
-            f"average; load average at end {core.loadavg()}; site requests {sum(hits.values())}"
+            results.add(cli_loop(urls, dbs.root))
+        busy = (core.machine_busy() - busy_before) / (time.monotonic() - results.started)
+        results.environment.append(
+            f"the whole machine's CPUs busy {busy:.2f} on average; "
+            f"site requests {sum(hits.values())}"
         )
 
-    return core.run(
-        body,
-        lambda: "\n".join(render(runs, urls, environment)) + "\n",
-        lambda: core.failed(targets(runs, urls)),
-        "processes stopped, scratch databases removed",
-    )
+    return results.main(body, "processes stopped, scratch databases removed")
 
 
 if __name__ == "__main__":

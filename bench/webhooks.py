@@ -39,6 +39,7 @@ from bench.lib.ours import (
     running,
     warm,
 )
+from bench.lib.report import Report
 from seojobs.engine.worker import Worker, freeze_startup
 from seojobs.kinds import load_registry
 from seojobs.services import Services
@@ -75,11 +76,7 @@ def receiver() -> Starlette:
         return JSONResponse(SEEN)
 
     return Starlette(
-        routes=[
-            Route(HOOK, hook, methods=["POST"]),
-            Route("/count", count),
-            Route("/seen", seen),
-        ]
+        routes=[Route(HOOK, hook, methods=["POST"]), Route("/count", count), Route("/seen", seen)]
     )
 
 
@@ -97,13 +94,10 @@ class Run:
     seconds: float  # first completion to last delivery
     delays: list[float]  # per job: completion to its first delivery
     completing: float  # first completion to last completion (how tight the burst was)
-    cpu: float  # CPU seconds of this process (the worker and its dispatcher) during the run
-    # (the steady feeder's thread is left out)
+    cpu: float  # of this process (worker, dispatcher; not the feeder): docs/bench/webhooks.md
 
     @property
     def cpu_ms(self) -> float:
-        """CPU ms per delivery: the worker's (running and completing the no-op jobs) and its
-        dispatcher's together, the receiver's not (its own process)."""
         return self.cpu * 1000 / self.delivered if self.delivered else float("nan")
 
     @property
@@ -264,18 +258,19 @@ def targets(runs: list[Run]) -> list[core.Target]:
     return found
 
 
-def report(runs: list[Run], machine: list[str]) -> str:
-    settings = Settings(database_url="sqlite://")
-    lines = [
-        *machine,
-        "dispatcher: "
-        + ", ".join(
-            f"{name} {getattr(settings, name, '(none)')}"
-            for name in ("webhook_concurrency", "webhook_endpoint_concurrency")
-        ),
-        "",
-    ]
-    lines += core.columns(
+def main(argv: list[str] | None = None) -> int:
+    parser = core.parser("bench/webhooks.py", __doc__.splitlines()[0])
+    add = parser.add_argument
+    add("--jobs", type=int, default=10_000, help="job completions")
+    add("--stores", type=core.choice(STORES), default=("sqlite",), help="sqlite,postgresql")
+    add("--concurrency", type=int, default=200, help="worker concurrency")
+    rate = "steady completions a second (0: half the burst's measured drain rate)"
+    add("--rate", type=float, default=0.0, help=rate)
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.concurrency < 1 or args.rate < 0:
+        parser.error("--jobs and --concurrency must be at least 1, --rate at least 0")
+    results: Report[Run] = Report(
+        "webhook delivery",
         [
             ("store", lambda r: r.store),
             ("mode", lambda r: r.mode),
@@ -290,48 +285,27 @@ def report(runs: list[Run], machine: list[str]) -> str:
             ("p99 delay s", lambda r: f"{r.quantile(0.99):.3f}"),
             ("max delay s", lambda r: f"{max(r.delays, default=float('nan')):.3f}"),
         ],
-        runs,
+        targets,
     )
-    return "\n".join([*lines, "", *core.judged(targets(runs)), ""])
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = core.parser("bench/webhooks.py", __doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10_000, help="job completions")
-    parser.add_argument(
-        "--stores", type=core.choice(STORES), default=("sqlite",), help="sqlite,postgresql"
+    settings = Settings(database_url="sqlite://")
+    dispatcher = ", ".join(
+        f"{name} {getattr(settings, name, '(none)')}"
+        for name in ("webhook_concurrency", "webhook_endpoint_concurrency")
     )
-    parser.add_argument("--concurrency", type=int, default=200, help="worker concurrency")
-    parser.add_argument(
-        "--rate",
-        type=float,
-        default=0.0,
-        help="steady completions a second (0: half the burst's measured drain rate)",
-    )
-    args = parser.parse_args(argv)
-    if args.jobs < 1 or args.concurrency < 1 or args.rate < 0:
-        parser.error("--jobs and --concurrency must be at least 1, --rate at least 0")
-    runs: list[Run] = []
-    machine: list[str] = []
 
     def body(stack: ExitStack) -> None:
         scratch = ours.Scratch(stack, postgres="postgresql" in args.stores)
-        machine.append(core.machine(scratch.pg))
+        results.start(scratch.pg, f"dispatcher: {dispatcher}")
         for store in args.stores:
             for mode in ("burst", "steady"):
                 log = scratch.root / f"receiver-{store}-{mode}.log"
                 url = scratch.new(store, f"bench_webhooks_{mode}")
                 rate = None
                 if mode == "steady":
-                    rate = args.rate or max(1.0, runs[-1].per_second * STEADY_SHARE)
-                runs.append(measure(store, url, args.jobs, args.concurrency, log, rate))
+                    rate = args.rate or max(1.0, results.runs[-1].per_second * STEADY_SHARE)
+                results.add(measure(store, url, args.jobs, args.concurrency, log, rate))
 
-    return core.run(
-        body,
-        lambda: report(runs, machine),
-        lambda: core.failed(targets(runs)),
-        "scratch databases removed",
-    )
+    return results.main(body, "scratch databases removed")
 
 
 if __name__ == "__main__":

@@ -147,13 +147,8 @@ def build(pages: int, port: int) -> dict[bytes, tuple[bytes, bytes]]:
 NOT_FOUND = _response("404 Not Found", "text/plain", b"not found\n")
 
 
-class Stats:
-    requests = 0
-    private = 0  # requests for a disallowed path
-
-
 class SiteProtocol(asyncio.Protocol):
-    def __init__(self, site: dict[bytes, tuple[bytes, bytes]], stats: Stats) -> None:
+    def __init__(self, site: dict[bytes, tuple[bytes, bytes]], stats: dict[str, int]) -> None:
         self.site = site
         self.stats = stats
         self.buffer = b""
@@ -174,13 +169,11 @@ class SiteProtocol(asyncio.Protocol):
         method, _, rest = request.partition(b" ")
         target = rest.split(b" ", 1)[0].split(b"?", 1)[0]
         if target == STATS_PATH.encode():
-            counts = {"requests": self.stats.requests, "private": self.stats.private}
-            self.transport.write(
-                b"".join(_response("200 OK", "application/json", json.dumps(counts).encode()))
-            )
+            counts = json.dumps(self.stats).encode()
+            self.transport.write(b"".join(_response("200 OK", "application/json", counts)))
             return
-        self.stats.requests += 1
-        self.stats.private += target.startswith(DISALLOWED.encode())
+        self.stats["requests"] += 1
+        self.stats["private"] += target.startswith(DISALLOWED.encode())  # a disallowed path
         head, body = self.site.get(target, NOT_FOUND)
         self.transport.write(head if method == b"HEAD" else head + body)
         if b"\r\nconnection: close" in request.lower():
@@ -201,7 +194,7 @@ def bind() -> socket.socket:
 
 async def _serve(pages: int, sock: socket.socket) -> None:
     site = build(pages, sock.getsockname()[1])
-    stats = Stats()
+    stats = {"requests": 0, "private": 0}
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: SiteProtocol(site, stats), sock=sock, backlog=2048)
     print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
