@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import sqlalchemy
 from standardwebhooks import Webhook
 
 from seojobs.kinds import load_registry
@@ -25,6 +24,7 @@ from seojobs.store.db import Database
 from seojobs.webhook_records import AttemptOutcome, DeliveryRecord, EndpointRecord
 from tests.conftest import make_settings
 from tests.fakes.webhook_receiver import Receiver, receiver
+from tests.statements import statements
 from tests.waiting import await_until
 
 
@@ -190,17 +190,10 @@ async def test_an_idle_dispatcher_reads_the_outbox_only_at_its_fallback(store_ur
     its fallback poll (5 s): it looked every 0.2 s, five reads a second in every worker of
     every server (issue 24.1). Counted through the database: the reads of the outbox."""
     settings = make_settings(store_url)
-    with services_of(settings) as services:
-        reads: list[str] = []
-
-        def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-            if "webhook_deliveries" in statement:
-                reads.append(statement)
-
-        sqlalchemy.event.listen(services.db.engine, "before_cursor_execute", count)
+    with services_of(settings) as services, statements(services.db) as seen:
         async with dispatching(services):
             await asyncio.sleep(2.0)
-        sqlalchemy.event.remove(services.db.engine, "before_cursor_execute", count)
+    reads = [s for s in seen if "webhook_deliveries" in s]
     assert 1 <= len(reads) <= 2, reads
 
 
