@@ -253,10 +253,62 @@ def test_every_check_passes_on_generated_requests(
     )
 
 
+@contextlib.contextmanager
+def _regexes_built_once() -> Iterator[None]:
+    """Each regex's strategy built once for the whole run. schemathesis builds a pattern's
+    strategy in the draw (a negative case's mutated schema), and Hypothesis builds it again
+    each time a ``.filter``/``.map`` wraps the lazy ``from_regex`` (twice when the alphabet
+    is a strategy): the same 15 patterns were built 242 times in the 20 job operations, the
+    URL pattern 24 of them, about a quarter of the generating CPU. A regex's strategy is a
+    function of the pattern, its flags, fullmatch and the alphabet, and holds no state: the
+    same cases are drawn from it. Hypothesis' internals: if a release renames them, each is
+    built as before (slower, as correct)."""
+    try:
+        from hypothesis.strategies._internal import regex
+    except ImportError:
+        yield
+        return
+    build = getattr(regex, "regex_strategy", None)
+    if build is None:
+        yield
+        return
+    built: dict[tuple[Any, ...], Any] = {}
+
+    def once(pattern: Any, fullmatch: bool, *, alphabet: Any, **kwargs: Any) -> Any:
+        try:
+            key = (
+                type(pattern),
+                getattr(pattern, "pattern", pattern),
+                getattr(pattern, "flags", None),
+                fullmatch,
+                tuple(alphabet.intervals.intervals),
+                tuple(sorted(kwargs.items())),
+            )
+            strategy = built.get(key)
+        except (AttributeError, TypeError):  # an alphabet not of characters: as it was
+            return build(pattern, fullmatch, alphabet=alphabet, **kwargs)
+        if strategy is None:
+            strategy = built[key] = build(pattern, fullmatch, alphabet=alphabet, **kwargs)
+        return strategy
+
+    regex.regex_strategy = once
+    try:
+        yield
+    finally:
+        regex.regex_strategy = build
+
+
 def _fuzz_all(
     schema: Any, targets: dict[str, Target]
 ) -> tuple[dict[str, BaseException], list[str]]:
     """Every operation in each generation mode: what failed (each label's) and the labels."""
+    with _regexes_built_once():
+        return _fuzz_each(schema, targets)
+
+
+def _fuzz_each(
+    schema: Any, targets: dict[str, Target]
+) -> tuple[dict[str, BaseException], list[str]]:
     from schemathesis.generation import GenerationMode
 
     failures: dict[str, BaseException] = {}
