@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -117,6 +118,19 @@ def reap_orphans() -> None:
             pass
 
 
+def kill_leftovers() -> None:
+    """SIGKILL what a CLI run left (one past its timeout leaves its Chromium, which
+    chrome-launcher starts in a process group of its own: it spun on for an hour after a
+    bench had ended), and reap it; the CLI loop has no other children."""
+    deadline = time.monotonic() + 10
+    while (left := core.descendants(os.getpid())[1:]) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+        reap_orphans()
+
+
 def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
     """The Lighthouse CLI once per URL, one after another (call ``become_subreaper`` first)."""
     settings = WebVitalsSettings()
@@ -139,17 +153,22 @@ def cli_loop(urls: list[str], tmp: Path) -> VitalsRun:
             out = os.path.join(scratch, "report.json")
             cmd = runner.command(browser, url, "mobile", LOOPBACK_ONLY, out)
             began = time.monotonic()
-            done = subprocess.run(
-                cmd,
-                env={**env, "TMPDIR": scratch},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                timeout=browser.timeout,
-                check=False,
-            )
-            walls.append(time.monotonic() - began)
-            reap_orphans()
+            try:
+                done = subprocess.run(
+                    cmd,
+                    env={**env, "TMPDIR": scratch},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    timeout=browser.timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:  # a failed page, as the job's lighthouse_timeout
+                errors.append(f"{url}: over the {browser.timeout:g} s run timeout")
+                continue
+            finally:
+                walls.append(time.monotonic() - began)
+                kill_leftovers()
             try:
                 raw = json.loads(Path(out).read_text())
             except (OSError, ValueError):
