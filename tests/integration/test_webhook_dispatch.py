@@ -185,6 +185,43 @@ async def test_a_delivery_made_due_wakes_the_dispatcher_before_its_poll(store_ur
     assert [r.path for r in consumer.received] == ["/h"] * 5
 
 
+async def test_a_delivery_made_due_while_a_claim_runs_is_not_left_for_the_poll(
+    store_url: str,
+) -> None:
+    """A dispatcher polling once an hour, over many rounds: delivery A is sent, and just as
+    its answer comes back (recorded, then the claim that follows a recording, with nothing
+    in flight) B is written through another handle, at a varying delay. Its wake-up often
+    arrives while that claim runs, whose snapshot may predate B: the wake-up must lead to
+    another look. One was dropped when the claim before had got some (a backlog draining,
+    ``_woken``), and B waited for the poll (seen once in a full run: test_webhooks' job.failed
+    delivery on PostgreSQL)."""
+    settings = make_settings(
+        store_url, allow_private_networks=True, webhook_poll_interval=3600, webhook_timeout=60
+    )
+    rounds = 40
+    with receiver() as consumer, services_of(settings) as own, services_of(settings) as other:
+        user = own.accounts.create_user("alice").user
+        endpoint = own.webhooks.create(user, url=consumer.url + "/h", events="*")
+        job_id = own.jobs.create(user, "test_noop", {})[0].id
+
+        def add(by: Services) -> None:
+            row = {"endpoint_id": endpoint.id, "event_type": "job.completed", "job_id": job_id}
+            with by.db.write() as conn:
+                hook_sql.add_messages(conn, [{**row, "msg_id": None, "payload": None}], utcnow())
+
+        async def sent(count: int) -> bool:
+            return len(consumer.received) >= count
+
+        async with dispatching(own):
+            for n in range(rounds):
+                await asyncio.to_thread(add, own)
+                await await_until(lambda n=n: sent(2 * n + 1), interval=0.001)
+                await asyncio.sleep(0.0005 * (n % 12))  # across the record and the claim
+                await asyncio.to_thread(add, other)
+                await settled(own, endpoint, 2 * n + 2)
+    assert len(consumer.received) == 2 * rounds
+
+
 async def test_an_idle_dispatcher_reads_the_outbox_only_at_its_fallback(store_url: str) -> None:
     """With the default settings, a dispatcher with nothing to deliver looks once, then at
     its fallback poll (5 s): it looked every 0.2 s, five reads a second in every worker of

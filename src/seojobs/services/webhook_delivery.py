@@ -124,11 +124,14 @@ class Dispatcher:
             loop.call_soon_threadsafe(self._woken)
 
     def _woken(self) -> None:
-        """Claims at once unless the last claim got some: while a backlog drains, the next
-        claim comes as attempts are recorded and takes what is due by then (a claim per
-        wake-up made a burst into many small write transactions, which on SQLite queued
-        behind the worker's)."""
-        if not self._backlog and self._in_flight < self.concurrency:
+        """Claims at once unless a backlog is draining (the last claim got some, and attempts
+        are in flight): the next claim then comes as they are recorded and takes what is due
+        by then (a claim per wake-up made a burst into many small write transactions, which
+        on SQLite queued behind the worker's). With none in flight no recording is to come:
+        a wake-up that arrives while the claim after the last recording runs (its snapshot
+        may predate what woke us) was dropped, and the delivery waited for the poll."""
+        draining = self._backlog and self._in_flight > 0
+        if not draining and self._in_flight < self.concurrency:
             self._freed.set()
 
     async def run(self) -> None:
