@@ -339,7 +339,11 @@ class Settings(BaseSettings):
         description="After a secret rotation, how long the previous secret still signs too.",
     )
     webhook_poll_interval: float = Field(
-        default=0.2, gt=0, description="How often workers look for due webhook deliveries."
+        default=5.0,
+        gt=0,
+        description="How often an idle worker looks for due webhook deliveries, seconds: a "
+        "fallback, for a claim that ran out (a worker died mid-attempt). New deliveries and "
+        "retries wake the workers, and each sleeps until the soonest retry is due.",
     )
     webhook_concurrency: int = Field(
         default=64,

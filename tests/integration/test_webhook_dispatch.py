@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -20,9 +21,10 @@ from seojobs.settings import Settings
 from seojobs.store import webhooks as hook_sql
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import Database
-from seojobs.webhook_records import DeliveryRecord, EndpointRecord
+from seojobs.webhook_records import AttemptOutcome, DeliveryRecord, EndpointRecord
 from tests.conftest import make_settings
 from tests.fakes.webhook_receiver import Receiver, receiver
+from tests.statements import statements
 from tests.waiting import await_until
 
 
@@ -181,6 +183,90 @@ async def test_a_delivery_made_due_wakes_the_dispatcher_before_its_poll(store_ur
         found = outbox(own, endpoint)
     assert sorted(attempts for _, attempts in found) == [1, 1, 1, 2]  # the first: 500, 200
     assert [r.path for r in consumer.received] == ["/h"] * 5
+
+
+async def test_a_delivery_made_due_while_a_claim_runs_is_not_left_for_the_poll(
+    store_url: str,
+) -> None:
+    """A dispatcher polling once an hour, over many rounds: delivery A is sent, and just as
+    its answer comes back (recorded, then the claim that follows a recording, with nothing
+    in flight) B is written through another handle, at a varying delay. Its wake-up often
+    arrives while that claim runs, whose snapshot may predate B: the wake-up must lead to
+    another look. One was dropped when the claim before had got some (a backlog draining,
+    ``_woken``), and B waited for the poll (seen once in a full run: test_webhooks' job.failed
+    delivery on PostgreSQL)."""
+    settings = make_settings(
+        store_url, allow_private_networks=True, webhook_poll_interval=3600, webhook_timeout=60
+    )
+    rounds = 40
+    with receiver() as consumer, services_of(settings) as own, services_of(settings) as other:
+        user = own.accounts.create_user("alice").user
+        endpoint = own.webhooks.create(user, url=consumer.url + "/h", events="*")
+        job_id = own.jobs.create(user, "test_noop", {})[0].id
+
+        def add(by: Services) -> None:
+            row = {"endpoint_id": endpoint.id, "event_type": "job.completed", "job_id": job_id}
+            with by.db.write() as conn:
+                hook_sql.add_messages(conn, [{**row, "msg_id": None, "payload": None}], utcnow())
+
+        async def sent(count: int) -> bool:
+            return len(consumer.received) >= count
+
+        async with dispatching(own):
+            for n in range(rounds):
+                await asyncio.to_thread(add, own)
+                await await_until(lambda n=n: sent(2 * n + 1), interval=0.001)
+                await asyncio.sleep(0.0005 * (n % 12))  # across the record and the claim
+                await asyncio.to_thread(add, other)
+                await settled(own, endpoint, 2 * n + 2)
+    assert len(consumer.received) == 2 * rounds
+
+
+async def test_an_idle_dispatcher_reads_the_outbox_only_at_its_fallback(store_url: str) -> None:
+    """With the default settings, a dispatcher with nothing to deliver looks once, then at
+    its fallback poll (5 s): it looked every 0.2 s, five reads a second in every worker of
+    every server (issue 24.1). Counted through the database: the reads of the outbox."""
+    settings = make_settings(store_url)
+    with services_of(settings) as services, statements(services.db) as seen:
+        async with dispatching(services):
+            await asyncio.sleep(2.0)
+    reads = [s for s in seen if "webhook_deliveries" in s]
+    assert 1 <= len(reads) <= 2, reads
+
+
+async def test_a_dispatcher_sleeps_until_the_soonest_retry_another_scheduled(
+    store_url: str,
+) -> None:
+    """A delivery claimed through another handle on the database (another worker's
+    dispatcher, mid-attempt) is invisible to this dispatcher's look, which then finds nothing
+    and sleeps (its fallback poll: an hour). The other records a 500 and a retry 0.2 s later:
+    that wakes this one (NOTIFY on PostgreSQL, the file's change on SQLite), which reads when
+    the retry comes due, sleeps until then and sends it. Without the wake-up it waited for
+    its fallback poll."""
+    settings = make_settings(
+        store_url, allow_private_networks=True, webhook_poll_interval=3600, webhook_timeout=60
+    )
+    with receiver() as consumer, services_of(settings) as own, services_of(settings) as other:
+        user = other.accounts.create_user("alice").user
+        endpoint = other.webhooks.create(user, url=consumer.url + "/h", events="*")
+        queue(other, user, endpoint, 1)
+        [(delivery, _)] = outbox(other, endpoint)
+        with other.db.write() as conn:
+            hook_sql.hold(conn, [(delivery.id, None, None)], utcnow(), 60)
+        async with dispatching(own):
+            await asyncio.sleep(0.3)  # its first look: nothing due that is not claimed
+            assert consumer.received == []
+            now = utcnow()
+            failed = AttemptOutcome(500, 1.0, "", None)
+            retry = hook_sql.Recorded(
+                delivery.id, failed, "pending", now + timedelta(seconds=0.2), endpoint.id, None
+            )
+            with other.db.write() as conn:
+                hook_sql.record_attempts(conn, [retry], now)
+            await settled(own, endpoint, 1)
+        [(sent, attempts)] = outbox(own, endpoint)
+    assert attempts == 2 and sent.state == "delivered"
+    assert [r.path for r in consumer.received] == ["/h"]
 
 
 async def test_a_dispatcher_cancelled_as_a_wake_up_reaches_it_ends(store_url: str) -> None:

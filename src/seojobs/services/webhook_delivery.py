@@ -113,6 +113,9 @@ class Dispatcher:
         self._freed = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._retry_at: datetime | None = None  # the soonest retry this one scheduled
+        # When the soonest unclaimed delivery comes due, as the last look that found none
+        # due read it (None: none pending, or not looked since a claim got some).
+        self._next_at: datetime | None = None
 
     def wake(self) -> None:
         """Thread-safe: deliveries may be due (the listener's, and this process's commits')."""
@@ -121,17 +124,21 @@ class Dispatcher:
             loop.call_soon_threadsafe(self._woken)
 
     def _woken(self) -> None:
-        """Claims at once unless the last claim got some: while a backlog drains, the next
-        claim comes as attempts are recorded and takes what is due by then (a claim per
-        wake-up made a burst into many small write transactions, which on SQLite queued
-        behind the worker's)."""
-        if not self._backlog and self._in_flight < self.concurrency:
+        """Claims at once unless a backlog is draining (the last claim got some, and attempts
+        are in flight): the next claim then comes as they are recorded and takes what is due
+        by then (a claim per wake-up made a burst into many small write transactions, which
+        on SQLite queued behind the worker's). With none in flight no recording is to come:
+        a wake-up that arrives while the claim after the last recording runs (its snapshot
+        may predate what woke us) was dropped, and the delivery waited for the poll."""
+        draining = self._backlog and self._in_flight > 0
+        if not draining and self._in_flight < self.concurrency:
             self._freed.set()
 
     async def run(self) -> None:
-        """Deliver until cancelled: claim when woken by a new due delivery (the transaction
-        that wrote it commits: seojobs.store.listener), when slots come free, and at least
-        every ``webhook_poll_interval`` (retries come due with no one to wake us)."""
+        """Deliver until cancelled: claim when woken (the transaction that made a delivery
+        due or scheduled a retry commits: seojobs.store.listener), when slots come free, when
+        the soonest retry it knows of comes due, and at least every ``webhook_poll_interval``
+        (for a claim that runs out: its dispatcher died mid-attempt, and no one says so)."""
         self._loop = asyncio.get_running_loop()
         listener = Listener(self.db, self.wake, WEBHOOK_CHANNEL)
         listener.start()
@@ -165,11 +172,15 @@ class Dispatcher:
             await listener.aclose()
 
     def _pause(self) -> float:
-        """Until the next look: the poll interval, or less when a retry this dispatcher
-        scheduled comes due sooner (nothing wakes us for it)."""
+        """Until the next look: the fallback poll interval, or less when a delivery comes
+        due sooner: the soonest the last look found, or a retry this dispatcher scheduled
+        since (an idle dispatcher used to look every 0.2 s whether or not anything could
+        be due: 5 reads a second in every worker, issue 24.1)."""
         pause = self.settings.webhook_poll_interval
-        if self._retry_at is not None:
-            pause = min(pause, max((self._retry_at - self.clock()).total_seconds(), 0.0))
+        now = self.clock()
+        for due_at in (self._retry_at, self._next_at):
+            if due_at is not None:
+                pause = min(pause, max((due_at - now).total_seconds(), 0.0))
         return pause
 
     async def run_once(self, sender: WebhookSender) -> int:
@@ -222,14 +233,16 @@ class Dispatcher:
     def _claim(self, limit: int, busy: dict[int, int]) -> list[DueDelivery]:
         """Claims up to ``limit`` due deliveries and fixes the new ones' messages, in one
         transaction. Skips the (cheap, read-only) look for due ones while a backlog is being
-        drained: the previous claim got some."""
+        drained: the previous claim got some. A claim that gets none leaves when the soonest
+        delivery comes due (``_next_at``)."""
         now = self.clock()
         if self._retry_at is not None and now >= self._retry_at:
             self._retry_at = None  # due by now on the clock that scheduled it: claimed here
         if not self._backlog:
             with self.db.read() as conn:
-                if not hook_sql.has_due(conn, now):
-                    return []
+                self._next_at = hook_sql.next_due(conn, now)
+            if self._next_at is None or self._next_at > now:
+                return []
         with self.db.write() as conn:
             due = hook_sql.claim_due(
                 self.db, conn, now, limit, per_endpoint=self.per_endpoint, busy=busy
@@ -243,6 +256,11 @@ class Dispatcher:
                 for d in due
             ]
             hook_sql.hold(conn, held, now, self.lock_for)
+            # None claimed (a backlog drained, another dispatcher was first, or what is due
+            # waits for an endpoint's slot here): wake-ups were ignored meanwhile
+            # (``_woken``), so read what comes due next; what is due already waits for
+            # slots to come free (``_record_loop`` wakes us) or for the fallback poll.
+            self._next_at = None if due else hook_sql.next_due(conn, now, after=True)
         self._backlog = bool(due)
         return due
 

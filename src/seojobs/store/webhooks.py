@@ -498,6 +498,10 @@ def record_attempts(conn: Connection, recorded: Sequence[Recorded], now: datetim
     for r in recorded:
         if r.endpoint_values:
             conn.execute(update(E).where(E.c.id == r.endpoint_id).values(r.endpoint_values))
+    if any(r.next_attempt_at is not None and r.state == "pending" for r in recorded):
+        # A retry scheduled: every dispatcher learns when it comes due (``next_due``), the
+        # other processes' too, which otherwise would look only at their fallback poll.
+        notify(conn, WEBHOOK_CHANNEL)
 
 
 def _error_text(outcome: AttemptOutcome) -> str:
@@ -547,11 +551,18 @@ def replay(conn: Connection, endpoint_id: int, delivery_id: int, now: datetime) 
     return True
 
 
-def has_due(conn: Connection, now: datetime) -> bool:
-    """Whether any delivery is due (a read: the dispatcher's idle poll takes no write lock)."""
+def next_due(conn: Connection, now: datetime, *, after: bool = False) -> datetime | None:
+    """When the soonest unclaimed pending delivery is (or was) due, or with ``after`` the
+    soonest due later than ``now``; None: there is none. A read (the dispatcher's idle look
+    takes no write lock), walking ``ix_webhook_deliveries_due`` from its soonest row. A
+    claimed one is left out: its dispatcher records it (a retry wakes the others) or dies,
+    and then its claim runs out unannounced."""
     unlocked = or_(D.c.locked_until.is_(None), D.c.locked_until < now)
-    query = select(D.c.id).where(D.c.state == "pending", D.c.next_attempt_at <= now, unlocked)
-    return conn.execute(query.limit(1)).first() is not None
+    query = select(D.c.next_attempt_at).where(D.c.state == "pending", unlocked)
+    if after:
+        query = query.where(D.c.next_attempt_at > now)
+    found: datetime | None = conn.execute(query.order_by(D.c.next_attempt_at).limit(1)).scalar()
+    return found
 
 
 # -- one-off callbacks (a job's ``webhook_url``) ---------------------------------------------
