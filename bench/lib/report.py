@@ -1,6 +1,6 @@
-"""One shape for an entry script's report (bench/audit.py, collect.py, vitals.py, webhooks.py):
-a title, the environment, one row per run, blocks of its own, the targets judged PASS or
-FAIL, notes, extra lines; and ``main``, which runs the body in ``core.run`` (the exit code)."""
+"""One shape for every entry script's report: a title, the environment, one row per run (no
+table without ``columns``), blocks of its own, the targets judged PASS or FAIL, notes, extra
+lines; and ``main``, which runs the body in ``core.run`` (the exit code)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ Columns = Sequence[tuple[str, Callable[[R], str]]]
 @dataclass
 class Report(Generic[R]):
     title: str
-    columns: Columns[R]
-    judge: Callable[[list[R]], list[Target]]
+    columns: Columns[R] = ()
+    judge: Callable[[list[R]], list[Target]] = lambda _runs: []
     progress: Callable[[R], str] | None = None  # the progress line of a run added
     blocks: Sequence[Callable[[list[R]], list[str]]] = ()  # after the table, if not empty
     right: Sequence[int] | None = None  # right-aligned columns (all but the first)
@@ -43,8 +43,8 @@ class Report(Generic[R]):
         self.environment += [f"{core.machine(pg)}; load average at start {core.loadavg()}", *lines]
 
     def render(self) -> str:
-        lines = ["", self.title, *(f"  {line}" for line in self.environment), ""]
-        lines += core.columns(self.columns, self.runs, self.right)
+        lines = ["", self.title, *(f"  {line}" for line in self.environment)]
+        lines += ["", *core.columns(self.columns, self.runs, self.right)] if self.columns else []
         for block in self.blocks:
             found = block(self.runs)
             lines += ["", *found] if found else []
