@@ -10,7 +10,6 @@ import contextlib
 import functools
 import http.client
 import importlib.metadata
-import logging
 import os
 import platform
 import resource
@@ -26,7 +25,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -150,44 +148,6 @@ def machine(pg: ScratchPostgres | None = None) -> str:
     if pg is not None:
         line += f"; PostgreSQL {pg.server_version()} on 127.0.0.1 (same machine)"
     return line
-
-
-def _unwind(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def run(
-    body: Callable[[ExitStack], None],
-    render: Callable[[], str],
-    failures: Callable[[], Sequence[str]],
-    cleaned: str,
-) -> int:
-    """What every benchmark's ``main`` does around its runs: SIGTERM unwinds like Ctrl-C;
-    ``body`` runs with an ExitStack for its servers, processes and scratch databases; when it
-    is interrupted (exit 130) or fails, the report so far is printed with ``cleaned`` (what was
-    stopped or removed on the way out). Then the report, and the exit code: 1 when a target
-    failed (each printed once more), else 0."""
-    signal.signal(signal.SIGTERM, _unwind)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        with ExitStack() as stack:
-            body(stack)
-    except KeyboardInterrupt:
-        print(render() + f"\n(incomplete: interrupted; {cleaned})", flush=True)
-        raise SystemExit(130) from None
-    except BaseException:
-        print(render() + f"\n(incomplete: the run stopped with an error; {cleaned})", flush=True)
-        raise
-    print(render(), end="", flush=True)
-    found = failures()
-    if found:
-        print("\nFAIL: " + "\nFAIL: ".join(found), flush=True)
-    return 1 if found else 0
-
-
-def wall(started: float) -> str:
-    """The report's last environment line, for a run begun at ``time.monotonic()`` ``started``."""
-    return f"total wall time {time.monotonic() - started:.0f} s; load average at end {loadavg()}"
 
 
 # -- CPU and memory (Linux /proc) ------------------------------------------------------------
