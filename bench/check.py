@@ -601,20 +601,14 @@ def _profile(bench: Bench, concurrency: int) -> list[str]:
     with spy.recording(os.getpid(), spy.SELF_RATE) as got:
         bench.ours("sqlite", concurrency, concurrency)
     run = bench.results.runs.pop()  # reported here, not among the timed runs
-    raw = got.raw
-    if raw is None:
-        return ["profile: py-spy missing or could not attach (no permission?); skipped"]
-    total, found = spy.categorise(raw)
-    if not total:
-        return ["profile: no samples"]
-    lines = [
+    return spy.shares(
+        got.raw,
+        spy.CHECK_CATEGORIES,
+        lambda n, total: n / total * run.cpu_ms_per_url,
         f"profile ({OURS} sqlite, c={concurrency}, per-host {concurrency}, under py-spy --gil: "
-        f"{run.rate:,.0f} URLs/s, {run.cpu_ms_per_url:.2f} CPU ms/URL, {total:,} samples):",
-    ]
-    for name, count in found.most_common():
-        share = count / total
-        lines.append(f"  {share:6.1%}  {share * run.cpu_ms_per_url:5.2f} ms/URL  {name}")
-    return lines
+        f"{run.rate:,.0f} URLs/s, {run.cpu_ms_per_url:.2f} CPU ms/URL, {{total:,}} samples); "
+        "CPU ms per URL:",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
