@@ -1,14 +1,11 @@
-"""API status-GET benchmark: ``python bench/api.py [--jobs N] [--connections 16,64] ...``.
-
-What it measures, its targets and how to read its report: docs/bench/api.md.
-"""
+"""API status-GET benchmark; what it measures and its targets: docs/bench/api.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import json
 from argparse import Namespace as Options  # what parse_args returns

@@ -1,18 +1,14 @@
-"""Site-audit crawl benchmark: ``python bench/audit.py [--store sqlite|pg] [--rounds N] [...]``.
-
-What it measures, its targets and how to read its report: docs/bench/audit.md.
-"""
+"""Site-audit crawl benchmark; what it measures and its targets: docs/bench/audit.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import importlib.util
 import json
-import os
 import statistics
 import subprocess
 from argparse import Namespace as Options  # what parse_args returns
@@ -20,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.lib import REPO, core, spy
 from bench.lib.auditsite import MAX_PAGES, SITEMAP_URLS, private_links

@@ -1,20 +1,16 @@
-"""Index-check benchmark: ``python bench/check.py [--urls N] [--concurrency 8,32,64] [...]``.
-
-What it measures, its targets and how to read its report: docs/bench/check.md.
-"""
+"""Index-check benchmark; what it measures and its targets: docs/bench/check.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import dataclasses
 import importlib.util
 import json
-import os
 import statistics
 import time
 from argparse import Namespace as Options  # what parse_args returns

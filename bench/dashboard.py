@@ -1,14 +1,11 @@
-"""Dashboard page-render benchmark: ``python bench/dashboard.py [--jobs N] [--requests N]``.
-
-What it measures, its targets and how to read its report: docs/bench/dashboard.md.
-"""
+"""Dashboard page-render benchmark; what it measures and its targets: docs/bench/dashboard.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import argparse
 import http.client
@@ -17,6 +14,7 @@ import statistics
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlencode
 
 from sqlalchemy import update

@@ -1,14 +1,11 @@
-"""Polling benchmark: ``python bench/poll.py [--jobs 1000] [--span 600] [--seed 1]``.
-
-What it measures, its targets and how to read its report: docs/bench/poll.md.
-"""
+"""Polling benchmark; what it measures and its targets: docs/bench/poll.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import bisect
 import heapq

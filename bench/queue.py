@@ -1,14 +1,11 @@
-"""Queue throughput and wake-up benchmark: ``python bench/queue.py [--jobs N] [--only ...]``.
-
-What it measures, its targets and how to read its report: docs/bench/queue.md.
-"""
+"""Queue throughput and wake-up benchmark; what it measures and its targets: docs/bench/queue.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import contextlib

@@ -1,14 +1,11 @@
-"""Scale benchmark: ``python bench/scale.py [--jobs 1000000] [--processes 1,2,4] ...``.
-
-What it measures, its targets and how to read its report: docs/bench/scale.md.
-"""
+"""Scale benchmark; what it measures and its targets: docs/bench/scale.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import argparse
 import json
@@ -18,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 from sqlalchemy import text

@@ -1,14 +1,11 @@
-"""Webhook delivery benchmark: ``python bench/webhooks.py [--jobs N] [--stores ...] [--rate N]``.
-
-Its burst and steady runs, targets, and how to read its report: docs/bench/webhooks.md.
-"""
+"""Webhook delivery benchmark; what it measures and its targets: docs/bench/webhooks.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import json
@@ -18,6 +15,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 import httpx
