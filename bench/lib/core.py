@@ -174,27 +174,19 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def sched_seconds(pid: int | str = "self") -> tuple[float, float]:
-    """(seconds on a CPU, seconds runnable but waiting for one) of every thread of ``pid``.
-
-    From /proc/<pid>/task/*/schedstat; threads that already ended are not counted. The wait is
-    the direct measure of other load on the machine taking our CPU.
-    """
+def sched_seconds(tasks: Iterable[Path]) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one: other load taking our CPU) of
+    ``tasks``: /proc/<pid>/task/* (threads that already ended are not counted), or
+    /proc/thread-self (the calling thread, e.g. the event loop's)."""
     running = waiting = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError):
             on_cpu, queued, _slices = (task / "schedstat").read_text().split()
-        except (OSError, ValueError):
-            continue
-        running += int(on_cpu)
-        waiting += int(queued)
+            running, waiting = running + int(on_cpu), waiting + int(queued)
     return running / 1e9, waiting / 1e9
 
 
-def thread_sched() -> tuple[float, float]:
-    """(on CPU, waiting for a CPU) seconds of the calling thread (e.g. the event loop's)."""
-    on_cpu, queued, _slices = Path("/proc/thread-self/schedstat").read_text().split()
-    return int(on_cpu) / 1e9, int(queued) / 1e9
+LOOP = Path("/proc/thread-self")  # the calling thread's: Meter is made and stopped on the loop
 
 
 def loadavg() -> str:
@@ -215,20 +207,18 @@ class Meter:
     and everything else on the machine."""
 
     def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.ours = time.process_time()
-        self.loop = thread_sched()
-        self.server = sched_seconds(pid)
-        self.busy = machine_busy()
+        self.pid, self.ours, self.loop = pid, time.process_time(), sched_seconds([LOOP])[1]
+        self.server0, self.busy = self.server(), machine_busy()
 
     def stop(self, seconds: float) -> Usage:
         ours = time.process_time() - self.ours
-        loop_wait = thread_sched()[1] - self.loop[1]
-        server_cpu, server_wait = (
-            now - before for now, before in zip(sched_seconds(self.pid), self.server, strict=True)
-        )
+        loop_wait = sched_seconds([LOOP])[1] - self.loop
+        server_cpu, server_wait = (a - b for a, b in zip(self.server(), self.server0, strict=True))
         others = max(0.0, machine_busy() - self.busy - ours - server_cpu) / seconds
         return Usage(ours, loop_wait, server_cpu, server_wait, min(others, os.cpu_count() or 1))
+
+    def server(self) -> tuple[float, float]:
+        return sched_seconds(Path(f"/proc/{self.pid}/task").iterdir())
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -456,20 +446,6 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def command(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            self.factory,
-            "--port",
-            str(self.port),
-            *UVICORN_OPTIONS,
-            *self.extra,
-        ]
-
-    @property
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
@@ -483,8 +459,9 @@ class Server:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
+            command = [sys.executable, "-m", "uvicorn", "--factory", self.factory]
             self.proc = subprocess.Popen(
-                self.command,
+                [*command, "--port", str(self.port), *UVICORN_OPTIONS, *self.extra],
                 cwd=REPO,
                 env=self.env,
                 stdout=out,
@@ -721,37 +698,15 @@ def run_wrk(target: LoadTarget, connections: int, seconds: float, pause_ms: floa
     with tempfile.TemporaryDirectory(prefix="seojobs_api_wrk_") as tmp:
         script = Path(tmp) / "status.lua"
         script.write_text(WRK_SCRIPT + (WRK_PACING if pause_ms > 0 else ""))
-        cmd = [
-            wrk(),
-            "-t1",
-            f"-c{connections}",
-            f"-d{max(1, round(seconds))}s",
-            "--timeout",
-            "10s",
-            "-s",
-            str(script),
-            f"http://127.0.0.1:{target.port}",
-            "--",
-            str(target.first_id),
-            str(target.span),
-            target.path,
-            target.auth,
-            str(pause_ms),
-        ]
+        cmd = [wrk(), "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout"]
+        cmd += ["10s", "-s", str(script), f"http://127.0.0.1:{target.port}", "--"]
+        cmd += [str(target.first_id), str(target.span), target.path, target.auth, str(pause_ms)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False)
     for line in out.stdout.splitlines():
         if line.startswith("WRK_RESULT "):
             f = [int(v) for v in line.split()[1:]]
-            return Load(
-                requests=f[0],
-                seconds=f[1] / 1e6,
-                p50_ms=f[2] / 1000,
-                p99_ms=f[3] / 1000,
-                max_ms=f[4] / 1000,
-                mean_ms=f[5] / 1000,
-                errors=f[6] + f[7] + f[8] + f[10],
-                bad_status=f[9],
-            )
+            p50, p99, top, mean = (v / 1000 for v in f[2:6])
+            return Load(f[0], f[1] / 1e6, p50, p99, top, mean, f[6] + f[7] + f[8] + f[10], f[9])
     raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
 
 
