@@ -31,9 +31,9 @@ from bench.lib.ours import (
     BURN_KIND,
     EXECUTOR_THREADS,
     Counter,
-    burn_registry,
     create_user,
     insert_jobs,
+    registry,
     running,
     warm,
 )
@@ -156,7 +156,7 @@ async def deliver(
         worker = Worker(
             db,
             settings,
-            burn_registry(Counter(jobs)),
+            registry(BURN_KIND, Counter(jobs).hit),
             concurrency=concurrency,
             maintenance=False,
             background=[services.webhook_dispatcher().run],
