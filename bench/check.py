@@ -613,7 +613,6 @@ def main(argv: list[str] | None = None) -> int:
 
     def body(stack: ExitStack) -> None:
         site = stack.enter_context(SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None))
-        site.wait_ready()
         dbs = ours.Scratch(stack, postgres="postgresql" in opts.only, prefix="seojobs_check")
         bench = Bench(opts, site, dbs, results)
         results.start(

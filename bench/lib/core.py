@@ -221,9 +221,6 @@ class Meter:
         return sched_seconds(Path(f"/proc/{self.pid}/task").iterdir())
 
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
 def descendants(pid: int) -> list[int]:
     """``pid`` and every process below it (children, grandchildren), from /proc."""
     parents: dict[int, list[int]] = {}
@@ -243,34 +240,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident memory of ``pid`` now (0 once it is gone)."""
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _kib(path: str, key: str) -> int:
-    """The ``key:`` line of a /proc file in kB, as bytes (0 once the process is gone)."""
-    try:
+def memory(pid: int, key: str = "VmRSS") -> int:
+    """Bytes of a memory figure of ``pid`` (0 once it is gone): ``VmRSS`` resident now, ``VmHWM``
+    the kernel's high-water mark of it, ``Pss`` the proportional set size (shared pages divided
+    among their sharers: a sum over Chromium's processes counts its libraries once)."""
+    path = f"/proc/{pid}/{'smaps_rollup' if key == 'Pss' else 'status'}"
+    with contextlib.suppress(OSError, IndexError, ValueError):
         for line in Path(path).read_text().splitlines():
-            if line.startswith(key):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
     return 0
-
-
-def peak_rss_bytes(pid: int) -> int:
-    """The kernel's high-water mark of ``pid``'s resident memory (VmHWM; 0 once it is gone)."""
-    return _kib(f"/proc/{pid}/status", "VmHWM:")
-
-
-def pss_bytes(pid: int) -> int:
-    """Proportional set size of ``pid`` now: shared pages divided among their sharers, so a
-    sum over Chromium's processes does not count its shared libraries once per process."""
-    return _kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 class TreeSampler:
@@ -283,7 +262,7 @@ class TreeSampler:
     ) -> None:
         self.pid = pid
         self.peak = 0
-        self._size = pss_bytes if pss else rss_bytes
+        self._key = "Pss" if pss else "VmRSS"
         self._interval = interval
         self._skip = pid if skip_root else None
         self._done = threading.Event()
@@ -293,7 +272,7 @@ class TreeSampler:
     def _run(self) -> None:
         while not self._done.wait(self._interval):
             tree = [p for p in descendants(self.pid) if p != self._skip]
-            self.peak = max(self.peak, sum(self._size(p) for p in tree))
+            self.peak = max(self.peak, sum(memory(p, self._key) for p in tree))
 
     def stop(self) -> int:
         self._done.set()

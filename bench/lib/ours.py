@@ -601,7 +601,7 @@ def audit(
         finally:
             sampled = tree.stop()
         used = core.proc_cpu(worker.proc.pid) - cpu_before
-        peak = sum(core.peak_rss_bytes(p) for p in core.descendants(worker.proc.pid))
+        peak = sum(core.memory(p, "VmHWM") for p in core.descendants(worker.proc.pid))
         seconds, pages, blocked, issues = _check(probe, job_id)
         return OursRun(seconds, pages, blocked, used, max(peak, sampled), issues)
     finally:

@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from typing import Any, Self
 
@@ -230,18 +229,6 @@ class SiteProcess(Child):
     @property
     def serper_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['serper']}"
-
-    def wait_ready(self, timeout: float = 10.0) -> None:
-        """Block until the first site port accepts connections."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.ports["site"][0]), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
 
 
 class AuditSiteProcess(Child):
