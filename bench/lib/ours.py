@@ -532,12 +532,6 @@ def wait_finished(probe: Database, job_id: int, worker: WorkerProcess, timeout: 
     raise TimeoutError(f"job {job_id} did not finish within {timeout:.0f} s")
 
 
-def _wait_done(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> None:
-    job = wait_finished(probe, job_id, worker, timeout)
-    if job.state == "failed":
-        raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
-
-
 def _check(probe: Database, job_id: int) -> tuple[float, int, int, int]:
     """(seconds from claim to completion, pages stored with 200, blocked, issues), after
     checking that every page is stored once and the summary counts them."""
@@ -595,11 +589,13 @@ def audit(
         params = {"start_url": start_url, "max_pages": max_pages, "render": render}
         job_id = create_job(url, user_id, "site_audit", params)
         try:
-            _wait_done(
-                probe, job_id, worker, timeout=60 + max_pages / (5 if render == "raw" else 1)
+            job = wait_finished(
+                probe, job_id, worker, 60 + max_pages / (5 if render == "raw" else 1)
             )
         finally:
             sampled = tree.stop()
+        if job.state == "failed":
+            raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
         used = core.proc_cpu(worker.proc.pid) - cpu_before
         peak = sum(core.memory(p, "VmHWM") for p in core.descendants(worker.proc.pid))
         seconds, pages, blocked, issues = _check(probe, job_id)
