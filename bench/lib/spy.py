@@ -308,4 +308,7 @@ def shares(
     if not total:
         return ["profile: no samples"]
     rows = [[name, f"{n / total:.1%}", f"{per(n, total):.3f}"] for name, n in found.most_common()]
-    return [head.format(total=total, all=per(total, total)), *table(["", "share", "ms"], rows)]
+    return [
+        head.format(total=total, all=per(total, total)),
+        *table(["where the GIL time goes", "share", "ms"], rows),
+    ]
