@@ -1,6 +1,5 @@
-"""What the benchmarks share: the report (progress lines, tables, PASS/FAIL and the exit
-code, argument types, the machine line), CPU and memory accounting from /proc, scratch
-databases, and child processes (a uvicorn app, a ``seojobs worker``) started and stopped."""
+"""Tables and argument types, CPU and memory from /proc, scratch databases, child processes
+(a uvicorn app, a ``seojobs worker``) and wrk, for every benchmark."""
 
 from __future__ import annotations
 

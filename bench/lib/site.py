@@ -1,10 +1,6 @@
-"""The local site and the fake Serper API for ``bench/check.py``, served in a child process.
-
-How it works and what each figure counts: docs/bench/check.md.
-
+"""The local site and the fake Serper API for ``bench/check.py`` (docs/bench/check.md):
 ``python -m bench.lib.site`` prints its ports as one JSON line and serves until stdin closes;
-:class:`SiteProcess` is the parent's side.
-"""
+:class:`SiteProcess` is the parent's side."""
 
 from __future__ import annotations
 
