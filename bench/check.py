@@ -641,12 +641,16 @@ def main(argv: list[str] | None = None) -> int:
             found = measure(bench.urls, site.serper_url, concurrency, opts.layers, bench.job)
             results.layer_checks, results.layers = checks(found), report(found)
         results.notes = [
-            "what each column counts, and per-host 2 against raised: docs/bench/check.md",
-            *["sniffio is not installed: the bare httpx loop pays a failed import per lock"]
-            * (importlib.util.find_spec("sniffio") is None),
-            *["the event loop waited for a CPU > 10% of a run: read CPU ms/URL, not URLs/s"]
-            * any(r.usage.loop_wait > 0.1 * r.seconds for r in results.runs),
+            "what each column counts, and per-host 2 against raised: docs/bench/check.md"
         ]
+        if importlib.util.find_spec("sniffio") is None:
+            results.notes.append(
+                "sniffio is not installed: the bare httpx loop pays a failed import per lock"
+            )
+        if any(r.usage.loop_wait > 0.1 * r.seconds for r in results.runs):
+            results.notes.append(
+                "the event loop waited for a CPU > 10% of a run: read CPU ms/URL, not URLs/s"
+            )
 
     return results.main(body, "site process stopped, scratch files removed", opts.pin)
 

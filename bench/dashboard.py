@@ -258,7 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         rep.start(
             scratch.pg,
             f"{opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time",
-            *[f"the audit views: two audits of {opts.audit_pages:,} generated pages"] * bool(views),
+            *(
+                [f"the audit views: two audits of {opts.audit_pages:,} generated pages"]
+                if views
+                else []
+            ),
         )
         site = stack.enter_context(AuditSiteProcess(opts.audit_pages, None)) if views else None
         for store in opts.only:

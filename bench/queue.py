@@ -490,10 +490,10 @@ def main(argv: list[str] | None = None) -> int:
         needs_pg = bool({"postgresql", "procrastinate"} & opts.only or "postgresql" in opts.bare)
         dbs = ours.Scratch(stack, postgres=needs_pg)
         pool = opts.peer_pool or "its default 4"
+        peer = f"Procrastinate {PEER_VERSION}, pool of {pool} connections"
         results.start(
             dbs.pg,
-            *[f"Procrastinate {PEER_VERSION}, pool of {pool} connections"]
-            * bool(dbs.pg is not None and "procrastinate" in opts.only),
+            *([peer] if dbs.pg is not None and "procrastinate" in opts.only else []),
             "seojobs: one Worker (poll_interval 1 s, lease 30 s, maintenance off); "
             f"bare loop: one connection, batches of {opts.batch}",
             f"{opts.jobs:,} no-op jobs per burn-down, pre-inserted before the clock starts; the "
