@@ -1,20 +1,17 @@
-"""API status-GET benchmark: ``python bench/api.py [--jobs N] [--connections 16,64] ...``.
-
-What it measures, its targets and how to read its report: docs/bench/api.md.
-"""
+"""API status-GET benchmark; what it measures and its targets: docs/bench/api.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import json
 from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.lib import core, ours, spy
@@ -26,17 +23,16 @@ from bench.lib.core import (
     LoadTarget,
     Run,
     Sample,
-    ScratchPostgres,
     Server,
+    Target,
     columns,
     median,
     median_of,
     run_wrk,
-    table,
-    verdict,
     wrk_version,
 )
 from bench.lib.ours import Seeded, seed
+from bench.lib.report import Report
 
 TARGET_RATIO = 0.5
 TARGET_P99_MS = 25.0
@@ -49,15 +45,6 @@ LABELS = {
     "sqlite": "seojobs, SQLite",
     "postgresql": "seojobs, PostgreSQL",
 }
-
-
-@dataclass
-class Results:
-    environment: list[str] = field(default_factory=list)
-    setup: list[str] = field(default_factory=list)
-    samples: list[Sample] = field(default_factory=list)
-    profiles: list[spy.Profile] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -129,97 +116,72 @@ COMMON: list[tuple[str, Callable[[Row], str]]] = [
 ]
 
 
-def render(results: Results, opts: Options) -> str:
-    out = ["", "API status GET benchmark (bench/api.py)", ""]
-    out += [f"  {line}" for line in results.environment]
-    out += [""] + [f"  {line}" for line in results.setup] + [""]
-    rows = summarise(results.samples, opts.connections)
-    out.append(
-        f"Throughput and latency: medians of {opts.rounds} interleaved round(s) of "
-        f"{opts.duration:.0f} s (closed loop, keep-alive)"
-    )
-    out.append("")
-    samples = results.samples
-    spec: list[tuple[str, Callable[[Row], str]]] = [
-        *COMMON[:3],
-        ("per round", lambda r: _rates(samples, r.key, r.connections)),
-        *COMMON[3:],
-        ("x bare", lambda r: f"{r.ratio:.2f}"),
-        ("x bare CPU", lambda r: f"{r.cpu_ratio:.2f}"),
-        ("other load", lambda r: f"{r.others:.0%}"),
-    ]
-    out += columns(spec, rows)
-    out += ["", "  (what each column counts: docs/bench/api.md)", ""]
-    paced = summarise_paced(results.samples)
-    if paced:
+class Results(Report[Sample]):
+    """The samples (what: (system, connections, offered req/s or 0)), the profiles."""
+
+    def __init__(self, opts: Options) -> None:
+        super().__init__("API status GET benchmark (bench/api.py)", judge=self.targets)
+        self.blocks = [self.closed, self.paced, self.profile_lines]
+        self.opts = opts
+        self.profiles: list[spy.Profile] = []
+
+    def closed(self, samples: list[Sample]) -> list[str]:
+        opts = self.opts
+        spec: list[tuple[str, Callable[[Row], str]]] = [
+            *COMMON[:3],
+            ("per round", lambda r: _rates(samples, r.key, r.connections)),
+            *COMMON[3:],
+            ("x bare", lambda r: f"{r.ratio:.2f}"),
+            ("x bare CPU", lambda r: f"{r.cpu_ratio:.2f}"),
+            ("other load", lambda r: f"{r.others:.0%}"),
+        ]
+        return [
+            f"Throughput and latency: medians of {opts.rounds} interleaved round(s) of "
+            f"{opts.duration:.0f} s (closed loop, keep-alive)",
+            *columns(spec, summarise(samples, opts.connections)),
+            "  (what each column counts: docs/bench/api.md)",
+        ]
+
+    def paced(self, samples: list[Sample]) -> list[str]:
+        paced = summarise_paced(samples)
+        if not paced:
+            return []
         first = paced[0]
         pause = first.connections / first.offered * 1000
-        out += [
+        offered = ("offered", lambda r: f"{r.offered:,.0f}")
+        return [
             f"Latency at a fixed load: {first.offered:,.0f} req/s offered to every system "
-            f"({opts.paced_share:.0%} of the bare endpoint's best req/s above) over "
+            f"({self.opts.paced_share:.0%} of the bare endpoint's best req/s above) over "
             f"{first.connections} connections,",
             f"each pausing a random time (exponential, mean {pause:.0f} ms) after every answer; "
             "medians of the rounds",
-            "",
+            *columns([*COMMON[:2], offered, *COMMON[2:]], paced),
         ]
-        offered = ("offered", lambda r: f"{r.offered:,.0f}")
-        out += columns([*COMMON[:2], offered, *COMMON[2:]], paced)
-        out.append("")
-    out += [
-        f"Targets: >= {TARGET_RATIO:.0%} of the bare endpoint's throughput, p99 <= "
-        f"{TARGET_P99_MS:.0f} ms",
-        "",
-    ]
-    out += table(
-        ["system", "conns", "throughput vs bare", "p99, closed loop"],
-        [
-            [
-                LABELS[r.key],
-                str(r.connections),
-                f"{verdict(r.ratio_ok)} ({r.ratio:.2f} x)",
-                f"{verdict(r.p99_ok)} ({r.p99:.1f} ms)",
-            ]
-            for r in rows
-            if r.key != "bare"
-        ]
-        + [
-            [
-                LABELS[r.key],
-                f"{r.connections}, fixed load",
-                "-",
-                f"{verdict(r.p99_ok)} ({r.p99:.1f} ms)",
-            ]
-            for r in paced
-            if r.key != "bare"
-        ],
-    )
-    if results.profiles:
-        out += ["", "Profiles (py-spy record --gil, during a separate run):", ""]
-        for prof in results.profiles:
+
+    def profile_lines(self, _samples: list[Sample]) -> list[str]:
+        out = ["Profiles (py-spy record --gil, during a separate run):"] if self.profiles else []
+        for prof in self.profiles:
             brief = prof.label.startswith(LABELS["bare"])
-            out += [f"  {line}" if line else "" for line in spy.render(prof, brief)]
-            out.append("")
-    if results.notes:
-        out += ["", *(f"  note: {n}" for n in results.notes)]
-    return "\n".join(out) + "\n"
+            out += ["", *(f"  {line}" if line else "" for line in spy.render(prof, brief))]
+        return out
 
-
-def failures(results: Results, connections: tuple[int, ...]) -> list[str]:
-    """The targets that failed, one line each: throughput at every concurrency, p99 where it is
-    judged (see ``P99_JUDGED_UP_TO``) and at the fixed load."""
-    failed = []
-    for row in summarise(results.samples, connections):
-        if row.key == "bare":
-            continue
-        where = f"{LABELS[row.key]}, {row.connections} connections"
-        if not row.ratio_ok:
-            failed.append(f"{where}: {row.ratio:.2f} x bare < {TARGET_RATIO}")
-        if row.connections <= P99_JUDGED_UP_TO and not row.p99_ok:
-            failed.append(f"{where}: p99 {row.p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
-    for row in summarise_paced(results.samples):
-        if row.key != "bare" and not row.p99_ok:
-            failed.append(f"{LABELS[row.key]}, fixed load: p99 {row.p99:.1f} ms")
-    return failed
+    def targets(self, samples: list[Sample]) -> list[Target]:
+        """Throughput at every concurrency, p99 where it is judged (``P99_JUDGED_UP_TO``) and
+        at the fixed load."""
+        found = []
+        for r in summarise(samples, self.opts.connections):
+            if r.key != "bare":
+                where = f"{LABELS[r.key]}, {r.connections} connections"
+                ratio = f">= {TARGET_RATIO:.0%} of bare's req/s"
+                found.append((f"{where}: {ratio}", f"{r.ratio:.2f} x", r.ratio_ok))
+                if r.connections <= P99_JUDGED_UP_TO:
+                    p99 = f"p99 <= {TARGET_P99_MS:.0f} ms"
+                    found.append((f"{where}: {p99}", f"{r.p99:.1f} ms", r.p99_ok))
+        for r in summarise_paced(samples):
+            if r.key != "bare":
+                what = f"{LABELS[r.key]}, fixed load: p99 <= {TARGET_P99_MS:.0f} ms"
+                found.append((what, f"{r.p99:.1f} ms", r.p99_ok))
+        return found
 
 
 # -- sanity checks before the load ----------------------------------------------------------
@@ -344,12 +306,12 @@ def run_main(opts: Options, systems: list[System], results: Results) -> None:
         f"warmed up; {opts.rounds} rounds of {opts.duration:.0f} s per system and concurrency"
     )
     groups = [[system.run(c) for system in systems] for c in opts.connections]
-    core.interleave(groups, opts.rounds, opts.duration, results.samples)
+    core.interleave(groups, opts.rounds, opts.duration, results.runs)
 
 
 def paced_rate(results: Results, opts: Options) -> float:
     """The fixed load: a share of the bare endpoint's best median req/s in the closed loop."""
-    rows = summarise(results.samples, opts.connections)
+    rows = summarise(results.runs, opts.connections)
     return float(opts.paced_share) * max(r.rate for r in rows if r.key == "bare")
 
 
@@ -358,7 +320,7 @@ def run_paced(opts: Options, systems: list[System], results: Results) -> None:
     c, rate = opts.paced_connections, paced_rate(results, opts)
     core.progress(f"fixed load: {rate:,.0f} req/s offered over {c} connections")
     groups = [[system.run(c, offered=rate) for system in systems]]
-    core.interleave(groups, opts.rounds, opts.duration, results.samples)
+    core.interleave(groups, opts.rounds, opts.duration, results.runs)
 
 
 def run_profiles(opts: Options, systems: list[System], results: Results) -> None:
@@ -382,28 +344,23 @@ def run_profiles(opts: Options, systems: list[System], results: Results) -> None
         core.progress(f"profiled {label}")
 
 
-def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
-    return [
-        core.machine(pg),
-        core.versions(*PACKAGES),
-        f"servers: one process each, uvicorn {' '.join(UVICORN_OPTIONS[2:])}; "
-        "ours = create_app(Settings(), run_worker=False)",
-        f"ours: SEOJOBS_RATE_LIMIT={opts.rate_limit} (in-process MemoryWindows, moving "
-        "window); status reads on the event loop (store/fastread.py: SQLite connection on the "
-        "loop, or psycopg async pool of 10 with batched lookups)",
-        f"load: {wrk_version()}, 1 thread, Lua script; random job ids over the whole table; "
-        f"Authorization header on every request (bare too)",
-        f"load average at start: {core.loadavg()}",
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
-    results = Results()
+    results = Results(opts)
 
     def body(stack: ExitStack) -> None:
         scratch = ours.Scratch(stack, postgres="postgresql" in opts.only)
-        results.environment = _environment(opts, scratch.pg)
+        results.start(
+            scratch.pg,
+            core.versions(*PACKAGES),
+            f"servers: one process each, uvicorn {' '.join(UVICORN_OPTIONS[2:])}; "
+            "ours = create_app(Settings(), run_worker=False)",
+            f"ours: SEOJOBS_RATE_LIMIT={opts.rate_limit} (in-process MemoryWindows, moving "
+            "window); status reads on the event loop (store/fastread.py: SQLite connection on "
+            "the loop, or psycopg async pool of 10 with batched lookups)",
+            f"load: {wrk_version()}, 1 thread, Lua script; random job ids over the whole table; "
+            f"Authorization header on every request (bare too)",
+        )
         seeded: dict[str, Seeded] = {}
         systems: list[System] = []
         for store in ("sqlite", "postgresql"):
@@ -414,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             server = core.ours_server(url, scratch.root / f"{store}.log", opts.rate_limit)
             stack.enter_context(server)
             headers = check_ours(server, LABELS[store], s)
-            results.setup += [line, f"{LABELS[store]}: sanity GETs 200/200/401; {headers}"]
+            results.environment += [line, f"{LABELS[store]}: sanity GETs 200/200/401; {headers}"]
             target = LoadTarget(server.port, STATUS_PATH, s.first_id, s.count, s.api_key)
             systems.append(System(store, LABELS[store], server, target))
             seeded[store] = s
@@ -429,21 +386,15 @@ def main(argv: list[str] | None = None) -> int:
         limit = int(opts.rate_limit.split("/")[0])
         for system in systems[1:]:
             counted = limiter_count(system.server, seeded[system.key], limit)
-            results.setup.append(
+            results.environment.append(
                 f"{system.label}: the rate limiter counted {counted:,} requests in its "
                 "last 60 s window (its code path ran on every request)"
             )
-        failing = failures(results, opts.connections)
+        failing = core.failed(results.targets(results.runs))
         if opts.profile == "always" or (opts.profile == "auto" and failing):
             run_profiles(opts, systems, results)
-        results.environment.append(f"load average at end: {core.loadavg()}")
 
-    return core.run(
-        body,
-        lambda: render(results, opts) if results.samples else "",
-        lambda: failures(results, opts.connections),
-        "servers stopped, scratch databases dropped",
-    )
+    return results.main(body, "servers stopped, scratch databases dropped")
 
 
 if __name__ == "__main__":

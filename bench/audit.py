@@ -1,26 +1,22 @@
-"""Site-audit crawl benchmark: ``python bench/audit.py [--store sqlite|pg] [--rounds N] [...]``.
-
-What it measures, its targets and how to read its report: docs/bench/audit.md.
-"""
+"""Site-audit crawl benchmark; what it measures and its targets: docs/bench/audit.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import importlib.util
 import json
-import os
 import statistics
 import subprocess
-import time
 from argparse import Namespace as Options  # what parse_args returns
 from collections import defaultdict
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.lib import REPO, core, spy
 from bench.lib.auditsite import MAX_PAGES, SITEMAP_URLS, private_links
@@ -294,27 +290,24 @@ class Bench:
                     add(self.crawler(system, n))
 
     def profile(self) -> list[str]:
-        binary = spy.available()
-        if binary is None:
-            return ["profile: py-spy not found (.venv/bin/pip install -e '.[dev,bench]')"]
-        out = self.dbs.root / "spy.txt"
-        recorder: list[subprocess.Popen[bytes]] = []
-
-        def attach(pid: int) -> None:
-            recorder.append(spy.start(binary, pid, out, rate=spy.SELF_RATE))
-            time.sleep(1.0)  # let py-spy attach before the job is created
-
-        store = self.opts.stores[0]
+        """One more audit of ours under py-spy: where the worker's GIL time goes."""
+        store, runs = self.opts.stores[0], list[Run]()
         core.progress(f"profile: one more audit ({store}) under py-spy")
-        runs: list[Run] = []
-        try:
+        with ExitStack() as stack:
+            got: list[spy.Recording] = []
+
+            def attach(pid: int) -> None:  # py-spy attached before the job is created
+                got.append(stack.enter_context(spy.recording(pid, spy.SELF_RATE)))
+
             self.at(self.opts.pages[0], lambda: runs.append(self.ours(store, 0, attach)))
-        finally:
-            for proc in recorder:
-                spy.stop(proc)
-        if not out.exists():
-            return ["profile: py-spy wrote nothing (ptrace not permitted?)"]
-        return spy.audit_lines(out.read_text(), runs[0].pages, spy.SELF_RATE)
+        pages = runs[0].pages
+        return spy.shares(
+            got[0].raw,
+            spy.AUDIT_CATEGORIES,
+            lambda n, _total: n / spy.SELF_RATE / pages * 1000,
+            f"profile: {{total:,}} GIL samples at {spy.SELF_RATE} Hz over one audit of {pages:,} "
+            "pages ({all:.3f} ms of GIL time per page; sampling slows the run); ms per page:",
+        )
 
 
 def environment(opts: Options) -> list[str]:

@@ -1,20 +1,16 @@
-"""Index-check benchmark: ``python bench/check.py [--urls N] [--concurrency 8,32,64] [...]``.
-
-What it measures, its targets and how to read its report: docs/bench/check.md.
-"""
+"""Index-check benchmark; what it measures and its targets: docs/bench/check.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import dataclasses
 import importlib.util
 import json
-import os
 import statistics
 import time
 from argparse import Namespace as Options  # what parse_args returns
@@ -27,7 +23,8 @@ import aiohttp
 import httpx
 
 from bench.lib import core, ours, spy
-from bench.lib.core import ScratchPostgres, columns, failed, verdict
+from bench.lib.core import Target, columns, verdict
+from bench.lib.report import Report
 from bench.lib.site import API_KEY, SiteProcess, indexed
 from seojobs.fetch import Fetcher
 from seojobs.fetch.http import HttpClient
@@ -72,25 +69,6 @@ class Run:
         return (self.system, self.dialect, self.concurrency, self.host_concurrency)
 
 
-@dataclass
-class Results:
-    urls: int
-    environment: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    runs: list[Run] = field(default_factory=list)
-    layer_checks: list[tuple[str, str, bool]] = field(default_factory=list)
-
-    def group(self, key: tuple[str, str, int, int | None]) -> list[Run]:
-        return [r for r in self.runs if r.key == key]
-
-    def best(self, key: tuple[str, str, int, int | None]) -> Run | None:
-        runs = self.group(key)
-        return max(runs, key=lambda r: r.rate) if runs else None
-
-    def row_keys(self) -> list[tuple[str, str, int, int | None]]:
-        return list(dict.fromkeys(r.key for r in self.runs))
-
-
 def _host(run: Run) -> str:
     if run.host_concurrency is None:
         return "-"
@@ -114,43 +92,33 @@ class Row:
         return self.best.rate >= TARGET_RATE if self.best.system == OURS else None
 
 
-def _median_cpu(results: Results, key: tuple[str, str, int, int | None]) -> float:
-    return statistics.median(r.cpu_ms_per_url for r in results.group(key))
+def summary_rows(runs: list[Run]) -> list[Row]:
+    def best(key: tuple[str, str, int, int | None]) -> Run | None:
+        return max((r for r in runs if r.key == key), key=lambda r: r.rate, default=None)
 
+    def cpu(key: tuple[str, str, int, int | None]) -> float:
+        return statistics.median(r.cpu_ms_per_url for r in runs if r.key == key)
 
-def summary_rows(results: Results) -> list[Row]:
     rows = []
-    for key in results.row_keys():
-        best = results.best(key)
-        assert best is not None
-        cpu = _median_cpu(results, key)
-        if best.system != OURS:
-            rows.append(Row(best, cpu))
+    for key in dict.fromkeys(r.key for r in runs):
+        top = best(key)
+        assert top is not None
+        if top.system != OURS:
+            rows.append(Row(top, cpu(key)))
             continue
-        ceiling_key = (BARE, "-", best.concurrency, None)
-        ceiling = results.best(ceiling_key)
-        httpx_run = results.best((BARE_HTTPX, "-", best.concurrency, None))
+        ceiling_key = (BARE, "-", top.concurrency, None)
+        ceiling, httpx_run = best(ceiling_key), best((BARE_HTTPX, "-", top.concurrency, None))
         rows.append(
             Row(
-                best,
-                cpu,
+                top,
+                cpu(key),
                 ceiling,
-                best.rate / ceiling.rate if ceiling else None,
-                _median_cpu(results, ceiling_key) / cpu if ceiling else None,
-                best.rate / httpx_run.rate if httpx_run else None,
+                top.rate / ceiling.rate if ceiling else None,
+                cpu(ceiling_key) / cpu(key) if ceiling else None,
+                top.rate / httpx_run.rate if httpx_run else None,
             )
         )
     return rows
-
-
-def failures(results: Results) -> list[str]:
-    """The targets that failed, one line each (empty: every target passed)."""
-    found = []
-    for row in summary_rows(results):
-        label = f"{row.best.dialect} c={row.best.concurrency} per-host {_host(row.best)}"
-        if row.rate_ok is False:
-            found.append(f"{label}: {row.best.rate:,.0f} URLs/s < {TARGET_RATE:.0f}")
-    return found + failed(results.layer_checks)
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
@@ -165,55 +133,80 @@ def _pct(seconds: Callable[[Run], float]) -> Callable[[Run], str]:
     return lambda r: f"{seconds(r) / r.seconds:.0%}"
 
 
-def _summary(results: Results) -> list[str]:
-    spec: list[tuple[str, Callable[[Row], str]]] = [
-        ("system", lambda row: row.best.system),
-        ("db", lambda row: row.best.dialect),
-        ("conc", lambda row: str(row.best.concurrency)),
-        ("per-host", lambda row: _host(row.best)),
-        ("URLs/s", lambda row: f"{row.best.rate:,.0f}"),
-        ("aiohttp URLs/s", lambda row: _fmt(row.ceiling.rate if row.ceiling else None, ",.0f")),
-        ("ratio", lambda row: _fmt(row.ratio)),
-        ("x httpx", lambda row: _fmt(row.httpx_ratio)),
-        ("CPU ms/URL", lambda row: f"{row.cpu_ms:.2f}"),
-        ("URLs/CPU-s", lambda row: f"{1000 / row.cpu_ms:,.0f}"),
-        ("CPU ratio", lambda row: _fmt(row.cpu_ratio)),
-        (f">= {TARGET_RATE:.0f}/s", lambda row: _verdict(row.rate_ok)),
-    ]
-    return columns(spec, summary_rows(results), {2, 4, 5, 6, 7, 8, 9, 10})
-
-
-EVERY_RUN: list[tuple[str, Callable[[Run], str]]] = [
-    ("system", lambda r: r.system),
-    ("db", lambda r: r.dialect),
-    ("conc", lambda r: str(r.concurrency)),
-    ("per-host", _host),
-    ("seconds", lambda r: f"{r.seconds:.2f}"),
-    ("URLs/s", lambda r: f"{r.rate:,.0f}"),
-    ("CPU ms/URL", lambda r: f"{r.cpu_ms_per_url:.2f}"),
-    ("bench CPU", _pct(lambda r: r.usage.cpu)),
-    ("loop waits", _pct(lambda r: r.usage.loop_wait)),
-    ("site CPU", _pct(lambda r: r.usage.server_cpu)),
-    ("site waits", _pct(lambda r: r.usage.server_wait)),
-    ("others", lambda r: f"{r.usage.others_busy:.2f}"),
+SUMMARY: list[tuple[str, Callable[[Row], str]]] = [
+    ("system", lambda row: row.best.system),
+    ("db", lambda row: row.best.dialect),
+    ("conc", lambda row: str(row.best.concurrency)),
+    ("per-host", lambda row: _host(row.best)),
+    ("URLs/s", lambda row: f"{row.best.rate:,.0f}"),
+    ("aiohttp URLs/s", lambda row: _fmt(row.ceiling.rate if row.ceiling else None, ",.0f")),
+    ("ratio", lambda row: _fmt(row.ratio)),
+    ("x httpx", lambda row: _fmt(row.httpx_ratio)),
+    ("CPU ms/URL", lambda row: f"{row.cpu_ms:.2f}"),
+    ("URLs/CPU-s", lambda row: f"{1000 / row.cpu_ms:,.0f}"),
+    ("CPU ratio", lambda row: _fmt(row.cpu_ratio)),
+    (f">= {TARGET_RATE:.0f}/s", lambda row: _verdict(row.rate_ok)),
 ]
 
 
-def render(results: Results) -> str:
-    out = ["", "seojobs index-check benchmark (bench/check.py)", ""]
-    out += [f"  {line}" for line in results.environment]
-    out += ["", "Every run, in the order run"]
-    if results.runs:
-        out += columns(EVERY_RUN, results.runs, {2, 4, 5, 6, 7, 8, 9, 10, 11})
-    out += [
-        "",
-        "Summary: best run per row; ratio and CPU ratio: ours against the bare aiohttp loop",
-    ]
-    if results.runs:
-        out += _summary(results)
-    if results.notes:
-        out += ["", "Notes"] + [f"  {line}" for line in results.notes]
-    return "\n".join(out) + "\n"
+class Results(Report[Run]):
+    """Every run (a row each), the summary of the best, the --layers ladder judged."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "seojobs index-check benchmark (bench/check.py)",
+            [
+                ("system", lambda r: r.system),
+                ("db", lambda r: r.dialect),
+                ("conc", lambda r: str(r.concurrency)),
+                ("per-host", _host),
+                ("seconds", lambda r: f"{r.seconds:.2f}"),
+                ("URLs/s", lambda r: f"{r.rate:,.0f}"),
+                ("CPU ms/URL", lambda r: f"{r.cpu_ms_per_url:.2f}"),
+                ("bench CPU", _pct(lambda r: r.usage.cpu)),
+                ("loop waits", _pct(lambda r: r.usage.loop_wait)),
+                ("site CPU", _pct(lambda r: r.usage.server_cpu)),
+                ("site waits", _pct(lambda r: r.usage.server_wait)),
+                ("others", lambda r: f"{r.usage.others_busy:.2f}"),
+            ],
+            self.targets,
+            _progress,
+            [self.summary, lambda _runs: self.layers],
+            right=(2, 4, 5, 6, 7, 8, 9, 10, 11),
+        )
+        self.layers: list[str] = []  # the --layers ladder
+        self.layer_checks: list[Target] = []
+
+    def summary(self, runs: list[Run]) -> list[str]:
+        if not runs:
+            return []
+        return [
+            "Summary: best run per row; ratio and CPU ratio: ours against the bare aiohttp loop",
+            *columns(SUMMARY, summary_rows(runs), {2, 4, 5, 6, 7, 8, 9, 10}),
+        ]
+
+    def targets(self, runs: list[Run]) -> list[Target]:
+        found = [
+            (
+                f"{row.best.dialect} c={row.best.concurrency} per-host {_host(row.best)}: "
+                f">= {TARGET_RATE:.0f} URLs/s",
+                f"{row.best.rate:,.0f}",
+                row.rate_ok,
+            )
+            for row in summary_rows(runs)
+            if row.rate_ok is not None
+        ]
+        return found + self.layer_checks
+
+
+def _progress(run: Run) -> str:
+    host = "" if run.host_concurrency is None else f", per-host {run.host_concurrency}"
+    db = "" if run.dialect == "-" else f" {run.dialect}"
+    return (
+        f"{run.system}{db} c={run.concurrency}{host}: {run.rate:,.0f} URLs/s, "
+        f"{run.cpu_ms_per_url:.2f} CPU ms/URL, event loop waited for a CPU "
+        f"{run.usage.loop_wait / run.seconds:.0%} of the time"
+    )
 
 
 STEPS = ("bare aiohttp", "our HttpClient", "fetcher + adapter", "the whole job")
@@ -353,8 +346,6 @@ def report(layers: Layers) -> list[str]:
         adds = "" if before is None else f"{value - before:+.3f}"
         lines.append(f"  {step:<20} {value:>10.3f} {adds:>7} {floor / value:>11.2f}")
         before = value
-    for target, measured, ok in checks(layers):
-        lines.append(f"  {target:<52} {measured:>6}  {'PASS' if ok else 'FAIL'}")
     return lines
 
 
@@ -540,7 +531,7 @@ class Bench:
         usage = meter.stop(seconds)
         if listed != self.expected_indexed:
             raise RuntimeError(f"{system}: {listed} listed, expected {self.expected_indexed}")
-        self._add(system, "-", concurrency, None, seconds, usage)
+        self.results.add(Run(system, "-", concurrency, None, len(self.urls), seconds, usage))
 
     def job(self, scenario: Scenario, meter: list[core.Meter] | None = None) -> CheckRun:
         """One index check of ``self.urls`` on a fresh database; ``meter`` gets a Meter
@@ -560,25 +551,9 @@ class Bench:
         got = (run.indexed, run.not_indexed, run.fetched_ok)
         if got != expected or run.robots_fetches != len(self.site.site_urls):
             raise RuntimeError(f"seojobs {dialect}: results {got} (robots {run.robots_fetches})")
-        self._add(OURS, dialect, concurrency, host_concurrency, run.seconds, usage)
-
-    def _add(
-        self,
-        system: str,
-        dialect: str,
-        concurrency: int,
-        host_concurrency: int | None,
-        seconds: float,
-        usage: core.Usage,
-    ) -> None:
-        run = Run(system, dialect, concurrency, host_concurrency, len(self.urls), seconds, usage)
-        self.results.runs.append(run)
-        host = "" if run.host_concurrency is None else f", per-host {run.host_concurrency}"
-        db = "" if run.dialect == "-" else f" {run.dialect}"
-        core.progress(
-            f"{run.system}{db} c={run.concurrency}{host}: {run.rate:,.0f} URLs/s, "
-            f"{run.cpu_ms_per_url:.2f} CPU ms/URL, event loop waited for a CPU "
-            f"{usage.loop_wait / run.seconds:.0%} of the time"
+        urls = len(self.urls)
+        self.results.add(
+            Run(OURS, dialect, concurrency, host_concurrency, urls, run.seconds, usage)
         )
 
     def warm_up(self) -> None:
@@ -617,97 +592,67 @@ class Bench:
 # -- set-up and report ------------------------------------------------------------------------
 
 
-def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
-    lines = [
-        core.machine(pg) + f"; load average at start {core.loadavg()}",
-        core.versions("aiohttp", "httpx", "httpcore", "anyio", "h11", "uvicorn", "sqlalchemy"),
-    ]
-    split = (
-        "benchmark process pinned to CPU 0 (event loop, DB threads, the bare loops), "
-        "site + fake Serper process (uvicorn, h11) pinned to CPU 1"
-        if opts.pin
-        else "no CPU pinning"
-    )
-    lines += [
-        split,
-        f"{opts.urls:,} URLs over {opts.site_ports} origins (one host name, 127.0.0.1: one "
-        "politeness gate), robots.txt per origin; fake Serper on its own port",
-        "ours: one Worker (maintenance off, poll 1 s) runs one index_check job created before "
-        "the clock; clock from Worker.run() to the job read back as completed",
-        "bare loops: 2 plain aiohttp.ClientSession (the ceiling), or 2 httpx.AsyncClient "
-        "(pages, Serper); per URL the page GET and the Serper POST side by side; no robots.txt, "
-        "no DB",
-    ]
-    return lines
-
-
-def _notes(results: Results) -> list[str]:
-    notes = ["what each column counts, and per-host 2 against raised: docs/bench/check.md"]
-    if importlib.util.find_spec("sniffio") is None:
-        notes.append("sniffio is not installed: the bare httpx loop pays a failed import per lock")
-    if any(r.usage.loop_wait > 0.1 * r.seconds for r in results.runs):
-        notes.append("the event loop waited for a CPU > 10% of a run: read CPU ms/URL, not URLs/s")
-    return notes
-
-
 def _profile(bench: Bench, concurrency: int) -> list[str]:
     """One more SQLite run of ours, raised per-host, under py-spy; report lines."""
     with spy.recording(os.getpid(), spy.SELF_RATE) as got:
         bench.ours("sqlite", concurrency, concurrency)
     run = bench.results.runs.pop()  # reported here, not among the timed runs
-    raw = got.raw
-    if raw is None:
-        return ["profile: py-spy missing or could not attach (no permission?); skipped"]
-    total, found = spy.categorise(raw)
-    if not total:
-        return ["profile: no samples"]
-    lines = [
+    return spy.shares(
+        got.raw,
+        spy.CHECK_CATEGORIES,
+        lambda n, total: n / total * run.cpu_ms_per_url,
         f"profile ({OURS} sqlite, c={concurrency}, per-host {concurrency}, under py-spy --gil: "
-        f"{run.rate:,.0f} URLs/s, {run.cpu_ms_per_url:.2f} CPU ms/URL, {total:,} samples):",
-    ]
-    for name, count in found.most_common():
-        share = count / total
-        lines.append(f"  {share:6.1%}  {share * run.cpu_ms_per_url:5.2f} ms/URL  {name}")
-    return lines
-
-
-def _layers(bench: Bench, concurrency: int, rounds: int) -> list[str]:
-    """The ``--layers`` ladder at ``concurrency``; report lines."""
-    core.progress(f"layers: {rounds} round(s) at c={concurrency}")
-    found = measure(bench.urls, bench.site.serper_url, concurrency, rounds, bench.job)
-    bench.results.layer_checks = checks(found)
-    return report(found)
+        f"{run.rate:,.0f} URLs/s, {run.cpu_ms_per_url:.2f} CPU ms/URL, {{total:,}} samples); "
+        "CPU ms per URL:",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
-    results = Results(urls=opts.urls)
-    started = time.monotonic()
+    results = Results()
 
     def body(stack: ExitStack) -> None:
         site = stack.enter_context(SiteProcess(opts.site_ports, opts.urls, 1 if opts.pin else None))
-        if opts.pin:
-            os.sched_setaffinity(0, {0})
-        site.wait_ready()
         dbs = ours.Scratch(stack, postgres="postgresql" in opts.only, prefix="seojobs_check")
         bench = Bench(opts, site, dbs, results)
-        results.environment = _environment(opts, bench.dbs.pg)
+        results.start(
+            dbs.pg,
+            core.versions("aiohttp", "httpx", "httpcore", "anyio", "h11", "uvicorn", "sqlalchemy"),
+            "benchmark process pinned to CPU 0 (event loop, DB threads, the bare loops), "
+            "site + fake Serper process (uvicorn, h11) pinned to CPU 1"
+            if opts.pin
+            else "no CPU pinning",
+            f"{opts.urls:,} URLs over {opts.site_ports} origins (one host name, 127.0.0.1: one "
+            "politeness gate), robots.txt per origin; fake Serper on its own port",
+            "ours: one Worker (maintenance off, poll 1 s) runs one index_check job created "
+            "before the clock; clock from Worker.run() to the job read back as completed",
+            "bare loops: 2 plain aiohttp.ClientSession (the ceiling), or 2 httpx.AsyncClient "
+            "(pages, Serper); per URL the page GET and the Serper POST side by side; no "
+            "robots.txt, no DB",
+        )
         core.progress("warming up")
         bench.warm_up()
         bench.run_all()
         if opts.profile:
-            results.notes += _profile(bench, max(opts.concurrency))
+            results.extra = _profile(bench, max(opts.concurrency))
         if opts.layers:
-            results.notes += _layers(bench, max(opts.concurrency), opts.layers)
-        results.notes = _notes(results) + results.notes
-        results.environment.append(core.wall(started))
+            concurrency = max(opts.concurrency)
+            core.progress(f"layers: {opts.layers} round(s) at c={concurrency}")
+            found = measure(bench.urls, site.serper_url, concurrency, opts.layers, bench.job)
+            results.layer_checks, results.layers = checks(found), report(found)
+        results.notes = [
+            "what each column counts, and per-host 2 against raised: docs/bench/check.md"
+        ]
+        if importlib.util.find_spec("sniffio") is None:
+            results.notes.append(
+                "sniffio is not installed: the bare httpx loop pays a failed import per lock"
+            )
+        if any(r.usage.loop_wait > 0.1 * r.seconds for r in results.runs):
+            results.notes.append(
+                "the event loop waited for a CPU > 10% of a run: read CPU ms/URL, not URLs/s"
+            )
 
-    return core.run(
-        body,
-        lambda: render(results),
-        lambda: failures(results),
-        "site process stopped, scratch files removed",
-    )
+    return results.main(body, "site process stopped, scratch files removed", opts.pin)
 
 
 if __name__ == "__main__":

@@ -1,24 +1,21 @@
-"""Rank-check collection benchmark: ``python bench/collect.py [--keywords N] [--store ...]``.
-
-What it measures, its target and how to read its report: docs/bench/collect.md.
-"""
+"""Rank-check collection benchmark; what it measures and its targets: docs/bench/collect.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import argparse
 import asyncio
-import os
 import time
 from argparse import Namespace as Options  # what parse_args returns
 from collections import deque
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from bench.lib import core, ours
 from bench.lib.auditsite import bind
@@ -318,9 +315,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
         core.progress("warming up")
-        adapter(WARM_KEYWORDS)
+        warm = min(WARM_KEYWORDS, opts.keywords)  # the fake answers for --keywords keywords
+        adapter(warm)
         for store in opts.store:
-            job(store, WARM_KEYWORDS)
+            job(store, warm)
         for _round in range(opts.rounds):
             results.add(adapter(opts.keywords))  # interleaved: load bursts hit both alike
             for store in opts.store:

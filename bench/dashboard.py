@@ -1,14 +1,11 @@
-"""Dashboard page-render benchmark: ``python bench/dashboard.py [--jobs N] [--requests N]``.
-
-What it measures, its targets and how to read its report: docs/bench/dashboard.md.
-"""
+"""Dashboard page-render benchmark; what it measures and its targets: docs/bench/dashboard.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import argparse
 import http.client
@@ -17,6 +14,7 @@ import statistics
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlencode
 
 from sqlalchemy import update
@@ -24,6 +22,7 @@ from sqlalchemy import update
 from bench.lib import core, ours
 from bench.lib.core import ours_server
 from bench.lib.ours import audit, create_user, seed
+from bench.lib.report import Report
 from bench.lib.site import AuditSiteProcess
 from seojobs.store import results
 from seojobs.store.coltypes import utcnow
@@ -199,28 +198,43 @@ def time_pairs(
     return timings
 
 
-def report(timings: Timings) -> tuple[list[str], list[str]]:
-    """(the table, the failed targets)."""
-    rows, failed = [], []
-    for (store, pair), (page, peer) in timings.items():
-        if not page or not peer:
-            continue
-        name = pair.name
-        p50, p99 = statistics.median(page), _percentile(page, 0.99)
-        j50, j99 = statistics.median(peer), _percentile(peer, 0.99)
-        ratio = p99 / j99
-        ok_abs, ok_ratio = p99 <= TARGET_P99_MS, ratio <= TARGET_RATIO
-        if not ok_abs:
-            failed.append(f"{store} {name}: p99 {p99:.1f} ms > {TARGET_P99_MS:.0f} ms")
-        if pair.same_rows and not ok_ratio:
-            failed.append(f"{store} {name}: p99 {ratio:.2f}x the JSON list's")
-        ratio_verdict = core.verdict(ok_ratio) if pair.same_rows else "(no twin)"
-        figures = [f"{v:.1f}" for v in (p50, p99, j50, j99)]
-        verdicts = f"{core.verdict(ok_abs)} / {ratio_verdict}"
-        rows.append([store, name, *figures, f"{ratio:.2f}x", verdicts])
-    headers = ["store", "page", "p50 ms", "p99 ms", "JSON p50", "JSON p99", "p99 ratio"]
-    headers.append(f"<= {TARGET_P99_MS:.0f} ms / <= {TARGET_RATIO:.0f}x")
-    return core.table(headers, rows, right=range(2, 7)), failed
+Row = tuple[str, Pair, list[float]]  # store, pair, ms: the page's p50 and p99, the JSON's
+FIGURES = ("p50 ms", "p99 ms", "JSON p50", "JSON p99")
+
+
+def rows(timings: Timings) -> list[Row]:
+    p99 = lambda values: _percentile(values, 0.99)  # noqa: E731
+    return [
+        (store, pair, [f(times) for times in (page, peer) for f in (statistics.median, p99)])
+        for (store, pair), (page, peer) in timings.items()
+        if page and peer
+    ]
+
+
+def targets(found: list[Row]) -> list[core.Target]:
+    """p99 <= 50 ms for every page; <= 2x its JSON twin's where it reads the same rows."""
+    out = []
+    for store, pair, (_p50, p99, _j50, j99) in found:
+        where = f"{store} {pair.name}: p99"
+        out.append((f"{where} <= {TARGET_P99_MS:.0f} ms", f"{p99:.1f} ms", p99 <= TARGET_P99_MS))
+        if pair.same_rows:
+            what = f"{where} <= {TARGET_RATIO:.0f}x the JSON list's"
+            out.append((what, f"{p99 / j99:.2f}x", p99 / j99 <= TARGET_RATIO))
+    return out
+
+
+def report() -> Report[Row]:
+    return Report(
+        "dashboard pages beside the JSON reads of the same rows",
+        [
+            ("store", lambda r: r[0]),
+            ("page", lambda r: r[1].name),
+            *((name, lambda r, i=i: f"{r[2][i]:.1f}") for i, name in enumerate(FIGURES)),
+            ("p99 ratio", lambda r: f"{r[2][1] / r[2][3]:.2f}x"),
+        ],
+        targets,
+        right=range(2, 7),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,37 +250,32 @@ def main(argv: list[str] | None = None) -> int:
     add("--pages", type=core.choice(every), default=every, help=", ".join(every))
     add("--audit-pages", type=int, default=5_000, help="pages of the audits the views show")
     opts = p.parse_args(argv)
-    timings: Timings = {}
-    environment: list[str] = []
+    rep = report()
 
     def body(stack: ExitStack) -> None:
         scratch = ours.Scratch(stack, postgres="postgresql" in opts.only)
-        environment.append(core.machine(scratch.pg))
-        environment.append(
-            f"  {opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time"
+        views = set(opts.pages) & set(VIEWS)
+        rep.start(
+            scratch.pg,
+            f"{opts.jobs:,} jobs; {opts.requests} timed GETs per page and side, one at a time",
+            *(
+                [f"the audit views: two audits of {opts.audit_pages:,} generated pages"]
+                if views
+                else []
+            ),
         )
-        site = None
-        if set(opts.pages) & set(VIEWS):
-            environment.append(
-                f"  the audit views: two audits of {opts.audit_pages:,} generated pages"
-            )
-            site = stack.enter_context(AuditSiteProcess(opts.audit_pages, None))
+        site = stack.enter_context(AuditSiteProcess(opts.audit_pages, None)) if views else None
         for store in opts.only:
             log = scratch.root / f"{store}-server.log"
             if set(opts.pages) & set(PAGES):
-                timings.update(time_pairs(store, *seeded(store, opts, scratch), opts, log))
+                rep.runs += rows(time_pairs(store, *seeded(store, opts, scratch), opts, log))
             if site is not None:
                 # A new, empty database for the audits (the seeded jobs would keep a worker busy).
                 url = scratch.new(store, "seojobs_dashviews")
-                views = audit_views(url, opts, site, log.with_suffix(".worker.log"))
-                timings.update(time_pairs(store, url, *views, opts, log))
+                pairs = audit_views(url, opts, site, log.with_suffix(".worker.log"))
+                rep.runs += rows(time_pairs(store, url, *pairs, opts, log))
 
-    return core.run(
-        body,
-        lambda: "\n".join([*environment, *report(timings)[0]]) + "\n",
-        lambda: report(timings)[1],
-        "servers and the site stopped, scratch databases removed",
-    )
+    return rep.main(body, "servers and the site stopped, scratch databases removed")
 
 
 if __name__ == "__main__":

@@ -1,32 +1,30 @@
-"""Polling benchmark: ``python bench/poll.py [--jobs 1000] [--span 600] [--seed 1]``.
-
-What it measures, its targets and how to read its report: docs/bench/poll.md.
-"""
+"""Polling benchmark; what it measures and its targets: docs/bench/poll.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
-import argparse
 import bisect
 import heapq
 import json
 import math
 import random
 import statistics
-import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
 
-from bench.lib.core import verdict
+from bench.lib import core
+from bench.lib.core import Target
+from bench.lib.report import Report
 from seojobs.client import Client
 from seojobs.client.models import Job, ProjectJob
 from seojobs.client.scheduler import Scheduler
@@ -291,86 +289,80 @@ def run_ours(world: World) -> tuple[dict[int, float], Scheduler]:
     return known, scheduler
 
 
-def row(f: Figures) -> str:
-    return (
-        f"{f.name:<40} {f.requests:>8,} {f.per_job:>7.2f} {f.refused:>6,} {f.busiest_minute:>8,}"
-        f" {f.median_delay:>8.1f} {f.p90_delay:>8.1f} {f.last_known:>9.0f} {f.unknown:>6}"
-    )
+def targets(runs: list[Figures]) -> list[Target]:
+    if len(runs) < 4:
+        return []
+    reference, ours = runs[0], runs[3]
+    allowed = TARGET_SHARE * reference.requests
+    return [
+        (
+            f"requests <= {TARGET_SHARE:.0%} of seed 000's",
+            f"{ours.requests} vs {allowed:.0f}",
+            ours.requests <= allowed,
+        ),
+        ("no 429s", str(ours.refused), ours.refused == 0),
+        (
+            f"median detection delay <= {TARGET_MEDIAN:.0f} s",
+            f"{ours.median_delay:.1f} s",
+            ours.median_delay <= TARGET_MEDIAN,
+        ),
+        ("every job seen finished", f"{ours.jobs - ours.unknown}/{ours.jobs}", not ours.unknown),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = core.parser("bench/poll.py", __doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--span", type=float, default=600.0, help="finish times: U(0, span) s")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    results: Report[Figures] = Report(
+        f"bench/poll.py: {args.jobs:,} jobs created at t=0, finishing at U(0, {args.span:.0f}) s "
+        f"(seed {args.seed}); limit {LIMIT} requests per {WINDOW:.0f} s (moving window)",
+        [
+            ("poller", lambda f: f.name),
+            ("requests", lambda f: f"{f.requests:,}"),
+            ("req/job", lambda f: f"{f.per_job:.2f}"),
+            ("429s", lambda f: f"{f.refused:,}"),
+            ("busiest minute", lambda f: f"{f.busiest_minute:,}"),
+            ("median delay s", lambda f: f"{f.median_delay:.1f}"),
+            ("p90 delay s", lambda f: f"{f.p90_delay:.1f}"),
+            ("all known at s", lambda f: f"{f.last_known:.0f}"),
+            ("missed", lambda f: str(f.unknown)),
+        ],
+        targets,
+        environment=["simulated, no network"],
+    )
 
     def world(limited: bool) -> World:
         return World.make(args.jobs, args.span, args.seed, LIMIT if limited else None, WINDOW)
 
-    began = time.perf_counter()
-    results: list[Figures] = []
-    free = world(False)
-    results.append(figures("seed 000 poller, unlimited server", free, seed000(free)[0]))
-    variant = world(False)
-    known, _ = seed000(variant, grow_first=False)
-    results.append(figures("  variant: sleep 15 s before growing", variant, known))
-    limited = world(True)
-    known, timed_out = seed000(limited)
-    results.append(figures("seed 000 poller, 120/min limit", limited, known))
-    ours_world = world(True)
-    ours_known, scheduler = run_ours(ours_world)
-    ours = figures("our Scheduler, 120/min limit", ours_world, ours_known)
-    results.append(ours)
-    took = time.perf_counter() - began
+    def body(_stack: ExitStack) -> None:
+        for name, limited, grow_first in (
+            ("seed 000 poller, unlimited server", False, True),
+            ("  variant: sleep 15 s before growing", False, False),
+            ("seed 000 poller, 120/min limit", True, True),
+        ):
+            sim = world(limited)
+            known, timed_out = seed000(sim, grow_first=grow_first)
+            results.add(figures(name, sim, known))
+        ours = world(True)
+        known, scheduler = run_ours(ours)
+        results.add(figures("our Scheduler, 120/min limit", ours, known))
+        stats, (reference, _variant, limited_run, mine) = scheduler.stats, results.runs
+        results.notes = [
+            f"our Scheduler: {stats.requests} batched reads in {stats.rounds} rounds, "
+            f"{stats.rate_limited} 429s, period {scheduler.min_period:.0f}-"
+            f"{scheduler.max_period:.0f} s, share {scheduler.initial_share:.0%} of the budget",
+            f"ours / seed 000 requests: {mine.requests / reference.requests:.1%} of the unlimited "
+            f"reference, {mine.requests / limited_run.requests:.1%} of the rate-limited run",
+        ]
+        if timed_out:  # after the Scheduler's line, as before
+            results.notes.insert(
+                1, f"seed 000 under the limit: {timed_out} loops hit their 24 h deadline"
+            )
 
-    print(
-        f"bench/poll.py: {args.jobs:,} jobs created at t=0, finishing at U(0, {args.span:.0f}) s "
-        f"(seed {args.seed}); limit {LIMIT} requests per {WINDOW:.0f} s (moving window)"
-    )
-    print(f"simulated, no network; took {took:.1f} s of real time\n")
-    print(
-        f"{'':<40} {'requests':>8} {'req/job':>7} {'429s':>6} {'busiest':>8}"
-        f" {'median':>8} {'p90':>8} {'all known':>9} {'missed':>6}"
-    )
-    print(
-        f"{'':<40} {'':>8} {'':>7} {'':>6} {'minute':>8}"
-        f" {'delay s':>8} {'delay s':>8} {'at s':>9} {'':>6}"
-    )
-    for result in results:
-        print(row(result))
-    reference, _variant, seed_limited, _ours = results
-    stats = scheduler.stats
-    print(
-        f"\nour Scheduler: {stats.requests} batched reads in {stats.rounds} rounds, "
-        f"{stats.rate_limited} 429s, period {scheduler.min_period:.0f}-"
-        f"{scheduler.max_period:.0f} s, share {scheduler.initial_share:.0%} of the budget"
-    )
-    if timed_out:
-        print(f"seed 000 under the limit: {timed_out} loops hit their 24 h deadline")
-
-    vs_reference = ours.requests / reference.requests
-    vs_limited = ours.requests / seed_limited.requests
-    print(
-        f"\nours / seed 000 requests: {vs_reference:.1%} of the unlimited reference, "
-        f"{vs_limited:.1%} of the rate-limited run"
-    )
-    checks = [
-        (
-            f"requests <= {TARGET_SHARE:.0%} of seed 000's ({ours.requests} vs "
-            f"{TARGET_SHARE * reference.requests:.0f})",
-            ours.requests <= TARGET_SHARE * reference.requests,
-        ),
-        (f"no 429s ({ours.refused})", ours.refused == 0),
-        (
-            f"median detection delay <= {TARGET_MEDIAN:.0f} s ({ours.median_delay:.1f} s)",
-            ours.median_delay <= TARGET_MEDIAN,
-        ),
-        (f"every job seen finished ({ours.jobs - ours.unknown}/{ours.jobs})", not ours.unknown),
-    ]
-    for text, ok in checks:
-        print(f"  {verdict(ok)}  {text}")
-    return 0 if all(ok for _, ok in checks) else 1
+    return results.main(body, "nothing to clean up")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,11 @@
-"""Queue throughput and wake-up benchmark: ``python bench/queue.py [--jobs N] [--only ...]``.
-
-What it measures, its targets and how to read its report: docs/bench/queue.md.
-"""
+"""Queue throughput and wake-up benchmark; what it measures and its targets: docs/bench/queue.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import contextlib
@@ -19,7 +16,6 @@ import time
 from argparse import Namespace as Options  # what parse_args returns
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -28,16 +24,9 @@ import procrastinate
 import psycopg
 
 from bench.lib import core, ours
-from bench.lib.core import (
-    ScratchPostgres,
-    columns,
-    failed,
-    judged,
-    pg_conninfo,
-    table,
-    vacuum_postgres,
-)
+from bench.lib.core import ScratchPostgres, Target, columns, pg_conninfo, table, vacuum_postgres
 from bench.lib.ours import Burn, Counter, Stamps, Wake, burn_timeout, wait_until_done
+from bench.lib.report import Report
 
 TARGET_RATE = 10_000.0
 TARGET_RATIO = {"sqlite": 0.30, "postgresql": 0.55}  # x its bare loop (issue 23)
@@ -45,45 +34,20 @@ TARGET_PEER = 15.0  # PostgreSQL jobs/s x Procrastinate's
 TARGET_WAKE = 0.050
 
 
-@dataclass
-class Results:
-    jobs: int
-    environment: list[str] = field(default_factory=list)
-    burns: list[Burn] = field(default_factory=list)
-    wakes: list[Wake] = field(default_factory=list)
-    unfinished: list[str] = field(default_factory=list)  # peer burn-downs that timed out
+def best(runs: list[Burn], system: str, dialect: str) -> Burn | None:
+    """The fastest of ``system``'s (a prefix) burn-downs on ``dialect``."""
+    found = [b for b in runs if b.system.startswith(system) and b.dialect == dialect]
+    return max(found, key=lambda b: b.rate) if found else None
 
-    def runs(self, system_prefix: str, dialect: str) -> list[Burn]:
-        return [
-            b for b in self.burns if b.system.startswith(system_prefix) and b.dialect == dialect
-        ]
 
-    def best(self, system_prefix: str, dialect: str) -> Burn | None:
-        runs = self.runs(system_prefix, dialect)
-        return max(runs, key=lambda b: b.rate) if runs else None
-
-    def ratio(self, dialect: str, other: str) -> float | None:
-        """Our best jobs/s over ``other``'s best on ``dialect`` (None: one of them is missing)."""
-        ours, theirs = self.best("seojobs", dialect), self.best(other, dialect)
-        return ours.rate / theirs.rate if ours and theirs else None
-
-    def wake(self, dialect: str) -> Wake | None:
-        """The headline wake-up for a dialect: the first seojobs measurement made on it."""
-        return next((w for w in self.wakes if w.system == "seojobs" and w.dialect == dialect), None)
-
-    def peer_wake(self) -> Wake | None:
-        return next((w for w in self.wakes if w.system.startswith("procrastinate")), None)
+def ratio(runs: list[Burn], dialect: str, other: str) -> float | None:
+    """Our best jobs/s over ``other``'s best on ``dialect`` (None: one of them is missing)."""
+    ours, theirs = best(runs, "seojobs", dialect), best(runs, other, dialect)
+    return ours.rate / theirs.rate if ours and theirs else None
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
-
-
-def _concurrency_note(results: Results, best: Burn) -> str:
-    tried = sorted({b.concurrency for b in results.runs(best.system, best.dialect)})
-    if len(tried) == 1:
-        return str(best.concurrency)
-    return f"{best.concurrency} (best of {', '.join(map(str, tried))})"
 
 
 ORDER = (
@@ -95,14 +59,35 @@ ORDER = (
 )
 
 
-EVERY_RUN: list[tuple[str, Callable[[Burn], str]]] = [
-    ("system", lambda b: b.system),
-    ("dialect", lambda b: b.dialect),
-    ("concurrency", lambda b: str(b.concurrency)),
-    ("seconds", lambda b: f"{b.seconds:.2f}"),
-    ("jobs/s", lambda b: f"{b.rate:,.0f}"),
-    ("handler runs", lambda b: "-" if b.handler_runs is None else f"{b.handler_runs:,}"),
-]
+def throughput(runs: list[Burn]) -> list[str]:
+    rows = []
+    for system, dialect in ORDER:
+        if (top := best(runs, system, dialect)) is None:
+            continue
+        tried = sorted(
+            {b.concurrency for b in runs if b.system == top.system and b.dialect == dialect}
+        )
+        conc = (
+            f"{top.concurrency} (best of {', '.join(map(str, tried))})"
+            if len(tried) > 1
+            else str(top.concurrency)
+        )
+        conc = "1 connection" if system == "bare loop" else conc
+        rows.append([top.system, dialect, conc, f"{top.seconds:.2f}", f"{top.rate:,.0f}"])
+    headers = ["system", "dialect", "concurrency", "seconds", "jobs/s"]
+    return ["Throughput (best run per system)", *table(headers, rows, {3, 4})] if rows else []
+
+
+def ratios(runs: list[Burn]) -> list[str]:
+    rows = [
+        [dialect, f"seojobs / {other}", format(value, spec)]
+        for dialect in ("sqlite", "postgresql")
+        for other, spec in (("bare loop", ".3f"), ("procrastinate", ".2f"))
+        if (value := ratio(runs, dialect, other)) is not None
+    ]
+    return ["Ratios (best runs)", *table(["dialect", "ratio", "value"], rows, {2})] if rows else []
+
+
 WAKES: list[tuple[str, Callable[[Wake], str]]] = [
     ("system", lambda w: w.system),
     ("dialect", lambda w: w.dialect),
@@ -114,104 +99,81 @@ WAKES: list[tuple[str, Callable[[Wake], str]]] = [
 ]
 
 
-def render(results: Results) -> str:
-    out: list[str] = ["", "seojobs queue benchmark (bench/queue.py)", ""]
-    out += [f"  {line}" for line in results.environment]
-    out += [
-        f"  {results.jobs:,} no-op jobs per burn-down, pre-inserted before the clock starts; the",
-        "  clock runs from worker start until the database shows every job done.",
-        "",
-        "Throughput (best run per system)",
-    ]
-    rows = []
-    for system, dialect in ORDER:
-        best = results.best(system, dialect)
-        if best is None:
-            continue
-        conc = "1 connection" if system == "bare loop" else _concurrency_note(results, best)
-        rows.append([best.system, dialect, conc, f"{best.seconds:.2f}", f"{best.rate:,.0f}"])
-    if rows:
-        out += table(["system", "dialect", "concurrency", "seconds", "jobs/s"], rows, {3, 4})
-    out += ["", "Every run"]
-    if results.burns:
-        out += columns(EVERY_RUN, results.burns, {2, 3, 4, 5})
-    if results.unfinished:
-        out += ["", "Did not finish (given up below 100 jobs/s)"]
-        out += [f"  {line}" for line in results.unfinished]
-    out += _ratios(results)
-    out += _wakes(results)
-    out += _targets(results)
-    return "\n".join(out) + "\n"
+class Results(Report[Burn]):
+    """The burn-downs (a row each), the wake-ups and the peer's burn-downs given up."""
 
+    def __init__(self, jobs: int) -> None:
+        super().__init__(
+            "seojobs queue benchmark (bench/queue.py)",
+            [
+                ("system", lambda b: b.system),
+                ("dialect", lambda b: b.dialect),
+                ("concurrency", lambda b: str(b.concurrency)),
+                ("seconds", lambda b: f"{b.seconds:.2f}"),
+                ("jobs/s", lambda b: f"{b.rate:,.0f}"),
+                (
+                    "handler runs",
+                    lambda b: "-" if b.handler_runs is None else f"{b.handler_runs:,}",
+                ),
+            ],
+            self.targets,
+            lambda b: f"{b.system} {b.dialect} c={b.concurrency}: {b.rate:,.0f} jobs/s",
+            [throughput, self.unfinished_block, ratios, self.wakes_block],
+            right=(2, 3, 4, 5),
+        )
+        self.jobs = jobs
+        self.wakes: list[Wake] = []
+        self.unfinished: list[str] = []  # peer burn-downs that timed out
 
-def _ratios(results: Results) -> list[str]:
-    rows = [
-        [dialect, f"seojobs / {other}", format(value, spec)]
-        for dialect in ("sqlite", "postgresql")
-        for other, spec in (("bare loop", ".3f"), ("procrastinate", ".2f"))
-        if (value := results.ratio(dialect, other)) is not None
-    ]
-    if not rows:
-        return []
-    return ["", "Ratios (best runs)", *table(["dialect", "ratio", "value"], rows, {2})]
+    def wake(self, dialect: str) -> Wake | None:
+        """The headline wake-up for a dialect: the first seojobs measurement made on it."""
+        return next((w for w in self.wakes if w.system == "seojobs" and w.dialect == dialect), None)
 
+    def unfinished_block(self, _runs: list[Burn]) -> list[str]:
+        if not self.unfinished:
+            return []
+        return ["Did not finish (given up below 100 jobs/s)", *(f"  {u}" for u in self.unfinished)]
 
-def _wakes(results: Results) -> list[str]:
-    if not results.wakes:
-        return []
-    return [
-        "",
-        "Wake-up latency: enqueue (before the insert) to handler start, on an idle worker",
-        *columns(WAKES, results.wakes, {3, 4, 5, 6}),
-        "  enqueue call: median time from before the enqueue to its return (ours: one insert",
-        "  transaction in a thread; Procrastinate: defer_async); the rest is the worker's side.",
-    ]
-
-
-def checks(results: Results) -> list[tuple[str, str, bool]]:
-    """(target, measured, passed) for every target the run measured."""
-    out = []
-    for dialect, label in (("postgresql", "PostgreSQL"), ("sqlite", "SQLite")):
-        ours = results.best("seojobs", dialect)
-        if ours is None:
-            continue
-        target = f"{label} >= {TARGET_RATE:,.0f} jobs/s"
-        out.append((target, f"{ours.rate:,.0f}", ours.rate >= TARGET_RATE))
-        if (ratio := results.ratio(dialect, "bare loop")) is not None:
-            target = f"{label} >= {TARGET_RATIO[dialect]:.2f} x its bare loop"
-            out.append((target, f"{ratio:.3f}", ratio >= TARGET_RATIO[dialect]))
-        if (times := results.ratio(dialect, "procrastinate")) is not None:
-            target = f"{label} >= {TARGET_PEER:.0f} x Procrastinate"
-            out.append((target, f"{times:.1f}", times >= TARGET_PEER))
-    for dialect, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
-        wake = results.wake(dialect)
-        if wake is not None:
-            target = f"{label} median wake-up < {TARGET_WAKE * 1000:.0f} ms"
-            out.append((target, _ms(wake.median), wake.median < TARGET_WAKE))
-    mine, theirs = results.wake("postgresql"), results.peer_wake()
-    if mine is not None and theirs is not None:
-        measured = f"{_ms(mine.median)} vs {_ms(theirs.median)}"
-        ok = mine.median < theirs.median
-        out.append(("PostgreSQL median wake-up < Procrastinate's", measured, ok))
-    return out
-
-
-def failures(results: Results) -> list[str]:
-    return failed(checks(results))
-
-
-def _targets(results: Results) -> list[str]:
-    found = checks(results)
-    if not found:
-        return []
-    out = ["", "Targets", *judged(found, ("target", "measured", "verdict"))]
-    if results.wake("sqlite") is not None:
-        out += [
-            "  SQLite wake-ups: the in-process hook serves jobs enqueued through the worker's own",
-            "  Database object; jobs from another connection or process are seen by the worker's",
-            "  50 ms PRAGMA data_version watch (both rows of the wake-up table).",
+    def wakes_block(self, _runs: list[Burn]) -> list[str]:
+        if not self.wakes:
+            return []
+        return [
+            "Wake-up latency: enqueue (before the insert) to handler start, on an idle worker",
+            *columns(WAKES, self.wakes, {3, 4, 5, 6}),
+            "  enqueue call: median time from before the enqueue to its return (ours: one",
+            "  insert transaction in a thread; Procrastinate: defer_async); the rest is the",
+            "  worker's side.",
         ]
-    return out
+
+    def targets(self, runs: list[Burn]) -> list[Target]:
+        out = []
+        for dialect, label in (("postgresql", "PostgreSQL"), ("sqlite", "SQLite")):
+            if (ours := best(runs, "seojobs", dialect)) is None:
+                continue
+            out.append(
+                (
+                    f"{label} >= {TARGET_RATE:,.0f} jobs/s",
+                    f"{ours.rate:,.0f}",
+                    ours.rate >= TARGET_RATE,
+                )
+            )
+            if (bare := ratio(runs, dialect, "bare loop")) is not None:
+                target = f"{label} >= {TARGET_RATIO[dialect]:.2f} x its bare loop"
+                out.append((target, f"{bare:.3f}", bare >= TARGET_RATIO[dialect]))
+            if (times := ratio(runs, dialect, "procrastinate")) is not None:
+                target = f"{label} >= {TARGET_PEER:.0f} x Procrastinate"
+                out.append((target, f"{times:.1f}", times >= TARGET_PEER))
+        for dialect, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+            if (wake := self.wake(dialect)) is not None:
+                target = f"{label} median wake-up < {TARGET_WAKE * 1000:.0f} ms"
+                out.append((target, _ms(wake.median), wake.median < TARGET_WAKE))
+        peer = next((w for w in self.wakes if w.system.startswith("procrastinate")), None)
+        if (mine := self.wake("postgresql")) is not None and peer is not None:
+            measured = f"{_ms(mine.median)} vs {_ms(peer.median)}"
+            out.append(
+                ("PostgreSQL median wake-up < Procrastinate's", measured, mine.median < peer.median)
+            )
+        return out
 
 
 DEFER_CHUNK = 1000
@@ -396,6 +358,11 @@ def bare_burn(url: str, jobs: int, batch: int) -> Burn:
     return Burn(f"bare loop (batch {batch})", dialect, 1, jobs, ended - started)
 
 
+SQLITE_WAKES = (
+    "SQLite wake-ups: the in-process hook serves jobs enqueued through the worker's own "
+    "Database object; jobs from another connection or process are seen by the worker's 50 ms "
+    "PRAGMA data_version watch (both rows of the wake-up table)."
+)
 SELECTABLE = ("sqlite", "postgresql", "procrastinate", "bare")
 WAKE_ROUNDS = 5  # PostgreSQL wake-ups: ours and the peer's alternate in this many rounds
 
@@ -444,14 +411,10 @@ def run_ours(opts: Options, dbs: ours.Scratch, dialect: str, results: Results) -
     if dialect in opts.only:
         for concurrency in opts.concurrency:
             with fresh(dbs, dialect, opts.jobs) as url:
-                burn = asyncio.run(ours.burn(url, dialect, opts.jobs, concurrency))
-            results.burns.append(burn)
-            core.progress(f"seojobs {dialect} c={concurrency}: {burn.rate:,.0f} jobs/s")
+                results.add(asyncio.run(ours.burn(url, dialect, opts.jobs, concurrency)))
     if dialect in opts.bare:
         with fresh(dbs, dialect, opts.jobs) as url:
-            burn = bare_burn(url, opts.jobs, opts.batch)
-        results.burns.append(burn)
-        core.progress(f"bare loop {dialect}: {burn.rate:,.0f} jobs/s")
+            results.add(bare_burn(url, opts.jobs, opts.batch))
     if dialect != "sqlite" or dialect not in opts.only or not opts.samples:
         return
     for same_db, how in (
@@ -474,17 +437,14 @@ def run_peer(opts: Options, scratch: ScratchPostgres, results: Results) -> str:
     for concurrency in opts.peer_concurrency:
         name = scratch.create("procrastinate_bench", template=template)
         try:
-            burn = asyncio.run(peer_burn(name, opts.jobs, concurrency, opts.peer_pool))
+            results.add(asyncio.run(peer_burn(name, opts.jobs, concurrency, opts.peer_pool)))
         except TimeoutError as exc:
             # The peer too slow at one concurrency on a busy machine: say so, and still
             # measure the others and its wake-up, which our target is compared with.
             results.unfinished.append(f"procrastinate c={concurrency}: {exc}")
             core.progress(results.unfinished[-1])
-            continue
         finally:
             scratch.drop(name)
-        results.burns.append(burn)
-        core.progress(f"procrastinate c={concurrency}: {burn.rate:,.0f} jobs/s")
     return template
 
 
@@ -522,26 +482,23 @@ def run_pg_wakes(
             core.progress(f"{wake.system} postgresql wake-up: median {wake.median * 1000:.1f} ms")
 
 
-def _environment(opts: Options, pg: ScratchPostgres | None) -> list[str]:
-    lines = [core.machine(pg)]
-    if pg is not None and "procrastinate" in opts.only:
-        pool = opts.peer_pool or "its default 4"
-        lines.append(f"Procrastinate {PEER_VERSION}, pool of {pool} connections")
-    lines.append(
-        "seojobs: one Worker (poll_interval 1 s, lease 30 s, maintenance off); "
-        f"bare loop: one connection, batches of {opts.batch}"
-    )
-    return lines
-
-
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
-    results = Results(jobs=opts.jobs)
+    results = Results(opts.jobs)
 
     def body(stack: ExitStack) -> None:
         needs_pg = bool({"postgresql", "procrastinate"} & opts.only or "postgresql" in opts.bare)
         dbs = ours.Scratch(stack, postgres=needs_pg)
-        results.environment = _environment(opts, dbs.pg)
+        pool = opts.peer_pool or "its default 4"
+        peer = f"Procrastinate {PEER_VERSION}, pool of {pool} connections"
+        results.start(
+            dbs.pg,
+            *([peer] if dbs.pg is not None and "procrastinate" in opts.only else []),
+            "seojobs: one Worker (poll_interval 1 s, lease 30 s, maintenance off); "
+            f"bare loop: one connection, batches of {opts.batch}",
+            f"{opts.jobs:,} no-op jobs per burn-down, pre-inserted before the clock starts; the "
+            "clock runs from worker start until the database shows every job done.",
+        )
         for dialect in ("sqlite", "postgresql"):
             run_ours(opts, dbs, dialect, results)
         if dbs.pg is not None:
@@ -551,13 +508,10 @@ def main(argv: list[str] | None = None) -> int:
             if opts.samples:
                 mine = dbs if "postgresql" in opts.only else None
                 run_pg_wakes(opts, mine, dbs.pg, peer_template, results)
+        if results.wake("sqlite") is not None:
+            results.notes.append(SQLITE_WAKES)
 
-    return core.run(
-        body,
-        lambda: render(results) if results.burns or results.wakes else "",
-        lambda: failures(results),
-        "scratch databases dropped",
-    )
+    return results.main(body, "scratch databases dropped")
 
 
 if __name__ == "__main__":

@@ -1,23 +1,21 @@
-"""Scale benchmark: ``python bench/scale.py [--jobs 1000000] [--processes 1,2,4] ...``.
-
-What it measures, its targets and how to read its report: docs/bench/scale.md.
-"""
+"""Scale benchmark; what it measures and its targets: docs/bench/scale.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import argparse
 import json
 import time
 from argparse import Namespace as Options  # what parse_args returns
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 from sqlalchemy import text
@@ -38,6 +36,7 @@ from bench.lib.core import (
     wrk_version,
 )
 from bench.lib.ours import SEED_PARAMS, create_user
+from bench.lib.report import Report
 from seojobs.services.indexing import CHECK
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
@@ -158,15 +157,87 @@ def seed(pg: ScratchPostgres, label: str, jobs: int, opts: Options) -> Table:
 # -- the API processes and their samples ----------------------------------------------------
 
 
-@dataclass
-class Results:
-    environment: list[str] = field(default_factory=list)
-    setup: list[str] = field(default_factory=list)
-    samples: list[Sample] = field(default_factory=list)  # what: (table or page, processes)
-    pruned: tuple[int, float] | None = None  # rows deleted, seconds
+class Results(Report[Sample]):
+    """The samples (what: (table or page, processes)), judged; the pruning's figures."""
+
+    def __init__(self, opts: Options) -> None:
+        super().__init__("Scale benchmark (bench/scale.py)", judge=self.checks)
+        self.blocks = [self.table, self.pruning]
+        self.notes = [
+            "per-process efficiency: req/s over (processes x the req/s of one process); past "
+            "the machine's cores it falls by design. CPU ms/req: the API processes' CPU per answer"
+        ]
+        self.opts = opts
+        self.tables: list[Table] = []
+        self.pruned: tuple[int, float] | None = None  # rows deleted, seconds
 
     def median(self, what: str, processes: int, figure: str) -> float:
-        return core.median_of(self.samples, (what, processes), figure)
+        return core.median_of(self.runs, (what, processes), figure)
+
+    def checks(self, _samples: list[Sample]) -> list[core.Target]:
+        if len(self.tables) < 2 or not self.runs:
+            return []
+        small, big, opts = self.tables[0].label, self.tables[-1].label, self.opts
+        found = []
+        for n in opts.processes:
+            p99, base = self.median(big, n, "p99_ms"), self.median(small, n, "p99_ms")
+            what = f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}"
+            found.append(_vs(what, p99, base, ".1f", p99 <= TARGET_P99 * base, " ms"))
+        for before, after in zip(opts.processes, opts.processes[1:], strict=False):
+            rate, base = self.median(big, after, "rate"), self.median(big, before, "rate")
+            what = f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s"
+            found.append(_vs(what, rate, base, ",.0f", rate >= TARGET_GROWTH * base))
+        last, first = f"page {PAGES:,}", opts.processes[0]
+        p50, base = self.median(last, first, "p50_ms"), self.median("page 1", first, "p50_ms")
+        what = f"report {last}: p50 <= {TARGET_PAGE} x page 1's"
+        found.append(_vs(what, p50, base, ".1f", p50 <= TARGET_PAGE * base, " ms"))
+        return found
+
+    def table(self, samples: list[Sample]) -> list[str]:
+        opts = self.opts
+        one = {t.label: self.median(t.label, opts.processes[0], "rate") for t in self.tables}
+        rows = [
+            (what, n)
+            for n in opts.processes
+            for what in dict.fromkeys(s.what[0] for s in samples if s.what[1] == n)
+        ]
+        if not rows:
+            return []
+
+        def figure(name: str, spec: str) -> tuple[str, Callable[[tuple[str, int]], str]]:
+            return name, lambda r: format(self.median(*r, FIGURES[name]), spec)
+
+        def efficiency(row: tuple[str, int]) -> str:
+            what, n = row
+            return f"{self.median(what, n, 'rate') / (n * one[what]):.0%}" if what in one else "-"
+
+        return [
+            f"Status GETs (random finished jobs over the whole table) and report pages, "
+            f"{opts.connections} connections: medians of {opts.rounds} interleaved round(s) of "
+            f"{opts.duration:.0f} s",
+            *core.columns(
+                [
+                    ("what", lambda r: r[0]),
+                    ("processes", lambda r: str(r[1])),
+                    figure("req/s", ",.0f"),
+                    figure("p50 ms", ".1f"),
+                    figure("p99 ms", ".1f"),
+                    figure("CPU ms/req", ".2f"),
+                    ("per-process efficiency", efficiency),
+                ],
+                rows,
+            ),
+        ]
+
+    def pruning(self, _samples: list[Sample]) -> list[str]:
+        if self.pruned is None:
+            return []
+        rows_gone, seconds = self.pruned
+        return [
+            f"Pruning ({self.tables[-1].label}, the leader's batches of 5,000 jobs until none is "
+            f"past retention): {rows_gone:,} rows (jobs and items) in {seconds:.1f} s, "
+            f"{rows_gone / seconds:,.0f} rows/s"
+        ]
 
 
 def page_path(table: Table, page: int, size: int) -> str:
@@ -215,7 +286,7 @@ def run_processes(tables: list[Table], log_dir: Path, results: Results, opts: Op
                 Run((what, n), f"{n} process(es), {what}", pool, target, opts.connections)
                 for what, pool, target in targets
             ]
-            core.interleave([group], opts.rounds, opts.duration, results.samples)
+            core.interleave([group], opts.rounds, opts.duration, results.runs)
 
 
 def prune(table: Table, results: Results) -> None:
@@ -240,116 +311,38 @@ def _rows(db: Database) -> int:
         return int(conn.execute(ROWS).scalar_one())
 
 
-# -- the report -------------------------------------------------------------------------------
+FIGURES = {"req/s": "rate", "p50 ms": "p50_ms", "p99 ms": "p99_ms", "CPU ms/req": "cpu_ms"}
 
 
 def _vs(what: str, value: float, base: float, fmt: str, ok: bool, unit: str = "") -> core.Target:
     return (what, f"{value:{fmt}} vs {base:{fmt}}{unit} ({value / base:.2f} x)", ok)
 
 
-def checks(results: Results, tables: list[Table], opts: Options) -> list[core.Target]:
-    small, big = tables[0].label, tables[-1].label
-    found = []
-    for n in opts.processes:
-        p99, base = results.median(big, n, "p99_ms"), results.median(small, n, "p99_ms")
-        what = f"{n} process(es): p99 at {big} <= {TARGET_P99} x at {small}"
-        found.append(_vs(what, p99, base, ".1f", p99 <= TARGET_P99 * base, " ms"))
-    for before, after in zip(opts.processes, opts.processes[1:], strict=False):
-        rate, base = results.median(big, after, "rate"), results.median(big, before, "rate")
-        what = f"{after} processes: req/s >= {TARGET_GROWTH} x {before}'s"
-        found.append(_vs(what, rate, base, ",.0f", rate >= TARGET_GROWTH * base))
-    last, first = f"page {PAGES:,}", opts.processes[0]
-    p50, base = results.median(last, first, "p50_ms"), results.median("page 1", first, "p50_ms")
-    what = f"report {last}: p50 <= {TARGET_PAGE} x page 1's"
-    found.append(_vs(what, p50, base, ".1f", p50 <= TARGET_PAGE * base, " ms"))
-    return found
-
-
-def render(results: Results, tables: list[Table], opts: Options) -> str:
-    out = ["", "Scale benchmark (bench/scale.py)", ""]
-    out += [f"  {line}" for line in [*results.environment, "", *results.setup]] + [""]
-    out.append(
-        f"Status GETs (random finished jobs over the whole table) and report pages, "
-        f"{opts.connections} connections: medians of {opts.rounds} interleaved round(s) of "
-        f"{opts.duration:.0f} s"
-    )
-    out.append("")
-    one = {t.label: results.median(t.label, opts.processes[0], "rate") for t in tables}
-    rows = [
-        (what, n)
-        for n in opts.processes
-        for what in dict.fromkeys(s.what[0] for s in results.samples if s.what[1] == n)
-    ]
-
-    def efficiency(row: tuple[str, int]) -> str:
-        what, n = row
-        if what not in one:
-            return "-"
-        return f"{results.median(what, n, 'rate') / (n * one[what]):.0%}"
-
-    out += core.columns(
-        [
-            ("what", lambda r: r[0]),
-            ("processes", lambda r: str(r[1])),
-            ("req/s", lambda r: f"{results.median(*r, 'rate'):,.0f}"),
-            ("p50 ms", lambda r: f"{results.median(*r, 'p50_ms'):.1f}"),
-            ("p99 ms", lambda r: f"{results.median(*r, 'p99_ms'):.1f}"),
-            ("CPU ms/req", lambda r: f"{results.median(*r, 'cpu_ms'):.2f}"),
-            ("per-process efficiency", efficiency),
-        ],
-        rows,
-    )
-    out += [
-        "",
-        "  per-process efficiency: req/s over (processes x the req/s of one process); past the",
-        "  machine's cores it falls by design. CPU ms/req: the API processes' CPU per answer.",
-        "",
-    ]
-    if results.pruned is not None:
-        rows_gone, seconds = results.pruned
-        out.append(
-            f"Pruning ({tables[-1].label}, the leader's batches of 5,000 jobs until none is "
-            f"past retention): {rows_gone:,} rows (jobs and items) in {seconds:.1f} s, "
-            f"{rows_gone / seconds:,.0f} rows/s"
-        )
-        out.append("")
-    out += ["Targets", "", *core.judged(checks(results, tables, opts))]
-    return "\n".join(out) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
-    results = Results()
-    tables: list[Table] = []
+    results = Results(opts)
 
     def body(stack: ExitStack) -> None:
         scratch = ours.Scratch(stack, postgres=True)
         assert scratch.pg is not None
-        results.environment = [
-            core.machine(scratch.pg),
+        results.start(
+            scratch.pg,
             f"API: uvicorn --workers N of create_app(Settings(), run_worker=False); "
             f"load: {wrk_version()}, 1 thread",
-            f"load average at start: {core.loadavg()}",
-        ]
+        )
         for jobs in (opts.jobs // 10, opts.jobs):
             table = seed(scratch.pg, f"{jobs:,} jobs", jobs, opts)
-            tables.append(table)
-            results.setup.append(
+            results.tables.append(table)
+            results.environment.append(
                 f"{table.label}: {table.jobs + 1:,} jobs and {table.items:,} items written with "
                 f"COPY in {table.seconds:.0f} s, then VACUUM ANALYZE; report job "
                 f"{table.report_id} of {opts.page_size * PAGES:,} items"
             )
-            core.progress(results.setup[-1])
-        run_processes(tables, scratch.root, results, opts)
-        prune(tables[-1], results)
-        results.environment.append(f"load average at end: {core.loadavg()}")
+            core.progress(results.environment[-1])
+        run_processes(results.tables, scratch.root, results, opts)
+        prune(results.tables[-1], results)
 
-    return core.run(
-        body,
-        lambda: render(results, tables, opts) if len(tables) == 2 and results.samples else "",
-        lambda: core.failed(checks(results, tables, opts)),
-        "servers stopped, scratch databases dropped",
-    )
+    return results.main(body, "servers stopped, scratch databases dropped")
 
 
 if __name__ == "__main__":

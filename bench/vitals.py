@@ -1,19 +1,15 @@
-"""Web-vitals benchmark: ``python bench/vitals.py [--pages N] [--concurrency N] [--store pg]``.
-
-What it measures, its targets and how to read its report: docs/bench/vitals.md.
-"""
+"""Web-vitals benchmark; what it measures and its targets: docs/bench/vitals.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import contextlib
 import ctypes
 import json
-import os
 import signal
 import subprocess
 import tempfile

@@ -1,14 +1,11 @@
-"""Webhook delivery benchmark: ``python bench/webhooks.py [--jobs N] [--stores ...] [--rate N]``.
-
-Its burst and steady runs, targets, and how to read its report: docs/bench/webhooks.md.
-"""
+"""Webhook delivery benchmark; what it measures and its targets: docs/bench/webhooks.md."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
-sys.path[0] = str(Path(__file__).resolve().parents[1])  # the repo, not bench/ (queue.py)
+sys.path[0] = os.path.dirname(sys.path[0])  # the repo, not bench/ (queue.py)
 
 import asyncio
 import json
@@ -18,6 +15,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,9 +31,9 @@ from bench.lib.ours import (
     BURN_KIND,
     EXECUTOR_THREADS,
     Counter,
-    burn_registry,
     create_user,
     insert_jobs,
+    registry,
     running,
     warm,
 )
@@ -158,7 +156,7 @@ async def deliver(
         worker = Worker(
             db,
             settings,
-            burn_registry(Counter(jobs)),
+            registry(BURN_KIND, Counter(jobs).hit),
             concurrency=concurrency,
             maintenance=False,
             background=[services.webhook_dispatcher().run],

@@ -1,10 +1,7 @@
-"""``bench/audit.py``'s site: N generated pages served from memory by a raw asyncio protocol.
-
-How it works and what each figure counts: docs/bench/audit.md.
-
-Run as ``python -m bench.lib.auditsite --pages N [--cpu C]``: prints ``{"port": P}`` and serves
-until its stdin closes; ``GET /_stats`` answers its counts (itself not counted).
-"""
+"""``bench/audit.py``'s site: N generated pages served from memory by a raw asyncio protocol
+(docs/bench/audit.md). ``python -m bench.lib.auditsite --pages N [--cpu C]`` prints
+``{"port": P}`` and serves until its stdin closes; ``GET /_stats`` answers its counts (itself
+not counted)."""
 
 from __future__ import annotations
 

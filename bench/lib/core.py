@@ -1,6 +1,5 @@
-"""What the benchmarks share: the report (progress lines, tables, PASS/FAIL and the exit
-code, argument types, the machine line), CPU and memory accounting from /proc, scratch
-databases, and child processes (a uvicorn app, a ``seojobs worker``) started and stopped."""
+"""Tables and argument types, CPU and memory from /proc, scratch databases, child processes
+(a uvicorn app, a ``seojobs worker``) and wrk, for every benchmark."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import contextlib
 import functools
 import http.client
 import importlib.metadata
-import logging
 import os
 import platform
 import resource
@@ -26,7 +24,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -152,44 +149,6 @@ def machine(pg: ScratchPostgres | None = None) -> str:
     return line
 
 
-def _unwind(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def run(
-    body: Callable[[ExitStack], None],
-    render: Callable[[], str],
-    failures: Callable[[], Sequence[str]],
-    cleaned: str,
-) -> int:
-    """What every benchmark's ``main`` does around its runs: SIGTERM unwinds like Ctrl-C;
-    ``body`` runs with an ExitStack for its servers, processes and scratch databases; when it
-    is interrupted (exit 130) or fails, the report so far is printed with ``cleaned`` (what was
-    stopped or removed on the way out). Then the report, and the exit code: 1 when a target
-    failed (each printed once more), else 0."""
-    signal.signal(signal.SIGTERM, _unwind)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        with ExitStack() as stack:
-            body(stack)
-    except KeyboardInterrupt:
-        print(render() + f"\n(incomplete: interrupted; {cleaned})", flush=True)
-        raise SystemExit(130) from None
-    except BaseException:
-        print(render() + f"\n(incomplete: the run stopped with an error; {cleaned})", flush=True)
-        raise
-    print(render(), end="", flush=True)
-    found = failures()
-    if found:
-        print("\nFAIL: " + "\nFAIL: ".join(found), flush=True)
-    return 1 if found else 0
-
-
-def wall(started: float) -> str:
-    """The report's last environment line, for a run begun at ``time.monotonic()`` ``started``."""
-    return f"total wall time {time.monotonic() - started:.0f} s; load average at end {loadavg()}"
-
-
 # -- CPU and memory (Linux /proc) ------------------------------------------------------------
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -214,27 +173,19 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def sched_seconds(pid: int | str = "self") -> tuple[float, float]:
-    """(seconds on a CPU, seconds runnable but waiting for one) of every thread of ``pid``.
-
-    From /proc/<pid>/task/*/schedstat; threads that already ended are not counted. The wait is
-    the direct measure of other load on the machine taking our CPU.
-    """
+def sched_seconds(tasks: Iterable[Path]) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one: other load taking our CPU) of
+    ``tasks``: /proc/<pid>/task/* (threads that already ended are not counted), or
+    /proc/thread-self (the calling thread, e.g. the event loop's)."""
     running = waiting = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError):
             on_cpu, queued, _slices = (task / "schedstat").read_text().split()
-        except (OSError, ValueError):
-            continue
-        running += int(on_cpu)
-        waiting += int(queued)
+            running, waiting = running + int(on_cpu), waiting + int(queued)
     return running / 1e9, waiting / 1e9
 
 
-def thread_sched() -> tuple[float, float]:
-    """(on CPU, waiting for a CPU) seconds of the calling thread (e.g. the event loop's)."""
-    on_cpu, queued, _slices = Path("/proc/thread-self/schedstat").read_text().split()
-    return int(on_cpu) / 1e9, int(queued) / 1e9
+LOOP = Path("/proc/thread-self")  # the calling thread's: Meter is made and stopped on the loop
 
 
 def loadavg() -> str:
@@ -255,23 +206,18 @@ class Meter:
     and everything else on the machine."""
 
     def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.ours = time.process_time()
-        self.loop = thread_sched()
-        self.server = sched_seconds(pid)
-        self.busy = machine_busy()
+        self.pid, self.ours, self.loop = pid, time.process_time(), sched_seconds([LOOP])[1]
+        self.server0, self.busy = self.server(), machine_busy()
 
     def stop(self, seconds: float) -> Usage:
         ours = time.process_time() - self.ours
-        loop_wait = thread_sched()[1] - self.loop[1]
-        server_cpu, server_wait = (
-            now - before for now, before in zip(sched_seconds(self.pid), self.server, strict=True)
-        )
+        loop_wait = sched_seconds([LOOP])[1] - self.loop
+        server_cpu, server_wait = (a - b for a, b in zip(self.server(), self.server0, strict=True))
         others = max(0.0, machine_busy() - self.busy - ours - server_cpu) / seconds
         return Usage(ours, loop_wait, server_cpu, server_wait, min(others, os.cpu_count() or 1))
 
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
+    def server(self) -> tuple[float, float]:
+        return sched_seconds(Path(f"/proc/{self.pid}/task").iterdir())
 
 
 def descendants(pid: int) -> list[int]:
@@ -293,34 +239,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident memory of ``pid`` now (0 once it is gone)."""
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _kib(path: str, key: str) -> int:
-    """The ``key:`` line of a /proc file in kB, as bytes (0 once the process is gone)."""
-    try:
+def memory(pid: int, key: str = "VmRSS") -> int:
+    """Bytes of a memory figure of ``pid`` (0 once it is gone): ``VmRSS`` resident now, ``VmHWM``
+    the kernel's high-water mark of it, ``Pss`` the proportional set size (shared pages divided
+    among their sharers: a sum over Chromium's processes counts its libraries once)."""
+    path = f"/proc/{pid}/{'smaps_rollup' if key == 'Pss' else 'status'}"
+    with contextlib.suppress(OSError, IndexError, ValueError):
         for line in Path(path).read_text().splitlines():
-            if line.startswith(key):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
     return 0
-
-
-def peak_rss_bytes(pid: int) -> int:
-    """The kernel's high-water mark of ``pid``'s resident memory (VmHWM; 0 once it is gone)."""
-    return _kib(f"/proc/{pid}/status", "VmHWM:")
-
-
-def pss_bytes(pid: int) -> int:
-    """Proportional set size of ``pid`` now: shared pages divided among their sharers, so a
-    sum over Chromium's processes does not count its shared libraries once per process."""
-    return _kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 class TreeSampler:
@@ -333,7 +261,7 @@ class TreeSampler:
     ) -> None:
         self.pid = pid
         self.peak = 0
-        self._size = pss_bytes if pss else rss_bytes
+        self._key = "Pss" if pss else "VmRSS"
         self._interval = interval
         self._skip = pid if skip_root else None
         self._done = threading.Event()
@@ -343,7 +271,7 @@ class TreeSampler:
     def _run(self) -> None:
         while not self._done.wait(self._interval):
             tree = [p for p in descendants(self.pid) if p != self._skip]
-            self.peak = max(self.peak, sum(self._size(p) for p in tree))
+            self.peak = max(self.peak, sum(memory(p, self._key) for p in tree))
 
     def stop(self) -> int:
         self._done.set()
@@ -496,20 +424,6 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
-    def command(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            self.factory,
-            "--port",
-            str(self.port),
-            *UVICORN_OPTIONS,
-            *self.extra,
-        ]
-
-    @property
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
@@ -523,8 +437,9 @@ class Server:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
+            command = [sys.executable, "-m", "uvicorn", "--factory", self.factory]
             self.proc = subprocess.Popen(
-                self.command,
+                [*command, "--port", str(self.port), *UVICORN_OPTIONS, *self.extra],
                 cwd=REPO,
                 env=self.env,
                 stdout=out,
@@ -761,37 +676,15 @@ def run_wrk(target: LoadTarget, connections: int, seconds: float, pause_ms: floa
     with tempfile.TemporaryDirectory(prefix="seojobs_api_wrk_") as tmp:
         script = Path(tmp) / "status.lua"
         script.write_text(WRK_SCRIPT + (WRK_PACING if pause_ms > 0 else ""))
-        cmd = [
-            wrk(),
-            "-t1",
-            f"-c{connections}",
-            f"-d{max(1, round(seconds))}s",
-            "--timeout",
-            "10s",
-            "-s",
-            str(script),
-            f"http://127.0.0.1:{target.port}",
-            "--",
-            str(target.first_id),
-            str(target.span),
-            target.path,
-            target.auth,
-            str(pause_ms),
-        ]
+        cmd = [wrk(), "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout"]
+        cmd += ["10s", "-s", str(script), f"http://127.0.0.1:{target.port}", "--"]
+        cmd += [str(target.first_id), str(target.span), target.path, target.auth, str(pause_ms)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False)
     for line in out.stdout.splitlines():
         if line.startswith("WRK_RESULT "):
             f = [int(v) for v in line.split()[1:]]
-            return Load(
-                requests=f[0],
-                seconds=f[1] / 1e6,
-                p50_ms=f[2] / 1000,
-                p99_ms=f[3] / 1000,
-                max_ms=f[4] / 1000,
-                mean_ms=f[5] / 1000,
-                errors=f[6] + f[7] + f[8] + f[10],
-                bad_status=f[9],
-            )
+            p50, p99, top, mean = (v / 1000 for v in f[2:6])
+            return Load(f[0], f[1] / 1e6, p50, p99, top, mean, f[6] + f[7] + f[8] + f[10], f[9])
     raise RuntimeError(f"wrk gave no result (exit {out.returncode}): {out.stderr.strip()[-500:]}")
 
 

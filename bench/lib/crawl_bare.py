@@ -1,7 +1,5 @@
-"""``bench/audit.py``'s ceiling, a bare aiohttp + selectolax crawl (docs/bench/audit.md).
-
-``python -m bench.lib.crawl_bare START_URL CONCURRENCY`` prints ``{"seconds", "pages", "cpu"}``.
-"""
+"""``bench/audit.py``'s ceiling, a bare aiohttp + selectolax crawl (docs/bench/audit.md):
+``python -m bench.lib.crawl_bare START_URL CONCURRENCY`` prints ``{"seconds", "pages", "cpu"}``."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ class Counter:
         self.count = 0
         self.reached = asyncio.Event()
 
-    def hit(self) -> None:
+    def hit(self, _job_id: int = 0) -> None:
         self.count += 1
         if self.count >= self.target:
             self.reached.set()
@@ -90,22 +90,15 @@ class Stamps:
         return self.started[job_id]
 
 
-def burn_registry(counter: Counter) -> Registry:
-    async def noop(ctx: JobContext[NoParams]) -> None:
-        counter.hit()
+def registry(kind: str, on_run: Callable[[int], object]) -> Registry:
+    """One kind of job, ``kind``, whose handler calls ``on_run(its job id)`` and nothing else."""
 
-    registry = Registry()
-    registry.add(Kind(BURN_KIND, NoParams, noop, description="benchmark no-op"))
-    return registry
+    async def handler(ctx: JobContext[NoParams]) -> None:
+        on_run(ctx.job_id)
 
-
-def wake_registry(stamps: Stamps) -> Registry:
-    async def stamp(ctx: JobContext[NoParams]) -> None:
-        stamps.stamp(ctx.job_id)
-
-    registry = Registry()
-    registry.add(Kind(WAKE_KIND, NoParams, stamp, description="benchmark start stamp"))
-    return registry
+    found = Registry()
+    found.add(Kind(kind, NoParams, handler, description="benchmark"))
+    return found
 
 
 FINE_POLL = 0.005  # seconds between database counts once every handler has run
@@ -212,9 +205,9 @@ def create_user(url: str) -> BenchUser:
     settings = Settings(database_url=url)
     db = Database(url)
     try:
-        registry = load_registry(settings)
-        migrate.upgrade(db, extra=registry.migration_dirs())  # with the kinds' own branches
-        created = Services(db, settings, registry).accounts.create_user("bench")
+        kinds = load_registry(settings)
+        migrate.upgrade(db, extra=kinds.migration_dirs())  # with the kinds' own branches
+        created = Services(db, settings, kinds).accounts.create_user("bench")
         user = created.user
         return BenchUser(user.id, user.default_project_id, created.api_key)
     finally:
@@ -381,7 +374,9 @@ async def burn(url: str, dialect: str, jobs: int, concurrency: int) -> Burn:
     """Time one worker from start until the database shows every pre-inserted job completed."""
     counter = Counter(jobs)
     settings = queue_settings(url)
-    async with timed_worker(settings, burn_registry(counter), concurrency=concurrency) as run:
+    async with timed_worker(
+        settings, registry(BURN_KIND, counter.hit), concurrency=concurrency
+    ) as run:
         started = time.perf_counter()
         count = partial(completed_count, run.probe)
         ended = await wait_until_done(counter, count, jobs, run.task, burn_timeout(jobs))
@@ -405,8 +400,8 @@ async def wake_latency(
     worker).
     """
     stamps = Stamps()
-    registry = wake_registry(stamps)
-    async with timed_worker(queue_settings(url), registry, concurrency=WAKE_CONCURRENCY) as run:
+    kinds = registry(WAKE_KIND, stamps.stamp)
+    async with timed_worker(queue_settings(url), kinds, concurrency=WAKE_CONCURRENCY) as run:
         enqueue_db = run.db if same_db else run.probe
         await asyncio.to_thread(lambda: None)  # start the default executor's thread
         enqueue = partial(asyncio.to_thread, _enqueue_one, enqueue_db, project_id)
@@ -537,12 +532,6 @@ def wait_finished(probe: Database, job_id: int, worker: WorkerProcess, timeout: 
     raise TimeoutError(f"job {job_id} did not finish within {timeout:.0f} s")
 
 
-def _wait_done(probe: Database, job_id: int, worker: WorkerProcess, timeout: float) -> None:
-    job = wait_finished(probe, job_id, worker, timeout)
-    if job.state == "failed":
-        raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
-
-
 def _check(probe: Database, job_id: int) -> tuple[float, int, int, int]:
     """(seconds from claim to completion, pages stored with 200, blocked, issues), after
     checking that every page is stored once and the summary counts them."""
@@ -600,13 +589,15 @@ def audit(
         params = {"start_url": start_url, "max_pages": max_pages, "render": render}
         job_id = create_job(url, user_id, "site_audit", params)
         try:
-            _wait_done(
-                probe, job_id, worker, timeout=60 + max_pages / (5 if render == "raw" else 1)
+            job = wait_finished(
+                probe, job_id, worker, 60 + max_pages / (5 if render == "raw" else 1)
             )
         finally:
             sampled = tree.stop()
+        if job.state == "failed":
+            raise RuntimeError(f"the audit failed: {job.error_code}: {job.error_message}")
         used = core.proc_cpu(worker.proc.pid) - cpu_before
-        peak = sum(core.peak_rss_bytes(p) for p in core.descendants(worker.proc.pid))
+        peak = sum(core.memory(p, "VmHWM") for p in core.descendants(worker.proc.pid))
         seconds, pages, blocked, issues = _check(probe, job_id)
         return OursRun(seconds, pages, blocked, used, max(peak, sampled), issues)
     finally:

@@ -1,10 +1,12 @@
-"""One shape for an entry script's report (bench/audit.py, collect.py, vitals.py, webhooks.py):
-a title, the environment, one row per run, blocks of its own, the targets judged PASS or
-FAIL, notes, extra lines; and ``main``, which runs the body in ``core.run`` (the exit code)."""
+"""One shape for every entry script's report: a title, the environment, one row per run (no
+table without ``columns``), blocks of its own, the targets judged PASS or FAIL, notes, extra
+lines; and ``main``, around the runs (the exit code)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -21,8 +23,8 @@ Columns = Sequence[tuple[str, Callable[[R], str]]]
 @dataclass
 class Report(Generic[R]):
     title: str
-    columns: Columns[R]
-    judge: Callable[[list[R]], list[Target]]
+    columns: Columns[R] = ()
+    judge: Callable[[list[R]], list[Target]] = lambda _runs: []
     progress: Callable[[R], str] | None = None  # the progress line of a run added
     blocks: Sequence[Callable[[list[R]], list[str]]] = ()  # after the table, if not empty
     right: Sequence[int] | None = None  # right-aligned columns (all but the first)
@@ -43,8 +45,8 @@ class Report(Generic[R]):
         self.environment += [f"{core.machine(pg)}; load average at start {core.loadavg()}", *lines]
 
     def render(self) -> str:
-        lines = ["", self.title, *(f"  {line}" for line in self.environment), ""]
-        lines += core.columns(self.columns, self.runs, self.right)
+        lines = ["", self.title, *(f"  {line}" for line in self.environment)]
+        lines += ["", *core.columns(self.columns, self.runs, self.right)] if self.columns else []
         for block in self.blocks:
             found = block(self.runs)
             lines += ["", *found] if found else []
@@ -55,16 +57,38 @@ class Report(Generic[R]):
         return "\n".join(lines) + "\n"
 
     def main(self, body: Callable[[ExitStack], None], cleaned: str, pin: bool = False) -> int:
-        """``core.run`` of ``body`` (on CPU 0 with ``pin``), the wall time appended after it."""
+        """What every benchmark's ``main`` does around its runs: SIGTERM unwinds like Ctrl-C;
+        ``body`` runs (on CPU 0 with ``pin``) with an ExitStack for its servers, processes and
+        scratch databases; interrupted (exit 130) or failed, the report so far is printed with
+        ``cleaned`` (what was stopped or removed on the way out). Then the report with the wall
+        time, and the exit code: 1 when a target failed (each printed once more), else 0."""
+        signal.signal(signal.SIGTERM, _unwind)
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        try:
+            with ExitStack() as stack:
+                if pin:
+                    os.sched_setaffinity(0, {0})
+                body(stack)
+                wall = time.monotonic() - self.started
+                self.environment.append(
+                    f"total wall time {wall:.0f} s; load average at end {core.loadavg()}"
+                )
+        except KeyboardInterrupt:
+            print(self.render() + f"\n(incomplete: interrupted; {cleaned})", flush=True)
+            raise SystemExit(130) from None
+        except BaseException:
+            stopped = f"\n(incomplete: the run stopped with an error; {cleaned})"
+            print(self.render() + stopped, flush=True)
+            raise
+        print(self.render(), end="", flush=True)
+        found = core.failed(self.judge(self.runs))
+        if found:
+            print("\nFAIL: " + "\nFAIL: ".join(found), flush=True)
+        return 1 if found else 0
 
-        def timed(stack: ExitStack) -> None:
-            if pin:
-                os.sched_setaffinity(0, {0})
-            body(stack)
-            self.environment.append(core.wall(self.started))
 
-        failures = lambda: core.failed(self.judge(self.runs))  # noqa: E731
-        return core.run(timed, self.render, failures, cleaned)
+def _unwind(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def median(values: Sequence[float], spec: str) -> str:

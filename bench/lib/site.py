@@ -1,10 +1,6 @@
-"""The local site and the fake Serper API for ``bench/check.py``, served in a child process.
-
-How it works and what each figure counts: docs/bench/check.md.
-
+"""The local site and the fake Serper API for ``bench/check.py`` (docs/bench/check.md):
 ``python -m bench.lib.site`` prints its ports as one JSON line and serves until stdin closes;
-:class:`SiteProcess` is the parent's side.
-"""
+:class:`SiteProcess` is the parent's side."""
 
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from typing import Any, Self
 
@@ -230,18 +225,6 @@ class SiteProcess(Child):
     @property
     def serper_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['serper']}"
-
-    def wait_ready(self, timeout: float = 10.0) -> None:
-        """Block until the first site port accepts connections."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.ports["site"][0]), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
 
 
 class AuditSiteProcess(Child):

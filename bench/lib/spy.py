@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,27 +165,6 @@ def available() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-def start(
-    binary: str, pid: int, out: Path, seconds: float | None = None, rate: int = RATE
-) -> subprocess.Popen[bytes]:
-    """``py-spy record --gil --format raw`` of ``pid`` into ``out``; for ``seconds``, or until
-    :func:`stop` (py-spy writes its output on SIGINT)."""
-    args = [binary, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--gil"]
-    if seconds is not None:
-        args += ["--duration", str(max(1, round(seconds)))]
-    args += ["-o", str(out)]
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @dataclass
 class Recording:
     raw: str | None = None  # py-spy's raw stacks
@@ -206,7 +185,12 @@ def recording(
         return
     with tempfile.TemporaryDirectory(prefix="seojobs_bench_spy_") as tmp:
         out = Path(tmp) / "raw.txt"
-        proc = start(binary, pid, out, seconds, rate)
+        args = [binary, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw"]
+        if seconds is not None:
+            args += ["--duration", str(max(1, round(seconds)))]
+        proc = subprocess.Popen(
+            [*args, "--gil", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         try:
             time.sleep(attach)
             yield got
@@ -226,9 +210,7 @@ def recording(
 
 
 def categorise(
-    raw: str,
-    categories: list[tuple[str, ...]] = CHECK_CATEGORIES,
-    exclude: re.Pattern[str] | None = CHECK_EXCLUDE,
+    raw: str, categories: list[tuple[str, ...]], exclude: re.Pattern[str] | None
 ) -> tuple[int, collections.Counter[str]]:
     """(samples, samples per category) of py-spy's raw output: each sample counts for the
     first of ``categories`` whose pattern is in its stack; stacks ``exclude`` finds are left
@@ -313,18 +295,20 @@ def render(prof: Profile, brief: bool = False) -> list[str]:
     return lines
 
 
-def audit_lines(raw: str, pages: int, rate: int) -> list[str]:
-    """``bench/audit.py --profile``: where the worker's GIL time goes, in CPU ms per page."""
-    total, found = categorise(raw, AUDIT_CATEGORIES, None)
+def shares(
+    raw: str | None, categories: list[tuple[str, ...]], per: Callable[[int, int], float], head: str
+) -> list[str]:
+    """Where the GIL time of ``raw`` goes (``categorise``; CHECK_EXCLUDE left out with
+    CHECK_CATEGORIES): each category's share and ``per(samples, total)`` ms, under ``head``
+    (formatted with the ``total`` samples and ``all``, ``per`` of them)."""
+    if raw is None:
+        return ["profile: py-spy missing or could not attach (no permission?); skipped"]
+    exclude = CHECK_EXCLUDE if categories is CHECK_CATEGORIES else None
+    total, found = categorise(raw, categories, exclude)
     if not total:
         return ["profile: no samples"]
-
-    def ms(samples: int) -> str:
-        return f"{samples / rate / pages * 1000:.3f}"
-
-    rows = [[name, f"{n / total:.1%}", ms(n)] for name, n in found.most_common()]
-    lines = [
-        f"profile: {total:,} GIL samples at {rate} Hz over one audit of {pages:,} pages "
-        f"({ms(total)} ms of GIL time per page; sampling slows the run)",
+    rows = [[name, f"{n / total:.1%}", f"{per(n, total):.3f}"] for name, n in found.most_common()]
+    return [
+        head.format(total=total, all=per(total, total)),
+        *table(["where the GIL time goes", "share", "ms"], rows),
     ]
-    return lines + table(["where the worker's GIL time goes", "share", "ms/page"], rows)
