@@ -20,6 +20,7 @@ the round trip of a reading, whatever its own clock says.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -55,9 +56,15 @@ class DatabaseClock:
         self.db = db
         self.local = local
         self.offset = timedelta(0)
+        self.synced_at: float | None = None  # time.monotonic() of the last reading
 
     def __call__(self) -> datetime:
         return self.local() + self.offset
+
+    def sync_unless_within(self, seconds: float) -> None:
+        """:meth:`sync`, unless the last reading is less than ``seconds`` old."""
+        if self.synced_at is None or time.monotonic() - self.synced_at >= seconds:
+            self.sync()
 
     def sync(self) -> timedelta:
         """Measure the offset again (the reading taken halfway through the round trip; under
@@ -68,4 +75,5 @@ class DatabaseClock:
             after = self.local()
         offset = theirs - (before + (after - before) / 2)
         self.offset = offset if abs(offset) >= TOLERANCE else timedelta(0)
+        self.synced_at = time.monotonic()
         return self.offset
