@@ -42,8 +42,6 @@ NOTES: dict[str, str] = {
     "SEOJOBS_DAY_SECONDS": "The unit of `checker` days and `every_days` schedules (shorten it "
     "for demos and tests).",
     "SEOJOBS_MAX_RESCUES": "Rescues before a job fails with `worker_lost`.",
-    "SEOJOBS_MAINTENANCE_INTERVAL": "How often a worker runs a maintenance pass (rescue, "
-    "scheduled starts, cron ticks, pruning: the elected leader's work), seconds.",
     "SEOJOBS_WORKER_CONCURRENCY": "Jobs one worker runs at once (`seojobs worker --concurrency`).",
     "SEOJOBS_MAX_SCHEDULES_PER_USER": "Schedules one user may have.",
     "SEOJOBS_USER_AGENT": "The fetcher's User-Agent, and the name robots.txt is read for.",

@@ -202,8 +202,22 @@ class Settings(BaseSettings):
     )
     max_rescues: int = Field(default=3, ge=0)
     retention_days: float = Field(default=30, gt=0, description="Finished jobs are pruned after.")
-    poll_interval: float = Field(default=1.0, gt=0, description="Worker poll fallback, seconds.")
-    maintenance_interval: float = Field(default=1.0, gt=0)
+    poll_interval: float = Field(
+        default=1.0,
+        gt=0,
+        description="How often an idle worker looks for jobs nothing woke it for, seconds: a "
+        "fallback. Jobs made, released or rescued wake the workers, and an idle worker sleeps "
+        "until the soonest delayed job is due.",
+    )
+    maintenance_interval: float = Field(
+        default=1.0,
+        gt=0,
+        description="The least time between a worker's maintenance passes (rescue, scheduled "
+        "starts, cron ticks, pruning: the elected leader's work), seconds. A worker passes when "
+        "something it knows of comes due (a lease runs out, a schedule ticks, the leader's "
+        "lease is to be renewed or can be taken), when a schedule is made or changed or the "
+        "leader resigns, and at least every `SEOJOBS_LEASE_SECONDS`.",
+    )
     worker_concurrency: int = Field(default=10, ge=1)
     worker_reserved_slots: int = Field(
         default=1,

@@ -56,8 +56,9 @@ async def test_woken_worker_claims_without_a_transaction_block_on_postgresql(
     pg = db.dialect == "postgresql"
     task = asyncio.create_task(worker.run())
     try:
-        if pg:  # the first claim found nothing, on the worker's claim connection
-            await await_until(lambda: _backend_ran(db, CLAIMS_APP, "WITH picked AS"))
+        if pg:  # the first claim found nothing, on the worker's claim connection (and the
+            # look after it, which says when the soonest delayed job is due: none)
+            await await_until(lambda: _backend_ran(db, CLAIMS_APP, ON_THE_CLAIM_CONNECTION))
         else:
             await await_until(lambda: _claimed_at_least(watch, 1))
         for n in range(3):  # one job at a time, each to an idle worker
@@ -72,7 +73,7 @@ async def test_woken_worker_claims_without_a_transaction_block_on_postgresql(
             assert worker._loop_claims is not None and worker._loop_claims.conn is not None
             assert worker._loop_claims.conn.autocommit
             ran = await asyncio.to_thread(_last_queries, db)
-            claimed_by = {app for app, query in ran if query.startswith("WITH picked AS")}
+            claimed_by = {app for app, query in ran if query.startswith(ON_THE_CLAIM_CONNECTION)}
             assert claimed_by == {CLAIMS_APP}, ran
     finally:
         worker.stop()
@@ -87,6 +88,7 @@ async def test_woken_worker_claims_without_a_transaction_block_on_postgresql(
 
 
 CLAIMS_APP = "seojobs-worker-claims"
+ON_THE_CLAIM_CONNECTION = ("WITH picked AS", "SELECT EXISTS")  # a claim, an idle look
 
 
 def _last_queries(db: Database) -> list[tuple[str, str]]:
@@ -101,7 +103,7 @@ def _last_queries(db: Database) -> list[tuple[str, str]]:
     return [(str(app), str(query).lstrip()) for app, query in rows]
 
 
-async def _backend_ran(db: Database, app: str, prefix: str) -> bool:
+async def _backend_ran(db: Database, app: str, prefix: str | tuple[str, ...]) -> bool:
     ran = await asyncio.to_thread(_last_queries, db)
     return any(name == app and query.startswith(prefix) for name, query in ran)
 

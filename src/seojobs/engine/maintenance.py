@@ -53,6 +53,12 @@ class Standing:
             or (now - self.pruned_at).total_seconds() >= PRUNE_EVERY
         )
 
+    def renew_at(self, ttl: float) -> datetime | None:
+        """When :meth:`holds` stops holding: the lease is renewed then."""
+        if self.leader_until is None:
+            return None
+        return self.leader_until - timedelta(seconds=ttl * 2 / 3)
+
 
 @dataclass
 class MaintenanceReport:
@@ -62,6 +68,18 @@ class MaintenanceReport:
     fired: int = 0
     schedule_errors: int = 0
     pruned: int = 0
+    # The soonest moment a pass has something to do, by what this one read (a lease runs
+    # out, a schedule ticks, the leader's lease is to be renewed or can be taken, pruning);
+    # None: nothing known. Wake-ups say what else changes it (``MAINTENANCE_CHANNEL``: a
+    # schedule made, enabled or moved; the leader resigned). A lease claimed after this pass
+    # runs out ``lease_seconds`` after its claim at the soonest: the worker's loop looks
+    # again within that.
+    next_at: datetime | None = None
+
+    def due(self, at: datetime | None) -> None:
+        """``at`` is when something more comes due."""
+        if at is not None and (self.next_at is None or at < self.next_at):
+            self.next_at = at
 
 
 def latest_due_tick(schedule: ScheduleRecord, now: datetime) -> tuple[datetime, datetime]:
@@ -103,10 +121,15 @@ def fire_due_schedules(
 ) -> int:
     """Fire every due schedule. A schedule that raises is logged, counted and moved past this
     tick (disabled if even its next tick cannot be computed), so it can neither stop the
-    others nor be retried every pass."""
+    others nor be retried every pass. The report learns when the soonest schedule ticks next
+    (nearly every pass: one read, of the soonest tick, and nothing due)."""
     report = report if report is not None else MaintenanceReport()
     with db.read() as conn:
-        due = schedule_sql.due(conn, now)
+        soonest = schedule_sql.next_tick(conn)
+        due = [] if soonest is None or soonest > now else schedule_sql.due(conn, now)
+    if not due:
+        report.due(soonest)
+        return report.fired
     for schedule in due:
         try:
             if fire(schedule, now):
@@ -115,6 +138,8 @@ def fire_due_schedules(
             report.schedule_errors += 1
             log.exception("schedule %s (%s) failed to fire; skipping", schedule.id, schedule.kind)
             _skip_tick(db, schedule, now)
+    with db.read() as conn:  # the ticks moved on (or a hundred more are due: at once)
+        report.due(schedule_sql.next_tick(conn))
     return report.fired
 
 
@@ -150,7 +175,7 @@ def run_once(
     after the last; without it (one pass on its own) the pass does both.
     """
     report = MaintenanceReport()
-    report.leader = _lead(db, settings, owner, now, standing)
+    report.leader = _lead(db, settings, owner, now, standing, report)
     if not report.leader:
         return report
     with _step("rescue"):
@@ -162,6 +187,10 @@ def run_once(
         report.pruned = _prune(db, settings, now)
         if standing is not None:
             standing.pruned_at = now
+    if standing is not None:
+        report.due(standing.renew_at(_ttl(settings)))
+        if standing.pruned_at is not None:
+            report.due(standing.pruned_at + timedelta(seconds=PRUNE_EVERY))
     if report.resumed or report.lost or report.fired or report.pruned or report.schedule_errors:
         log.info(
             "maintenance: resumed=%d lost=%d fired=%d schedule_errors=%d pruned=%d",
@@ -174,27 +203,43 @@ def run_once(
     return report
 
 
+def _ttl(settings: Settings) -> float:
+    return max(settings.lease_seconds, 5.0)
+
+
 def _lead(
-    db: Database, settings: Settings, owner: str, now: datetime, standing: Standing | None
+    db: Database,
+    settings: Settings,
+    owner: str,
+    now: datetime,
+    standing: Standing | None,
+    report: MaintenanceReport,
 ) -> bool:
-    """Is ``owner`` the leader: its lease still young (``standing``), or taken or renewed."""
-    ttl = max(settings.lease_seconds, 5.0)
+    """Is ``owner`` the leader: its lease still young (``standing``), or taken or renewed.
+    Another's lease: the report learns when it runs out (it can be taken then)."""
+    ttl = _ttl(settings)
     if standing is not None and standing.holds(now, ttl):
         return True
     with db.write() as conn:
         leader = leaders.acquire(db, conn, LEADER_ROLE, owner, now, ttl=ttl)
+        if not leader:
+            report.due(leaders.held_until(conn, LEADER_ROLE))
     if standing is not None:
         standing.leader_until = now + timedelta(seconds=ttl) if leader else None
     return leader
 
 
 def _rescue(db: Database, settings: Settings, now: datetime, report: MaintenanceReport) -> None:
-    # A read first: nearly every pass finds no lease run out, and then takes no write lock.
+    # A read first: nearly every pass finds no lease run out, and then takes no write lock;
+    # the report learns when the soonest lease runs out (rescue takes it once it has).
     with db.read() as conn:
-        if not job_sql.any_expired(conn, now):
-            return
+        expiry = job_sql.next_expiry(conn)
+    if expiry is None or expiry >= now:
+        report.due(expiry)
+        return
     with db.write() as conn:
         report.resumed, report.lost = job_sql.rescue(conn, now, settings.max_rescues)
+        report.due(job_sql.next_expiry(conn))
         telemetry.RESCUES.labels("resumed").inc(report.resumed)
         telemetry.RESCUES.labels("failed").inc(report.lost)
         if report.resumed:

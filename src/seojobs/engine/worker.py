@@ -55,7 +55,7 @@ from seojobs.store import kindrows, tracking
 from seojobs.store import results as result_sql
 from seojobs.store.clock import DatabaseClock
 from seojobs.store.coltypes import utcnow
-from seojobs.store.db import Database
+from seojobs.store.db import MAINTENANCE_CHANNEL, Database
 from seojobs.store.errors import Unavailable
 from seojobs.store.listener import Listener
 from seojobs.store.loopclaim import LoopClaims
@@ -161,6 +161,10 @@ class Worker:
         # loop asks before every claim, and counting the owners each time cost a hot path.
         self._held: Counter[int] = Counter()
         self._left_out = False  # the last claim left some user's jobs out
+        self._capped_out: set[str] = set()  # capped kinds the last claim left out (all busy)
+        # When the soonest pending job not due at the last look comes due (None: none, or
+        # unknown): an idle claim loop sleeps until then, or its fallback poll.
+        self._next_at: datetime | None = None
         self._kind_settings: dict[str, Any] = {}
         # The change events the kinds declare, written with the collections they compare.
         self.changes = ChangeEvents(registry)
@@ -173,6 +177,7 @@ class Worker:
         self._released: set[int] = set()  # jobs handed back during a graceful stop
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
+        self._maintenance_woken = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._completions: list[tuple[int, int, dict[str, Any] | None]] = []
         # Completed jobs' run times, counted into the histogram a batch at a time.
@@ -202,6 +207,12 @@ class Worker:
         else:
             loop.call_soon_threadsafe(self._wake.set)
 
+    def wake_maintenance(self) -> None:
+        """Thread-safe: a schedule may tick sooner, or the leader resigned."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._maintenance_woken.set)
+
     def stop(self) -> None:
         """Thread-safe request for a graceful stop (what SIGTERM does). Before ``run()``
         has started, it makes ``run()`` return at once without claiming anything."""
@@ -222,7 +233,8 @@ class Worker:
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self._listener = Listener(self.db, self.wake)
+        others = {MAINTENANCE_CHANNEL: self.wake_maintenance} if self.run_maintenance else {}
+        self._listener = Listener(self.db, self.wake, others=others)
         self._listener.start()
         with contextlib.suppress(Exception):  # else at the progress loop's next look
             await self.run_db(self.progress.refresh)
@@ -253,6 +265,12 @@ class Worker:
             self.executor.shutdown(wait=True)
 
     async def _claim_loop(self) -> None:
+        """Claim when woken (a job made, released or rescued: NOTIFY on PostgreSQL, the
+        file's change on SQLite, this process's commits), when a slot comes free, when the
+        soonest delayed job comes due, and at least every ``poll_interval`` (a fallback: an
+        idle worker looked every interval whether or not anything could be due, issue 24.1).
+        A wake-up that comes while a claim or a look is on its way is kept (``_wake`` is
+        cleared before them): the loop claims again at once."""
         polled = False  # the last wait ran out: no wake-up said a job was ready
         while not self._stopping.is_set():
             free = self.concurrency - len(self.running)
@@ -266,10 +284,11 @@ class Worker:
             # Finished jobs ride along with the next claim: one write transaction instead of
             # two, which matters most on SQLite's single writer (Oban Pro's "ack with fetch").
             acks = self._take_completions()
+            looked = polled and not acks
             try:
-                if polled and not acks and self.db.is_sqlite and not await self.run_db(self._due):
-                    # An idle SQLite worker's poll: a read, instead of a claim that takes the
-                    # one writer's lock for nothing (a job made meanwhile wakes us anyway).
+                if looked and not await self._look():
+                    # An idle worker's poll: a read, instead of a claim (on SQLite one that
+                    # takes the one writer's lock for nothing); a job made meanwhile wakes us.
                     claimed = []
                 elif acks or self._loop_claims is None:
                     claimed = await self.run_db(self._claim, limit, acks, full)
@@ -279,7 +298,7 @@ class Worker:
                 log.exception("claim failed; retrying after the poll interval")
                 self._completions[:0] = acks
                 self._has_completions.set()
-                claimed = []
+                claimed, looked, self._next_at = [], True, None
             for job in claimed:
                 self._start(job)
             if claimed:  # the claim counter, per kind once per batch
@@ -287,13 +306,37 @@ class Worker:
                     _claims(kind).inc(n)
             polled = False
             if len(claimed) < limit:
-                await self._wait_any(self._wake, wait_s=self.settings.poll_interval)
+                if not looked and not self._wake.is_set():
+                    # Nothing more to take now: when does the soonest delayed job come due?
+                    # (A job made since the claim woke us: the loop claims again at once.)
+                    try:
+                        await self._look()
+                    except Exception:
+                        self._next_at = None  # the fallback poll; the claim says what failed
+                await self._wait_any(self._wake, wait_s=self._pause())
                 polled = not self._wake.is_set()
 
-    def _due(self) -> bool:
-        """Is some pending job due (what a claim could take, and more: any kind, any user)?"""
+    async def _look(self) -> bool:
+        """Is some pending job due (what a claim could take, and more: any kind, any user)?
+        Notes when the soonest pending job due later comes due (``_next_at``). On
+        PostgreSQL on the claim connection, on the loop, as the claims."""
+        if self._loop_claims is None:
+            due, self._next_at = await self.run_db(self._look_sync)
+            return due
+        now = self.clock()
+        due, self._next_at = await self._loop_claims.run(lambda c: job_sql.look_async(c, now))
+        return due
+
+    def _look_sync(self) -> tuple[bool, datetime | None]:
         with self.db.read() as conn:
-            return job_sql.any_due(conn, self.clock())
+            return job_sql.look(conn, self.clock())
+
+    def _pause(self) -> float:
+        """Until the next look: the fallback poll, or less when a delayed job comes due."""
+        pause = self.settings.poll_interval
+        if self._next_at is not None:
+            pause = min(pause, max((self._next_at - self.clock()).total_seconds(), 0.0))
+        return pause
 
     def _take_completions(self) -> list[tuple[int, int, dict[str, Any] | None]]:
         if self._timings:
@@ -401,12 +444,15 @@ class Worker:
             running[job.kind] = running.get(job.kind, 0) + 1
         capped = sorted(self._limited)
         plan = [(self._served, capped, limit)]
+        self._capped_out.clear()
         for name in capped:
             if self._served is not None and name not in self._served:
                 continue
             free = self._limited[name] - running.get(name, 0)
             if free > 0:
                 plan.append(([name], [], min(free, limit)))
+            else:
+                self._capped_out.add(name)
         return plan
 
     @staticmethod
@@ -427,7 +473,7 @@ class Worker:
         task.add_done_callback(functools.partial(self._finished, job.id))
 
     def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
-        self.running.pop(job_id, None)
+        entry = self.running.pop(job_id, None)
         self.progress.next_at.pop(job_id, None)
         user = self._owners.pop(job_id, None)
         if user is not None:
@@ -438,6 +484,8 @@ class Worker:
                 del self._held[user]
         if self._left_out:  # that user may be under the share again: claim without waiting
             self._wake.set()
+        if entry is not None and entry[2].kind in self._capped_out:
+            self._wake.set()  # a slot of a capped kind the last claim left out: claim now
         self._slot_free.set()
 
     async def _drain(self) -> None:
@@ -573,11 +621,10 @@ class Worker:
 
         if not ctx.stopping:
             return
-        released = await self.run_db(write)
+        released = await self.run_db(write)  # it wakes the workers (job_sql.release)
         if released:
             self._released.add(job.id)
             event(log, "job_released", job=job.id, kind=job.kind, items=_items(ctx))
-            self.db.wake_local()
 
     # -- JobHost (engine/host.py): what a running job's context asks of the store -----------
 
@@ -781,12 +828,30 @@ class Worker:
         )
 
     async def _maintenance_loop(self) -> None:
+        """A pass now, then when the soonest thing it read comes due (``next_at``: a lease
+        runs out, a schedule ticks, the leader's lease is to be renewed or can be taken,
+        pruning), when woken (``MAINTENANCE_CHANNEL``: a schedule made, enabled or moved;
+        the leader resigned), and at the latest ``lease_seconds`` after the last (a lease
+        claimed since runs out no sooner); never sooner than ``maintenance_interval`` after
+        the last. An idle worker passed every interval whatever could be due (issue 24.1)."""
+        loop = asyncio.get_running_loop()
         while True:
+            started = loop.time()
+            self._maintenance_woken.clear()  # before the pass: a wake-up meanwhile is kept
+            pause = self.settings.lease_seconds
             try:
-                await self.run_db(self._maintain)
+                report = await self.run_db(self._maintain)
             except Exception:
                 log.exception("maintenance pass failed")
-            await asyncio.sleep(self.settings.maintenance_interval)
+                pause = 0.0  # again after the interval
+            else:
+                if report.next_at is not None:
+                    until = (report.next_at - self.clock()).total_seconds()
+                    pause = min(pause, max(until, 0.0))
+            await self._wait_any(self._maintenance_woken, wait_s=pause)
+            rest = started + self.settings.maintenance_interval - loop.time()
+            if rest > 0:
+                await asyncio.sleep(rest)
 
 
 def _filters(

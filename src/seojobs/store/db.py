@@ -29,6 +29,8 @@ from seojobs.store.errors import Unavailable
 T = TypeVar("T")
 NOTIFY_CHANNEL = "seojobs_jobs"  # jobs are ready: workers claim
 WEBHOOK_CHANNEL = "seojobs_webhooks"  # deliveries are due: webhook dispatchers claim
+# A schedule may tick sooner, or the leader resigned: the maintenance loops look again.
+MAINTENANCE_CHANNEL = "seojobs_maintenance"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # A pooled PostgreSQL connection idle longer than this is pinged before use (HikariCP's
 # aliveBypassWindow is 0.5 s, pgxpool's 1 s).

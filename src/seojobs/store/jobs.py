@@ -44,7 +44,7 @@ from seojobs.records import (
 )
 from seojobs.store import webhooks
 from seojobs.store.coltypes import UTCDateTime
-from seojobs.store.db import NOTIFY_CHANNEL, Database
+from seojobs.store.db import NOTIFY_CHANNEL, Database, notify
 from seojobs.store.errors import Unavailable
 from seojobs.store.tables import collections, findings, job_items, jobs, projects
 
@@ -759,7 +759,8 @@ def fail(
 
 
 def release(conn: Connection, held: Sequence[tuple[int, int]], now: datetime) -> int:
-    """Hand claimed jobs back (graceful shutdown): pending again, resumable at once."""
+    """Hand claimed jobs back (graceful shutdown): pending again, resumable at once, and the
+    workers woken to take them (every process's: idle ones look only at their fallback poll)."""
     if not held:
         return 0
     stmt = (
@@ -767,7 +768,10 @@ def release(conn: Connection, held: Sequence[tuple[int, int]], now: datetime) ->
         .where(tuple_(jobs.c.id, jobs.c.attempt).in_(held), jobs.c.state == "processing")
         .values(state="pending", worker_id=None, lease_expires_at=None, run_at=now, updated_at=now)
     )
-    return conn.execute(stmt).rowcount
+    released: int = conn.execute(stmt).rowcount
+    if released:
+        notify(conn)
+    return released
 
 
 def record_items(
@@ -1035,21 +1039,7 @@ def cancel(conn: Connection, job_id: int, now: datetime, message: str) -> bool:
     return cancelled
 
 
-# Whether any lease has run out: the one read of an idle maintenance pass, where the rescue's
-# write transaction (two UPDATEs, and on SQLite the one writer's lock) finds nothing. Built
-# once: building the statement cost about as much as running it (ix_jobs_lease answers it).
-_ANY_EXPIRED = (
-    select(jobs.c.id)
-    .where(
-        jobs.c.state == "processing",
-        jobs.c.lease_expires_at < bindparam("now", type_=jobs.c.lease_expires_at.type),
-    )
-    .limit(1)
-)
-
-
-# Whether any pending job is due: an idle SQLite worker's poll reads this before it claims
-# (ix_jobs_claim answers it).
+# Whether any pending job is due (ix_jobs_claim answers it): part of an idle worker's look.
 _ANY_DUE = (
     select(jobs.c.id)
     .where(jobs.c.state == "pending", jobs.c.run_at <= bindparam("now", type_=jobs.c.run_at.type))
@@ -1057,14 +1047,48 @@ _ANY_DUE = (
 )
 
 
-def any_due(conn: Connection, now: datetime) -> bool:
-    """Is some pending job due by ``now`` (whatever its kind or user)?"""
-    return conn.execute(_ANY_DUE, {"now": now}).first() is not None
+# When the soonest lease runs out (ix_jobs_lease: the first entry of the processing ones).
+_NEXT_EXPIRY = select(func.min(jobs.c.lease_expires_at)).where(jobs.c.state == "processing")
 
 
-def any_expired(conn: Connection, now: datetime) -> bool:
-    """Has some processing job's lease run out by ``now`` (what :func:`rescue` takes)?"""
-    return conn.execute(_ANY_EXPIRED, {"now": now}).first() is not None
+def next_expiry(conn: Connection) -> datetime | None:
+    """When the soonest lease of a processing job runs out (what :func:`rescue` takes once it
+    has); None: no job is processing."""
+    found: datetime | None = conn.execute(_NEXT_EXPIRY).scalar()
+    return found
+
+
+# An idle worker's look (ix_jobs_claim answers both): is a pending job due, and when does
+# the soonest of the others come due.
+_LOOK = select(
+    _ANY_DUE.exists(),
+    select(func.min(jobs.c.run_at))
+    .where(jobs.c.state == "pending", jobs.c.run_at > bindparam("now", type_=jobs.c.run_at.type))
+    .scalar_subquery(),
+)
+
+
+def look(conn: Connection, now: datetime) -> tuple[bool, datetime | None]:
+    """Whether some pending job is due by ``now`` (whatever its kind or user), and when the
+    soonest pending job due later comes due (None: there is none)."""
+    due, later = conn.execute(_LOOK, {"now": now}).one()
+    return bool(due), later
+
+
+_PG_LOOK = (
+    "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'pending' AND run_at <= %(now)s), "
+    "(SELECT min(run_at) FROM jobs WHERE state = 'pending' AND run_at > %(now)s)"
+)
+
+
+async def look_async(conn: Any, now: datetime) -> tuple[bool, datetime | None]:
+    """:func:`look` on PostgreSQL, on a psycopg ``AsyncConnection`` (the worker's claim
+    connection, on its event loop: as its claims, no thread to wake)."""
+    async with conn.cursor() as cursor:
+        await cursor.execute(_PG_LOOK, {"now": now})
+        row = await cursor.fetchone()
+    due, later = row if row is not None else (False, None)
+    return bool(due), None if later is None else later.astimezone(UTC)
 
 
 def rescue(conn: Connection, now: datetime, max_rescues: int) -> tuple[int, int]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, delete
+from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from seojobs.store.db import Database
+from seojobs.store.db import MAINTENANCE_CHANNEL, Database, notify
 from seojobs.store.tables import leaders
 
 
@@ -27,5 +27,18 @@ def acquire(
     return conn.execute(upsert).scalar() == owner
 
 
+def held_until(conn: Connection, role: str) -> datetime | None:
+    """When the lease on ``role`` runs out (None: nobody holds it): before then, no one else
+    can take it."""
+    found: datetime | None = conn.execute(
+        select(leaders.c.expires_at).where(leaders.c.name == role)
+    ).scalar()
+    return found
+
+
 def resign(conn: Connection, role: str, owner: str) -> None:
-    conn.execute(delete(leaders).where(leaders.c.name == role, leaders.c.owner == owner))
+    """Give the lease up; the others' maintenance loops, which wait for it to run out, are
+    woken to take it at once."""
+    gone = conn.execute(delete(leaders).where(leaders.c.name == role, leaders.c.owner == owner))
+    if gone.rowcount:
+        notify(conn, MAINTENANCE_CHANNEL)

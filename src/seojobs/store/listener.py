@@ -5,7 +5,10 @@ over; bench/queue.py's wake-up); on SQLite an in-process hook, plus a cheap watc
 so jobs enqueued by a separate API process start within ~50 ms instead of at the next poll.
 
 One mechanism for each thing to wake for, by channel: ready jobs wake workers
-(``NOTIFY_CHANNEL``), due webhook deliveries wake dispatchers (``WEBHOOK_CHANNEL``)."""
+(``NOTIFY_CHANNEL``), due webhook deliveries wake dispatchers (``WEBHOOK_CHANNEL``), a changed
+schedule or a resigned leader wakes the maintenance loops (``MAINTENANCE_CHANNEL``). One
+listener may serve several channels on its one connection (a worker's: its claims and its
+maintenance)."""
 
 from __future__ import annotations
 
@@ -13,10 +16,10 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from seojobs.store.db import CONNECT_TIMEOUT, NOTIFY_CHANNEL, Database
+from seojobs.store.db import CONNECT_TIMEOUT, MAINTENANCE_CHANNEL, NOTIFY_CHANNEL, Database
 
 log = logging.getLogger("seojobs.listener")
 SQLITE_WATCH_INTERVAL = 0.05
@@ -25,15 +28,29 @@ SQLITE_WATCH_INTERVAL = 0.05
 # wake-up is a claim, a write transaction on SQLite's one writer (bench/check.py: about 60
 # empty claims during one index check). A claim takes pending jobs only.
 SQLITE_READY = {NOTIFY_CHANNEL: "SELECT 1 FROM jobs WHERE state = 'pending' LIMIT 1"}
+# Or a query whose answer changes when the channel's waiters have something new: maintenance
+# wakes for a schedule's sooner tick (one made, enabled, moved) or a leader gone (resigned),
+# not for each commit (the leader's renewals among them).
+SQLITE_CHANGED = {
+    MAINTENANCE_CHANNEL: "SELECT (SELECT min(next_tick_at) FROM schedules WHERE enabled), "
+    "(SELECT count(*) FROM leaders)"
+}
 
 
 class Listener:
     def __init__(
-        self, db: Database, wake: Callable[[], None], channel: str = NOTIFY_CHANNEL
+        self,
+        db: Database,
+        wake: Callable[[], None],
+        channel: str = NOTIFY_CHANNEL,
+        *,
+        others: Mapping[str, Callable[[], None]] | None = None,
     ) -> None:
         self.db = db
         self.wake = wake
         self.channel = channel
+        # Every channel listened to, and what its wake-up calls (``others``: besides ``channel``).
+        self.wakes: dict[str, Callable[[], None]] = {channel: wake, **(others or {})}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._task: asyncio.Task[None] | None = None
@@ -42,7 +59,8 @@ class Listener:
         """On PostgreSQL, call it on the event loop that is to listen (``wake`` is then called
         on that loop's thread); the SQLite watch is a thread of its own."""
         # In-process wake-ups work on both dialects (a job enqueued by this process's API).
-        self.db.add_wake_hook(self.wake, self.channel)
+        for channel, wake in self.wakes.items():
+            self.db.add_wake_hook(wake, channel)
         if self.db.dialect == "postgresql":
             self._task = asyncio.get_running_loop().create_task(
                 self._listen(), name="seojobs-listen"
@@ -56,7 +74,8 @@ class Listener:
     def stop(self) -> None:
         """Stop listening (from the loop on PostgreSQL; :meth:`aclose` also waits until the
         LISTEN connection is closed)."""
-        self.db.remove_wake_hook(self.wake, self.channel)
+        for channel, wake in self.wakes.items():
+            self.db.remove_wake_hook(wake, channel)
         self._stop.set()
         if self._task is not None:
             self._task.cancel()
@@ -81,13 +100,14 @@ class Listener:
                     application_name="seojobs-listen",  # visible in pg_stat_activity
                 )
                 async with conn:
-                    await conn.execute(f"LISTEN {self.channel}")
+                    for channel in self.wakes:
+                        await conn.execute(f"LISTEN {channel}")
                     # Work may have arrived while we were not listening.
-                    self.wake()
+                    self._wake_all()
                     # A server gone (restart, failover, a terminated backend) ends this with
                     # an error: the connection's socket turns readable and reads its end.
-                    async for _note in conn.notifies():
-                        self.wake()
+                    async for note in conn.notifies():
+                        self.wakes.get(note.channel, self.wake)()
             except Exception:
                 log.warning("LISTEN connection lost; polling until it is back", exc_info=True)
                 await asyncio.sleep(1.0)
@@ -102,17 +122,46 @@ class Listener:
             try:
                 with contextlib.closing(sqlite3.connect(path, timeout=5)) as conn:
                     last = conn.execute("PRAGMA data_version").fetchone()[0]
+                    seen = {
+                        c: _answer(conn, SQLITE_CHANGED[c])
+                        for c in self.wakes
+                        if c in SQLITE_CHANGED
+                    }
                     # Commits before that first read were not seen as changes: claim once.
-                    self.wake()
-                    ready = SQLITE_READY.get(self.channel)
+                    self._wake_all()
                     while not self._stop.wait(SQLITE_WATCH_INTERVAL):
                         version = conn.execute("PRAGMA data_version").fetchone()[0]
-                        if version != last and _worth_waking(conn, ready):
-                            self.wake()
+                        if version != last:
+                            self._changed(conn, seen)
                         last = version
             except sqlite3.Error:
                 log.warning("watching the SQLite file failed; polling only", exc_info=True)
                 self._stop.wait(1.0)
+
+    def _wake_all(self) -> None:
+        for wake in self.wakes.values():
+            wake()
+
+    def _changed(self, conn: Any, seen: dict[str, Any]) -> None:
+        """The file changed: wake each channel whose waiters may have something new."""
+        for channel, wake in self.wakes.items():
+            changed = SQLITE_CHANGED.get(channel)
+            if changed is None:
+                if _worth_waking(conn, SQLITE_READY.get(channel)):
+                    wake()
+                continue
+            answer = _answer(conn, changed)
+            if answer != seen.get(channel) or answer is None:
+                wake()
+            seen[channel] = answer
+
+
+def _answer(conn: Any, query: str) -> Any:
+    """``query``'s first row; None when it fails (e.g. no such table yet: then wake)."""
+    try:
+        return conn.execute(query).fetchone()
+    except Exception:
+        return None
 
 
 def _worth_waking(conn: Any, ready: str | None) -> bool:

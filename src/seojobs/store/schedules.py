@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from seojobs.records import ScheduleRecord
+from seojobs.store.db import MAINTENANCE_CHANNEL, notify
 from seojobs.store.errors import Duplicate
 from seojobs.store.tables import schedules
 
@@ -52,7 +53,15 @@ def create(
         ).one()
     except IntegrityError:  # UNIQUE (project_id, name)
         raise Duplicate(name) from None
-    return _schedule(row)
+    return _ticks(conn, _schedule(row))
+
+
+def _ticks(conn: Connection, schedule: ScheduleRecord) -> ScheduleRecord:
+    """An enabled schedule made or changed: the maintenance loops, which sleep until the
+    soonest tick they know of (:func:`next_tick`), look again once this commits."""
+    if schedule.enabled:
+        notify(conn, MAINTENANCE_CHANNEL)
+    return schedule
 
 
 def get(conn: Connection, schedule_id: int) -> ScheduleRecord | None:
@@ -89,6 +98,15 @@ def due(conn: Connection, now: datetime, limit: int = 100) -> list[ScheduleRecor
     return [_schedule(r) for r in rows]
 
 
+_NEXT_TICK = select(func.min(schedules.c.next_tick_at)).where(schedules.c.enabled.is_(True))
+
+
+def next_tick(conn: Connection) -> datetime | None:
+    """When the soonest enabled schedule ticks (``ix_schedules_due``); None: none enabled."""
+    found: datetime | None = conn.execute(_NEXT_TICK).scalar()
+    return found
+
+
 def advance(
     conn: Connection, schedule_id: int, expected_next: datetime, next_tick: datetime
 ) -> bool:
@@ -113,7 +131,7 @@ def set_enabled(conn: Connection, schedule_id: int, enabled: bool) -> ScheduleRe
         .values(enabled=enabled)
         .returning(*schedules.c)
     ).one()
-    return _schedule(row)
+    return _ticks(conn, _schedule(row))
 
 
 def reconfigure(
@@ -143,4 +161,4 @@ def reconfigure(
         .values(**values)
         .returning(*schedules.c)
     ).one()
-    return _schedule(row)
+    return _ticks(conn, _schedule(row))
