@@ -71,7 +71,9 @@ class ItemsParams(BaseModel):
     delay_step: float = Field(default=0.0, ge=0)  # item n sleeps n x this longer
     # Each item first waits for this file to exist (RELEASE_SECONDS at most): a test that must
     # see the job part-way (a browser test reading its first counters) holds it until then.
+    # "{attempt}" in it is the claim's attempt: each attempt of the job held apart.
     wait_for_file: str = ""
+    log_end: bool = False  # an "end" row (item: the attempt) once this attempt's run ends
 
 
 class SleepParams(BaseModel):
@@ -103,14 +105,18 @@ async def items(ctx: JobContext[ItemsParams]) -> None:
     async def one(item: ItemRecord) -> ItemResult:
         await asyncio.to_thread(write_log, ctx, "start", item.input)
         if params.wait_for_file:
-            await _released(Path(params.wait_for_file))
+            await _released(Path(params.wait_for_file.replace("{attempt}", str(ctx.job.attempt))))
         if params.item_delay or params.delay_step:
             await asyncio.sleep(params.item_delay + item.seq * params.delay_step)
         if item.input in params.fail_items:
             return ItemResult.error("item_failed", f"{item.input} was told to fail")
         return ItemResult(outcome="ok", result={"length": len(item.input)})
 
-    await ctx.run_items(one, concurrency=params.concurrency, backlog=params.backlog)
+    try:
+        await ctx.run_items(one, concurrency=params.concurrency, backlog=params.backlog)
+    finally:
+        if params.log_end:
+            write_log(ctx, "end", str(ctx.job.attempt))  # (no await: it may be a cancel)
     ctx.result = {"seen": ctx.counters.get("ok", 0)}
 
 

@@ -61,7 +61,10 @@ def test_killed_submission_resumes_without_resending_recorded_urls(
     env = {
         "SEOJOBS_GOOGLE_CREDENTIALS_FILE": str(credentials),
         "SEOJOBS_GOOGLE_INDEXING_BASE_URL": base,
-        "SEOJOBS_LEASE_SECONDS": "1.5",
+        # Short, so the job of the killed worker is soon free (its leadership lasts 5 s
+        # anyway); not shorter: at load 15 heartbeats came over 1.5 s late, three times in
+        # one run (a fourth fails the job as worker_lost).
+        "SEOJOBS_LEASE_SECONDS": "3",
     }
     settings = make_settings(store_url, google_credentials_file=str(credentials))
     db = Database(store_url)
@@ -75,6 +78,10 @@ def test_killed_submission_resumes_without_resending_recorded_urls(
         wait_until(lambda: services.jobs.get(user, job.id).items_done >= 200, timeout=60)
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
+        sent_by_victim = Counter(api.published())
+        # Under load the victim's heartbeats may come late: its claim is then rescued (it
+        # claims the job again), and the batch then in flight goes twice.
+        lost_before_kill = services.jobs.get(user, job.id).rescue_count
         with db.read() as conn:
             recorded = set(
                 conn.execute(
@@ -84,14 +91,23 @@ def test_killed_submission_resumes_without_resending_recorded_urls(
                 ).scalars()
             )
         procs.worker(**env)
-        wait_until(lambda: services.jobs.get(user, job.id).state == "completed", timeout=60)
+        wait_until(lambda: services.jobs.get(user, job.id).completed_at is not None, timeout=60)
         done = services.jobs.get(user, job.id)
     finally:
         procs.stop_all()
         db.dispose()
-    assert done.items_done == 500 and done.counters == {"submitted": 500}
+    # On failure: what each worker logged (claims lost, rescues, attempts), and which URLs.
+    logs = procs.exits()
+    assert done.state == "completed", f"{done.error_code}: {done.error_message}\n{logs}"
+    assert done.items_done == 500 and done.counters == {"submitted": 500}, logs
     sent = Counter(api.published())
-    assert set(sent) == set(urls)  # every URL reached the provider
-    assert all(sent[u] == 1 for u in recorded)  # recorded ones were never sent again
+    assert set(sent) == set(urls), logs  # every URL reached the provider
+    # Recorded ones were never sent again: not by the resumed run...
+    resent = sorted(u for u in recorded if sent[u] > sent_by_victim[u])
+    assert not resent, f"{len(resent)} recorded URL(s) sent again, e.g. {resent[:3]}\n{logs}"
+    # ... nor by the victim: at most the batch in flight at each claim it lost (none in a
+    # quiet run: every recorded URL went once), and overall one batch per claim lost.
+    twice = [u for u, n in sent_by_victim.items() if n > 1]
+    assert len(twice) <= 100 * lost_before_kill, logs
     repeated = {u for u, n in sent.items() if n > 1}
-    assert len(repeated) <= 100  # at most the one batch in flight at the kill
+    assert len(repeated) <= 100 * done.rescue_count, logs  # the kill's in-flight batch: 1

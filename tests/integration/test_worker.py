@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, func, select, text
+from sqlalchemy import event, func, select, text, update
 
 from seojobs.engine import context
 from seojobs.engine.host import RecordItems
@@ -281,6 +281,59 @@ async def test_rescued_job_resumes_from_unfinished_items(services, store_url, re
     starts = starts_per_item(db, job.id)
     assert set(starts) == {f"u{i}" for i in range(10, 30)}  # the first 10 never ran again
     db.dispose()
+
+
+async def test_a_job_this_worker_claims_again_after_its_rescue_stays_its_own(  # type: ignore[no-untyped-def]
+    store_url, registry, tmp_path
+) -> None:
+    """A loaded worker's heartbeats came late, its job was rescued, and the same worker
+    claimed it again while the first attempt still ran. That attempt's end used to drop the
+    new claim from the running jobs: no heartbeat kept it (it was rescued again and again as
+    it ran, index_submit sending the batch in flight each time) and a stop left it held.
+    The lease is long, so no heartbeat runs in this test: the rescue is the test's."""
+    settings = make_settings(store_url, lease_seconds=30)
+    db = Database(store_url)
+    services = Services(db, settings, registry)
+    user = services.accounts.create_user("alice").user
+    params = {"urls": ["u0", "u1"], "wait_for_file": str(tmp_path / "go-{attempt}")}
+    job, _ = services.jobs.create(user, "test_items", params | {"log_end": True})
+
+    def log_of(event: str) -> list[str | None]:
+        with db.read() as conn:
+            rows = conn.execute(
+                select(test_log.c.item).where(
+                    test_log.c.job_id == job.id, test_log.c.event == event
+                )
+            )
+            return list(rows.scalars())
+
+    async def logged(event: str, item: str, n: int = 1) -> bool:
+        return (await asyncio.to_thread(log_of, event)).count(item) >= n
+
+    def rescue() -> None:
+        with db.write() as conn:
+            conn.execute(
+                update(jobs)
+                .where(jobs.c.id == job.id)
+                .values(lease_expires_at=utcnow() - timedelta(seconds=1))
+            )
+            assert job_sql.rescue(conn, utcnow(), settings.max_rescues) == (1, 0)
+
+    try:
+        async with running(db, settings, registry, maintenance=False) as worker:
+            await await_until(lambda: logged("start", "u0"))  # attempt 1 waits at u0
+            await asyncio.to_thread(rescue)
+            await await_until(lambda: logged("start", "u0", 2))  # attempt 2, here, waits too
+            (tmp_path / "go-1").touch()  # the first attempt goes on, finds its claim gone
+            await await_until(lambda: logged("end", "1"))
+            worker.stop()  # the second attempt is this worker's: it finishes u0, is released
+            (tmp_path / "go-2").touch()
+        final = services.jobs.get(user, job.id)
+        ends = log_of("end")
+    finally:
+        db.dispose()
+    assert (final.state, final.attempt, final.rescue_count) == ("pending", 2, 1), final
+    assert sorted(ends) == ["1", "2"]  # ("2": released at the stop, not orphaned)
 
 
 async def test_heartbeats_keep_the_claim_while_a_job_computes_its_findings(  # type: ignore[no-untyped-def]

@@ -464,16 +464,34 @@ class Worker:
             log.warning("jobs %s finished after losing their claim; result dropped", lost)
 
     def _start(self, job: JobRecord) -> None:
-        user = self._owners.get(job.id)
-        if user is not None:
-            self._held[user] += 1
+        stale = self.running.get(job.id)
+        if stale is not None:
+            # An earlier attempt of this job still runs here: its claim ran out (heartbeats
+            # late on a loaded machine), the job was rescued and this worker claimed it again.
+            # That attempt can write nothing more; it stops, and the new claim takes its place
+            # (its user's slot included). Before, its end removed the new claim from
+            # ``running``: no heartbeat kept it, it was rescued again and again while it ran,
+            # each rescue sending its batch in flight twice, and failed as worker_lost.
+            log.warning(
+                "job %s: claimed again after a rescue; its attempt %s here stops",
+                job.id,
+                stale[2].attempt,
+            )
+            stale[0].cancel()
+        else:
+            user = self._owners.get(job.id)
+            if user is not None:
+                self._held[user] += 1
         self.claimed_total += 1
         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
         self.running[job.id] = (task, None, job)
         task.add_done_callback(functools.partial(self._finished, job.id))
 
-    def _finished(self, job_id: int, _task: asyncio.Task[None]) -> None:
-        entry = self.running.pop(job_id, None)
+    def _finished(self, job_id: int, task: asyncio.Task[None]) -> None:
+        entry = self.running.get(job_id)
+        if entry is None or entry[0] is not task:
+            return  # an attempt whose claim this worker took again (_start)
+        del self.running[job_id]
         self.progress.next_at.pop(job_id, None)
         user = self._owners.pop(job_id, None)
         if user is not None:
@@ -484,7 +502,7 @@ class Worker:
                 del self._held[user]
         if self._left_out:  # that user may be under the share again: claim without waiting
             self._wake.set()
-        if entry is not None and entry[2].kind in self._capped_out:
+        if entry[2].kind in self._capped_out:
             self._wake.set()  # a slot of a capped kind the last claim left out: claim now
         self._slot_free.set()
 
@@ -536,8 +554,9 @@ class Worker:
             kind_settings=kind_settings,
             new_items=kind.new_items,
         )
-        task, _none, _job = self.running[job.id]
-        self.running[job.id] = (task, ctx, job)
+        task = self.running[job.id][0]
+        if task is asyncio.current_task():  # else a later claim of the job took its place
+            self.running[job.id] = (task, ctx, job)
         if self._stopping.is_set():
             ctx.stopping = True
         started = time.monotonic()
@@ -802,9 +821,10 @@ class Worker:
             except Exception:
                 log.exception("heartbeat failed")
                 continue
-            for job_id, _attempt in held - {(j, a) for j, a in held if j in still}:
+            for job_id, attempt in held - {(j, a) for j, a in held if j in still}:
                 entry = self.running.get(job_id)
-                if entry is not None:
+                # (A later claim of the job by this worker, made meanwhile, is not the lost one.)
+                if entry is not None and entry[2].attempt == attempt:
                     log.warning("job %s: claim lost (cancelled or rescued); stopping it", job_id)
                     entry[0].cancel()
 
