@@ -161,7 +161,6 @@ class Worker:
         # loop asks before every claim, and counting the owners each time cost a hot path.
         self._held: Counter[int] = Counter()
         self._left_out = False  # the last claim left some user's jobs out
-        self._capped_out: set[str] = set()  # capped kinds the last claim left out (all busy)
         # When the soonest pending job not due at the last look comes due (None: none, or
         # unknown): an idle claim loop sleeps until then, or its fallback poll.
         self._next_at: datetime | None = None
@@ -444,15 +443,12 @@ class Worker:
             running[job.kind] = running.get(job.kind, 0) + 1
         capped = sorted(self._limited)
         plan = [(self._served, capped, limit)]
-        self._capped_out.clear()
         for name in capped:
             if self._served is not None and name not in self._served:
                 continue
             free = self._limited[name] - running.get(name, 0)
             if free > 0:
                 plan.append(([name], [], min(free, limit)))
-            else:
-                self._capped_out.add(name)
         return plan
 
     @staticmethod
@@ -502,8 +498,11 @@ class Worker:
                 del self._held[user]
         if self._left_out:  # that user may be under the share again: claim without waiting
             self._wake.set()
-        if entry[2].kind in self._capped_out:
-            self._wake.set()  # a slot of a capped kind the last claim left out: claim now
+        if entry[2].kind in self._limited:
+            # A slot of a capped kind came free: what its cap left out of a claim (this job's
+            # own claim may have) can start. Nothing else wakes an idle claim loop for it on
+            # PostgreSQL (the end is written with the next claim). One claim per capped job.
+            self._wake.set()
         self._slot_free.set()
 
     async def _drain(self) -> None:
