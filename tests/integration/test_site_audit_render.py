@@ -26,7 +26,9 @@ from tests.fakes.tls_site import TlsSite
 from tests.integration.test_web_vitals import LOOPBACK_ONLY, marked
 from tests.waiting import run_until_final
 
-pytestmark = pytest.mark.stores("sqlite")
+# Real Chromium renders (12-15 s each): slow, so tests/scheduling.py starts them first (see
+# test_web_vitals' SLOW).
+pytestmark = [pytest.mark.stores("sqlite"), pytest.mark.slow]
 RENDER_CODES = {check.code for check, _rule in rules_render.RULES}
 RELAXED = {"thresholds": {"slow_response_ms": 600_000}}
 

@@ -42,6 +42,11 @@ from tests.procs import Procs
 from tests.waiting import wait_until
 
 PROJECTS = itertools.count(1)
+# A real Lighthouse run in Chromium (8-25 s each): marked slow so that tests/scheduling.py
+# starts them first. Unmarked, each counted as one short integration test and ran in the last
+# 100 s of a full run, one worker finishing 20 s after the others (the module is left to CI
+# either way: it is not in INNER_LOOP).
+SLOW = pytest.mark.slow
 LOOPBACK_ONLY = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width"><title>Vitals</title></head>
@@ -187,6 +192,7 @@ def _stored_values(lab: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@SLOW
 def test_a_real_lighthouse_job_stores_the_reports_values_and_reads_serve_them(
     sqlite_url: str,
     site: tuple[Site, str],
@@ -316,6 +322,7 @@ def https_run(
         shutil.rmtree(tempdir, ignore_errors=True)
 
 
+@SLOW
 def test_the_job_path_on_postgresql(https_run: HttpsRun) -> None:
     client, project, job_id = https_run.client, https_run.project, https_run.job_id
     assert https_run.done["status"] == "completed", https_run.done["error"]
@@ -334,6 +341,7 @@ def test_the_job_path_on_postgresql(https_run: HttpsRun) -> None:
     assert row.endswith(f",{entry['data']['lab']['performance_score']},")  # no desktop run
 
 
+@SLOW
 def test_an_https_page_of_the_fetchers_ca_is_measured(https_run: HttpsRun) -> None:
     """Chromium trusts ``SEOJOBS_FETCH_CA_FILE`` as the fetcher does: an https page whose
     certificate the test CA issued is measured (without that trust, Lighthouse fails it with
@@ -352,6 +360,7 @@ def test_an_https_page_of_the_fetchers_ca_is_measured(https_run: HttpsRun) -> No
     wait_until(lambda: marked(str(os.getpid())) == {}, timeout=30)
 
 
+@SLOW
 def test_a_run_past_its_timeout_is_killed_with_its_chromium(
     sqlite_url: str,
     site: tuple[Site, str],
@@ -374,6 +383,7 @@ def test_a_run_past_its_timeout_is_killed_with_its_chromium(
         assert marked(str(os.getpid())) == {}  # nothing of the run is left
 
 
+@SLOW
 def test_a_cancelled_jobs_run_is_killed_with_its_chromium(
     sqlite_url: str, site: tuple[Site, str], vitals_env: Path
 ) -> None:
@@ -389,6 +399,7 @@ def test_a_cancelled_jobs_run_is_killed_with_its_chromium(
         assert client.get(f"/v1/jobs/{job_id}").json()["data"]["error"]["code"] == "cancelled"
 
 
+@SLOW
 @pytest.mark.parametrize("warm", ["true", "false"])
 def test_a_sigkilled_workers_lighthouse_and_chromium_die_with_it(
     sqlite_url: str, site: tuple[Site, str], tmp_path: Path, warm: str
