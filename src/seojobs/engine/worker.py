@@ -53,7 +53,7 @@ from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import kindrows, tracking
 from seojobs.store import results as result_sql
-from seojobs.store.clock import DatabaseClock
+from seojobs.store.clock import DatabaseClock, seconds_until
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import MAINTENANCE_CHANNEL, Database
 from seojobs.store.errors import Unavailable
@@ -332,10 +332,7 @@ class Worker:
 
     def _pause(self) -> float:
         """Until the next look: the fallback poll, or less when a delayed job comes due."""
-        pause = self.settings.poll_interval
-        if self._next_at is not None:
-            pause = min(pause, max((self._next_at - self.clock()).total_seconds(), 0.0))
-        return pause
+        return seconds_until(self.clock(), self.settings.poll_interval, self._next_at)
 
     def _take_completions(self) -> list[tuple[int, int, dict[str, Any] | None]]:
         if self._timings:
@@ -857,16 +854,13 @@ class Worker:
         while True:
             started = loop.time()
             self._maintenance_woken.clear()  # before the pass: a wake-up meanwhile is kept
-            pause = self.settings.lease_seconds
             try:
                 report = await self.run_db(self._maintain)
             except Exception:
                 log.exception("maintenance pass failed")
                 pause = 0.0  # again after the interval
             else:
-                if report.next_at is not None:
-                    until = (report.next_at - self.clock()).total_seconds()
-                    pause = min(pause, max(until, 0.0))
+                pause = seconds_until(self.clock(), self.settings.lease_seconds, report.next_at)
             await self._wait_any(self._maintenance_woken, wait_s=pause)
             rest = started + self.settings.maintenance_interval - loop.time()
             if rest > 0:

@@ -34,6 +34,7 @@ from seojobs.jobbody import job_body
 from seojobs.settings import Settings
 from seojobs.store import jobs as job_sql
 from seojobs.store import webhooks as hook_sql
+from seojobs.store.clock import seconds_until
 from seojobs.store.coltypes import utcnow
 from seojobs.store.db import WEBHOOK_CHANNEL, Connection, Database
 from seojobs.store.jobs import SCHEDULED_CHECK
@@ -176,12 +177,9 @@ class Dispatcher:
         due sooner: the soonest the last look found, or a retry this dispatcher scheduled
         since (an idle dispatcher used to look every 0.2 s whether or not anything could
         be due: 5 reads a second in every worker, issue 24.1)."""
-        pause = self.settings.webhook_poll_interval
-        now = self.clock()
-        for due_at in (self._retry_at, self._next_at):
-            if due_at is not None:
-                pause = min(pause, max((due_at - now).total_seconds(), 0.0))
-        return pause
+        return seconds_until(
+            self.clock(), self.settings.webhook_poll_interval, self._retry_at, self._next_at
+        )
 
     async def run_once(self, sender: WebhookSender) -> int:
         """Claim what is due (up to ``webhook_concurrency``), send it, record it; how many."""

@@ -35,6 +35,18 @@ from seojobs.store.db import Connection, Database
 # a fraction of a millisecond early would leave it to the next poll). Leases outlive a
 # heartbeat by two thirds of their length, so a skew this small never takes one early.
 TOLERANCE = timedelta(seconds=0.5)
+
+
+def seconds_until(now: datetime, cap: float, *moments: datetime | None) -> float:
+    """How long to sleep: ``cap`` (a fallback poll), or less until the soonest of ``moments``
+    (None: not known), 0 when one has passed."""
+    pause = cap
+    for at in moments:
+        if at is not None:
+            pause = min(pause, max((at - now).total_seconds(), 0.0))
+    return pause
+
+
 _SQLITE_NOW = text("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')")
 _PG_NOW = select(func.clock_timestamp())
 
