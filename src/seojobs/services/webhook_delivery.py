@@ -113,7 +113,6 @@ class Dispatcher:
         # Slots came free, or deliveries were made due (a wake-up: ``WEBHOOK_CHANNEL``).
         self._freed = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._retry_at: datetime | None = None  # the soonest retry this one scheduled
         # When the soonest unclaimed delivery comes due, as the last look that found none
         # due read it (None: none pending, or not looked since a claim got some).
         self._next_at: datetime | None = None
@@ -138,7 +137,7 @@ class Dispatcher:
     async def run(self) -> None:
         """Deliver until cancelled: claim when woken (the transaction that made a delivery
         due or scheduled a retry commits: seojobs.store.listener), when slots come free, when
-        the soonest retry it knows of comes due, and at least every ``webhook_poll_interval``
+        the soonest delivery it knows of comes due, and at least every ``webhook_poll_interval``
         (for a claim that runs out: its dispatcher died mid-attempt, and no one says so)."""
         self._loop = asyncio.get_running_loop()
         listener = Listener(self.db, self.wake, WEBHOOK_CHANNEL)
@@ -173,13 +172,12 @@ class Dispatcher:
             await listener.aclose()
 
     def _pause(self) -> float:
-        """Until the next look: the fallback poll interval, or less when a delivery comes
-        due sooner: the soonest the last look found, or a retry this dispatcher scheduled
-        since (an idle dispatcher used to look every 0.2 s whether or not anything could
-        be due: 5 reads a second in every worker, issue 24.1)."""
-        return seconds_until(
-            self.clock(), self.settings.webhook_poll_interval, self._retry_at, self._next_at
-        )
+        """Until the next look: the fallback poll interval, or less when the soonest
+        delivery the last look found comes due sooner (a retry this dispatcher scheduled
+        too: the claim that follows every recording reads it). An idle dispatcher used to
+        look every 0.2 s whether or not anything could be due: 5 reads a second in every
+        worker, issue 24.1."""
+        return seconds_until(self.clock(), self.settings.webhook_poll_interval, self._next_at)
 
     async def run_once(self, sender: WebhookSender) -> int:
         """Claim what is due (up to ``webhook_concurrency``), send it, record it; how many."""
@@ -234,8 +232,6 @@ class Dispatcher:
         drained: the previous claim got some. A claim that gets none leaves when the soonest
         delivery comes due (``_next_at``)."""
         now = self.clock()
-        if self._retry_at is not None and now >= self._retry_at:
-            self._retry_at = None  # due by now on the clock that scheduled it: claimed here
         if not self._backlog:
             with self.db.read() as conn:
                 self._next_at = hook_sql.next_due(conn, now)
@@ -324,10 +320,6 @@ class Dispatcher:
             hook_sql.record_attempts(conn, recorded, now)
             for delivery_id, reason in given_up:
                 hook_sql.give_up(conn, delivery_id, reason, now)
-        retries = [r.next_attempt_at for r in recorded if r.next_attempt_at is not None]
-        if retries:
-            soonest = min(retries)
-            self._retry_at = min(soonest, self._retry_at or soonest)
 
     def _next(
         self, due: DueDelivery, outcome: AttemptOutcome, now: datetime
