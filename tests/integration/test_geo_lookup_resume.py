@@ -65,7 +65,10 @@ def test_a_lookup_whose_worker_is_sigkilled_asks_only_the_unanswered_prompt_agai
             services.db.dispose()
     assert done.state == "completed", (done.error_code, done.error, procs.exits())
     asked = [r.body["input"] for r in fake.requests]
-    assert (asked.count(HOSE), asked.count(REEL)) == (1, 2)  # the killed call, then again
+    # Answered before the kill: never asked again. The killed call, then again (and, under
+    # load, once more for each further claim lost to heartbeats too late for the lease).
+    assert asked.count(HOSE) == 1 and done.rescue_count >= 1
+    assert 2 <= asked.count(REEL) <= 1 + done.rescue_count
     answers = [c for c in latest if c.subject != "share-of-voice"]  # and the lookup's voice
     assert {c.data["prompt"]: c.data["domain_cited"] for c in answers} == {HOSE: True, REEL: False}
     assert {c.job_id for c in latest} == {job.id}

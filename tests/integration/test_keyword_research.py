@@ -541,5 +541,7 @@ def test_a_research_whose_worker_is_sigkilled_mid_call_is_resumed_and_collected_
     assert done.state == "completed", (done.error_code, done.error, procs.exits())
     assert [c.job_id for c in history] == [job.id]  # collected once, by the resumed job
     assert {k["keyword"].lower() for k in history[0].data["keywords"]} == set(ideas_for(SEEDS))
-    # The killed call, then the resumed job's two.
-    assert len(fakes.dataforseo.requests) == 3
+    # The killed call, then the resumed job's two (and, under load, a call in flight again
+    # for each further claim lost to heartbeats too late for the 1.5 s lease).
+    assert done.rescue_count >= 1
+    assert 3 <= len(fakes.dataforseo.requests) <= 2 + done.rescue_count

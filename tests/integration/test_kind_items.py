@@ -151,8 +151,12 @@ def test_a_crawl_survives_a_sigkilled_worker(
     assert done.items_total == done.items_done == PAGES
     starts = _starts(services, job.id)
     assert set(starts) == {f"{base}/p/{n}" for n in range(PAGES)}
-    twice = [item for item, n in starts.items() if n > 1]
-    assert len(twice) <= concurrency + backlog and all(n <= 2 for n in starts.values()), starts
+    # Each claim lost (the kill's, and under load one whose heartbeats came too late for the
+    # 1.5 s lease: its worker claims the job again) starts its items in flight once more.
+    lost = done.rescue_count
+    again = sum(n - 1 for n in starts.values())
+    assert lost >= 1 and again <= (concurrency + backlog) * lost, (lost, starts)
+    assert all(n <= 1 + lost for n in starts.values()), (lost, starts)
 
 
 def _events(services: Services, job_id: int, event: str) -> int:
@@ -185,7 +189,9 @@ def test_job_level_findings_rewritten_by_a_rescue_replace_the_dead_workers(
         procs.stop_all()
     done = services.jobs.get(user, job.id)
     assert done.state == "completed", (done.error, procs.exits())
-    assert _events(services, job.id, "findings_written") == 2  # written by both workers
+    # Written by both workers (and again by each claim lost to late heartbeats under load).
+    assert done.rescue_count >= 1
+    assert _events(services, job.id, "findings_written") == 1 + done.rescue_count
     with services.db.read() as conn:
         rows = conn.execute(select(findings.c.data).where(findings.c.job_id == job.id)).all()
     assert sorted(data["n"] for (data,) in rows) == list(range(many))

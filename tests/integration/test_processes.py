@@ -98,7 +98,10 @@ def test_sigkilled_worker_is_rescued_and_no_finished_item_repeats(
     wait_until(lambda: services.jobs.get(user, job.id).state == "completed", timeout=60)
 
     done = services.jobs.get(user, job.id)
-    assert done.rescue_count == 1
+    # The kill's rescue, and under load maybe one more: a claim whose heartbeats came too late
+    # for the 1.5 s lease is rescued and claimed again, its item in flight then run again.
+    lost = done.rescue_count
+    assert lost >= 1
     assert done.items_done == 120 and done.counters == {"ok": 120}
     with services.db.read() as conn:
         starts = dict(
@@ -111,7 +114,8 @@ def test_sigkilled_worker_is_rescued_and_no_finished_item_repeats(
     assert set(starts) == set(urls)  # every item was processed
     repeated = {item for item, n in starts.items() if n > 1}
     assert not (repeated & finished_at_kill)  # no finished item ran again
-    assert len(repeated) <= 1  # only the one in flight at the kill (concurrency 1)
+    # Only the one in flight at each claim lost (concurrency 1): 1 in a quiet run.
+    assert len(repeated) <= lost and max(starts.values()) <= 1 + lost, (lost, starts)
 
 
 def test_sigterm_while_a_worker_starts_is_a_clean_stop(pg_url: str, tmp_path: Path) -> None:

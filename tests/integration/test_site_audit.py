@@ -312,16 +312,22 @@ def test_a_1000_page_audit_resumes_after_its_worker_is_sigkilled(
     assert sorted(map(_path, urls)) == sorted(f"/g/{n}" for n in range(pages))
     fetched = {path: n for path, n in site.hits.items() if path.startswith("/g/")}
     assert len(fetched) == pages
-    twice = [path for path, n in fetched.items() if n > 1]
-    assert len(twice) <= (1 + BACKLOG) * concurrency and max(fetched.values()) <= 2, fetched
+    # Those in flight at each claim lost (the kill's; under load, maybe one whose heartbeats
+    # came too late for the 1.5 s lease) fetched again.
+    lost = done.rescue_count
+    again = sum(n - 1 for n in fetched.values())
+    assert lost >= 1 and again <= (1 + BACKLOG) * concurrency * lost, (lost, fetched)
+    assert max(fetched.values()) <= 1 + lost, (lost, fetched)
     assert done.result is not None and done.result["pages_crawled"] == pages
-    # Checked by the first worker (the first page links to them), once.
-    assert site.elsewhere == {
-        "GET /robots.txt": 1,
-        "HEAD /ext/ok": 1,
-        "HEAD /ext/get": 1,
-        "GET /ext/get": 1,
+    # Checked by the first worker (the first page links to them), once: again only by a claim
+    # that lost the first one's before its page was written (under load, late heartbeats).
+    assert set(site.elsewhere) == {
+        "GET /robots.txt",
+        "HEAD /ext/ok",
+        "HEAD /ext/get",
+        "GET /ext/get",
     }
+    assert all(n <= lost for n in site.elsewhere.values()), (lost, site.elsewhere)
     # The pages table, written once the crawl was complete: every page once, with in-links.
     _job, stored = services.audits.pages(user, done.project_id, job.id, limit=pages + 1)
     assert sorted(_path(p.url) for p in stored) == sorted(f"/g/{n}" for n in range(pages))
