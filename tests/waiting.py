@@ -49,28 +49,46 @@ class InThread(Generic[T]):
         return self._outcome[0]
 
 
+# A wait checks every ``interval`` for its first second, then less often: every tenth of the
+# time waited so far, at most every LONGEST_PAUSE (never less often than ``interval``). A check
+# reads the database, a file or a fake; the suite's waits of several seconds (leases, rescues,
+# real jobs) checked 20 times a second, each a read the server also pays for (issue 24.1).
+BRISK_SECONDS = 1.0
+LONGEST_PAUSE = 0.25
+
+
+def _pause(waited: float, interval: float) -> float:
+    if waited < BRISK_SECONDS:
+        return interval
+    return max(interval, min(waited / 10, LONGEST_PAUSE))
+
+
 def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 0.05) -> T:
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     while True:
         value = check()
         if value:
             return value
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
-        time.sleep(interval)
+        time.sleep(_pause(now - started, interval))
 
 
 async def await_until(
     check: Callable[[], Awaitable[T]], timeout: float = 30.0, interval: float = 0.05
 ) -> T:
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     while True:
         value = await check()
         if value:
             return value
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
-        await asyncio.sleep(interval)
+        await asyncio.sleep(_pause(now - started, interval))
 
 
 async def run_until_final(
