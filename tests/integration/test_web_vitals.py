@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -232,6 +233,8 @@ def test_a_real_lighthouse_job_stores_the_reports_values_and_reads_serve_them(
             [kept] = list(vitals_env.glob(f"job-{job_id}-*-{factor}.json"))
             raw = json.loads(kept.read_text())
             assert _stored_values(run["lab"]) == _report_values(raw)
+            # No full-page screenshot taken (nothing reads it): 2.2 -> 0.7 MB a report.
+            assert "fullPageScreenshot" not in raw
             assert run["lab"]["lighthouse_version"] == "12.2.3"
             lcp = run["lab"]["metrics"]["lcp"]
             expected = "good" if lcp["value"] <= 2500 else "needs_improvement"
@@ -504,3 +507,53 @@ def test_the_crux_client_speaks_the_wire_format(crux: tuple[FakeCrux, str]) -> N
             "experimental_time_to_first_byte",
         ],
     }
+
+
+# The cold path's CLI arguments as Lighthouse's own CLI parses them (cli/bin.js: getFlags).
+_CLI_FLAGS = """
+import path from 'node:path';
+import {pathToFileURL} from 'node:url';
+const [modules, args] = JSON.parse(process.argv[2]);
+const load = (file) => import(pathToFileURL(path.join(modules, file)).href);
+const {getFlags} = await load('lighthouse/cli/cli-flags.js');
+process.stdout.write(JSON.stringify(getFlags(args)));
+"""
+
+
+@pytest.mark.parametrize("form_factor", ["mobile", "desktop"])
+def test_the_cli_run_and_the_warm_slot_ask_lighthouse_for_the_same_settings(
+    form_factor: str, tmp_path: Path
+) -> None:
+    """A run without warm slots (the CLI, ``runner.command``) and a warm slot's request
+    (``runner.request``, Lighthouse's flags as an object) set the same Lighthouse flags: the
+    categories, no full-page screenshot, the load wait and the throttling."""
+    from seojobs.browsers.slots import Browser
+    from seojobs.kinds.web_vitals import runner
+
+    _installed()
+    browser = Browser(
+        lighthouse=WebVitalsSettings().lighthouse_path,
+        chrome="/usr/bin/chromium",
+        timeout=60,
+        max_wait=30,
+        throttling="devtools",
+    )
+    out = str(tmp_path / "report.json")
+    cli = runner.command(browser, "http://127.0.0.1:9/", form_factor, LOOPBACK_ONLY, out)
+    warm = runner.request(browser, "http://127.0.0.1:9/", form_factor, LOOPBACK_ONLY, out)
+    modules = str(Path(__file__).resolve().parents[2] / "lighthouse" / "node_modules")
+    script = tmp_path / "flags.mjs"
+    script.write_text(_CLI_FLAGS, encoding="utf-8")
+    parsed = json.loads(
+        subprocess.run(
+            ["node", str(script), json.dumps([modules, cli[1:]])],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    )
+    for name, value in warm["flags"].items():
+        assert parsed.get(name) == value, (name, parsed.get(name), value)
+    assert warm["flags"]["disableFullPageScreenshot"] is True
+    assert parsed.get("preset") == ("desktop" if form_factor == "desktop" else None)
+    assert warm["form_factor"] == form_factor
