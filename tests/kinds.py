@@ -130,6 +130,13 @@ async def sleep(ctx: JobContext[SleepParams]) -> None:
     await asyncio.sleep(ctx.params.seconds)
 
 
+async def block_loop(ctx: JobContext[SleepParams]) -> None:
+    """Holds its worker's event loop for ``seconds``: a synchronous call made on the loop, as
+    a kind's CPU work there does (a parse, a score over every page, the import of a library
+    at its first use), however a loaded machine stretches it."""
+    time.sleep(ctx.params.seconds)
+
+
 async def fail(ctx: JobContext[FailParams]) -> None:
     params = ctx.params
     if params.crash:
@@ -225,3 +232,4 @@ def register(registry: Registry) -> None:
     # A kind with a queue of its own and one job at a time per worker (a browser pool's kind).
     registry.add(Kind("test_capped", SleepParams, sleep, queue="capped", concurrency=1))
     registry.add(Kind("test_timed", SleepParams, sleep, timeout=0.5))
+    registry.add(Kind("test_block_loop", SleepParams, block_loop))

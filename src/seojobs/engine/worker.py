@@ -3,6 +3,8 @@
 Database calls run on a small thread pool (the store is synchronous SQLAlchemy Core); the event
 loop only schedules, but for PostgreSQL's wake-ups: its LISTEN connection and a woken worker's
 claim run on the loop itself (``seojobs.store.loopclaim``), with no thread to wake on the way.
+The heartbeat that keeps the running jobs' leases has a thread and a connection of its own
+(``seojobs.engine.heartbeat``): neither the loop nor the pool's queue holds it back.
 Completions are buffered for a few milliseconds and written in one statement, the main
 throughput lever for short jobs (River's BatchCompleter, graphile-worker). A completion
 acknowledged only in memory is lost with the process, and the job runs again after rescue:
@@ -35,6 +37,7 @@ from seojobs.engine import kindsettings, maintenance, progress
 from seojobs.engine.changes import ChangeEvents
 from seojobs.engine.context import Interrupted, JobContext, JobFailed
 from seojobs.engine.events import event
+from seojobs.engine.heartbeat import Claim, Heartbeat
 from seojobs.engine.host import (
     AddFinishedItem,
     AddItems,
@@ -169,6 +172,14 @@ class Worker:
         self.changes = ChangeEvents(registry)
         # Whether, and for which running jobs, to look for due job.progress deliveries.
         self.progress = progress.Progress(db)
+        self.heartbeat = Heartbeat(
+            db,
+            self.worker_id,
+            settings.lease_seconds,
+            self.clock,
+            self._db_clock,
+            self._claims_lost,
+        )
         self.shutdown_grace = settings.lease_seconds if shutdown_grace is None else shutdown_grace
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seojobs-db")
         self.running: dict[int, tuple[asyncio.Task[None], JobContext[Any] | None, JobRecord]] = {}
@@ -238,7 +249,6 @@ class Worker:
         with contextlib.suppress(Exception):  # else at the progress loop's next look
             await self.run_db(self.progress.refresh)
         helpers = [
-            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._completer_loop(), name="completer"),
             asyncio.create_task(self._progress_loop(), name="progress"),
         ]
@@ -247,6 +257,7 @@ class Worker:
         with contextlib.suppress(Exception):  # the store away: 0 until the next heartbeat
             await self.run_db(self._sync_clock)
         helpers += [asyncio.create_task(_forever(loop)) for loop in self.background]
+        self.heartbeat.start(self._loop)
         try:
             await self._claim_loop()
             await self._drain()
@@ -254,6 +265,7 @@ class Worker:
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            await asyncio.get_running_loop().run_in_executor(None, self.heartbeat.stop)
             await self._flush_completions()
             await self._listener.aclose()
             if self._loop_claims is not None:
@@ -478,6 +490,7 @@ class Worker:
         self.claimed_total += 1
         task = asyncio.create_task(self._execute(job), name=f"job-{job.id}")
         self.running[job.id] = (task, None, job)
+        self.heartbeat.hold(job.id, job.attempt)
         task.add_done_callback(functools.partial(self._finished, job.id))
 
     def _finished(self, job_id: int, task: asyncio.Task[None]) -> None:
@@ -485,6 +498,7 @@ class Worker:
         if entry is None or entry[0] is not task:
             return  # an attempt whose claim this worker took again (_start)
         del self.running[job_id]
+        self.heartbeat.drop(job_id, entry[2].attempt)
         self.progress.next_at.pop(job_id, None)
         user = self._owners.pop(job_id, None)
         if user is not None:
@@ -793,36 +807,14 @@ class Worker:
             self._check_completed(batch, done)
         self._has_completions.clear()
 
-    def _heartbeat_interval(self) -> float:
-        return max(self.settings.lease_seconds / 3, 0.05)
-
-    async def _heartbeat_loop(self) -> None:
-        interval = self._heartbeat_interval()
-        while True:
-            await asyncio.sleep(interval)
-            with contextlib.suppress(Exception):  # the store away: said by whatever needs it
-                await self.run_db(self._sync_clock)
-            held = {(job.id, job.attempt) for _t, _c, job in self.running.values()}
-            if not held:
-                continue
-
-            def beat(held: set[tuple[int, int]] = held) -> set[int]:
-                with self.db.write() as conn:
-                    return job_sql.heartbeat(
-                        conn, self.worker_id, held, self.clock(), self.settings.lease_seconds
-                    )
-
-            try:
-                still = await self.run_db(beat)
-            except Exception:
-                log.exception("heartbeat failed")
-                continue
-            for job_id, attempt in held - {(j, a) for j, a in held if j in still}:
-                entry = self.running.get(job_id)
-                # (A later claim of the job by this worker, made meanwhile, is not the lost one.)
-                if entry is not None and entry[2].attempt == attempt:
-                    log.warning("job %s: claim lost (cancelled or rescued); stopping it", job_id)
-                    entry[0].cancel()
+    def _claims_lost(self, lost: list[Claim]) -> None:
+        """The heartbeat found these claims no longer held: their jobs stop."""
+        for job_id, attempt in lost:
+            entry = self.running.get(job_id)
+            # (A later claim of the job by this worker, made meanwhile, is not the lost one.)
+            if entry is not None and entry[2].attempt == attempt:
+                log.warning("job %s: claim lost (cancelled or rescued); stopping it", job_id)
+                entry[0].cancel()
 
     def _sync_clock(self) -> None:
         if self._db_clock is not None:
@@ -833,7 +825,7 @@ class Worker:
         # last read it (a pass read it anew each time: a third of an idle pass's reads, five
         # a second in the tests' workers; issue 24.1), or read now when it is older.
         if self._db_clock is not None:
-            self._db_clock.sync_unless_within(self._heartbeat_interval())
+            self._db_clock.sync_unless_within(self.heartbeat.interval)
         return maintenance.run_once(
             self.db,
             self.settings,

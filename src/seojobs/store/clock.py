@@ -78,13 +78,16 @@ class DatabaseClock:
         if self.synced_at is None or time.monotonic() - self.synced_at >= seconds:
             self.sync()
 
-    def sync(self) -> timedelta:
+    def sync(self, conn: Connection | None = None) -> timedelta:
         """Measure the offset again (the reading taken halfway through the round trip; under
-        ``TOLERANCE``, none); returns it."""
-        with self.db.read() as conn:
-            before = self.local()
-            theirs = database_now(conn)
-            after = self.local()
+        ``TOLERANCE``, none); returns it. On ``conn`` when given (the heartbeat's own, in its
+        transaction), else in a read of its own."""
+        if conn is None:
+            with self.db.read() as own:
+                return self.sync(own)
+        before = self.local()
+        theirs = database_now(conn)
+        after = self.local()
         offset = theirs - (before + (after - before) / 2)
         self.offset = offset if abs(offset) >= TOLERANCE else timedelta(0)
         self.synced_at = time.monotonic()

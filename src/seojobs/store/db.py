@@ -8,6 +8,7 @@ plain ``BEGIN`` so they never wait for the writer lock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import threading
 import time
@@ -251,6 +252,45 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class OwnConnection:
+    """A connection of one thread's own, out of the pool for as long as it lives: for the
+    worker's heartbeat, which must wait neither for a pooled connection nor behind the rest of
+    the process's work. Opened at its first transaction, and again after one that failed."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._conn: Connection | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[Connection]:
+        """A transaction on it; ``write``: one that may write (``BEGIN IMMEDIATE`` on SQLite,
+        as ``Database.write``). A failure closes the connection (it may be dead: a server
+        restart, ``pg_terminate_backend``); the next transaction opens another."""
+        with _unavailable():
+            if self._conn is None:
+                self._conn = self.db.engine.connect()
+            conn = self._conn.execution_options(seojobs_write=write)
+            try:
+                with conn.begin():
+                    yield conn
+            except BaseException:
+                self.close(invalidate=True)
+                raise
+
+    def close(self, *, invalidate: bool = False) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        with contextlib.suppress(Exception):  # what it failed with was said already
+            if invalidate:
+                conn.invalidate()
+            conn.close()
 
 
 def _pg_mark_idle(_dbapi_conn: Any, record: Any) -> None:
