@@ -7,8 +7,7 @@ reaped children's (the ``seojobs`` processes and browsers a test starts, counted
 waited for: a module's servers at the module's last test; the commands tests/clifork.py forks
 as each ends, with the zygote's own CPU since the last) and the time it ended (epoch seconds,
 to line tests up with the machine's load). The PostgreSQL server's CPU is not
-in it. ``python -m tests.cputime dir`` sums it per file; ``python -m tests.cputime dir
---durations`` writes tests/durations.tsv (tests/scheduling.py).
+in it. ``python -m tests.cputime dir`` sums it per file.
 """
 
 from __future__ import annotations
@@ -73,35 +72,5 @@ def main(folder: str) -> None:
     print(f"{'total':60} {int(total[0]):6d} {total[1]:8.1f} {total[2]:8.1f} {total[3]:8.1f}")
 
 
-# tests/durations.tsv lists the tests whose setup, call and teardown took at least this long in
-# a whole run (about 460 of 4,800, nine tenths of the time): tests/scheduling.py starts them in
-# that order, longest first, and the rest after them.
-LISTED = 0.5
-DURATIONS_HEADER = (
-    "# Wall seconds of the suite's longer tests in a whole run (CI=true ./scripts/test on the\n"
-    "# 2-core machine, SEOJOBS_TEST_CPU=dir), for tests/scheduling.py's order only. Made by\n"
-    "# `.venv/bin/python -m tests.cputime dir --durations > tests/durations.tsv`.\n"
-)
-
-
-def durations(folder: str) -> None:
-    """tests/durations.tsv from a run's files: each test of at least ``LISTED`` seconds."""
-    walls: dict[str, float] = {}
-    for path in Path(folder).glob("cpu-*.tsv"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            node, wall, *_rest = line.split("\t")
-            # loadgroup's "@group" suffix (its groups are named after their module's path)
-            if "@tests/" in node:
-                node = node[: node.rindex("@tests/")]
-            walls[node] = max(walls.get(node, 0.0), float(wall))
-    print(DURATIONS_HEADER, end="")
-    for node, wall in sorted(walls.items()):
-        if wall >= LISTED:
-            print(f"{node}\t{wall:.1f}")
-
-
 if __name__ == "__main__":
-    if sys.argv[2:] == ["--durations"]:
-        durations(sys.argv[1])
-    else:
-        main(sys.argv[1])
+    main(sys.argv[1])

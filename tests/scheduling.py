@@ -5,11 +5,7 @@
   test comes from another module.
 - The longest work goes first: a long test started last is what the whole run waits for.
   xdist hands work out in collection order (with ``--no-loadscope-reorder``), so the collection
-  is sorted by each unit's length, longest first: the wall time tests/durations.tsv gives a
-  test that took half a second or more in a whole run, else an estimate by its folder. The
-  short tests that come last are mostly CPU: a run's last minute had a core idle half the
-  time while the tests that wait (leases, timeouts, read counts over seconds: test_worker,
-  test_worker_idle, test_api_protocol, test_webhook_dispatch), estimated alike, came last.
+  is sorted by an estimate of each unit's length, longest first.
 - ``slow``: what the inner loop (``-m "not slow"``) leaves to CI: real processes and the
   browser (tests/e2e, tests/browser), the PostgreSQL cases (the same tests run on SQLite), the
   integration tests that start an app or a worker (each start costs a fraction of a second of
@@ -28,11 +24,9 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-DURATIONS = TESTS / "durations.tsv"  # python -m tests.cputime DIR --durations
-# Seconds, roughly, on the 2-core machine, of a test durations.tsv does not list (under half
-# a second when it was made, or newer): only the order they give matters.
-_FOLDER_COST = {"unit": 0.01, "integration": 0.2, "e2e": 1.0, "browser": 2.0}
-_SLOW_COST = 5.0
+# Seconds, roughly, on the 2-core machine: only the order they give matters.
+_FOLDER_COST = {"unit": 0.01, "integration": 1.0, "e2e": 6.0, "browser": 10.0}
+_SLOW_COST = 20.0
 _POSTGRES_FACTOR = 1.5
 _SLOW_FOLDERS = ("e2e", "browser")
 # Unit modules that take tens of seconds (generated examples, real clocks): left to CI, and
@@ -80,26 +74,8 @@ def _on_postgres(item: pytest.Item) -> bool:
     return callspec is not None and "postgresql" in callspec.params.values()
 
 
-@functools.cache
-def _measured() -> dict[str, float]:
-    """tests/durations.tsv: node id -> wall seconds."""
-    try:
-        text = DURATIONS.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    table = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            node, seconds = line.rsplit("\t", 1)
-            table[node] = float(seconds)
-    return table
-
-
 def _cost(item: pytest.Item) -> float:
-    measured = _measured().get(item.nodeid)
-    if measured is not None:
-        return measured
-    cost = _FOLDER_COST.get(_folder(item), 0.2)
+    cost = _FOLDER_COST.get(_folder(item), 1.0)
     if item.get_closest_marker("slow") or item.path.stem in SLOW_UNIT:
         cost = max(cost, _SLOW_COST)
     return cost * (_POSTGRES_FACTOR if _on_postgres(item) else 1.0)
